@@ -1,0 +1,8 @@
+//! think-rs: Cloudflare's Think agent harness as a Rust/WASM Durable Object.
+//!
+//! Everything except `wasm` is plain Rust that builds and tests on the host; `wasm` is the
+//! thin Workers glue (Durable Object storage, R2, WebSockets, fetch).
+
+pub mod platform;
+pub mod store;
+pub mod tools;

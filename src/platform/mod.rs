@@ -1,0 +1,96 @@
+//! Platform seams other than storage: time, randomness, outbound HTTP and the set of
+//! connected WebSockets. The Workers glue implements them with `Date.now`, `setTimeout`,
+//! `crypto.getRandomValues`, `fetch` and the hibernation WebSocket API.
+
+use async_trait::async_trait;
+use futures::stream::LocalBoxStream;
+
+/// Time and randomness, so turn logic (timeouts, debouncing, ids) runs the same on the host.
+#[async_trait(?Send)]
+pub trait Clock {
+    /// Milliseconds since the Unix epoch.
+    fn now_ms(&self) -> f64;
+    /// Resolves after `ms` milliseconds.
+    async fn sleep(&self, ms: u64);
+    /// Fills `buf` with cryptographically random bytes.
+    fn random_bytes(&self, buf: &mut [u8]);
+}
+
+/// A random identifier drawn from `clock`, in the nanoid alphabet the `agents` client uses.
+pub fn random_id(clock: &dyn Clock, len: usize) -> String {
+    const ALPHABET: &[u8] = b"0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz_-";
+    let mut bytes = vec![0u8; len];
+    clock.random_bytes(&mut bytes);
+    bytes.iter().map(|b| ALPHABET[(*b & 63) as usize] as char).collect()
+}
+
+/// A random RFC 4122 version-4 UUID string.
+pub fn random_uuid(clock: &dyn Clock) -> String {
+    let mut b = [0u8; 16];
+    clock.random_bytes(&mut b);
+    b[6] = (b[6] & 0x0f) | 0x40;
+    b[8] = (b[8] & 0x3f) | 0x80;
+    let h: String = b.iter().map(|x| format!("{x:02x}")).collect();
+    format!("{}-{}-{}-{}-{}", &h[0..8], &h[8..12], &h[12..16], &h[16..20], &h[20..32])
+}
+
+/// An outbound HTTP request.
+#[derive(Debug, Clone, Default)]
+pub struct HttpRequest {
+    pub method: String,
+    pub url: String,
+    pub headers: Vec<(String, String)>,
+    pub body: Option<Vec<u8>>,
+}
+
+/// A response whose body arrives as a stream of byte chunks, so SSE can be read as it comes.
+pub struct HttpResponse {
+    pub status: u16,
+    pub headers: Vec<(String, String)>,
+    pub body: LocalBoxStream<'static, Result<Vec<u8>, HttpError>>,
+}
+
+impl HttpResponse {
+    /// The first header named `name`, compared case-insensitively.
+    pub fn header(&self, name: &str) -> Option<&str> {
+        self.headers
+            .iter()
+            .find(|(k, _)| k.eq_ignore_ascii_case(name))
+            .map(|(_, v)| v.as_str())
+    }
+
+    /// Reads the whole body.
+    pub async fn bytes(self) -> Result<Vec<u8>, HttpError> {
+        use futures::StreamExt;
+        let mut body = self.body;
+        let mut out = Vec::new();
+        while let Some(chunk) = body.next().await {
+            out.extend_from_slice(&chunk?);
+        }
+        Ok(out)
+    }
+}
+
+/// A transport failure (DNS, refused connection, reset), as opposed to an HTTP error status.
+#[derive(Debug, Clone, PartialEq)]
+pub struct HttpError(pub String);
+
+impl std::fmt::Display for HttpError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+/// Outbound HTTP: the model provider and the MCP client both speak through this.
+#[async_trait(?Send)]
+pub trait HttpClient {
+    async fn fetch(&self, req: HttpRequest) -> Result<HttpResponse, HttpError>;
+}
+
+/// The connected WebSockets of one agent instance.
+pub trait Sockets {
+    /// Ids of every open connection.
+    fn ids(&self) -> Vec<String>;
+    /// Sends one text frame; a closed socket is silently skipped.
+    fn send(&self, id: &str, text: &str);
+}

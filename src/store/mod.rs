@@ -1,0 +1,124 @@
+//! Storage seams: the SQL database and the blob store (R2) that the agent and its workspace
+//! sit on. The Durable Object glue implements them over `ctx.storage.sql` and an R2 binding;
+//! host tests implement them over a real SQLite file (rusqlite), so the same logic is tested.
+
+use async_trait::async_trait;
+
+#[cfg(test)]
+pub mod sqlite;
+
+/// One SQL value, the intersection of what DO SQLite and rusqlite can carry.
+#[derive(Debug, Clone, PartialEq)]
+pub enum SqlValue {
+    Null,
+    Integer(i64),
+    Real(f64),
+    Text(String),
+    Blob(Vec<u8>),
+}
+
+/// A result row, in column order.
+pub type Row = Vec<SqlValue>;
+
+/// A storage failure, carried as text because both backends report strings.
+#[derive(Debug, Clone, PartialEq)]
+pub struct StoreError(pub String);
+
+impl std::fmt::Display for StoreError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for StoreError {}
+
+/// Synchronous SQL, as the Durable Object's SQLite API is synchronous.
+///
+/// Platform limits apply to every implementation: rows up to 2 MB, statements up to 100 KB
+/// and at most 100 bound parameters. Callers chunk their work to stay inside them.
+pub trait Sql {
+    /// Runs one statement and returns every row it produced.
+    fn exec(&self, sql: &str, params: &[SqlValue]) -> Result<Vec<Row>, StoreError>;
+
+    /// Runs `f` atomically: every statement inside commits together or not at all.
+    fn transaction(
+        &self,
+        f: &mut dyn FnMut() -> Result<(), StoreError>,
+    ) -> Result<(), StoreError>;
+}
+
+/// Object storage for content too large for a SQLite row (R2 in production).
+#[async_trait(?Send)]
+pub trait BlobStore {
+    async fn put(&self, key: &str, bytes: Vec<u8>, content_type: &str) -> Result<(), StoreError>;
+    async fn get(&self, key: &str) -> Result<Option<Vec<u8>>, StoreError>;
+    async fn delete(&self, keys: &[String]) -> Result<(), StoreError>;
+    /// Every key under `prefix`, for cleanup and for tests that check for orphans.
+    async fn list(&self, prefix: &str) -> Result<Vec<String>, StoreError>;
+}
+
+impl SqlValue {
+    pub fn as_i64(&self) -> Option<i64> {
+        match self {
+            SqlValue::Integer(i) => Some(*i),
+            SqlValue::Real(f) => Some(*f as i64),
+            _ => None,
+        }
+    }
+
+    pub fn as_str(&self) -> Option<&str> {
+        match self {
+            SqlValue::Text(s) => Some(s),
+            _ => None,
+        }
+    }
+
+    pub fn into_string(self) -> Option<String> {
+        match self {
+            SqlValue::Text(s) => Some(s),
+            _ => None,
+        }
+    }
+
+    pub fn into_bytes(self) -> Option<Vec<u8>> {
+        match self {
+            SqlValue::Blob(b) => Some(b),
+            SqlValue::Text(s) => Some(s.into_bytes()),
+            _ => None,
+        }
+    }
+
+    pub fn is_null(&self) -> bool {
+        matches!(self, SqlValue::Null)
+    }
+}
+
+impl From<&str> for SqlValue {
+    fn from(v: &str) -> Self {
+        SqlValue::Text(v.to_owned())
+    }
+}
+
+impl From<String> for SqlValue {
+    fn from(v: String) -> Self {
+        SqlValue::Text(v)
+    }
+}
+
+impl From<i64> for SqlValue {
+    fn from(v: i64) -> Self {
+        SqlValue::Integer(v)
+    }
+}
+
+impl From<Vec<u8>> for SqlValue {
+    fn from(v: Vec<u8>) -> Self {
+        SqlValue::Blob(v)
+    }
+}
+
+impl<T: Into<SqlValue>> From<Option<T>> for SqlValue {
+    fn from(v: Option<T>) -> Self {
+        v.map(Into::into).unwrap_or(SqlValue::Null)
+    }
+}

@@ -1,0 +1,109 @@
+//! The host-test implementation of [`Sql`] over a real SQLite database (rusqlite), so logic
+//! written against the Durable Object's SQLite is tested against SQLite itself.
+
+use super::{Row, Sql, SqlValue, StoreError};
+use rusqlite::types::{Value, ValueRef};
+use std::cell::RefCell;
+
+/// An in-memory SQLite database.
+pub struct SqliteSql {
+    conn: RefCell<rusqlite::Connection>,
+}
+
+impl SqliteSql {
+    pub fn new() -> Self {
+        Self { conn: RefCell::new(rusqlite::Connection::open_in_memory().expect("open sqlite")) }
+    }
+}
+
+impl Default for SqliteSql {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+fn to_value(v: &SqlValue) -> Value {
+    match v {
+        SqlValue::Null => Value::Null,
+        SqlValue::Integer(i) => Value::Integer(*i),
+        SqlValue::Real(f) => Value::Real(*f),
+        SqlValue::Text(s) => Value::Text(s.clone()),
+        SqlValue::Blob(b) => Value::Blob(b.clone()),
+    }
+}
+
+impl Sql for SqliteSql {
+    fn exec(&self, sql: &str, params: &[SqlValue]) -> Result<Vec<Row>, StoreError> {
+        if params.len() > 100 {
+            return Err(StoreError(format!("too many SQL variables: {}", params.len())));
+        }
+        if sql.len() > 100_000 {
+            return Err(StoreError("statement too long".into()));
+        }
+        let conn = self.conn.borrow();
+        let mut stmt = conn.prepare(sql).map_err(|e| StoreError(e.to_string()))?;
+        let values: Vec<Value> = params.iter().map(to_value).collect();
+        let cols = stmt.column_count();
+        let mut rows = stmt
+            .query(rusqlite::params_from_iter(values.iter()))
+            .map_err(|e| StoreError(e.to_string()))?;
+        let mut out = Vec::new();
+        while let Some(row) = rows.next().map_err(|e| StoreError(e.to_string()))? {
+            let mut r = Vec::with_capacity(cols);
+            for i in 0..cols {
+                let v = row.get_ref(i).map_err(|e| StoreError(e.to_string()))?;
+                r.push(match v {
+                    ValueRef::Null => SqlValue::Null,
+                    ValueRef::Integer(i) => SqlValue::Integer(i),
+                    ValueRef::Real(f) => SqlValue::Real(f),
+                    ValueRef::Text(t) => SqlValue::Text(String::from_utf8_lossy(t).into_owned()),
+                    ValueRef::Blob(b) => SqlValue::Blob(b.to_vec()),
+                });
+            }
+            out.push(r);
+        }
+        Ok(out)
+    }
+
+    fn transaction(
+        &self,
+        f: &mut dyn FnMut() -> Result<(), StoreError>,
+    ) -> Result<(), StoreError> {
+        self.exec("SAVEPOINT think_tx", &[])?;
+        match f() {
+            Ok(()) => self.exec("RELEASE think_tx", &[]).map(|_| ()),
+            Err(e) => {
+                self.exec("ROLLBACK TO think_tx", &[])?;
+                self.exec("RELEASE think_tx", &[])?;
+                Err(e)
+            }
+        }
+    }
+}
+
+/// A blob store held in memory, standing in for R2 in host tests of the spill logic.
+#[derive(Default)]
+pub struct MemoryBlobs {
+    pub objects: RefCell<std::collections::BTreeMap<String, Vec<u8>>>,
+}
+
+#[async_trait::async_trait(?Send)]
+impl super::BlobStore for MemoryBlobs {
+    async fn put(&self, key: &str, bytes: Vec<u8>, _content_type: &str) -> Result<(), StoreError> {
+        self.objects.borrow_mut().insert(key.to_owned(), bytes);
+        Ok(())
+    }
+    async fn get(&self, key: &str) -> Result<Option<Vec<u8>>, StoreError> {
+        Ok(self.objects.borrow().get(key).cloned())
+    }
+    async fn delete(&self, keys: &[String]) -> Result<(), StoreError> {
+        let mut objects = self.objects.borrow_mut();
+        for k in keys {
+            objects.remove(k);
+        }
+        Ok(())
+    }
+    async fn list(&self, prefix: &str) -> Result<Vec<String>, StoreError> {
+        Ok(self.objects.borrow().keys().filter(|k| k.starts_with(prefix)).cloned().collect())
+    }
+}

@@ -1,0 +1,301 @@
+//! The tool system: the `Tool` trait every tool source implements, typed tools whose JSON
+//! Schema is derived from a Rust struct, input validation, and the per-turn merge of tool
+//! layers in Think's order (later layers win on a name clash).
+
+use async_trait::async_trait;
+use futures::future::LocalBoxFuture;
+use serde::de::DeserializeOwned;
+use serde::Serialize;
+use serde_json::Value;
+use std::collections::BTreeMap;
+use std::future::Future;
+use std::marker::PhantomData;
+use std::rc::Rc;
+
+pub mod schema;
+
+/// What a model sees of a tool: its name, description and input (and optional output) schema.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ToolDefinition {
+    pub name: String,
+    pub description: String,
+    pub input_schema: Value,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub output_schema: Option<Value>,
+}
+
+/// Per-call information handed to `execute`.
+#[derive(Debug, Clone, Default)]
+pub struct ToolContext {
+    pub tool_call_id: String,
+    pub tool_name: String,
+}
+
+/// A failed execution. Its message reaches the model as the tool's error text
+/// (`tool-output-error` on the wire) and the turn goes on.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ToolError(pub String);
+
+impl std::fmt::Display for ToolError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl From<String> for ToolError {
+    fn from(s: String) -> Self {
+        ToolError(s)
+    }
+}
+
+impl From<&str> for ToolError {
+    fn from(s: &str) -> Self {
+        ToolError(s.to_owned())
+    }
+}
+
+/// How a tool's output is shown to the model, which may differ from what is persisted
+/// (Think's `toModelOutput`): `read` sends file text as plain text, not as JSON.
+#[derive(Debug, Clone, PartialEq)]
+pub enum ModelOutput {
+    Text(String),
+    Json(Value),
+    ErrorText(String),
+}
+
+impl ModelOutput {
+    /// The text form sent to providers whose tool messages carry a string.
+    pub fn to_text(&self) -> String {
+        match self {
+            ModelOutput::Text(s) | ModelOutput::ErrorText(s) => s.clone(),
+            ModelOutput::Json(v) => serde_json::to_string(v).unwrap_or_default(),
+        }
+    }
+}
+
+/// A tool the model can call.
+#[async_trait(?Send)]
+pub trait Tool {
+    fn definition(&self) -> &ToolDefinition;
+
+    /// Runs the tool on input that has already been validated against the input schema.
+    async fn execute(&self, input: Value, ctx: &ToolContext) -> Result<Value, ToolError>;
+
+    /// False for tools that run elsewhere (client tools): the turn stops at their call.
+    fn executes_on_server(&self) -> bool {
+        true
+    }
+
+    /// Whether this particular call needs a human's approval before it runs.
+    fn needs_approval(&self, _input: &Value) -> bool {
+        false
+    }
+
+    /// The model's view of a successful output.
+    fn model_output(&self, output: &Value) -> ModelOutput {
+        ModelOutput::Json(output.clone())
+    }
+}
+
+/// A shared, dynamically typed tool.
+pub type ToolRef = Rc<dyn Tool>;
+
+/// Where a tool comes from. The declaration order is the merge order: a later layer's tool
+/// replaces an earlier layer's tool of the same name.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Layer {
+    Workspace,
+    Agent,
+    Extension,
+    Context,
+    Skill,
+    Mcp,
+    Client,
+    /// Tools a `before_turn` hook adds for one turn only; they win over everything.
+    Turn,
+}
+
+/// The merged tools of one turn, by name.
+#[derive(Clone, Default)]
+pub struct ToolSet {
+    tools: BTreeMap<String, (Layer, ToolRef)>,
+    order: Vec<String>,
+}
+
+impl ToolSet {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Adds `tools` from `layer`. A name already present from an earlier or equal layer is
+    /// replaced; one from a later layer is kept, so the result does not depend on call order.
+    pub fn add_layer(&mut self, layer: Layer, tools: impl IntoIterator<Item = ToolRef>) {
+        for tool in tools {
+            let name = tool.definition().name.clone();
+            match self.tools.get(&name) {
+                Some((existing, _)) if *existing > layer => continue,
+                Some(_) => {}
+                None => self.order.push(name.clone()),
+            }
+            self.tools.insert(name, (layer, tool));
+        }
+    }
+
+    pub fn get(&self, name: &str) -> Option<&ToolRef> {
+        self.tools.get(name).map(|(_, t)| t)
+    }
+
+    pub fn layer_of(&self, name: &str) -> Option<Layer> {
+        self.tools.get(name).map(|(l, _)| *l)
+    }
+
+    /// Tool names in first-seen order.
+    pub fn names(&self) -> impl Iterator<Item = &str> {
+        self.order.iter().map(String::as_str)
+    }
+
+    pub fn len(&self) -> usize {
+        self.order.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.order.is_empty()
+    }
+
+    /// Keeps only the named tools (a `before_turn` hook's `active_tools`).
+    pub fn retain_names(&mut self, keep: &[String]) {
+        self.order.retain(|n| keep.iter().any(|k| k == n));
+        let order = &self.order;
+        self.tools.retain(|n, _| order.iter().any(|k| k == n));
+    }
+
+    /// Definitions in first-seen order, as sent to the model.
+    pub fn definitions(&self) -> Vec<ToolDefinition> {
+        self.order.iter().filter_map(|n| self.get(n)).map(|t| t.definition().clone()).collect()
+    }
+}
+
+type DynExecute = dyn Fn(Value, ToolContext) -> LocalBoxFuture<'static, Result<Value, ToolError>>;
+
+/// A tool described by raw JSON Schema, for tools only known at run time (MCP, extensions).
+pub struct DynamicTool {
+    definition: ToolDefinition,
+    execute: Option<Rc<DynExecute>>,
+}
+
+impl DynamicTool {
+    /// A tool that runs `execute` on the server.
+    pub fn new<F, Fut>(name: &str, description: &str, input_schema: Value, execute: F) -> Self
+    where
+        F: Fn(Value, ToolContext) -> Fut + 'static,
+        Fut: Future<Output = Result<Value, ToolError>> + 'static,
+    {
+        Self {
+            definition: ToolDefinition {
+                name: name.to_owned(),
+                description: description.to_owned(),
+                input_schema,
+                output_schema: None,
+            },
+            execute: Some(Rc::new(move |v, c| Box::pin(execute(v, c)))),
+        }
+    }
+
+    /// A tool with no server-side execution: the turn pauses at its call (client tools).
+    pub fn without_execute(name: &str, description: &str, input_schema: Value) -> Self {
+        Self {
+            definition: ToolDefinition {
+                name: name.to_owned(),
+                description: description.to_owned(),
+                input_schema,
+                output_schema: None,
+            },
+            execute: None,
+        }
+    }
+
+    pub fn with_output_schema(mut self, schema: Value) -> Self {
+        self.definition.output_schema = Some(schema);
+        self
+    }
+}
+
+#[async_trait(?Send)]
+impl Tool for DynamicTool {
+    fn definition(&self) -> &ToolDefinition {
+        &self.definition
+    }
+
+    async fn execute(&self, input: Value, ctx: &ToolContext) -> Result<Value, ToolError> {
+        match &self.execute {
+            Some(f) => f(input, ctx.clone()).await,
+            None => Err(ToolError(format!(
+                "Tool \"{}\" runs on the client and cannot be executed on the server.",
+                self.definition.name
+            ))),
+        }
+    }
+
+    fn executes_on_server(&self) -> bool {
+        self.execute.is_some()
+    }
+}
+
+/// A tool whose input is the Rust type `I`: its JSON Schema is derived with `schemars`, and
+/// validated input is deserialized into `I` before `execute` runs. The Rust counterpart of a
+/// Zod-typed tool in Think.
+pub struct TypedTool<I, O, F> {
+    definition: ToolDefinition,
+    execute: F,
+    _types: PhantomData<fn(I) -> O>,
+}
+
+/// Builds a [`TypedTool`].
+pub fn typed_tool<I, O, F, Fut>(name: &str, description: &str, execute: F) -> TypedTool<I, O, F>
+where
+    I: schemars::JsonSchema + DeserializeOwned + 'static,
+    O: Serialize + 'static,
+    F: Fn(I, ToolContext) -> Fut + 'static,
+    Fut: Future<Output = Result<O, ToolError>> + 'static,
+{
+    TypedTool {
+        definition: ToolDefinition {
+            name: name.to_owned(),
+            description: description.to_owned(),
+            input_schema: schema::schema_for::<I>(),
+            output_schema: None,
+        },
+        execute,
+        _types: PhantomData,
+    }
+}
+
+impl<I, O, F> TypedTool<I, O, F> {
+    /// Declares the output's JSON Schema, derived from `T`.
+    pub fn with_output_schema<T: schemars::JsonSchema>(mut self) -> Self {
+        self.definition.output_schema = Some(schema::schema_for::<T>());
+        self
+    }
+}
+
+#[async_trait(?Send)]
+impl<I, O, F, Fut> Tool for TypedTool<I, O, F>
+where
+    I: schemars::JsonSchema + DeserializeOwned + 'static,
+    O: Serialize + 'static,
+    F: Fn(I, ToolContext) -> Fut + 'static,
+    Fut: Future<Output = Result<O, ToolError>> + 'static,
+{
+    fn definition(&self) -> &ToolDefinition {
+        &self.definition
+    }
+
+    async fn execute(&self, input: Value, ctx: &ToolContext) -> Result<Value, ToolError> {
+        let typed: I = serde_json::from_value(input)
+            .map_err(|e| ToolError(format!("Invalid input for tool \"{}\": {e}", self.definition.name)))?;
+        let out = (self.execute)(typed, ctx.clone()).await?;
+        serde_json::to_value(out).map_err(|e| ToolError(format!("Tool output is not JSON: {e}")))
+    }
+}

@@ -1,0 +1,91 @@
+//! JSON Schema handling: deriving schemas from Rust types and validating tool input before a
+//! tool runs, so a malformed call becomes an error the model can read and correct.
+
+use serde_json::Value;
+
+/// The JSON Schema of `T`, with the meta keys providers reject (`$schema`, `title`) removed.
+pub fn schema_for<T: schemars::JsonSchema>() -> Value {
+    let mut v = serde_json::to_value(schemars::schema_for!(T)).unwrap_or(Value::Null);
+    if let Value::Object(map) = &mut v {
+        map.remove("$schema");
+        map.remove("title");
+    }
+    v
+}
+
+/// A compiled input schema.
+pub struct InputValidator {
+    inner: jsonschema::Validator,
+}
+
+impl InputValidator {
+    /// Compiles `schema`. A schema that does not compile is reported as text, so a bad schema
+    /// from a client or an MCP server becomes a clear error instead of a crash.
+    pub fn new(schema: &Value) -> Result<Self, String> {
+        // A bare `{}` or a schema without a type is accepted as-is: tools may take anything.
+        jsonschema::options()
+            .should_validate_formats(false)
+            .build(schema)
+            .map(|inner| Self { inner })
+            .map_err(|e| format!("invalid JSON Schema: {e}"))
+    }
+
+    /// Checks `input`, reporting up to five problems as `<path>: <message>` lines.
+    pub fn validate(&self, input: &Value) -> Result<(), String> {
+        let problems: Vec<String> = self
+            .inner
+            .iter_errors(input)
+            .take(5)
+            .map(|e| {
+                let path = e.instance_path().to_string();
+                let at = if path.is_empty() { "(root)".to_owned() } else { path };
+                format!("{at}: {e}")
+            })
+            .collect();
+        if problems.is_empty() {
+            Ok(())
+        } else {
+            Err(problems.join("; "))
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[derive(schemars::JsonSchema, serde::Deserialize)]
+    #[allow(dead_code)]
+    struct Weather {
+        /// City name
+        city: String,
+        days: Option<u32>,
+    }
+
+    #[test]
+    fn derived_schema_has_properties_and_required() {
+        let s = schema_for::<Weather>();
+        assert_eq!(s["type"], "object");
+        assert_eq!(s["properties"]["city"]["type"], "string");
+        assert_eq!(s["required"], json!(["city"]));
+        assert!(s.get("$schema").is_none());
+        assert!(s.get("title").is_none());
+    }
+
+    #[test]
+    fn validation_errors_name_the_path() {
+        let v = InputValidator::new(&schema_for::<Weather>()).unwrap();
+        assert!(v.validate(&json!({"city": "Paris"})).is_ok());
+        let err = v.validate(&json!({"city": 3})).unwrap_err();
+        assert!(err.contains("/city"), "{err}");
+        let err = v.validate(&json!({})).unwrap_err();
+        assert!(err.contains("city"), "{err}");
+    }
+
+    #[test]
+    fn bad_schema_is_an_error_not_a_panic() {
+        let err = InputValidator::new(&json!({"type": 12})).err().unwrap();
+        assert!(err.starts_with("invalid JSON Schema"), "{err}");
+    }
+}
