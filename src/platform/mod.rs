@@ -5,6 +5,8 @@
 use async_trait::async_trait;
 use futures::stream::LocalBoxStream;
 
+pub mod sse;
+
 /// Time and randomness, so turn logic (timeouts, debouncing, ids) runs the same on the host.
 #[async_trait(?Send)]
 pub trait Clock {

@@ -13,6 +13,7 @@ use std::marker::PhantomData;
 use std::rc::Rc;
 
 pub mod schema;
+pub mod workspace;
 
 /// What a model sees of a tool: its name, description and input (and optional output) schema.
 #[derive(Debug, Clone, PartialEq, Serialize)]

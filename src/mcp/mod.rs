@@ -1,0 +1,1 @@
+//! The MCP client: remote MCP servers whose tools join every turn.

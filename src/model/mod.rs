@@ -1,0 +1,97 @@
+//! The model seam: a provider-neutral request and event stream, and the `Model` trait that
+//! providers implement. `openai` speaks the OpenAI Chat Completions API, which also covers
+//! Workers AI's OpenAI-compatible endpoint, Ollama and vLLM.
+
+use async_trait::async_trait;
+use futures::stream::LocalBoxStream;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::tools::ToolDefinition;
+
+/// One message of the conversation as a model sees it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "role", rename_all = "lowercase")]
+pub enum ModelMessage {
+    System { content: String },
+    User { content: String },
+    Assistant {
+        content: String,
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        tool_calls: Vec<ModelToolCall>,
+    },
+    Tool { tool_call_id: String, tool_name: String, content: String },
+}
+
+/// A tool call the model made, with its arguments as parsed JSON.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ModelToolCall {
+    pub id: String,
+    pub name: String,
+    pub arguments: Value,
+}
+
+/// Everything a provider needs for one model call (one step of a turn).
+#[derive(Debug, Clone, Default)]
+pub struct ModelRequest {
+    pub system: String,
+    pub messages: Vec<ModelMessage>,
+    pub tools: Vec<ToolDefinition>,
+    /// `None` = provider default ("auto" when tools are present).
+    pub tool_choice: Option<String>,
+    pub max_output_tokens: Option<u32>,
+    pub temperature: Option<f64>,
+}
+
+/// Token usage of one call.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Usage {
+    pub input_tokens: u64,
+    pub output_tokens: u64,
+}
+
+/// Why a model call ended, in the AI SDK's vocabulary (the `finish` chunk carries it).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum FinishReason {
+    Stop,
+    Length,
+    ContentFilter,
+    ToolCalls,
+    Error,
+    Other,
+}
+
+/// A streamed piece of a model's answer.
+#[derive(Debug, Clone, PartialEq)]
+pub enum ModelEvent {
+    TextDelta(String),
+    ReasoningDelta(String),
+    /// A tool call begins; `index` identifies it among parallel calls of this step.
+    ToolCallStart { index: usize, id: String, name: String },
+    /// More argument text for the call at `index`.
+    ToolCallDelta { index: usize, arguments: String },
+    Finish { reason: FinishReason, usage: Option<Usage> },
+}
+
+/// A failed model call, with the text shown to the user.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ModelError(pub String);
+
+impl std::fmt::Display for ModelError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+/// The event stream of one call.
+pub type ModelStream = LocalBoxStream<'static, Result<ModelEvent, ModelError>>;
+
+/// A language model that streams.
+#[async_trait(?Send)]
+pub trait Model {
+    /// A short name for logs and metadata.
+    fn id(&self) -> &str;
+    async fn stream(&self, request: &ModelRequest) -> Result<ModelStream, ModelError>;
+}

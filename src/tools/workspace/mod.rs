@@ -1,0 +1,1 @@
+//! The workspace tools: read, write, edit, list, find, grep and delete (and bash).

@@ -1,0 +1,1 @@
+//! The workspace: a virtual filesystem in the Durable Object's SQLite, with large files in R2.
