@@ -3,10 +3,15 @@
 //! Everything except `wasm` is plain Rust that builds and tests on the host; `wasm` is the
 //! thin Workers glue (Durable Object storage, R2, WebSockets, fetch).
 
+pub mod agent;
 pub mod mcp;
 pub mod model;
 pub mod platform;
 pub mod protocol;
 pub mod store;
 pub mod tools;
+pub mod turn;
 pub mod workspace;
+
+#[cfg(target_arch = "wasm32")]
+pub mod wasm;

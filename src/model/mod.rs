@@ -9,6 +9,8 @@ use serde_json::Value;
 
 use crate::tools::ToolDefinition;
 
+pub mod openai;
+
 /// One message of the conversation as a model sees it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "role", rename_all = "lowercase")]

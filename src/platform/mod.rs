@@ -96,3 +96,24 @@ pub trait Sockets {
     /// Sends one text frame; a closed socket is silently skipped.
     fn send(&self, id: &str, text: &str);
 }
+
+thread_local! {
+    static LOGGER: std::cell::Cell<fn(&str)> = const { std::cell::Cell::new(default_log) };
+}
+
+fn default_log(msg: &str) {
+    #[cfg(not(target_arch = "wasm32"))]
+    eprintln!("{msg}");
+    #[cfg(target_arch = "wasm32")]
+    let _ = msg;
+}
+
+/// Routes diagnostics to the platform's console (the glue installs `console.log`).
+pub fn set_logger(f: fn(&str)) {
+    LOGGER.with(|l| l.set(f));
+}
+
+/// Logs a diagnostic line: failures the user cannot see in a frame, such as a storage error.
+pub fn log(msg: &str) {
+    LOGGER.with(|l| (l.get())(msg));
+}

@@ -12,6 +12,7 @@ use std::future::Future;
 use std::marker::PhantomData;
 use std::rc::Rc;
 
+pub mod approval;
 pub mod schema;
 pub mod workspace;
 

@@ -1,0 +1,16 @@
+#!/usr/bin/env bash
+# Builds the Worker: Rust → wasm (release, size-optimised, wasm-opt -Oz) plus the JS shim, into
+# build/. Skips the build when build/ is newer than every input.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+source scripts/env.sh
+out=build/index_bg.wasm
+if [ -f "$out" ] && [ -f build/index.js ] && [ "${THINK_FORCE_BUILD:-}" != 1 ] \
+   && [ -z "$(find src build.rs Cargo.toml Cargo.lock .cargo -newer "$out" -print -quit)" ]; then
+  echo "build: up to date"
+else
+  "$WORKER_BUILD_BIN" --release "$@"
+fi
+raw=$(stat -c %s "$out")
+gz=$(gzip -9 -c "$out" | wc -c)
+echo "build: index_bg.wasm $raw bytes raw, $gz bytes gzip"

@@ -1,0 +1,162 @@
+//! How an agent is configured: its model, system prompt, tools, approval policy, hooks and
+//! callable methods. A crate user builds one `AgentSpec` per Durable Object class.
+
+use std::collections::BTreeMap;
+use std::rc::Rc;
+
+use futures::future::LocalBoxFuture;
+use serde_json::{Map, Value};
+
+use crate::model::openai::OpenAiConfig;
+use crate::model::{Model, ModelMessage};
+use crate::tools::approval::ApprovalPolicy;
+use crate::tools::{ToolRef, ToolSet};
+
+/// Think's default step limit per turn.
+pub const DEFAULT_MAX_STEPS: usize = 10;
+
+/// The system prompt used when an agent sets none.
+pub const DEFAULT_SYSTEM_PROMPT: &str = "You are a careful, capable assistant. \
+Answer directly and accurately. When a task needs information or actions you do not have, \
+use the tools available in this turn, then explain what you found or did. \
+If a tool fails, read its error and try again with corrected input rather than giving up.";
+
+/// Which model answers, or why none can.
+#[derive(Clone)]
+pub enum ModelChoice {
+    /// An OpenAI-compatible Chat Completions endpoint, reached with the Worker's fetch.
+    OpenAi(OpenAiConfig),
+    /// Any other implementation of [`Model`].
+    Custom(Rc<dyn Model>),
+    /// No model is configured; every turn answers with this message instead of failing.
+    Unconfigured(String),
+}
+
+impl ModelChoice {
+    /// The shipped agent's choice, from `THINK_MODEL_BASE_URL`, `THINK_MODEL_API_KEY` and
+    /// `THINK_MODEL`. A missing base URL or model name yields a message naming them.
+    pub fn from_settings(base_url: Option<&str>, api_key: Option<&str>, model: Option<&str>) -> Self {
+        let base_url = base_url.map(str::trim).filter(|s| !s.is_empty());
+        let model = model.map(str::trim).filter(|s| !s.is_empty());
+        match (base_url, model) {
+            (Some(base_url), Some(model)) => ModelChoice::OpenAi(OpenAiConfig {
+                base_url: base_url.to_owned(),
+                api_key: api_key.unwrap_or("").trim().to_owned(),
+                model: model.to_owned(),
+            }),
+            _ => {
+                let mut missing = Vec::new();
+                if base_url.is_none() {
+                    missing.push("THINK_MODEL_BASE_URL");
+                }
+                if model.is_none() {
+                    missing.push("THINK_MODEL");
+                }
+                ModelChoice::Unconfigured(format!(
+                    "No model is configured: {} not set. Set THINK_MODEL_BASE_URL (an OpenAI-compatible \
+                     base URL such as http://127.0.0.1:11434/v1), THINK_MODEL (the model name) and, if the \
+                     endpoint needs one, THINK_MODEL_API_KEY, in the environment or in .dev.vars, then restart.",
+                    missing.join(" and ")
+                ))
+            }
+        }
+    }
+}
+
+/// What a `before_turn` hook sees.
+pub struct TurnContext {
+    pub system: String,
+    pub messages: Vec<ModelMessage>,
+    /// The merged tools of this turn, in Think's layer order.
+    pub tools: ToolSet,
+    /// True for auto-continuations after a tool result or approval.
+    pub continuation: bool,
+    /// Custom fields of the chat request body (everything but messages, trigger, clientTools).
+    pub body: Map<String, Value>,
+}
+
+/// What a `before_turn` hook may change for one turn.
+#[derive(Default)]
+pub struct TurnConfig {
+    /// Keep only these tools (after `tools` below are added).
+    pub active_tools: Option<Vec<String>>,
+    /// Tools added for this turn only; they win over every layer.
+    pub tools: Vec<ToolRef>,
+    pub system: Option<String>,
+    pub max_steps: Option<usize>,
+    pub tool_choice: Option<String>,
+}
+
+/// The `before_turn` hook.
+pub type BeforeTurn = Rc<dyn Fn(&TurnContext) -> TurnConfig>;
+
+/// A method clients may call with an `rpc` frame (a `@callable` in Think).
+pub type Callable = Rc<dyn Fn(Vec<Value>) -> LocalBoxFuture<'static, Result<Value, String>>>;
+
+/// The configuration of one agent class.
+#[derive(Clone)]
+pub struct AgentSpec {
+    pub(crate) system_prompt: String,
+    pub(crate) max_steps: usize,
+    pub(crate) tools: Vec<ToolRef>,
+    pub(crate) model: ModelChoice,
+    pub(crate) approval: ApprovalPolicy,
+    pub(crate) before_turn: Option<BeforeTurn>,
+    pub(crate) callables: BTreeMap<String, Callable>,
+}
+
+impl AgentSpec {
+    /// An agent answered by `model`, with Think's defaults for everything else.
+    pub fn new(model: ModelChoice) -> Self {
+        Self {
+            system_prompt: DEFAULT_SYSTEM_PROMPT.to_owned(),
+            max_steps: DEFAULT_MAX_STEPS,
+            tools: Vec::new(),
+            model,
+            approval: ApprovalPolicy::new(),
+            before_turn: None,
+            callables: BTreeMap::new(),
+        }
+    }
+
+    pub fn system_prompt(mut self, prompt: impl Into<String>) -> Self {
+        self.system_prompt = prompt.into();
+        self
+    }
+
+    pub fn max_steps(mut self, steps: usize) -> Self {
+        self.max_steps = steps.max(1);
+        self
+    }
+
+    /// Adds a tool to the agent's own layer (after the workspace tools, before MCP and client tools).
+    pub fn tool(mut self, tool: impl crate::tools::Tool + 'static) -> Self {
+        self.tools.push(Rc::new(tool));
+        self
+    }
+
+    pub fn tool_ref(mut self, tool: ToolRef) -> Self {
+        self.tools.push(tool);
+        self
+    }
+
+    pub fn approval(mut self, policy: ApprovalPolicy) -> Self {
+        self.approval = policy;
+        self
+    }
+
+    pub fn before_turn(mut self, hook: impl Fn(&TurnContext) -> TurnConfig + 'static) -> Self {
+        self.before_turn = Some(Rc::new(hook));
+        self
+    }
+
+    /// Registers an `rpc`-callable method.
+    pub fn callable<F, Fut>(mut self, name: &str, f: F) -> Self
+    where
+        F: Fn(Vec<Value>) -> Fut + 'static,
+        Fut: std::future::Future<Output = Result<Value, String>> + 'static,
+    {
+        self.callables.insert(name.to_owned(), Rc::new(move |args| Box::pin(f(args))));
+        self
+    }
+}

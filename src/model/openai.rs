@@ -1,0 +1,436 @@
+//! The OpenAI Chat Completions provider (streaming). The same wire format is served by OpenAI,
+//! Workers AI's OpenAI-compatible endpoint, Ollama, vLLM and most gateways, so one provider
+//! covers them all.
+
+use std::collections::VecDeque;
+use std::rc::Rc;
+
+use async_trait::async_trait;
+use futures::StreamExt;
+use serde_json::{json, Map, Value};
+
+use super::{FinishReason, Model, ModelError, ModelEvent, ModelMessage, ModelRequest, ModelStream, Usage};
+use crate::platform::sse::SseParser;
+use crate::platform::{HttpClient, HttpRequest, HttpResponse};
+
+/// Where and how to reach an OpenAI-compatible endpoint.
+#[derive(Debug, Clone, PartialEq)]
+pub struct OpenAiConfig {
+    /// Base URL including the version segment, e.g. `https://api.openai.com/v1`.
+    pub base_url: String,
+    pub api_key: String,
+    pub model: String,
+}
+
+/// A streaming Chat Completions client.
+pub struct OpenAiChatModel {
+    config: OpenAiConfig,
+    http: Rc<dyn HttpClient>,
+}
+
+impl OpenAiChatModel {
+    pub fn new(config: OpenAiConfig, http: Rc<dyn HttpClient>) -> Self {
+        Self { config, http }
+    }
+
+    /// The JSON body of a streaming request, as sent on the wire.
+    pub fn request_body(&self, request: &ModelRequest) -> Value {
+        let mut messages = Vec::with_capacity(request.messages.len() + 1);
+        if !request.system.is_empty() {
+            messages.push(json!({"role": "system", "content": request.system}));
+        }
+        for m in &request.messages {
+            messages.push(message_json(m));
+        }
+        let mut body = Map::new();
+        body.insert("model".into(), json!(self.config.model));
+        body.insert("messages".into(), Value::Array(messages));
+        if !request.tools.is_empty() {
+            let tools: Vec<Value> = request
+                .tools
+                .iter()
+                .map(|t| {
+                    json!({"type": "function", "function": {
+                        "name": t.name, "description": t.description, "parameters": t.input_schema}})
+                })
+                .collect();
+            body.insert("tools".into(), Value::Array(tools));
+            if let Some(choice) = &request.tool_choice {
+                body.insert("tool_choice".into(), json!(choice));
+            }
+        }
+        if let Some(n) = request.max_output_tokens {
+            body.insert("max_tokens".into(), json!(n));
+        }
+        if let Some(t) = request.temperature {
+            body.insert("temperature".into(), json!(t));
+        }
+        body.insert("stream".into(), json!(true));
+        body.insert("stream_options".into(), json!({"include_usage": true}));
+        Value::Object(body)
+    }
+}
+
+fn message_json(m: &ModelMessage) -> Value {
+    match m {
+        ModelMessage::System { content } => json!({"role": "system", "content": content}),
+        ModelMessage::User { content } => json!({"role": "user", "content": content}),
+        ModelMessage::Assistant { content, tool_calls } => {
+            let mut o = Map::new();
+            o.insert("role".into(), json!("assistant"));
+            o.insert(
+                "content".into(),
+                if content.is_empty() && !tool_calls.is_empty() { Value::Null } else { json!(content) },
+            );
+            if !tool_calls.is_empty() {
+                let calls: Vec<Value> = tool_calls
+                    .iter()
+                    .map(|c| {
+                        json!({"id": c.id, "type": "function", "function": {
+                            "name": c.name,
+                            "arguments": serde_json::to_string(&c.arguments).unwrap_or_else(|_| "{}".into())}})
+                    })
+                    .collect();
+                o.insert("tool_calls".into(), Value::Array(calls));
+            }
+            Value::Object(o)
+        }
+        ModelMessage::Tool { tool_call_id, content, .. } => {
+            json!({"role": "tool", "tool_call_id": tool_call_id, "content": content})
+        }
+    }
+}
+
+#[async_trait(?Send)]
+impl Model for OpenAiChatModel {
+    fn id(&self) -> &str {
+        &self.config.model
+    }
+
+    async fn stream(&self, request: &ModelRequest) -> Result<ModelStream, ModelError> {
+        let url = format!("{}/chat/completions", self.config.base_url.trim_end_matches('/'));
+        let body = serde_json::to_vec(&self.request_body(request))
+            .map_err(|e| ModelError(format!("Could not encode the model request: {e}")))?;
+        let mut headers = vec![
+            ("content-type".to_owned(), "application/json".to_owned()),
+            ("accept".to_owned(), "text/event-stream".to_owned()),
+        ];
+        if !self.config.api_key.is_empty() {
+            headers.push(("authorization".to_owned(), format!("Bearer {}", self.config.api_key)));
+        }
+        let response = self
+            .http
+            .fetch(HttpRequest { method: "POST".into(), url: url.clone(), headers, body: Some(body) })
+            .await
+            .map_err(|e| ModelError(format!("Could not reach the model at {url}: {e}")))?;
+        if !(200..300).contains(&response.status) {
+            let status = response.status;
+            let text = response.bytes().await.unwrap_or_default();
+            return Err(ModelError(format!(
+                "The model request failed with HTTP {status}: {}",
+                error_message(&text)
+            )));
+        }
+        Ok(event_stream(response))
+    }
+}
+
+/// The `error.message` of an OpenAI-style error body, or the body itself.
+fn error_message(body: &[u8]) -> String {
+    let text = String::from_utf8_lossy(body);
+    serde_json::from_str::<Value>(&text)
+        .ok()
+        .and_then(|v| {
+            v.pointer("/error/message")
+                .or_else(|| v.get("error"))
+                .or_else(|| v.get("message"))
+                .and_then(|m| m.as_str().map(str::to_owned))
+        })
+        .unwrap_or_else(|| text.chars().take(500).collect())
+}
+
+/// Decoding state for one streamed response.
+#[derive(Default)]
+pub struct ChunkDecoder {
+    parser: SseParser,
+    /// Tool-call indexes already announced with `ToolCallStart`.
+    started: Vec<usize>,
+    finish: Option<FinishReason>,
+    usage: Option<Usage>,
+    done: bool,
+}
+
+impl ChunkDecoder {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Decodes a chunk of response bytes into events.
+    pub fn push(&mut self, bytes: &[u8]) -> Result<Vec<ModelEvent>, ModelError> {
+        let mut out = Vec::new();
+        for ev in self.parser.push(bytes) {
+            self.data(&ev.data, &mut out)?;
+        }
+        Ok(out)
+    }
+
+    /// Ends the stream: flushes a trailing event and emits the final `Finish`.
+    pub fn finish(&mut self) -> Result<Vec<ModelEvent>, ModelError> {
+        let mut out = Vec::new();
+        if let Some(ev) = self.parser.finish() {
+            self.data(&ev.data, &mut out)?;
+        }
+        let reason = self.finish.unwrap_or(if self.started.is_empty() {
+            FinishReason::Other
+        } else {
+            FinishReason::ToolCalls
+        });
+        out.push(ModelEvent::Finish { reason, usage: self.usage.take() });
+        self.done = true;
+        Ok(out)
+    }
+
+    fn data(&mut self, data: &str, out: &mut Vec<ModelEvent>) -> Result<(), ModelError> {
+        let data = data.trim();
+        if data.is_empty() || data == "[DONE]" {
+            return Ok(());
+        }
+        let v: Value = serde_json::from_str(data)
+            .map_err(|e| ModelError(format!("The model sent an unreadable stream chunk: {e}")))?;
+        if let Some(err) = v.get("error") {
+            let msg = err
+                .get("message")
+                .and_then(Value::as_str)
+                .map(str::to_owned)
+                .unwrap_or_else(|| err.to_string());
+            return Err(ModelError(format!("The model reported an error: {msg}")));
+        }
+        if let Some(u) = v.get("usage").filter(|u| u.is_object()) {
+            self.usage = Some(Usage {
+                input_tokens: u.get("prompt_tokens").and_then(Value::as_u64).unwrap_or(0),
+                output_tokens: u.get("completion_tokens").and_then(Value::as_u64).unwrap_or(0),
+            });
+        }
+        let Some(choices) = v.get("choices").and_then(Value::as_array) else { return Ok(()) };
+        for choice in choices {
+            if let Some(delta) = choice.get("delta") {
+                for key in ["reasoning_content", "reasoning"] {
+                    if let Some(r) = delta.get(key).and_then(Value::as_str).filter(|s| !s.is_empty()) {
+                        out.push(ModelEvent::ReasoningDelta(r.to_owned()));
+                    }
+                }
+                if let Some(t) = delta.get("content").and_then(Value::as_str).filter(|s| !s.is_empty()) {
+                    out.push(ModelEvent::TextDelta(t.to_owned()));
+                }
+                if let Some(calls) = delta.get("tool_calls").and_then(Value::as_array) {
+                    for (pos, call) in calls.iter().enumerate() {
+                        self.tool_call(pos, call, out);
+                    }
+                }
+            }
+            if let Some(reason) = choice.get("finish_reason").and_then(Value::as_str) {
+                self.finish = Some(match reason {
+                    "stop" => FinishReason::Stop,
+                    "length" => FinishReason::Length,
+                    "tool_calls" | "function_call" => FinishReason::ToolCalls,
+                    "content_filter" => FinishReason::ContentFilter,
+                    _ => FinishReason::Other,
+                });
+            }
+        }
+        Ok(())
+    }
+
+    fn tool_call(&mut self, pos: usize, call: &Value, out: &mut Vec<ModelEvent>) {
+        let index = call.get("index").and_then(Value::as_u64).map(|i| i as usize).unwrap_or(pos);
+        let function = call.get("function");
+        if !self.started.contains(&index) {
+            let name = function.and_then(|f| f.get("name")).and_then(Value::as_str).unwrap_or("");
+            let id = call.get("id").and_then(Value::as_str).unwrap_or("");
+            if name.is_empty() {
+                return;
+            }
+            self.started.push(index);
+            let id = if id.is_empty() { format!("call_{index}") } else { id.to_owned() };
+            out.push(ModelEvent::ToolCallStart { index, id, name: name.to_owned() });
+        }
+        if let Some(args) = function.and_then(|f| f.get("arguments")).and_then(Value::as_str) {
+            if !args.is_empty() {
+                out.push(ModelEvent::ToolCallDelta { index, arguments: args.to_owned() });
+            }
+        }
+    }
+}
+
+struct StreamState {
+    response: HttpResponse,
+    decoder: ChunkDecoder,
+    queue: VecDeque<Result<ModelEvent, ModelError>>,
+    ended: bool,
+}
+
+fn event_stream(response: HttpResponse) -> ModelStream {
+    let state = StreamState { response, decoder: ChunkDecoder::new(), queue: VecDeque::new(), ended: false };
+    futures::stream::unfold(state, |mut st| async move {
+        loop {
+            if let Some(item) = st.queue.pop_front() {
+                return Some((item, st));
+            }
+            if st.ended {
+                return None;
+            }
+            let decoded = match st.response.body.next().await {
+                Some(Ok(bytes)) => st.decoder.push(&bytes),
+                Some(Err(e)) => {
+                    st.ended = true;
+                    Err(ModelError(format!("The model stream broke off: {e}")))
+                }
+                None => {
+                    st.ended = true;
+                    st.decoder.finish()
+                }
+            };
+            match decoded {
+                Ok(events) => st.queue.extend(events.into_iter().map(Ok)),
+                Err(e) => {
+                    st.ended = true;
+                    st.queue.push_back(Err(e));
+                }
+            }
+        }
+    })
+    .boxed_local()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::ModelToolCall;
+    use crate::platform::HttpError;
+    use crate::tools::ToolDefinition;
+    use std::cell::RefCell;
+
+    /// Replays one canned HTTP response, split into the given chunks, and records the request.
+    struct Canned {
+        status: u16,
+        chunks: Vec<Vec<u8>>,
+        seen: RefCell<Option<HttpRequest>>,
+    }
+
+    #[async_trait(?Send)]
+    impl HttpClient for Canned {
+        async fn fetch(&self, req: HttpRequest) -> Result<HttpResponse, HttpError> {
+            *self.seen.borrow_mut() = Some(req);
+            let chunks: Vec<Result<Vec<u8>, HttpError>> = self.chunks.iter().cloned().map(Ok).collect();
+            Ok(HttpResponse {
+                status: self.status,
+                headers: vec![],
+                body: futures::stream::iter(chunks).boxed_local(),
+            })
+        }
+    }
+
+    fn model(status: u16, body: &str, chunk: usize) -> (OpenAiChatModel, Rc<Canned>) {
+        let canned = Rc::new(Canned {
+            status,
+            chunks: body.as_bytes().chunks(chunk).map(<[u8]>::to_vec).collect(),
+            seen: RefCell::new(None),
+        });
+        let m = OpenAiChatModel::new(
+            OpenAiConfig { base_url: "http://x/v1/".into(), api_key: "k".into(), model: "m".into() },
+            canned.clone(),
+        );
+        (m, canned)
+    }
+
+    fn collect(m: &OpenAiChatModel, req: &ModelRequest) -> Vec<Result<ModelEvent, ModelError>> {
+        futures::executor::block_on(async {
+            match m.stream(req).await {
+                Ok(s) => s.collect().await,
+                Err(e) => vec![Err(e)],
+            }
+        })
+    }
+
+    #[test]
+    fn text_and_parallel_tool_calls_stream_in_order() {
+        let body = concat!(
+            "data: {\"choices\":[{\"delta\":{\"role\":\"assistant\",\"content\":\"Hel\"}}]}\n\n",
+            "data: {\"choices\":[{\"delta\":{\"content\":\"lo\"}}]}\n\n",
+            "data: {\"choices\":[{\"delta\":{\"tool_calls\":[{\"index\":0,\"id\":\"call_a\",\"type\":\"function\",\"function\":{\"name\":\"read\",\"arguments\":\"{\\\"pa\"}}]}}]}\n\n",
+            "data: {\"choices\":[{\"delta\":{\"tool_calls\":[{\"index\":1,\"id\":\"call_b\",\"function\":{\"name\":\"list\",\"arguments\":\"{}\"}}]}}]}\n\n",
+            "data: {\"choices\":[{\"delta\":{\"tool_calls\":[{\"index\":0,\"function\":{\"arguments\":\"th\\\":\\\"/a\\\"}\"}}]}}]}\n\n",
+            "data: {\"choices\":[{\"delta\":{},\"finish_reason\":\"tool_calls\"}]}\n\n",
+            "data: {\"choices\":[],\"usage\":{\"prompt_tokens\":12,\"completion_tokens\":5}}\n\n",
+            "data: [DONE]\n\n"
+        );
+        let (m, _) = model(200, body, 7);
+        let events: Vec<ModelEvent> = collect(&m, &ModelRequest::default()).into_iter().map(Result::unwrap).collect();
+        assert_eq!(
+            events,
+            vec![
+                ModelEvent::TextDelta("Hel".into()),
+                ModelEvent::TextDelta("lo".into()),
+                ModelEvent::ToolCallStart { index: 0, id: "call_a".into(), name: "read".into() },
+                ModelEvent::ToolCallDelta { index: 0, arguments: "{\"pa".into() },
+                ModelEvent::ToolCallStart { index: 1, id: "call_b".into(), name: "list".into() },
+                ModelEvent::ToolCallDelta { index: 1, arguments: "{}".into() },
+                ModelEvent::ToolCallDelta { index: 0, arguments: "th\":\"/a\"}".into() },
+                ModelEvent::Finish {
+                    reason: FinishReason::ToolCalls,
+                    usage: Some(Usage { input_tokens: 12, output_tokens: 5 })
+                },
+            ]
+        );
+    }
+
+    #[test]
+    fn request_body_carries_history_tools_and_streaming_flags() {
+        let (m, canned) = model(200, "data: [DONE]\n\n", 100);
+        let req = ModelRequest {
+            system: "be brief".into(),
+            messages: vec![
+                ModelMessage::User { content: "hi".into() },
+                ModelMessage::Assistant {
+                    content: String::new(),
+                    tool_calls: vec![ModelToolCall { id: "c1".into(), name: "read".into(), arguments: json!({"path": "/a"}) }],
+                },
+                ModelMessage::Tool { tool_call_id: "c1".into(), tool_name: "read".into(), content: "1\tx".into() },
+            ],
+            tools: vec![ToolDefinition {
+                name: "read".into(),
+                description: "Read".into(),
+                input_schema: json!({"type": "object"}),
+                output_schema: None,
+            }],
+            ..Default::default()
+        };
+        let events = collect(&m, &req);
+        assert!(matches!(events.last(), Some(Ok(ModelEvent::Finish { reason: FinishReason::Other, .. }))));
+        let seen = canned.seen.borrow().clone().unwrap();
+        assert_eq!(seen.url, "http://x/v1/chat/completions");
+        assert!(seen.headers.contains(&("authorization".into(), "Bearer k".into())));
+        let body: Value = serde_json::from_slice(&seen.body.unwrap()).unwrap();
+        assert_eq!(body["stream"], true);
+        assert_eq!(body["messages"][0], json!({"role": "system", "content": "be brief"}));
+        assert_eq!(body["messages"][2]["content"], Value::Null);
+        assert_eq!(body["messages"][2]["tool_calls"][0]["function"]["arguments"], "{\"path\":\"/a\"}");
+        assert_eq!(body["messages"][3], json!({"role": "tool", "tool_call_id": "c1", "content": "1\tx"}));
+        assert_eq!(body["tools"][0]["function"]["name"], "read");
+    }
+
+    #[test]
+    fn http_errors_and_stream_errors_become_model_errors() {
+        let (m, _) = model(401, "{\"error\":{\"message\":\"bad key\"}}", 5);
+        let events = collect(&m, &ModelRequest::default());
+        assert_eq!(events, vec![Err(ModelError("The model request failed with HTTP 401: bad key".into()))]);
+
+        let (m, _) = model(200, "data: {\"error\":{\"message\":\"overloaded\"}}\n\n", 9);
+        let events = collect(&m, &ModelRequest::default());
+        assert_eq!(events, vec![Err(ModelError("The model reported an error: overloaded".into()))]);
+
+        let (m, _) = model(200, "data: {not json\n\n", 9);
+        let events = collect(&m, &ModelRequest::default());
+        assert!(matches!(&events[0], Err(ModelError(s)) if s.contains("unreadable")));
+    }
+}

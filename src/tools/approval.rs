@@ -1,0 +1,96 @@
+//! Which tool calls need a human's approval: a declarative policy of tool-name patterns
+//! (globs such as `tool_*_delete*` so MCP tools are covered), each optionally narrowed by a
+//! predicate on the call's input. One policy serves workspace, agent, MCP and client-facing
+//! tools alike.
+
+use std::rc::Rc;
+
+use globset::{Glob, GlobMatcher};
+use serde_json::Value;
+
+/// A predicate over a call's input.
+pub type InputPredicate = Rc<dyn Fn(&Value) -> bool>;
+
+#[derive(Clone)]
+struct Rule {
+    pattern: String,
+    matcher: GlobMatcher,
+    when: Option<InputPredicate>,
+}
+
+/// The approval policy of an agent.
+#[derive(Clone, Default)]
+pub struct ApprovalPolicy {
+    rules: Vec<Rule>,
+}
+
+impl ApprovalPolicy {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Parses a comma-separated list of names or globs (the `THINK_APPROVAL` format).
+    pub fn from_list(list: &str) -> Result<Self, String> {
+        let mut policy = Self::new();
+        for name in list.split(',').map(str::trim).filter(|s| !s.is_empty()) {
+            policy = policy.require(name)?;
+        }
+        Ok(policy)
+    }
+
+    /// Every call of a tool whose name matches `pattern` needs approval.
+    pub fn require(self, pattern: &str) -> Result<Self, String> {
+        self.rule(pattern, None)
+    }
+
+    /// Calls of matching tools need approval when `when(input)` is true.
+    pub fn require_when(self, pattern: &str, when: impl Fn(&Value) -> bool + 'static) -> Result<Self, String> {
+        self.rule(pattern, Some(Rc::new(when)))
+    }
+
+    fn rule(mut self, pattern: &str, when: Option<InputPredicate>) -> Result<Self, String> {
+        let matcher = Glob::new(pattern)
+            .map_err(|e| format!("invalid approval pattern {pattern:?}: {e}"))?
+            .compile_matcher();
+        self.rules.push(Rule { pattern: pattern.to_owned(), matcher, when });
+        Ok(self)
+    }
+
+    pub fn needs_approval(&self, tool_name: &str, input: &Value) -> bool {
+        self.rules
+            .iter()
+            .any(|r| r.matcher.is_match(tool_name) && r.when.as_ref().is_none_or(|w| w(input)))
+    }
+
+    /// The patterns in order, for diagnostics.
+    pub fn patterns(&self) -> impl Iterator<Item = &str> {
+        self.rules.iter().map(|r| r.pattern.as_str())
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.rules.is_empty()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn names_globs_and_predicates() {
+        let p = ApprovalPolicy::from_list(" delete, bash ,tool_*_delete*")
+            .unwrap()
+            .require_when("write", |i| i["path"].as_str().is_some_and(|p| p.starts_with("/etc")))
+            .unwrap();
+        assert!(p.needs_approval("delete", &json!({})));
+        assert!(p.needs_approval("bash", &json!({})));
+        assert!(!p.needs_approval("read", &json!({})));
+        assert!(p.needs_approval("tool_abc123_delete_file", &json!({})));
+        assert!(!p.needs_approval("tool_abc123_list", &json!({})));
+        assert!(p.needs_approval("write", &json!({"path": "/etc/x"})));
+        assert!(!p.needs_approval("write", &json!({"path": "/home/x"})));
+        assert!(ApprovalPolicy::from_list("").unwrap().is_empty());
+        assert!(ApprovalPolicy::from_list("a[").is_err());
+    }
+}

@@ -1,0 +1,303 @@
+//! The multi-step loop of one turn: call the model, stream its text and tool calls as UI
+//! message chunks, run the called tools (concurrently), feed the results back, and stop on a
+//! text answer, a call that waits for a human, an abort, or the step limit.
+
+use futures::StreamExt;
+use serde_json::{json, Map, Value};
+
+use super::abort::AbortSignal;
+use crate::model::{FinishReason, Model, ModelEvent, ModelMessage, ModelRequest, ModelToolCall};
+use crate::protocol::chunk;
+use crate::tools::schema::InputValidator;
+use crate::tools::{ToolContext, ToolRef, ToolSet};
+
+/// Receives every chunk the turn produces, in order.
+pub trait ChunkSink {
+    fn emit(&self, chunk: Value);
+}
+
+/// Decides whether a call needs a human's approval before it runs (beyond the tool's own rule).
+pub trait ApprovalCheck {
+    fn needs_approval(&self, tool_name: &str, input: &Value) -> bool;
+}
+
+impl<F: Fn(&str, &Value) -> bool> ApprovalCheck for F {
+    fn needs_approval(&self, tool_name: &str, input: &Value) -> bool {
+        self(tool_name, input)
+    }
+}
+
+/// Everything a turn needs besides the model.
+pub struct TurnPlan {
+    pub system: String,
+    pub messages: Vec<ModelMessage>,
+    pub tools: ToolSet,
+    pub max_steps: usize,
+    pub tool_choice: Option<String>,
+    /// Makes approval request ids; the glue supplies random ones.
+    pub new_id: Box<dyn Fn() -> String>,
+}
+
+/// How a turn ended.
+#[derive(Debug, Clone, PartialEq)]
+pub enum TurnOutcome {
+    /// The model answered without further tool calls (or hit the step limit).
+    Finished(FinishReason),
+    /// A call waits for a human: an approval or a client-side tool.
+    AwaitingHuman,
+    Aborted,
+    Failed(String),
+}
+
+/// A tool call as it streams in.
+struct Call {
+    id: String,
+    name: String,
+    args: String,
+}
+
+/// Per-step streaming state: which text and reasoning parts are open.
+#[derive(Default)]
+struct StepState {
+    text_id: Option<String>,
+    reasoning_id: Option<String>,
+    text: String,
+    parts: usize,
+}
+
+impl StepState {
+    fn close_text(&mut self, sink: &dyn ChunkSink) {
+        if let Some(id) = self.text_id.take() {
+            sink.emit(chunk::text_end(&id));
+        }
+    }
+    fn close_reasoning(&mut self, sink: &dyn ChunkSink) {
+        if let Some(id) = self.reasoning_id.take() {
+            sink.emit(chunk::reasoning_end(&id));
+        }
+    }
+}
+
+/// Runs the turn to completion. Chunks from `start-step` to `finish-step` go to `sink`; the
+/// caller emits `start`, `finish` and the error chunk, because it owns the message.
+pub async fn run(
+    model: &dyn Model,
+    mut plan: TurnPlan,
+    approval: &dyn ApprovalCheck,
+    sink: &dyn ChunkSink,
+    abort: &AbortSignal,
+) -> TurnOutcome {
+    let definitions = plan.tools.definitions();
+    let mut last_reason = FinishReason::Stop;
+    for step in 0..plan.max_steps.max(1) {
+        if abort.is_aborted() {
+            return TurnOutcome::Aborted;
+        }
+        sink.emit(chunk::start_step());
+        let request = ModelRequest {
+            system: plan.system.clone(),
+            messages: plan.messages.clone(),
+            tools: definitions.clone(),
+            tool_choice: plan.tool_choice.clone(),
+            ..Default::default()
+        };
+        let mut stream = match abort.run(model.stream(&request)).await {
+            None => return TurnOutcome::Aborted,
+            Some(Err(e)) => return TurnOutcome::Failed(e.0),
+            Some(Ok(s)) => s,
+        };
+        let mut st = StepState::default();
+        let mut calls: Vec<(usize, Call)> = Vec::new();
+        let mut reason = None;
+        loop {
+            let event = match abort.run(stream.next()).await {
+                None => {
+                    st.close_text(sink);
+                    st.close_reasoning(sink);
+                    return TurnOutcome::Aborted;
+                }
+                Some(None) => break,
+                Some(Some(Err(e))) => {
+                    st.close_text(sink);
+                    st.close_reasoning(sink);
+                    return TurnOutcome::Failed(e.0);
+                }
+                Some(Some(Ok(ev))) => ev,
+            };
+            match event {
+                ModelEvent::TextDelta(delta) => {
+                    st.close_reasoning(sink);
+                    let id = match &st.text_id {
+                        Some(id) => id.clone(),
+                        None => {
+                            let id = format!("txt-{step}-{}", st.parts);
+                            st.parts += 1;
+                            sink.emit(chunk::text_start(&id));
+                            st.text_id = Some(id.clone());
+                            id
+                        }
+                    };
+                    st.text.push_str(&delta);
+                    sink.emit(chunk::text_delta(&id, &delta));
+                }
+                ModelEvent::ReasoningDelta(delta) => {
+                    st.close_text(sink);
+                    let id = match &st.reasoning_id {
+                        Some(id) => id.clone(),
+                        None => {
+                            let id = format!("rsn-{step}-{}", st.parts);
+                            st.parts += 1;
+                            sink.emit(chunk::reasoning_start(&id));
+                            st.reasoning_id = Some(id.clone());
+                            id
+                        }
+                    };
+                    sink.emit(chunk::reasoning_delta(&id, &delta));
+                }
+                ModelEvent::ToolCallStart { index, id, name } => {
+                    st.close_text(sink);
+                    st.close_reasoning(sink);
+                    sink.emit(chunk::tool_input_start(&id, &name));
+                    calls.push((index, Call { id, name, args: String::new() }));
+                }
+                ModelEvent::ToolCallDelta { index, arguments } => {
+                    if let Some((_, call)) = calls.iter_mut().find(|(i, _)| *i == index) {
+                        sink.emit(chunk::tool_input_delta(&call.id, &arguments));
+                        call.args.push_str(&arguments);
+                    }
+                }
+                ModelEvent::Finish { reason: r, .. } => reason = Some(r),
+            }
+        }
+        st.close_text(sink);
+        st.close_reasoning(sink);
+        last_reason = reason.unwrap_or(if calls.is_empty() { FinishReason::Stop } else { FinishReason::ToolCalls });
+
+        let calls: Vec<Call> = calls.into_iter().map(|(_, c)| c).collect();
+        let resolved = resolve_calls(&calls, &plan, approval, sink);
+        let waiting = resolved.iter().any(|r| matches!(r, Resolved::Waiting));
+        let results = execute(&calls, resolved, sink, abort).await;
+
+        plan.messages.push(ModelMessage::Assistant {
+            content: st.text,
+            tool_calls: calls
+                .iter()
+                .zip(&results)
+                .filter(|(_, r)| r.is_some())
+                .map(|(c, _)| ModelToolCall { id: c.id.clone(), name: c.name.clone(), arguments: parse_args(&c.args).unwrap_or_else(|_| json!({})) })
+                .collect(),
+        });
+        for (c, r) in calls.iter().zip(results) {
+            if let Some(content) = r {
+                plan.messages.push(ModelMessage::Tool { tool_call_id: c.id.clone(), tool_name: c.name.clone(), content });
+            }
+        }
+        sink.emit(chunk::finish_step());
+        if abort.is_aborted() {
+            return TurnOutcome::Aborted;
+        }
+        if waiting {
+            return TurnOutcome::AwaitingHuman;
+        }
+        if calls.is_empty() {
+            return TurnOutcome::Finished(last_reason);
+        }
+    }
+    TurnOutcome::Finished(last_reason)
+}
+
+/// What happens to one call of a step.
+enum Resolved {
+    /// Run it with this (validated) input.
+    Run(ToolRef, Value),
+    /// Already settled with this text for the model (bad input, unknown tool).
+    Settled(String),
+    /// Waits for a human: an approval or a client-side execution.
+    Waiting,
+}
+
+fn parse_args(args: &str) -> Result<Value, String> {
+    if args.trim().is_empty() {
+        return Ok(Value::Object(Map::new()));
+    }
+    serde_json::from_str(args).map_err(|e| e.to_string())
+}
+
+fn resolve_calls(calls: &[Call], plan: &TurnPlan, approval: &dyn ApprovalCheck, sink: &dyn ChunkSink) -> Vec<Resolved> {
+    calls
+        .iter()
+        .map(|call| {
+            let input_error = |input: Value, text: String, dynamic: bool| {
+                let mut c = chunk::tool_input_error(&call.id, &call.name, input, &text);
+                if dynamic {
+                    c = chunk::with_field(c, "dynamic", Value::Bool(true));
+                }
+                sink.emit(c);
+                Resolved::Settled(text)
+            };
+            let Some(tool) = plan.tools.get(&call.name).cloned() else {
+                let available: Vec<&str> = plan.tools.names().collect();
+                let text = format!(
+                    "Model tried to call unavailable tool '{}'. Available tools: {}.",
+                    call.name,
+                    available.join(", ")
+                );
+                let input = parse_args(&call.args).unwrap_or_else(|_| Value::String(call.args.clone()));
+                return input_error(input, text, true);
+            };
+            let input = match parse_args(&call.args) {
+                Ok(v) => v,
+                Err(e) => {
+                    let text = format!("Invalid input for tool {}: the arguments are not valid JSON ({e}).", call.name);
+                    return input_error(Value::String(call.args.clone()), text, false);
+                }
+            };
+            let schema_check = InputValidator::new(&tool.definition().input_schema)
+                .map_err(|e| format!("Tool {} has an {e}", call.name))
+                .and_then(|v| v.validate(&input).map_err(|e| format!("Invalid input for tool {}: {e}", call.name)));
+            if let Err(text) = schema_check {
+                return input_error(input, text, false);
+            }
+            sink.emit(chunk::tool_input_available(&call.id, &call.name, input.clone()));
+            if !tool.executes_on_server() {
+                return Resolved::Waiting;
+            }
+            if tool.needs_approval(&input) || approval.needs_approval(&call.name, &input) {
+                sink.emit(chunk::tool_approval_request(&(plan.new_id)(), &call.id));
+                return Resolved::Waiting;
+            }
+            Resolved::Run(tool, input)
+        })
+        .collect()
+}
+
+/// Runs the resolved calls concurrently. Returns, per call, the text the model sees next
+/// (`None` while a call waits for a human).
+async fn execute(calls: &[Call], resolved: Vec<Resolved>, sink: &dyn ChunkSink, abort: &AbortSignal) -> Vec<Option<String>> {
+    let runs = calls.iter().zip(resolved).map(|(call, r)| async move {
+        match r {
+            Resolved::Settled(text) => Some(text),
+            Resolved::Waiting => None,
+            Resolved::Run(tool, input) => {
+                let ctx = ToolContext { tool_call_id: call.id.clone(), tool_name: call.name.clone() };
+                match abort.run(tool.execute(input, &ctx)).await {
+                    None => {
+                        let text = "The tool call was aborted.".to_owned();
+                        sink.emit(chunk::tool_output_error(&call.id, &text));
+                        Some(text)
+                    }
+                    Some(Ok(output)) => {
+                        let text = tool.model_output(&output).to_text();
+                        sink.emit(chunk::tool_output_available(&call.id, output));
+                        Some(text)
+                    }
+                    Some(Err(e)) => {
+                        sink.emit(chunk::tool_output_error(&call.id, &e.0));
+                        Some(e.0)
+                    }
+                }
+            }
+        }
+    });
+    futures::future::join_all(runs).await
+}

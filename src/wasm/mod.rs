@@ -1,0 +1,221 @@
+//! The Workers glue: adapts Durable Object storage, R2, WebSockets, time and fetch to the
+//! host-testable core, routes `/agents/<ns>/<name>` requests like `routeAgentRequest`, and
+//! provides [`think_agent!`](crate::think_agent) to declare an agent class.
+
+mod clock;
+mod http;
+mod r2;
+mod sockets;
+mod sql;
+
+use std::rc::Rc;
+
+use wasm_bindgen::JsCast;
+use worker::{Env, Request, Response, Result, State, WebSocket, WebSocketIncomingMessage, WebSocketPair};
+
+use crate::agent::{Agent, AgentSpec, Deps};
+use crate::protocol::routing::{camel_case_to_kebab_case, parse_agent_path};
+
+pub use clock::WorkerClock;
+pub use http::FetchHttp;
+pub use r2::R2Blobs;
+pub use sockets::DoSockets;
+pub use sql::DoSql;
+
+/// The R2 binding the workspace spills large files to, when present.
+pub const R2_BINDING: &str = "WORKSPACE_R2";
+
+/// The state behind one agent Durable Object: the core agent plus its adapters.
+pub struct ThinkHost {
+    state: State,
+    agent: Rc<Agent>,
+    sockets: Rc<DoSockets>,
+}
+
+fn console_log(msg: &str) {
+    web_sys::console::log_1(&msg.into());
+}
+
+impl ThinkHost {
+    pub fn new(class_name: &str, state: State, env: &Env, spec: AgentSpec) -> Self {
+        console_error_panic_hook::set_once();
+        crate::platform::set_logger(console_log);
+        let sockets = Rc::new(DoSockets::new(state.clone()));
+        let deps = Deps {
+            sql: Rc::new(DoSql::new(&state)),
+            sockets: sockets.clone(),
+            clock: Rc::new(WorkerClock),
+            http: Rc::new(FetchHttp),
+            blobs: env.bucket(R2_BINDING).ok().map(|b| Rc::new(R2Blobs(b)) as Rc<dyn crate::store::BlobStore>),
+        };
+        Self { agent: Agent::new(class_name, spec, deps), state, sockets }
+    }
+
+    /// The core agent, for Rust code that drives it directly.
+    pub fn agent(&self) -> &Rc<Agent> {
+        &self.agent
+    }
+
+    pub async fn fetch(&self, req: Request) -> Result<Response> {
+        let url = req.url()?;
+        if let Some(route) = parse_agent_path(url.path()) {
+            self.agent.set_name(&route.name);
+        }
+        let upgrade = req.headers().get("Upgrade")?.unwrap_or_default();
+        if upgrade.eq_ignore_ascii_case("websocket") {
+            let conn_id = url
+                .query_pairs()
+                .find(|(k, _)| k == "_pk")
+                .map(|(_, v)| v.into_owned())
+                .filter(|v| !v.is_empty())
+                .unwrap_or_else(|| crate::platform::random_id(&WorkerClock, 21));
+            let pair = WebSocketPair::new()?;
+            pair.server.serialize_attachment(&conn_id)?;
+            self.state.accept_web_socket(&pair.server);
+            self.sockets.invalidate();
+            self.agent.on_connect(&conn_id);
+            return Response::from_websocket(pair.client);
+        }
+        match self.agent.on_http(&req.method().to_string(), url.path()) {
+            Some(reply) => {
+                let mut resp = Response::ok(reply.body)?.with_status(reply.status);
+                resp.headers_mut().set("content-type", reply.content_type)?;
+                Ok(resp)
+            }
+            None => Response::error("Not found", 404),
+        }
+    }
+
+    pub async fn websocket_message(&self, ws: WebSocket, message: WebSocketIncomingMessage) -> Result<()> {
+        let Some(conn_id) = ws.deserialize_attachment::<String>().ok().flatten() else { return Ok(()) };
+        if let WebSocketIncomingMessage::String(text) = message {
+            self.agent.clone().on_message(&conn_id, &text).await;
+        }
+        Ok(())
+    }
+
+    pub async fn websocket_close(&self, ws: WebSocket, code: usize, reason: String, _clean: bool) -> Result<()> {
+        self.sockets.invalidate();
+        // 1005/1006 cannot be echoed back; the socket is gone either way.
+        let code = if (1000..=4999).contains(&code) && code != 1005 && code != 1006 { code as u16 } else { 1000 };
+        let _ = ws.close(Some(code), Some(reason));
+        Ok(())
+    }
+
+    pub async fn websocket_error(&self, _ws: WebSocket) -> Result<()> {
+        self.sockets.invalidate();
+        Ok(())
+    }
+
+    pub async fn alarm(&self) -> Result<Response> {
+        Response::ok("ok")
+    }
+}
+
+/// Routes `/agents/<namespace>/<name>[/…]` to the Durable Object whose binding name, in
+/// kebab-case, is `<namespace>` (the `agents` routing rule). `Ok(None)` means the path is
+/// not an agent path; an unknown namespace gets `400 Invalid request`.
+pub async fn route_agent_request(req: Request, env: &Env) -> Result<Option<Response>> {
+    let url = req.url()?;
+    let Some(route) = parse_agent_path(url.path()) else { return Ok(None) };
+    let env_obj: &js_sys::Object = env.as_ref().unchecked_ref();
+    let binding = js_sys::Object::keys(env_obj).iter().filter_map(|k| k.as_string()).find(|key| {
+        camel_case_to_kebab_case(key) == route.namespace
+            && js_sys::Reflect::get(env_obj, &key.into())
+                .ok()
+                .and_then(|ns| js_sys::Reflect::get(&ns, &"idFromName".into()).ok())
+                .is_some_and(|f| f.is_function())
+    });
+    let Some(binding) = binding else { return Ok(Some(Response::error("Invalid request", 400)?)) };
+    let namespace = env.durable_object(&binding)?;
+    let stub = namespace.id_from_name(&route.name)?.get_stub()?;
+    Ok(Some(stub.fetch_with_request(req).await?))
+}
+
+/// Declares a Durable Object class that runs a Think agent. `$spec` is a function from the
+/// Worker's `Env` to the agent's [`AgentSpec`]. The crate using it must depend on `worker`.
+///
+/// ```ignore
+/// think_rs::think_agent!(ResearchAgent, |env: &worker::Env| {
+///     think_rs::agent::AgentSpec::new(think_rs::agent::ModelChoice::from_settings(
+///         env.var("BASE").ok().map(|v| v.to_string()).as_deref(), None, Some("gpt-4o")))
+///         .system_prompt("You research things.")
+/// });
+/// ```
+#[macro_export]
+macro_rules! think_agent {
+    ($class:ident, $spec:expr) => {
+        #[::worker::durable_object]
+        pub struct $class($crate::wasm::ThinkHost);
+
+        impl ::worker::DurableObject for $class {
+            fn new(state: ::worker::State, env: ::worker::Env) -> Self {
+                let build: fn(&::worker::Env) -> $crate::agent::AgentSpec = $spec;
+                let spec = build(&env);
+                Self($crate::wasm::ThinkHost::new(stringify!($class), state, &env, spec))
+            }
+            async fn fetch(&self, req: ::worker::Request) -> ::worker::Result<::worker::Response> {
+                self.0.fetch(req).await
+            }
+            async fn websocket_message(
+                &self,
+                ws: ::worker::WebSocket,
+                message: ::worker::WebSocketIncomingMessage,
+            ) -> ::worker::Result<()> {
+                self.0.websocket_message(ws, message).await
+            }
+            async fn websocket_close(
+                &self,
+                ws: ::worker::WebSocket,
+                code: usize,
+                reason: String,
+                was_clean: bool,
+            ) -> ::worker::Result<()> {
+                self.0.websocket_close(ws, code, reason, was_clean).await
+            }
+            async fn websocket_error(&self, ws: ::worker::WebSocket, _error: ::worker::Error) -> ::worker::Result<()> {
+                self.0.websocket_error(ws).await
+            }
+            async fn alarm(&self) -> ::worker::Result<::worker::Response> {
+                self.0.alarm().await
+            }
+        }
+    };
+}
+
+#[cfg(feature = "shipped-agent")]
+mod shipped {
+    use worker::{event, Context, Env, Request, Response, Result};
+
+    use crate::agent::{AgentSpec, ModelChoice};
+    use crate::tools::approval::ApprovalPolicy;
+
+    fn setting(env: &Env, name: &str) -> Option<String> {
+        env.var(name).ok().map(|v| v.to_string()).or_else(|| env.secret(name).ok().map(|v| v.to_string()))
+    }
+
+    /// The ready-made agent, configured from the environment.
+    pub fn spec_from_env(env: &Env) -> AgentSpec {
+        let model = ModelChoice::from_settings(
+            setting(env, "THINK_MODEL_BASE_URL").as_deref(),
+            setting(env, "THINK_MODEL_API_KEY").as_deref(),
+            setting(env, "THINK_MODEL").as_deref(),
+        );
+        let approval = setting(env, "THINK_APPROVAL").unwrap_or_default();
+        let policy = ApprovalPolicy::from_list(&approval).unwrap_or_else(|e| {
+            crate::platform::log(&format!("think-rs: ignoring THINK_APPROVAL: {e}"));
+            ApprovalPolicy::new()
+        });
+        AgentSpec::new(model).approval(policy)
+    }
+
+    crate::think_agent!(ThinkAgent, spec_from_env);
+
+    #[event(fetch)]
+    async fn fetch(req: Request, env: Env, _ctx: Context) -> Result<Response> {
+        match super::route_agent_request(req, &env).await? {
+            Some(resp) => Ok(resp),
+            None => Response::error("Not found", 404),
+        }
+    }
+}

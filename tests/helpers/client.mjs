@@ -1,0 +1,89 @@
+// Test-side use of the real npm client: `AgentClient` from `agents/client` over the `ws`
+// package, with helpers to send chat frames and wait for the frames that come back.
+import { AgentClient } from "agents/client";
+import WebSocket from "ws";
+
+let counter = 0;
+export const newId = (prefix = "req") => `${prefix}_${Date.now().toString(36)}_${counter++}`;
+
+export async function connect(host, name, { agent = "ThinkAgent", ...rest } = {}) {
+  const frames = [];
+  const listeners = new Set();
+  const client = new AgentClient({ agent, name, host, WebSocket, ...rest });
+  client.addEventListener("message", (event) => {
+    if (typeof event.data !== "string") return;
+    let frame;
+    try {
+      frame = JSON.parse(event.data);
+    } catch {
+      return;
+    }
+    frames.push(frame);
+    for (const l of listeners) l(frame);
+  });
+  await new Promise((resolve, reject) => {
+    const t = setTimeout(() => reject(new Error("connect timeout")), 10000);
+    client.addEventListener("open", () => {
+      clearTimeout(t);
+      resolve();
+    }, { once: true });
+  });
+  const tab = {
+    client,
+    frames,
+    send(frame) {
+      client.send(typeof frame === "string" ? frame : JSON.stringify(frame));
+    },
+    /** Resolves with the first frame (already received or future) matching `pred`. */
+    waitFor(pred, { timeout = 10000, from = 0 } = {}) {
+      const seen = frames.slice(from).find(pred);
+      if (seen) return Promise.resolve(seen);
+      return new Promise((resolve, reject) => {
+        const timer = setTimeout(() => {
+          listeners.delete(l);
+          reject(new Error(`timed out waiting for a frame; got ${JSON.stringify(frames.slice(-5))}`));
+        }, timeout);
+        const l = (f) => {
+          if (pred(f)) {
+            clearTimeout(timer);
+            listeners.delete(l);
+            resolve(f);
+          }
+        };
+        listeners.add(l);
+      });
+    },
+    /** Sends a chat request as useAgentChat's transport does and returns its request id. */
+    chat(text, { messages, id = newId(), body = {}, trigger = "submit-message" } = {}) {
+      const userMessage = { id: newId("msg"), role: "user", parts: [{ type: "text", text }] };
+      const all = messages ? [...messages, userMessage] : [userMessage];
+      tab.send({ id, init: { method: "POST", body: JSON.stringify({ messages: all, trigger, ...body }) }, type: "cf_agent_use_chat_request" });
+      return { id, userMessage };
+    },
+    /** Waits for the done frame of request `id` and returns that request's chunks (parsed). */
+    async turn(id, opts) {
+      await tab.waitFor((f) => f.type === "cf_agent_use_chat_response" && f.id === id && f.done === true, opts);
+      return tab.responses(id);
+    },
+    responses(id) {
+      return frames.filter((f) => f.type === "cf_agent_use_chat_response" && f.id === id);
+    },
+    chunks(id) {
+      return tab
+        .responses(id)
+        .filter((f) => !f.error && f.body && f.body.trim())
+        .map((f) => JSON.parse(f.body));
+    },
+    close() {
+      client.close();
+    },
+  };
+  return tab;
+}
+
+/** GET /agents/think-agent/<name>/get-messages. */
+export async function getMessages(baseUrl, name) {
+  const res = await fetch(new URL(`/agents/think-agent/${name}/get-messages`, baseUrl));
+  if (!res.ok) throw new Error(`get-messages: ${res.status}`);
+  return res.json();
+}
