@@ -1,1 +1,12 @@
 //! The WebSocket wire protocol of the `agents` clients: frames, UI messages and the stream-chunk accumulator.
+//!
+//! Pure functions and types only; the Durable Object's turn loop and storage build on them.
+
+pub mod accumulator;
+pub mod chunk;
+pub mod message;
+pub mod tool_state;
+
+pub use accumulator::{ChunkAction, StreamAccumulator};
+pub use message::{Role, UIMessage};
+pub use tool_state::{CrossMessageUpdate, ToolPartUpdate, ToolResultOutcome};
