@@ -301,3 +301,174 @@ async fn execute(calls: &[Call], resolved: Vec<Resolved>, sink: &dyn ChunkSink, 
     });
     futures::future::join_all(runs).await
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::{ModelError, ModelStream};
+    use crate::tools::{typed_tool, DynamicTool, Layer, ToolError};
+    use async_trait::async_trait;
+    use std::cell::RefCell;
+    use std::collections::VecDeque;
+    use std::rc::Rc;
+
+    /// Plays one list of events per model call and records each request.
+    struct Scripted {
+        calls: RefCell<VecDeque<Vec<ModelEvent>>>,
+        seen: RefCell<Vec<ModelRequest>>,
+    }
+
+    #[async_trait(?Send)]
+    impl Model for Scripted {
+        fn id(&self) -> &str {
+            "scripted"
+        }
+        async fn stream(&self, request: &ModelRequest) -> Result<ModelStream, ModelError> {
+            self.seen.borrow_mut().push(request.clone());
+            let events = self.calls.borrow_mut().pop_front().ok_or_else(|| ModelError("no script".into()))?;
+            Ok(futures::stream::iter(events.into_iter().map(Ok)).boxed_local())
+        }
+    }
+
+    #[derive(Default)]
+    struct Sink(RefCell<Vec<Value>>);
+    impl ChunkSink for Sink {
+        fn emit(&self, chunk: Value) {
+            self.0.borrow_mut().push(chunk);
+        }
+    }
+    impl Sink {
+        fn types(&self) -> Vec<String> {
+            self.0.borrow().iter().map(|c| c["type"].as_str().unwrap_or("").to_owned()).collect()
+        }
+    }
+
+    fn call(index: usize, id: &str, name: &str, args: &str) -> Vec<ModelEvent> {
+        vec![
+            ModelEvent::ToolCallStart { index, id: id.into(), name: name.into() },
+            ModelEvent::ToolCallDelta { index, arguments: args.into() },
+        ]
+    }
+
+    fn finish(reason: FinishReason) -> ModelEvent {
+        ModelEvent::Finish { reason, usage: None }
+    }
+
+    #[derive(schemars::JsonSchema, serde::Deserialize)]
+    struct AddInput {
+        a: i64,
+        b: i64,
+    }
+
+    fn tools() -> ToolSet {
+        let mut set = ToolSet::new();
+        set.add_layer(
+            Layer::Agent,
+            [
+                Rc::new(typed_tool("add", "Adds", |i: AddInput, _ctx| async move { Ok::<_, ToolError>(json!({"sum": i.a + i.b})) })) as ToolRef,
+                Rc::new(DynamicTool::new("fail", "Fails", json!({"type": "object"}), |_, _| async { Err(ToolError("boom".into())) })),
+                Rc::new(DynamicTool::without_execute("ask_user", "Client", json!({"type": "object"}))),
+            ],
+        );
+        set
+    }
+
+    fn plan(tools: ToolSet) -> TurnPlan {
+        TurnPlan {
+            system: "sys".into(),
+            messages: vec![ModelMessage::User { content: "hi".into() }],
+            tools,
+            max_steps: 10,
+            tool_choice: None,
+            new_id: Box::new(|| "approval_1".into()),
+        }
+    }
+
+    fn run_with(script: Vec<Vec<ModelEvent>>, approval: &dyn ApprovalCheck) -> (TurnOutcome, Sink, Rc<Scripted>) {
+        let model = Rc::new(Scripted { calls: RefCell::new(script.into()), seen: RefCell::new(vec![]) });
+        let sink = Sink::default();
+        let out = futures::executor::block_on(run(model.as_ref(), plan(tools()), approval, &sink, &AbortSignal::new()));
+        (out, sink, model)
+    }
+
+    #[test]
+    fn two_step_tool_turn_feeds_results_back() {
+        let mut step1 = vec![ModelEvent::TextDelta("Let me add.".into())];
+        step1.extend(call(0, "c1", "add", r#"{"a":2,"b":3}"#));
+        step1.extend(call(1, "c2", "fail", "{}"));
+        step1.push(finish(FinishReason::ToolCalls));
+        let step2 = vec![ModelEvent::TextDelta("It is 5.".into()), finish(FinishReason::Stop)];
+        let (out, sink, model) = run_with(vec![step1, step2], &|_: &str, _: &Value| false);
+        assert_eq!(out, TurnOutcome::Finished(FinishReason::Stop));
+        assert_eq!(
+            sink.types(),
+            [
+                "start-step", "text-start", "text-delta", "text-end",
+                "tool-input-start", "tool-input-delta", "tool-input-start", "tool-input-delta",
+                "tool-input-available", "tool-input-available", "tool-output-available", "tool-output-error", "finish-step",
+                "start-step", "text-start", "text-delta", "text-end", "finish-step"
+            ]
+        );
+        let chunks = sink.0.borrow();
+        assert_eq!(chunks[10], json!({"type": "tool-output-available", "toolCallId": "c1", "output": {"sum": 5}}));
+        assert_eq!(chunks[11]["errorText"], "boom");
+        let second = &model.seen.borrow()[1];
+        assert_eq!(second.messages.len(), 4);
+        assert_eq!(second.messages[2], ModelMessage::Tool { tool_call_id: "c1".into(), tool_name: "add".into(), content: "{\"sum\":5}".into() });
+        assert_eq!(second.messages[3], ModelMessage::Tool { tool_call_id: "c2".into(), tool_name: "fail".into(), content: "boom".into() });
+    }
+
+    #[test]
+    fn bad_input_and_unknown_tools_become_errors_the_model_can_correct() {
+        let mut step1 = call(0, "c1", "add", r#"{"a":"two"}"#);
+        step1.extend(call(1, "c2", "nope", "{}"));
+        step1.extend(call(2, "c3", "add", "{not json"));
+        step1.push(finish(FinishReason::ToolCalls));
+        let (out, sink, model) = run_with(vec![step1, vec![ModelEvent::TextDelta("ok".into()), finish(FinishReason::Stop)]], &|_: &str, _: &Value| false);
+        assert_eq!(out, TurnOutcome::Finished(FinishReason::Stop));
+        let errors: Vec<Value> = sink.0.borrow().iter().filter(|c| c["type"] == "tool-input-error").cloned().collect();
+        assert_eq!(errors.len(), 3);
+        assert!(errors[0]["errorText"].as_str().unwrap().contains("/a"), "{}", errors[0]);
+        assert_eq!(errors[1]["dynamic"], true);
+        assert!(errors[1]["errorText"].as_str().unwrap().contains("unavailable tool 'nope'"));
+        assert!(errors[2]["errorText"].as_str().unwrap().contains("not valid JSON"));
+        let second = &model.seen.borrow()[1];
+        assert_eq!(second.messages.iter().filter(|m| matches!(m, ModelMessage::Tool { .. })).count(), 3);
+    }
+
+    #[test]
+    fn approval_and_client_tools_pause_the_turn() {
+        let mut step = call(0, "c1", "add", r#"{"a":1,"b":1}"#);
+        step.push(finish(FinishReason::ToolCalls));
+        let (out, sink, _) = run_with(vec![step], &|name: &str, _: &Value| name == "add");
+        assert_eq!(out, TurnOutcome::AwaitingHuman);
+        assert!(sink.0.borrow().contains(&json!({"type": "tool-approval-request", "approvalId": "approval_1", "toolCallId": "c1"})));
+        assert!(!sink.types().contains(&"tool-output-available".to_owned()));
+
+        let mut step = call(0, "c9", "ask_user", "{}");
+        step.push(finish(FinishReason::ToolCalls));
+        let (out, sink, _) = run_with(vec![step], &|_: &str, _: &Value| false);
+        assert_eq!(out, TurnOutcome::AwaitingHuman);
+        assert_eq!(sink.types().last().unwrap(), "finish-step");
+        assert!(sink.types().contains(&"tool-input-available".to_owned()));
+    }
+
+    #[test]
+    fn step_limit_and_model_errors() {
+        let looping = || {
+            let mut s = call(0, "c", "add", r#"{"a":1,"b":1}"#);
+            s.push(finish(FinishReason::ToolCalls));
+            s
+        };
+        let model = Rc::new(Scripted { calls: RefCell::new((0..5).map(|_| looping()).collect()), seen: RefCell::new(vec![]) });
+        let sink = Sink::default();
+        let mut p = plan(tools());
+        p.max_steps = 3;
+        let out = futures::executor::block_on(run(model.as_ref(), p, &|_: &str, _: &Value| false, &sink, &AbortSignal::new()));
+        assert_eq!(out, TurnOutcome::Finished(FinishReason::ToolCalls));
+        assert_eq!(model.seen.borrow().len(), 3);
+
+        let (out, _, _) = run_with(vec![], &|_: &str, _: &Value| false);
+        assert_eq!(out, TurnOutcome::Failed("no script".into()));
+    }
+}
