@@ -5,6 +5,8 @@
 pub mod accumulator;
 pub mod chunk;
 pub mod message;
+pub mod repair;
+pub mod sanitize;
 pub mod tool_state;
 
 pub use accumulator::{ChunkAction, StreamAccumulator};
