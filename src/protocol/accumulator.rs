@@ -889,7 +889,7 @@ mod tests {
         let asst = msg("asst-1", Role::Assistant, "hi");
         let mut a = StreamAccumulator::new("new-msg", false);
         a.apply(&json!({"type": "text-start"}));
-        let r = a.merge_into(&[user.clone()]);
+        let r = a.merge_into(std::slice::from_ref(&user));
         assert_eq!(r.len(), 2);
         assert_eq!(r[1].id, "new-msg");
         assert_eq!(a.merge_into(&[]).len(), 1);
@@ -907,7 +907,7 @@ mod tests {
         assert_eq!(r.len(), 2);
         assert_eq!(r[1].id, "asst-1");
         assert_eq!(r[1].parts[0]["text"], "continued");
-        let r = c.merge_into(&[user.clone()]);
+        let r = c.merge_into(std::slice::from_ref(&user));
         assert_eq!(r[1].id, "unknown-id");
 
         let first = msg("asst-first", Role::Assistant, "old");
