@@ -281,6 +281,8 @@ fn merge_provider_metadata(part: &mut Map<String, Value>, meta: Option<&Value>) 
     part.insert("providerMetadata".into(), Value::Object(merged));
 }
 
+/// A new `tool-<name>` part. A chunk without a string `toolName` gets type `tool-` (the
+/// reference would write `tool-undefined`).
 fn new_tool_part(chunk: &Map<String, Value>, st: &str) -> Map<String, Value> {
     let name = chunk.get("toolName").and_then(Value::as_str).unwrap_or("");
     let mut p = Map::new();
