@@ -281,6 +281,8 @@ fn merge_provider_metadata(part: &mut Map<String, Value>, meta: Option<&Value>) 
     part.insert("providerMetadata".into(), Value::Object(merged));
 }
 
+/// A new `tool-<name>` part. A chunk without a string `toolName` gets type `tool-` (the
+/// reference would write `tool-undefined`).
 fn new_tool_part(chunk: &Map<String, Value>, st: &str) -> Map<String, Value> {
     let name = chunk.get("toolName").and_then(Value::as_str).unwrap_or("");
     let mut p = Map::new();
@@ -889,7 +891,7 @@ mod tests {
         let asst = msg("asst-1", Role::Assistant, "hi");
         let mut a = StreamAccumulator::new("new-msg", false);
         a.apply(&json!({"type": "text-start"}));
-        let r = a.merge_into(&[user.clone()]);
+        let r = a.merge_into(std::slice::from_ref(&user));
         assert_eq!(r.len(), 2);
         assert_eq!(r[1].id, "new-msg");
         assert_eq!(a.merge_into(&[]).len(), 1);
@@ -907,7 +909,7 @@ mod tests {
         assert_eq!(r.len(), 2);
         assert_eq!(r[1].id, "asst-1");
         assert_eq!(r[1].parts[0]["text"], "continued");
-        let r = c.merge_into(&[user.clone()]);
+        let r = c.merge_into(std::slice::from_ref(&user));
         assert_eq!(r[1].id, "unknown-id");
 
         let first = msg("asst-first", Role::Assistant, "old");

@@ -507,11 +507,11 @@ mod tests {
         let server_call = asst("b", vec![json!({"type": "tool-read", "toolCallId": "d", "state": "input-available"})]);
         let approval = asst("c", vec![json!({"type": "tool-edit", "toolCallId": "e", "state": "approval-requested"})]);
         let dynamic = asst("d", vec![json!({"type": "dynamic-tool", "toolName": "getUserTimezone", "toolCallId": "f", "state": "input-available"})]);
-        assert!(has_pending_interaction(&[client_call.clone()], &tools));
-        assert!(!has_pending_interaction(&[server_call.clone()], &tools));
+        assert!(has_pending_interaction(std::slice::from_ref(&client_call), &tools));
+        assert!(!has_pending_interaction(std::slice::from_ref(&server_call), &tools));
         assert!(has_pending_interaction(&[server_call, approval.clone()], &tools));
         assert!(has_pending_interaction(&[dynamic], &tools));
-        assert!(!has_pending_interaction(&[client_call.clone()], &BTreeSet::new()));
+        assert!(!has_pending_interaction(std::slice::from_ref(&client_call), &BTreeSet::new()));
         let mut as_user = approval;
         as_user.role = Role::User;
         assert!(!has_pending_interaction(&[as_user], &tools));
@@ -531,9 +531,9 @@ mod tests {
             json!({"type": "tool-a", "toolCallId": "5", "state": "output-error"}),
             json!({"type": "tool-b", "toolCallId": "6", "state": "approval-responded"}),
         ]);
-        assert!(has_incomplete_tool_batch(&[mixed.clone()]));
-        assert!(!has_incomplete_tool_batch(&[all_pending.clone()]));
-        assert!(!has_incomplete_tool_batch(&[all_settled.clone()]));
+        assert!(has_incomplete_tool_batch(std::slice::from_ref(&mixed)));
+        assert!(!has_incomplete_tool_batch(std::slice::from_ref(&all_pending)));
+        assert!(!has_incomplete_tool_batch(std::slice::from_ref(&all_settled)));
         assert!(!has_incomplete_tool_batch(&[mixed.clone(), all_settled]));
         let user = UIMessage::new("u", Role::User, vec![]);
         assert!(has_incomplete_tool_batch(&[mixed, user]));
