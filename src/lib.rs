@@ -3,7 +3,7 @@
 //! Everything except `wasm` is plain Rust that builds and tests on the host; `wasm` is the
 //! thin Workers glue (Durable Object storage, R2, WebSockets, fetch).
 
-
+pub mod agent;
 pub mod mcp;
 pub mod model;
 pub mod platform;

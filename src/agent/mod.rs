@@ -15,7 +15,7 @@ use crate::model::openai::OpenAiChatModel;
 use crate::model::Model;
 use crate::platform::{random_id, random_uuid, Clock, HttpClient, Sockets};
 use crate::protocol::accumulator::{ChunkAction, StreamAccumulator};
-use crate::protocol::frames::{self, ClientFrame, FrameError};
+use crate::protocol::frames::{self, ClientFrame, FrameError, ResumeNoneReason, Trigger};
 use crate::protocol::message::{Role, UIMessage};
 use crate::protocol::{chunk, sanitize};
 use crate::store::{BlobStore, Sql, StoreError};
@@ -131,14 +131,14 @@ impl Agent {
     }
 
     fn transcript_frame(&self) -> Value {
-        frames::chat_messages(&self.messages())
+        frames::chat_messages_frame(&self.messages())
     }
 
     /// Frames for a newly connected socket: the transcript, identity and MCP state.
     pub fn on_connect(&self, conn: &str) {
         self.send(conn, &self.transcript_frame());
-        self.send(conn, &frames::identity(&self.name(), &self.agent_kebab));
-        self.send(conn, &frames::mcp_servers(&json!({"servers": {}, "tools": [], "prompts": [], "resources": []})));
+        self.send(conn, &frames::identity_frame(&self.name(), &self.agent_kebab));
+        self.send(conn, &frames::mcp_servers_frame(&json!({"servers": {}, "tools": [], "prompts": [], "resources": []})));
     }
 
     /// Answers the agent's plain HTTP routes; `None` means not found.
@@ -166,29 +166,27 @@ impl Agent {
                 }
             }
             Ok(ClientFrame::Clear) => self.clear(Some(conn)),
-            Ok(ClientFrame::ResumeRequest { probe_id }) => {
-                self.send(conn, &frames::stream_resume_none("idle", probe_id.as_deref()));
+            Ok(ClientFrame::StreamResumeRequest { probe_id }) => {
+                self.send(conn, &frames::stream_resume_none_frame(ResumeNoneReason::Idle, probe_id.as_deref()));
             }
-            Ok(ClientFrame::ResumeAck { id }) => self.send(conn, &frames::replay_done(&id)),
-            Ok(ClientFrame::Rpc { id, method, args }) => self.on_rpc(conn, &id, &method, args).await,
+            Ok(ClientFrame::StreamResumeAck { id }) => self.send(conn, &frames::replay_done_frame(&id, false)),
+            Ok(ClientFrame::Rpc(rpc)) => self.on_rpc(conn, &rpc.id, &rpc.method, rpc.args).await,
             Ok(_) => {}
             Err(err) => self.on_bad_frame(conn, err),
         }
     }
 
     fn on_bad_frame(&self, conn: &str, err: FrameError) {
-        if let Some(frame) = err.reply() {
-            self.send(conn, &frame);
-        }
+        self.send(conn, &err.reply_frame());
     }
 
     async fn on_rpc(&self, conn: &str, id: &str, method: &str, args: Vec<Value>) {
         let reply = match self.spec.callables.get(method).cloned() {
             Some(f) => match f(args).await {
-                Ok(result) => frames::rpc_result(id, result),
-                Err(e) => frames::rpc_error(id, &e),
+                Ok(result) => frames::rpc_result_frame(id, &result, true),
+                Err(e) => frames::rpc_error_frame(id, &e),
             },
-            None => frames::rpc_error(id, &format!("Method {method} does not exist")),
+            None => frames::rpc_error_frame(id, &format!("Method {method} does not exist")),
         };
         self.send(conn, &reply);
     }
@@ -201,14 +199,14 @@ impl Agent {
         if let Ok(store) = self.store() {
             let _ = store.clear();
         }
-        self.broadcast(&frames::chat_clear(), origin);
+        self.broadcast(&frames::chat_clear_frame(), origin);
     }
 
     async fn on_chat_request(self: Rc<Self>, conn: &str, req: frames::ChatRequest) {
         let request_id = req.id.clone();
         let persisted = self.reconcile(&req);
         if let Err(e) = persisted {
-            self.send(conn, &frames::use_chat_error(&request_id, &format!("Could not save the message: {e}"), true));
+            self.send(conn, &frames::chat_request_error_frame(&request_id, &format!("Could not save the message: {e}")));
             return;
         }
         self.broadcast(&self.transcript_frame(), Some(conn));
@@ -220,7 +218,7 @@ impl Agent {
     /// the last message the client kept.
     fn reconcile(&self, req: &frames::ChatRequest) -> Result<(), StoreError> {
         let store = self.store()?;
-        if req.trigger.as_deref() == Some("regenerate-message") {
+        if req.trigger == Trigger::RegenerateMessage {
             if let Some(last) = req.messages.last() {
                 store.truncate_after(&last.id)?;
             }
@@ -247,8 +245,8 @@ impl Agent {
         let model = match &self.model {
             Ok(m) => m.clone(),
             Err(msg) => {
-                self.broadcast(&frames::use_chat_error(&request_id, msg, false), None);
-                self.broadcast(&frames::use_chat_done(&request_id, turn.continuation), None);
+                self.broadcast(&frames::chat_error_frame(&request_id, msg, turn.continuation), None);
+                self.broadcast(&frames::chat_done_frame(&request_id, turn.continuation), None);
                 return;
             }
         };
@@ -304,11 +302,11 @@ impl Agent {
             TurnOutcome::AwaitingHuman => stream.emit(chunk::finish(Some("tool-calls"))),
             TurnOutcome::Aborted => stream.emit(chunk::abort(None)),
             TurnOutcome::Failed(msg) => {
-                self.broadcast(&frames::use_chat_error(&request_id, msg, turn.continuation), None);
+                self.broadcast(&frames::chat_error_frame(&request_id, msg, turn.continuation), None);
             }
         }
         self.active.replace(None);
-        self.broadcast(&frames::use_chat_done(&request_id, turn.continuation), None);
+        self.broadcast(&frames::chat_done_frame(&request_id, turn.continuation), None);
         let message = stream.acc.into_inner().message();
         if message.parts.iter().any(|p| crate::protocol::message::part_type(p) != Some("step-start")) {
             let mut message = message;
@@ -347,7 +345,7 @@ impl ChunkSink for TurnStream {
         if let ChunkAction::CrossMessageToolUpdate { .. } = action {
             // Applied to the earlier message by the continuation logic (human-in-the-loop).
         }
-        let frame = frames::use_chat_chunk(&self.request_id, &chunk, self.continuation);
+        let frame = frames::chat_chunk_value_frame(&self.request_id, &chunk, self.continuation);
         self.agent.broadcast(&frame, None);
     }
 }

@@ -16,6 +16,17 @@ pub enum Role {
     Assistant,
 }
 
+impl Role {
+    /// The wire name, as stored in the role column.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Role::System => "system",
+            Role::User => "user",
+            Role::Assistant => "assistant",
+        }
+    }
+}
+
 /// One chat message: `{id, role, metadata?, parts}`. Unknown top-level fields a client sent
 /// are kept in `extra` so they are written back as they came.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -14,7 +14,7 @@ use wasm_bindgen::JsCast;
 use worker::{Env, Request, Response, Result, State, WebSocket, WebSocketIncomingMessage, WebSocketPair};
 
 use crate::agent::{Agent, AgentSpec, Deps};
-use crate::protocol::routing::{camel_case_to_kebab_case, parse_agent_path};
+use crate::protocol::routing::{camel_case_to_kebab_case, parse_agent_path, RouteError};
 
 pub use clock::WorkerClock;
 pub use http::FetchHttp;
@@ -27,7 +27,7 @@ pub const R2_BINDING: &str = "WORKSPACE_R2";
 
 /// The state behind one agent Durable Object: the core agent plus its adapters.
 pub struct ThinkHost {
-    state: State,
+    state: Rc<State>,
     agent: Rc<Agent>,
     sockets: Rc<DoSockets>,
 }
@@ -40,6 +40,7 @@ impl ThinkHost {
     pub fn new(class_name: &str, state: State, env: &Env, spec: AgentSpec) -> Self {
         console_error_panic_hook::set_once();
         crate::platform::set_logger(console_log);
+        let state = Rc::new(state);
         let sockets = Rc::new(DoSockets::new(state.clone()));
         let deps = Deps {
             sql: Rc::new(DoSql::new(&state)),
@@ -58,7 +59,7 @@ impl ThinkHost {
 
     pub async fn fetch(&self, req: Request) -> Result<Response> {
         let url = req.url()?;
-        if let Some(route) = parse_agent_path(url.path()) {
+        if let Ok(route) = parse_agent_path(url.path(), "agents") {
             self.agent.set_name(&route.name);
         }
         let upgrade = req.headers().get("Upgrade")?.unwrap_or_default();
@@ -117,8 +118,12 @@ impl ThinkHost {
 /// not an agent path; an unknown namespace gets `400 Invalid request`.
 pub async fn route_agent_request(req: Request, env: &Env) -> Result<Option<Response>> {
     let url = req.url()?;
-    let Some(route) = parse_agent_path(url.path()) else { return Ok(None) };
-    let env_obj: &js_sys::Object = env.as_ref().unchecked_ref();
+    let route = match parse_agent_path(url.path(), "agents") {
+        Ok(route) => route,
+        Err(RouteError::NotAgentPath) => return Ok(None),
+        Err(RouteError::InvalidName(e)) => return Ok(Some(Response::error(format!("Invalid request: {e}"), 400)?)),
+    };
+    let env_obj: &js_sys::Object = AsRef::<wasm_bindgen::JsValue>::as_ref(env).unchecked_ref();
     let binding = js_sys::Object::keys(env_obj).iter().filter_map(|k| k.as_string()).find(|key| {
         camel_case_to_kebab_case(key) == route.namespace
             && js_sys::Reflect::get(env_obj, &key.into())

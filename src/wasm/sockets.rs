@@ -2,19 +2,20 @@
 //! serialized attachment, so the id survives hibernation.
 
 use std::cell::RefCell;
+use std::rc::Rc;
 
 use worker::{State, WebSocket};
 
 use crate::platform::Sockets;
 
 pub struct DoSockets {
-    state: State,
+    state: Rc<State>,
     /// (id, socket) of every open socket; rebuilt from the runtime after a wake or a change.
     cache: RefCell<Option<Vec<(String, WebSocket)>>>,
 }
 
 impl DoSockets {
-    pub fn new(state: State) -> Self {
+    pub fn new(state: Rc<State>) -> Self {
         Self { state, cache: RefCell::new(None) }
     }
 

@@ -15,7 +15,8 @@ pub struct DoSql {
 impl DoSql {
     pub fn new(state: &worker::State) -> Self {
         let storage = state.storage();
-        Self { sql: storage.sql(), storage: storage.as_raw().clone().into() }
+        let raw: &JsValue = storage.as_raw().as_ref();
+        Self { sql: storage.sql(), storage: raw.clone() }
     }
 }
 
