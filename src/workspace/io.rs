@@ -101,6 +101,44 @@ impl Workspace {
         Ok(self.read_content(path).await?.map(Content::into_bytes))
     }
 
+    /// Reads many files as text in as few statements as the SQL limits allow (inline
+    /// content comes back in the same query); results are in the order of `paths`.
+    pub async fn read_files(&self, paths: &[String]) -> Result<Vec<Option<String>>, FsError> {
+        let mut norms = Vec::with_capacity(paths.len());
+        for p in paths {
+            norms.push(path::normalize(p, "open")?);
+        }
+        let mut found: std::collections::HashMap<String, Row> = std::collections::HashMap::new();
+        for batch in batches(&norms, 1, 0) {
+            let rows = self.exec(
+                &format!(
+                    "SELECT {NODE_COLS}, content FROM {} WHERE path IN ({})",
+                    self.t,
+                    placeholders(batch.len())
+                ),
+                &batch.iter().map(|s| text(s)).collect::<Vec<_>>(),
+            )?;
+            for row in rows {
+                found.insert(col_str(&row, 0), row);
+            }
+        }
+        let mut out = Vec::with_capacity(paths.len());
+        for (shown, norm) in paths.iter().zip(&norms) {
+            let inline = found.remove(norm).filter(|row| {
+                let n = node_from_row(row);
+                n.kind == EntryType::File && n.storage == Storage::Inline
+            });
+            out.push(match inline.and_then(|row| row.into_iter().nth(6)) {
+                Some(SqlValue::Text(s)) => Some(s),
+                Some(SqlValue::Blob(b)) => Some(Content::Bytes(b).into_text()),
+                Some(_) => Some(String::new()),
+                // Anything else (spilled, symlinked, missing) takes the general path.
+                None => self.read_file(shown).await?,
+            });
+        }
+        Ok(out)
+    }
+
     pub(crate) async fn read_content(&self, path: &str) -> Result<Option<Content>, FsError> {
         let norm = path::normalize(path, "open")?;
         let rows = self.exec(

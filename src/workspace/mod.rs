@@ -18,7 +18,7 @@ pub mod path;
 mod tree;
 
 #[cfg(test)]
-mod tests;
+pub(crate) mod tests;
 
 pub use diff::{unified_diff, MAX_DIFF_LINES};
 pub use error::{Errno, FsError};
