@@ -22,6 +22,7 @@ use crate::platform::{Clock, HttpClient, Sockets};
 use crate::protocol::frames::{self, ClientFrame, ClientToolSchema};
 use crate::protocol::message::UIMessage;
 use crate::store::{BlobStore, Sql, StoreError};
+use crate::workspace::{Workspace, WorkspaceOptions};
 
 pub use spec::{AgentSpec, ModelChoice, TurnConfig, TurnContext};
 use store::ChatStore;
@@ -36,6 +37,8 @@ pub struct Deps {
     pub clock: Rc<dyn Clock>,
     pub http: Rc<dyn HttpClient>,
     pub blobs: Option<Rc<dyn BlobStore>>,
+    /// A stable id of this instance (the Durable Object id), used to keep its R2 keys apart.
+    pub instance_id: String,
 }
 
 /// A plain HTTP answer for the few non-WebSocket routes (`/get-messages`).
@@ -74,6 +77,7 @@ pub struct Agent {
     /// Turns run one at a time; waiting on this lock is the queue.
     turn_lock: futures::lock::Mutex<()>,
     rt: RefCell<Runtime>,
+    workspace: Rc<Workspace>,
 }
 
 impl Agent {
@@ -84,7 +88,18 @@ impl Agent {
             ModelChoice::Custom(m) => Ok(m.clone()),
             ModelChoice::Unconfigured(msg) => Err(msg.clone()),
         };
+        let workspace = Rc::new(Workspace::with_options(
+            deps.sql.clone(),
+            deps.clock.clone(),
+            WorkspaceOptions {
+                blobs: deps.blobs.clone(),
+                blob_prefix: format!("{}/{}", crate::protocol::routing::camel_case_to_kebab_case(class_name), deps.instance_id),
+                ..WorkspaceOptions::default()
+            },
+        )
+        .unwrap_or_else(|_| Workspace::new(deps.sql.clone(), deps.clock.clone())));
         Rc::new(Self {
+            workspace,
             agent_kebab: crate::protocol::routing::camel_case_to_kebab_case(class_name),
             spec,
             deps,
@@ -92,6 +107,11 @@ impl Agent {
             turn_lock: futures::lock::Mutex::new(()),
             rt: RefCell::new(Runtime::default()),
         })
+    }
+
+    /// The agent's workspace (its virtual filesystem), for Rust code and custom tools.
+    pub fn workspace(&self) -> &Rc<Workspace> {
+        &self.workspace
     }
 
     fn store(&self) -> Result<ChatStore<'_>, StoreError> {

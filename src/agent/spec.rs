@@ -103,6 +103,7 @@ pub struct AgentSpec {
     pub(crate) approval: ApprovalPolicy,
     pub(crate) before_turn: Option<BeforeTurn>,
     pub(crate) callables: BTreeMap<String, Callable>,
+    pub(crate) workspace_tools: bool,
 }
 
 impl AgentSpec {
@@ -116,7 +117,14 @@ impl AgentSpec {
             approval: ApprovalPolicy::new(),
             before_turn: None,
             callables: BTreeMap::new(),
+            workspace_tools: true,
         }
+    }
+
+    /// Whether the workspace file tools join every turn (Think's default: yes).
+    pub fn workspace_tools(mut self, enabled: bool) -> Self {
+        self.workspace_tools = enabled;
+        self
     }
 
     pub fn system_prompt(mut self, prompt: impl Into<String>) -> Self {

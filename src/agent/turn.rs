@@ -15,6 +15,7 @@ use crate::protocol::message::{part_type, state_of, tool_call_id_of, tool_name_o
 use crate::protocol::tool_state::{apply_to_messages, leaf_assistant, ToolPartUpdate};
 use crate::protocol::chunk;
 use crate::store::StoreError;
+use crate::tools::workspace::{workspace_tools, WorkspaceToolsOptions};
 use crate::tools::{DynamicTool, Layer, ToolContext, ToolRef, ToolSet};
 use crate::turn::abort::AbortSignal;
 use crate::turn::convert::to_model_messages;
@@ -77,6 +78,9 @@ impl Agent {
     /// The merged tools of a turn, in Think's layer order.
     fn turn_tools(&self) -> ToolSet {
         let mut tools = ToolSet::new();
+        if self.spec.workspace_tools {
+            tools.add_layer(Layer::Workspace, workspace_tools(self.workspace.clone(), WorkspaceToolsOptions { bash: true }));
+        }
         tools.add_layer(Layer::Agent, self.spec.tools.iter().cloned());
         let client: Vec<ToolRef> = self
             .client_tools()

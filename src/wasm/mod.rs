@@ -48,6 +48,7 @@ impl ThinkHost {
             clock: Rc::new(WorkerClock),
             http: Rc::new(FetchHttp),
             blobs: env.bucket(R2_BINDING).ok().map(|b| Rc::new(R2Blobs(b)) as Rc<dyn crate::store::BlobStore>),
+            instance_id: state.id().to_string(),
         };
         Self { agent: Agent::new(class_name, spec, deps), state, sockets }
     }
