@@ -225,7 +225,12 @@ impl Workspace {
 
     /// Writes bytes (stored as a BLOB), creating parent directories. Think's default `mime`
     /// is `application/octet-stream`.
-    pub async fn write_file_bytes(&self, path: &str, bytes: &[u8], mime: &str) -> Result<(), FsError> {
+    pub async fn write_file_bytes(
+        &self,
+        path: &str,
+        bytes: &[u8],
+        mime: &str,
+    ) -> Result<(), FsError> {
         self.write_content(path, Content::Bytes(bytes.to_vec()), mime).await
     }
 
@@ -346,8 +351,10 @@ impl Workspace {
                 body,
             ]
         };
-        let old_chunk = old.as_ref().filter(|n| n.storage == Storage::Chunked).and_then(|n| n.chunk_id);
-        let old_key = old.as_ref().filter(|n| n.storage == Storage::Blob).and_then(|n| n.r2_key.clone());
+        let old_chunk =
+            old.as_ref().filter(|n| n.storage == Storage::Chunked).and_then(|n| n.chunk_id);
+        let old_key =
+            old.as_ref().filter(|n| n.storage == Storage::Blob).and_then(|n| n.r2_key.clone());
         match placement {
             Placement::Inline => {
                 let params =
@@ -366,7 +373,10 @@ impl Workspace {
                     let id = self.next_chunk_id()?;
                     for (seq, piece) in bytes.chunks(CHUNK_BYTES).enumerate() {
                         self.exec(
-                            &format!("INSERT INTO {} (chunk_id, seq, data) VALUES (?, ?, ?)", self.c),
+                            &format!(
+                                "INSERT INTO {} (chunk_id, seq, data) VALUES (?, ?, ?)",
+                                self.c
+                            ),
                             &[
                                 SqlValue::Integer(id),
                                 SqlValue::Integer(seq as i64),
@@ -391,8 +401,7 @@ impl Workspace {
                 let key = self.blob_key(&target);
                 let blobs = self.blobs(shown)?.clone();
                 blobs.put(&key, content.into_bytes(), mime).await?;
-                let params =
-                    row_params(Storage::Blob, text(&key), SqlValue::Null, SqlValue::Null);
+                let params = row_params(Storage::Blob, text(&key), SqlValue::Null, SqlValue::Null);
                 let written = self.atomically(&mut || {
                     self.exec(&upsert, &params)?;
                     self.drop_chunks(old_chunk)
@@ -420,7 +429,10 @@ impl Workspace {
 
     pub(crate) fn drop_chunks(&self, id: Option<i64>) -> Result<(), FsError> {
         if let Some(id) = id {
-            self.exec(&format!("DELETE FROM {} WHERE chunk_id = ?", self.c), &[SqlValue::Integer(id)])?;
+            self.exec(
+                &format!("DELETE FROM {} WHERE chunk_id = ?", self.c),
+                &[SqlValue::Integer(id)],
+            )?;
         }
         Ok(())
     }

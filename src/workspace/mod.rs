@@ -438,8 +438,8 @@ impl Workspace {
     }
 
     fn lookup(&self, path: &str) -> Result<Option<Node>, FsError> {
-        let rows =
-            self.exec(&format!("SELECT {NODE_COLS} FROM {} WHERE path = ?", self.t), &[text(path)])?;
+        let rows = self
+            .exec(&format!("SELECT {NODE_COLS} FROM {} WHERE path = ?", self.t), &[text(path)])?;
         Ok(rows.first().map(node_from_row))
     }
 

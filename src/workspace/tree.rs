@@ -40,14 +40,23 @@ impl Workspace {
 
     /// One page of a directory's entries: directories, then files, then symlinks, each by
     /// name. A missing directory (or a file) lists as empty, as in Think.
-    pub fn read_dir(&self, dir: &str, limit: usize, offset: usize) -> Result<Vec<FileInfo>, FsError> {
+    pub fn read_dir(
+        &self,
+        dir: &str,
+        limit: usize,
+        offset: usize,
+    ) -> Result<Vec<FileInfo>, FsError> {
         let norm = path::normalize(dir, "scandir")?;
         let sql = format!(
             "SELECT {INFO_COLS} FROM {} WHERE parent_path = ? ORDER BY type, name LIMIT ? OFFSET ?",
             self.t
         );
         let params = |p: &str| {
-            [text(p), SqlValue::Integer(limit.min(i64::MAX as usize) as i64), SqlValue::Integer(offset.min(i64::MAX as usize) as i64)]
+            [
+                text(p),
+                SqlValue::Integer(limit.min(i64::MAX as usize) as i64),
+                SqlValue::Integer(offset.min(i64::MAX as usize) as i64),
+            ]
         };
         let rows = self.exec(&sql, &params(&norm))?;
         if !rows.is_empty() || norm == "/" {
@@ -55,7 +64,10 @@ impl Workspace {
         }
         // Empty: the directory may be reached through a symlink.
         match self.resolve(&norm, true, "scandir", dir) {
-            Ok(r) if r.path != norm && r.node.as_ref().is_some_and(|n| n.kind == EntryType::Directory) => {
+            Ok(r)
+                if r.path != norm
+                    && r.node.as_ref().is_some_and(|n| n.kind == EntryType::Directory) =>
+            {
                 let rows = self.exec(&sql, &params(&r.path))?;
                 Ok(rows.iter().map(info_from_row).collect())
             }
@@ -93,7 +105,9 @@ impl Workspace {
                     ],
                 )?,
                 None => self.exec(
-                    &format!("SELECT {INFO_COLS} FROM {t} WHERE path >= ? AND path < ? ORDER BY path"),
+                    &format!(
+                        "SELECT {INFO_COLS} FROM {t} WHERE path >= ? AND path < ? ORDER BY path"
+                    ),
                     &[text(lo), text(hi)],
                 )?,
             },
@@ -126,7 +140,14 @@ impl Workspace {
                  ON CONFLICT(path) DO NOTHING
                  RETURNING 1"
             ),
-            &[text(&norm), text(parent), text(path::basename(&norm)), now.clone(), now, text(parent)],
+            &[
+                text(&norm),
+                text(parent),
+                text(path::basename(&norm)),
+                now.clone(),
+                now,
+                text(parent),
+            ],
         )?;
         if !inserted.is_empty() {
             return Ok(());
@@ -160,7 +181,11 @@ impl Workspace {
         let mut existing = std::collections::HashSet::new();
         for batch in batches(&chain, 1, 0) {
             let rows = self.exec(
-                &format!("SELECT path FROM {} WHERE path IN ({})", self.t, placeholders(batch.len())),
+                &format!(
+                    "SELECT path FROM {} WHERE path IN ({})",
+                    self.t,
+                    placeholders(batch.len())
+                ),
                 &batch.iter().map(|s| text(s)).collect::<Vec<_>>(),
             )?;
             existing.extend(rows.iter().map(|r| col_str(r, 0)));
@@ -209,7 +234,8 @@ impl Workspace {
         let (node, has_children) = match rows.first() {
             Some(row) => (node_from_row(row), col_i64(row, 6) != 0),
             None => {
-                let missing = || if force { Ok(()) } else { Err(FsError::new(Errno::NoEnt, "rm", path)) };
+                let missing =
+                    || if force { Ok(()) } else { Err(FsError::new(Errno::NoEnt, "rm", path)) };
                 return match self.resolve(&norm, false, "rm", path) {
                     Ok(r) if r.path != norm && r.node.is_some() => {
                         Box::pin(self.rm(&r.path, recursive, force)).await
@@ -227,7 +253,9 @@ impl Workspace {
             let (lo, hi) = path::subtree_bounds(&norm);
             let keys: Vec<String> = self
                 .exec(
-                    &format!("SELECT r2_key FROM {t} WHERE path > ? AND path < ? AND storage = 'r2'"),
+                    &format!(
+                        "SELECT r2_key FROM {t} WHERE path > ? AND path < ? AND storage = 'r2'"
+                    ),
                     &[text(&lo), text(&hi)],
                 )?
                 .iter()
@@ -271,7 +299,9 @@ impl Workspace {
         match self.resolve(norm, false, syscall, path) {
             Ok(Resolved { node: Some(n), .. }) => Ok(n),
             Ok(_) => Err(FsError::new(Errno::NoEnt, syscall, path)),
-            Err(e) if e.errno() == Some(Errno::NotDir) => Err(FsError::new(Errno::NoEnt, syscall, path)),
+            Err(e) if e.errno() == Some(Errno::NotDir) => {
+                Err(FsError::new(Errno::NoEnt, syscall, path))
+            }
             Err(e) => Err(e),
         }
     }
@@ -345,6 +375,10 @@ impl Workspace {
 
     async fn copy_tree(&self, s: &str, d: &str, shown: &str) -> Result<(), FsError> {
         let dest = self.resolve(d, true, "cp", shown)?;
+        if path::is_within(&dest.path, s) {
+            // Reached through a symlink: the copy would land inside its own source.
+            return Err(FsError::new(Errno::Inval, "cp", shown));
+        }
         match &dest.node {
             Some(n) if n.kind == EntryType::Directory => {
                 // Merge into an existing directory entry by entry.
@@ -542,7 +576,8 @@ impl Workspace {
         }
         let mut stale: Vec<String> = moving_blobs.into_iter().map(|(_, k)| k).collect();
         if let Some(r) = replaced {
-            if let Some(k) = r.r2_key.filter(|k| r.storage == Storage::Blob && !copied.contains(k)) {
+            if let Some(k) = r.r2_key.filter(|k| r.storage == Storage::Blob && !copied.contains(k))
+            {
                 stale.push(k);
             }
         }
@@ -625,18 +660,31 @@ impl Workspace {
     /// A unified diff between two files (`ENOENT` if either is missing, `EFBIG` past
     /// [`MAX_DIFF_LINES`] lines).
     pub async fn diff(&self, path_a: &str, path_b: &str) -> Result<String, FsError> {
-        let a = self.read_file(path_a).await?.ok_or_else(|| FsError::new(Errno::NoEnt, "open", path_a))?;
-        let b = self.read_file(path_b).await?.ok_or_else(|| FsError::new(Errno::NoEnt, "open", path_b))?;
+        let a = self
+            .read_file(path_a)
+            .await?
+            .ok_or_else(|| FsError::new(Errno::NoEnt, "open", path_a))?;
+        let b = self
+            .read_file(path_b)
+            .await?
+            .ok_or_else(|| FsError::new(Errno::NoEnt, "open", path_b))?;
         if diff::line_count(&a) > MAX_DIFF_LINES || diff::line_count(&b) > MAX_DIFF_LINES {
             return Err(FsError::new(Errno::FBig, "diff", path_a));
         }
-        Ok(unified_diff(&a, &b, &path::normalize(path_a, "diff")?, &path::normalize(path_b, "diff")?))
+        Ok(unified_diff(
+            &a,
+            &b,
+            &path::normalize(path_a, "diff")?,
+            &path::normalize(path_b, "diff")?,
+        ))
     }
 
     /// A unified diff from the file at `path` to `new_content`.
     pub async fn diff_content(&self, path: &str, new_content: &str) -> Result<String, FsError> {
-        let old = self.read_file(path).await?.ok_or_else(|| FsError::new(Errno::NoEnt, "open", path))?;
-        if diff::line_count(&old) > MAX_DIFF_LINES || diff::line_count(new_content) > MAX_DIFF_LINES {
+        let old =
+            self.read_file(path).await?.ok_or_else(|| FsError::new(Errno::NoEnt, "open", path))?;
+        if diff::line_count(&old) > MAX_DIFF_LINES || diff::line_count(new_content) > MAX_DIFF_LINES
+        {
             return Err(FsError::new(Errno::FBig, "diff", path));
         }
         let label = path::normalize(path, "diff")?;

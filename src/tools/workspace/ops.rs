@@ -39,7 +39,12 @@ pub trait EditOps {
 #[async_trait(?Send)]
 pub trait ListOps {
     /// One page of a directory: directories, then files, then symlinks, each by name.
-    async fn read_dir(&self, dir: &str, limit: usize, offset: usize) -> Result<Vec<FileInfo>, FsError>;
+    async fn read_dir(
+        &self,
+        dir: &str,
+        limit: usize,
+        offset: usize,
+    ) -> Result<Vec<FileInfo>, FsError>;
 }
 
 /// What `find` needs.
@@ -108,7 +113,12 @@ impl EditOps for Workspace {
 
 #[async_trait(?Send)]
 impl ListOps for Workspace {
-    async fn read_dir(&self, dir: &str, limit: usize, offset: usize) -> Result<Vec<FileInfo>, FsError> {
+    async fn read_dir(
+        &self,
+        dir: &str,
+        limit: usize,
+        offset: usize,
+    ) -> Result<Vec<FileInfo>, FsError> {
         Workspace::read_dir(self, dir, limit, offset)
     }
 }
