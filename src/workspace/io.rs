@@ -10,6 +10,9 @@ pub(crate) struct Resolved {
     pub node: Option<Node>,
     /// Whether every ancestor of `path` exists (as a directory).
     pub parent_exists: bool,
+    /// How many of `path`'s ancestors (shallowest first, root excluded) exist; by the
+    /// table's invariant the existing ones are a prefix of the chain.
+    pub existing_ancestors: usize,
 }
 
 /// Where new content should go.
@@ -62,13 +65,14 @@ impl Workspace {
                 }
             }
             let mut parent_exists = true;
+            let mut existing_ancestors = 0;
             for a in &wanted[..ancestor_count] {
                 match nodes.get(a) {
                     None => {
                         parent_exists = false;
                         break;
                     }
-                    Some(n) if n.kind == EntryType::Directory => {}
+                    Some(n) if n.kind == EntryType::Directory => existing_ancestors += 1,
                     Some(n) if n.kind == EntryType::Symlink => {
                         hop(&mut hops)?;
                         let dest = symlink_destination(a, n.target.as_deref().unwrap_or(""))?;
@@ -86,7 +90,7 @@ impl Workspace {
                     continue;
                 }
             }
-            return Ok(Resolved { path: p, node, parent_exists });
+            return Ok(Resolved { path: p, node, parent_exists, existing_ancestors });
         }
     }
 
@@ -319,9 +323,7 @@ impl Workspace {
         if r.path == "/" {
             return Err(FsError::new(Errno::IsDir, "open", shown));
         }
-        if !r.parent_exists {
-            self.ensure_dirs(path::parent(&r.path).unwrap_or("/"), shown)?;
-        }
+        self.create_missing_ancestors(&r)?;
         let target = r.path;
         let old = r.node;
         let now = SqlValue::Integer(self.now());

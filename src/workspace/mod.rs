@@ -58,6 +58,7 @@ pub enum EntryType {
 }
 
 impl EntryType {
+    /// The name stored in SQL and shown in `FileInfo.type`.
     pub fn as_str(self) -> &'static str {
         match self {
             EntryType::File => "file",

@@ -174,29 +174,25 @@ impl Workspace {
             Some(_) => return Err(FsError::new(Errno::NotDir, "mkdir", shown)),
             None => {}
         }
-        let mut chain: Vec<&str> = path::ancestors(&r.path);
-        chain.push(&r.path);
-        // Ancestors that exist are a prefix of the chain; look them up to skip them.
-        let mut missing: Vec<String> = Vec::new();
-        let mut existing = std::collections::HashSet::new();
-        for batch in batches(&chain, 1, 0) {
-            let rows = self.exec(
-                &format!(
-                    "SELECT path FROM {} WHERE path IN ({})",
-                    self.t,
-                    placeholders(batch.len())
-                ),
-                &batch.iter().map(|s| text(s)).collect::<Vec<_>>(),
-            )?;
-            existing.extend(rows.iter().map(|r| col_str(r, 0)));
+        let mut missing: Vec<&str> =
+            path::ancestors(&r.path).get(r.existing_ancestors..).unwrap_or_default().to_vec();
+        missing.push(&r.path);
+        self.create_dirs(&missing)
+    }
+
+    /// Creates the ancestors of a resolved path that do not exist yet.
+    pub(crate) fn create_missing_ancestors(&self, r: &Resolved) -> Result<(), FsError> {
+        if r.parent_exists {
+            return Ok(());
         }
-        for p in chain {
-            if !existing.contains(p) {
-                missing.push(p.to_owned());
-            }
-        }
+        let ancestors = path::ancestors(&r.path);
+        self.create_dirs(ancestors.get(r.existing_ancestors..).unwrap_or_default())
+    }
+
+    /// Inserts directory rows for `dirs` (parents first), batched to the SQL limits.
+    fn create_dirs(&self, missing: &[&str]) -> Result<(), FsError> {
         let now = SqlValue::Integer(self.now());
-        for batch in batches(&missing, 3, 2) {
+        for batch in batches(missing, 3, 2) {
             let values = vec!["(?, ?, ?)"; batch.len()].join(", ");
             let mut params = vec![now.clone(), now.clone()];
             for p in batch {
@@ -342,9 +338,7 @@ impl Workspace {
             .unwrap_or_default();
         let plain_dest = dest.node.as_ref().is_none_or(|n| n.storage == Storage::Inline);
         if node.storage == Storage::Inline && plain_dest {
-            if !dest.parent_exists {
-                self.ensure_dirs(path::parent(&dest.path).unwrap_or("/"), shown)?;
-            }
+            self.create_missing_ancestors(&dest)?;
             // Copy inside SQLite so the content never crosses into wasm.
             let t = &self.t;
             let now = SqlValue::Integer(self.now());
@@ -398,9 +392,7 @@ impl Workspace {
             Some(_) => return Err(FsError::new(Errno::NotDir, "cp", shown)),
             None => {}
         }
-        if !dest.parent_exists {
-            self.ensure_dirs(path::parent(&dest.path).unwrap_or("/"), shown)?;
-        }
+        self.create_missing_ancestors(&dest)?;
         let d = dest.path;
         let t = &self.t;
         let (lo, hi) = path::subtree_bounds(s);
@@ -601,9 +593,7 @@ impl Workspace {
         if r.node.is_some() {
             return Err(FsError::new(Errno::Exist, "symlink", link));
         }
-        if !r.parent_exists {
-            self.ensure_dirs(path::parent(&r.path).unwrap_or("/"), link)?;
-        }
+        self.create_missing_ancestors(&r)?;
         let now = SqlValue::Integer(self.now());
         self.exec(
             &format!(

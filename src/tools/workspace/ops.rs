@@ -19,7 +19,9 @@ pub trait ReadOps {
 /// What `write` needs.
 #[async_trait(?Send)]
 pub trait WriteOps {
+    /// Creates or overwrites a text file.
     async fn write_file(&self, path: &str, content: &str) -> Result<(), FsError>;
+    /// Creates a directory (and, with `recursive`, its missing ancestors).
     async fn mkdir(&self, path: &str, recursive: bool) -> Result<(), FsError>;
     /// True when `write_file` creates missing parent directories itself, so the tool can
     /// skip its `mkdir` call (one storage round trip fewer).
@@ -31,7 +33,9 @@ pub trait WriteOps {
 /// What `edit` needs.
 #[async_trait(?Send)]
 pub trait EditOps {
+    /// File text, `None` when absent.
     async fn read_file(&self, path: &str) -> Result<Option<String>, FsError>;
+    /// Creates or overwrites a text file.
     async fn write_file(&self, path: &str, content: &str) -> Result<(), FsError>;
 }
 
@@ -50,13 +54,16 @@ pub trait ListOps {
 /// What `find` needs.
 #[async_trait(?Send)]
 pub trait FindOps {
+    /// Entries matching a glob (Think's semantics), ordered by path.
     async fn glob(&self, pattern: &str) -> Result<Vec<FileInfo>, FsError>;
 }
 
 /// What `grep` needs.
 #[async_trait(?Send)]
 pub trait GrepOps {
+    /// Entries matching a glob; `grep` keeps the files.
     async fn glob(&self, pattern: &str) -> Result<Vec<FileInfo>, FsError>;
+    /// File text, `None` when absent.
     async fn read_file(&self, path: &str) -> Result<Option<String>, FsError>;
     /// Reads several files, in order. Stores that can fetch many files in one request
     /// override this; the default reads them one by one.
@@ -72,6 +79,7 @@ pub trait GrepOps {
 /// What `delete` needs.
 #[async_trait(?Send)]
 pub trait DeleteOps {
+    /// Removes a path; `force` makes a missing path a success.
     async fn rm(&self, path: &str, recursive: bool, force: bool) -> Result<(), FsError>;
 }
 

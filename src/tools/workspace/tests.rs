@@ -507,3 +507,99 @@ fn edit_corpus() {
     }
     assert!(failures.is_empty(), "failing cases:\n{}", failures.join("\n"));
 }
+
+/// Counts SQL statements, each of which is one JS/wasm crossing in the Durable Object.
+struct CountingSql {
+    inner: SqliteSql,
+    count: std::cell::Cell<usize>,
+}
+
+impl crate::store::Sql for CountingSql {
+    fn exec(
+        &self,
+        sql: &str,
+        params: &[crate::store::SqlValue],
+    ) -> Result<Vec<crate::store::Row>, crate::store::StoreError> {
+        self.count.set(self.count.get() + 1);
+        self.inner.exec(sql, params)
+    }
+    fn transaction(
+        &self,
+        f: &mut dyn FnMut() -> Result<(), crate::store::StoreError>,
+    ) -> Result<(), crate::store::StoreError> {
+        self.inner.transaction(f)
+    }
+}
+
+#[test]
+fn statements_per_operation_stay_minimal() {
+    let sql = Rc::new(CountingSql { inner: SqliteSql::new(), count: Default::default() });
+    let ws = Rc::new(Workspace::new(sql.clone(), clock()));
+    let tools = workspace_tools(ws.clone(), WorkspaceToolsOptions::default());
+    let by_name = |n: &str| tools.iter().find(|t| t.definition().name == n).unwrap().clone();
+    let (read, write, edit, list, find, grep) = (
+        by_name("read"),
+        by_name("write"),
+        by_name("edit"),
+        by_name("list"),
+        by_name("find"),
+        by_name("grep"),
+    );
+    ws.mkdir("/docs", false).unwrap();
+    let statements = |f: &dyn Fn()| {
+        let before = sql.count.get();
+        f();
+        sql.count.get() - before
+    };
+    let body = "lorem ipsum\n".repeat(850);
+    assert_eq!(
+        statements(&|| {
+            ok(&write, json!({"path": "/docs/a.md", "content": body}));
+        }),
+        1
+    );
+    assert_eq!(
+        statements(&|| {
+            ok(&write, json!({"path": "/docs/a.md", "content": "changed"}));
+        }),
+        1
+    );
+    assert_eq!(
+        statements(&|| {
+            ok(&read, json!({"path": "/docs/a.md"}));
+        }),
+        2
+    );
+    assert_eq!(
+        statements(&|| {
+            ok(&edit, json!({"path": "/docs/a.md", "old_string": "changed", "new_string": "x"}));
+        }),
+        2
+    );
+    for i in 0..250 {
+        put(&ws, &format!("/docs/f{i}.md"), "needle\n");
+    }
+    assert_eq!(
+        statements(&|| {
+            ok(&list, json!({"path": "/docs", "limit": 1000}));
+        }),
+        1
+    );
+    assert_eq!(
+        statements(&|| {
+            ok(&find, json!({"pattern": "**/*.md"}));
+        }),
+        1
+    );
+    // One glob, then batched reads of at most 99 files each.
+    assert_eq!(
+        statements(&|| {
+            ok(&grep, json!({"query": "zzz"}));
+        }),
+        1 + 3
+    );
+    // A first write into a new directory tree: the fast attempt, one resolve, one insert
+    // of the three directories, the write.
+    assert_eq!(statements(&|| put(&ws, "/new/deep/dir/x.txt", "x")), 4);
+    assert_eq!(statements(&|| put(&ws, "/new/deep/dir/y.txt", "y")), 1);
+}
