@@ -547,3 +547,39 @@ fn error_display_is_posix_style() {
     assert_eq!(e.to_string(), "ENOENT: no such file or directory, open '/x'");
     assert!(e.is_not_found());
 }
+
+#[test]
+fn batch_reads_keep_order_and_fall_back() {
+    let (_, blobs, ws) = ws_with_blobs(100);
+    write(&ws, "/a.txt", "inline");
+    write(&ws, "/big.txt", &"b".repeat(200));
+    ws.symlink("/a.txt", "/link").unwrap();
+    block_on(ws.write_file_bytes("/bin", &[0xFF, b'x'], "application/octet-stream")).unwrap();
+    let paths: Vec<String> =
+        ["/big.txt", "/missing", "/link", "a.txt", "/bin"].iter().map(|s| s.to_string()).collect();
+    let got = block_on(ws.read_files(&paths)).unwrap();
+    assert_eq!(
+        got,
+        vec![
+            Some("b".repeat(200)),
+            None,
+            Some("inline".to_owned()),
+            Some("inline".to_owned()),
+            Some("\u{FFFD}x".to_owned())
+        ]
+    );
+    assert_eq!(keys(&blobs).len(), 1);
+    let many: Vec<String> = (0..250).map(|i| format!("/m/{i}")).collect();
+    for p in &many {
+        write(&ws, p, p);
+    }
+    let got = block_on(ws.read_files(&many)).unwrap();
+    assert!(got.iter().zip(&many).all(|(g, p)| g.as_deref() == Some(p.as_str())));
+}
+
+#[test]
+fn invalid_glob_is_einval() {
+    let (_, ws) = ws();
+    assert_eq!(errno(ws.glob("/[z-a]")), Errno::Inval);
+    assert!(ws.glob("/[a-z]").unwrap().is_empty());
+}
