@@ -337,8 +337,12 @@ impl Inner {
             tries += 1;
             match self.connect_once(id, attempt).await {
                 Ok((session, catalog)) => {
-                    self.apply_connected(id, attempt, session.clone(), catalog);
-                    self.after_exchange(id, &session).await;
+                    if self.apply_connected(id, attempt, session.clone(), catalog) {
+                        self.after_exchange(id, &session).await;
+                    } else {
+                        // Removed or superseded meanwhile: release the server's session.
+                        session.close().await;
+                    }
                     return;
                 }
                 Err(e) => {
@@ -361,17 +365,23 @@ impl Inner {
         let info = json!({"name": self.config.client_name, "version": self.config.client_version});
         let timeout = self.config.connect_timeout_ms;
         let work = async {
-            let session = Rc::new(Session::connect(row.transport, &env, &url, &info).await?);
-            let discovering = self.with_server(id, |s| {
-                let current = s.attempt == attempt;
-                if current {
-                    s.state = ConnectionState::Discovering;
+            if let Some(saved) = row.session.as_ref().filter(|_| row.transport != TransportKind::Sse) {
+                // Ids continue past any request the previous incarnation may have left open.
+                let first_id = (self.clock.now_ms() as i64).rem_euclid(1 << 40);
+                let session = Rc::new(Session::resume(&env, &url, saved, first_id));
+                self.mark_state(id, attempt, ConnectionState::Discovering);
+                match self.discover(&session).await {
+                    Ok(catalog) => return Ok((session, catalog)),
+                    // Forgotten by the server: start a new session below.
+                    Err(McpError::SessionExpired) | Err(McpError::Http { status: 400, .. }) => {
+                        self.with_server(id, |s| s.row.session = None);
+                        self.mark_state(id, attempt, ConnectionState::Connecting);
+                    }
+                    Err(e) => return Err(e),
                 }
-                current
-            });
-            if discovering == Some(true) {
-                self.changed();
             }
+            let session = Rc::new(Session::connect(row.transport, &env, &url, &info).await?);
+            self.mark_state(id, attempt, ConnectionState::Discovering);
             match self.discover(&session).await {
                 Ok(catalog) => Ok((session, catalog)),
                 Err(e) => {
@@ -383,6 +393,19 @@ impl Inner {
         match with_timeout(self.clock.as_ref(), timeout, work).await {
             Some(r) => r,
             None => Err(McpError::Timeout(timeout)),
+        }
+    }
+
+    fn mark_state(&self, id: &str, attempt: u64, state: ConnectionState) {
+        let changed = self.with_server(id, |s| {
+            let current = s.attempt == attempt && s.state != state;
+            if current {
+                s.state = state;
+            }
+            current
+        });
+        if changed == Some(true) {
+            self.changed();
         }
     }
 
@@ -450,8 +473,11 @@ impl Inner {
         (new_pins, pending_changed)
     }
 
-    fn apply_connected(&self, id: &str, attempt: u64, session: Rc<Session>, catalog: Catalog) {
-        let pins = self.with_server(id, |s| {
+    /// Installs a finished connection unless a newer attempt or a removal overtook it, and
+    /// saves its session for resumption.
+    fn apply_connected(&self, id: &str, attempt: u64, session: Rc<Session>, catalog: Catalog) -> bool {
+        let saved = session.saved();
+        let applied = self.with_server(id, |s| {
             if s.attempt != attempt {
                 return None;
             }
@@ -460,13 +486,21 @@ impl Inner {
             s.error = None;
             s.failed_at = None;
             s.task = None;
-            Some(Self::apply_catalog(s, catalog).0)
+            let row = (s.row.session != saved).then(|| {
+                s.row.session = saved;
+                s.row.clone()
+            });
+            Some((Self::apply_catalog(s, catalog).0, row))
         });
-        if let Some(Some(pins)) = pins {
-            self.save_pins(id, &pins);
-            self.invalidate_tools();
-            self.changed();
+        let Some(Some((pins, row))) = applied else { return false };
+        if let Some(row) = row {
+            // Only costs a re-initialisation after the next restart if it fails.
+            let _ = store::save_server(self.sql.as_ref(), &row);
         }
+        self.save_pins(id, &pins);
+        self.invalidate_tools();
+        self.changed();
+        true
     }
 
     fn apply_failed(&self, id: &str, attempt: u64, e: &McpError) {
@@ -510,6 +544,7 @@ impl Inner {
         self.with_server(id, |s| {
             if s.session.as_ref().is_some_and(|c| Rc::ptr_eq(c, session)) {
                 s.session = None;
+                s.row.session = None;
             }
         });
     }
@@ -734,12 +769,12 @@ impl McpClient {
                     },
                 },
             };
-            ServerRow { id, name: name.to_owned(), url, transport, headers: options.headers }
+            ServerRow { id, name: name.to_owned(), url, transport, headers: options.headers, session: None }
         };
         let id = row.id.clone();
         let existing = inner.with_server(&id, |s| s.row.clone());
         match existing {
-            Some(old) if old == row => {}
+            Some(old) if old.same_config(&row) => {}
             Some(_) => {
                 // Same server, new headers or transport (say, a rotated token): reconnect.
                 store::save_server(inner.sql.as_ref(), &row)?;

@@ -3,6 +3,7 @@
 
 use super::jsonrpc::{self, LATEST_PROTOCOL_VERSION, SUPPORTED_PROTOCOL_VERSIONS};
 use super::transport::{Env, Inbox, LegacySse, Listener, StreamableHttp, Transport, TransportKind};
+use super::store::SavedSession;
 use super::url::HttpUrl;
 use super::McpError;
 use serde_json::{json, Value};
@@ -26,7 +27,7 @@ pub(crate) struct Session {
 fn legacy_hint(e: &McpError) -> bool {
     match e {
         McpError::Http { status, .. } => {
-            (400..500).contains(status) && !matches!(status, 401 | 403 | 408 | 429) || *status == 501
+            ((400..500).contains(status) && !matches!(status, 401 | 403 | 408 | 429)) || *status == 501
         }
         _ => false,
     }
@@ -86,6 +87,30 @@ impl Session {
             protocol_version: version.to_owned(),
             capabilities: result.get("capabilities").cloned().unwrap_or_else(|| json!({})),
             instructions: result.get("instructions").and_then(Value::as_str).map(str::to_owned),
+        })
+    }
+
+    /// Picks up a Streamable HTTP session saved before the object slept. Nothing is sent:
+    /// a session the server has forgotten shows as `SessionExpired` on first use.
+    pub fn resume(env: &Env, url: &HttpUrl, saved: &SavedSession, first_id: i64) -> Session {
+        let t = StreamableHttp::resumed(env.clone(), url, &saved.session_id, &saved.protocol_version);
+        Session {
+            transport: Transport::Streamable(t),
+            next_id: Cell::new(first_id),
+            inbox: Inbox::default(),
+            protocol_version: saved.protocol_version.clone(),
+            capabilities: saved.capabilities.clone(),
+            instructions: saved.instructions.clone(),
+        }
+    }
+
+    /// What to save so this session can be resumed; `None` for sessions without an id.
+    pub fn saved(&self) -> Option<SavedSession> {
+        Some(SavedSession {
+            session_id: self.transport.session_id()?,
+            protocol_version: self.protocol_version.clone(),
+            capabilities: self.capabilities.clone(),
+            instructions: self.instructions.clone(),
         })
     }
 

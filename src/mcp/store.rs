@@ -34,6 +34,49 @@ pub(crate) struct ServerRow {
     pub url: String,
     pub transport: TransportKind,
     pub headers: Vec<(String, String)>,
+    /// The last Streamable HTTP session, so a woken object resumes it instead of
+    /// initialising again (the reference persists it too).
+    pub session: Option<SavedSession>,
+}
+
+impl ServerRow {
+    /// Whether two rows describe the same server configuration, whatever their sessions.
+    pub fn same_config(&self, other: &ServerRow) -> bool {
+        self.id == other.id
+            && self.name == other.name
+            && self.url == other.url
+            && self.transport == other.transport
+            && self.headers == other.headers
+    }
+}
+
+/// What `initialize` established, enough to carry on without repeating it.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct SavedSession {
+    pub session_id: String,
+    pub protocol_version: String,
+    pub capabilities: Value,
+    pub instructions: Option<String>,
+}
+
+impl SavedSession {
+    fn to_json(&self) -> Value {
+        json!({
+            "id": self.session_id,
+            "protocolVersion": self.protocol_version,
+            "capabilities": self.capabilities,
+            "instructions": self.instructions,
+        })
+    }
+
+    fn from_json(v: &Value) -> Option<SavedSession> {
+        Some(SavedSession {
+            session_id: v["id"].as_str()?.to_owned(),
+            protocol_version: v["protocolVersion"].as_str()?.to_owned(),
+            capabilities: v.get("capabilities").filter(|c| c.is_object()).cloned()?,
+            instructions: v["instructions"].as_str().map(str::to_owned),
+        })
+    }
 }
 
 /// The accepted definition of one tool: what the model was shown when it was first seen or
@@ -73,6 +116,7 @@ pub(crate) fn load_servers(sql: &dyn Sql) -> Result<Vec<ServerRow>, StoreError> 
                 url: text(r.get(2))?,
                 transport: transport["type"].as_str().and_then(TransportKind::parse).unwrap_or_default(),
                 headers,
+                session: SavedSession::from_json(&options["session"]),
             })
         })
         .collect())
@@ -81,7 +125,10 @@ pub(crate) fn load_servers(sql: &dyn Sql) -> Result<Vec<ServerRow>, StoreError> 
 /// Inserts or updates a server, keeping its place in the order.
 pub(crate) fn save_server(sql: &dyn Sql, row: &ServerRow) -> Result<(), StoreError> {
     let headers: Map<String, Value> = row.headers.iter().map(|(k, v)| (k.clone(), json!(v))).collect();
-    let options = json!({"transport": {"type": row.transport.as_str(), "headers": headers}});
+    let mut options = json!({"transport": {"type": row.transport.as_str(), "headers": headers}});
+    if let Some(session) = &row.session {
+        options["session"] = session.to_json();
+    }
     sql.exec(
         "INSERT INTO cf_agents_mcp_servers (id, name, server_url, callback_url, client_id, auth_url, server_options)
          VALUES (?, ?, ?, '', NULL, NULL, ?)
@@ -155,8 +202,22 @@ mod tests {
             url: "https://a.example/mcp".into(),
             transport: TransportKind::Sse,
             headers: vec![("Authorization".into(), "Bearer t".into())],
+            session: None,
         };
-        let b = ServerRow { id: "b".into(), transport: TransportKind::Auto, headers: vec![], ..a.clone() };
+        let b = ServerRow {
+            id: "b".into(),
+            transport: TransportKind::Auto,
+            headers: vec![],
+            session: Some(SavedSession {
+                session_id: "s-1".into(),
+                protocol_version: "2025-11-25".into(),
+                capabilities: json!({"tools": {}}),
+                instructions: None,
+            }),
+            ..a.clone()
+        };
+        assert!(a.same_config(&ServerRow { session: b.session.clone(), ..a.clone() }));
+        assert!(!a.same_config(&b));
         save_server(&sql, &a).unwrap();
         save_server(&sql, &b).unwrap();
         let renamed = ServerRow { name: "A2".into(), ..a.clone() };

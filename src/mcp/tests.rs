@@ -511,7 +511,8 @@ fn wait_for_connections_drives_restored_servers_and_honours_its_timeout() {
     env.run(client.wait_for_connections(1_000));
     assert_eq!(env.clock.now() - start, 1_000.0);
     let states: Vec<ConnectionState> = client.servers().iter().map(|s| s.state).collect();
-    assert_eq!(states, vec![ConnectionState::Ready, ConnectionState::Connecting]);
+    // B resumes its saved session, so it hangs while listing tools.
+    assert_eq!(states, vec![ConnectionState::Ready, ConnectionState::Discovering]);
     assert_eq!(client.tools().len(), 5);
     // Nothing pending: returns at once.
     let other = Env::new();
@@ -701,4 +702,68 @@ fn normalizes_ids_like_the_reference() {
     assert_eq!(n("123"), "id-123");
     assert_eq!(n("!!!"), "id");
     assert_eq!(n(&"a".repeat(80)).len(), 64);
+}
+
+#[test]
+fn a_restarted_client_resumes_the_saved_session_without_initialising() {
+    let env = Env::new();
+    let server = env.server("https://a.example", Mode::Streamable { sse: true });
+    {
+        let client = env.client();
+        env.run(client.add_mcp_server("A", "https://a.example/mcp", opts("a"))).unwrap();
+    }
+    let inits = || server.methods().iter().filter(|m| *m == "initialize").count();
+    assert_eq!(inits(), 1);
+    let client = env.client();
+    env.run(client.restore());
+    assert_eq!(inits(), 1, "no second handshake");
+    let status = &client.servers()[0];
+    assert_eq!(status.state, ConnectionState::Ready);
+    assert_eq!(status.protocol_version.as_deref(), Some("2025-11-25"));
+    let state = client.get_mcp_servers();
+    assert_eq!(state["servers"]["a"]["instructions"], "Use echo for echoes.");
+    assert_eq!(state["servers"]["a"]["capabilities"]["tools"], json!({"listChanged": true}));
+    let list = env.http.requests("POST").pop().unwrap();
+    assert_eq!(header(&list, "mcp-session-id"), Some("sess-1"));
+    // Request ids continue well past the previous incarnation's.
+    let last_id = server.received.borrow().last().unwrap()["id"].as_i64().unwrap();
+    assert!(last_id > 1_000, "{last_id}");
+    assert_eq!(call(&env, &find(&client.tools(), "tool_a_echo"), json!({"text": "r"})).unwrap()["content"][0]["text"], "r");
+}
+
+#[test]
+fn a_forgotten_saved_session_falls_back_to_a_new_one() {
+    let env = Env::new();
+    let server = env.server("https://a.example", Mode::Streamable { sse: false });
+    {
+        let client = env.client();
+        env.run(client.add_mcp_server("A", "https://a.example/mcp", opts("a"))).unwrap();
+    }
+    server.expire_sessions();
+    let client = env.client();
+    env.run(client.restore());
+    assert_eq!(client.servers()[0].state, ConnectionState::Ready);
+    assert_eq!(server.methods().iter().filter(|m| *m == "initialize").count(), 2);
+    // The new session is what gets saved.
+    drop(client);
+    let client = env.client();
+    env.run(client.restore());
+    assert_eq!(server.methods().iter().filter(|m| *m == "initialize").count(), 2);
+    let last = env.http.requests("POST").pop().unwrap();
+    assert_eq!(header(&last, "mcp-session-id"), Some("sess-2"));
+}
+
+#[test]
+fn sessions_are_not_saved_for_legacy_sse() {
+    let env = Env::new();
+    let server = env.server("https://old.example", Mode::Legacy);
+    {
+        let client = env.client();
+        let o = AddServerOptions { transport: Some(TransportKind::Sse), id: Some("old".into()), ..Default::default() };
+        env.run(client.add_mcp_server("Old", "https://old.example/sse", o)).unwrap();
+    }
+    let client = env.client();
+    env.run(client.restore());
+    assert_eq!(client.servers()[0].state, ConnectionState::Ready);
+    assert_eq!(server.methods().iter().filter(|m| *m == "initialize").count(), 2);
 }

@@ -178,6 +178,14 @@ impl Transport {
         }
     }
 
+    /// The `Mcp-Session-Id`, for Streamable HTTP sessions that have one.
+    pub fn session_id(&self) -> Option<String> {
+        match self {
+            Transport::Streamable(t) => t.session_id(),
+            Transport::Sse(_) => None,
+        }
+    }
+
     /// Ends the session: DELETE for Streamable HTTP (best effort), dropping the stream for SSE.
     pub async fn close(&self) {
         match self {
@@ -232,6 +240,18 @@ impl StreamableHttp {
             session_id: RefCell::new(None),
             protocol_version: RefCell::new(None),
         }
+    }
+
+    /// Carries on an earlier session: the server knows the id, the version is agreed.
+    pub fn resumed(env: Env, url: &HttpUrl, session_id: &str, protocol_version: &str) -> Self {
+        let t = Self::new(env, url);
+        *t.session_id.borrow_mut() = Some(session_id.to_owned());
+        *t.protocol_version.borrow_mut() = Some(protocol_version.to_owned());
+        t
+    }
+
+    pub fn session_id(&self) -> Option<String> {
+        self.session_id.borrow().clone()
     }
 
     fn session_headers(&self, mut ours: Vec<(&'static str, String)>) -> Vec<(String, String)> {
