@@ -218,8 +218,10 @@ async fn with_timeout<T>(clock: &dyn Clock, ms: u64, fut: impl Future<Output = T
 
 /// Error text as the reference broadcasts it: control characters removed, at most 500 chars.
 fn sanitize_error(e: &str) -> String {
-    let clean: String =
-        e.chars().filter(|c| !matches!(*c, '\u{0}'..='\u{8}' | '\u{b}' | '\u{c}' | '\u{e}'..='\u{1f}' | '\u{7f}')).collect();
+    let clean: String = e
+        .chars()
+        .filter(|c| !matches!(*c, '\u{0}'..='\u{8}' | '\u{b}' | '\u{c}' | '\u{e}'..='\u{1f}' | '\u{7f}'))
+        .collect();
     match clean.char_indices().nth(500) {
         Some((i, _)) => format!("{}...", &clean[..i]),
         None => clean,
@@ -268,7 +270,9 @@ fn with_server_id<'a>(items: &'a [Value], id: &str) -> impl Iterator<Item = Valu
 fn is_list_changed(method: &str) -> bool {
     matches!(
         method,
-        "notifications/tools/list_changed" | "notifications/prompts/list_changed" | "notifications/resources/list_changed"
+        "notifications/tools/list_changed"
+            | "notifications/prompts/list_changed"
+            | "notifications/resources/list_changed"
     )
 }
 
@@ -347,6 +351,7 @@ impl Inner {
                 }
                 Err(e) => {
                     if tries < attempts && self.is_current(id, attempt) {
+                        self.mark_state(id, attempt, ConnectionState::Connecting);
                         self.clock.sleep(delay).await;
                         delay = (delay * 2).min(5_000);
                         continue;
@@ -521,16 +526,15 @@ impl Inner {
         }
     }
 
-    /// Records that `session` broke, unless the server has moved on to another one.
+    /// Records that `session` broke, unless the server has moved on to another one. The next
+    /// use reconnects at once; only a failed reconnection starts the cooldown.
     fn mark_failed(&self, id: &str, session: &Rc<Session>, e: &McpError) {
-        let now = self.clock.now_ms();
         let applied = self.with_server(id, |s| {
             let current = s.session.as_ref().is_some_and(|c| Rc::ptr_eq(c, session));
             if current {
                 s.session = None;
                 s.state = ConnectionState::Failed;
                 s.error = Some(e.to_string());
-                s.failed_at = Some(now);
             }
             current
         });
@@ -603,8 +607,10 @@ impl Inner {
         if start != Some(true) {
             return;
         }
+        let _done = Refreshing { inner: self, id };
         for _ in 0..3 {
-            let listed = with_timeout(self.clock.as_ref(), self.config.request_timeout_ms, self.discover(session)).await;
+            let listed =
+                with_timeout(self.clock.as_ref(), self.config.request_timeout_ms, self.discover(session)).await;
             match listed {
                 Some(Ok(catalog)) => {
                     let applied = self.with_server(id, |s| {
@@ -629,7 +635,6 @@ impl Inner {
                 break;
             }
         }
-        self.with_server(id, |s| s.refreshing = false);
     }
 
     /// Calls a tool; every failure becomes a `ToolError` the model can read.
@@ -668,6 +673,22 @@ impl Inner {
                     }
                     return Err(unavailable(&e));
                 }
+            }
+        }
+    }
+}
+
+/// Clears a server's refreshing flag however the refresh ends, even if its future is dropped.
+struct Refreshing<'a> {
+    inner: &'a Inner,
+    id: &'a str,
+}
+
+impl Drop for Refreshing<'_> {
+    fn drop(&mut self) {
+        if let Ok(mut servers) = self.inner.servers.try_borrow_mut() {
+            if let Some(s) = servers.iter_mut().find(|s| s.row.id == self.id) {
+                s.refreshing = false;
             }
         }
     }
@@ -725,7 +746,12 @@ impl McpClient {
     /// Registers a server (persisted), connects and discovers it. A server that cannot be
     /// reached stays registered in state `failed`, and is retried on next use or restart.
     /// Adding the same name and URL again returns the existing server.
-    pub async fn add_mcp_server(&self, name: &str, url: &str, options: AddServerOptions) -> Result<AddedServer, McpError> {
+    pub async fn add_mcp_server(
+        &self,
+        name: &str,
+        url: &str,
+        options: AddServerOptions,
+    ) -> Result<AddedServer, McpError> {
         let inner = &self.inner;
         let name = name.trim();
         if name.is_empty() {
@@ -860,13 +886,8 @@ impl McpClient {
     /// when all have settled. The glue runs this when the object starts.
     pub async fn restore(&self) {
         let inner = &self.inner;
-        let ids: Vec<String> = inner
-            .servers
-            .borrow()
-            .iter()
-            .filter(|s| s.session.is_none())
-            .map(|s| s.row.id.clone())
-            .collect();
+        let ids: Vec<String> =
+            inner.servers.borrow().iter().filter(|s| s.session.is_none()).map(|s| s.row.id.clone()).collect();
         let attempts = inner.config.restore_attempts;
         let tasks: Vec<Task> = ids.iter().filter_map(|id| inner.start_connect(id, attempts)).collect();
         join_all(tasks).await;
@@ -909,8 +930,7 @@ impl McpClient {
             Err(e) => return Err(e),
         };
         loop {
-            let still_current =
-                inner.with_server(id, |s| s.session.as_ref().is_some_and(|c| Rc::ptr_eq(c, &session)));
+            let still_current = inner.with_server(id, |s| s.session.as_ref().is_some_and(|c| Rc::ptr_eq(c, &session)));
             if still_current != Some(true) {
                 return Ok(ListenEnd::Ended);
             }

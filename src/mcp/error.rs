@@ -24,9 +24,14 @@ pub enum McpError {
 
 impl McpError {
     /// Whether the failure says the server (not the request) is unusable, so its state
-    /// should become `failed`.
+    /// should become `failed`: a broken connection, rejected credentials, a gateway or
+    /// availability error. A plain 500 is taken as that request's failure.
     pub(crate) fn is_connection_failure(&self) -> bool {
-        matches!(self, McpError::Transport(_) | McpError::Http { .. })
+        match self {
+            McpError::Transport(_) => true,
+            McpError::Http { status, .. } => matches!(status, 401 | 403 | 404 | 405 | 410 | 502 | 503 | 504),
+            _ => false,
+        }
     }
 }
 

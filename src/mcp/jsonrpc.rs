@@ -9,8 +9,7 @@ use serde_json::{json, Value};
 pub(crate) const LATEST_PROTOCOL_VERSION: &str = "2025-11-25";
 
 /// Versions we can speak. The older two are what legacy HTTP+SSE servers answer with.
-pub(crate) const SUPPORTED_PROTOCOL_VERSIONS: &[&str] =
-    &["2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05"];
+pub(crate) const SUPPORTED_PROTOCOL_VERSIONS: &[&str] = &["2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05"];
 
 pub(crate) fn request(id: i64, method: &str, params: Option<Value>) -> Value {
     match params {
@@ -54,11 +53,7 @@ pub(crate) fn classify(msg: &Value) -> Option<Incoming> {
             let outcome = if let Some(err) = obj.get("error") {
                 Err(McpError::Rpc {
                     code: err.get("code").and_then(Value::as_i64).unwrap_or(-32603),
-                    message: err
-                        .get("message")
-                        .and_then(Value::as_str)
-                        .unwrap_or("unknown error")
-                        .to_owned(),
+                    message: err.get("message").and_then(Value::as_str).unwrap_or("unknown error").to_owned(),
                 })
             } else {
                 Ok(obj.get("result").cloned().unwrap_or(Value::Null))
@@ -99,10 +94,7 @@ mod tests {
         let e = classify(&json!({"jsonrpc":"2.0","id":"3","error":{"code":-32602,"message":"bad"}})).unwrap();
         assert_eq!(
             e,
-            Incoming::Response {
-                key: "3".into(),
-                outcome: Err(McpError::Rpc { code: -32602, message: "bad".into() })
-            }
+            Incoming::Response { key: "3".into(), outcome: Err(McpError::Rpc { code: -32602, message: "bad".into() }) }
         );
         assert_eq!(
             classify(&json!({"jsonrpc":"2.0","id":7,"method":"ping"})),

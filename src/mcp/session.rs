@@ -2,8 +2,8 @@
 //! requests, paginated listing, and the inbox of notifications the server sent meanwhile.
 
 use super::jsonrpc::{self, LATEST_PROTOCOL_VERSION, SUPPORTED_PROTOCOL_VERSIONS};
-use super::transport::{Env, Inbox, LegacySse, Listener, StreamableHttp, Transport, TransportKind};
 use super::store::SavedSession;
+use super::transport::{Env, Inbox, LegacySse, Listener, StreamableHttp, Transport, TransportKind};
 use super::url::HttpUrl;
 use super::McpError;
 use serde_json::{json, Value};
@@ -35,7 +35,12 @@ fn legacy_hint(e: &McpError) -> bool {
 
 impl Session {
     /// Connects with `kind` and runs the `initialize` handshake.
-    pub async fn connect(kind: TransportKind, env: &Env, url: &HttpUrl, client_info: &Value) -> Result<Session, McpError> {
+    pub async fn connect(
+        kind: TransportKind,
+        env: &Env,
+        url: &HttpUrl,
+        client_info: &Value,
+    ) -> Result<Session, McpError> {
         match kind {
             TransportKind::StreamableHttp => {
                 Self::initialize(Transport::Streamable(StreamableHttp::new(env.clone(), url)), client_info).await
@@ -52,9 +57,8 @@ impl Session {
                             let t = LegacySse::open(env.clone(), url).await?;
                             Self::initialize(Transport::Sse(t), client_info).await
                         };
-                        sse.await.map_err(|sse_err| {
-                            McpError::Transport(format!("Streamable HTTP: {e}; SSE: {sse_err}"))
-                        })
+                        sse.await
+                            .map_err(|sse_err| McpError::Transport(format!("Streamable HTTP: {e}; SSE: {sse_err}")))
                     }
                     other => other,
                 }

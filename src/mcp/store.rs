@@ -100,7 +100,8 @@ fn text(v: Option<&SqlValue>) -> Option<String> {
 
 /// Every server, in the order they were added. Unreadable rows are skipped.
 pub(crate) fn load_servers(sql: &dyn Sql) -> Result<Vec<ServerRow>, StoreError> {
-    let rows = sql.exec("SELECT id, name, server_url, server_options FROM cf_agents_mcp_servers ORDER BY rowid", &[])?;
+    let rows =
+        sql.exec("SELECT id, name, server_url, server_options FROM cf_agents_mcp_servers ORDER BY rowid", &[])?;
     Ok(rows
         .into_iter()
         .filter_map(|r| {

@@ -193,7 +193,8 @@ pub fn header<'a>(req: &'a HttpRequest, name: &str) -> Option<&'a str> {
 
 /// A response whose body arrives in `chunk`-byte pieces.
 pub fn response(status: u16, headers: &[(&str, &str)], body: &str, chunk: usize) -> HttpResponse {
-    let chunks: Vec<Result<Vec<u8>, HttpError>> = body.as_bytes().chunks(chunk.max(1)).map(|c| Ok(c.to_vec())).collect();
+    let chunks: Vec<Result<Vec<u8>, HttpError>> =
+        body.as_bytes().chunks(chunk.max(1)).map(|c| Ok(c.to_vec())).collect();
     HttpResponse {
         status,
         headers: headers.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect(),
@@ -265,6 +266,8 @@ pub struct FakeServer {
     /// Streamable HTTP: the next POST SSE response stops after a priming event, and the
     /// answer comes on the resumed GET stream.
     pub drop_next_response: Cell<bool>,
+    /// `tools/list` never answers while set.
+    pub hang_lists: Cell<bool>,
     parked: RefCell<Vec<Value>>,
 }
 
@@ -294,6 +297,7 @@ impl FakeServer {
             streams: RefCell::new(Vec::new()),
             down: Cell::new(false),
             drop_next_response: Cell::new(false),
+            hang_lists: Cell::new(false),
             parked: RefCell::new(Vec::new()),
         })
     }
@@ -491,6 +495,7 @@ impl FakeServer {
                 }
                 r
             }
+            "tools/list" if self.hang_lists.get() => return None,
             "tools/list" => {
                 let tools = self.tools.borrow();
                 let start: usize = msg["params"]["cursor"].as_str().and_then(|c| c.parse().ok()).unwrap_or(0);

@@ -305,13 +305,45 @@ fn legacy_sse_stream_end_fails_pending_calls_and_next_use_reconnects() {
     assert_eq!(client.servers()[0].state, ConnectionState::Failed);
     assert!(client.get_mcp_servers()["servers"]["old"]["error"].as_str().unwrap().contains("closed the SSE stream"));
 
-    // Within the cooldown calls fail fast; after it, the next call reconnects.
+    // The next call reconnects straight away.
     let echo = find(&client.tools(), "tool_old_echo");
-    assert!(call(&env, &echo, json!({"text": "x"})).is_err());
-    env.run(env.clock.sleep(6_000));
     assert_eq!(call(&env, &echo, json!({"text": "back"})).unwrap()["content"][0]["text"], "back");
     assert_eq!(client.servers()[0].state, ConnectionState::Ready);
     assert_eq!(env.http.requests("GET").len(), 2);
+}
+
+#[test]
+fn a_restarted_legacy_server_is_reconnected_and_the_call_retried() {
+    let env = Env::new();
+    let server = env.server("https://old.example", Mode::Legacy);
+    let client = env.client();
+    let o = AddServerOptions { transport: Some(TransportKind::Sse), id: Some("old".into()), ..Default::default() };
+    env.run(client.add_mcp_server("Old", "https://old.example/sse", o)).unwrap();
+    server.close_streams();
+    let echo = find(&client.tools(), "tool_old_echo");
+    assert_eq!(call(&env, &echo, json!({"text": "retried"})).unwrap()["content"][0]["text"], "retried");
+    assert_eq!(server.methods().iter().filter(|m| *m == "initialize").count(), 2);
+}
+
+#[test]
+fn failed_reconnections_cool_down_before_the_next_try() {
+    let env = Env::new();
+    let server = env.server("https://a.example", Mode::Streamable { sse: false });
+    let client = env.client();
+    env.run(client.add_mcp_server("A", "https://a.example/mcp", opts("a"))).unwrap();
+    server.down.set(true);
+    let echo = find(&client.tools(), "tool_a_echo");
+    // The broken session fails the call; the immediate reconnection fails too.
+    assert!(call(&env, &echo, json!({"text": "x"})).is_err());
+    assert!(call(&env, &echo, json!({"text": "x"})).unwrap_err().0.contains("connection refused"));
+    let requests = env.http.log.borrow().len();
+    // Within the cooldown: fails fast, no traffic.
+    assert!(call(&env, &echo, json!({"text": "x"})).is_err());
+    assert_eq!(env.http.log.borrow().len(), requests);
+    server.down.set(false);
+    env.run(env.clock.sleep(5_000));
+    assert_eq!(call(&env, &echo, json!({"text": "up"})).unwrap()["content"][0]["text"], "up");
+    assert_eq!(client.servers()[0].state, ConnectionState::Ready);
 }
 
 #[test]
@@ -325,7 +357,10 @@ fn auto_falls_back_to_sse_when_streamable_http_is_refused() {
     assert_eq!(client.servers()[0].connected_via, Some(TransportKind::Sse));
     let first = env.http.log.borrow()[0].clone();
     assert_eq!((first.method.as_str(), first.url.as_str()), ("POST", "https://old.example/sse"));
-    assert_eq!(call(&env, &find(&client.tools(), "tool_old_echo"), json!({"text": "ok"})).unwrap()["content"][0]["text"], "ok");
+    assert_eq!(
+        call(&env, &find(&client.tools(), "tool_old_echo"), json!({"text": "ok"})).unwrap()["content"][0]["text"],
+        "ok"
+    );
 
     // Auto still prefers Streamable HTTP when it works.
     env.server("https://new.example", Mode::Streamable { sse: false });
@@ -400,7 +435,10 @@ fn a_hung_server_times_out_as_a_tool_error_while_others_keep_working() {
     assert_eq!(env.clock.now() - start, 2_000.0);
     // A slow tool is not a dead server; the SSE stream also still serves calls.
     assert!(client.servers().iter().all(|s| s.state == ConnectionState::Ready));
-    assert_eq!(call(&env, &find(&tools, "tool_b_echo"), json!({"text": "again"})).unwrap()["content"][0]["text"], "again");
+    assert_eq!(
+        call(&env, &find(&tools, "tool_b_echo"), json!({"text": "again"})).unwrap()["content"][0]["text"],
+        "again"
+    );
 }
 
 #[test]
@@ -550,10 +588,7 @@ fn the_frame_has_the_reference_shape() {
         client.frame(),
         r#"{"mcp":{"prompts":[],"resources":[],"servers":{},"tools":[]},"type":"cf_agent_mcp_servers"}"#
     );
-    env.server("https://b.example", Mode::Streamable { sse: false })
-        .tools
-        .borrow_mut()
-        .truncate(1);
+    env.server("https://b.example", Mode::Streamable { sse: false }).tools.borrow_mut().truncate(1);
     env.run(client.add_mcp_server("B", "https://b.example/mcp", opts("b-1"))).unwrap();
     let frame: Value = serde_json::from_str(&client.frame()).unwrap();
     assert_eq!(
@@ -605,7 +640,14 @@ fn add_is_idempotent_and_checks_ids_and_urls() {
     let again = env.run(client.add_mcp_server("A", "https://a.example/mcp", Default::default())).unwrap();
     assert_eq!(first, again);
     assert_eq!(client.servers().len(), 1);
-    assert_eq!(env.http.requests("POST").iter().filter(|r| r.body.as_deref().is_some_and(|b| String::from_utf8_lossy(b).contains("initialize\""))).count(), 1);
+    assert_eq!(
+        env.http
+            .requests("POST")
+            .iter()
+            .filter(|r| r.body.as_deref().is_some_and(|b| String::from_utf8_lossy(b).contains("initialize\"")))
+            .count(),
+        1
+    );
 
     env.run(client.add_mcp_server("B", "https://a.example/mcp", opts("Fixed"))).unwrap();
     let clash = env.run(client.add_mcp_server("Other", "https://a.example/other", opts("fixed")));
@@ -728,7 +770,10 @@ fn a_restarted_client_resumes_the_saved_session_without_initialising() {
     // Request ids continue well past the previous incarnation's.
     let last_id = server.received.borrow().last().unwrap()["id"].as_i64().unwrap();
     assert!(last_id > 1_000, "{last_id}");
-    assert_eq!(call(&env, &find(&client.tools(), "tool_a_echo"), json!({"text": "r"})).unwrap()["content"][0]["text"], "r");
+    assert_eq!(
+        call(&env, &find(&client.tools(), "tool_a_echo"), json!({"text": "r"})).unwrap()["content"][0]["text"],
+        "r"
+    );
 }
 
 #[test]
@@ -766,4 +811,43 @@ fn sessions_are_not_saved_for_legacy_sse() {
     env.run(client.restore());
     assert_eq!(client.servers()[0].state, ConnectionState::Ready);
     assert_eq!(server.methods().iter().filter(|m| *m == "initialize").count(), 2);
+}
+
+#[test]
+fn an_abandoned_refresh_does_not_block_later_ones() {
+    let env = Env::new();
+    let server = env.server("https://a.example", Mode::Streamable { sse: true });
+    let client = env.client();
+    env.run(client.add_mcp_server("A", "https://a.example/mcp", opts("a"))).unwrap();
+    let mutate = find(&client.tools(), "tool_a_mutate");
+    let lists = || server.methods().iter().filter(|m| *m == "tools/list").count();
+    server.hang_lists.set(true);
+    let ctx = ToolContext::default();
+    env.run(async {
+        let call = std::pin::pin!(mutate.execute(json!({}), &ctx));
+        let give_up = std::pin::pin!(env.clock.sleep(100));
+        futures::future::select(call, give_up).await;
+    });
+    let before = lists();
+    server.hang_lists.set(false);
+    call(&env, &mutate, json!({})).unwrap();
+    assert_eq!(lists(), before + 1);
+    assert_eq!(client.servers()[0].pending_tool_changes.len(), 1);
+}
+
+#[test]
+fn oversized_messages_are_refused() {
+    let env = Env::new();
+    env.http.route("https://big.example", |_| {
+        let mut chunks: Vec<Result<Vec<u8>, crate::platform::HttpError>> = vec![Ok(b"data: ".to_vec())];
+        chunks.extend((0..17).map(|_| Ok(vec![b'a'; 1 << 20])));
+        Reply::Now(crate::platform::HttpResponse {
+            status: 200,
+            headers: vec![("content-type".into(), "text/event-stream".into())],
+            body: futures::StreamExt::boxed_local(futures::stream::iter(chunks)),
+        })
+    });
+    let client = env.client();
+    let added = env.run(client.add_mcp_server("Big", "https://big.example/mcp", opts("big"))).unwrap();
+    assert_eq!(added.error.as_deref(), Some("a message from the server exceeded 16 MB"));
 }

@@ -16,11 +16,8 @@ pub fn tool_name(server_id: &str, tool: &str) -> String {
 /// The description and input schema a server declares for a tool: what pinning compares.
 pub(crate) fn declared(tool: &Value) -> (String, Value) {
     let description = tool.get("description").and_then(Value::as_str).unwrap_or_default().to_owned();
-    let schema = tool
-        .get("inputSchema")
-        .filter(|s| s.is_object())
-        .cloned()
-        .unwrap_or_else(|| json!({"type": "object"}));
+    let schema =
+        tool.get("inputSchema").filter(|s| s.is_object()).cloned().unwrap_or_else(|| json!({"type": "object"}));
     (description, schema)
 }
 

@@ -34,6 +34,41 @@ const DEFAULT_RESUME_DELAY_MS: u64 = 1_000;
 const MAX_RESUME_DELAY_MS: u64 = 30_000;
 /// Bytes of an error response body kept for the error message.
 const ERROR_BODY_LIMIT: usize = 500;
+/// The largest single message accepted, so a misbehaving server cannot exhaust the isolate's
+/// memory (128 MB on Workers).
+pub(crate) const MAX_MESSAGE_BYTES: usize = 16 * 1024 * 1024;
+
+fn too_large() -> McpError {
+    McpError::Transport(format!("a message from the server exceeded {} MB", MAX_MESSAGE_BYTES >> 20))
+}
+
+/// Reads a whole body of at most `MAX_MESSAGE_BYTES`.
+async fn read_capped(body: Body) -> Result<Vec<u8>, McpError> {
+    let mut body = body;
+    let mut out = Vec::new();
+    while let Some(chunk) = body.next().await {
+        out.extend_from_slice(&chunk?);
+        if out.len() > MAX_MESSAGE_BYTES {
+            return Err(too_large());
+        }
+    }
+    Ok(out)
+}
+
+/// Counts bytes read since the last complete SSE event, to bound an event's size.
+#[derive(Default)]
+struct EventBudget(usize);
+
+impl EventBudget {
+    fn take(&mut self, chunk: usize, completed_events: usize) -> Result<(), McpError> {
+        self.0 = if completed_events > 0 { 0 } else { self.0 + chunk };
+        if self.0 > MAX_MESSAGE_BYTES {
+            Err(too_large())
+        } else {
+            Ok(())
+        }
+    }
+}
 
 /// Notifications that arrived while the client waited for something else; the client drains
 /// them after each exchange (a `tools/list_changed` triggers a refresh).
@@ -104,13 +139,7 @@ impl Env {
 }
 
 fn media_type(resp: &HttpResponse) -> String {
-    resp.header("content-type")
-        .unwrap_or("")
-        .split(';')
-        .next()
-        .unwrap_or("")
-        .trim()
-        .to_ascii_lowercase()
+    resp.header("content-type").unwrap_or("").split(';').next().unwrap_or("").trim().to_ascii_lowercase()
 }
 
 /// Reads at most a few KB of an error body, as servers may stream forever.
@@ -200,8 +229,11 @@ impl Transport {
             Transport::Streamable(t) => Ok(t.open_stream(None).await?.map(|resp| Listener {
                 body: Some(resp.body),
                 parser: SseParser::new(),
+                budget: EventBudget::default(),
             })),
-            Transport::Sse(_) => Ok(Some(Listener { body: None, parser: SseParser::new() })),
+            Transport::Sse(_) => {
+                Ok(Some(Listener { body: None, parser: SseParser::new(), budget: EventBudget::default() }))
+            }
         }
     }
 
@@ -220,6 +252,7 @@ impl Transport {
 pub(crate) struct Listener {
     body: Option<Body>,
     parser: SseParser,
+    budget: EventBudget,
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -234,12 +267,7 @@ pub(crate) struct StreamableHttp {
 
 impl StreamableHttp {
     pub fn new(env: Env, url: &HttpUrl) -> Self {
-        Self {
-            env,
-            url: url.to_string(),
-            session_id: RefCell::new(None),
-            protocol_version: RefCell::new(None),
-        }
+        Self { env, url: url.to_string(), session_id: RefCell::new(None), protocol_version: RefCell::new(None) }
     }
 
     /// Carries on an earlier session: the server knows the id, the version is agreed.
@@ -294,7 +322,7 @@ impl StreamableHttp {
         }
         match media_type(&resp).as_str() {
             "application/json" => {
-                let bytes = resp.bytes().await?;
+                let bytes = read_capped(resp.body).await?;
                 let mut found = None;
                 for m in jsonrpc::decode(&String::from_utf8_lossy(&bytes)) {
                     match m {
@@ -346,6 +374,7 @@ impl StreamableHttp {
         let mut retry: Option<u64> = None;
         loop {
             let mut parser = SseParser::new();
+            let mut budget = EventBudget::default();
             let mut failure = None;
             while let Some(chunk) = body.next().await {
                 let bytes = match chunk {
@@ -356,6 +385,7 @@ impl StreamableHttp {
                     }
                 };
                 let events = parser.push(&bytes);
+                budget.take(bytes.len(), events.len())?;
                 last_id = parser.last_event_id().map(str::to_owned).or(last_id);
                 retry = parser.retry_ms().or(retry);
                 for ev in events {
@@ -411,7 +441,9 @@ impl StreamableHttp {
         let resp = check_status(resp).await?;
         let mt = media_type(&resp);
         if mt != "text/event-stream" {
-            return Err(McpError::Transport(format!("the GET stream has content type \"{mt}\", not text/event-stream")));
+            return Err(McpError::Transport(format!(
+                "the GET stream has content type \"{mt}\", not text/event-stream"
+            )));
         }
         Ok(Some(resp))
     }
@@ -420,7 +452,14 @@ impl StreamableHttp {
         loop {
             let Some(body) = l.body.as_mut() else { return Ok(false) };
             let events = match body.next().await {
-                Some(Ok(bytes)) => l.parser.push(&bytes),
+                Some(Ok(bytes)) => {
+                    let events = l.parser.push(&bytes);
+                    if let Err(e) = l.budget.take(bytes.len(), events.len()) {
+                        l.body = None;
+                        return Err(e);
+                    }
+                    events
+                }
                 Some(Err(e)) => {
                     l.body = None;
                     return Err(McpError::Transport(format!("the server stream failed: {e}")));
@@ -483,9 +522,8 @@ impl LegacySse {
                 return Err(McpError::Transport("the SSE stream did not announce an endpoint".into()))
             }
         };
-        let resolved = url
-            .join(&endpoint)
-            .map_err(|e| McpError::Transport(format!("bad endpoint \"{endpoint}\": {e}")))?;
+        let resolved =
+            url.join(&endpoint).map_err(|e| McpError::Transport(format!("bad endpoint \"{endpoint}\": {e}")))?;
         if resolved.origin() != url.origin() {
             return Err(McpError::Transport(format!(
                 "the endpoint {} is not on the server's origin {}",
@@ -504,7 +542,13 @@ impl LegacySse {
         let headers = self.env.headers(ours);
         let body = serde_json::to_vec(msg).map_err(|e| McpError::Transport(e.to_string()))?;
         let req = HttpRequest { method: "POST".into(), url: self.endpoint.clone(), headers, body: Some(body) };
-        check_status(self.env.http.fetch(req).await?).await.map(drop)
+        let resp = self.env.http.fetch(req).await?;
+        if resp.status == 404 {
+            // The server has forgotten this connection (it restarted): start a new one.
+            self.close();
+            return Err(McpError::SessionExpired);
+        }
+        check_status(resp).await.map(drop)
     }
 
     async fn request(&self, id: i64, msg: &Value, inbox: &Inbox) -> Result<Value, McpError> {
@@ -568,6 +612,7 @@ struct Pump {
     inbox: Vec<Incoming>,
     closed: Option<String>,
     wakers: Vec<Waker>,
+    budget: EventBudget,
 }
 
 impl Pump {
@@ -582,6 +627,7 @@ impl Pump {
             inbox: Vec::new(),
             closed: None,
             wakers: Vec::new(),
+            budget: EventBudget::default(),
         }
     }
 
@@ -736,8 +782,15 @@ impl Future for PumpWait {
                 Poll::Ready(Some(Ok(bytes))) => {
                     let mut p = this.pump.borrow_mut();
                     let events = p.parser.push(&bytes);
+                    let within = p.budget.take(bytes.len(), events.len());
                     p.dispatch(events);
-                    p.wake_all();
+                    match within {
+                        Ok(()) => p.wake_all(),
+                        Err(e) => {
+                            this.held = None;
+                            p.close(e.to_string());
+                        }
+                    }
                 }
                 Poll::Ready(Some(Err(e))) => {
                     this.held = None;

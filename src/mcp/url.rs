@@ -21,9 +21,7 @@ impl HttpUrl {
     /// Parses an absolute http or https URL; the fragment is dropped.
     pub fn parse(input: &str) -> Result<HttpUrl, String> {
         let input = input.trim();
-        let (scheme, rest) = input
-            .split_once("://")
-            .ok_or_else(|| format!("\"{input}\" is not an absolute URL"))?;
+        let (scheme, rest) = input.split_once("://").ok_or_else(|| format!("\"{input}\" is not an absolute URL"))?;
         let scheme = scheme.to_ascii_lowercase();
         if scheme != "http" && scheme != "https" {
             return Err(format!("unsupported URL scheme \"{scheme}\" (use http or https)"));
@@ -91,11 +89,7 @@ impl HttpUrl {
             };
             format!("{dir}{path}")
         };
-        Ok(HttpUrl {
-            path: remove_dot_segments(&merged),
-            query: query.to_owned(),
-            ..self.clone()
-        })
+        Ok(HttpUrl { path: remove_dot_segments(&merged), query: query.to_owned(), ..self.clone() })
     }
 
     /// Whether the host is a literal private, link-local or metadata address. Loopback stays
