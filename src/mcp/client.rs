@@ -787,12 +787,10 @@ impl McpClient {
                 }
                 None => match same {
                     Some(id) => id,
-                    None => loop {
-                        let id = random_id(inner.clock.as_ref(), 8);
-                        if !servers.iter().any(|s| s.row.id == id) {
-                            break id;
-                        }
-                    },
+                    None => (0..16)
+                        .map(|_| random_id(inner.clock.as_ref(), 8))
+                        .find(|id| !servers.iter().any(|s| &s.row.id == id))
+                        .ok_or_else(|| McpError::Invalid("could not draw an unused server id".into()))?,
                 },
             };
             ServerRow { id, name: name.to_owned(), url, transport, headers: options.headers, session: None }
