@@ -17,8 +17,8 @@
 // list_changed on every session); interrupt (closes the response stream early, then
 // answers; needs --resumable); filler_1..filler_4 (to make several pages).
 //
-// Control endpoints for tests: POST /control/reset restores the initial tools;
-// POST /control/notify broadcasts tools/list_changed; GET /control/sessions lists sessions.
+// Control endpoints for tests (no token needed): /control/reset restores the initial tools;
+// /control/notify broadcasts tools/list_changed; /control/sessions lists open sessions.
 
 import http from "node:http";
 import { randomUUID } from "node:crypto";
