@@ -77,6 +77,7 @@ pub enum ConnectionState {
 }
 
 impl ConnectionState {
+    /// The name the reference uses in `cf_agent_mcp_servers`.
     pub fn as_str(self) -> &'static str {
         match self {
             ConnectionState::Connecting => "connecting",
@@ -974,6 +975,8 @@ impl McpClient {
         out
     }
 
+    /// Every registered server in the order added, for Rust callers that want types rather
+    /// than the frame's JSON.
     pub fn servers(&self) -> Vec<ServerStatus> {
         self.inner
             .servers

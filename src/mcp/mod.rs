@@ -10,6 +10,12 @@
 //! Beyond the reference, tool definitions are pinned: if a server changes a tool's description
 //! or input schema after it was first seen, the tool is held back until the app calls
 //! [`McpClient::accept_mcp_tool_changes`].
+//!
+//! Nothing here spawns. The glue runs [`McpClient::restore`] when the object starts (in the
+//! background), turns may await [`McpClient::wait_for_connections`], and
+//! [`McpClient::listen`] is optional: server notifications that arrive inside responses are
+//! handled anyway. Response bodies must be cancel-safe streams (a dropped `next()` loses no
+//! chunk), as the legacy SSE stream is read by whichever caller is waiting.
 
 mod client;
 mod error;

@@ -106,6 +106,7 @@ impl TransportKind {
         }
     }
 
+    /// Reads the option as `addMcpServer` callers and storage spell it.
     pub fn parse(s: &str) -> Option<TransportKind> {
         match s {
             "streamable-http" => Some(TransportKind::StreamableHttp),
