@@ -1,28 +1,12 @@
 #!/usr/bin/env node
 // Rough cost of one bash tool call in just-bash: mount N files of ~1 KB (Think's default
 // limit is 1,000), run a script over them, and collect the final filesystem, all through
-// js/bash/bridge.mjs. Prints per-phase medians over several runs.
+// js/bash/bridge.mjs. Prints the median wall time per script over several runs (the `true`
+// script is the fixed cost: mount plus collecting the final filesystem).
 //
 // Usage: JUST_BASH=/path/to/node_modules/just-bash node tests/bash-corpus/bench.mjs [files] [runs]
-//   (JUST_BASH and JUST_BASH_BUILD as in compare.mjs)
-import { register } from "node:module";
-import { existsSync } from "node:fs";
-import { dirname, join, resolve } from "node:path";
-import { fileURLToPath, pathToFileURL } from "node:url";
-
-const repo = resolve(dirname(fileURLToPath(import.meta.url)), "../..");
-const jbDir = process.env.JUST_BASH ?? join(repo, "node_modules/just-bash");
-const jbEntry = join(jbDir, process.env.JUST_BASH_BUILD === "node" ? "dist/bundle/index.js" : "dist/bundle/browser.js");
-if (!existsSync(jbEntry)) {
-  console.error(`just-bash not found at ${jbEntry}; set JUST_BASH to the package directory`);
-  process.exit(2);
-}
-const hook = `export async function resolve(s, c, next) {
-  if (s === "just-bash") return { url: ${JSON.stringify(pathToFileURL(jbEntry).href)}, shortCircuit: true };
-  return next(s, c);
-}`;
-register("data:text/javascript," + encodeURIComponent(hook));
-const { runBash } = await import(pathToFileURL(join(repo, "js/bash/bridge.mjs")).href);
+//   (JUST_BASH and JUST_BASH_BUILD: see load-bridge.mjs)
+import { EXCLUDED_ROOTS, entry, runBash } from "./load-bridge.mjs";
 
 const count = Number(process.argv[2] ?? 1000);
 const runs = Number(process.argv[3] ?? 7);
@@ -44,7 +28,7 @@ const scripts = {
   "sed -i on every file": "for f in d*/*.txt; do sed -i 's/fox/cat/' \"$f\"; done; echo ok",
 };
 const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
-console.log(`${count} files × ${body.length} B in ${dirs.length - 1} dirs, ${runs} runs each, just-bash ${jbEntry}`);
+console.log(`${count} files × ${body.length} B in ${dirs.length - 1} dirs, ${runs} runs each, just-bash ${entry}`);
 for (const [name, script] of Object.entries(scripts)) {
   const totals = [];
   let last;
@@ -52,7 +36,7 @@ for (const [name, script] of Object.entries(scripts)) {
     const t0 = performance.now();
     last = await runBash({
       files, dirs, script, cwd: "/", timeoutMs: 30_000, network: false,
-      excludeRoots: ["/tmp", "/bin", "/usr", "/dev", "/proc", "/sys"],
+      excludeRoots: EXCLUDED_ROOTS,
     });
     totals.push(performance.now() - t0);
   }

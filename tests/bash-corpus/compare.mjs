@@ -7,42 +7,20 @@
 //
 // Usage: JUST_BASH=/path/to/node_modules/just-bash node tests/bash-corpus/compare.mjs
 //          [--verbose] [--json out.json] [name-filter]
-//   JUST_BASH        just-bash package dir; default <repo>/node_modules/just-bash
-//   JUST_BASH_BUILD  "browser" (default: dist/bundle/browser.js, the build wrangler and
-//                    worker-build bundle for workerd) or "node" (dist/bundle/index.js)
+//   JUST_BASH, JUST_BASH_BUILD: which just-bash to use, see load-bridge.mjs
 // Real bash runs with env -i PATH=/usr/bin:/bin LC_ALL=C.UTF-8 TZ=UTC HOME=<tree>.
-import { register } from "node:module";
 import { spawnSync } from "node:child_process";
-import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
+import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
-import { dirname, join, relative, resolve } from "node:path";
-import { fileURLToPath, pathToFileURL } from "node:url";
+import { dirname, join, relative } from "node:path";
+import { fileURLToPath } from "node:url";
+import { build, EXCLUDED_ROOTS, runBash, version as jbVersion } from "./load-bridge.mjs";
 
 const here = dirname(fileURLToPath(import.meta.url));
-const repo = resolve(here, "../..");
 const args = process.argv.slice(2);
 const verbose = args.includes("--verbose");
 const jsonOut = args.includes("--json") ? args[args.indexOf("--json") + 1] : null;
 const filter = args.find((a, i) => !a.startsWith("--") && args[i - 1] !== "--json");
-
-const jbDir = process.env.JUST_BASH ?? join(repo, "node_modules/just-bash");
-const build = process.env.JUST_BASH_BUILD ?? "browser";
-const jbEntry = join(jbDir, build === "node" ? "dist/bundle/index.js" : "dist/bundle/browser.js");
-if (!existsSync(jbEntry)) {
-  console.error(`just-bash not found at ${jbEntry}; set JUST_BASH to the package directory`);
-  process.exit(2);
-}
-const jbVersion = JSON.parse(readFileSync(join(jbDir, "package.json"), "utf8")).version;
-// bridge.mjs imports the bare name "just-bash"; point it at the chosen build.
-const hook = `export async function resolve(s, c, next) {
-  if (s === "just-bash") return { url: ${JSON.stringify(pathToFileURL(jbEntry).href)}, shortCircuit: true };
-  return next(s, c);
-}`;
-register("data:text/javascript," + encodeURIComponent(hook));
-const { runBash } = await import(pathToFileURL(join(repo, "js/bash/bridge.mjs")).href);
-
-// The roots whose new paths the bash tool never writes back (src/tools/workspace/bash).
-const EXCLUDED_ROOTS = ["/tmp", "/bin", "/usr", "/dev", "/proc", "/sys"];
 
 const fixture = JSON.parse(readFileSync(join(here, "fixture.json"), "utf8"));
 const fixtureFiles = new Map();

@@ -62,13 +62,18 @@ impl Default for BashOptions {
 
 /// The tool's input.
 #[derive(Debug, Clone, PartialEq, Deserialize, schemars::JsonSchema)]
+#[schemars(transform = without_description)]
 pub struct BashInput {
     /// Bash script to run
     pub script: String,
     /// Working directory for the script. Defaults to / (the workspace root)
-    #[serde(default)]
     #[schemars(transform = plain_string)]
     pub cwd: Option<String>,
+}
+
+/// Think's Zod schema has no top-level description.
+fn without_description(schema: &mut schemars::Schema) {
+    schema.remove("description");
 }
 
 /// Zod's `.optional()` leaves the type a plain string (not `["string", "null"]`).

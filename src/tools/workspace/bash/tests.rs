@@ -508,13 +508,16 @@ fn options_deserialize_from_think_config() {
 #[test]
 fn input_schema_matches_think() {
     let schema = crate::tools::schema::schema_for::<BashInput>();
-    assert_eq!(schema["type"], "object");
-    assert_eq!(schema["required"], json!(["script"]));
-    assert_eq!(schema["properties"]["script"], json!({"type": "string", "description": "Bash script to run"}));
-    assert_eq!(schema["properties"]["cwd"]["type"], "string");
     assert_eq!(
-        schema["properties"]["cwd"]["description"],
-        "Working directory for the script. Defaults to / (the workspace root)"
+        schema,
+        json!({
+            "type": "object",
+            "properties": {
+                "script": {"type": "string", "description": "Bash script to run"},
+                "cwd": {"type": "string", "description": "Working directory for the script. Defaults to / (the workspace root)"}
+            },
+            "required": ["script"]
+        })
     );
     let parsed: BashInput = serde_json::from_value(json!({"script": "ls"})).expect("valid");
     assert_eq!(parsed.cwd, None);
