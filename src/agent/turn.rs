@@ -90,6 +90,11 @@ impl Agent {
                 Rc::new(DynamicTool::without_execute(&t.name, t.description.as_deref().unwrap_or(""), schema)) as ToolRef
             })
             .collect();
+        if self.spec.include_mcp_tools {
+            if let Some(mcp) = &self.mcp {
+                tools.add_layer(Layer::Mcp, mcp.tools());
+            }
+        }
         tools.add_layer(Layer::Client, client);
         tools
     }
@@ -109,6 +114,11 @@ impl Agent {
             }
         };
 
+        if let (Some(ms), Some(mcp)) = (self.spec.wait_for_mcp_connections, &self.mcp) {
+            if self.spec.include_mcp_tools {
+                mcp.wait_for_connections(ms).await;
+            }
+        }
         let tools = self.turn_tools();
         let message_id = random_uuid(self.deps.clock.as_ref());
         let stream = Rc::new(TurnStream { agent: self.clone(), request_id: request_id.clone(), continuation: turn.continuation });
