@@ -238,7 +238,9 @@ impl Agent {
         });
         let abort = rpc.as_ref().and_then(|r| r.abort.clone()).unwrap_or_default();
         self.begin_stream(&request_id, &message_id, &turn, abort.clone());
-        stream.emit(chunk::start(Some(&message_id), None));
+        // Only a fresh stream names its message: a client resuming a continuation keeps
+        // appending to the message it has, as with Think.
+        stream.emit(chunk::start((!turn.continuation).then_some(message_id.as_str()), None));
         self.run_approved_tools(&tools, &*stream, &abort).await;
 
         let messages = self.messages();
@@ -344,7 +346,8 @@ impl Agent {
         if message.parts.iter().any(|p| part_type(p) != Some("step-start")) {
             self.save_message(&message);
         }
-        self.broadcast(&self.transcript_frame(), None);
+        // Tabs still to ACK get the transcript after their replay, not before it.
+        self.broadcast_live(&self.transcript_frame());
         self.after_stream().await;
     }
 

@@ -28,17 +28,27 @@ fn to_js(v: &Value) -> Result<JsValue, JsValue> {
     JSON::parse(&v.to_string())
 }
 
+/// `obj[name]` if it can be called. RPC stubs' methods are callable without being
+/// `Function` instances, so this checks `typeof` rather than the prototype.
 fn method(obj: &JsValue, name: &str) -> Option<Function> {
-    Reflect::get(obj, &name.into()).ok()?.dyn_into::<Function>().ok()
+    let f = Reflect::get(obj, &name.into()).ok()?;
+    f.is_function().then(|| f.unchecked_into::<Function>())
 }
 
 /// Calls `obj[name](arg)` and awaits it if it returns a promise.
 async fn call(obj: &JsValue, name: &str, arg: &JsValue) -> Result<JsValue, JsValue> {
     let Some(f) = method(obj, name) else { return Ok(JsValue::UNDEFINED) };
-    let out = f.call1(obj, arg)?;
-    match out.dyn_ref::<Promise>() {
-        Some(p) => JsFuture::from(p.clone()).await,
-        None => Ok(out),
+    // Reflect.apply, not `f.call(...)`: on an RPC stub, `.call` would itself be a remote method.
+    let out = Reflect::apply(&f, obj, &js_sys::Array::of1(arg))?;
+    settle(out).await
+}
+
+/// Awaits `v` if it is thenable (RPC results are thenables, not always `Promise`s).
+async fn settle(v: JsValue) -> Result<JsValue, JsValue> {
+    if method(&v, "then").is_some() {
+        JsFuture::from(Promise::resolve(&v)).await
+    } else {
+        Ok(v)
     }
 }
 
@@ -101,12 +111,9 @@ impl ClientToolExecutor for JsClientTools {
     async fn call(&self, tool_name: &str, input: Value, tool_call_id: &str) -> Result<Value, String> {
         let arg = to_js(&json!({"toolName": tool_name, "input": input, "toolCallId": tool_call_id}))
             .map_err(|e| format!("{e:?}"))?;
-        let f = self.0.dyn_ref::<Function>().ok_or("onClientToolCall is not a function")?;
-        let out = f.call1(&JsValue::UNDEFINED, &arg).map_err(error_text)?;
-        let out = match out.dyn_ref::<Promise>() {
-            Some(p) => JsFuture::from(p.clone()).await.map_err(error_text)?,
-            None => out,
-        };
+        let f: &Function = self.0.unchecked_ref();
+        let out = Reflect::apply(f, &JsValue::UNDEFINED, &js_sys::Array::of1(&arg)).map_err(error_text)?;
+        let out = settle(out).await.map_err(error_text)?;
         to_json(&out).map_err(error_text)
     }
 }

@@ -12,11 +12,9 @@ export function tempDir(prefix = "think-rs-") {
   return fs.mkdtempSync(path.join(os.tmpdir(), prefix));
 }
 
-function options({ persistDir, vars }) {
-  return {
-    host: "127.0.0.1",
-    port: 0,
-    defaultPersistRoot: persistDir,
+function options({ persistDir, vars, withCaller }) {
+  const agent = {
+    name: "think-rs",
     modules: true,
     modulesRoot: ROOT,
     scriptPath: path.join(ROOT, "js/entry.mjs"),
@@ -29,14 +27,25 @@ function options({ persistDir, vars }) {
     r2Buckets: ["WORKSPACE_R2"],
     bindings: vars,
   };
+  const workers = [agent];
+  if (withCaller) {
+    workers.push({
+      name: "caller",
+      modules: true,
+      scriptPath: path.join(ROOT, "tests/fixtures/caller-worker.mjs"),
+      compatibilityDate: "2025-11-01",
+      durableObjects: { AGENT: { className: "ThinkAgent", scriptName: "think-rs" } },
+    });
+  }
+  return { host: "127.0.0.1", port: 0, defaultPersistRoot: persistDir, workers };
 }
 
 /**
  * Starts the Worker. `vars` become environment bindings (THINK_MODEL_BASE_URL, …).
  * `restart()` disposes and starts again on the same persist directory.
  */
-export async function startWorker({ vars = {}, persistDir = tempDir() } = {}) {
-  let mf = new Miniflare(options({ persistDir, vars }));
+export async function startWorker({ vars = {}, persistDir = tempDir(), withCaller = false } = {}) {
+  let mf = new Miniflare(options({ persistDir, vars, withCaller }));
   let url = await mf.ready;
   const handle = {
     persistDir,
@@ -51,12 +60,19 @@ export async function startWorker({ vars = {}, persistDir = tempDir() } = {}) {
     },
     async restart(newVars = vars) {
       await mf.dispose();
-      mf = new Miniflare(options({ persistDir, vars: newVars }));
+      mf = new Miniflare(options({ persistDir, vars: newVars, withCaller }));
       url = await mf.ready;
       return handle;
     },
     async dispose() {
       await mf.dispose();
+    },
+    /** Fetches from the caller Worker (started with `withCaller`). */
+    async caller(pathAndQuery, body) {
+      const worker = await mf.getWorker("caller");
+      const res = await worker.fetch(`http://caller${pathAndQuery}`, body === undefined ? {} : { method: "POST", body: JSON.stringify(body) });
+      if (!res.ok) throw new Error(`caller ${pathAndQuery}: ${res.status} ${await res.text()}`);
+      return res.json();
     },
   };
   return handle;
