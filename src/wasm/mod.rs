@@ -97,6 +97,9 @@ impl ThinkHost {
 
     pub async fn websocket_close(&self, ws: WebSocket, code: usize, reason: String, _clean: bool) -> Result<()> {
         self.sockets.invalidate();
+        if let Some(conn_id) = ws.deserialize_attachment::<String>().ok().flatten() {
+            self.agent.on_close(&conn_id);
+        }
         // 1005/1006 cannot be echoed back; the socket is gone either way.
         let code = if (1000..=4999).contains(&code) && code != 1005 && code != 1006 { code as u16 } else { 1000 };
         let _ = ws.close(Some(code), Some(reason));

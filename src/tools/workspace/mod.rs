@@ -1,1 +1,108 @@
 //! The workspace tools: read, write, edit, list, find, grep and delete (and bash).
+//!
+//! `read`, `write`, `list`, `find`, `grep` and `delete` reproduce Think 0.16's tools: the
+//! same descriptions, input schemas, output keys in the same order, and the same strings.
+//! `edit` keeps Think's inputs and outputs but matches more robustly (see [`edit_match`]).
+//! Each tool is built over an operations trait from [`ops`], which [`Workspace`] implements.
+
+mod delete;
+mod edit;
+pub mod edit_match;
+mod find;
+mod grep;
+pub mod jsregex;
+mod list;
+pub mod media;
+pub mod ops;
+mod read;
+mod write;
+
+#[cfg(test)]
+mod tests;
+
+pub use delete::delete_tool;
+pub use edit::edit_tool;
+pub use find::find_tool;
+pub use grep::grep_tool;
+pub use list::list_tool;
+pub use read::read_tool;
+pub use write::write_tool;
+
+use super::{ToolDefinition, ToolError, ToolRef};
+use crate::workspace::{FsError, Workspace};
+use serde::de::DeserializeOwned;
+use serde_json::Value;
+use std::rc::Rc;
+
+/// Options for [`workspace_tools`].
+#[derive(Debug, Clone, Copy)]
+pub struct WorkspaceToolsOptions {
+    /// Whether the set includes `bash` (Think's default: true). The bash tool is provided by
+    /// its own module and joins the set here; the seven file tools are always included.
+    pub bash: bool,
+}
+
+impl Default for WorkspaceToolsOptions {
+    fn default() -> Self {
+        Self { bash: true }
+    }
+}
+
+/// Think's `createWorkspaceTools`: the file tools over one workspace, in Think's order
+/// (read, write, edit, list, find, grep, delete).
+pub fn workspace_tools(ws: Rc<Workspace>, _options: WorkspaceToolsOptions) -> Vec<ToolRef> {
+    vec![
+        read_tool(ws.clone()),
+        write_tool(ws.clone()),
+        edit_tool(ws.clone()),
+        list_tool(ws.clone()),
+        find_tool(ws.clone()),
+        grep_tool(ws.clone()),
+        delete_tool(ws),
+    ]
+}
+
+fn definition(name: &str, description: &str, input_schema: Value) -> ToolDefinition {
+    ToolDefinition {
+        name: name.to_owned(),
+        description: description.to_owned(),
+        input_schema,
+        output_schema: None,
+    }
+}
+
+/// Deserializes validated input, reporting a mismatch as the tool's error.
+fn parse_input<T: DeserializeOwned>(tool: &str, input: Value) -> Result<T, ToolError> {
+    serde_json::from_value(input).map_err(|e| ToolError(format!("Invalid input for tool \"{tool}\": {e}")))
+}
+
+/// A thrown error in Think becomes the tool's error text.
+fn fs_err(e: FsError) -> ToolError {
+    ToolError(e.to_string())
+}
+
+/// `{ "error": msg }`, the shape Think returns for failures the model should read.
+fn error_output(msg: impl Into<String>) -> Value {
+    let mut m = serde_json::Map::new();
+    m.insert("error".into(), Value::String(msg.into()));
+    Value::Object(m)
+}
+
+/// Number of lines as Think counts them (`split("\n").length`).
+fn line_count(s: &str) -> usize {
+    s.split('\n').count()
+}
+
+/// An optional JSON integer that may arrive as `3` or `3.0`.
+#[derive(Debug, Clone, Copy, PartialEq)]
+struct Int(u64);
+
+impl<'de> serde::Deserialize<'de> for Int {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let f = f64::deserialize(d)?;
+        if f.fract() != 0.0 || f < 0.0 || !f.is_finite() {
+            return Err(serde::de::Error::custom(format!("expected a non-negative integer, got {f}")));
+        }
+        Ok(Int(f as u64))
+    }
+}

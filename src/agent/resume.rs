@@ -1,0 +1,70 @@
+//! The resume handshake (`cf_agent_stream_resume_request` / `_ack`): a tab that reconnects or
+//! waits for a continuation is told whether a stream is live, pending or absent, and after
+//! its ACK is replayed the buffered chunks before live chunks resume.
+
+use super::streams::StreamStatus;
+use super::Agent;
+use crate::protocol::frames::{self, ResumeNoneReason};
+
+impl Agent {
+    pub(super) fn on_resume_request(&self, conn: &str, probe_id: Option<String>) {
+        let probe = probe_id.as_deref();
+        let mut rt = self.rt.borrow_mut();
+        if let Some(active) = rt.active.as_ref() {
+            let owned_elsewhere = active.continuation
+                && active.owner.as_deref().is_some_and(|o| o != conn && self.deps.sockets.ids().iter().any(|id| id == o));
+            let frame = if owned_elsewhere {
+                frames::stream_resume_none_frame(ResumeNoneReason::ContinuationOwned, probe)
+            } else {
+                let frame = frames::stream_resuming_frame(&active.request_id, probe);
+                rt.awaiting_ack.insert(conn.to_owned());
+                frame
+            };
+            drop(rt);
+            self.send(conn, &frame);
+            return;
+        }
+        if rt.continuation.pending || rt.queued > 0 {
+            rt.parked.retain(|(c, _)| c != conn);
+            rt.parked.push((conn.to_owned(), probe_id.clone()));
+            drop(rt);
+            self.send(conn, &frames::stream_pending_frame(None, probe));
+            return;
+        }
+        drop(rt);
+        self.send(conn, &frames::stream_resume_none_frame(ResumeNoneReason::Idle, probe));
+    }
+
+    pub(super) fn on_resume_ack(&self, conn: &str, id: &str) {
+        let live = {
+            let mut rt = self.rt.borrow_mut();
+            rt.awaiting_ack.remove(conn);
+            match rt.active.as_ref() {
+                Some(active) if active.request_id == id => Some(active.chunks.clone()),
+                // An ACK for a stream other than the live one is stale: ignore it.
+                Some(_) => return,
+                None => None,
+            }
+        };
+        if let Some(chunks) = live {
+            for body in &chunks {
+                self.send(conn, &frames::replay_chunk_frame(id, body, false));
+            }
+            self.send(conn, &frames::replay_complete_frame(id, false));
+            return;
+        }
+        let stored = self.streams().ok().and_then(|b| Some((b.get(id).ok()??, b.chunks(id).ok()?)));
+        match stored {
+            Some((record, chunks)) => {
+                for body in &chunks {
+                    self.send(conn, &frames::replay_chunk_frame(id, body, false));
+                }
+                match record.status {
+                    StreamStatus::Error => self.send(conn, &frames::terminal_error_frame(id, "The turn failed.")),
+                    _ => self.send(conn, &frames::replay_done_frame(id, false)),
+                }
+            }
+            None => self.send(conn, &frames::replay_done_frame(id, false)),
+        }
+    }
+}

@@ -1,0 +1,328 @@
+//! The resumable stream buffer: every chunk of a turn's stream, kept in SQLite so a tab that
+//! reconnects mid-stream can be replayed what it missed, and so a turn interrupted by a crash
+//! can be reconstructed. Chunks are packed several to a row; a row never passes 512 KB of
+//! chunk text, far under the 2 MB row limit, and a single larger chunk is split across rows.
+
+use crate::store::{Sql, SqlValue, StoreError};
+
+/// Most chunks per packed row.
+pub const CHUNKS_PER_ROW: usize = 10;
+/// Most bytes of chunk text per row.
+pub const ROW_BYTES: usize = 512_000;
+/// Completed streams are kept this long for late resumes.
+pub const COMPLETED_RETENTION_MS: f64 = 10.0 * 60_000.0;
+/// Streams still marked streaming after this long are abandoned.
+pub const ABANDONED_RETENTION_MS: f64 = 60.0 * 60_000.0;
+
+const SCHEMA: &[&str] = &[
+    "CREATE TABLE IF NOT EXISTS think_streams (
+        id TEXT PRIMARY KEY,
+        message_id TEXT NOT NULL,
+        status TEXT NOT NULL,
+        continuation INTEGER NOT NULL,
+        created_at INTEGER NOT NULL,
+        updated_at INTEGER NOT NULL)",
+    "CREATE TABLE IF NOT EXISTS think_stream_chunks (
+        stream_id TEXT NOT NULL,
+        seq INTEGER NOT NULL,
+        kind TEXT NOT NULL,
+        body TEXT NOT NULL,
+        PRIMARY KEY (stream_id, seq))",
+];
+
+/// Where a stream stands.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum StreamStatus {
+    Streaming,
+    Completed,
+    Error,
+}
+
+impl StreamStatus {
+    fn as_str(self) -> &'static str {
+        match self {
+            StreamStatus::Streaming => "streaming",
+            StreamStatus::Completed => "completed",
+            StreamStatus::Error => "error",
+        }
+    }
+
+    fn parse(s: &str) -> Self {
+        match s {
+            "completed" => StreamStatus::Completed,
+            "error" => StreamStatus::Error,
+            _ => StreamStatus::Streaming,
+        }
+    }
+}
+
+/// One stored stream.
+#[derive(Debug, Clone, PartialEq)]
+pub struct StreamRecord {
+    pub id: String,
+    pub message_id: String,
+    pub status: StreamStatus,
+    pub continuation: bool,
+    pub updated_at: f64,
+}
+
+/// Chunks not yet written, packed into rows on flush.
+#[derive(Debug, Default)]
+pub struct PendingChunks {
+    chunks: Vec<String>,
+    bytes: usize,
+    next_seq: i64,
+}
+
+impl PendingChunks {
+    /// Adds a chunk; true when enough is pending that it should be flushed now.
+    pub fn push(&mut self, body: String) -> bool {
+        self.bytes += body.len();
+        self.chunks.push(body);
+        self.chunks.len() >= CHUNKS_PER_ROW || self.bytes >= ROW_BYTES
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.chunks.is_empty()
+    }
+}
+
+/// The buffer over one SQL database.
+pub struct StreamBuffer<'a> {
+    sql: &'a dyn Sql,
+}
+
+impl<'a> StreamBuffer<'a> {
+    pub fn open(sql: &'a dyn Sql) -> Result<Self, StoreError> {
+        for s in SCHEMA {
+            sql.exec(s, &[])?;
+        }
+        Ok(Self { sql })
+    }
+
+    pub fn start(&self, id: &str, message_id: &str, continuation: bool, now: f64) -> Result<(), StoreError> {
+        self.sql.exec("DELETE FROM think_stream_chunks WHERE stream_id = ?", &[id.into()])?;
+        self.sql.exec(
+            "INSERT OR REPLACE INTO think_streams (id, message_id, status, continuation, created_at, updated_at)
+             VALUES (?, ?, 'streaming', ?, ?, ?)",
+            &[id.into(), message_id.into(), SqlValue::Integer(continuation as i64), SqlValue::Integer(now as i64), SqlValue::Integer(now as i64)],
+        )?;
+        Ok(())
+    }
+
+    /// Writes the pending chunks as packed rows (splitting a chunk larger than a row).
+    pub fn flush(&self, id: &str, pending: &mut PendingChunks) -> Result<(), StoreError> {
+        let mut pack: Vec<String> = Vec::new();
+        let mut pack_bytes = 0;
+        let chunks = std::mem::take(&mut pending.chunks);
+        pending.bytes = 0;
+        for body in chunks {
+            if body.len() > ROW_BYTES {
+                self.write_pack(id, &mut pending.next_seq, &mut pack)?;
+                pack_bytes = 0;
+                let pieces = split_utf8(&body, ROW_BYTES);
+                let last = pieces.len() - 1;
+                for (i, piece) in pieces.into_iter().enumerate() {
+                    let kind = if i == last { "frag-end" } else { "frag" };
+                    self.insert_row(id, &mut pending.next_seq, kind, piece)?;
+                }
+                continue;
+            }
+            if pack_bytes + body.len() > ROW_BYTES {
+                self.write_pack(id, &mut pending.next_seq, &mut pack)?;
+                pack_bytes = 0;
+            }
+            pack_bytes += body.len();
+            pack.push(body);
+        }
+        self.write_pack(id, &mut pending.next_seq, &mut pack)
+    }
+
+    fn write_pack(&self, id: &str, seq: &mut i64, pack: &mut Vec<String>) -> Result<(), StoreError> {
+        if pack.is_empty() {
+            return Ok(());
+        }
+        let body = serde_json::to_string(&pack).map_err(|e| StoreError(e.to_string()))?;
+        pack.clear();
+        self.insert_row(id, seq, "pack", &body)
+    }
+
+    fn insert_row(&self, id: &str, seq: &mut i64, kind: &str, body: &str) -> Result<(), StoreError> {
+        self.sql.exec(
+            "INSERT OR REPLACE INTO think_stream_chunks (stream_id, seq, kind, body) VALUES (?, ?, ?, ?)",
+            &[id.into(), SqlValue::Integer(*seq), kind.into(), body.into()],
+        )?;
+        *seq += 1;
+        Ok(())
+    }
+
+    /// Every stored chunk of a stream, in order.
+    pub fn chunks(&self, id: &str) -> Result<Vec<String>, StoreError> {
+        let rows = self.sql.exec(
+            "SELECT kind, body FROM think_stream_chunks WHERE stream_id = ? ORDER BY seq",
+            &[id.into()],
+        )?;
+        let mut out = Vec::new();
+        let mut frag = String::new();
+        for row in rows {
+            let mut it = row.into_iter();
+            let kind = it.next().and_then(SqlValue::into_string).unwrap_or_default();
+            let body = it.next().and_then(SqlValue::into_string).unwrap_or_default();
+            match kind.as_str() {
+                "frag" => frag.push_str(&body),
+                "frag-end" => {
+                    frag.push_str(&body);
+                    out.push(std::mem::take(&mut frag));
+                }
+                _ => {
+                    if let Ok(pack) = serde_json::from_str::<Vec<String>>(&body) {
+                        out.extend(pack);
+                    }
+                }
+            }
+        }
+        Ok(out)
+    }
+
+    pub fn finish(&self, id: &str, status: StreamStatus, now: f64) -> Result<(), StoreError> {
+        self.sql.exec(
+            "UPDATE think_streams SET status = ?, updated_at = ? WHERE id = ?",
+            &[status.as_str().into(), SqlValue::Integer(now as i64), id.into()],
+        )?;
+        Ok(())
+    }
+
+    pub fn get(&self, id: &str) -> Result<Option<StreamRecord>, StoreError> {
+        Ok(self.query("WHERE id = ?", &[id.into()])?.into_iter().next())
+    }
+
+    /// Streams left `streaming` by a process that died.
+    pub fn interrupted(&self) -> Result<Vec<StreamRecord>, StoreError> {
+        self.query("WHERE status = 'streaming' ORDER BY created_at", &[])
+    }
+
+    fn query(&self, clause: &str, params: &[SqlValue]) -> Result<Vec<StreamRecord>, StoreError> {
+        let rows = self.sql.exec(
+            &format!("SELECT id, message_id, status, continuation, updated_at FROM think_streams {clause}"),
+            params,
+        )?;
+        Ok(rows
+            .into_iter()
+            .map(|r| {
+                let mut it = r.into_iter();
+                StreamRecord {
+                    id: it.next().and_then(SqlValue::into_string).unwrap_or_default(),
+                    message_id: it.next().and_then(SqlValue::into_string).unwrap_or_default(),
+                    status: StreamStatus::parse(it.next().as_ref().and_then(SqlValue::as_str).unwrap_or("")),
+                    continuation: it.next().and_then(|v| v.as_i64()).unwrap_or(0) != 0,
+                    updated_at: it.next().and_then(|v| v.as_i64()).unwrap_or(0) as f64,
+                }
+            })
+            .collect())
+    }
+
+    /// Deletes finished streams past their retention and abandoned ones; returns how many.
+    pub fn cleanup(&self, now: f64) -> Result<usize, StoreError> {
+        let done_before = SqlValue::Integer((now - COMPLETED_RETENTION_MS) as i64);
+        let abandoned_before = SqlValue::Integer((now - ABANDONED_RETENTION_MS) as i64);
+        let stale = self.sql.exec(
+            "SELECT id FROM think_streams WHERE (status != 'streaming' AND updated_at < ?) OR updated_at < ?",
+            &[done_before, abandoned_before],
+        )?;
+        let ids: Vec<String> = stale.into_iter().filter_map(|mut r| r.pop()?.into_string()).collect();
+        for id in &ids {
+            self.delete(id)?;
+        }
+        Ok(ids.len())
+    }
+
+    pub fn delete(&self, id: &str) -> Result<(), StoreError> {
+        self.sql.exec("DELETE FROM think_stream_chunks WHERE stream_id = ?", &[id.into()])?;
+        self.sql.exec("DELETE FROM think_streams WHERE id = ?", &[id.into()])?;
+        Ok(())
+    }
+
+    pub fn clear(&self) -> Result<(), StoreError> {
+        self.sql.exec("DELETE FROM think_stream_chunks", &[])?;
+        self.sql.exec("DELETE FROM think_streams", &[])?;
+        Ok(())
+    }
+
+    /// Whether any stream is kept at all (to decide if a cleanup alarm is needed).
+    pub fn any(&self) -> Result<bool, StoreError> {
+        Ok(!self.sql.exec("SELECT 1 FROM think_streams LIMIT 1", &[])?.is_empty())
+    }
+}
+
+/// Splits `s` into pieces of at most `max` bytes on character boundaries.
+fn split_utf8(s: &str, max: usize) -> Vec<&str> {
+    let mut out = Vec::new();
+    let mut rest = s;
+    while rest.len() > max {
+        let mut cut = max;
+        while !rest.is_char_boundary(cut) {
+            cut -= 1;
+        }
+        out.push(&rest[..cut]);
+        rest = &rest[cut..];
+    }
+    out.push(rest);
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::store::sqlite::SqliteSql;
+
+    #[test]
+    fn chunks_round_trip_in_packs_and_fragments() {
+        let sql = SqliteSql::new();
+        let buf = StreamBuffer::open(&sql).unwrap();
+        buf.start("r1", "m1", true, 1000.0).unwrap();
+        let mut pending = PendingChunks::default();
+        let mut all = Vec::new();
+        for i in 0..25 {
+            let body = format!("{{\"type\":\"text-delta\",\"id\":\"t\",\"delta\":\"{i}\"}}");
+            all.push(body.clone());
+            if pending.push(body) {
+                buf.flush("r1", &mut pending).unwrap();
+            }
+        }
+        let big = format!("{{\"type\":\"tool-output-available\",\"output\":\"{}\"}}", "é".repeat(700_000));
+        all.push(big.clone());
+        pending.push(big);
+        all.push("{\"type\":\"finish\"}".into());
+        pending.push("{\"type\":\"finish\"}".into());
+        buf.flush("r1", &mut pending).unwrap();
+        assert_eq!(buf.chunks("r1").unwrap(), all);
+        let max_row = sql
+            .exec("SELECT max(length(CAST(body AS BLOB))) FROM think_stream_chunks", &[])
+            .unwrap()[0][0]
+            .as_i64()
+            .unwrap();
+        assert!(max_row as usize <= ROW_BYTES + 64, "{max_row}");
+        let rec = buf.get("r1").unwrap().unwrap();
+        assert_eq!(rec.status, StreamStatus::Streaming);
+        assert!(rec.continuation);
+        assert_eq!(buf.interrupted().unwrap().len(), 1);
+        buf.finish("r1", StreamStatus::Completed, 2000.0).unwrap();
+        assert!(buf.interrupted().unwrap().is_empty());
+    }
+
+    #[test]
+    fn cleanup_honours_retention() {
+        let sql = SqliteSql::new();
+        let buf = StreamBuffer::open(&sql).unwrap();
+        buf.start("done", "m", false, 0.0).unwrap();
+        buf.finish("done", StreamStatus::Completed, 0.0).unwrap();
+        buf.start("live", "m", false, 0.0).unwrap();
+        buf.start("fresh", "m", false, COMPLETED_RETENTION_MS).unwrap();
+        assert_eq!(buf.cleanup(COMPLETED_RETENTION_MS + 1.0).unwrap(), 1);
+        assert!(buf.get("done").unwrap().is_none());
+        assert!(buf.get("live").unwrap().is_some(), "a streaming stream is kept until abandoned");
+        assert_eq!(buf.cleanup(ABANDONED_RETENTION_MS + 1.0).unwrap(), 1);
+        assert!(buf.get("live").unwrap().is_none());
+        assert!(buf.get("fresh").unwrap().is_some());
+    }
+}

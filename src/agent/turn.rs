@@ -1,0 +1,319 @@
+//! Running a turn inside the agent: admitting chat requests, merging the turn's tools,
+//! streaming chunks to the tabs (and into the resumable buffer), and persisting the answer.
+
+use std::cell::RefCell;
+use std::rc::Rc;
+
+use serde_json::{json, Map, Value};
+
+use super::streams::{PendingChunks, StreamStatus};
+use super::{Agent, TurnContext, CONFIG_BODY};
+use crate::platform::{random_id, random_uuid};
+use crate::protocol::accumulator::{ChunkAction, StreamAccumulator};
+use crate::protocol::frames::{self, ChatRequest, Trigger};
+use crate::protocol::message::{part_type, state_of, tool_call_id_of, tool_name_of, Role};
+use crate::protocol::tool_state::{apply_to_messages, leaf_assistant, ToolPartUpdate};
+use crate::protocol::chunk;
+use crate::store::StoreError;
+use crate::tools::{DynamicTool, Layer, ToolContext, ToolRef, ToolSet};
+use crate::turn::abort::AbortSignal;
+use crate::turn::convert::to_model_messages;
+use crate::turn::engine::{self, ChunkSink, TurnOutcome, TurnPlan};
+
+/// The stream being produced right now.
+pub(super) struct ActiveStream {
+    pub request_id: String,
+    pub continuation: bool,
+    /// The connection whose tool result started this continuation, if any.
+    pub owner: Option<String>,
+    pub abort: AbortSignal,
+    pub acc: Rc<RefCell<StreamAccumulator>>,
+    /// Every chunk body so far, for replay to tabs that resume.
+    pub chunks: Vec<String>,
+    pub pending: PendingChunks,
+}
+
+/// A request for a turn.
+pub(super) struct TurnRequest {
+    pub request_id: String,
+    pub body: Map<String, Value>,
+    pub continuation: bool,
+    pub owner: Option<String>,
+}
+
+impl Agent {
+    pub(super) async fn on_chat_request(self: Rc<Self>, conn: &str, req: ChatRequest) {
+        if let Err(e) = self.reconcile(&req) {
+            self.send(conn, &frames::chat_request_error_frame(&req.id, &format!("Could not save the message: {e}")));
+            return;
+        }
+        self.update_client_tools(&req.client_tools);
+        if let Err(e) = self.store().and_then(|s| s.set_config(CONFIG_BODY, &Value::Object(req.body.clone()).to_string())) {
+            self.warn("saving the request body failed", e);
+        }
+        self.broadcast(&self.transcript_frame(), Some(conn));
+        let turn = TurnRequest { request_id: req.id, body: req.body, continuation: false, owner: None };
+        self.run_turn(turn).await;
+    }
+
+    /// Stores the new user messages of an incoming transcript. A regenerate drops what follows
+    /// the last message the client kept.
+    fn reconcile(&self, req: &ChatRequest) -> Result<(), StoreError> {
+        let store = self.store()?;
+        if req.trigger == Trigger::RegenerateMessage {
+            if let Some(last) = req.messages.last() {
+                store.truncate_after(&last.id)?;
+            }
+        }
+        let now = self.now();
+        for m in &req.messages {
+            if m.role == Role::User && !store.has_message(&m.id)? {
+                store.upsert(m, now)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// The merged tools of a turn, in Think's layer order.
+    fn turn_tools(&self) -> ToolSet {
+        let mut tools = ToolSet::new();
+        tools.add_layer(Layer::Agent, self.spec.tools.iter().cloned());
+        let client: Vec<ToolRef> = self
+            .client_tools()
+            .into_iter()
+            .map(|t| {
+                let schema = t.parameters.unwrap_or_else(|| json!({"type": "object"}));
+                Rc::new(DynamicTool::without_execute(&t.name, t.description.as_deref().unwrap_or(""), schema)) as ToolRef
+            })
+            .collect();
+        tools.add_layer(Layer::Client, client);
+        tools
+    }
+
+    /// Runs one turn: waits for its slot, streams it, persists the answer.
+    pub(super) async fn run_turn(self: &Rc<Self>, turn: TurnRequest) {
+        self.rt.borrow_mut().queued += 1;
+        let _slot = self.turn_lock.lock().await;
+        self.rt.borrow_mut().queued -= 1;
+        let request_id = turn.request_id.clone();
+        let model = match &self.model {
+            Ok(m) => m.clone(),
+            Err(msg) => {
+                self.broadcast(&frames::chat_error_frame(&request_id, msg, turn.continuation), None);
+                self.broadcast(&frames::chat_done_frame(&request_id, turn.continuation), None);
+                return;
+            }
+        };
+
+        let tools = self.turn_tools();
+        let message_id = random_uuid(self.deps.clock.as_ref());
+        let stream = Rc::new(TurnStream { agent: self.clone(), request_id: request_id.clone(), continuation: turn.continuation });
+        let abort = AbortSignal::new();
+        self.begin_stream(&request_id, &message_id, &turn, abort.clone());
+        stream.emit(chunk::start(Some(&message_id), None));
+        self.run_approved_tools(&tools, &*stream, &abort).await;
+
+        let messages = self.messages();
+        let mut ctx = TurnContext {
+            system: self.spec.system_prompt.clone(),
+            messages: to_model_messages(&messages, &tools),
+            tools,
+            continuation: turn.continuation,
+            body: turn.body,
+        };
+        let mut max_steps = self.spec.max_steps;
+        let mut tool_choice = None;
+        if let Some(hook) = &self.spec.before_turn {
+            let cfg = hook(&ctx);
+            ctx.tools.add_layer(Layer::Turn, cfg.tools);
+            if let Some(active) = cfg.active_tools {
+                ctx.tools.retain_names(&active);
+            }
+            if let Some(system) = cfg.system {
+                ctx.system = system;
+            }
+            max_steps = cfg.max_steps.unwrap_or(max_steps);
+            tool_choice = cfg.tool_choice;
+        }
+        let clock = self.deps.clock.clone();
+        let plan = TurnPlan {
+            system: ctx.system,
+            messages: ctx.messages,
+            tools: ctx.tools,
+            max_steps,
+            tool_choice,
+            new_id: Box::new(move || format!("approval_{}", random_id(clock.as_ref(), 16))),
+        };
+        let approval = |name: &str, input: &Value| self.spec.approval.needs_approval(name, input);
+        let outcome = engine::run(model.as_ref(), plan, &approval, &*stream, &abort).await;
+        let status = match &outcome {
+            TurnOutcome::Finished(reason) => {
+                stream.emit(chunk::finish(Some(finish_reason(*reason))));
+                StreamStatus::Completed
+            }
+            TurnOutcome::AwaitingHuman => {
+                stream.emit(chunk::finish(Some("tool-calls")));
+                StreamStatus::Completed
+            }
+            TurnOutcome::Aborted => {
+                stream.emit(chunk::abort(None));
+                StreamStatus::Completed
+            }
+            TurnOutcome::Failed(msg) => {
+                self.broadcast_live(&frames::chat_error_frame(&request_id, msg, turn.continuation));
+                StreamStatus::Error
+            }
+        };
+        self.end_stream(status).await;
+    }
+
+    /// Registers the new stream, tells parked connections to resume it, and opens its buffer.
+    fn begin_stream(&self, request_id: &str, message_id: &str, turn: &TurnRequest, abort: AbortSignal) {
+        if let Err(e) = self.streams().and_then(|b| b.start(request_id, message_id, turn.continuation, self.now())) {
+            self.warn("opening the stream buffer failed", e);
+        }
+        let parked = {
+            let mut rt = self.rt.borrow_mut();
+            rt.active = Some(ActiveStream {
+                request_id: request_id.to_owned(),
+                continuation: turn.continuation,
+                owner: turn.owner.clone(),
+                abort,
+                acc: Rc::new(RefCell::new(StreamAccumulator::new(message_id, turn.continuation))),
+                chunks: Vec::new(),
+                pending: PendingChunks::default(),
+            });
+            let parked = std::mem::take(&mut rt.parked);
+            for (conn, _) in &parked {
+                rt.awaiting_ack.insert(conn.clone());
+            }
+            parked
+        };
+        for (conn, _) in parked {
+            self.send(&conn, &frames::stream_resuming_frame(request_id, None));
+        }
+    }
+
+    /// Closes the stream: flushes its buffer, sends `done`, persists the answer, broadcasts
+    /// the transcript, and fires a continuation that was deferred while it ran.
+    async fn end_stream(self: &Rc<Self>, status: StreamStatus) {
+        let Some(mut active) = self.rt.borrow_mut().active.take() else { return };
+        if let Ok(buffer) = self.streams() {
+            if let Err(e) = buffer.flush(&active.request_id, &mut active.pending).and_then(|_| buffer.finish(&active.request_id, status, self.now())) {
+                self.warn("closing the stream buffer failed", e);
+            }
+        }
+        self.broadcast_live(&frames::chat_done_frame(&active.request_id, active.continuation));
+        let message = active.acc.borrow().message();
+        if message.parts.iter().any(|p| part_type(p) != Some("step-start")) {
+            self.save_message(&message);
+        }
+        self.broadcast(&self.transcript_frame(), None);
+        self.after_stream().await;
+    }
+
+    /// Sends a frame to every connection that follows the live stream.
+    pub(super) fn broadcast_live(&self, frame: &Value) {
+        let text = frame.to_string();
+        let skip = self.rt.borrow().awaiting_ack.clone();
+        for id in self.deps.sockets.ids() {
+            if !skip.contains(&id) {
+                self.deps.sockets.send(&id, &text);
+            }
+        }
+    }
+
+    /// Runs the calls a human approved in the last assistant message before the model is
+    /// called again; their results patch that earlier message.
+    async fn run_approved_tools(&self, tools: &ToolSet, sink: &dyn ChunkSink, abort: &AbortSignal) {
+        let messages = self.messages();
+        let Some(leaf) = leaf_assistant(&messages) else { return };
+        let approved: Vec<(String, String, Value)> = leaf
+            .parts
+            .iter()
+            .filter(|p| state_of(p) == Some("approval-responded"))
+            .filter(|p| p.pointer("/approval/approved").and_then(Value::as_bool) == Some(true))
+            .filter_map(|p| Some((tool_call_id_of(p)?.to_owned(), tool_name_of(p)?.to_owned(), p.get("input").cloned().unwrap_or(json!({})))))
+            .collect();
+        for (id, name, input) in approved {
+            let Some(tool) = tools.get(&name).cloned() else {
+                sink.emit(chunk::tool_output_error(&id, &format!("Tool {name} is no longer available.")));
+                continue;
+            };
+            let ctx = ToolContext { tool_call_id: id.clone(), tool_name: name.clone() };
+            match abort.run(tool.execute(input, &ctx)).await {
+                Some(Ok(output)) => sink.emit(chunk::tool_output_available(&id, output)),
+                Some(Err(e)) => sink.emit(chunk::tool_output_error(&id, &e.0)),
+                None => sink.emit(chunk::tool_output_error(&id, "The tool call was aborted.")),
+            }
+        }
+    }
+
+    /// Applies a tool update to an earlier persisted message (first write wins) and tells the tabs.
+    pub(super) fn apply_to_stored(&self, update: &ToolPartUpdate) -> bool {
+        let mut messages = self.messages();
+        match apply_to_messages(&mut messages, update) {
+            Some(i) => {
+                self.save_message(&messages[i]);
+                self.broadcast(&frames::message_updated_frame(&messages[i]), None);
+                true
+            }
+            None => false,
+        }
+    }
+}
+
+fn finish_reason(reason: crate::model::FinishReason) -> &'static str {
+    use crate::model::FinishReason::*;
+    match reason {
+        Stop => "stop",
+        Length => "length",
+        ContentFilter => "content-filter",
+        ToolCalls => "tool-calls",
+        Error => "error",
+        Other => "other",
+    }
+}
+
+/// Streams one turn's chunks to every following tab while accumulating the answer and
+/// buffering the chunks for resumes.
+struct TurnStream {
+    agent: Rc<Agent>,
+    request_id: String,
+    continuation: bool,
+}
+
+impl ChunkSink for TurnStream {
+    fn emit(&self, chunk: Value) {
+        let body = chunk.to_string();
+        let action = {
+            let mut rt = self.agent.rt.borrow_mut();
+            let Some(active) = rt.active.as_mut() else { return };
+            let action = active.acc.borrow_mut().apply(&chunk);
+            active.chunks.push(body.clone());
+            if active.pending.push(body.clone()) || is_milestone(&chunk) {
+                let mut pending = std::mem::take(&mut active.pending);
+                drop(rt);
+                if let Err(e) = self.agent.streams().and_then(|b| b.flush(&self.request_id, &mut pending)) {
+                    self.agent.warn("buffering stream chunks failed", e);
+                }
+                if let Some(active) = self.agent.rt.borrow_mut().active.as_mut() {
+                    active.pending = pending;
+                }
+            }
+            action
+        };
+        if let ChunkAction::CrossMessageToolUpdate { tool_call_id, update } = action {
+            self.agent.apply_to_stored(&ToolPartUpdate::cross_message(tool_call_id, update));
+        }
+        self.agent.broadcast_live(&frames::chat_chunk_frame(&self.request_id, &body, self.continuation));
+    }
+}
+
+/// Chunks after which the buffer is flushed at once, so a crash loses no tool activity.
+fn is_milestone(chunk: &Value) -> bool {
+    matches!(
+        chunk.get("type").and_then(Value::as_str),
+        Some("tool-input-available" | "tool-output-available" | "tool-output-error" | "tool-approval-request" | "tool-input-error" | "finish-step" | "finish")
+    )
+}

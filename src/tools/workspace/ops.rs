@@ -1,0 +1,141 @@
+//! The storage operations each tool needs (Think's `ReadOperations`, `WriteOperations`, …),
+//! so the tools can run over a store other than [`Workspace`]: a remote filesystem, a
+//! sandbox, a read-only view.
+
+use crate::workspace::{FileInfo, FsError, Workspace};
+use async_trait::async_trait;
+
+/// What `read` needs.
+#[async_trait(?Send)]
+pub trait ReadOps {
+    /// File text, `None` when absent.
+    async fn read_file(&self, path: &str) -> Result<Option<String>, FsError>;
+    /// File bytes, `None` when absent (used to sniff media types).
+    async fn read_file_bytes(&self, path: &str) -> Result<Option<Vec<u8>>, FsError>;
+    /// Metadata following symlinks, `None` when absent.
+    async fn stat(&self, path: &str) -> Result<Option<FileInfo>, FsError>;
+}
+
+/// What `write` needs.
+#[async_trait(?Send)]
+pub trait WriteOps {
+    async fn write_file(&self, path: &str, content: &str) -> Result<(), FsError>;
+    async fn mkdir(&self, path: &str, recursive: bool) -> Result<(), FsError>;
+    /// True when `write_file` creates missing parent directories itself, so the tool can
+    /// skip its `mkdir` call (one storage round trip fewer).
+    fn creates_parents(&self) -> bool {
+        false
+    }
+}
+
+/// What `edit` needs.
+#[async_trait(?Send)]
+pub trait EditOps {
+    async fn read_file(&self, path: &str) -> Result<Option<String>, FsError>;
+    async fn write_file(&self, path: &str, content: &str) -> Result<(), FsError>;
+}
+
+/// What `list` needs.
+#[async_trait(?Send)]
+pub trait ListOps {
+    /// One page of a directory: directories, then files, then symlinks, each by name.
+    async fn read_dir(&self, dir: &str, limit: usize, offset: usize) -> Result<Vec<FileInfo>, FsError>;
+}
+
+/// What `find` needs.
+#[async_trait(?Send)]
+pub trait FindOps {
+    async fn glob(&self, pattern: &str) -> Result<Vec<FileInfo>, FsError>;
+}
+
+/// What `grep` needs.
+#[async_trait(?Send)]
+pub trait GrepOps {
+    async fn glob(&self, pattern: &str) -> Result<Vec<FileInfo>, FsError>;
+    async fn read_file(&self, path: &str) -> Result<Option<String>, FsError>;
+    /// Reads several files, in order. Stores that can fetch many files in one request
+    /// override this; the default reads them one by one.
+    async fn read_files(&self, paths: &[String]) -> Result<Vec<Option<String>>, FsError> {
+        let mut out = Vec::with_capacity(paths.len());
+        for p in paths {
+            out.push(self.read_file(p).await?);
+        }
+        Ok(out)
+    }
+}
+
+/// What `delete` needs.
+#[async_trait(?Send)]
+pub trait DeleteOps {
+    async fn rm(&self, path: &str, recursive: bool, force: bool) -> Result<(), FsError>;
+}
+
+#[async_trait(?Send)]
+impl ReadOps for Workspace {
+    async fn read_file(&self, path: &str) -> Result<Option<String>, FsError> {
+        Workspace::read_file(self, path).await
+    }
+    async fn read_file_bytes(&self, path: &str) -> Result<Option<Vec<u8>>, FsError> {
+        Workspace::read_file_bytes(self, path).await
+    }
+    async fn stat(&self, path: &str) -> Result<Option<FileInfo>, FsError> {
+        Workspace::stat(self, path)
+    }
+}
+
+#[async_trait(?Send)]
+impl WriteOps for Workspace {
+    async fn write_file(&self, path: &str, content: &str) -> Result<(), FsError> {
+        Workspace::write_file(self, path, content, "text/plain").await
+    }
+    async fn mkdir(&self, path: &str, recursive: bool) -> Result<(), FsError> {
+        Workspace::mkdir(self, path, recursive)
+    }
+    fn creates_parents(&self) -> bool {
+        true
+    }
+}
+
+#[async_trait(?Send)]
+impl EditOps for Workspace {
+    async fn read_file(&self, path: &str) -> Result<Option<String>, FsError> {
+        Workspace::read_file(self, path).await
+    }
+    async fn write_file(&self, path: &str, content: &str) -> Result<(), FsError> {
+        Workspace::write_file(self, path, content, "text/plain").await
+    }
+}
+
+#[async_trait(?Send)]
+impl ListOps for Workspace {
+    async fn read_dir(&self, dir: &str, limit: usize, offset: usize) -> Result<Vec<FileInfo>, FsError> {
+        Workspace::read_dir(self, dir, limit, offset)
+    }
+}
+
+#[async_trait(?Send)]
+impl FindOps for Workspace {
+    async fn glob(&self, pattern: &str) -> Result<Vec<FileInfo>, FsError> {
+        Workspace::glob(self, pattern)
+    }
+}
+
+#[async_trait(?Send)]
+impl GrepOps for Workspace {
+    async fn glob(&self, pattern: &str) -> Result<Vec<FileInfo>, FsError> {
+        Workspace::glob(self, pattern)
+    }
+    async fn read_file(&self, path: &str) -> Result<Option<String>, FsError> {
+        Workspace::read_file(self, path).await
+    }
+    async fn read_files(&self, paths: &[String]) -> Result<Vec<Option<String>>, FsError> {
+        Workspace::read_files(self, paths).await
+    }
+}
+
+#[async_trait(?Send)]
+impl DeleteOps for Workspace {
+    async fn rm(&self, path: &str, recursive: bool, force: bool) -> Result<(), FsError> {
+        Workspace::rm(self, path, recursive, force).await
+    }
+}

@@ -1,0 +1,408 @@
+//! The workspace tools against a real `Workspace` (SQLite) and against custom stores.
+
+use super::ops::*;
+use super::*;
+use crate::tools::{ModelOutput, ToolContext};
+use crate::workspace::tests::{block_on, clock};
+use crate::workspace::{EntryType, FileInfo, Workspace};
+use crate::store::sqlite::SqliteSql;
+use async_trait::async_trait;
+use serde_json::{json, Value};
+use std::cell::RefCell;
+use std::collections::BTreeMap;
+
+fn ws() -> Rc<Workspace> {
+    Rc::new(Workspace::new(Rc::new(SqliteSql::new()), clock()))
+}
+
+fn run(tool: &ToolRef, input: Value) -> Result<Value, crate::tools::ToolError> {
+    block_on(tool.execute(input, &ToolContext::default()))
+}
+
+fn ok(tool: &ToolRef, input: Value) -> Value {
+    run(tool, input).expect("tool succeeds")
+}
+
+fn put(ws: &Workspace, path: &str, content: &str) {
+    block_on(ws.write_file(path, content, "text/plain")).unwrap();
+}
+
+/// Think 0.16's input schemas, as its AI SDK tools serialize them (without `$schema`).
+const THINK_SCHEMAS: &[(&str, &str)] = &[
+    ("read", r#"{"type":"object","properties":{"path":{"type":"string","description":"Absolute path to the file"},"offset":{"description":"1-indexed line number to start reading from","type":"integer","minimum":1,"maximum":9007199254740991},"limit":{"description":"Number of lines to read","type":"integer","minimum":1,"maximum":9007199254740991}},"required":["path"],"additionalProperties":false}"#),
+    ("write", r#"{"type":"object","properties":{"path":{"type":"string","description":"Absolute path to the file"},"content":{"type":"string","description":"Content to write to the file"}},"required":["path","content"],"additionalProperties":false}"#),
+    ("edit", r#"{"type":"object","properties":{"path":{"type":"string","description":"Absolute path to the file"},"old_string":{"type":"string","description":"Exact text to find and replace. Empty string to create a new file."},"new_string":{"type":"string","description":"Replacement text"}},"required":["path","old_string","new_string"],"additionalProperties":false}"#),
+    ("list", r#"{"type":"object","properties":{"path":{"default":"/","description":"Absolute path to the directory to list","type":"string"},"limit":{"description":"Maximum number of entries to return (default: 200)","type":"integer","minimum":1,"maximum":1000},"offset":{"description":"Number of entries to skip (for pagination)","type":"integer","minimum":0,"maximum":9007199254740991}},"additionalProperties":false}"#),
+    ("find", r#"{"type":"object","properties":{"pattern":{"type":"string","description":"Glob pattern to match (e.g. \"**/*.ts\", \"src/**/*.test.ts\", \"*.md\")"}},"required":["pattern"],"additionalProperties":false}"#),
+    ("grep", r#"{"type":"object","properties":{"query":{"type":"string","description":"Search pattern (regex or fixed string)"},"include":{"description":"Glob pattern to filter files (e.g. \"**/*.ts\"). Defaults to \"**/*\"","type":"string"},"fixedString":{"description":"If true, treat query as a literal string instead of regex","type":"boolean"},"caseSensitive":{"description":"If true, search is case-sensitive (default: false)","type":"boolean"},"contextLines":{"description":"Number of context lines around each match (default: 0)","type":"integer","minimum":0,"maximum":10}},"required":["query"],"additionalProperties":false}"#),
+    ("delete", r#"{"type":"object","properties":{"path":{"type":"string","description":"Absolute path to the file or directory"},"recursive":{"description":"If true, remove directories and their contents recursively","type":"boolean"}},"required":["path"],"additionalProperties":false}"#),
+];
+
+#[test]
+fn definitions_match_think_byte_for_byte() {
+    let tools = workspace_tools(ws(), WorkspaceToolsOptions::default());
+    let names: Vec<&str> = tools.iter().map(|t| t.definition().name.as_str()).collect();
+    assert_eq!(names, ["read", "write", "edit", "list", "find", "grep", "delete"]);
+    for (tool, (name, schema)) in tools.iter().zip(THINK_SCHEMAS) {
+        assert_eq!(&tool.definition().name, name);
+        assert_eq!(serde_json::to_string(&tool.definition().input_schema).unwrap(), *schema, "{name}");
+        crate::tools::schema::InputValidator::new(&tool.definition().input_schema).unwrap();
+    }
+    assert!(tools[0].definition().description.starts_with("Read a workspace file. Text files return line-numbered content."));
+    assert_eq!(
+        tools[6].definition().description,
+        "Delete a file or directory. Set recursive to true to remove non-empty directories."
+    );
+}
+
+#[test]
+fn read_numbers_lines_and_pages() {
+    let ws = ws();
+    let read = read_tool(ws.clone());
+    put(&ws, "/a.txt", "one\ntwo\nthree\n");
+    let out = ok(&read, json!({"path": "/a.txt"}));
+    assert_eq!(out, json!({"path": "/a.txt", "content": "1\tone\n2\ttwo\n3\tthree\n4\t", "totalLines": 4}));
+    assert_eq!(read.model_output(&out), ModelOutput::Text("1\tone\n2\ttwo\n3\tthree\n4\t".into()));
+    let out = ok(&read, json!({"path": "/a.txt", "offset": 2, "limit": 1}));
+    assert_eq!(serde_json::to_string(&out).unwrap(), r#"{"path":"/a.txt","content":"2\ttwo","totalLines":4,"fromLine":2,"toLine":2}"#);
+    let out = ok(&read, json!({"path": "/a.txt", "offset": 3, "limit": 10}));
+    assert_eq!((out["fromLine"].clone(), out["toLine"].clone()), (json!(3), json!(4)));
+    let out = ok(&read, json!({"path": "/a.txt", "offset": 9}));
+    assert_eq!(out["content"], "");
+
+    let long = "x".repeat(2500);
+    let many: Vec<String> = (0..2100).map(|i| if i == 0 { long.clone() } else { format!("l{i}") }).collect();
+    put(&ws, "/big.txt", &many.join("\n"));
+    let out = ok(&read, json!({"path": "/big.txt"}));
+    let content = out["content"].as_str().unwrap();
+    assert!(content.starts_with(&format!("1\t{}... (truncated)\n2\tl1", "x".repeat(2000))));
+    assert!(content.ends_with("2000\tl1999\n... (100 more lines truncated)"));
+    assert_eq!(out["totalLines"], 2100);
+}
+
+#[test]
+fn read_errors_echo_the_path_as_given() {
+    let ws = ws();
+    let read = read_tool(ws.clone());
+    let out = ok(&read, json!({"path": "../../etc/passwd"}));
+    assert_eq!(out, json!({"error": "File not found: ../../etc/passwd"}));
+    assert_eq!(read.model_output(&out), ModelOutput::ErrorText("File not found: ../../etc/passwd".into()));
+    put(&ws, "/d/f.txt", "x");
+    assert_eq!(ok(&read, json!({"path": "/d"})), json!({"error": "/d is a directory, not a file"}));
+    let write = write_tool(ws.clone());
+    assert_eq!(
+        ok(&write, json!({"path": "../../etc/passwd", "content": "root"})),
+        json!({"path": "../../etc/passwd", "bytesWritten": 4, "lines": 1})
+    );
+    assert_eq!(ok(&read, json!({"path": "/etc/passwd"}))["content"], "1\troot");
+}
+
+#[test]
+fn read_detects_images_pdfs_and_binary() {
+    let ws = ws();
+    let read = read_tool(ws.clone());
+    let png = [0x89, b'P', b'N', b'G', 0x0D, 0x0A, 0x1A, 0x0A, 0, 0, 0, 13];
+    block_on(ws.write_file_bytes("/img/logo.bin", &png, "application/octet-stream")).unwrap();
+    let out = ok(&read, json!({"path": "/img/logo.bin"}));
+    assert_eq!(
+        serde_json::to_string(&out).unwrap(),
+        r#"{"kind":"image","path":"/img/logo.bin","name":"logo.bin","mediaType":"image/png","sizeBytes":12}"#
+    );
+    assert_eq!(read.model_output(&out), ModelOutput::Json(out.clone()));
+    block_on(ws.write_file_bytes("/doc.pdf", b"%PDF-1.4\n...", "application/pdf; charset=binary")).unwrap();
+    assert_eq!(ok(&read, json!({"path": "/doc.pdf"}))["kind"], "file");
+    block_on(ws.write_file_bytes("/blob", &[1, 2, 0, 3], "application/octet-stream")).unwrap();
+    assert_eq!(
+        ok(&read, json!({"path": "/blob"})),
+        json!({"kind": "binary", "path": "/blob", "name": "blob", "mediaType": "application/octet-stream", "sizeBytes": 4, "unsupported": true})
+    );
+    block_on(ws.write_file_bytes("/notes", b"plain words", "application/octet-stream")).unwrap();
+    assert_eq!(ok(&read, json!({"path": "/notes"}))["content"], "1\tplain words");
+    block_on(ws.write_file_bytes("/data.json", b"{}", "application/json")).unwrap();
+    assert_eq!(ok(&read, json!({"path": "/data.json"}))["content"], "1\t{}");
+}
+
+/// A store that records calls, to check what the tools ask of a custom backend.
+#[derive(Default)]
+struct MapStore {
+    files: RefCell<BTreeMap<String, String>>,
+    calls: RefCell<Vec<String>>,
+}
+
+fn info(path: &str, size: usize) -> FileInfo {
+    FileInfo {
+        path: path.into(),
+        name: path.rsplit('/').next().unwrap_or("").into(),
+        kind: EntryType::File,
+        mime_type: "text/plain".into(),
+        size: size as u64,
+        created_at: 0,
+        updated_at: 0,
+        target: None,
+    }
+}
+
+#[async_trait(?Send)]
+impl WriteOps for MapStore {
+    async fn write_file(&self, path: &str, content: &str) -> Result<(), crate::workspace::FsError> {
+        self.calls.borrow_mut().push(format!("write {path}"));
+        self.files.borrow_mut().insert(path.into(), content.into());
+        Ok(())
+    }
+    async fn mkdir(&self, path: &str, recursive: bool) -> Result<(), crate::workspace::FsError> {
+        self.calls.borrow_mut().push(format!("mkdir {path} {recursive}"));
+        Ok(())
+    }
+}
+
+#[async_trait(?Send)]
+impl GrepOps for MapStore {
+    async fn glob(&self, _pattern: &str) -> Result<Vec<FileInfo>, crate::workspace::FsError> {
+        Ok(self.files.borrow().iter().map(|(p, c)| info(p, c.len())).collect())
+    }
+    async fn read_file(&self, path: &str) -> Result<Option<String>, crate::workspace::FsError> {
+        self.calls.borrow_mut().push(format!("read {path}"));
+        Ok(self.files.borrow().get(path).cloned())
+    }
+}
+
+#[test]
+fn tools_run_over_a_custom_store() {
+    let store = Rc::new(MapStore::default());
+    let write = write_tool(store.clone());
+    ok(&write, json!({"path": "/a/b/c.txt", "content": "hello\nworld"}));
+    ok(&write, json!({"path": "/top.txt", "content": "hi"}));
+    assert_eq!(*store.calls.borrow(), ["mkdir /a/b true", "write /a/b/c.txt", "write /top.txt"]);
+    store.calls.borrow_mut().clear();
+    let grep = grep_tool(store.clone());
+    let out = ok(&grep, json!({"query": "WORLD"}));
+    assert_eq!(out["matches"], json!(["/a/b/c.txt:2: world"]));
+    assert_eq!(*store.calls.borrow(), ["read /a/b/c.txt", "read /top.txt"], "default read_files reads one by one");
+}
+
+#[test]
+fn list_formats_entries() {
+    let ws = ws();
+    let list = list_tool(ws.clone());
+    put(&ws, "/d/small.txt", "abc");
+    put(&ws, "/d/kb.txt", &"x".repeat(1280));
+    block_on(ws.write_file_bytes("/d/mb.bin", &vec![1u8; 3 * 1024 * 1024 / 2], "application/octet-stream")).unwrap();
+    ws.mkdir("/d/sub", false).unwrap();
+    ws.symlink("/d/small.txt", "/d/link").unwrap();
+    let out = ok(&list, json!({"path": "/d"}));
+    assert_eq!(
+        serde_json::to_string(&out).unwrap(),
+        r#"{"path":"/d","count":5,"entries":["sub/","kb.txt (1.3 KB)","mb.bin (1.5 MB)","small.txt (3 B)","link"]}"#
+    );
+    assert_eq!(ok(&list, json!({"path": "/d", "limit": 2, "offset": 1}))["entries"], json!(["kb.txt (1.3 KB)", "mb.bin (1.5 MB)"]));
+    assert_eq!(ok(&list, json!({})), json!({"path": "/", "count": 1, "entries": ["d/"]}));
+    assert_eq!(ok(&list, json!({"path": "/missing"})), json!({"path": "/missing", "count": 0, "entries": []}));
+}
+
+#[test]
+fn find_lists_paths_and_truncates() {
+    let ws = ws();
+    let find = find_tool(ws.clone());
+    for i in 0..205 {
+        put(&ws, &format!("/notes/n{i:03}.md"), "x");
+    }
+    put(&ws, "/src/a.ts", "x");
+    let out = ok(&find, json!({"pattern": "**/*.ts"}));
+    assert_eq!(out, json!({"pattern": "**/*.ts", "count": 1, "files": ["/src/a.ts"]}));
+    let out = ok(&find, json!({"pattern": "**/*.md"}));
+    assert_eq!(out["count"], 205);
+    assert_eq!(out["files"].as_array().unwrap().len(), 200);
+    assert_eq!((out["truncated"].clone(), out["showing"].clone()), (json!(true), json!(200)));
+    let keys: Vec<&String> = out.as_object().unwrap().keys().collect();
+    assert_eq!(keys, ["pattern", "count", "files", "truncated", "showing"]);
+    assert_eq!(ok(&find, json!({"pattern": "/*"}))["files"], json!(["/notes/", "/src/"]));
+}
+
+#[test]
+fn grep_output_strings_and_context_objects() {
+    let ws = ws();
+    let grep = grep_tool(ws.clone());
+    put(&ws, "/src/a.ts", "import x\nconst Foo = 1;\nexport default Foo;\n");
+    put(&ws, "/src/b.md", "nothing here\n");
+    put(&ws, "/docs/c.md", "foo bar\n");
+    let out = ok(&grep, json!({"query": "foo"}));
+    assert_eq!(
+        serde_json::to_string(&out).unwrap(),
+        r#"{"query":"foo","filesSearched":3,"filesWithMatches":2,"totalMatches":3,"matches":["/docs/c.md:1: foo bar","/src/a.ts:2: const Foo = 1;","/src/a.ts:3: export default Foo;"]}"#
+    );
+    let out = ok(&grep, json!({"query": "Foo", "caseSensitive": true, "include": "**/*.ts", "contextLines": 1}));
+    assert_eq!(out["filesSearched"], 1);
+    assert_eq!(
+        out["matches"],
+        json!([
+            {"file": "/src/a.ts", "line": 2, "context": "  1\timport x\n> 2\tconst Foo = 1;\n  3\texport default Foo;"},
+            {"file": "/src/a.ts", "line": 3, "context": "  2\tconst Foo = 1;\n> 3\texport default Foo;\n  4\t"}
+        ])
+    );
+    put(&ws, "/re.txt", "a.b\naxb\nprice: $5 (approx)\n");
+    assert_eq!(ok(&grep, json!({"query": "a.b", "fixedString": true, "include": "/re.txt"}))["matches"], json!(["/re.txt:1: a.b"]));
+    assert_eq!(ok(&grep, json!({"query": "$5 (", "fixedString": true}))["totalMatches"], 1);
+    assert_eq!(ok(&grep, json!({"query": "^a.b$", "include": "/re.txt"}))["totalMatches"], 2);
+    assert_eq!(ok(&grep, json!({"query": "(?<=\\$)\\d", "include": "/re.txt"}))["matches"], json!(["/re.txt:3: price: $5 (approx)"]));
+    assert_eq!(ok(&grep, json!({"query": "default Foo;$"}))["totalMatches"], 1);
+}
+
+#[test]
+fn grep_invalid_regex_caps_and_skips() {
+    let ws = ws();
+    let grep = grep_tool(ws.clone());
+    put(&ws, "/a.txt", "x\n");
+    assert_eq!(ok(&grep, json!({"query": "foo("})), json!({"error": "Invalid regex: foo("}));
+    assert_eq!(ok(&grep, json!({"query": "a**"})), json!({"error": "Invalid regex: a**"}));
+    // JS reads a `{` that is not a quantifier as a literal.
+    put(&ws, "/f.js", "function f() {\n}\n");
+    assert_eq!(ok(&grep, json!({"query": "f() {"}))["totalMatches"], 0);
+    assert_eq!(ok(&grep, json!({"query": "f\\(\\) {"}))["totalMatches"], 1);
+
+    let lines: String = (0..150).map(|i| format!("hit {i}\n")).collect();
+    put(&ws, "/many1.txt", &lines);
+    put(&ws, "/many2.txt", &lines);
+    put(&ws, "/many3.txt", &lines);
+    put(&ws, "/huge.txt", &format!("hit\n{}", "y".repeat(1_048_577)));
+    let out = ok(&grep, json!({"query": "hit"}));
+    assert_eq!(out["totalMatches"], 200);
+    assert_eq!(out["filesWithMatches"], 2);
+    assert_eq!(out["truncated"], true);
+    assert_eq!(out["matches"].as_array().unwrap().len(), 200);
+    assert_eq!((out["filesSkipped"].clone(), out["note"].clone()), (json!(1), json!("1 file(s) skipped (larger than 1 MB)")));
+    let keys: Vec<&String> = out.as_object().unwrap().keys().collect();
+    assert_eq!(keys, ["query", "filesSearched", "filesWithMatches", "totalMatches", "matches", "truncated", "filesSkipped", "note"]);
+}
+
+#[test]
+fn grep_candidates_never_skip_a_matching_line() {
+    let m = grep::Matcher::new("b\\s*$", false, false).unwrap();
+    assert_eq!(m.matching_lines("ab\ncd\nb  \nb", 10), vec![0, 2, 3]);
+    let m = grep::Matcher::new("x[^y]+z", false, true).unwrap();
+    assert_eq!(m.matching_lines("x\nz\nxaz", 10), vec![2], "a match spanning lines is not a line match");
+    let m = grep::Matcher::new("a(?!\\s)", false, true).unwrap();
+    assert_eq!(m.matching_lines("a\nb", 10), vec![0], "look-ahead sees only the line");
+}
+
+#[test]
+fn delete_semantics() {
+    let ws = ws();
+    let delete = delete_tool(ws.clone());
+    put(&ws, "/d/x.txt", "x");
+    let err = run(&delete, json!({"path": "/d"})).unwrap_err();
+    assert_eq!(err.0, "ENOTEMPTY: directory not empty, rm '/d'");
+    let err = run(&delete, json!({"path": "/"})).unwrap_err();
+    assert_eq!(err.0, "EPERM: operation not permitted, rm '/'");
+    assert_eq!(ok(&delete, json!({"path": "/nope"})), json!({"deleted": "/nope"}));
+    assert_eq!(ok(&delete, json!({"path": "/d", "recursive": true})), json!({"deleted": "/d"}));
+    assert!(!ws.exists("/d/x.txt").unwrap());
+}
+
+#[test]
+fn edit_outputs() {
+    let ws = ws();
+    let edit = edit_tool(ws.clone());
+    assert_eq!(
+        serde_json::to_string(&ok(&edit, json!({"path": "/n.txt", "old_string": "", "new_string": "a\nb"}))).unwrap(),
+        r#"{"path":"/n.txt","created":true,"lines":2}"#
+    );
+    assert_eq!(
+        ok(&edit, json!({"path": "/n.txt", "old_string": "", "new_string": "x"})),
+        json!({"error": "File already exists. Provide old_string to edit, or use the write tool to overwrite."})
+    );
+    assert_eq!(
+        serde_json::to_string(&ok(&edit, json!({"path": "/n.txt", "old_string": "b", "new_string": "c"}))).unwrap(),
+        r#"{"path":"/n.txt","replaced":true,"lines":2}"#
+    );
+    put(&ws, "/w.txt", "x  =  1\n");
+    assert_eq!(
+        serde_json::to_string(&ok(&edit, json!({"path": "/w.txt", "old_string": "x = 1", "new_string": "x = 2"}))).unwrap(),
+        r#"{"path":"/w.txt","replaced":true,"fuzzyMatch":true,"lines":2,"matchLevel":"whitespace"}"#
+    );
+    put(&ws, "/dup.txt", "a\na\n");
+    assert_eq!(
+        ok(&edit, json!({"path": "/dup.txt", "old_string": "a", "new_string": "b"})),
+        json!({"error": "old_string appears 2 times in the file. Include more surrounding context to make the match unique."})
+    );
+    assert_eq!(
+        ok(&edit, json!({"path": "/none.txt", "old_string": "a", "new_string": "b"})),
+        json!({"error": "File not found: /none.txt"})
+    );
+    let miss = ok(&edit, json!({"path": "/dup.txt", "old_string": "zzz", "new_string": "b"}));
+    assert_eq!(
+        miss,
+        json!({"error": "old_string not found in file. Make sure it matches exactly, including whitespace and indentation. Read the file first to verify."})
+    );
+}
+
+#[derive(serde::Deserialize)]
+struct Corpus {
+    cases: Vec<Case>,
+}
+
+#[derive(serde::Deserialize)]
+struct Case {
+    id: String,
+    category: String,
+    path: String,
+    file: Option<String>,
+    old_string: String,
+    new_string: String,
+    expected: Option<String>,
+    expected_error: Option<String>,
+}
+
+/// The error kind an edit error message names (shared with bench/edit-corpus/run.mjs).
+fn error_kind(msg: &str) -> &'static str {
+    if msg.contains("times in the file") || msg.contains("multiple locations") {
+        "ambiguous"
+    } else if msg.starts_with("old_string not found") {
+        "not_found"
+    } else if msg.starts_with("File already exists") {
+        "exists"
+    } else if msg.starts_with("File not found") {
+        "file_not_found"
+    } else {
+        "other"
+    }
+}
+
+#[test]
+fn edit_corpus() {
+    let corpus: Corpus = serde_json::from_str(include_str!("../../../tests/edit-corpus/cases.json")).unwrap();
+    assert!(corpus.cases.len() >= 60);
+    let mut by_category: BTreeMap<String, (usize, usize)> = BTreeMap::new();
+    let mut failures = Vec::new();
+    for case in &corpus.cases {
+        let ws = ws();
+        if let Some(f) = &case.file {
+            put(&ws, &case.path, f);
+        }
+        let out = run(
+            &edit_tool(ws.clone()),
+            json!({"path": case.path, "old_string": case.old_string, "new_string": case.new_string}),
+        );
+        let now = block_on(ws.read_file(&case.path)).unwrap();
+        let passed = match (&out, &case.expected, &case.expected_error) {
+            (Ok(v), Some(expected), _) if v.get("error").is_none() => now.as_deref() == Some(expected.as_str()),
+            (Ok(v), None, Some(kind)) => match v.get("error").and_then(Value::as_str) {
+                Some(msg) => error_kind(msg) == kind && now == case.file,
+                None => false,
+            },
+            _ => false,
+        };
+        let entry = by_category.entry(case.category.clone()).or_default();
+        entry.1 += 1;
+        if passed {
+            entry.0 += 1;
+        } else {
+            failures.push(format!("{}: {:?} -> {:?}", case.id, out, now));
+        }
+    }
+    let passed: usize = by_category.values().map(|v| v.0).sum();
+    println!("edit corpus: {passed}/{} passed ({:.1}%)", corpus.cases.len(), 100.0 * passed as f64 / corpus.cases.len() as f64);
+    for (cat, (p, n)) in &by_category {
+        println!("  {cat:20} {p}/{n}");
+    }
+    assert!(failures.is_empty(), "failing cases:\n{}", failures.join("\n"));
+}

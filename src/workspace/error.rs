@@ -1,0 +1,100 @@
+//! POSIX-style filesystem errors, so callers (tools, bash, Code Mode) can branch on the code
+//! and the model reads the familiar `ENOENT: no such file or directory, open '/x'` text.
+
+use crate::store::StoreError;
+
+/// The POSIX error codes the workspace reports.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Errno {
+    NoEnt,
+    Exist,
+    NotDir,
+    IsDir,
+    NotEmpty,
+    Perm,
+    Loop,
+    NameTooLong,
+    FBig,
+    Inval,
+}
+
+impl Errno {
+    /// The symbolic code, e.g. `ENOENT`.
+    pub fn code(self) -> &'static str {
+        match self {
+            Errno::NoEnt => "ENOENT",
+            Errno::Exist => "EEXIST",
+            Errno::NotDir => "ENOTDIR",
+            Errno::IsDir => "EISDIR",
+            Errno::NotEmpty => "ENOTEMPTY",
+            Errno::Perm => "EPERM",
+            Errno::Loop => "ELOOP",
+            Errno::NameTooLong => "ENAMETOOLONG",
+            Errno::FBig => "EFBIG",
+            Errno::Inval => "EINVAL",
+        }
+    }
+
+    /// The libuv description Node prints after the code.
+    pub fn description(self) -> &'static str {
+        match self {
+            Errno::NoEnt => "no such file or directory",
+            Errno::Exist => "file already exists",
+            Errno::NotDir => "not a directory",
+            Errno::IsDir => "illegal operation on a directory",
+            Errno::NotEmpty => "directory not empty",
+            Errno::Perm => "operation not permitted",
+            Errno::Loop => "too many symbolic links encountered",
+            Errno::NameTooLong => "name too long",
+            Errno::FBig => "file too large",
+            Errno::Inval => "invalid argument",
+        }
+    }
+}
+
+/// A failed workspace operation.
+#[derive(Debug, Clone, PartialEq)]
+pub enum FsError {
+    /// A POSIX error on `path` (as the caller wrote it) during `syscall` (`open`, `rm`, …).
+    Posix { errno: Errno, syscall: &'static str, path: String },
+    /// The backing SQL database or blob store failed.
+    Storage(String),
+}
+
+impl FsError {
+    pub fn new(errno: Errno, syscall: &'static str, path: impl Into<String>) -> Self {
+        FsError::Posix { errno, syscall, path: path.into() }
+    }
+
+    /// The POSIX code, or `None` for a storage failure.
+    pub fn errno(&self) -> Option<Errno> {
+        match self {
+            FsError::Posix { errno, .. } => Some(*errno),
+            FsError::Storage(_) => None,
+        }
+    }
+
+    /// True when this is `ENOENT`, the error callers most often treat as "absent".
+    pub fn is_not_found(&self) -> bool {
+        self.errno() == Some(Errno::NoEnt)
+    }
+}
+
+impl std::fmt::Display for FsError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            FsError::Posix { errno, syscall, path } => {
+                write!(f, "{}: {}, {} '{}'", errno.code(), errno.description(), syscall, path)
+            }
+            FsError::Storage(msg) => write!(f, "EIO: storage error, {msg}"),
+        }
+    }
+}
+
+impl std::error::Error for FsError {}
+
+impl From<StoreError> for FsError {
+    fn from(e: StoreError) -> Self {
+        FsError::Storage(e.0)
+    }
+}

@@ -1,0 +1,481 @@
+//! Reading and writing file content, including the spill to the blob store and chunking.
+
+use super::*;
+
+/// A write's destination after symlinks are followed.
+pub(crate) struct Resolved {
+    /// The normalized path the operation lands on.
+    pub path: String,
+    /// The entry there, if any.
+    pub node: Option<Node>,
+    /// Whether every ancestor of `path` exists (as a directory).
+    pub parent_exists: bool,
+}
+
+/// Where new content should go.
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Placement {
+    Inline,
+    Blob,
+    Chunked,
+}
+
+impl Workspace {
+    /// Follows symlinks anywhere in `start` (and in the last segment when `follow_last`),
+    /// reporting `ENOTDIR` when a file sits where a directory should and `ELOOP` after
+    /// [`MAX_SYMLINK_DEPTH`] hops. Two statements per hop; used off the fast paths only.
+    pub(crate) fn resolve(
+        &self,
+        start: &str,
+        follow_last: bool,
+        syscall: &'static str,
+        shown: &str,
+    ) -> Result<Resolved, FsError> {
+        let mut p = start.to_owned();
+        let mut hops = 0usize;
+        let hop = |hops: &mut usize| {
+            *hops += 1;
+            if *hops > MAX_SYMLINK_DEPTH {
+                Err(FsError::new(Errno::Loop, syscall, shown))
+            } else {
+                Ok(())
+            }
+        };
+        'outer: loop {
+            let mut wanted: Vec<String> =
+                path::ancestors(&p).into_iter().map(str::to_owned).collect();
+            let ancestor_count = wanted.len();
+            wanted.push(p.clone());
+            let mut nodes = std::collections::HashMap::new();
+            for batch in batches(&wanted, 1, 0) {
+                let rows = self.exec(
+                    &format!(
+                        "SELECT {NODE_COLS} FROM {} WHERE path IN ({})",
+                        self.t,
+                        placeholders(batch.len())
+                    ),
+                    &batch.iter().map(|s| text(s)).collect::<Vec<_>>(),
+                )?;
+                for row in &rows {
+                    let n = node_from_row(row);
+                    nodes.insert(n.path.clone(), n);
+                }
+            }
+            let mut parent_exists = true;
+            for a in &wanted[..ancestor_count] {
+                match nodes.get(a) {
+                    None => {
+                        parent_exists = false;
+                        break;
+                    }
+                    Some(n) if n.kind == EntryType::Directory => {}
+                    Some(n) if n.kind == EntryType::Symlink => {
+                        hop(&mut hops)?;
+                        let dest = symlink_destination(a, n.target.as_deref().unwrap_or(""))?;
+                        p = path::rebase(&p, a, &dest);
+                        continue 'outer;
+                    }
+                    Some(_) => return Err(FsError::new(Errno::NotDir, syscall, shown)),
+                }
+            }
+            let node = if parent_exists { nodes.remove(&p) } else { None };
+            if let Some(n) = &node {
+                if follow_last && n.kind == EntryType::Symlink {
+                    hop(&mut hops)?;
+                    p = symlink_destination(&p, n.target.as_deref().unwrap_or(""))?;
+                    continue;
+                }
+            }
+            return Ok(Resolved { path: p, node, parent_exists });
+        }
+    }
+
+    /// Reads a file as text, following symlinks. `None` when nothing is there; invalid
+    /// UTF-8 in a binary file is replaced with U+FFFD.
+    pub async fn read_file(&self, path: &str) -> Result<Option<String>, FsError> {
+        Ok(self.read_content(path).await?.map(Content::into_text))
+    }
+
+    /// Reads a file's bytes, following symlinks. `None` when nothing is there.
+    pub async fn read_file_bytes(&self, path: &str) -> Result<Option<Vec<u8>>, FsError> {
+        Ok(self.read_content(path).await?.map(Content::into_bytes))
+    }
+
+    /// Reads many files as text in as few statements as the SQL limits allow (inline
+    /// content comes back in the same query); results are in the order of `paths`.
+    pub async fn read_files(&self, paths: &[String]) -> Result<Vec<Option<String>>, FsError> {
+        let mut norms = Vec::with_capacity(paths.len());
+        for p in paths {
+            norms.push(path::normalize(p, "open")?);
+        }
+        let mut found: std::collections::HashMap<String, Row> = std::collections::HashMap::new();
+        for batch in batches(&norms, 1, 0) {
+            let rows = self.exec(
+                &format!(
+                    "SELECT {NODE_COLS}, content FROM {} WHERE path IN ({})",
+                    self.t,
+                    placeholders(batch.len())
+                ),
+                &batch.iter().map(|s| text(s)).collect::<Vec<_>>(),
+            )?;
+            for row in rows {
+                found.insert(col_str(&row, 0), row);
+            }
+        }
+        let mut out = Vec::with_capacity(paths.len());
+        for (shown, norm) in paths.iter().zip(&norms) {
+            let inline = found.remove(norm).filter(|row| {
+                let n = node_from_row(row);
+                n.kind == EntryType::File && n.storage == Storage::Inline
+            });
+            out.push(match inline.and_then(|row| row.into_iter().nth(6)) {
+                Some(SqlValue::Text(s)) => Some(s),
+                Some(SqlValue::Blob(b)) => Some(Content::Bytes(b).into_text()),
+                Some(_) => Some(String::new()),
+                // Anything else (spilled, symlinked, missing) takes the general path.
+                None => self.read_file(shown).await?,
+            });
+        }
+        Ok(out)
+    }
+
+    pub(crate) async fn read_content(&self, path: &str) -> Result<Option<Content>, FsError> {
+        let norm = path::normalize(path, "open")?;
+        let rows = self.exec(
+            &format!("SELECT {NODE_COLS}, content FROM {} WHERE path = ?", self.t),
+            &[text(&norm)],
+        )?;
+        let row = match rows.into_iter().next() {
+            Some(row) => row,
+            None => {
+                let r = match self.resolve(&norm, true, "open", path) {
+                    Ok(r) => r,
+                    Err(e) if e.errno() == Some(Errno::NotDir) => return Ok(None),
+                    Err(e) => return Err(e),
+                };
+                return match r.node {
+                    Some(node) => self.load(&node, path).await.map(Some),
+                    None => Ok(None),
+                };
+            }
+        };
+        let node = node_from_row(&row);
+        match node.kind {
+            EntryType::Directory => Err(FsError::new(Errno::IsDir, "read", path)),
+            EntryType::Symlink => {
+                let r = self.resolve(&norm, true, "open", path)?;
+                match r.node {
+                    Some(node) => self.load(&node, path).await.map(Some),
+                    None => Ok(None),
+                }
+            }
+            EntryType::File if node.storage == Storage::Inline => {
+                Ok(Some(match row.into_iter().nth(6) {
+                    Some(SqlValue::Text(s)) => Content::Text(s),
+                    Some(SqlValue::Blob(b)) => Content::Bytes(b),
+                    _ => Content::Text(String::new()),
+                }))
+            }
+            EntryType::File => self.load(&node, path).await.map(Some),
+        }
+    }
+
+    /// Loads the content of a resolved node.
+    pub(crate) async fn load(&self, node: &Node, shown: &str) -> Result<Content, FsError> {
+        match (node.kind, node.storage) {
+            (EntryType::Directory, _) => Err(FsError::new(Errno::IsDir, "read", shown)),
+            (EntryType::Symlink, _) => Err(FsError::new(Errno::NoEnt, "open", shown)),
+            (EntryType::File, Storage::Inline) => {
+                let rows = self.exec(
+                    &format!("SELECT content FROM {} WHERE path = ?", self.t),
+                    &[text(&node.path)],
+                )?;
+                Ok(match rows.into_iter().next().and_then(|r| r.into_iter().next()) {
+                    Some(SqlValue::Text(s)) => Content::Text(s),
+                    Some(SqlValue::Blob(b)) => Content::Bytes(b),
+                    _ => Content::Text(String::new()),
+                })
+            }
+            (EntryType::File, Storage::Chunked) => {
+                let rows = self.exec(
+                    &format!("SELECT data FROM {} WHERE chunk_id = ? ORDER BY seq", self.c),
+                    &[SqlValue::Integer(node.chunk_id.unwrap_or(-1))],
+                )?;
+                let mut out = Vec::new();
+                for row in rows {
+                    if let Some(v) = row.into_iter().next() {
+                        out.extend(v.into_bytes().unwrap_or_default());
+                    }
+                }
+                Ok(Content::Bytes(out))
+            }
+            (EntryType::File, Storage::Blob) => {
+                let key = node.r2_key.clone().unwrap_or_else(|| self.blob_key(&node.path));
+                let bytes = self.blobs(shown)?.get(&key).await?;
+                Ok(Content::Bytes(bytes.unwrap_or_default()))
+            }
+        }
+    }
+
+    /// Writes text (stored as SQLite TEXT), creating parent directories and following a
+    /// symlink at `path`. `mime` defaults to `text/plain` in Think.
+    pub async fn write_file(&self, path: &str, content: &str, mime: &str) -> Result<(), FsError> {
+        self.write_content(path, Content::Text(content.to_owned()), mime).await
+    }
+
+    /// Writes bytes (stored as a BLOB), creating parent directories. Think's default `mime`
+    /// is `application/octet-stream`.
+    pub async fn write_file_bytes(&self, path: &str, bytes: &[u8], mime: &str) -> Result<(), FsError> {
+        self.write_content(path, Content::Bytes(bytes.to_vec()), mime).await
+    }
+
+    fn placement(&self, size: usize) -> Placement {
+        let fits_row = size <= MAX_INLINE_ROW_BYTES;
+        match &self.blobs {
+            Some(_) if size >= self.inline_threshold || !fits_row => Placement::Blob,
+            None if !fits_row => Placement::Chunked,
+            _ => Placement::Inline,
+        }
+    }
+
+    pub(crate) async fn write_content(
+        &self,
+        path: &str,
+        content: Content,
+        mime: &str,
+    ) -> Result<(), FsError> {
+        let norm = path::normalize(path, "open")?;
+        if content.len() > self.max_file_size {
+            return Err(FsError::new(Errno::FBig, "write", path));
+        }
+        if norm == "/" {
+            return Err(FsError::new(Errno::IsDir, "open", path));
+        }
+        let placement = self.placement(content.len());
+        if placement == Placement::Inline {
+            let now = SqlValue::Integer(self.now());
+            let size = SqlValue::Integer(content.len() as i64);
+            // Fast path: one statement when the parent directory exists and the path is new
+            // or an inline file. Anything else falls through to the general path.
+            let parent = path::parent(&norm).unwrap_or("/");
+            let t = &self.t;
+            let mut params = vec![
+                text(&norm),
+                text(parent),
+                text(path::basename(&norm)),
+                text(mime),
+                size,
+                now.clone(),
+                now,
+                content.into_sql(),
+                text(parent),
+            ];
+            let rows = self.exec(
+                &format!(
+                    "INSERT INTO {t} (path, parent_path, name, type, mime_type, size, storage,
+                       created_at, modified_at, content)
+                     SELECT ?, ?, ?, 'file', ?, ?, 'inline', ?, ?, ?
+                     WHERE EXISTS (SELECT 1 FROM {t} WHERE path = ? AND type = 'directory')
+                     ON CONFLICT(path) DO UPDATE SET mime_type = excluded.mime_type,
+                       size = excluded.size, content = excluded.content,
+                       modified_at = excluded.modified_at
+                     WHERE {t}.type = 'file' AND {t}.storage = 'inline'
+                     RETURNING 1"
+                ),
+                &params,
+            )?;
+            if !rows.is_empty() {
+                return Ok(());
+            }
+            let content = match params.swap_remove(7) {
+                SqlValue::Blob(b) => Content::Bytes(b),
+                SqlValue::Text(s) => Content::Text(s),
+                _ => Content::Text(String::new()),
+            };
+            return self.write_slow(path, &norm, content, mime, placement).await;
+        }
+        self.write_slow(path, &norm, content, mime, placement).await
+    }
+
+    async fn write_slow(
+        &self,
+        shown: &str,
+        norm: &str,
+        content: Content,
+        mime: &str,
+        placement: Placement,
+    ) -> Result<(), FsError> {
+        let r = self.resolve(norm, true, "open", shown)?;
+        if let Some(n) = &r.node {
+            if n.kind == EntryType::Directory {
+                return Err(FsError::new(Errno::IsDir, "open", shown));
+            }
+        }
+        if r.path == "/" {
+            return Err(FsError::new(Errno::IsDir, "open", shown));
+        }
+        if !r.parent_exists {
+            self.ensure_dirs(path::parent(&r.path).unwrap_or("/"), shown)?;
+        }
+        let target = r.path;
+        let old = r.node;
+        let now = SqlValue::Integer(self.now());
+        let size = content.len() as i64;
+        let upsert = format!(
+            "INSERT INTO {t} (path, parent_path, name, type, mime_type, size, storage, r2_key,
+               chunk_id, created_at, modified_at, content)
+             VALUES (?, ?, ?, 'file', ?, ?, ?, ?, ?, ?, ?, ?)
+             ON CONFLICT(path) DO UPDATE SET mime_type = excluded.mime_type,
+               size = excluded.size, storage = excluded.storage, r2_key = excluded.r2_key,
+               chunk_id = excluded.chunk_id, target = NULL, content = excluded.content,
+               modified_at = excluded.modified_at",
+            t = self.t
+        );
+        let row_params = |storage: Storage, key: SqlValue, chunk: SqlValue, body: SqlValue| {
+            vec![
+                text(&target),
+                text(path::parent(&target).unwrap_or("/")),
+                text(path::basename(&target)),
+                text(mime),
+                SqlValue::Integer(size),
+                text(storage.as_str()),
+                key,
+                chunk,
+                now.clone(),
+                now.clone(),
+                body,
+            ]
+        };
+        let old_chunk = old.as_ref().filter(|n| n.storage == Storage::Chunked).and_then(|n| n.chunk_id);
+        let old_key = old.as_ref().filter(|n| n.storage == Storage::Blob).and_then(|n| n.r2_key.clone());
+        match placement {
+            Placement::Inline => {
+                let params =
+                    row_params(Storage::Inline, SqlValue::Null, SqlValue::Null, content.into_sql());
+                self.atomically(&mut || {
+                    self.exec(&upsert, &params)?;
+                    self.drop_chunks(old_chunk)
+                })?;
+                if let Some(k) = old_key {
+                    self.delete_blobs(vec![k]).await?;
+                }
+            }
+            Placement::Chunked => {
+                let bytes = content.into_bytes();
+                self.atomically(&mut || {
+                    let id = self.next_chunk_id()?;
+                    for (seq, piece) in bytes.chunks(CHUNK_BYTES).enumerate() {
+                        self.exec(
+                            &format!("INSERT INTO {} (chunk_id, seq, data) VALUES (?, ?, ?)", self.c),
+                            &[
+                                SqlValue::Integer(id),
+                                SqlValue::Integer(seq as i64),
+                                SqlValue::Blob(piece.to_vec()),
+                            ],
+                        )?;
+                    }
+                    let params = row_params(
+                        Storage::Chunked,
+                        SqlValue::Null,
+                        SqlValue::Integer(id),
+                        SqlValue::Null,
+                    );
+                    self.exec(&upsert, &params)?;
+                    self.drop_chunks(old_chunk)
+                })?;
+                if let Some(k) = old_key {
+                    self.delete_blobs(vec![k]).await?;
+                }
+            }
+            Placement::Blob => {
+                let key = self.blob_key(&target);
+                let blobs = self.blobs(shown)?.clone();
+                blobs.put(&key, content.into_bytes(), mime).await?;
+                let params =
+                    row_params(Storage::Blob, text(&key), SqlValue::Null, SqlValue::Null);
+                let written = self.atomically(&mut || {
+                    self.exec(&upsert, &params)?;
+                    self.drop_chunks(old_chunk)
+                });
+                if let Err(e) = written {
+                    // The row still names the old object (or none); a new key would be orphaned.
+                    if old_key.as_deref() != Some(key.as_str()) {
+                        let _ = blobs.delete(std::slice::from_ref(&key)).await;
+                    }
+                    return Err(e);
+                }
+                if let Some(k) = old_key.filter(|k| *k != key) {
+                    self.delete_blobs(vec![k]).await?;
+                }
+            }
+        }
+        Ok(())
+    }
+
+    fn next_chunk_id(&self) -> Result<i64, FsError> {
+        let rows =
+            self.exec(&format!("SELECT COALESCE(MAX(chunk_id), 0) + 1 FROM {}", self.c), &[])?;
+        Ok(rows.first().map(|r| col_i64(r, 0)).unwrap_or(1))
+    }
+
+    pub(crate) fn drop_chunks(&self, id: Option<i64>) -> Result<(), FsError> {
+        if let Some(id) = id {
+            self.exec(&format!("DELETE FROM {} WHERE chunk_id = ?", self.c), &[SqlValue::Integer(id)])?;
+        }
+        Ok(())
+    }
+
+    /// Appends text to a file, creating it when missing. An inline text file grows in one
+    /// statement; other files are read, extended and rewritten.
+    pub async fn append_file(&self, path: &str, content: &str, mime: &str) -> Result<(), FsError> {
+        let norm = path::normalize(path, "open")?;
+        let add = content.len() as i64;
+        // The grown file must still be one the write path would keep inline.
+        let limit = match &self.blobs {
+            Some(_) => self.inline_threshold.min(MAX_INLINE_ROW_BYTES + 1),
+            None => MAX_INLINE_ROW_BYTES + 1,
+        } as i64;
+        let t = &self.t;
+        let rows = self.exec(
+            &format!(
+                "UPDATE {t} SET content = content || ?, size = size + ?, modified_at = ?
+                 WHERE path = ? AND type = 'file' AND storage = 'inline'
+                   AND typeof(content) = 'text' AND size + ? < ? AND size + ? <= ?
+                 RETURNING 1"
+            ),
+            &[
+                text(content),
+                SqlValue::Integer(add),
+                SqlValue::Integer(self.now()),
+                text(&norm),
+                SqlValue::Integer(add),
+                SqlValue::Integer(limit),
+                SqlValue::Integer(add),
+                SqlValue::Integer(self.max_file_size as i64),
+            ],
+        )?;
+        if !rows.is_empty() {
+            return Ok(());
+        }
+        let existing = self.read_content(path).await?;
+        let mime = match (&existing, self.stat(path)?) {
+            (Some(_), Some(info)) => info.mime_type,
+            _ => mime.to_owned(),
+        };
+        let combined = match existing {
+            None => Content::Text(content.to_owned()),
+            Some(Content::Text(mut s)) => {
+                s.push_str(content);
+                Content::Text(s)
+            }
+            Some(Content::Bytes(mut b)) => {
+                b.extend_from_slice(content.as_bytes());
+                match String::from_utf8(b) {
+                    Ok(s) => Content::Text(s),
+                    Err(e) => Content::Bytes(e.into_bytes()),
+                }
+            }
+        };
+        self.write_content(path, combined, &mime).await
+    }
+}

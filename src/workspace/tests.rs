@@ -1,0 +1,478 @@
+//! Workspace behaviour against real SQLite (and an in-memory blob store for the R2 spill).
+
+use super::*;
+use crate::store::sqlite::{MemoryBlobs, SqliteSql};
+use std::cell::Cell;
+use std::future::Future;
+
+/// A clock that advances one millisecond per reading, so timestamps are distinct.
+pub(crate) struct TestClock(Cell<f64>);
+
+#[async_trait::async_trait(?Send)]
+impl Clock for TestClock {
+    fn now_ms(&self) -> f64 {
+        let t = self.0.get() + 1.0;
+        self.0.set(t);
+        t
+    }
+    async fn sleep(&self, _ms: u64) {}
+    fn random_bytes(&self, buf: &mut [u8]) {
+        buf.fill(7);
+    }
+}
+
+/// Drives a future whose awaits are all immediately ready (SQLite and `MemoryBlobs`).
+pub(crate) fn block_on<F: Future>(f: F) -> F::Output {
+    let mut f = std::pin::pin!(f);
+    let mut cx = std::task::Context::from_waker(std::task::Waker::noop());
+    loop {
+        if let std::task::Poll::Ready(v) = f.as_mut().poll(&mut cx) {
+            return v;
+        }
+    }
+}
+
+pub(crate) fn clock() -> Rc<dyn Clock> {
+    Rc::new(TestClock(Cell::new(1_700_000_000_000.0)))
+}
+
+pub(crate) fn ws() -> (Rc<SqliteSql>, Workspace) {
+    let sql = Rc::new(SqliteSql::new());
+    let ws = Workspace::new(sql.clone(), clock());
+    (sql, ws)
+}
+
+fn ws_with_blobs(threshold: usize) -> (Rc<SqliteSql>, Rc<MemoryBlobs>, Workspace) {
+    let sql = Rc::new(SqliteSql::new());
+    let blobs = Rc::new(MemoryBlobs::default());
+    let ws = Workspace::with_options(
+        sql.clone(),
+        clock(),
+        WorkspaceOptions {
+            blobs: Some(blobs.clone()),
+            blob_prefix: "agent".into(),
+            inline_threshold: threshold,
+            ..Default::default()
+        },
+    )
+    .unwrap();
+    (sql, blobs, ws)
+}
+
+fn keys(blobs: &MemoryBlobs) -> Vec<String> {
+    blobs.objects.borrow().keys().cloned().collect()
+}
+
+fn errno<T: std::fmt::Debug>(r: Result<T, FsError>) -> Errno {
+    r.unwrap_err().errno().expect("posix error")
+}
+
+fn write(ws: &Workspace, p: &str, s: &str) {
+    block_on(ws.write_file(p, s, "text/plain")).unwrap();
+}
+
+fn read(ws: &Workspace, p: &str) -> Option<String> {
+    block_on(ws.read_file(p)).unwrap()
+}
+
+fn names(list: &[FileInfo]) -> Vec<&str> {
+    list.iter().map(|f| f.name.as_str()).collect()
+}
+
+fn paths(list: &[FileInfo]) -> Vec<&str> {
+    list.iter().map(|f| f.path.as_str()).collect()
+}
+
+#[test]
+fn write_read_and_auto_parents() {
+    let (_, ws) = ws();
+    assert_eq!(read(&ws, "/nope.txt"), None);
+    write(&ws, "/a/b/c.txt", "hello");
+    assert_eq!(read(&ws, "/a/b/c.txt").as_deref(), Some("hello"));
+    assert_eq!(read(&ws, "a/./b/../b/c.txt").as_deref(), Some("hello"));
+    assert_eq!(ws.stat("/a").unwrap().unwrap().kind, EntryType::Directory);
+    assert_eq!(ws.stat("/a/b").unwrap().unwrap().kind, EntryType::Directory);
+    write(&ws, "/a/b/c.txt", "bye");
+    assert_eq!(read(&ws, "/a/b/c.txt").as_deref(), Some("bye"));
+    assert_eq!(errno(block_on(ws.read_file("/a"))), Errno::IsDir);
+    assert_eq!(errno(block_on(ws.write_file("/a", "x", "text/plain"))), Errno::IsDir);
+    assert_eq!(errno(block_on(ws.write_file("/", "x", "text/plain"))), Errno::IsDir);
+    // A file where a directory is needed.
+    assert_eq!(errno(block_on(ws.write_file("/a/b/c.txt/d", "x", "text/plain"))), Errno::NotDir);
+    assert_eq!(read(&ws, "/a/b/c.txt/d"), None);
+}
+
+#[test]
+fn traversal_stays_in_root() {
+    let (_, ws) = ws();
+    write(&ws, "../../etc/passwd", "root:x");
+    assert_eq!(read(&ws, "/etc/passwd").as_deref(), Some("root:x"));
+    let all = ws.glob("/**").unwrap();
+    assert_eq!(paths(&all), vec!["/etc", "/etc/passwd"]);
+}
+
+#[test]
+fn file_info_shape_and_timestamps() {
+    let (_, ws) = ws();
+    write(&ws, "/x.md", "héllo");
+    let a = ws.stat("/x.md").unwrap().unwrap();
+    assert_eq!(a.size, 6);
+    assert_eq!(a.mime_type, "text/plain");
+    let v = serde_json::to_value(&a).unwrap();
+    let keys: Vec<&str> = v.as_object().unwrap().keys().map(String::as_str).collect();
+    assert_eq!(keys, ["path", "name", "type", "mimeType", "size", "createdAt", "updatedAt"]);
+    assert_eq!(v["type"], "file");
+    write(&ws, "/x.md", "changed");
+    let b = ws.stat("/x.md").unwrap().unwrap();
+    assert_eq!(b.created_at, a.created_at, "overwrite keeps the creation time");
+    assert!(b.updated_at > a.updated_at);
+}
+
+#[test]
+fn binary_content_round_trips_as_blob() {
+    let (sql, ws) = ws();
+    let bytes: Vec<u8> = (0..=255u8).collect();
+    block_on(ws.write_file_bytes("/bin.dat", &bytes, "application/octet-stream")).unwrap();
+    assert_eq!(block_on(ws.read_file_bytes("/bin.dat")).unwrap().unwrap(), bytes);
+    let ty = sql
+        .exec(&format!("SELECT typeof(content) FROM {} WHERE path = '/bin.dat'", ws.table_name()), &[])
+        .unwrap();
+    assert_eq!(ty[0][0], SqlValue::Text("blob".into()));
+    write(&ws, "/t.txt", "text");
+    let ty = sql
+        .exec(&format!("SELECT typeof(content) FROM {} WHERE path = '/t.txt'", ws.table_name()), &[])
+        .unwrap();
+    assert_eq!(ty[0][0], SqlValue::Text("text".into()), "text is stored as TEXT, not base64");
+    assert!(read(&ws, "/bin.dat").unwrap().contains('\u{FFFD}'));
+    assert_eq!(ws.stat("/bin.dat").unwrap().unwrap().mime_type, "application/octet-stream");
+}
+
+#[test]
+fn read_dir_orders_and_pages() {
+    let (_, ws) = ws();
+    write(&ws, "/d/b.txt", "1");
+    write(&ws, "/d/a.txt", "22");
+    ws.mkdir("/d/zdir", false).unwrap();
+    ws.mkdir("/d/adir", false).unwrap();
+    ws.symlink("/d/a.txt", "/d/alink").unwrap();
+    let all = ws.read_dir("/d", 1000, 0).unwrap();
+    assert_eq!(names(&all), vec!["adir", "zdir", "a.txt", "b.txt", "alink"]);
+    assert_eq!(all[4].target.as_deref(), Some("/d/a.txt"));
+    assert_eq!(names(&ws.read_dir("/d", 2, 1).unwrap()), vec!["zdir", "a.txt"]);
+    assert!(ws.read_dir("/missing", 10, 0).unwrap().is_empty());
+    assert!(ws.read_dir("/d/a.txt", 10, 0).unwrap().is_empty());
+    assert_eq!(names(&ws.read_dir("/", 10, 0).unwrap()), vec!["d"]);
+}
+
+#[test]
+fn glob_matches_with_prefix_and_suffix() {
+    let (_, ws) = ws();
+    for p in ["/README.md", "/docs/a.md", "/docs/deep/b.md", "/src/x.ts", "/src/y.md.bak", "/docs.md"] {
+        write(&ws, p, "x");
+    }
+    assert_eq!(
+        paths(&ws.glob("**/*.md").unwrap()),
+        vec!["/README.md", "/docs.md", "/docs/a.md", "/docs/deep/b.md"]
+    );
+    assert_eq!(paths(&ws.glob("/docs/*.md").unwrap()), vec!["/docs/a.md"]);
+    assert_eq!(paths(&ws.glob("/docs/**").unwrap()), vec!["/docs/a.md", "/docs/deep", "/docs/deep/b.md"]);
+    assert_eq!(paths(&ws.glob("/src/x.ts").unwrap()), vec!["/src/x.ts"]);
+    assert_eq!(paths(&ws.glob("/*.{md,ts}").unwrap()), vec!["/README.md", "/docs.md"]);
+    let dirs: Vec<_> = ws.glob("**/*").unwrap().into_iter().filter(|f| f.kind == EntryType::Directory).collect();
+    assert_eq!(paths(&dirs), vec!["/docs", "/docs/deep", "/src"], "the root is not listed");
+}
+
+#[test]
+fn mkdir_rules() {
+    let (_, ws) = ws();
+    assert_eq!(errno(ws.mkdir("/a/b", false)), Errno::NoEnt);
+    ws.mkdir("/a/b", true).unwrap();
+    ws.mkdir("/a/b", true).unwrap();
+    assert_eq!(errno(ws.mkdir("/a/b", false)), Errno::Exist);
+    write(&ws, "/f", "x");
+    assert_eq!(errno(ws.mkdir("/f", true)), Errno::Exist);
+    assert_eq!(errno(ws.mkdir("/f/g", true)), Errno::NotDir);
+    ws.mkdir("/", false).unwrap();
+    let deep = "/d".repeat(150);
+    ws.mkdir(&deep, true).unwrap();
+    assert_eq!(ws.stat(&deep).unwrap().unwrap().kind, EntryType::Directory);
+    assert_eq!(ws.info().unwrap().directory_count, 1 + 2 + 150);
+}
+
+#[test]
+fn rm_rules() {
+    let (_, ws) = ws();
+    write(&ws, "/d/e/f.txt", "x");
+    write(&ws, "/d/g.txt", "x");
+    write(&ws, "/de.txt", "sibling with a shared prefix");
+    let e = block_on(ws.rm("/d", false, false)).unwrap_err();
+    assert_eq!(e.errno(), Some(Errno::NotEmpty));
+    assert_eq!(e.to_string(), "ENOTEMPTY: directory not empty, rm '/d'");
+    let e = block_on(ws.rm("/", true, true)).unwrap_err();
+    assert_eq!(e.to_string(), "EPERM: operation not permitted, rm '/'");
+    assert_eq!(errno(block_on(ws.rm("/nope", false, false))), Errno::NoEnt);
+    block_on(ws.rm("/nope", false, true)).unwrap();
+    block_on(ws.rm("/d", true, false)).unwrap();
+    assert!(!ws.exists("/d").unwrap());
+    assert!(!ws.exists("/d/e/f.txt").unwrap());
+    assert_eq!(read(&ws, "/de.txt").as_deref(), Some("sibling with a shared prefix"));
+    ws.mkdir("/empty", false).unwrap();
+    block_on(ws.rm("/empty", false, false)).unwrap();
+    block_on(ws.rm("/de.txt", false, false)).unwrap();
+    assert_eq!(ws.info().unwrap(), WorkspaceInfo { file_count: 0, directory_count: 1, total_bytes: 0, r2_file_count: 0 });
+}
+
+#[test]
+fn cp_and_mv() {
+    let (_, ws) = ws();
+    write(&ws, "/src/a.txt", "A");
+    write(&ws, "/src/sub/b.txt", "B");
+    ws.symlink("a.txt", "/src/link").unwrap();
+    block_on(ws.cp("/src/a.txt", "/copy/a2.txt", false)).unwrap();
+    assert_eq!(read(&ws, "/copy/a2.txt").as_deref(), Some("A"));
+    assert_eq!(errno(block_on(ws.cp("/src", "/dst", false))), Errno::IsDir);
+    assert_eq!(errno(block_on(ws.cp("/src", "/src/inner", true))), Errno::Inval);
+    block_on(ws.cp("/src", "/dst", true)).unwrap();
+    assert_eq!(read(&ws, "/dst/sub/b.txt").as_deref(), Some("B"));
+    assert_eq!(ws.readlink("/dst/link").unwrap(), "a.txt");
+    assert_eq!(read(&ws, "/dst/link").as_deref(), Some("A"), "relative link resolves in its new dir");
+    assert_eq!(names(&ws.read_dir("/dst", 100, 0).unwrap()), vec!["sub", "a.txt", "link"]);
+    // Copy onto an existing directory merges.
+    write(&ws, "/merge/keep.txt", "K");
+    block_on(ws.cp("/src", "/merge", true)).unwrap();
+    assert_eq!(names(&ws.read_dir("/merge", 100, 0).unwrap()), vec!["sub", "a.txt", "keep.txt", "link"]);
+
+    block_on(ws.mv("/dst", "/moved/here")).unwrap();
+    assert!(!ws.exists("/dst").unwrap());
+    assert_eq!(read(&ws, "/moved/here/sub/b.txt").as_deref(), Some("B"));
+    assert_eq!(names(&ws.read_dir("/moved/here/sub", 10, 0).unwrap()), vec!["b.txt"]);
+    assert_eq!(errno(block_on(ws.mv("/moved", "/moved/here/x"))), Errno::Inval);
+    assert_eq!(errno(block_on(ws.mv("/moved/here", "/src"))), Errno::NotEmpty);
+    assert_eq!(errno(block_on(ws.mv("/src/a.txt", "/moved"))), Errno::IsDir);
+    assert_eq!(errno(block_on(ws.mv("/moved", "/src/a.txt"))), Errno::NotDir);
+    assert_eq!(errno(block_on(ws.mv("/none", "/x"))), Errno::NoEnt);
+    block_on(ws.mv("/src/a.txt", "/copy/a2.txt")).unwrap();
+    assert_eq!(read(&ws, "/copy/a2.txt").as_deref(), Some("A"));
+    assert_eq!(read(&ws, "/src/a.txt"), None);
+    ws.mkdir("/emptydir", false).unwrap();
+    block_on(ws.mv("/moved/here/sub", "/emptydir")).unwrap();
+    assert_eq!(read(&ws, "/emptydir/b.txt").as_deref(), Some("B"));
+}
+
+#[test]
+fn symlinks_follow_and_loop() {
+    let (_, ws) = ws();
+    write(&ws, "/real/file.txt", "data");
+    ws.symlink("/real", "/alias").unwrap();
+    ws.symlink("file.txt", "/real/rel").unwrap();
+    assert_eq!(read(&ws, "/alias/file.txt").as_deref(), Some("data"));
+    assert_eq!(read(&ws, "/alias/rel").as_deref(), Some("data"));
+    assert_eq!(ws.stat("/alias").unwrap().unwrap().kind, EntryType::Directory);
+    let l = ws.lstat("/alias").unwrap().unwrap();
+    assert_eq!((l.kind, l.target.as_deref()), (EntryType::Symlink, Some("/real")));
+    assert_eq!(ws.stat("/alias/rel").unwrap().unwrap().path, "/real/file.txt");
+    write(&ws, "/alias/new.txt", "through the link");
+    assert_eq!(read(&ws, "/real/new.txt").as_deref(), Some("through the link"));
+    assert_eq!(names(&ws.read_dir("/alias", 10, 0).unwrap()), vec!["file.txt", "new.txt", "rel"]);
+    write(&ws, "/real/rel", "written via link");
+    assert_eq!(read(&ws, "/real/file.txt").as_deref(), Some("written via link"));
+    assert_eq!(ws.readlink("/real/rel").unwrap(), "file.txt");
+    assert_eq!(errno(ws.readlink("/real/file.txt")), Errno::Inval);
+    assert_eq!(errno(ws.symlink("/x", "/alias")), Errno::Exist);
+    assert_eq!(errno(ws.symlink("", "/e")), Errno::Inval);
+    ws.symlink("/loop2", "/loop1").unwrap();
+    ws.symlink("/loop1", "/loop2").unwrap();
+    assert_eq!(errno(block_on(ws.read_file("/loop1"))), Errno::Loop);
+    assert_eq!(errno(ws.stat("/loop1")), Errno::Loop);
+    assert!(ws.lstat("/loop1").unwrap().is_some());
+    ws.symlink("/nowhere", "/dangling").unwrap();
+    assert!(ws.exists("/dangling").unwrap());
+    assert!(ws.stat("/dangling").unwrap().is_none());
+    write(&ws, "/dangling", "created");
+    assert_eq!(read(&ws, "/nowhere").as_deref(), Some("created"));
+    block_on(ws.rm("/alias", false, false)).unwrap();
+    assert_eq!(read(&ws, "/real/file.txt").as_deref(), Some("written via link"), "rm removes the link only");
+}
+
+#[test]
+fn append_grows_inline_and_other_files() {
+    let (_, ws) = ws();
+    block_on(ws.append_file("/log.txt", "a", "text/plain")).unwrap();
+    block_on(ws.append_file("/log.txt", "b", "text/plain")).unwrap();
+    assert_eq!(read(&ws, "/log.txt").as_deref(), Some("ab"));
+    assert_eq!(ws.stat("/log.txt").unwrap().unwrap().size, 2);
+    block_on(ws.write_file_bytes("/b.bin", b"xy", "application/x-thing")).unwrap();
+    block_on(ws.append_file("/b.bin", "z", "text/plain")).unwrap();
+    assert_eq!(read(&ws, "/b.bin").as_deref(), Some("xyz"));
+    assert_eq!(ws.stat("/b.bin").unwrap().unwrap().mime_type, "application/x-thing");
+    assert_eq!(errno(block_on(ws.append_file("/", "z", "text/plain"))), Errno::IsDir);
+}
+
+#[test]
+fn blob_spill_and_cleanup_leave_no_orphans() {
+    let (sql, blobs, ws) = ws_with_blobs(100);
+    let big = "x".repeat(500);
+    write(&ws, "/big.txt", &big);
+    assert_eq!(keys(&blobs), vec!["agent/default/big.txt"]);
+    let row = sql
+        .exec(&format!("SELECT storage, content IS NULL, size FROM {} WHERE path = '/big.txt'", ws.table_name()), &[])
+        .unwrap();
+    assert_eq!(row[0], vec![SqlValue::Text("r2".into()), SqlValue::Integer(1), SqlValue::Integer(500)]);
+    assert_eq!(read(&ws, "/big.txt").as_deref(), Some(big.as_str()));
+    assert_eq!(ws.info().unwrap().r2_file_count, 1);
+
+    // Overwrite with small content: the object goes away.
+    write(&ws, "/big.txt", "small");
+    assert!(keys(&blobs).is_empty());
+    assert_eq!(read(&ws, "/big.txt").as_deref(), Some("small"));
+
+    // rm of a file and a recursive rm of a tree.
+    write(&ws, "/big.txt", &big);
+    block_on(ws.rm("/big.txt", false, false)).unwrap();
+    assert!(keys(&blobs).is_empty());
+    write(&ws, "/t/a.txt", &big);
+    write(&ws, "/t/u/b.txt", &big);
+    write(&ws, "/t/small.txt", "s");
+    assert_eq!(keys(&blobs).len(), 2);
+    block_on(ws.rm("/t", true, false)).unwrap();
+    assert!(keys(&blobs).is_empty());
+
+    // mv moves the object to the key of the new path.
+    write(&ws, "/m/a.txt", &big);
+    block_on(ws.mv("/m/a.txt", "/m/b.txt")).unwrap();
+    assert_eq!(keys(&blobs), vec!["agent/default/m/b.txt"]);
+    assert_eq!(read(&ws, "/m/b.txt").as_deref(), Some(big.as_str()));
+    block_on(ws.mv("/m", "/n")).unwrap();
+    assert_eq!(keys(&blobs), vec!["agent/default/n/b.txt"]);
+    assert_eq!(read(&ws, "/n/b.txt").as_deref(), Some(big.as_str()));
+    // mv over an existing spilled file replaces its object.
+    write(&ws, "/n/c.txt", &"y".repeat(300));
+    block_on(ws.mv("/n/c.txt", "/n/b.txt")).unwrap();
+    assert_eq!(keys(&blobs), vec!["agent/default/n/b.txt"]);
+    assert_eq!(read(&ws, "/n/b.txt").unwrap(), "y".repeat(300));
+    // mv of a small file over a spilled one deletes the object.
+    write(&ws, "/n/tiny.txt", "t");
+    block_on(ws.mv("/n/tiny.txt", "/n/b.txt")).unwrap();
+    assert!(keys(&blobs).is_empty());
+
+    // cp copies the object.
+    write(&ws, "/c/a.txt", &big);
+    block_on(ws.cp("/c/a.txt", "/c/b.txt", false)).unwrap();
+    block_on(ws.cp("/c", "/c2", true)).unwrap();
+    assert_eq!(
+        keys(&blobs),
+        vec!["agent/default/c/a.txt", "agent/default/c/b.txt", "agent/default/c2/a.txt", "agent/default/c2/b.txt"]
+    );
+    assert_eq!(read(&ws, "/c2/b.txt").as_deref(), Some(big.as_str()));
+    block_on(ws.rm("/c", true, false)).unwrap();
+    block_on(ws.rm("/c2", true, false)).unwrap();
+    block_on(ws.rm("/n", true, false)).unwrap();
+    assert!(keys(&blobs).is_empty());
+    // Every remaining row that claims R2 storage has its object.
+    let r2_rows = sql
+        .exec(&format!("SELECT COUNT(*) FROM {} WHERE storage = 'r2'", ws.table_name()), &[])
+        .unwrap();
+    assert_eq!(r2_rows[0][0], SqlValue::Integer(0));
+}
+
+#[test]
+fn five_megabyte_file_via_blob_store() {
+    let (_, blobs, ws) = ws_with_blobs(DEFAULT_INLINE_THRESHOLD);
+    let data: Vec<u8> = (0..5_000_000u32).map(|i| (i % 251) as u8).collect();
+    block_on(ws.write_file_bytes("/data/five.bin", &data, "application/octet-stream")).unwrap();
+    assert_eq!(keys(&blobs), vec!["agent/default/data/five.bin"]);
+    assert_eq!(block_on(ws.read_file_bytes("/data/five.bin")).unwrap().unwrap(), data);
+    assert_eq!(ws.stat("/data/five.bin").unwrap().unwrap().size, 5_000_000);
+    // Just below the threshold stays inline.
+    write(&ws, "/inline.txt", &"a".repeat(DEFAULT_INLINE_THRESHOLD - 1));
+    assert_eq!(keys(&blobs).len(), 1);
+}
+
+fn max_row_bytes(sql: &SqliteSql, ws: &Workspace) -> i64 {
+    let a = sql
+        .exec(&format!("SELECT COALESCE(MAX(length(CAST(content AS BLOB))), 0) FROM {}", ws.table_name()), &[])
+        .unwrap();
+    let b = sql
+        .exec(&format!("SELECT COALESCE(MAX(length(data)), 0) FROM {}", ws.chunk_table_name()), &[])
+        .unwrap();
+    a[0][0].as_i64().unwrap().max(b[0][0].as_i64().unwrap())
+}
+
+fn chunk_count(sql: &SqliteSql, ws: &Workspace) -> i64 {
+    sql.exec(&format!("SELECT COUNT(*) FROM {}", ws.chunk_table_name()), &[]).unwrap()[0][0]
+        .as_i64()
+        .unwrap()
+}
+
+#[test]
+fn large_files_without_blob_store_are_chunked() {
+    let (sql, ws) = ws();
+    let text: String = (0..5_000_000usize).map(|i| char::from(b'a' + (i % 26) as u8)).collect();
+    let text = format!("{text}é✓");
+    write(&ws, "/five.txt", &text);
+    assert!(max_row_bytes(&sql, &ws) <= CHUNK_BYTES as i64, "no row over the chunk size");
+    assert_eq!(chunk_count(&sql, &ws), 6);
+    assert_eq!(read(&ws, "/five.txt").as_deref(), Some(text.as_str()));
+    assert_eq!(ws.stat("/five.txt").unwrap().unwrap().size, text.len() as u64);
+    // Grep-style batch reads, copies and moves keep working.
+    block_on(ws.cp("/five.txt", "/copy.txt", false)).unwrap();
+    assert_eq!(chunk_count(&sql, &ws), 12);
+    block_on(ws.mv("/copy.txt", "/dir/moved.txt")).unwrap();
+    assert_eq!(read(&ws, "/dir/moved.txt").as_deref(), Some(text.as_str()));
+    block_on(ws.append_file("/dir/moved.txt", "!", "text/plain")).unwrap();
+    assert!(read(&ws, "/dir/moved.txt").unwrap().ends_with("✓!"));
+    assert_eq!(chunk_count(&sql, &ws), 12, "rewrite replaced the old chunks");
+    write(&ws, "/five.txt", "now small");
+    assert_eq!(chunk_count(&sql, &ws), 6);
+    block_on(ws.rm("/dir", true, false)).unwrap();
+    assert_eq!(chunk_count(&sql, &ws), 0);
+    assert!(max_row_bytes(&sql, &ws) < 2_000_000);
+}
+
+#[test]
+fn file_size_cap() {
+    let sql = Rc::new(SqliteSql::new());
+    let ws = Workspace::with_options(sql, clock(), WorkspaceOptions { max_file_size: 10, ..Default::default() }).unwrap();
+    write(&ws, "/ok", "0123456789");
+    assert_eq!(errno(block_on(ws.write_file("/no", "01234567890", "text/plain"))), Errno::FBig);
+    assert_eq!(errno(block_on(ws.append_file("/ok", "x", "text/plain"))), Errno::FBig);
+}
+
+#[test]
+fn namespaces_are_separate_and_validated() {
+    let sql = Rc::new(SqliteSql::new());
+    let a = Workspace::with_options(sql.clone(), clock(), WorkspaceOptions { namespace: "a".into(), ..Default::default() }).unwrap();
+    let b = Workspace::with_options(sql.clone(), clock(), WorkspaceOptions { namespace: "b_2".into(), ..Default::default() }).unwrap();
+    write(&a, "/x", "in a");
+    assert_eq!(read(&b, "/x"), None);
+    for bad in ["", "1a", "a-b", "a b", "_a"] {
+        let e = Workspace::with_options(sql.clone(), clock(), WorkspaceOptions { namespace: bad.into(), ..Default::default() });
+        assert!(e.is_err(), "{bad}");
+    }
+}
+
+#[test]
+fn info_and_diff() {
+    let (_, ws) = ws();
+    write(&ws, "/a.txt", "one\ntwo\nthree");
+    write(&ws, "/b.txt", "one\n2\nthree");
+    let i = ws.info().unwrap();
+    assert_eq!((i.file_count, i.directory_count, i.total_bytes, i.r2_file_count), (2, 1, 24, 0));
+    let v = serde_json::to_value(i).unwrap();
+    assert_eq!(v, serde_json::json!({"fileCount": 2, "directoryCount": 1, "totalBytes": 24, "r2FileCount": 0}));
+    assert_eq!(
+        block_on(ws.diff("/a.txt", "b.txt")).unwrap(),
+        "--- /a.txt\n+++ /b.txt\n@@ -1,3 +1,3 @@\n one\n-two\n+2\n three"
+    );
+    assert_eq!(block_on(ws.diff_content("/a.txt", "one\ntwo\nthree")).unwrap(), "");
+    assert_eq!(errno(block_on(ws.diff("/a.txt", "/zz"))), Errno::NoEnt);
+    let huge = "x\n".repeat(10_001);
+    assert_eq!(errno(block_on(ws.diff_content("/a.txt", &huge))), Errno::FBig);
+}
+
+#[test]
+fn error_display_is_posix_style() {
+    let e = FsError::new(Errno::NoEnt, "open", "/x");
+    assert_eq!(e.to_string(), "ENOENT: no such file or directory, open '/x'");
+    assert!(e.is_not_found());
+}

@@ -1,0 +1,645 @@
+//! Metadata, directories and the operations that touch many rows: stat, listing, glob,
+//! mkdir, rm, cp, mv, symlinks, totals and diffs.
+
+use super::io::Resolved;
+use super::*;
+
+impl Workspace {
+    /// Metadata of `path`, following symlinks; `None` when nothing is there.
+    pub fn stat(&self, path: &str) -> Result<Option<FileInfo>, FsError> {
+        self.stat_impl(path, true)
+    }
+
+    /// Metadata of `path` itself: a symlink is reported, not followed.
+    pub fn lstat(&self, path: &str) -> Result<Option<FileInfo>, FsError> {
+        self.stat_impl(path, false)
+    }
+
+    fn stat_impl(&self, path: &str, follow: bool) -> Result<Option<FileInfo>, FsError> {
+        let norm = path::normalize(path, "stat")?;
+        let sql = format!("SELECT {INFO_COLS} FROM {} WHERE path = ?", self.t);
+        let rows = self.exec(&sql, &[text(&norm)])?;
+        let info = rows.first().map(info_from_row);
+        let resolved_path = match &info {
+            Some(i) if !(follow && i.kind == EntryType::Symlink) => return Ok(info),
+            _ => match self.resolve(&norm, follow, "stat", path) {
+                Ok(Resolved { path: p, node: Some(_), .. }) => p,
+                Ok(_) => return Ok(None),
+                Err(e) if e.errno() == Some(Errno::NotDir) => return Ok(None),
+                Err(e) => return Err(e),
+            },
+        };
+        let rows = self.exec(&sql, &[text(&resolved_path)])?;
+        Ok(rows.first().map(info_from_row))
+    }
+
+    /// Whether an entry exists at `path` (a dangling symlink counts, as in Think).
+    pub fn exists(&self, path: &str) -> Result<bool, FsError> {
+        Ok(self.lstat(path)?.is_some())
+    }
+
+    /// One page of a directory's entries: directories, then files, then symlinks, each by
+    /// name. A missing directory (or a file) lists as empty, as in Think.
+    pub fn read_dir(&self, dir: &str, limit: usize, offset: usize) -> Result<Vec<FileInfo>, FsError> {
+        let norm = path::normalize(dir, "scandir")?;
+        let sql = format!(
+            "SELECT {INFO_COLS} FROM {} WHERE parent_path = ? ORDER BY type, name LIMIT ? OFFSET ?",
+            self.t
+        );
+        let params = |p: &str| {
+            [text(p), SqlValue::Integer(limit.min(i64::MAX as usize) as i64), SqlValue::Integer(offset.min(i64::MAX as usize) as i64)]
+        };
+        let rows = self.exec(&sql, &params(&norm))?;
+        if !rows.is_empty() || norm == "/" {
+            return Ok(rows.iter().map(info_from_row).collect());
+        }
+        // Empty: the directory may be reached through a symlink.
+        match self.resolve(&norm, true, "scandir", dir) {
+            Ok(r) if r.path != norm && r.node.as_ref().is_some_and(|n| n.kind == EntryType::Directory) => {
+                let rows = self.exec(&sql, &params(&r.path))?;
+                Ok(rows.iter().map(info_from_row).collect())
+            }
+            Ok(_) => Ok(Vec::new()),
+            Err(e) if e.errno() == Some(Errno::NotDir) => Ok(Vec::new()),
+            Err(e) => Err(e),
+        }
+    }
+
+    /// Every entry whose path matches the glob, ordered by path. The root itself is never
+    /// returned. SQL narrows by key range and literal suffix; the glob decides in Rust.
+    pub fn glob(&self, pattern: &str) -> Result<Vec<FileInfo>, FsError> {
+        let g = Glob::new(pattern)?;
+        self.glob_compiled(&g)
+    }
+
+    /// [`Workspace::glob`] with an already compiled pattern.
+    pub fn glob_compiled(&self, g: &Glob) -> Result<Vec<FileInfo>, FsError> {
+        let t = &self.t;
+        let rows = match &g.prefilter {
+            Prefilter::Exact(p) => {
+                self.exec(&format!("SELECT {INFO_COLS} FROM {t} WHERE path = ?"), &[text(p)])?
+            }
+            Prefilter::Range { lo, hi } => match &g.suffix {
+                Some(suffix) => self.exec(
+                    &format!(
+                        "SELECT {INFO_COLS} FROM {t} WHERE path >= ? AND path < ?
+                         AND substr(path, ?) = ? ORDER BY path"
+                    ),
+                    &[
+                        text(lo),
+                        text(hi),
+                        SqlValue::Integer(-(suffix.chars().count() as i64)),
+                        text(suffix),
+                    ],
+                )?,
+                None => self.exec(
+                    &format!("SELECT {INFO_COLS} FROM {t} WHERE path >= ? AND path < ? ORDER BY path"),
+                    &[text(lo), text(hi)],
+                )?,
+            },
+        };
+        Ok(rows
+            .iter()
+            .filter(|r| {
+                let p = r.first().and_then(SqlValue::as_str).unwrap_or("/");
+                p != "/" && g.is_match(p)
+            })
+            .map(info_from_row)
+            .collect())
+    }
+
+    /// Creates a directory. Without `recursive` the parent must exist and the path must
+    /// not; with it, missing ancestors are created and an existing directory is fine.
+    pub fn mkdir(&self, path: &str, recursive: bool) -> Result<(), FsError> {
+        let norm = path::normalize(path, "mkdir")?;
+        if norm == "/" {
+            return Ok(());
+        }
+        let parent = path::parent(&norm).unwrap_or("/");
+        let t = &self.t;
+        let now = SqlValue::Integer(self.now());
+        let inserted = self.exec(
+            &format!(
+                "INSERT INTO {t} (path, parent_path, name, type, size, created_at, modified_at)
+                 SELECT ?, ?, ?, 'directory', 0, ?, ?
+                 WHERE EXISTS (SELECT 1 FROM {t} WHERE path = ? AND type = 'directory')
+                 ON CONFLICT(path) DO NOTHING
+                 RETURNING 1"
+            ),
+            &[text(&norm), text(parent), text(path::basename(&norm)), now.clone(), now, text(parent)],
+        )?;
+        if !inserted.is_empty() {
+            return Ok(());
+        }
+        let r = self.resolve(&norm, false, "mkdir", path)?;
+        match &r.node {
+            Some(n) if n.kind == EntryType::Directory && recursive => return Ok(()),
+            Some(_) => return Err(FsError::new(Errno::Exist, "mkdir", path)),
+            None => {}
+        }
+        if recursive || r.parent_exists {
+            self.ensure_dirs(&r.path, path)
+        } else {
+            Err(FsError::new(Errno::NoEnt, "mkdir", path))
+        }
+    }
+
+    /// Makes `dir` and all its ancestors exist as directories: one read of the chain, one
+    /// batched insert of what is missing. Symlinked ancestors are followed.
+    pub(crate) fn ensure_dirs(&self, dir: &str, shown: &str) -> Result<(), FsError> {
+        let r = self.resolve(dir, true, "mkdir", shown)?;
+        match &r.node {
+            Some(n) if n.kind == EntryType::Directory => return Ok(()),
+            Some(_) => return Err(FsError::new(Errno::NotDir, "mkdir", shown)),
+            None => {}
+        }
+        let mut chain: Vec<&str> = path::ancestors(&r.path);
+        chain.push(&r.path);
+        // Ancestors that exist are a prefix of the chain; look them up to skip them.
+        let mut missing: Vec<String> = Vec::new();
+        let mut existing = std::collections::HashSet::new();
+        for batch in batches(&chain, 1, 0) {
+            let rows = self.exec(
+                &format!("SELECT path FROM {} WHERE path IN ({})", self.t, placeholders(batch.len())),
+                &batch.iter().map(|s| text(s)).collect::<Vec<_>>(),
+            )?;
+            existing.extend(rows.iter().map(|r| col_str(r, 0)));
+        }
+        for p in chain {
+            if !existing.contains(p) {
+                missing.push(p.to_owned());
+            }
+        }
+        let now = SqlValue::Integer(self.now());
+        for batch in batches(&missing, 3, 2) {
+            let values = vec!["(?, ?, ?)"; batch.len()].join(", ");
+            let mut params = vec![now.clone(), now.clone()];
+            for p in batch {
+                params.push(text(p));
+                params.push(text(path::parent(p).unwrap_or("/")));
+                params.push(text(path::basename(p)));
+            }
+            self.exec(
+                &format!(
+                    "INSERT OR IGNORE INTO {} (path, parent_path, name, type, size, created_at, modified_at)
+                     SELECT column1, column2, column3, 'directory', 0, ?, ? FROM (VALUES {values})",
+                    self.t
+                ),
+                &params,
+            )?;
+        }
+        Ok(())
+    }
+
+    /// Removes `path`. A non-empty directory needs `recursive` (`ENOTEMPTY` otherwise); a
+    /// missing path is an error unless `force`; the root is `EPERM`. Blob objects and chunks
+    /// of everything removed are deleted too.
+    pub async fn rm(&self, path: &str, recursive: bool, force: bool) -> Result<(), FsError> {
+        let norm = path::normalize(path, "rm")?;
+        if norm == "/" {
+            return Err(FsError::new(Errno::Perm, "rm", path));
+        }
+        let t = &self.t;
+        let rows = self.exec(
+            &format!(
+                "SELECT {NODE_COLS}, EXISTS (SELECT 1 FROM {t} WHERE parent_path = ?) FROM {t} WHERE path = ?"
+            ),
+            &[text(&norm), text(&norm)],
+        )?;
+        let (node, has_children) = match rows.first() {
+            Some(row) => (node_from_row(row), col_i64(row, 6) != 0),
+            None => {
+                let missing = || if force { Ok(()) } else { Err(FsError::new(Errno::NoEnt, "rm", path)) };
+                return match self.resolve(&norm, false, "rm", path) {
+                    Ok(r) if r.path != norm && r.node.is_some() => {
+                        Box::pin(self.rm(&r.path, recursive, force)).await
+                    }
+                    Ok(_) => missing(),
+                    Err(e) if e.errno() == Some(Errno::NotDir) => missing(),
+                    Err(e) => Err(e),
+                };
+            }
+        };
+        if node.kind == EntryType::Directory && has_children {
+            if !recursive {
+                return Err(FsError::new(Errno::NotEmpty, "rm", path));
+            }
+            let (lo, hi) = path::subtree_bounds(&norm);
+            let keys: Vec<String> = self
+                .exec(
+                    &format!("SELECT r2_key FROM {t} WHERE path > ? AND path < ? AND storage = 'r2'"),
+                    &[text(&lo), text(&hi)],
+                )?
+                .iter()
+                .filter_map(|r| col_opt_str(r, 0))
+                .collect();
+            self.atomically(&mut || {
+                self.exec(
+                    &format!(
+                        "DELETE FROM {} WHERE chunk_id IN (SELECT chunk_id FROM {t}
+                         WHERE path > ? AND path < ? AND storage = 'chunked')",
+                        self.c
+                    ),
+                    &[text(&lo), text(&hi)],
+                )?;
+                self.exec(
+                    &format!("DELETE FROM {t} WHERE path = ? OR (path > ? AND path < ?)"),
+                    &[text(&norm), text(&lo), text(&hi)],
+                )?;
+                Ok(())
+            })?;
+            return self.delete_blobs(keys).await;
+        }
+        let chunk = node.chunk_id.filter(|_| node.storage == Storage::Chunked);
+        self.atomically(&mut || {
+            self.drop_chunks(chunk)?;
+            self.exec(&format!("DELETE FROM {t} WHERE path = ?"), &[text(&norm)])?;
+            Ok(())
+        })?;
+        match node.r2_key.filter(|_| node.storage == Storage::Blob) {
+            Some(k) => self.delete_blobs(vec![k]).await,
+            None => Ok(()),
+        }
+    }
+
+    /// Finds the entry at `path` without following a final symlink (but following
+    /// symlinked ancestors); `ENOENT` when absent.
+    fn lnode(&self, path: &str, norm: &str, syscall: &'static str) -> Result<Node, FsError> {
+        if let Some(n) = self.lookup(norm)? {
+            return Ok(n);
+        }
+        match self.resolve(norm, false, syscall, path) {
+            Ok(Resolved { node: Some(n), .. }) => Ok(n),
+            Ok(_) => Err(FsError::new(Errno::NoEnt, syscall, path)),
+            Err(e) if e.errno() == Some(Errno::NotDir) => Err(FsError::new(Errno::NoEnt, syscall, path)),
+            Err(e) => Err(e),
+        }
+    }
+
+    /// Copies `src` to `dest`. Directories need `recursive`; copying onto an existing
+    /// directory merges into it; symlinks are copied as symlinks.
+    pub async fn cp(&self, src: &str, dest: &str, recursive: bool) -> Result<(), FsError> {
+        let s = path::normalize(src, "cp")?;
+        let d = path::normalize(dest, "cp")?;
+        let node = self.lnode(src, &s, "cp")?;
+        if node.path == d {
+            return Err(FsError::new(Errno::Inval, "cp", dest));
+        }
+        match node.kind {
+            EntryType::Symlink => self.symlink(node.target.as_deref().unwrap_or(""), &d),
+            EntryType::File => self.copy_file(&node, &d, dest).await,
+            EntryType::Directory => {
+                if !recursive {
+                    return Err(FsError::new(Errno::IsDir, "cp", src));
+                }
+                if path::is_within(&d, &node.path) {
+                    return Err(FsError::new(Errno::Inval, "cp", dest));
+                }
+                self.copy_tree(&node.path, &d, dest).await
+            }
+        }
+    }
+
+    async fn copy_file(&self, node: &Node, d: &str, shown: &str) -> Result<(), FsError> {
+        let dest = self.resolve(d, true, "cp", shown)?;
+        if dest.node.as_ref().is_some_and(|n| n.kind == EntryType::Directory) {
+            return Err(FsError::new(Errno::IsDir, "cp", shown));
+        }
+        let mime = self
+            .exec(&format!("SELECT mime_type FROM {} WHERE path = ?", self.t), &[text(&node.path)])?
+            .first()
+            .map(|r| col_str(r, 0))
+            .unwrap_or_default();
+        let plain_dest = dest.node.as_ref().is_none_or(|n| n.storage == Storage::Inline);
+        if node.storage == Storage::Inline && plain_dest {
+            if !dest.parent_exists {
+                self.ensure_dirs(path::parent(&dest.path).unwrap_or("/"), shown)?;
+            }
+            // Copy inside SQLite so the content never crosses into wasm.
+            let t = &self.t;
+            let now = SqlValue::Integer(self.now());
+            self.exec(
+                &format!(
+                    "INSERT INTO {t} (path, parent_path, name, type, mime_type, size, storage,
+                       created_at, modified_at, content)
+                     SELECT ?, ?, ?, 'file', mime_type, size, 'inline', ?, ?, content
+                     FROM {t} WHERE path = ?
+                     ON CONFLICT(path) DO UPDATE SET mime_type = excluded.mime_type,
+                       size = excluded.size, content = excluded.content,
+                       modified_at = excluded.modified_at"
+                ),
+                &[
+                    text(&dest.path),
+                    text(path::parent(&dest.path).unwrap_or("/")),
+                    text(path::basename(&dest.path)),
+                    now.clone(),
+                    now,
+                    text(&node.path),
+                ],
+            )?;
+            return Ok(());
+        }
+        let content = self.load(node, shown).await?;
+        self.write_content(&dest.path, content, &mime).await
+    }
+
+    async fn copy_tree(&self, s: &str, d: &str, shown: &str) -> Result<(), FsError> {
+        let dest = self.resolve(d, true, "cp", shown)?;
+        match &dest.node {
+            Some(n) if n.kind == EntryType::Directory => {
+                // Merge into an existing directory entry by entry.
+                let mut offset = 0;
+                loop {
+                    let page = self.read_dir(s, 1000, offset)?;
+                    if page.is_empty() {
+                        return Ok(());
+                    }
+                    offset += page.len();
+                    for child in page {
+                        let to = path::join(&dest.path, &child.name);
+                        Box::pin(self.cp(&child.path, &to, true)).await?;
+                    }
+                }
+            }
+            Some(_) => return Err(FsError::new(Errno::NotDir, "cp", shown)),
+            None => {}
+        }
+        if !dest.parent_exists {
+            self.ensure_dirs(path::parent(&dest.path).unwrap_or("/"), shown)?;
+        }
+        let d = dest.path;
+        let t = &self.t;
+        let (lo, hi) = path::subtree_bounds(s);
+        let skip = s.chars().count() as i64 + 1;
+        let now = SqlValue::Integer(self.now());
+        // Everything but externally stored files is copied in one statement.
+        self.exec(
+            &format!(
+                "INSERT INTO {t} (path, parent_path, name, type, mime_type, size, storage,
+                   target, created_at, modified_at, content)
+                 SELECT ? || substr(path, ?),
+                   CASE WHEN path = ? THEN ? ELSE ? || substr(parent_path, ?) END,
+                   CASE WHEN path = ? THEN ? ELSE name END,
+                   type, mime_type, size, storage, target, ?, ?, content
+                 FROM {t}
+                 WHERE (path = ? OR (path > ? AND path < ?))
+                   AND NOT (type = 'file' AND storage != 'inline')"
+            ),
+            &[
+                text(&d),
+                SqlValue::Integer(skip),
+                text(s),
+                text(path::parent(&d).unwrap_or("/")),
+                text(&d),
+                SqlValue::Integer(skip),
+                text(s),
+                text(path::basename(&d)),
+                now.clone(),
+                now,
+                text(s),
+                text(&lo),
+                text(&hi),
+            ],
+        )?;
+        let externals = self.exec(
+            &format!(
+                "SELECT {NODE_COLS} FROM {t} WHERE path > ? AND path < ? AND type = 'file'
+                 AND storage != 'inline' ORDER BY path"
+            ),
+            &[text(&lo), text(&hi)],
+        )?;
+        for row in &externals {
+            let n = node_from_row(row);
+            let to = path::rebase(&n.path, s, &d);
+            self.copy_file(&n, &to, shown).await?;
+        }
+        Ok(())
+    }
+
+    /// Moves (renames) `src` to `dest` with POSIX rename rules: a file replaces a file, a
+    /// directory may replace an empty directory, and a directory cannot move into itself.
+    pub async fn mv(&self, src: &str, dest: &str) -> Result<(), FsError> {
+        let s_norm = path::normalize(src, "rename")?;
+        let d_norm = path::normalize(dest, "rename")?;
+        if s_norm == "/" {
+            return Err(FsError::new(Errno::Perm, "rename", src));
+        }
+        let node = self.lnode(src, &s_norm, "rename")?;
+        let s = node.path.clone();
+        // The destination's directory is resolved; its last segment is not followed.
+        let d_parent = path::parent(&d_norm).unwrap_or("/");
+        let d_parent = if d_norm == "/" {
+            return Err(FsError::new(Errno::Perm, "rename", dest));
+        } else {
+            let r = self.resolve(d_parent, true, "rename", dest)?;
+            match &r.node {
+                Some(n) if n.kind == EntryType::Directory => r.path,
+                Some(_) => return Err(FsError::new(Errno::NotDir, "rename", dest)),
+                None => {
+                    self.ensure_dirs(&r.path, dest)?;
+                    r.path
+                }
+            }
+        };
+        let d = path::join(&d_parent, path::basename(&d_norm));
+        if d == s {
+            return Ok(());
+        }
+        if node.kind == EntryType::Directory && path::is_within(&d, &s) {
+            return Err(FsError::new(Errno::Inval, "rename", dest));
+        }
+        let t = &self.t;
+        let existing = self.lookup(&d)?;
+        let mut replaced: Option<Node> = None;
+        if let Some(e) = existing {
+            match (node.kind == EntryType::Directory, e.kind == EntryType::Directory) {
+                (false, true) => return Err(FsError::new(Errno::IsDir, "rename", dest)),
+                (true, false) => return Err(FsError::new(Errno::NotDir, "rename", dest)),
+                (true, true) => {
+                    let busy = self.exec(
+                        &format!("SELECT 1 FROM {t} WHERE parent_path = ? LIMIT 1"),
+                        &[text(&d)],
+                    )?;
+                    if !busy.is_empty() {
+                        return Err(FsError::new(Errno::NotEmpty, "rename", dest));
+                    }
+                }
+                (false, false) => {}
+            }
+            replaced = Some(e);
+        }
+        // Blob keys follow paths, so objects are copied to their new keys before the rows
+        // move and the old ones are deleted after: a failure leaves at most an orphan.
+        let (lo, hi) = path::subtree_bounds(&s);
+        let moving_blobs: Vec<(String, String)> = match node.kind {
+            EntryType::Directory => self
+                .exec(
+                    &format!("SELECT path, r2_key FROM {t} WHERE path > ? AND path < ? AND storage = 'r2'"),
+                    &[text(&lo), text(&hi)],
+                )?
+                .iter()
+                .map(|r| (col_str(r, 0), col_opt_str(r, 1).unwrap_or_default()))
+                .collect(),
+            _ if node.storage == Storage::Blob => {
+                vec![(s.clone(), node.r2_key.clone().unwrap_or_default())]
+            }
+            _ => Vec::new(),
+        };
+        let mut copied: Vec<String> = Vec::new();
+        for (p, key) in &moving_blobs {
+            let blobs = self.blobs(src)?;
+            let new_key = self.blob_key(&path::rebase(p, &s, &d));
+            if let Some(bytes) = blobs.get(key).await? {
+                let mime = self
+                    .exec(&format!("SELECT mime_type FROM {t} WHERE path = ?"), &[text(p)])?
+                    .first()
+                    .map(|r| col_str(r, 0))
+                    .unwrap_or_default();
+                blobs.put(&new_key, bytes, &mime).await?;
+                copied.push(new_key);
+            }
+        }
+        let key_prefix = format!("{}/{}", self.blob_prefix, self.namespace);
+        let skip = s.chars().count() as i64 + 1;
+        let replaced_chunk =
+            replaced.as_ref().filter(|n| n.storage == Storage::Chunked).and_then(|n| n.chunk_id);
+        let moved = self.atomically(&mut || {
+            if replaced.is_some() {
+                self.drop_chunks(replaced_chunk)?;
+                self.exec(&format!("DELETE FROM {t} WHERE path = ?"), &[text(&d)])?;
+            }
+            self.exec(
+                &format!(
+                    "UPDATE {t} SET
+                       path = ? || substr(path, ?),
+                       parent_path = CASE WHEN path = ? THEN ? ELSE ? || substr(parent_path, ?) END,
+                       name = CASE WHEN path = ? THEN ? ELSE name END,
+                       r2_key = CASE WHEN storage = 'r2' THEN ? || ? || substr(path, ?) ELSE r2_key END
+                     WHERE path = ? OR (path > ? AND path < ?)"
+                ),
+                &[
+                    text(&d),
+                    SqlValue::Integer(skip),
+                    text(&s),
+                    text(&d_parent),
+                    text(&d),
+                    SqlValue::Integer(skip),
+                    text(&s),
+                    text(path::basename(&d)),
+                    text(&key_prefix),
+                    text(&d),
+                    SqlValue::Integer(skip),
+                    text(&s),
+                    text(&lo),
+                    text(&hi),
+                ],
+            )?;
+            Ok(())
+        });
+        if let Err(e) = moved {
+            let _ = self.delete_blobs(copied).await;
+            return Err(e);
+        }
+        let mut stale: Vec<String> = moving_blobs.into_iter().map(|(_, k)| k).collect();
+        if let Some(r) = replaced {
+            if let Some(k) = r.r2_key.filter(|k| r.storage == Storage::Blob && !copied.contains(k)) {
+                stale.push(k);
+            }
+        }
+        stale.retain(|k| !copied.contains(k));
+        self.delete_blobs(stale).await
+    }
+
+    /// Creates a symlink at `link` pointing to `target` (stored verbatim, resolved on use).
+    pub fn symlink(&self, target: &str, link: &str) -> Result<(), FsError> {
+        if target.trim().is_empty() {
+            return Err(FsError::new(Errno::Inval, "symlink", link));
+        }
+        if target.chars().count() > MAX_SYMLINK_TARGET_LENGTH {
+            return Err(FsError::new(Errno::NameTooLong, "symlink", link));
+        }
+        let norm = path::normalize(link, "symlink")?;
+        if norm == "/" {
+            return Err(FsError::new(Errno::Perm, "symlink", link));
+        }
+        let r = self.resolve(&norm, false, "symlink", link)?;
+        if r.node.is_some() {
+            return Err(FsError::new(Errno::Exist, "symlink", link));
+        }
+        if !r.parent_exists {
+            self.ensure_dirs(path::parent(&r.path).unwrap_or("/"), link)?;
+        }
+        let now = SqlValue::Integer(self.now());
+        self.exec(
+            &format!(
+                "INSERT INTO {} (path, parent_path, name, type, size, target, created_at, modified_at)
+                 VALUES (?, ?, ?, 'symlink', 0, ?, ?, ?)",
+                self.t
+            ),
+            &[
+                text(&r.path),
+                text(path::parent(&r.path).unwrap_or("/")),
+                text(path::basename(&r.path)),
+                text(target),
+                now.clone(),
+                now,
+            ],
+        )?;
+        Ok(())
+    }
+
+    /// The target of the symlink at `path`; `EINVAL` when it is not a symlink.
+    pub fn readlink(&self, path: &str) -> Result<String, FsError> {
+        let norm = path::normalize(path, "readlink")?;
+        let node = self.lnode(path, &norm, "readlink")?;
+        match (node.kind, node.target) {
+            (EntryType::Symlink, Some(t)) => Ok(t),
+            _ => Err(FsError::new(Errno::Inval, "readlink", path)),
+        }
+    }
+
+    /// Totals over the namespace, in one query.
+    pub fn info(&self) -> Result<WorkspaceInfo, FsError> {
+        let rows = self.exec(
+            &format!(
+                "SELECT
+                   COALESCE(SUM(type = 'file'), 0),
+                   COALESCE(SUM(type = 'directory'), 0),
+                   COALESCE(SUM(CASE WHEN type = 'file' THEN size ELSE 0 END), 0),
+                   COALESCE(SUM(type = 'file' AND storage = 'r2'), 0)
+                 FROM {}",
+                self.t
+            ),
+            &[],
+        )?;
+        let row = rows.first();
+        let get = |i| row.map(|r| col_i64(r, i).max(0) as u64).unwrap_or(0);
+        Ok(WorkspaceInfo {
+            file_count: get(0),
+            directory_count: get(1),
+            total_bytes: get(2),
+            r2_file_count: get(3),
+        })
+    }
+
+    /// A unified diff between two files (`ENOENT` if either is missing, `EFBIG` past
+    /// [`MAX_DIFF_LINES`] lines).
+    pub async fn diff(&self, path_a: &str, path_b: &str) -> Result<String, FsError> {
+        let a = self.read_file(path_a).await?.ok_or_else(|| FsError::new(Errno::NoEnt, "open", path_a))?;
+        let b = self.read_file(path_b).await?.ok_or_else(|| FsError::new(Errno::NoEnt, "open", path_b))?;
+        if diff::line_count(&a) > MAX_DIFF_LINES || diff::line_count(&b) > MAX_DIFF_LINES {
+            return Err(FsError::new(Errno::FBig, "diff", path_a));
+        }
+        Ok(unified_diff(&a, &b, &path::normalize(path_a, "diff")?, &path::normalize(path_b, "diff")?))
+    }
+
+    /// A unified diff from the file at `path` to `new_content`.
+    pub async fn diff_content(&self, path: &str, new_content: &str) -> Result<String, FsError> {
+        let old = self.read_file(path).await?.ok_or_else(|| FsError::new(Errno::NoEnt, "open", path))?;
+        if diff::line_count(&old) > MAX_DIFF_LINES || diff::line_count(new_content) > MAX_DIFF_LINES {
+            return Err(FsError::new(Errno::FBig, "diff", path));
+        }
+        let label = path::normalize(path, "diff")?;
+        Ok(unified_diff(&old, new_content, &label, &label))
+    }
+}
