@@ -152,7 +152,8 @@ test("the page answers the getUserTimezone browser tool and the model gets the a
   assert.equal(await fresh.locator(".msg-user").count(), 3);
   const file = path.join(ROOT, "test-output/chat.png");
   fs.mkdirSync(path.dirname(file), { recursive: true });
-  await fresh.screenshot({ path: file, fullPage: true });
+  await fresh.setViewportSize({ width: 960, height: 1100 });
+  await fresh.screenshot({ path: file });
   console.log(`screenshot: ${file}`);
 });
 
