@@ -4,6 +4,7 @@
 //! sockets, time and fetch to the traits in `store` and `platform`.
 
 mod interaction;
+mod mcp;
 mod resume;
 pub mod spec;
 pub mod store;
@@ -18,10 +19,11 @@ use serde_json::{json, Map, Value};
 
 use crate::model::openai::OpenAiChatModel;
 use crate::model::Model;
-use crate::platform::{Clock, HttpClient, Sockets};
+use crate::platform::{Clock, HttpClient, Sockets, Tasks};
 use crate::protocol::frames::{self, ClientFrame, ClientToolSchema};
 use crate::protocol::message::UIMessage;
 use crate::store::{BlobStore, Sql, StoreError};
+use crate::workspace::{Workspace, WorkspaceOptions};
 
 pub use spec::{AgentSpec, ModelChoice, TurnConfig, TurnContext};
 use store::ChatStore;
@@ -36,6 +38,9 @@ pub struct Deps {
     pub clock: Rc<dyn Clock>,
     pub http: Rc<dyn HttpClient>,
     pub blobs: Option<Rc<dyn BlobStore>>,
+    pub tasks: Rc<dyn Tasks>,
+    /// A stable id of this instance (the Durable Object id), used to keep its R2 keys apart.
+    pub instance_id: String,
 }
 
 /// A plain HTTP answer for the few non-WebSocket routes (`/get-messages`).
@@ -74,6 +79,8 @@ pub struct Agent {
     /// Turns run one at a time; waiting on this lock is the queue.
     turn_lock: futures::lock::Mutex<()>,
     rt: RefCell<Runtime>,
+    workspace: Rc<Workspace>,
+    mcp: Option<crate::mcp::McpClient>,
 }
 
 impl Agent {
@@ -84,14 +91,56 @@ impl Agent {
             ModelChoice::Custom(m) => Ok(m.clone()),
             ModelChoice::Unconfigured(msg) => Err(msg.clone()),
         };
-        Rc::new(Self {
+        let workspace = Rc::new(Workspace::with_options(
+            deps.sql.clone(),
+            deps.clock.clone(),
+            WorkspaceOptions {
+                blobs: deps.blobs.clone(),
+                blob_prefix: format!("{}/{}", crate::protocol::routing::camel_case_to_kebab_case(class_name), deps.instance_id),
+                ..WorkspaceOptions::default()
+            },
+        )
+        .unwrap_or_else(|_| Workspace::new(deps.sql.clone(), deps.clock.clone())));
+        let mcp = crate::mcp::McpClient::new(deps.sql.clone(), deps.http.clone(), deps.clock.clone(), Default::default())
+            .map_err(|e| crate::platform::log(&format!("think-rs: MCP is unavailable: {e}")))
+            .ok();
+        let agent = Rc::new(Self {
+            mcp,
+            workspace,
             agent_kebab: crate::protocol::routing::camel_case_to_kebab_case(class_name),
             spec,
             deps,
             model,
             turn_lock: futures::lock::Mutex::new(()),
             rt: RefCell::new(Runtime::default()),
-        })
+        });
+        if let Some(mcp) = &agent.mcp {
+            let weak = Rc::downgrade(&agent);
+            mcp.set_on_change(Rc::new(move || {
+                if let Some(agent) = weak.upgrade() {
+                    agent.broadcast_text(&agent.mcp_frame());
+                }
+            }));
+        }
+        agent
+    }
+
+    /// Work to do once per start of the instance: reconnect MCP servers. The glue runs it in
+    /// the background.
+    pub async fn start(self: Rc<Self>) {
+        self.restore_mcp().await;
+    }
+
+    fn mcp_frame(&self) -> String {
+        match &self.mcp {
+            Some(m) => m.frame(),
+            None => frames::mcp_servers_frame(&json!({"prompts": [], "resources": [], "servers": {}, "tools": []})).to_string(),
+        }
+    }
+
+    /// The agent's workspace (its virtual filesystem), for Rust code and custom tools.
+    pub fn workspace(&self) -> &Rc<Workspace> {
+        &self.workspace
     }
 
     fn store(&self) -> Result<ChatStore<'_>, StoreError> {
@@ -176,6 +225,12 @@ impl Agent {
         self.deps.sockets.send(conn, &frame.to_string());
     }
 
+    fn broadcast_text(&self, text: &str) {
+        for id in self.deps.sockets.ids() {
+            self.deps.sockets.send(&id, text);
+        }
+    }
+
     /// Sends `frame` to every connection except `except`.
     fn broadcast(&self, frame: &Value, except: Option<&str>) {
         let text = frame.to_string();
@@ -202,7 +257,7 @@ impl Agent {
             None => self.send(conn, &self.transcript_frame()),
         }
         self.send(conn, &frames::identity_frame(&self.name(), &self.agent_kebab));
-        self.send(conn, &frames::mcp_servers_frame(&json!({"servers": {}, "tools": [], "prompts": [], "resources": []})));
+        self.deps.sockets.send(conn, &self.mcp_frame());
     }
 
     /// Forgets a closed connection's handshake state.
@@ -237,12 +292,14 @@ impl Agent {
         }
     }
 
-    async fn on_rpc(&self, conn: &str, id: &str, method: &str, args: Vec<Value>) {
-        let reply = match self.spec.callables.get(method).cloned() {
-            Some(f) => match f(args).await {
-                Ok(result) => frames::rpc_result_frame(id, &result, true),
-                Err(e) => frames::rpc_error_frame(id, &e),
-            },
+    async fn on_rpc(self: &Rc<Self>, conn: &str, id: &str, method: &str, args: Vec<Value>) {
+        let result = match self.spec.callables.get(method).cloned() {
+            Some(f) => Some(f(args).await),
+            None => self.mcp_callable(method, &args).await,
+        };
+        let reply = match result {
+            Some(Ok(result)) => frames::rpc_result_frame(id, &result, true),
+            Some(Err(e)) => frames::rpc_error_frame(id, &e),
             None => frames::rpc_error_frame(id, &format!("Method {method} does not exist")),
         };
         self.send(conn, &reply);

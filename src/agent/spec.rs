@@ -103,7 +103,13 @@ pub struct AgentSpec {
     pub(crate) approval: ApprovalPolicy,
     pub(crate) before_turn: Option<BeforeTurn>,
     pub(crate) callables: BTreeMap<String, Callable>,
+    pub(crate) workspace_tools: bool,
+    pub(crate) include_mcp_tools: bool,
+    pub(crate) wait_for_mcp_connections: Option<u64>,
 }
+
+/// Think's wait when `waitForMcpConnections` is `true`.
+pub const DEFAULT_MCP_WAIT_MS: u64 = 10_000;
 
 impl AgentSpec {
     /// An agent answered by `model`, with Think's defaults for everything else.
@@ -116,7 +122,30 @@ impl AgentSpec {
             approval: ApprovalPolicy::new(),
             before_turn: None,
             callables: BTreeMap::new(),
+            workspace_tools: true,
+            include_mcp_tools: true,
+            wait_for_mcp_connections: None,
         }
+    }
+
+    /// Whether MCP servers' tools join the merge (default true). Off, they are not even
+    /// converted, so a turn pays nothing for them.
+    pub fn include_mcp_tools(mut self, include: bool) -> Self {
+        self.include_mcp_tools = include;
+        self
+    }
+
+    /// Before each model call, wait up to `ms` for MCP servers that are still connecting, so
+    /// a turn right after a restart does not miss their tools. `None` (the default) waits not.
+    pub fn wait_for_mcp_connections(mut self, ms: Option<u64>) -> Self {
+        self.wait_for_mcp_connections = ms;
+        self
+    }
+
+    /// Whether the workspace file tools join every turn (Think's default: yes).
+    pub fn workspace_tools(mut self, enabled: bool) -> Self {
+        self.workspace_tools = enabled;
+        self
     }
 
     pub fn system_prompt(mut self, prompt: impl Into<String>) -> Self {

@@ -15,6 +15,7 @@ use crate::protocol::message::{part_type, state_of, tool_call_id_of, tool_name_o
 use crate::protocol::tool_state::{apply_to_messages, leaf_assistant, ToolPartUpdate};
 use crate::protocol::chunk;
 use crate::store::StoreError;
+use crate::tools::workspace::{workspace_tools, WorkspaceToolsOptions};
 use crate::tools::{DynamicTool, Layer, ToolContext, ToolRef, ToolSet};
 use crate::turn::abort::AbortSignal;
 use crate::turn::convert::to_model_messages;
@@ -77,6 +78,9 @@ impl Agent {
     /// The merged tools of a turn, in Think's layer order.
     fn turn_tools(&self) -> ToolSet {
         let mut tools = ToolSet::new();
+        if self.spec.workspace_tools {
+            tools.add_layer(Layer::Workspace, workspace_tools(self.workspace.clone(), WorkspaceToolsOptions { bash: true }));
+        }
         tools.add_layer(Layer::Agent, self.spec.tools.iter().cloned());
         let client: Vec<ToolRef> = self
             .client_tools()
@@ -86,6 +90,11 @@ impl Agent {
                 Rc::new(DynamicTool::without_execute(&t.name, t.description.as_deref().unwrap_or(""), schema)) as ToolRef
             })
             .collect();
+        if self.spec.include_mcp_tools {
+            if let Some(mcp) = &self.mcp {
+                tools.add_layer(Layer::Mcp, mcp.tools());
+            }
+        }
         tools.add_layer(Layer::Client, client);
         tools
     }
@@ -105,6 +114,11 @@ impl Agent {
             }
         };
 
+        if let (Some(ms), Some(mcp)) = (self.spec.wait_for_mcp_connections, &self.mcp) {
+            if self.spec.include_mcp_tools {
+                mcp.wait_for_connections(ms).await;
+            }
+        }
         let tools = self.turn_tools();
         let message_id = random_uuid(self.deps.clock.as_ref());
         let stream = Rc::new(TurnStream { agent: self.clone(), request_id: request_id.clone(), continuation: turn.continuation });

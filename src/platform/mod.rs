@@ -89,6 +89,12 @@ pub trait HttpClient {
     async fn fetch(&self, req: HttpRequest) -> Result<HttpResponse, HttpError>;
 }
 
+/// Runs background work that outlives the event that started it (MCP listeners, restoring
+/// connections after a start). The Workers glue uses `spawn_local`.
+pub trait Tasks {
+    fn spawn(&self, task: futures::future::LocalBoxFuture<'static, ()>);
+}
+
 /// The connected WebSockets of one agent instance.
 pub trait Sockets {
     /// Ids of every open connection.

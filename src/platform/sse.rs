@@ -17,6 +17,7 @@ pub struct SseParser {
     event: String,
     data: Vec<String>,
     id: Option<String>,
+    retry: Option<u64>,
     saw_field: bool,
 }
 
@@ -50,6 +51,17 @@ impl SseParser {
         out
     }
 
+    /// The last `id:` seen, kept across events as SSE's "last event ID" (also for events, like
+    /// MCP's priming event, that carry no data and are not dispatched), for `Last-Event-ID`.
+    pub fn last_event_id(&self) -> Option<&str> {
+        self.id.as_deref()
+    }
+
+    /// The server's last `retry:` hint in milliseconds: how long to wait before reconnecting.
+    pub fn retry_ms(&self) -> Option<u64> {
+        self.retry
+    }
+
     /// Flushes an event left open when the stream ended without a blank line.
     pub fn finish(&mut self) -> Option<SseEvent> {
         if !self.buf.is_empty() {
@@ -79,6 +91,12 @@ impl SseParser {
             "event" => self.event = value.to_owned(),
             "data" => self.data.push(value.to_owned()),
             "id" => self.id = Some(value.to_owned()),
+            "retry" => {
+                if let Ok(ms) = value.parse::<u64>() {
+                    self.retry = Some(ms);
+                }
+                return None;
+            }
             _ => return None,
         }
         self.saw_field = true;
@@ -128,5 +146,15 @@ mod tests {
         assert_eq!(ev, vec![SseEvent { event: String::new(), data: "a\nb".into(), id: None }]);
         assert_eq!(p.finish().unwrap().data, "[DONE]");
         assert_eq!(p.finish(), None);
+    }
+
+    #[test]
+    fn priming_event_id_and_retry_are_kept_without_dispatch() {
+        let mut p = SseParser::new();
+        assert!(p.push(b"id: ev-1\nretry: 2500\ndata: \n\n").is_empty());
+        assert_eq!(p.last_event_id(), Some("ev-1"));
+        assert_eq!(p.retry_ms(), Some(2500));
+        let ev = p.push(b"data: x\n\n");
+        assert_eq!(ev[0].id.as_deref(), Some("ev-1"));
     }
 }

@@ -25,6 +25,15 @@ pub use sql::DoSql;
 /// The R2 binding the workspace spills large files to, when present.
 pub const R2_BINDING: &str = "WORKSPACE_R2";
 
+/// Background work on the isolate's event loop.
+pub struct LocalTasks;
+
+impl crate::platform::Tasks for LocalTasks {
+    fn spawn(&self, task: futures::future::LocalBoxFuture<'static, ()>) {
+        wasm_bindgen_futures::spawn_local(task);
+    }
+}
+
 /// The state behind one agent Durable Object: the core agent plus its adapters.
 pub struct ThinkHost {
     state: Rc<State>,
@@ -48,8 +57,12 @@ impl ThinkHost {
             clock: Rc::new(WorkerClock),
             http: Rc::new(FetchHttp),
             blobs: env.bucket(R2_BINDING).ok().map(|b| Rc::new(R2Blobs(b)) as Rc<dyn crate::store::BlobStore>),
+            tasks: Rc::new(LocalTasks),
+            instance_id: state.id().to_string(),
         };
-        Self { agent: Agent::new(class_name, spec, deps), state, sockets }
+        let agent = Agent::new(class_name, spec, deps);
+        wasm_bindgen_futures::spawn_local(agent.clone().start());
+        Self { agent, state, sockets }
     }
 
     /// The core agent, for Rust code that drives it directly.
@@ -214,7 +227,12 @@ mod shipped {
             crate::platform::log(&format!("think-rs: ignoring THINK_APPROVAL: {e}"));
             ApprovalPolicy::new()
         });
-        AgentSpec::new(model).approval(policy)
+        let mcp_wait = match setting(env, "THINK_WAIT_FOR_MCP_CONNECTIONS").as_deref().map(str::trim) {
+            None | Some("") | Some("false") | Some("0") => None,
+            Some("true") => Some(crate::agent::spec::DEFAULT_MCP_WAIT_MS),
+            Some(ms) => ms.parse().ok(),
+        };
+        AgentSpec::new(model).approval(policy).wait_for_mcp_connections(mcp_wait)
     }
 
     crate::think_agent!(ThinkAgent, spec_from_env);

@@ -69,10 +69,7 @@ mod tests {
         let old = "1\n2\n3\n4\n5\n6\n7\n8\n9";
         let new = "1\n2\n3\n4\nFIVE\n6\n7\n8\n9";
         let d = unified_diff(old, new, "/a", "/b");
-        assert_eq!(
-            d,
-            "--- /a\n+++ /b\n@@ -2,7 +2,7 @@\n 2\n 3\n 4\n-5\n+FIVE\n 6\n 7\n 8"
-        );
+        assert_eq!(d, "--- /a\n+++ /b\n@@ -2,7 +2,7 @@\n 2\n 3\n 4\n-5\n+FIVE\n 6\n 7\n 8");
     }
 
     #[test]

@@ -62,6 +62,7 @@ pub enum FsError {
 }
 
 impl FsError {
+    /// A POSIX error; `path` is shown as the caller wrote it.
     pub fn new(errno: Errno, syscall: &'static str, path: impl Into<String>) -> Self {
         FsError::Posix { errno, syscall, path: path.into() }
     }

@@ -10,6 +10,9 @@ pub(crate) struct Resolved {
     pub node: Option<Node>,
     /// Whether every ancestor of `path` exists (as a directory).
     pub parent_exists: bool,
+    /// How many of `path`'s ancestors (shallowest first, root excluded) exist; by the
+    /// table's invariant the existing ones are a prefix of the chain.
+    pub existing_ancestors: usize,
 }
 
 /// Where new content should go.
@@ -62,13 +65,14 @@ impl Workspace {
                 }
             }
             let mut parent_exists = true;
+            let mut existing_ancestors = 0;
             for a in &wanted[..ancestor_count] {
                 match nodes.get(a) {
                     None => {
                         parent_exists = false;
                         break;
                     }
-                    Some(n) if n.kind == EntryType::Directory => {}
+                    Some(n) if n.kind == EntryType::Directory => existing_ancestors += 1,
                     Some(n) if n.kind == EntryType::Symlink => {
                         hop(&mut hops)?;
                         let dest = symlink_destination(a, n.target.as_deref().unwrap_or(""))?;
@@ -86,7 +90,7 @@ impl Workspace {
                     continue;
                 }
             }
-            return Ok(Resolved { path: p, node, parent_exists });
+            return Ok(Resolved { path: p, node, parent_exists, existing_ancestors });
         }
     }
 
@@ -225,7 +229,12 @@ impl Workspace {
 
     /// Writes bytes (stored as a BLOB), creating parent directories. Think's default `mime`
     /// is `application/octet-stream`.
-    pub async fn write_file_bytes(&self, path: &str, bytes: &[u8], mime: &str) -> Result<(), FsError> {
+    pub async fn write_file_bytes(
+        &self,
+        path: &str,
+        bytes: &[u8],
+        mime: &str,
+    ) -> Result<(), FsError> {
         self.write_content(path, Content::Bytes(bytes.to_vec()), mime).await
     }
 
@@ -314,9 +323,7 @@ impl Workspace {
         if r.path == "/" {
             return Err(FsError::new(Errno::IsDir, "open", shown));
         }
-        if !r.parent_exists {
-            self.ensure_dirs(path::parent(&r.path).unwrap_or("/"), shown)?;
-        }
+        self.create_missing_ancestors(&r)?;
         let target = r.path;
         let old = r.node;
         let now = SqlValue::Integer(self.now());
@@ -346,8 +353,10 @@ impl Workspace {
                 body,
             ]
         };
-        let old_chunk = old.as_ref().filter(|n| n.storage == Storage::Chunked).and_then(|n| n.chunk_id);
-        let old_key = old.as_ref().filter(|n| n.storage == Storage::Blob).and_then(|n| n.r2_key.clone());
+        let old_chunk =
+            old.as_ref().filter(|n| n.storage == Storage::Chunked).and_then(|n| n.chunk_id);
+        let old_key =
+            old.as_ref().filter(|n| n.storage == Storage::Blob).and_then(|n| n.r2_key.clone());
         match placement {
             Placement::Inline => {
                 let params =
@@ -366,7 +375,10 @@ impl Workspace {
                     let id = self.next_chunk_id()?;
                     for (seq, piece) in bytes.chunks(CHUNK_BYTES).enumerate() {
                         self.exec(
-                            &format!("INSERT INTO {} (chunk_id, seq, data) VALUES (?, ?, ?)", self.c),
+                            &format!(
+                                "INSERT INTO {} (chunk_id, seq, data) VALUES (?, ?, ?)",
+                                self.c
+                            ),
                             &[
                                 SqlValue::Integer(id),
                                 SqlValue::Integer(seq as i64),
@@ -391,8 +403,7 @@ impl Workspace {
                 let key = self.blob_key(&target);
                 let blobs = self.blobs(shown)?.clone();
                 blobs.put(&key, content.into_bytes(), mime).await?;
-                let params =
-                    row_params(Storage::Blob, text(&key), SqlValue::Null, SqlValue::Null);
+                let params = row_params(Storage::Blob, text(&key), SqlValue::Null, SqlValue::Null);
                 let written = self.atomically(&mut || {
                     self.exec(&upsert, &params)?;
                     self.drop_chunks(old_chunk)
@@ -420,7 +431,10 @@ impl Workspace {
 
     pub(crate) fn drop_chunks(&self, id: Option<i64>) -> Result<(), FsError> {
         if let Some(id) = id {
-            self.exec(&format!("DELETE FROM {} WHERE chunk_id = ?", self.c), &[SqlValue::Integer(id)])?;
+            self.exec(
+                &format!("DELETE FROM {} WHERE chunk_id = ?", self.c),
+                &[SqlValue::Integer(id)],
+            )?;
         }
         Ok(())
     }

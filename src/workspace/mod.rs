@@ -58,6 +58,7 @@ pub enum EntryType {
 }
 
 impl EntryType {
+    /// The name stored in SQL and shown in `FileInfo.type`.
     pub fn as_str(self) -> &'static str {
         match self {
             EntryType::File => "file",
@@ -438,8 +439,8 @@ impl Workspace {
     }
 
     fn lookup(&self, path: &str) -> Result<Option<Node>, FsError> {
-        let rows =
-            self.exec(&format!("SELECT {NODE_COLS} FROM {} WHERE path = ?", self.t), &[text(path)])?;
+        let rows = self
+            .exec(&format!("SELECT {NODE_COLS} FROM {} WHERE path = ?", self.t), &[text(path)])?;
         Ok(rows.first().map(node_from_row))
     }
 

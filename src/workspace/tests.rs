@@ -135,12 +135,18 @@ fn binary_content_round_trips_as_blob() {
     block_on(ws.write_file_bytes("/bin.dat", &bytes, "application/octet-stream")).unwrap();
     assert_eq!(block_on(ws.read_file_bytes("/bin.dat")).unwrap().unwrap(), bytes);
     let ty = sql
-        .exec(&format!("SELECT typeof(content) FROM {} WHERE path = '/bin.dat'", ws.table_name()), &[])
+        .exec(
+            &format!("SELECT typeof(content) FROM {} WHERE path = '/bin.dat'", ws.table_name()),
+            &[],
+        )
         .unwrap();
     assert_eq!(ty[0][0], SqlValue::Text("blob".into()));
     write(&ws, "/t.txt", "text");
     let ty = sql
-        .exec(&format!("SELECT typeof(content) FROM {} WHERE path = '/t.txt'", ws.table_name()), &[])
+        .exec(
+            &format!("SELECT typeof(content) FROM {} WHERE path = '/t.txt'", ws.table_name()),
+            &[],
+        )
         .unwrap();
     assert_eq!(ty[0][0], SqlValue::Text("text".into()), "text is stored as TEXT, not base64");
     assert!(read(&ws, "/bin.dat").unwrap().contains('\u{FFFD}'));
@@ -167,7 +173,9 @@ fn read_dir_orders_and_pages() {
 #[test]
 fn glob_matches_with_prefix_and_suffix() {
     let (_, ws) = ws();
-    for p in ["/README.md", "/docs/a.md", "/docs/deep/b.md", "/src/x.ts", "/src/y.md.bak", "/docs.md"] {
+    for p in
+        ["/README.md", "/docs/a.md", "/docs/deep/b.md", "/src/x.ts", "/src/y.md.bak", "/docs.md"]
+    {
         write(&ws, p, "x");
     }
     assert_eq!(
@@ -175,10 +183,14 @@ fn glob_matches_with_prefix_and_suffix() {
         vec!["/README.md", "/docs.md", "/docs/a.md", "/docs/deep/b.md"]
     );
     assert_eq!(paths(&ws.glob("/docs/*.md").unwrap()), vec!["/docs/a.md"]);
-    assert_eq!(paths(&ws.glob("/docs/**").unwrap()), vec!["/docs/a.md", "/docs/deep", "/docs/deep/b.md"]);
+    assert_eq!(
+        paths(&ws.glob("/docs/**").unwrap()),
+        vec!["/docs/a.md", "/docs/deep", "/docs/deep/b.md"]
+    );
     assert_eq!(paths(&ws.glob("/src/x.ts").unwrap()), vec!["/src/x.ts"]);
     assert_eq!(paths(&ws.glob("/*.{md,ts}").unwrap()), vec!["/README.md", "/docs.md"]);
-    let dirs: Vec<_> = ws.glob("**/*").unwrap().into_iter().filter(|f| f.kind == EntryType::Directory).collect();
+    let dirs: Vec<_> =
+        ws.glob("**/*").unwrap().into_iter().filter(|f| f.kind == EntryType::Directory).collect();
     assert_eq!(paths(&dirs), vec!["/docs", "/docs/deep", "/src"], "the root is not listed");
 }
 
@@ -219,7 +231,10 @@ fn rm_rules() {
     ws.mkdir("/empty", false).unwrap();
     block_on(ws.rm("/empty", false, false)).unwrap();
     block_on(ws.rm("/de.txt", false, false)).unwrap();
-    assert_eq!(ws.info().unwrap(), WorkspaceInfo { file_count: 0, directory_count: 1, total_bytes: 0, r2_file_count: 0 });
+    assert_eq!(
+        ws.info().unwrap(),
+        WorkspaceInfo { file_count: 0, directory_count: 1, total_bytes: 0, r2_file_count: 0 }
+    );
 }
 
 #[test]
@@ -232,15 +247,25 @@ fn cp_and_mv() {
     assert_eq!(read(&ws, "/copy/a2.txt").as_deref(), Some("A"));
     assert_eq!(errno(block_on(ws.cp("/src", "/dst", false))), Errno::IsDir);
     assert_eq!(errno(block_on(ws.cp("/src", "/src/inner", true))), Errno::Inval);
+    ws.symlink("/src", "/srclink").unwrap();
+    assert_eq!(errno(block_on(ws.cp("/src", "/srclink/inner", true))), Errno::Inval);
+    block_on(ws.rm("/srclink", false, false)).unwrap();
     block_on(ws.cp("/src", "/dst", true)).unwrap();
     assert_eq!(read(&ws, "/dst/sub/b.txt").as_deref(), Some("B"));
     assert_eq!(ws.readlink("/dst/link").unwrap(), "a.txt");
-    assert_eq!(read(&ws, "/dst/link").as_deref(), Some("A"), "relative link resolves in its new dir");
+    assert_eq!(
+        read(&ws, "/dst/link").as_deref(),
+        Some("A"),
+        "relative link resolves in its new dir"
+    );
     assert_eq!(names(&ws.read_dir("/dst", 100, 0).unwrap()), vec!["sub", "a.txt", "link"]);
     // Copy onto an existing directory merges.
     write(&ws, "/merge/keep.txt", "K");
     block_on(ws.cp("/src", "/merge", true)).unwrap();
-    assert_eq!(names(&ws.read_dir("/merge", 100, 0).unwrap()), vec!["sub", "a.txt", "keep.txt", "link"]);
+    assert_eq!(
+        names(&ws.read_dir("/merge", 100, 0).unwrap()),
+        vec!["sub", "a.txt", "keep.txt", "link"]
+    );
 
     block_on(ws.mv("/dst", "/moved/here")).unwrap();
     assert!(!ws.exists("/dst").unwrap());
@@ -291,7 +316,11 @@ fn symlinks_follow_and_loop() {
     write(&ws, "/dangling", "created");
     assert_eq!(read(&ws, "/nowhere").as_deref(), Some("created"));
     block_on(ws.rm("/alias", false, false)).unwrap();
-    assert_eq!(read(&ws, "/real/file.txt").as_deref(), Some("written via link"), "rm removes the link only");
+    assert_eq!(
+        read(&ws, "/real/file.txt").as_deref(),
+        Some("written via link"),
+        "rm removes the link only"
+    );
 }
 
 #[test]
@@ -315,9 +344,18 @@ fn blob_spill_and_cleanup_leave_no_orphans() {
     write(&ws, "/big.txt", &big);
     assert_eq!(keys(&blobs), vec!["agent/default/big.txt"]);
     let row = sql
-        .exec(&format!("SELECT storage, content IS NULL, size FROM {} WHERE path = '/big.txt'", ws.table_name()), &[])
+        .exec(
+            &format!(
+                "SELECT storage, content IS NULL, size FROM {} WHERE path = '/big.txt'",
+                ws.table_name()
+            ),
+            &[],
+        )
         .unwrap();
-    assert_eq!(row[0], vec![SqlValue::Text("r2".into()), SqlValue::Integer(1), SqlValue::Integer(500)]);
+    assert_eq!(
+        row[0],
+        vec![SqlValue::Text("r2".into()), SqlValue::Integer(1), SqlValue::Integer(500)]
+    );
     assert_eq!(read(&ws, "/big.txt").as_deref(), Some(big.as_str()));
     assert_eq!(ws.info().unwrap().r2_file_count, 1);
 
@@ -361,7 +399,12 @@ fn blob_spill_and_cleanup_leave_no_orphans() {
     block_on(ws.cp("/c", "/c2", true)).unwrap();
     assert_eq!(
         keys(&blobs),
-        vec!["agent/default/c/a.txt", "agent/default/c/b.txt", "agent/default/c2/a.txt", "agent/default/c2/b.txt"]
+        vec![
+            "agent/default/c/a.txt",
+            "agent/default/c/b.txt",
+            "agent/default/c2/a.txt",
+            "agent/default/c2/b.txt"
+        ]
     );
     assert_eq!(read(&ws, "/c2/b.txt").as_deref(), Some(big.as_str()));
     block_on(ws.rm("/c", true, false)).unwrap();
@@ -390,7 +433,13 @@ fn five_megabyte_file_via_blob_store() {
 
 fn max_row_bytes(sql: &SqliteSql, ws: &Workspace) -> i64 {
     let a = sql
-        .exec(&format!("SELECT COALESCE(MAX(length(CAST(content AS BLOB))), 0) FROM {}", ws.table_name()), &[])
+        .exec(
+            &format!(
+                "SELECT COALESCE(MAX(length(CAST(content AS BLOB))), 0) FROM {}",
+                ws.table_name()
+            ),
+            &[],
+        )
         .unwrap();
     let b = sql
         .exec(&format!("SELECT COALESCE(MAX(length(data)), 0) FROM {}", ws.chunk_table_name()), &[])
@@ -432,7 +481,12 @@ fn large_files_without_blob_store_are_chunked() {
 #[test]
 fn file_size_cap() {
     let sql = Rc::new(SqliteSql::new());
-    let ws = Workspace::with_options(sql, clock(), WorkspaceOptions { max_file_size: 10, ..Default::default() }).unwrap();
+    let ws = Workspace::with_options(
+        sql,
+        clock(),
+        WorkspaceOptions { max_file_size: 10, ..Default::default() },
+    )
+    .unwrap();
     write(&ws, "/ok", "0123456789");
     assert_eq!(errno(block_on(ws.write_file("/no", "01234567890", "text/plain"))), Errno::FBig);
     assert_eq!(errno(block_on(ws.append_file("/ok", "x", "text/plain"))), Errno::FBig);
@@ -441,12 +495,26 @@ fn file_size_cap() {
 #[test]
 fn namespaces_are_separate_and_validated() {
     let sql = Rc::new(SqliteSql::new());
-    let a = Workspace::with_options(sql.clone(), clock(), WorkspaceOptions { namespace: "a".into(), ..Default::default() }).unwrap();
-    let b = Workspace::with_options(sql.clone(), clock(), WorkspaceOptions { namespace: "b_2".into(), ..Default::default() }).unwrap();
+    let a = Workspace::with_options(
+        sql.clone(),
+        clock(),
+        WorkspaceOptions { namespace: "a".into(), ..Default::default() },
+    )
+    .unwrap();
+    let b = Workspace::with_options(
+        sql.clone(),
+        clock(),
+        WorkspaceOptions { namespace: "b_2".into(), ..Default::default() },
+    )
+    .unwrap();
     write(&a, "/x", "in a");
     assert_eq!(read(&b, "/x"), None);
     for bad in ["", "1a", "a-b", "a b", "_a"] {
-        let e = Workspace::with_options(sql.clone(), clock(), WorkspaceOptions { namespace: bad.into(), ..Default::default() });
+        let e = Workspace::with_options(
+            sql.clone(),
+            clock(),
+            WorkspaceOptions { namespace: bad.into(), ..Default::default() },
+        );
         assert!(e.is_err(), "{bad}");
     }
 }
@@ -459,7 +527,10 @@ fn info_and_diff() {
     let i = ws.info().unwrap();
     assert_eq!((i.file_count, i.directory_count, i.total_bytes, i.r2_file_count), (2, 1, 24, 0));
     let v = serde_json::to_value(i).unwrap();
-    assert_eq!(v, serde_json::json!({"fileCount": 2, "directoryCount": 1, "totalBytes": 24, "r2FileCount": 0}));
+    assert_eq!(
+        v,
+        serde_json::json!({"fileCount": 2, "directoryCount": 1, "totalBytes": 24, "r2FileCount": 0})
+    );
     assert_eq!(
         block_on(ws.diff("/a.txt", "b.txt")).unwrap(),
         "--- /a.txt\n+++ /b.txt\n@@ -1,3 +1,3 @@\n one\n-two\n+2\n three"
@@ -475,4 +546,40 @@ fn error_display_is_posix_style() {
     let e = FsError::new(Errno::NoEnt, "open", "/x");
     assert_eq!(e.to_string(), "ENOENT: no such file or directory, open '/x'");
     assert!(e.is_not_found());
+}
+
+#[test]
+fn batch_reads_keep_order_and_fall_back() {
+    let (_, blobs, ws) = ws_with_blobs(100);
+    write(&ws, "/a.txt", "inline");
+    write(&ws, "/big.txt", &"b".repeat(200));
+    ws.symlink("/a.txt", "/link").unwrap();
+    block_on(ws.write_file_bytes("/bin", &[0xFF, b'x'], "application/octet-stream")).unwrap();
+    let paths: Vec<String> =
+        ["/big.txt", "/missing", "/link", "a.txt", "/bin"].iter().map(|s| s.to_string()).collect();
+    let got = block_on(ws.read_files(&paths)).unwrap();
+    assert_eq!(
+        got,
+        vec![
+            Some("b".repeat(200)),
+            None,
+            Some("inline".to_owned()),
+            Some("inline".to_owned()),
+            Some("\u{FFFD}x".to_owned())
+        ]
+    );
+    assert_eq!(keys(&blobs).len(), 1);
+    let many: Vec<String> = (0..250).map(|i| format!("/m/{i}")).collect();
+    for p in &many {
+        write(&ws, p, p);
+    }
+    let got = block_on(ws.read_files(&many)).unwrap();
+    assert!(got.iter().zip(&many).all(|(g, p)| g.as_deref() == Some(p.as_str())));
+}
+
+#[test]
+fn invalid_glob_is_einval() {
+    let (_, ws) = ws();
+    assert_eq!(errno(ws.glob("/[z-a]")), Errno::Inval);
+    assert!(ws.glob("/[a-z]").unwrap().is_empty());
 }

@@ -40,14 +40,23 @@ impl Workspace {
 
     /// One page of a directory's entries: directories, then files, then symlinks, each by
     /// name. A missing directory (or a file) lists as empty, as in Think.
-    pub fn read_dir(&self, dir: &str, limit: usize, offset: usize) -> Result<Vec<FileInfo>, FsError> {
+    pub fn read_dir(
+        &self,
+        dir: &str,
+        limit: usize,
+        offset: usize,
+    ) -> Result<Vec<FileInfo>, FsError> {
         let norm = path::normalize(dir, "scandir")?;
         let sql = format!(
             "SELECT {INFO_COLS} FROM {} WHERE parent_path = ? ORDER BY type, name LIMIT ? OFFSET ?",
             self.t
         );
         let params = |p: &str| {
-            [text(p), SqlValue::Integer(limit.min(i64::MAX as usize) as i64), SqlValue::Integer(offset.min(i64::MAX as usize) as i64)]
+            [
+                text(p),
+                SqlValue::Integer(limit.min(i64::MAX as usize) as i64),
+                SqlValue::Integer(offset.min(i64::MAX as usize) as i64),
+            ]
         };
         let rows = self.exec(&sql, &params(&norm))?;
         if !rows.is_empty() || norm == "/" {
@@ -55,7 +64,10 @@ impl Workspace {
         }
         // Empty: the directory may be reached through a symlink.
         match self.resolve(&norm, true, "scandir", dir) {
-            Ok(r) if r.path != norm && r.node.as_ref().is_some_and(|n| n.kind == EntryType::Directory) => {
+            Ok(r)
+                if r.path != norm
+                    && r.node.as_ref().is_some_and(|n| n.kind == EntryType::Directory) =>
+            {
                 let rows = self.exec(&sql, &params(&r.path))?;
                 Ok(rows.iter().map(info_from_row).collect())
             }
@@ -93,7 +105,9 @@ impl Workspace {
                     ],
                 )?,
                 None => self.exec(
-                    &format!("SELECT {INFO_COLS} FROM {t} WHERE path >= ? AND path < ? ORDER BY path"),
+                    &format!(
+                        "SELECT {INFO_COLS} FROM {t} WHERE path >= ? AND path < ? ORDER BY path"
+                    ),
                     &[text(lo), text(hi)],
                 )?,
             },
@@ -126,7 +140,14 @@ impl Workspace {
                  ON CONFLICT(path) DO NOTHING
                  RETURNING 1"
             ),
-            &[text(&norm), text(parent), text(path::basename(&norm)), now.clone(), now, text(parent)],
+            &[
+                text(&norm),
+                text(parent),
+                text(path::basename(&norm)),
+                now.clone(),
+                now,
+                text(parent),
+            ],
         )?;
         if !inserted.is_empty() {
             return Ok(());
@@ -153,25 +174,25 @@ impl Workspace {
             Some(_) => return Err(FsError::new(Errno::NotDir, "mkdir", shown)),
             None => {}
         }
-        let mut chain: Vec<&str> = path::ancestors(&r.path);
-        chain.push(&r.path);
-        // Ancestors that exist are a prefix of the chain; look them up to skip them.
-        let mut missing: Vec<String> = Vec::new();
-        let mut existing = std::collections::HashSet::new();
-        for batch in batches(&chain, 1, 0) {
-            let rows = self.exec(
-                &format!("SELECT path FROM {} WHERE path IN ({})", self.t, placeholders(batch.len())),
-                &batch.iter().map(|s| text(s)).collect::<Vec<_>>(),
-            )?;
-            existing.extend(rows.iter().map(|r| col_str(r, 0)));
+        let mut missing: Vec<&str> =
+            path::ancestors(&r.path).get(r.existing_ancestors..).unwrap_or_default().to_vec();
+        missing.push(&r.path);
+        self.create_dirs(&missing)
+    }
+
+    /// Creates the ancestors of a resolved path that do not exist yet.
+    pub(crate) fn create_missing_ancestors(&self, r: &Resolved) -> Result<(), FsError> {
+        if r.parent_exists {
+            return Ok(());
         }
-        for p in chain {
-            if !existing.contains(p) {
-                missing.push(p.to_owned());
-            }
-        }
+        let ancestors = path::ancestors(&r.path);
+        self.create_dirs(ancestors.get(r.existing_ancestors..).unwrap_or_default())
+    }
+
+    /// Inserts directory rows for `dirs` (parents first), batched to the SQL limits.
+    fn create_dirs(&self, missing: &[&str]) -> Result<(), FsError> {
         let now = SqlValue::Integer(self.now());
-        for batch in batches(&missing, 3, 2) {
+        for batch in batches(missing, 3, 2) {
             let values = vec!["(?, ?, ?)"; batch.len()].join(", ");
             let mut params = vec![now.clone(), now.clone()];
             for p in batch {
@@ -209,7 +230,8 @@ impl Workspace {
         let (node, has_children) = match rows.first() {
             Some(row) => (node_from_row(row), col_i64(row, 6) != 0),
             None => {
-                let missing = || if force { Ok(()) } else { Err(FsError::new(Errno::NoEnt, "rm", path)) };
+                let missing =
+                    || if force { Ok(()) } else { Err(FsError::new(Errno::NoEnt, "rm", path)) };
                 return match self.resolve(&norm, false, "rm", path) {
                     Ok(r) if r.path != norm && r.node.is_some() => {
                         Box::pin(self.rm(&r.path, recursive, force)).await
@@ -227,7 +249,9 @@ impl Workspace {
             let (lo, hi) = path::subtree_bounds(&norm);
             let keys: Vec<String> = self
                 .exec(
-                    &format!("SELECT r2_key FROM {t} WHERE path > ? AND path < ? AND storage = 'r2'"),
+                    &format!(
+                        "SELECT r2_key FROM {t} WHERE path > ? AND path < ? AND storage = 'r2'"
+                    ),
                     &[text(&lo), text(&hi)],
                 )?
                 .iter()
@@ -271,7 +295,9 @@ impl Workspace {
         match self.resolve(norm, false, syscall, path) {
             Ok(Resolved { node: Some(n), .. }) => Ok(n),
             Ok(_) => Err(FsError::new(Errno::NoEnt, syscall, path)),
-            Err(e) if e.errno() == Some(Errno::NotDir) => Err(FsError::new(Errno::NoEnt, syscall, path)),
+            Err(e) if e.errno() == Some(Errno::NotDir) => {
+                Err(FsError::new(Errno::NoEnt, syscall, path))
+            }
             Err(e) => Err(e),
         }
     }
@@ -312,9 +338,7 @@ impl Workspace {
             .unwrap_or_default();
         let plain_dest = dest.node.as_ref().is_none_or(|n| n.storage == Storage::Inline);
         if node.storage == Storage::Inline && plain_dest {
-            if !dest.parent_exists {
-                self.ensure_dirs(path::parent(&dest.path).unwrap_or("/"), shown)?;
-            }
+            self.create_missing_ancestors(&dest)?;
             // Copy inside SQLite so the content never crosses into wasm.
             let t = &self.t;
             let now = SqlValue::Integer(self.now());
@@ -345,6 +369,10 @@ impl Workspace {
 
     async fn copy_tree(&self, s: &str, d: &str, shown: &str) -> Result<(), FsError> {
         let dest = self.resolve(d, true, "cp", shown)?;
+        if path::is_within(&dest.path, s) {
+            // Reached through a symlink: the copy would land inside its own source.
+            return Err(FsError::new(Errno::Inval, "cp", shown));
+        }
         match &dest.node {
             Some(n) if n.kind == EntryType::Directory => {
                 // Merge into an existing directory entry by entry.
@@ -364,9 +392,7 @@ impl Workspace {
             Some(_) => return Err(FsError::new(Errno::NotDir, "cp", shown)),
             None => {}
         }
-        if !dest.parent_exists {
-            self.ensure_dirs(path::parent(&dest.path).unwrap_or("/"), shown)?;
-        }
+        self.create_missing_ancestors(&dest)?;
         let d = dest.path;
         let t = &self.t;
         let (lo, hi) = path::subtree_bounds(s);
@@ -542,7 +568,8 @@ impl Workspace {
         }
         let mut stale: Vec<String> = moving_blobs.into_iter().map(|(_, k)| k).collect();
         if let Some(r) = replaced {
-            if let Some(k) = r.r2_key.filter(|k| r.storage == Storage::Blob && !copied.contains(k)) {
+            if let Some(k) = r.r2_key.filter(|k| r.storage == Storage::Blob && !copied.contains(k))
+            {
                 stale.push(k);
             }
         }
@@ -566,9 +593,7 @@ impl Workspace {
         if r.node.is_some() {
             return Err(FsError::new(Errno::Exist, "symlink", link));
         }
-        if !r.parent_exists {
-            self.ensure_dirs(path::parent(&r.path).unwrap_or("/"), link)?;
-        }
+        self.create_missing_ancestors(&r)?;
         let now = SqlValue::Integer(self.now());
         self.exec(
             &format!(
@@ -625,18 +650,31 @@ impl Workspace {
     /// A unified diff between two files (`ENOENT` if either is missing, `EFBIG` past
     /// [`MAX_DIFF_LINES`] lines).
     pub async fn diff(&self, path_a: &str, path_b: &str) -> Result<String, FsError> {
-        let a = self.read_file(path_a).await?.ok_or_else(|| FsError::new(Errno::NoEnt, "open", path_a))?;
-        let b = self.read_file(path_b).await?.ok_or_else(|| FsError::new(Errno::NoEnt, "open", path_b))?;
+        let a = self
+            .read_file(path_a)
+            .await?
+            .ok_or_else(|| FsError::new(Errno::NoEnt, "open", path_a))?;
+        let b = self
+            .read_file(path_b)
+            .await?
+            .ok_or_else(|| FsError::new(Errno::NoEnt, "open", path_b))?;
         if diff::line_count(&a) > MAX_DIFF_LINES || diff::line_count(&b) > MAX_DIFF_LINES {
             return Err(FsError::new(Errno::FBig, "diff", path_a));
         }
-        Ok(unified_diff(&a, &b, &path::normalize(path_a, "diff")?, &path::normalize(path_b, "diff")?))
+        Ok(unified_diff(
+            &a,
+            &b,
+            &path::normalize(path_a, "diff")?,
+            &path::normalize(path_b, "diff")?,
+        ))
     }
 
     /// A unified diff from the file at `path` to `new_content`.
     pub async fn diff_content(&self, path: &str, new_content: &str) -> Result<String, FsError> {
-        let old = self.read_file(path).await?.ok_or_else(|| FsError::new(Errno::NoEnt, "open", path))?;
-        if diff::line_count(&old) > MAX_DIFF_LINES || diff::line_count(new_content) > MAX_DIFF_LINES {
+        let old =
+            self.read_file(path).await?.ok_or_else(|| FsError::new(Errno::NoEnt, "open", path))?;
+        if diff::line_count(&old) > MAX_DIFF_LINES || diff::line_count(new_content) > MAX_DIFF_LINES
+        {
             return Err(FsError::new(Errno::FBig, "diff", path));
         }
         let label = path::normalize(path, "diff")?;

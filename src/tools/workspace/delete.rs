@@ -8,7 +8,8 @@ use serde::Deserialize;
 use serde_json::{json, Map, Value};
 use std::rc::Rc;
 
-const DESCRIPTION: &str = "Delete a file or directory. Set recursive to true to remove non-empty directories.";
+const DESCRIPTION: &str =
+    "Delete a file or directory. Set recursive to true to remove non-empty directories.";
 
 #[derive(Deserialize)]
 struct Input {

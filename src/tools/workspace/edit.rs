@@ -95,9 +95,13 @@ impl Tool for EditTool {
                 }
                 Ok(Value::Object(m))
             }
-            EditResult::Ambiguous { level, count } => Ok(error_output(ambiguity_message(level, count))),
+            EditResult::Ambiguous { level, count } => {
+                Ok(error_output(ambiguity_message(level, count)))
+            }
             EditResult::NotFound { hint: None } => Ok(error_output(NOT_FOUND)),
-            EditResult::NotFound { hint: Some(h) } => Ok(error_output(format!("{NOT_FOUND}\n\n{h}"))),
+            EditResult::NotFound { hint: Some(h) } => {
+                Ok(error_output(format!("{NOT_FOUND}\n\n{h}")))
+            }
         }
     }
 }

@@ -81,7 +81,10 @@ pub fn apply_edit(content: &str, old: &str, new: &str) -> EditResult {
                 if unicode {
                     end = absorb_trailing_ws(content, end);
                 }
-                return EditResult::Replaced { content: replace_region(content, start, end, old, &new), level };
+                return EditResult::Replaced {
+                    content: replace_region(content, start, end, old, &new),
+                    level,
+                };
             }
         }
     }
@@ -194,7 +197,8 @@ impl View {
         }
         // Stage 2: runs of spaces and tabs become one space; with `unicode`, a run at the
         // end of a line or of the text is dropped.
-        let mut view = View { text: String::with_capacity(s.len()), spans: Vec::with_capacity(s.len()) };
+        let mut view =
+            View { text: String::with_capacity(s.len()), spans: Vec::with_capacity(s.len()) };
         let mut k = 0;
         while k < folded.len() {
             let (c, start, mut end) = folded[k];
@@ -234,7 +238,7 @@ fn fold_char(c: char, out: &mut dyn FnMut(char)) {
         '\u{00A0}' | '\u{2000}'..='\u{200A}' | '\u{202F}' | '\u{205F}' | '\u{3000}' => out(' '),
         '\u{200B}' | '\u{2060}' | '\u{FEFF}' => {}
         c if c.is_ascii() => out(c),
-        c => unicode_normalization::char::decompose_compatible(c, |d| out(d)),
+        c => unicode_normalization::char::decompose_compatible(c, out),
     }
 }
 
@@ -440,8 +444,10 @@ fn closest_region(content: &str, old: &str, new: &str) -> Option<String> {
         ));
     }
     let old_body = old.strip_suffix('\n').unwrap_or(old);
-    let old_lines: Vec<&str> = old_body.split('\n').map(|l| l.strip_suffix('\r').unwrap_or(l)).collect();
-    let file_lines: Vec<&str> = content.split('\n').map(|l| l.strip_suffix('\r').unwrap_or(l)).collect();
+    let old_lines: Vec<&str> =
+        old_body.split('\n').map(|l| l.strip_suffix('\r').unwrap_or(l)).collect();
+    let file_lines: Vec<&str> =
+        content.split('\n').map(|l| l.strip_suffix('\r').unwrap_or(l)).collect();
     let w = old_lines.len().min(file_lines.len()).max(1);
     // Rank windows cheaply by trigram overlap, then measure the best few exactly.
     if file_lines.len().saturating_mul(w) <= 4_000_000 && !old_body.trim().is_empty() {
@@ -449,7 +455,9 @@ fn closest_region(content: &str, old: &str, new: &str) -> Option<String> {
         let file_grams: Vec<Vec<u32>> = file_lines.iter().map(|l| trigrams(l)).collect();
         let mut scored: Vec<(f32, usize)> = (0..=file_lines.len() - w)
             .map(|i| {
-                let s: f32 = (0..w.min(old_grams.len())).map(|k| dice(&old_grams[k], &file_grams[i + k])).sum();
+                let s: f32 = (0..w.min(old_grams.len()))
+                    .map(|k| dice(&old_grams[k], &file_grams[i + k]))
+                    .sum();
                 (s / w as f32, i)
             })
             .collect();
@@ -468,7 +476,9 @@ fn closest_region(content: &str, old: &str, new: &str) -> Option<String> {
             if pct >= 40 {
                 let window = file_lines[i..i + w].join("\n");
                 let mut diff_lines = Vec::new();
-                for change in TextDiff::from_lines(old_text.as_str(), window.as_str()).iter_all_changes() {
+                for change in
+                    TextDiff::from_lines(old_text.as_str(), window.as_str()).iter_all_changes()
+                {
                     let sign = match change.tag() {
                         ChangeTag::Delete => '-',
                         ChangeTag::Insert => '+',
@@ -482,7 +492,11 @@ fn closest_region(content: &str, old: &str, new: &str) -> Option<String> {
                 if diff_lines.len() > shown {
                     block.push_str(&format!("\n… ({} more diff lines)", diff_lines.len() - shown));
                 }
-                let range = if w == 1 { format!("line {}", i + 1) } else { format!("lines {}-{}", i + 1, i + w) };
+                let range = if w == 1 {
+                    format!("line {}", i + 1)
+                } else {
+                    format!("lines {}-{}", i + 1, i + w)
+                };
                 notes.push(format!(
                     "Closest match: {range} ({pct}% similar). Differences (- old_string, + file):\n{block}"
                 ));
@@ -521,7 +535,12 @@ fn trigrams(line: &str) -> Vec<u32> {
     } else {
         chars
             .windows(3)
-            .map(|w| (w[0] as u32).wrapping_mul(961).wrapping_add((w[1] as u32).wrapping_mul(31)).wrapping_add(w[2] as u32))
+            .map(|w| {
+                (w[0] as u32)
+                    .wrapping_mul(961)
+                    .wrapping_add((w[1] as u32).wrapping_mul(31))
+                    .wrapping_add(w[2] as u32)
+            })
             .collect()
     };
     out.sort_unstable();
@@ -569,7 +588,10 @@ mod tests {
     #[test]
     fn overlapping_occurrences_are_ambiguous() {
         assert_eq!(count_overlapping("aaa", "aa"), 2);
-        assert_eq!(apply_edit("aaa", "aa", "b"), EditResult::Ambiguous { level: MatchLevel::Exact, count: 2 });
+        assert_eq!(
+            apply_edit("aaa", "aa", "b"),
+            EditResult::Ambiguous { level: MatchLevel::Exact, count: 2 }
+        );
     }
 
     #[test]
@@ -592,7 +614,8 @@ mod tests {
     #[test]
     fn unicode_level_folds_quotes_dashes_and_spaces() {
         let file = "say(“hello”) – done\u{00A0}now   \nnext\n";
-        let (c, l) = replaced(apply_edit(file, "say(\"hello\") - done now\nnext", "say('hi')\nnext"));
+        let (c, l) =
+            replaced(apply_edit(file, "say(\"hello\") - done now\nnext", "say('hi')\nnext"));
         assert_eq!(c, "say('hi')\nnext\n");
         assert_eq!(l, MatchLevel::Unicode);
     }
@@ -605,7 +628,10 @@ mod tests {
         assert_eq!(c, "if a:\n    x = 10\n    if b:\n        y = 20\nz = 3\n");
         // A block whose relative indentation was lost does not match.
         let file = "class A:\n    def f(self):\n        return 1\n";
-        assert!(matches!(apply_edit(file, "def f(self):\nreturn 1\n", "x"), EditResult::NotFound { .. }));
+        assert!(matches!(
+            apply_edit(file, "def f(self):\nreturn 1\n", "x"),
+            EditResult::NotFound { .. }
+        ));
     }
 
     #[test]
@@ -619,14 +645,22 @@ mod tests {
     #[test]
     fn tabs_in_file_spaces_from_model() {
         let file = "func main() {\n\tif x {\n\t\ty()\n\t}\n}\n";
-        let (c, _) = replaced(apply_edit(file, "    if x {\n        y()\n    }", "    if x {\n        z()\n    }"));
+        let (c, _) = replaced(apply_edit(
+            file,
+            "    if x {\n        y()\n    }",
+            "    if x {\n        z()\n    }",
+        ));
         assert_eq!(c, "func main() {\n\tif x {\n\t\tz()\n\t}\n}\n");
     }
 
     #[test]
     fn two_space_model_four_space_file() {
         let file = "if (x) {\n    foo();\n    bar();\n}\n";
-        let (c, _) = replaced(apply_edit(file, "if (x) {\n  foo();\n  bar();\n}", "if (x) {\n  foo();\n  baz();\n}"));
+        let (c, _) = replaced(apply_edit(
+            file,
+            "if (x) {\n  foo();\n  bar();\n}",
+            "if (x) {\n  foo();\n  baz();\n}",
+        ));
         assert_eq!(c, "if (x) {\n    foo();\n    baz();\n}\n");
     }
 

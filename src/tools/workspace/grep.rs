@@ -140,14 +140,17 @@ impl Tool for GrepTool {
             .into_iter()
             .filter(|f| f.kind == EntryType::File)
             .collect();
-        let Some(matcher) =
-            Matcher::new(&input.query, input.fixed_string.unwrap_or(false), input.case_sensitive.unwrap_or(false))
-        else {
+        let Some(matcher) = Matcher::new(
+            &input.query,
+            input.fixed_string.unwrap_or(false),
+            input.case_sensitive.unwrap_or(false),
+        ) else {
             return Ok(error_output(format!("Invalid regex: {}", input.query)));
         };
         let ctx = input.context_lines.map_or(0, |c| c.0 as usize);
         let mut matches: Vec<Value> = Vec::new();
-        let (mut total, mut searched, mut with_matches, mut skipped) = (0usize, 0usize, 0usize, 0usize);
+        let (mut total, mut searched, mut with_matches, mut skipped) =
+            (0usize, 0usize, 0usize, 0usize);
         let mut i = 0;
         'files: while i < files.len() {
             if total >= MAX_MATCHES {
@@ -168,7 +171,11 @@ impl Tool for GrepTool {
                 j += 1;
             }
             let paths: Vec<String> = batch.iter().map(|&k| files[k].path.clone()).collect();
-            let contents = if paths.is_empty() { Vec::new() } else { self.ops.read_files(&paths).await.map_err(fs_err)? };
+            let contents = if paths.is_empty() {
+                Vec::new()
+            } else {
+                self.ops.read_files(&paths).await.map_err(fs_err)?
+            };
             let mut next = contents.into_iter();
             while i < j {
                 let file = &files[i];
@@ -197,7 +204,14 @@ impl Tool for GrepTool {
                         let start = n.saturating_sub(ctx);
                         let end = (n + ctx + 1).min(lines.len());
                         let context: Vec<String> = (start..end)
-                            .map(|k| format!("{} {}\t{}", if k == n { ">" } else { " " }, k + 1, lines[k]))
+                            .map(|k| {
+                                format!(
+                                    "{} {}\t{}",
+                                    if k == n { ">" } else { " " },
+                                    k + 1,
+                                    lines[k]
+                                )
+                            })
                             .collect();
                         let mut o = Map::new();
                         o.insert("file".into(), json!(file.path));

@@ -10,7 +10,8 @@ use serde::Deserialize;
 use serde_json::{json, Map, Value};
 use std::rc::Rc;
 
-const DESCRIPTION: &str = "List files and directories in a given path. Returns names, types, and sizes for each entry.";
+const DESCRIPTION: &str =
+    "List files and directories in a given path. Returns names, types, and sizes for each entry.";
 
 /// Entries per page when the model gives no limit.
 pub const DEFAULT_LIMIT: usize = 200;

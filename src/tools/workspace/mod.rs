@@ -73,7 +73,8 @@ fn definition(name: &str, description: &str, input_schema: Value) -> ToolDefinit
 
 /// Deserializes validated input, reporting a mismatch as the tool's error.
 fn parse_input<T: DeserializeOwned>(tool: &str, input: Value) -> Result<T, ToolError> {
-    serde_json::from_value(input).map_err(|e| ToolError(format!("Invalid input for tool \"{tool}\": {e}")))
+    serde_json::from_value(input)
+        .map_err(|e| ToolError(format!("Invalid input for tool \"{tool}\": {e}")))
 }
 
 /// A thrown error in Think becomes the tool's error text.
@@ -101,7 +102,9 @@ impl<'de> serde::Deserialize<'de> for Int {
     fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
         let f = f64::deserialize(d)?;
         if f.fract() != 0.0 || f < 0.0 || !f.is_finite() {
-            return Err(serde::de::Error::custom(format!("expected a non-negative integer, got {f}")));
+            return Err(serde::de::Error::custom(format!(
+                "expected a non-negative integer, got {f}"
+            )));
         }
         Ok(Int(f as u64))
     }

@@ -19,7 +19,9 @@ pub trait ReadOps {
 /// What `write` needs.
 #[async_trait(?Send)]
 pub trait WriteOps {
+    /// Creates or overwrites a text file.
     async fn write_file(&self, path: &str, content: &str) -> Result<(), FsError>;
+    /// Creates a directory (and, with `recursive`, its missing ancestors).
     async fn mkdir(&self, path: &str, recursive: bool) -> Result<(), FsError>;
     /// True when `write_file` creates missing parent directories itself, so the tool can
     /// skip its `mkdir` call (one storage round trip fewer).
@@ -31,7 +33,9 @@ pub trait WriteOps {
 /// What `edit` needs.
 #[async_trait(?Send)]
 pub trait EditOps {
+    /// File text, `None` when absent.
     async fn read_file(&self, path: &str) -> Result<Option<String>, FsError>;
+    /// Creates or overwrites a text file.
     async fn write_file(&self, path: &str, content: &str) -> Result<(), FsError>;
 }
 
@@ -39,19 +43,27 @@ pub trait EditOps {
 #[async_trait(?Send)]
 pub trait ListOps {
     /// One page of a directory: directories, then files, then symlinks, each by name.
-    async fn read_dir(&self, dir: &str, limit: usize, offset: usize) -> Result<Vec<FileInfo>, FsError>;
+    async fn read_dir(
+        &self,
+        dir: &str,
+        limit: usize,
+        offset: usize,
+    ) -> Result<Vec<FileInfo>, FsError>;
 }
 
 /// What `find` needs.
 #[async_trait(?Send)]
 pub trait FindOps {
+    /// Entries matching a glob (Think's semantics), ordered by path.
     async fn glob(&self, pattern: &str) -> Result<Vec<FileInfo>, FsError>;
 }
 
 /// What `grep` needs.
 #[async_trait(?Send)]
 pub trait GrepOps {
+    /// Entries matching a glob; `grep` keeps the files.
     async fn glob(&self, pattern: &str) -> Result<Vec<FileInfo>, FsError>;
+    /// File text, `None` when absent.
     async fn read_file(&self, path: &str) -> Result<Option<String>, FsError>;
     /// Reads several files, in order. Stores that can fetch many files in one request
     /// override this; the default reads them one by one.
@@ -67,6 +79,7 @@ pub trait GrepOps {
 /// What `delete` needs.
 #[async_trait(?Send)]
 pub trait DeleteOps {
+    /// Removes a path; `force` makes a missing path a success.
     async fn rm(&self, path: &str, recursive: bool, force: bool) -> Result<(), FsError>;
 }
 
@@ -108,7 +121,12 @@ impl EditOps for Workspace {
 
 #[async_trait(?Send)]
 impl ListOps for Workspace {
-    async fn read_dir(&self, dir: &str, limit: usize, offset: usize) -> Result<Vec<FileInfo>, FsError> {
+    async fn read_dir(
+        &self,
+        dir: &str,
+        limit: usize,
+        offset: usize,
+    ) -> Result<Vec<FileInfo>, FsError> {
         Workspace::read_dir(self, dir, limit, offset)
     }
 }

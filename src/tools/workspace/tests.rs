@@ -2,10 +2,10 @@
 
 use super::ops::*;
 use super::*;
+use crate::store::sqlite::SqliteSql;
 use crate::tools::{ModelOutput, ToolContext};
 use crate::workspace::tests::{block_on, clock};
 use crate::workspace::{EntryType, FileInfo, Workspace};
-use crate::store::sqlite::SqliteSql;
 use async_trait::async_trait;
 use serde_json::{json, Value};
 use std::cell::RefCell;
@@ -29,13 +29,34 @@ fn put(ws: &Workspace, path: &str, content: &str) {
 
 /// Think 0.16's input schemas, as its AI SDK tools serialize them (without `$schema`).
 const THINK_SCHEMAS: &[(&str, &str)] = &[
-    ("read", r#"{"type":"object","properties":{"path":{"type":"string","description":"Absolute path to the file"},"offset":{"description":"1-indexed line number to start reading from","type":"integer","minimum":1,"maximum":9007199254740991},"limit":{"description":"Number of lines to read","type":"integer","minimum":1,"maximum":9007199254740991}},"required":["path"],"additionalProperties":false}"#),
-    ("write", r#"{"type":"object","properties":{"path":{"type":"string","description":"Absolute path to the file"},"content":{"type":"string","description":"Content to write to the file"}},"required":["path","content"],"additionalProperties":false}"#),
-    ("edit", r#"{"type":"object","properties":{"path":{"type":"string","description":"Absolute path to the file"},"old_string":{"type":"string","description":"Exact text to find and replace. Empty string to create a new file."},"new_string":{"type":"string","description":"Replacement text"}},"required":["path","old_string","new_string"],"additionalProperties":false}"#),
-    ("list", r#"{"type":"object","properties":{"path":{"default":"/","description":"Absolute path to the directory to list","type":"string"},"limit":{"description":"Maximum number of entries to return (default: 200)","type":"integer","minimum":1,"maximum":1000},"offset":{"description":"Number of entries to skip (for pagination)","type":"integer","minimum":0,"maximum":9007199254740991}},"additionalProperties":false}"#),
-    ("find", r#"{"type":"object","properties":{"pattern":{"type":"string","description":"Glob pattern to match (e.g. \"**/*.ts\", \"src/**/*.test.ts\", \"*.md\")"}},"required":["pattern"],"additionalProperties":false}"#),
-    ("grep", r#"{"type":"object","properties":{"query":{"type":"string","description":"Search pattern (regex or fixed string)"},"include":{"description":"Glob pattern to filter files (e.g. \"**/*.ts\"). Defaults to \"**/*\"","type":"string"},"fixedString":{"description":"If true, treat query as a literal string instead of regex","type":"boolean"},"caseSensitive":{"description":"If true, search is case-sensitive (default: false)","type":"boolean"},"contextLines":{"description":"Number of context lines around each match (default: 0)","type":"integer","minimum":0,"maximum":10}},"required":["query"],"additionalProperties":false}"#),
-    ("delete", r#"{"type":"object","properties":{"path":{"type":"string","description":"Absolute path to the file or directory"},"recursive":{"description":"If true, remove directories and their contents recursively","type":"boolean"}},"required":["path"],"additionalProperties":false}"#),
+    (
+        "read",
+        r#"{"type":"object","properties":{"path":{"type":"string","description":"Absolute path to the file"},"offset":{"description":"1-indexed line number to start reading from","type":"integer","minimum":1,"maximum":9007199254740991},"limit":{"description":"Number of lines to read","type":"integer","minimum":1,"maximum":9007199254740991}},"required":["path"],"additionalProperties":false}"#,
+    ),
+    (
+        "write",
+        r#"{"type":"object","properties":{"path":{"type":"string","description":"Absolute path to the file"},"content":{"type":"string","description":"Content to write to the file"}},"required":["path","content"],"additionalProperties":false}"#,
+    ),
+    (
+        "edit",
+        r#"{"type":"object","properties":{"path":{"type":"string","description":"Absolute path to the file"},"old_string":{"type":"string","description":"Exact text to find and replace. Empty string to create a new file."},"new_string":{"type":"string","description":"Replacement text"}},"required":["path","old_string","new_string"],"additionalProperties":false}"#,
+    ),
+    (
+        "list",
+        r#"{"type":"object","properties":{"path":{"default":"/","description":"Absolute path to the directory to list","type":"string"},"limit":{"description":"Maximum number of entries to return (default: 200)","type":"integer","minimum":1,"maximum":1000},"offset":{"description":"Number of entries to skip (for pagination)","type":"integer","minimum":0,"maximum":9007199254740991}},"additionalProperties":false}"#,
+    ),
+    (
+        "find",
+        r#"{"type":"object","properties":{"pattern":{"type":"string","description":"Glob pattern to match (e.g. \"**/*.ts\", \"src/**/*.test.ts\", \"*.md\")"}},"required":["pattern"],"additionalProperties":false}"#,
+    ),
+    (
+        "grep",
+        r#"{"type":"object","properties":{"query":{"type":"string","description":"Search pattern (regex or fixed string)"},"include":{"description":"Glob pattern to filter files (e.g. \"**/*.ts\"). Defaults to \"**/*\"","type":"string"},"fixedString":{"description":"If true, treat query as a literal string instead of regex","type":"boolean"},"caseSensitive":{"description":"If true, search is case-sensitive (default: false)","type":"boolean"},"contextLines":{"description":"Number of context lines around each match (default: 0)","type":"integer","minimum":0,"maximum":10}},"required":["query"],"additionalProperties":false}"#,
+    ),
+    (
+        "delete",
+        r#"{"type":"object","properties":{"path":{"type":"string","description":"Absolute path to the file or directory"},"recursive":{"description":"If true, remove directories and their contents recursively","type":"boolean"}},"required":["path"],"additionalProperties":false}"#,
+    ),
 ];
 
 #[test]
@@ -45,10 +66,17 @@ fn definitions_match_think_byte_for_byte() {
     assert_eq!(names, ["read", "write", "edit", "list", "find", "grep", "delete"]);
     for (tool, (name, schema)) in tools.iter().zip(THINK_SCHEMAS) {
         assert_eq!(&tool.definition().name, name);
-        assert_eq!(serde_json::to_string(&tool.definition().input_schema).unwrap(), *schema, "{name}");
+        assert_eq!(
+            serde_json::to_string(&tool.definition().input_schema).unwrap(),
+            *schema,
+            "{name}"
+        );
         crate::tools::schema::InputValidator::new(&tool.definition().input_schema).unwrap();
     }
-    assert!(tools[0].definition().description.starts_with("Read a workspace file. Text files return line-numbered content."));
+    assert!(tools[0]
+        .definition()
+        .description
+        .starts_with("Read a workspace file. Text files return line-numbered content."));
     assert_eq!(
         tools[6].definition().description,
         "Delete a file or directory. Set recursive to true to remove non-empty directories."
@@ -61,17 +89,24 @@ fn read_numbers_lines_and_pages() {
     let read = read_tool(ws.clone());
     put(&ws, "/a.txt", "one\ntwo\nthree\n");
     let out = ok(&read, json!({"path": "/a.txt"}));
-    assert_eq!(out, json!({"path": "/a.txt", "content": "1\tone\n2\ttwo\n3\tthree\n4\t", "totalLines": 4}));
+    assert_eq!(
+        out,
+        json!({"path": "/a.txt", "content": "1\tone\n2\ttwo\n3\tthree\n4\t", "totalLines": 4})
+    );
     assert_eq!(read.model_output(&out), ModelOutput::Text("1\tone\n2\ttwo\n3\tthree\n4\t".into()));
     let out = ok(&read, json!({"path": "/a.txt", "offset": 2, "limit": 1}));
-    assert_eq!(serde_json::to_string(&out).unwrap(), r#"{"path":"/a.txt","content":"2\ttwo","totalLines":4,"fromLine":2,"toLine":2}"#);
+    assert_eq!(
+        serde_json::to_string(&out).unwrap(),
+        r#"{"path":"/a.txt","content":"2\ttwo","totalLines":4,"fromLine":2,"toLine":2}"#
+    );
     let out = ok(&read, json!({"path": "/a.txt", "offset": 3, "limit": 10}));
     assert_eq!((out["fromLine"].clone(), out["toLine"].clone()), (json!(3), json!(4)));
     let out = ok(&read, json!({"path": "/a.txt", "offset": 9}));
     assert_eq!(out["content"], "");
 
     let long = "x".repeat(2500);
-    let many: Vec<String> = (0..2100).map(|i| if i == 0 { long.clone() } else { format!("l{i}") }).collect();
+    let many: Vec<String> =
+        (0..2100).map(|i| if i == 0 { long.clone() } else { format!("l{i}") }).collect();
     put(&ws, "/big.txt", &many.join("\n"));
     let out = ok(&read, json!({"path": "/big.txt"}));
     let content = out["content"].as_str().unwrap();
@@ -86,7 +121,10 @@ fn read_errors_echo_the_path_as_given() {
     let read = read_tool(ws.clone());
     let out = ok(&read, json!({"path": "../../etc/passwd"}));
     assert_eq!(out, json!({"error": "File not found: ../../etc/passwd"}));
-    assert_eq!(read.model_output(&out), ModelOutput::ErrorText("File not found: ../../etc/passwd".into()));
+    assert_eq!(
+        read.model_output(&out),
+        ModelOutput::ErrorText("File not found: ../../etc/passwd".into())
+    );
     put(&ws, "/d/f.txt", "x");
     assert_eq!(ok(&read, json!({"path": "/d"})), json!({"error": "/d is a directory, not a file"}));
     let write = write_tool(ws.clone());
@@ -109,7 +147,8 @@ fn read_detects_images_pdfs_and_binary() {
         r#"{"kind":"image","path":"/img/logo.bin","name":"logo.bin","mediaType":"image/png","sizeBytes":12}"#
     );
     assert_eq!(read.model_output(&out), ModelOutput::Json(out.clone()));
-    block_on(ws.write_file_bytes("/doc.pdf", b"%PDF-1.4\n...", "application/pdf; charset=binary")).unwrap();
+    block_on(ws.write_file_bytes("/doc.pdf", b"%PDF-1.4\n...", "application/pdf; charset=binary"))
+        .unwrap();
     assert_eq!(ok(&read, json!({"path": "/doc.pdf"}))["kind"], "file");
     block_on(ws.write_file_bytes("/blob", &[1, 2, 0, 3], "application/octet-stream")).unwrap();
     assert_eq!(
@@ -177,7 +216,11 @@ fn tools_run_over_a_custom_store() {
     let grep = grep_tool(store.clone());
     let out = ok(&grep, json!({"query": "WORLD"}));
     assert_eq!(out["matches"], json!(["/a/b/c.txt:2: world"]));
-    assert_eq!(*store.calls.borrow(), ["read /a/b/c.txt", "read /top.txt"], "default read_files reads one by one");
+    assert_eq!(
+        *store.calls.borrow(),
+        ["read /a/b/c.txt", "read /top.txt"],
+        "default read_files reads one by one"
+    );
 }
 
 #[test]
@@ -186,7 +229,12 @@ fn list_formats_entries() {
     let list = list_tool(ws.clone());
     put(&ws, "/d/small.txt", "abc");
     put(&ws, "/d/kb.txt", &"x".repeat(1280));
-    block_on(ws.write_file_bytes("/d/mb.bin", &vec![1u8; 3 * 1024 * 1024 / 2], "application/octet-stream")).unwrap();
+    block_on(ws.write_file_bytes(
+        "/d/mb.bin",
+        &vec![1u8; 3 * 1024 * 1024 / 2],
+        "application/octet-stream",
+    ))
+    .unwrap();
     ws.mkdir("/d/sub", false).unwrap();
     ws.symlink("/d/small.txt", "/d/link").unwrap();
     let out = ok(&list, json!({"path": "/d"}));
@@ -194,9 +242,15 @@ fn list_formats_entries() {
         serde_json::to_string(&out).unwrap(),
         r#"{"path":"/d","count":5,"entries":["sub/","kb.txt (1.3 KB)","mb.bin (1.5 MB)","small.txt (3 B)","link"]}"#
     );
-    assert_eq!(ok(&list, json!({"path": "/d", "limit": 2, "offset": 1}))["entries"], json!(["kb.txt (1.3 KB)", "mb.bin (1.5 MB)"]));
+    assert_eq!(
+        ok(&list, json!({"path": "/d", "limit": 2, "offset": 1}))["entries"],
+        json!(["kb.txt (1.3 KB)", "mb.bin (1.5 MB)"])
+    );
     assert_eq!(ok(&list, json!({})), json!({"path": "/", "count": 1, "entries": ["d/"]}));
-    assert_eq!(ok(&list, json!({"path": "/missing"})), json!({"path": "/missing", "count": 0, "entries": []}));
+    assert_eq!(
+        ok(&list, json!({"path": "/missing"})),
+        json!({"path": "/missing", "count": 0, "entries": []})
+    );
 }
 
 #[test]
@@ -230,7 +284,10 @@ fn grep_output_strings_and_context_objects() {
         serde_json::to_string(&out).unwrap(),
         r#"{"query":"foo","filesSearched":3,"filesWithMatches":2,"totalMatches":3,"matches":["/docs/c.md:1: foo bar","/src/a.ts:2: const Foo = 1;","/src/a.ts:3: export default Foo;"]}"#
     );
-    let out = ok(&grep, json!({"query": "Foo", "caseSensitive": true, "include": "**/*.ts", "contextLines": 1}));
+    let out = ok(
+        &grep,
+        json!({"query": "Foo", "caseSensitive": true, "include": "**/*.ts", "contextLines": 1}),
+    );
     assert_eq!(out["filesSearched"], 1);
     assert_eq!(
         out["matches"],
@@ -240,10 +297,16 @@ fn grep_output_strings_and_context_objects() {
         ])
     );
     put(&ws, "/re.txt", "a.b\naxb\nprice: $5 (approx)\n");
-    assert_eq!(ok(&grep, json!({"query": "a.b", "fixedString": true, "include": "/re.txt"}))["matches"], json!(["/re.txt:1: a.b"]));
+    assert_eq!(
+        ok(&grep, json!({"query": "a.b", "fixedString": true, "include": "/re.txt"}))["matches"],
+        json!(["/re.txt:1: a.b"])
+    );
     assert_eq!(ok(&grep, json!({"query": "$5 (", "fixedString": true}))["totalMatches"], 1);
     assert_eq!(ok(&grep, json!({"query": "^a.b$", "include": "/re.txt"}))["totalMatches"], 2);
-    assert_eq!(ok(&grep, json!({"query": "(?<=\\$)\\d", "include": "/re.txt"}))["matches"], json!(["/re.txt:3: price: $5 (approx)"]));
+    assert_eq!(
+        ok(&grep, json!({"query": "(?<=\\$)\\d", "include": "/re.txt"}))["matches"],
+        json!(["/re.txt:3: price: $5 (approx)"])
+    );
     assert_eq!(ok(&grep, json!({"query": "default Foo;$"}))["totalMatches"], 1);
 }
 
@@ -269,9 +332,24 @@ fn grep_invalid_regex_caps_and_skips() {
     assert_eq!(out["filesWithMatches"], 2);
     assert_eq!(out["truncated"], true);
     assert_eq!(out["matches"].as_array().unwrap().len(), 200);
-    assert_eq!((out["filesSkipped"].clone(), out["note"].clone()), (json!(1), json!("1 file(s) skipped (larger than 1 MB)")));
+    assert_eq!(
+        (out["filesSkipped"].clone(), out["note"].clone()),
+        (json!(1), json!("1 file(s) skipped (larger than 1 MB)"))
+    );
     let keys: Vec<&String> = out.as_object().unwrap().keys().collect();
-    assert_eq!(keys, ["query", "filesSearched", "filesWithMatches", "totalMatches", "matches", "truncated", "filesSkipped", "note"]);
+    assert_eq!(
+        keys,
+        [
+            "query",
+            "filesSearched",
+            "filesWithMatches",
+            "totalMatches",
+            "matches",
+            "truncated",
+            "filesSkipped",
+            "note"
+        ]
+    );
 }
 
 #[test]
@@ -279,7 +357,11 @@ fn grep_candidates_never_skip_a_matching_line() {
     let m = grep::Matcher::new("b\\s*$", false, false).unwrap();
     assert_eq!(m.matching_lines("ab\ncd\nb  \nb", 10), vec![0, 2, 3]);
     let m = grep::Matcher::new("x[^y]+z", false, true).unwrap();
-    assert_eq!(m.matching_lines("x\nz\nxaz", 10), vec![2], "a match spanning lines is not a line match");
+    assert_eq!(
+        m.matching_lines("x\nz\nxaz", 10),
+        vec![2],
+        "a match spanning lines is not a line match"
+    );
     let m = grep::Matcher::new("a(?!\\s)", false, true).unwrap();
     assert_eq!(m.matching_lines("a\nb", 10), vec![0], "look-ahead sees only the line");
 }
@@ -303,7 +385,11 @@ fn edit_outputs() {
     let ws = ws();
     let edit = edit_tool(ws.clone());
     assert_eq!(
-        serde_json::to_string(&ok(&edit, json!({"path": "/n.txt", "old_string": "", "new_string": "a\nb"}))).unwrap(),
+        serde_json::to_string(&ok(
+            &edit,
+            json!({"path": "/n.txt", "old_string": "", "new_string": "a\nb"})
+        ))
+        .unwrap(),
         r#"{"path":"/n.txt","created":true,"lines":2}"#
     );
     assert_eq!(
@@ -311,12 +397,20 @@ fn edit_outputs() {
         json!({"error": "File already exists. Provide old_string to edit, or use the write tool to overwrite."})
     );
     assert_eq!(
-        serde_json::to_string(&ok(&edit, json!({"path": "/n.txt", "old_string": "b", "new_string": "c"}))).unwrap(),
+        serde_json::to_string(&ok(
+            &edit,
+            json!({"path": "/n.txt", "old_string": "b", "new_string": "c"})
+        ))
+        .unwrap(),
         r#"{"path":"/n.txt","replaced":true,"lines":2}"#
     );
     put(&ws, "/w.txt", "x  =  1\n");
     assert_eq!(
-        serde_json::to_string(&ok(&edit, json!({"path": "/w.txt", "old_string": "x = 1", "new_string": "x = 2"}))).unwrap(),
+        serde_json::to_string(&ok(
+            &edit,
+            json!({"path": "/w.txt", "old_string": "x = 1", "new_string": "x = 2"})
+        ))
+        .unwrap(),
         r#"{"path":"/w.txt","replaced":true,"fuzzyMatch":true,"lines":2,"matchLevel":"whitespace"}"#
     );
     put(&ws, "/dup.txt", "a\na\n");
@@ -369,7 +463,8 @@ fn error_kind(msg: &str) -> &'static str {
 
 #[test]
 fn edit_corpus() {
-    let corpus: Corpus = serde_json::from_str(include_str!("../../../tests/edit-corpus/cases.json")).unwrap();
+    let corpus: Corpus =
+        serde_json::from_str(include_str!("../../../tests/edit-corpus/cases.json")).unwrap();
     assert!(corpus.cases.len() >= 60);
     let mut by_category: BTreeMap<String, (usize, usize)> = BTreeMap::new();
     let mut failures = Vec::new();
@@ -384,7 +479,9 @@ fn edit_corpus() {
         );
         let now = block_on(ws.read_file(&case.path)).unwrap();
         let passed = match (&out, &case.expected, &case.expected_error) {
-            (Ok(v), Some(expected), _) if v.get("error").is_none() => now.as_deref() == Some(expected.as_str()),
+            (Ok(v), Some(expected), _) if v.get("error").is_none() => {
+                now.as_deref() == Some(expected.as_str())
+            }
             (Ok(v), None, Some(kind)) => match v.get("error").and_then(Value::as_str) {
                 Some(msg) => error_kind(msg) == kind && now == case.file,
                 None => false,
@@ -400,9 +497,109 @@ fn edit_corpus() {
         }
     }
     let passed: usize = by_category.values().map(|v| v.0).sum();
-    println!("edit corpus: {passed}/{} passed ({:.1}%)", corpus.cases.len(), 100.0 * passed as f64 / corpus.cases.len() as f64);
+    println!(
+        "edit corpus: {passed}/{} passed ({:.1}%)",
+        corpus.cases.len(),
+        100.0 * passed as f64 / corpus.cases.len() as f64
+    );
     for (cat, (p, n)) in &by_category {
         println!("  {cat:20} {p}/{n}");
     }
     assert!(failures.is_empty(), "failing cases:\n{}", failures.join("\n"));
+}
+
+/// Counts SQL statements, each of which is one JS/wasm crossing in the Durable Object.
+struct CountingSql {
+    inner: SqliteSql,
+    count: std::cell::Cell<usize>,
+}
+
+impl crate::store::Sql for CountingSql {
+    fn exec(
+        &self,
+        sql: &str,
+        params: &[crate::store::SqlValue],
+    ) -> Result<Vec<crate::store::Row>, crate::store::StoreError> {
+        self.count.set(self.count.get() + 1);
+        self.inner.exec(sql, params)
+    }
+    fn transaction(
+        &self,
+        f: &mut dyn FnMut() -> Result<(), crate::store::StoreError>,
+    ) -> Result<(), crate::store::StoreError> {
+        self.inner.transaction(f)
+    }
+}
+
+#[test]
+fn statements_per_operation_stay_minimal() {
+    let sql = Rc::new(CountingSql { inner: SqliteSql::new(), count: Default::default() });
+    let ws = Rc::new(Workspace::new(sql.clone(), clock()));
+    let tools = workspace_tools(ws.clone(), WorkspaceToolsOptions::default());
+    let by_name = |n: &str| tools.iter().find(|t| t.definition().name == n).unwrap().clone();
+    let (read, write, edit, list, find, grep) = (
+        by_name("read"),
+        by_name("write"),
+        by_name("edit"),
+        by_name("list"),
+        by_name("find"),
+        by_name("grep"),
+    );
+    ws.mkdir("/docs", false).unwrap();
+    let statements = |f: &dyn Fn()| {
+        let before = sql.count.get();
+        f();
+        sql.count.get() - before
+    };
+    let body = "lorem ipsum\n".repeat(850);
+    assert_eq!(
+        statements(&|| {
+            ok(&write, json!({"path": "/docs/a.md", "content": body}));
+        }),
+        1
+    );
+    assert_eq!(
+        statements(&|| {
+            ok(&write, json!({"path": "/docs/a.md", "content": "changed"}));
+        }),
+        1
+    );
+    assert_eq!(
+        statements(&|| {
+            ok(&read, json!({"path": "/docs/a.md"}));
+        }),
+        2
+    );
+    assert_eq!(
+        statements(&|| {
+            ok(&edit, json!({"path": "/docs/a.md", "old_string": "changed", "new_string": "x"}));
+        }),
+        2
+    );
+    for i in 0..250 {
+        put(&ws, &format!("/docs/f{i}.md"), "needle\n");
+    }
+    assert_eq!(
+        statements(&|| {
+            ok(&list, json!({"path": "/docs", "limit": 1000}));
+        }),
+        1
+    );
+    assert_eq!(
+        statements(&|| {
+            ok(&find, json!({"pattern": "**/*.md"}));
+        }),
+        1
+    );
+    // One glob, then batched reads of at most 99 files each.
+    assert_eq!(
+        statements(&|| {
+            ok(&grep, json!({"query": "zzz"}));
+        }),
+        1 + 3
+    );
+    // A first write into a new directory tree: the fast attempt, one resolve, one insert
+    // of the three directories, the write.
+    assert_eq!(statements(&|| put(&ws, "/new/deep/dir/x.txt", "x")), 4);
+    assert_eq!(statements(&|| put(&ws, "/new/deep/dir/y.txt", "y")), 1);
 }

@@ -1,0 +1,1052 @@
+//! The MCP client manager: the registered servers, their connections and catalogs, tool
+//! pinning, persistence, and the `cf_agent_mcp_servers` state the agent pushes to every tab.
+//!
+//! Nothing here spawns tasks. A connection attempt is a shared future stored with its server:
+//! `add_mcp_server`, `restore`, `wait_for_connections` and tool calls all await the same
+//! future, so whoever is waiting drives it, which suits a single-threaded Worker.
+
+use super::session::Session;
+use super::store::{self, Pin, ServerRow};
+use super::tools::{self, McpTool};
+use super::transport::{Env, TransportKind};
+use super::url::HttpUrl;
+use super::McpError;
+use crate::platform::{random_id, Clock, HttpClient};
+use crate::store::Sql;
+use crate::tools::{ToolError, ToolRef};
+use futures::future::{join_all, select, Either, LocalBoxFuture, Shared};
+use futures::FutureExt;
+use serde_json::{json, Map, Value};
+use std::cell::{Cell, RefCell};
+use std::collections::{BTreeMap, HashSet};
+use std::future::Future;
+use std::rc::{Rc, Weak};
+
+/// Tunables; the defaults follow the reference client and MCP SDK.
+#[derive(Debug, Clone)]
+pub struct McpConfig {
+    /// `clientInfo` sent in `initialize`.
+    pub client_name: String,
+    pub client_version: String,
+    /// Per request (`tools/call`, `tools/list`), like the SDK's 60 s default.
+    pub request_timeout_ms: u64,
+    /// Connecting, initialising and discovering together, like the reference's 15 s.
+    pub connect_timeout_ms: u64,
+    /// After a failed connection, calls fail fast with the stored error for this long rather
+    /// than each waiting on a dead server.
+    pub reconnect_cooldown_ms: u64,
+    /// Connection attempts per server when restoring at start (backing off 0.5 s, 1 s, ...).
+    pub restore_attempts: u32,
+    /// Lets servers on private network addresses be added (refused by default, as in the
+    /// reference, so a prompt-injected URL cannot reach internal services).
+    pub allow_private_addresses: bool,
+}
+
+impl Default for McpConfig {
+    fn default() -> Self {
+        McpConfig {
+            client_name: "think-rs".into(),
+            client_version: env!("CARGO_PKG_VERSION").into(),
+            request_timeout_ms: 60_000,
+            connect_timeout_ms: 15_000,
+            reconnect_cooldown_ms: 5_000,
+            restore_attempts: 3,
+            allow_private_addresses: false,
+        }
+    }
+}
+
+/// Options of `add_mcp_server`.
+#[derive(Debug, Clone, Default)]
+pub struct AddServerOptions {
+    /// Streamable HTTP unless given.
+    pub transport: Option<TransportKind>,
+    /// Sent with every request, e.g. `Authorization: Bearer ...`.
+    pub headers: Vec<(String, String)>,
+    /// A stable id instead of a random one, so tool names survive re-adding.
+    pub id: Option<String>,
+}
+
+/// Where a server's connection stands.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ConnectionState {
+    Connecting,
+    Discovering,
+    Ready,
+    Failed,
+}
+
+impl ConnectionState {
+    /// The name the reference uses in `cf_agent_mcp_servers`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ConnectionState::Connecting => "connecting",
+            ConnectionState::Discovering => "discovering",
+            ConnectionState::Ready => "ready",
+            ConnectionState::Failed => "failed",
+        }
+    }
+}
+
+/// What `add_mcp_server` reports: the id to refer to the server by and how connecting went.
+#[derive(Debug, Clone, PartialEq)]
+pub struct AddedServer {
+    pub id: String,
+    pub state: ConnectionState,
+    pub error: Option<String>,
+}
+
+/// A tool whose description or input schema changed after it was pinned; it stays out of
+/// `tools()` until the app accepts the change.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PendingToolChange {
+    /// The tool's name on the server.
+    pub tool: String,
+    /// `"description"` and/or `"inputSchema"`.
+    pub changes: Vec<&'static str>,
+    pub previous_description: String,
+    pub previous_input_schema: Value,
+    pub description: String,
+    pub input_schema: Value,
+}
+
+impl PendingToolChange {
+    fn to_json(&self) -> Value {
+        json!({
+            "tool": self.tool,
+            "changes": self.changes,
+            "previous": {"description": self.previous_description, "inputSchema": self.previous_input_schema},
+            "current": {"description": self.description, "inputSchema": self.input_schema},
+        })
+    }
+}
+
+/// A typed snapshot of one server, for Rust callers (the frame carries the same facts).
+#[derive(Debug, Clone, PartialEq)]
+pub struct ServerStatus {
+    pub id: String,
+    pub name: String,
+    pub url: String,
+    pub transport: TransportKind,
+    pub state: ConnectionState,
+    pub error: Option<String>,
+    /// Transport actually in use while connected (`auto` resolves to one of the two).
+    pub connected_via: Option<TransportKind>,
+    /// The negotiated MCP protocol version while connected.
+    pub protocol_version: Option<String>,
+    pub tool_count: usize,
+    pub pending_tool_changes: Vec<PendingToolChange>,
+}
+
+/// How a `listen` call ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ListenEnd {
+    /// The server offers no stream for server-initiated messages (HTTP 405).
+    Unsupported,
+    /// The stream ended or the server was removed or reconnected; listening again is fine.
+    Ended,
+}
+
+type Task = Shared<LocalBoxFuture<'static, ()>>;
+
+#[derive(Debug, Clone, Default)]
+struct Catalog {
+    capabilities: Value,
+    instructions: Option<String>,
+    tools: Vec<Value>,
+    prompts: Vec<Value>,
+    resources: Vec<Value>,
+}
+
+struct Server {
+    row: ServerRow,
+    state: ConnectionState,
+    error: Option<String>,
+    session: Option<Rc<Session>>,
+    /// What the last successful discovery found; kept while reconnecting or failed so calls
+    /// reach the model as "unavailable" errors rather than unknown tools.
+    catalog: Option<Catalog>,
+    pins: BTreeMap<String, Pin>,
+    pending: Vec<PendingToolChange>,
+    task: Option<Task>,
+    /// Numbers connection attempts so a superseded attempt cannot overwrite a newer one.
+    attempt: u64,
+    failed_at: Option<f64>,
+    refreshing: bool,
+    stale: bool,
+}
+
+impl Server {
+    fn new(row: ServerRow, pins: BTreeMap<String, Pin>) -> Server {
+        Server {
+            row,
+            state: ConnectionState::Connecting,
+            error: None,
+            session: None,
+            catalog: None,
+            pins,
+            pending: Vec::new(),
+            task: None,
+            attempt: 0,
+            failed_at: None,
+            refreshing: false,
+            stale: false,
+        }
+    }
+}
+
+pub(crate) struct Inner {
+    me: Weak<Inner>,
+    sql: Rc<dyn Sql>,
+    http: Rc<dyn HttpClient>,
+    clock: Rc<dyn Clock>,
+    config: McpConfig,
+    servers: RefCell<Vec<Server>>,
+    on_change: RefCell<Option<Rc<dyn Fn()>>>,
+    generation: Cell<u64>,
+    tool_cache: RefCell<Option<Vec<ToolRef>>>,
+}
+
+/// Runs `fut` for at most `ms` milliseconds.
+async fn with_timeout<T>(clock: &dyn Clock, ms: u64, fut: impl Future<Output = T>) -> Option<T> {
+    let fut = std::pin::pin!(fut);
+    let sleep = clock.sleep(ms);
+    match select(fut, sleep).await {
+        Either::Left((v, _)) => Some(v),
+        Either::Right(_) => None,
+    }
+}
+
+/// Error text as the reference broadcasts it: control characters removed, at most 500 chars.
+fn sanitize_error(e: &str) -> String {
+    let clean: String = e
+        .chars()
+        .filter(|c| !matches!(*c, '\u{0}'..='\u{8}' | '\u{b}' | '\u{c}' | '\u{e}'..='\u{1f}' | '\u{7f}'))
+        .collect();
+    match clean.char_indices().nth(500) {
+        Some((i, _)) => format!("{}...", &clean[..i]),
+        None => clean,
+    }
+}
+
+/// The reference's rule for caller-supplied ids: lower case, `[a-z0-9_-]`, starting with a
+/// letter, at most 64 characters.
+pub(crate) fn normalize_server_id(input: &str) -> String {
+    let mut id = String::new();
+    for c in input.to_lowercase().chars() {
+        if c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_' || c == '-' {
+            id.push(c);
+        } else if !id.ends_with('-') {
+            id.push('-');
+        }
+    }
+    let mut collapsed = String::new();
+    for c in id.chars() {
+        if !(c == '-' && collapsed.ends_with('-')) {
+            collapsed.push(c);
+        }
+    }
+    let mut id = collapsed.trim_matches(|c| c == '-' || c == '_').to_owned();
+    if !id.starts_with(|c: char| c.is_ascii_lowercase()) {
+        id = format!("id-{id}").trim_end_matches('-').to_owned();
+    }
+    if id.len() > 64 {
+        id.truncate(64);
+        id = id.trim_end_matches('-').to_owned();
+    }
+    id
+}
+
+fn with_server_id<'a>(items: &'a [Value], id: &str) -> impl Iterator<Item = Value> + 'a {
+    let id = id.to_owned();
+    items.iter().map(move |item| {
+        let mut item = item.clone();
+        if let Some(obj) = item.as_object_mut() {
+            obj.insert("serverId".into(), json!(id));
+        }
+        item
+    })
+}
+
+fn is_list_changed(method: &str) -> bool {
+    matches!(
+        method,
+        "notifications/tools/list_changed"
+            | "notifications/prompts/list_changed"
+            | "notifications/resources/list_changed"
+    )
+}
+
+impl Inner {
+    /// Bumps the generation and tells the owner, outside any borrow, so it can push
+    /// `cf_agent_mcp_servers`.
+    fn changed(&self) {
+        self.generation.set(self.generation.get() + 1);
+        let cb = self.on_change.borrow().clone();
+        if let Some(cb) = cb {
+            cb();
+        }
+    }
+
+    fn invalidate_tools(&self) {
+        *self.tool_cache.borrow_mut() = None;
+    }
+
+    fn with_server<R>(&self, id: &str, f: impl FnOnce(&mut Server) -> R) -> Option<R> {
+        self.servers.borrow_mut().iter_mut().find(|s| s.row.id == id).map(f)
+    }
+
+    fn save_pins(&self, id: &str, pins: &[(String, Pin)]) {
+        let refs: Vec<(&str, &Pin)> = pins.iter().map(|(n, p)| (n.as_str(), p)).collect();
+        // Pins also live in memory; a failed write only loses them across a restart.
+        let _ = store::save_pins(self.sql.as_ref(), id, &refs);
+    }
+
+    /// The attempt already under way for `id`, or a new one making up to `attempts` tries.
+    fn start_connect(&self, id: &str, attempts: u32) -> Option<Task> {
+        let (task, notify) = {
+            let mut servers = self.servers.borrow_mut();
+            let s = servers.iter_mut().find(|s| s.row.id == id)?;
+            if let Some(t) = &s.task {
+                return Some(t.clone());
+            }
+            s.attempt += 1;
+            let notify = s.state != ConnectionState::Connecting || s.error.is_some();
+            s.state = ConnectionState::Connecting;
+            s.error = None;
+            let (weak, sid, attempt) = (self.me.clone(), id.to_owned(), s.attempt);
+            let task = async move {
+                if let Some(inner) = weak.upgrade() {
+                    inner.connect_task(&sid, attempt, attempts.max(1)).await;
+                }
+            }
+            .boxed_local()
+            .shared();
+            s.task = Some(task.clone());
+            (task, notify)
+        };
+        if notify {
+            self.changed();
+        }
+        Some(task)
+    }
+
+    fn is_current(&self, id: &str, attempt: u64) -> bool {
+        self.with_server(id, |s| s.attempt == attempt).unwrap_or(false)
+    }
+
+    async fn connect_task(&self, id: &str, attempt: u64, attempts: u32) {
+        let mut tries = 0;
+        let mut delay = 500;
+        loop {
+            tries += 1;
+            match self.connect_once(id, attempt).await {
+                Ok((session, catalog)) => {
+                    if self.apply_connected(id, attempt, session.clone(), catalog) {
+                        self.after_exchange(id, &session).await;
+                    } else {
+                        // Removed or superseded meanwhile: release the server's session.
+                        session.close().await;
+                    }
+                    return;
+                }
+                Err(e) => {
+                    if tries < attempts && self.is_current(id, attempt) {
+                        self.mark_state(id, attempt, ConnectionState::Connecting);
+                        self.clock.sleep(delay).await;
+                        delay = (delay * 2).min(5_000);
+                        continue;
+                    }
+                    self.apply_failed(id, attempt, &e);
+                    return;
+                }
+            }
+        }
+    }
+
+    async fn connect_once(&self, id: &str, attempt: u64) -> Result<(Rc<Session>, Catalog), McpError> {
+        let row = self.with_server(id, |s| s.row.clone()).ok_or_else(|| McpError::UnknownServer(id.into()))?;
+        let url = HttpUrl::parse(&row.url).map_err(McpError::Invalid)?;
+        let env = Env { http: self.http.clone(), clock: self.clock.clone(), headers: row.headers.clone() };
+        let info = json!({"name": self.config.client_name, "version": self.config.client_version});
+        let timeout = self.config.connect_timeout_ms;
+        let work = async {
+            if let Some(saved) = row.session.as_ref().filter(|_| row.transport != TransportKind::Sse) {
+                // Ids continue past any request the previous incarnation may have left open.
+                let first_id = (self.clock.now_ms() as i64).rem_euclid(1 << 40);
+                let session = Rc::new(Session::resume(&env, &url, saved, first_id));
+                self.mark_state(id, attempt, ConnectionState::Discovering);
+                match self.discover(&session).await {
+                    Ok(catalog) => return Ok((session, catalog)),
+                    // Forgotten by the server: start a new session below.
+                    Err(McpError::SessionExpired) | Err(McpError::Http { status: 400, .. }) => {
+                        self.with_server(id, |s| s.row.session = None);
+                        self.mark_state(id, attempt, ConnectionState::Connecting);
+                    }
+                    Err(e) => return Err(e),
+                }
+            }
+            let session = Rc::new(Session::connect(row.transport, &env, &url, &info).await?);
+            self.mark_state(id, attempt, ConnectionState::Discovering);
+            match self.discover(&session).await {
+                Ok(catalog) => Ok((session, catalog)),
+                Err(e) => {
+                    session.close().await;
+                    Err(e)
+                }
+            }
+        };
+        match with_timeout(self.clock.as_ref(), timeout, work).await {
+            Some(r) => r,
+            None => Err(McpError::Timeout(timeout)),
+        }
+    }
+
+    fn mark_state(&self, id: &str, attempt: u64, state: ConnectionState) {
+        let changed = self.with_server(id, |s| {
+            let current = s.attempt == attempt && s.state != state;
+            if current {
+                s.state = state;
+            }
+            current
+        });
+        if changed == Some(true) {
+            self.changed();
+        }
+    }
+
+    /// Lists tools, prompts and resources, as far as the server declares them. Only tools are
+    /// essential; prompts and resources are informational and tolerated missing.
+    async fn discover(&self, session: &Session) -> Result<Catalog, McpError> {
+        let list = |method: &'static str, field: &'static str, cap: &'static str| async move {
+            if session.has_capability(cap) {
+                session.list_all(method, field).await
+            } else {
+                Ok(Vec::new())
+            }
+        };
+        let (tools, prompts, resources) = futures::join!(
+            list("tools/list", "tools", "tools"),
+            list("prompts/list", "prompts", "prompts"),
+            list("resources/list", "resources", "resources"),
+        );
+        Ok(Catalog {
+            capabilities: session.capabilities.clone(),
+            instructions: session.instructions.clone(),
+            tools: tools?,
+            prompts: prompts.unwrap_or_default(),
+            resources: resources.unwrap_or_default(),
+        })
+    }
+
+    /// Installs a new catalog, pinning first-seen tools and holding back changed ones.
+    /// Returns the pins to persist and whether the held-back set changed.
+    fn apply_catalog(s: &mut Server, catalog: Catalog) -> (Vec<(String, Pin)>, bool) {
+        let mut new_pins = Vec::new();
+        let mut pending = Vec::new();
+        for tool in &catalog.tools {
+            let Some(name) = tool.get("name").and_then(Value::as_str) else { continue };
+            let (description, input_schema) = tools::declared(tool);
+            match s.pins.get(name) {
+                None => {
+                    let pin = Pin { description, input_schema };
+                    s.pins.insert(name.to_owned(), pin.clone());
+                    new_pins.push((name.to_owned(), pin));
+                }
+                Some(pin) if pin.description == description && pin.input_schema == input_schema => {}
+                Some(pin) => {
+                    let mut changes = Vec::new();
+                    if pin.description != description {
+                        changes.push("description");
+                    }
+                    if pin.input_schema != input_schema {
+                        changes.push("inputSchema");
+                    }
+                    pending.push(PendingToolChange {
+                        tool: name.to_owned(),
+                        changes,
+                        previous_description: pin.description.clone(),
+                        previous_input_schema: pin.input_schema.clone(),
+                        description,
+                        input_schema,
+                    });
+                }
+            }
+        }
+        let pending_changed = s.pending != pending;
+        s.pending = pending;
+        s.catalog = Some(catalog);
+        (new_pins, pending_changed)
+    }
+
+    /// Installs a finished connection unless a newer attempt or a removal overtook it, and
+    /// saves its session for resumption.
+    fn apply_connected(&self, id: &str, attempt: u64, session: Rc<Session>, catalog: Catalog) -> bool {
+        let saved = session.saved();
+        let applied = self.with_server(id, |s| {
+            if s.attempt != attempt {
+                return None;
+            }
+            s.session = Some(session);
+            s.state = ConnectionState::Ready;
+            s.error = None;
+            s.failed_at = None;
+            s.task = None;
+            let row = (s.row.session != saved).then(|| {
+                s.row.session = saved;
+                s.row.clone()
+            });
+            Some((Self::apply_catalog(s, catalog).0, row))
+        });
+        let Some(Some((pins, row))) = applied else { return false };
+        if let Some(row) = row {
+            // Only costs a re-initialisation after the next restart if it fails.
+            let _ = store::save_server(self.sql.as_ref(), &row);
+        }
+        self.save_pins(id, &pins);
+        self.invalidate_tools();
+        self.changed();
+        true
+    }
+
+    fn apply_failed(&self, id: &str, attempt: u64, e: &McpError) {
+        let now = self.clock.now_ms();
+        let applied = self.with_server(id, |s| {
+            if s.attempt != attempt {
+                return false;
+            }
+            s.session = None;
+            s.state = ConnectionState::Failed;
+            s.error = Some(e.to_string());
+            s.failed_at = Some(now);
+            s.task = None;
+            true
+        });
+        if applied == Some(true) {
+            self.changed();
+        }
+    }
+
+    /// Records that `session` broke, unless the server has moved on to another one. The next
+    /// use reconnects at once; only a failed reconnection starts the cooldown.
+    fn mark_failed(&self, id: &str, session: &Rc<Session>, e: &McpError) {
+        let applied = self.with_server(id, |s| {
+            let current = s.session.as_ref().is_some_and(|c| Rc::ptr_eq(c, session));
+            if current {
+                s.session = None;
+                s.state = ConnectionState::Failed;
+                s.error = Some(e.to_string());
+            }
+            current
+        });
+        if applied == Some(true) {
+            self.changed();
+        }
+    }
+
+    /// Forgets an expired session so the next use initialises a new one straight away.
+    fn drop_session(&self, id: &str, session: &Rc<Session>) {
+        self.with_server(id, |s| {
+            if s.session.as_ref().is_some_and(|c| Rc::ptr_eq(c, session)) {
+                s.session = None;
+                s.row.session = None;
+            }
+        });
+    }
+
+    /// A live session for `id`, connecting (or waiting for the attempt under way) if needed.
+    async fn ready_session(&self, id: &str) -> Result<Rc<Session>, McpError> {
+        for _ in 0..2 {
+            let (session, task, failed) = self
+                .with_server(id, |s| (s.session.clone(), s.task.clone(), s.failed_at.map(|t| (t, s.error.clone()))))
+                .ok_or_else(|| McpError::UnknownServer(id.into()))?;
+            if let Some(session) = session {
+                return Ok(session);
+            }
+            let task = match task {
+                Some(t) => t,
+                None => {
+                    if let Some((at, error)) = failed {
+                        if self.clock.now_ms() - at < self.config.reconnect_cooldown_ms as f64 {
+                            return Err(McpError::Transport(error.unwrap_or_else(|| "connection failed".into())));
+                        }
+                    }
+                    self.start_connect(id, 1).ok_or_else(|| McpError::UnknownServer(id.into()))?
+                }
+            };
+            // Each attempt bounds itself by connect_timeout_ms, but a restore may be retrying:
+            // a call never waits longer than one request would.
+            let limit = self.config.request_timeout_ms;
+            if with_timeout(self.clock.as_ref(), limit, task).await.is_none() {
+                return Err(McpError::Timeout(limit));
+            }
+        }
+        let error = self.with_server(id, |s| s.error.clone()).flatten();
+        Err(McpError::Transport(error.unwrap_or_else(|| "could not connect".into())))
+    }
+
+    /// Acts on what the server announced during an exchange: list changes trigger a refresh.
+    async fn after_exchange(&self, id: &str, session: &Rc<Session>) {
+        if session.inbox.take().iter().any(|m| is_list_changed(m)) {
+            self.refresh(id, session).await;
+        }
+    }
+
+    /// Re-lists the catalog after a `list_changed`. One refresh runs at a time per server;
+    /// announcements during it cause one more round.
+    async fn refresh(&self, id: &str, session: &Rc<Session>) {
+        let start = self.with_server(id, |s| {
+            if s.refreshing {
+                s.stale = true;
+                false
+            } else {
+                s.refreshing = true;
+                s.stale = false;
+                true
+            }
+        });
+        if start != Some(true) {
+            return;
+        }
+        let _done = Refreshing { inner: self, id };
+        for _ in 0..3 {
+            let listed =
+                with_timeout(self.clock.as_ref(), self.config.request_timeout_ms, self.discover(session)).await;
+            match listed {
+                Some(Ok(catalog)) => {
+                    let applied = self.with_server(id, |s| {
+                        let current = s.session.as_ref().is_some_and(|c| Rc::ptr_eq(c, session));
+                        current.then(|| Self::apply_catalog(s, catalog).0)
+                    });
+                    if let Some(Some(pins)) = applied {
+                        self.save_pins(id, &pins);
+                        self.invalidate_tools();
+                        self.changed();
+                    }
+                }
+                Some(Err(e)) if e.is_connection_failure() => self.mark_failed(id, session, &e),
+                // A timed-out or refused listing keeps the previous catalog.
+                _ => {}
+            }
+            if session.inbox.take().iter().any(|m| is_list_changed(m)) {
+                self.with_server(id, |s| s.stale = true);
+            }
+            let again = self.with_server(id, |s| std::mem::take(&mut s.stale)).unwrap_or(false);
+            if !again {
+                break;
+            }
+        }
+    }
+
+    /// Calls a tool; every failure becomes a `ToolError` the model can read.
+    pub(crate) async fn call_tool(&self, id: &str, tool: &str, args: Value) -> Result<Value, ToolError> {
+        let Some(name) = self.with_server(id, |s| s.row.name.clone()) else {
+            return Err(ToolError(format!("MCP server \"{id}\" has been removed.")));
+        };
+        let unavailable = |e: &McpError| ToolError(format!("MCP server \"{name}\" is unavailable: {e}"));
+        let params = json!({"name": tool, "arguments": args});
+        let mut retried = false;
+        loop {
+            let session = self.ready_session(id).await.map_err(|e| unavailable(&e))?;
+            let timeout = self.config.request_timeout_ms;
+            let Some(outcome) =
+                with_timeout(self.clock.as_ref(), timeout, session.request("tools/call", Some(params.clone()))).await
+            else {
+                return Err(unavailable(&McpError::Timeout(timeout)));
+            };
+            self.after_exchange(id, &session).await;
+            match outcome {
+                Ok(result) if result.get("isError").and_then(Value::as_bool) == Some(true) => {
+                    let text = tools::content_text(&result);
+                    return Err(ToolError(if text.is_empty() { "Tool call failed".into() } else { text }));
+                }
+                Ok(result) => return Ok(result),
+                Err(McpError::SessionExpired) if !retried => {
+                    retried = true;
+                    self.drop_session(id, &session);
+                }
+                Err(McpError::Rpc { message, .. }) => {
+                    return Err(ToolError(format!("MCP tool \"{tool}\" on server \"{name}\" failed: {message}")))
+                }
+                Err(e) => {
+                    if e.is_connection_failure() || e == McpError::SessionExpired {
+                        self.mark_failed(id, &session, &e);
+                    }
+                    return Err(unavailable(&e));
+                }
+            }
+        }
+    }
+}
+
+/// Clears a server's refreshing flag however the refresh ends, even if its future is dropped.
+struct Refreshing<'a> {
+    inner: &'a Inner,
+    id: &'a str,
+}
+
+impl Drop for Refreshing<'_> {
+    fn drop(&mut self) {
+        if let Ok(mut servers) = self.inner.servers.try_borrow_mut() {
+            if let Some(s) = servers.iter_mut().find(|s| s.row.id == self.id) {
+                s.refreshing = false;
+            }
+        }
+    }
+}
+
+/// The MCP client of one agent.
+pub struct McpClient {
+    inner: Rc<Inner>,
+}
+
+impl McpClient {
+    /// Opens the client over the agent's storage and loads the registered servers in state
+    /// `connecting`; `restore()` (or anything that needs them) then connects them.
+    pub fn new(
+        sql: Rc<dyn Sql>,
+        http: Rc<dyn HttpClient>,
+        clock: Rc<dyn Clock>,
+        config: McpConfig,
+    ) -> Result<McpClient, McpError> {
+        store::init(sql.as_ref())?;
+        let mut pins = store::load_pins(sql.as_ref())?;
+        let servers = store::load_servers(sql.as_ref())?
+            .into_iter()
+            .map(|row| {
+                let p = pins.remove(&row.id).unwrap_or_default();
+                Server::new(row, p)
+            })
+            .collect();
+        let inner = Rc::new_cyclic(|me| Inner {
+            me: me.clone(),
+            sql,
+            http,
+            clock,
+            config,
+            servers: RefCell::new(servers),
+            on_change: RefCell::new(None),
+            generation: Cell::new(0),
+            tool_cache: RefCell::new(None),
+        });
+        Ok(McpClient { inner })
+    }
+
+    /// Called after every observable change (state, error, catalog, pending tool changes,
+    /// servers added or removed), to push `frame()` to all tabs. Runs synchronously; it may
+    /// read the client but should not await.
+    pub fn set_on_change(&self, f: Rc<dyn Fn()>) {
+        *self.inner.on_change.borrow_mut() = Some(f);
+    }
+
+    /// Increases with every change `set_on_change` reports, for callers that poll.
+    pub fn generation(&self) -> u64 {
+        self.inner.generation.get()
+    }
+
+    /// Registers a server (persisted), connects and discovers it. A server that cannot be
+    /// reached stays registered in state `failed`, and is retried on next use or restart.
+    /// Adding the same name and URL again returns the existing server.
+    pub async fn add_mcp_server(
+        &self,
+        name: &str,
+        url: &str,
+        options: AddServerOptions,
+    ) -> Result<AddedServer, McpError> {
+        let inner = &self.inner;
+        let name = name.trim();
+        if name.is_empty() {
+            return Err(McpError::Invalid("the MCP server needs a name".into()));
+        }
+        let parsed = HttpUrl::parse(url).map_err(|e| McpError::Invalid(format!("invalid MCP server URL: {e}")))?;
+        if !inner.config.allow_private_addresses && parsed.is_private_address() {
+            return Err(McpError::Invalid(format!(
+                "Blocked URL: {parsed}: MCP client connections to private/internal addresses are not allowed"
+            )));
+        }
+        let url = parsed.to_string();
+        let requested = options.id.as_deref().map(normalize_server_id);
+        let transport = options.transport.unwrap_or_default();
+        let row = {
+            let servers = inner.servers.borrow();
+            let same = servers.iter().find(|s| s.row.name == name && s.row.url == url).map(|s| s.row.id.clone());
+            let id = match requested {
+                Some(rid) => {
+                    if let Some(s) = servers.iter().find(|s| s.row.id == rid) {
+                        if s.row.name != name || s.row.url != url {
+                            return Err(McpError::Invalid(format!(
+                                "MCP server id \"{rid}\" is already in use by server \"{}\" ({})",
+                                s.row.name, s.row.url
+                            )));
+                        }
+                    } else if let Some(other) = same {
+                        return Err(McpError::Invalid(format!(
+                            "MCP server \"{name}\" ({url}) is already registered with id \"{other}\"; remove it first"
+                        )));
+                    }
+                    rid
+                }
+                None => match same {
+                    Some(id) => id,
+                    None => (0..16)
+                        .map(|_| random_id(inner.clock.as_ref(), 8))
+                        .find(|id| !servers.iter().any(|s| &s.row.id == id))
+                        .ok_or_else(|| McpError::Invalid("could not draw an unused server id".into()))?,
+                },
+            };
+            ServerRow { id, name: name.to_owned(), url, transport, headers: options.headers, session: None }
+        };
+        let id = row.id.clone();
+        let existing = inner.with_server(&id, |s| s.row.clone());
+        match existing {
+            Some(old) if old.same_config(&row) => {}
+            Some(_) => {
+                // Same server, new headers or transport (say, a rotated token): reconnect.
+                store::save_server(inner.sql.as_ref(), &row)?;
+                let old_session = inner.with_server(&id, |s| {
+                    s.row = row;
+                    s.task = None;
+                    s.attempt += 1;
+                    s.failed_at = None;
+                    s.session.take()
+                });
+                if let Some(Some(session)) = old_session {
+                    session.close().await;
+                }
+            }
+            None => {
+                store::save_server(inner.sql.as_ref(), &row)?;
+                inner.servers.borrow_mut().push(Server::new(row, BTreeMap::new()));
+                inner.changed();
+            }
+        }
+        let ready = inner.with_server(&id, |s| s.session.is_some()).unwrap_or(false);
+        if !ready {
+            if let Some(task) = inner.start_connect(&id, 1) {
+                task.await;
+            }
+        }
+        let (state, error) = inner
+            .with_server(&id, |s| (s.state, s.error.clone()))
+            .ok_or_else(|| McpError::UnknownServer(id.clone()))?;
+        Ok(AddedServer { id, state, error })
+    }
+
+    /// Disconnects (ending a Streamable HTTP session with DELETE, best effort) and forgets
+    /// the server and its pins.
+    pub async fn remove_mcp_server(&self, id: &str) -> Result<(), McpError> {
+        let inner = &self.inner;
+        if inner.with_server(id, |_| ()).is_none() {
+            return Err(McpError::UnknownServer(id.into()));
+        }
+        store::delete_server(inner.sql.as_ref(), id)?;
+        let removed = {
+            let mut servers = inner.servers.borrow_mut();
+            let i = servers.iter().position(|s| s.row.id == id);
+            i.map(|i| servers.remove(i))
+        };
+        inner.invalidate_tools();
+        inner.changed();
+        if let Some(session) = removed.and_then(|s| s.session) {
+            let limit = inner.config.request_timeout_ms.min(5_000);
+            with_timeout(inner.clock.as_ref(), limit, session.close()).await;
+        }
+        Ok(())
+    }
+
+    /// Accepts the held-back tool changes of a server: the new definitions become the pins
+    /// and the tools return to `tools()`. Returns how many changes were accepted.
+    pub fn accept_mcp_tool_changes(&self, id: &str) -> Result<usize, McpError> {
+        let inner = &self.inner;
+        let pins = inner
+            .with_server(id, |s| {
+                let accepted: Vec<(String, Pin)> = s
+                    .pending
+                    .drain(..)
+                    .map(|p| (p.tool, Pin { description: p.description, input_schema: p.input_schema }))
+                    .collect();
+                for (name, pin) in &accepted {
+                    s.pins.insert(name.clone(), pin.clone());
+                }
+                accepted
+            })
+            .ok_or_else(|| McpError::UnknownServer(id.into()))?;
+        if pins.is_empty() {
+            return Ok(0);
+        }
+        let refs: Vec<(&str, &Pin)> = pins.iter().map(|(n, p)| (n.as_str(), p)).collect();
+        store::save_pins(inner.sql.as_ref(), id, &refs)?;
+        inner.invalidate_tools();
+        inner.changed();
+        Ok(pins.len())
+    }
+
+    /// Connects every registered server that has no connection, with retries, and resolves
+    /// when all have settled. The glue runs this when the object starts.
+    pub async fn restore(&self) {
+        let inner = &self.inner;
+        let ids: Vec<String> =
+            inner.servers.borrow().iter().filter(|s| s.session.is_none()).map(|s| s.row.id.clone()).collect();
+        let attempts = inner.config.restore_attempts;
+        let tasks: Vec<Task> = ids.iter().filter_map(|id| inner.start_connect(id, attempts)).collect();
+        join_all(tasks).await;
+    }
+
+    /// Resolves once no server is connecting or discovering, or after `timeout_ms`. Servers
+    /// loaded but not yet connected are connected here, so a turn never sees them half-made.
+    pub async fn wait_for_connections(&self, timeout_ms: u64) {
+        let inner = &self.inner;
+        if timeout_ms == 0 {
+            return;
+        }
+        let ids: Vec<String> = inner
+            .servers
+            .borrow()
+            .iter()
+            .filter(|s| matches!(s.state, ConnectionState::Connecting | ConnectionState::Discovering))
+            .map(|s| s.row.id.clone())
+            .collect();
+        let attempts = inner.config.restore_attempts;
+        let tasks: Vec<Task> = ids.iter().filter_map(|id| inner.start_connect(id, attempts)).collect();
+        if tasks.is_empty() {
+            return;
+        }
+        with_timeout(inner.clock.as_ref(), timeout_ms, join_all(tasks)).await;
+    }
+
+    /// Listens for server-initiated messages (a Streamable HTTP GET stream, or the legacy SSE
+    /// stream) and refreshes the catalog on `list_changed`, until the stream ends.
+    pub async fn listen(&self, id: &str) -> Result<ListenEnd, McpError> {
+        let inner = &self.inner;
+        let session = inner.ready_session(id).await?;
+        let mut listener = match session.listen().await {
+            Ok(Some(l)) => l,
+            Ok(None) => return Ok(ListenEnd::Unsupported),
+            Err(McpError::SessionExpired) => {
+                inner.drop_session(id, &session);
+                return Ok(ListenEnd::Ended);
+            }
+            Err(e) => return Err(e),
+        };
+        loop {
+            let still_current = inner.with_server(id, |s| s.session.as_ref().is_some_and(|c| Rc::ptr_eq(c, &session)));
+            if still_current != Some(true) {
+                return Ok(ListenEnd::Ended);
+            }
+            match session.listen_next(&mut listener).await {
+                Ok(true) => inner.after_exchange(id, &session).await,
+                Ok(false) => return Ok(ListenEnd::Ended),
+                Err(e) => {
+                    if e.is_connection_failure() {
+                        inner.mark_failed(id, &session, &e);
+                    }
+                    return Err(e);
+                }
+            }
+        }
+    }
+
+    /// Calls a tool by its server-side name, as the model's tool would.
+    pub async fn call_tool(&self, id: &str, tool: &str, args: Value) -> Result<Value, ToolError> {
+        self.inner.call_tool(id, tool, args).await
+    }
+
+    /// The tools of every server, named `tool_<serverId>_<name>`, minus held-back ones.
+    /// Cached: rebuilt only after a catalog or pin change.
+    pub fn tools(&self) -> Vec<ToolRef> {
+        let inner = &self.inner;
+        if let Some(cached) = inner.tool_cache.borrow().as_ref() {
+            return cached.clone();
+        }
+        let mut out: Vec<ToolRef> = Vec::new();
+        for s in inner.servers.borrow().iter() {
+            let Some(catalog) = &s.catalog else { continue };
+            let held: HashSet<&str> = s.pending.iter().map(|p| p.tool.as_str()).collect();
+            for tool in &catalog.tools {
+                if tool.get("name").and_then(Value::as_str).is_some_and(|n| held.contains(n)) {
+                    continue;
+                }
+                if let Some(t) = McpTool::new(inner.me.clone(), &s.row.id, tool) {
+                    out.push(Rc::new(t));
+                }
+            }
+        }
+        *inner.tool_cache.borrow_mut() = Some(out.clone());
+        out
+    }
+
+    /// Every registered server in the order added, for Rust callers that want types rather
+    /// than the frame's JSON.
+    pub fn servers(&self) -> Vec<ServerStatus> {
+        self.inner
+            .servers
+            .borrow()
+            .iter()
+            .map(|s| ServerStatus {
+                id: s.row.id.clone(),
+                name: s.row.name.clone(),
+                url: s.row.url.clone(),
+                transport: s.row.transport,
+                state: s.state,
+                error: s.error.clone(),
+                connected_via: s.session.as_ref().map(|x| x.transport_kind()),
+                protocol_version: s.session.as_ref().map(|x| x.protocol_version.clone()),
+                tool_count: s.catalog.as_ref().map_or(0, |c| c.tools.len()),
+                pending_tool_changes: s.pending.clone(),
+            })
+            .collect()
+    }
+
+    /// `MCPServersState`, as the reference's `getMcpServers()` returns it, plus a
+    /// `pendingToolChanges` list on servers that have held-back tools.
+    pub fn get_mcp_servers(&self) -> Value {
+        let servers = self.inner.servers.borrow();
+        let mut by_id = Map::new();
+        let (mut tools, mut prompts, mut resources) = (Vec::new(), Vec::new(), Vec::new());
+        for s in servers.iter() {
+            let mut entry = json!({
+                "auth_url": null,
+                "capabilities": s.catalog.as_ref().map(|c| c.capabilities.clone()),
+                "error": s.error.as_deref().map(sanitize_error),
+                "instructions": s.catalog.as_ref().and_then(|c| c.instructions.clone()),
+                "name": s.row.name,
+                "server_url": s.row.url,
+                "state": s.state.as_str(),
+            });
+            if !s.pending.is_empty() {
+                entry["pendingToolChanges"] = Value::Array(s.pending.iter().map(PendingToolChange::to_json).collect());
+            }
+            by_id.insert(s.row.id.clone(), entry);
+            if let Some(c) = &s.catalog {
+                let held: HashSet<&str> = s.pending.iter().map(|p| p.tool.as_str()).collect();
+                let visible: Vec<Value> = c
+                    .tools
+                    .iter()
+                    .filter(|t| !t.get("name").and_then(Value::as_str).is_some_and(|n| held.contains(n)))
+                    .cloned()
+                    .collect();
+                tools.extend(with_server_id(&visible, &s.row.id));
+                prompts.extend(with_server_id(&c.prompts, &s.row.id));
+                resources.extend(with_server_id(&c.resources, &s.row.id));
+            }
+        }
+        // Key order as agents 0.21 emits it.
+        json!({"prompts": prompts, "resources": resources, "servers": by_id, "tools": tools})
+    }
+
+    /// The `cf_agent_mcp_servers` frame to send to every tab on connect and on each change.
+    pub fn frame(&self) -> String {
+        json!({"mcp": self.get_mcp_servers(), "type": "cf_agent_mcp_servers"}).to_string()
+    }
+}
+
+impl Drop for McpClient {
+    /// Connection tasks hold the client while they run; dropping them breaks that cycle.
+    fn drop(&mut self) {
+        if let Ok(mut servers) = self.inner.servers.try_borrow_mut() {
+            for s in servers.iter_mut() {
+                s.task = None;
+            }
+        }
+    }
+}

@@ -1,0 +1,65 @@
+//! Why an MCP operation failed, kept structured so the client can tell a stale session (retry
+//! after re-initialising) from a dead server (mark it failed) from a tool's own error.
+
+/// A failed MCP operation.
+#[derive(Debug, Clone, PartialEq)]
+pub enum McpError {
+    /// The caller's input (URL, name, id) is unusable.
+    Invalid(String),
+    /// No server is registered under this id.
+    UnknownServer(String),
+    /// The connection failed, broke, or the server spoke something other than MCP.
+    Transport(String),
+    /// The server answered with an HTTP error status.
+    Http { status: u16, body: String },
+    /// The server no longer knows our `Mcp-Session-Id` (HTTP 404): initialise again.
+    SessionExpired,
+    /// No answer within the given number of milliseconds.
+    Timeout(u64),
+    /// The server answered the request with a JSON-RPC error.
+    Rpc { code: i64, message: String },
+    /// Persisting the server list failed.
+    Store(String),
+}
+
+impl McpError {
+    /// Whether the failure says the server (not the request) is unusable, so its state
+    /// should become `failed`: a broken connection, rejected credentials, a gateway or
+    /// availability error. A plain 500 is taken as that request's failure.
+    pub(crate) fn is_connection_failure(&self) -> bool {
+        match self {
+            McpError::Transport(_) => true,
+            McpError::Http { status, .. } => matches!(status, 401 | 403 | 404 | 405 | 410 | 502 | 503 | 504),
+            _ => false,
+        }
+    }
+}
+
+impl std::fmt::Display for McpError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            McpError::Invalid(m) | McpError::Transport(m) => f.write_str(m),
+            McpError::UnknownServer(id) => write!(f, "no MCP server with id \"{id}\""),
+            McpError::Http { status, body } if body.is_empty() => write!(f, "HTTP {status}"),
+            McpError::Http { status, body } => write!(f, "HTTP {status}: {body}"),
+            McpError::SessionExpired => f.write_str("the server ended the MCP session (HTTP 404)"),
+            McpError::Timeout(ms) => write!(f, "no response within {ms} ms"),
+            McpError::Rpc { code, message } => write!(f, "{message} (JSON-RPC error {code})"),
+            McpError::Store(m) => write!(f, "storage error: {m}"),
+        }
+    }
+}
+
+impl std::error::Error for McpError {}
+
+impl From<crate::store::StoreError> for McpError {
+    fn from(e: crate::store::StoreError) -> Self {
+        McpError::Store(e.0)
+    }
+}
+
+impl From<crate::platform::HttpError> for McpError {
+    fn from(e: crate::platform::HttpError) -> Self {
+        McpError::Transport(e.0)
+    }
+}

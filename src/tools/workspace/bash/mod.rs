@@ -1,0 +1,143 @@
+//! The `bash` tool: runs a script in just-bash (a simulated bash in JavaScript) over a copy
+//! of the workspace, then writes the changes back. Think's behaviour (`createBashTool` in
+//! `@cloudflare/think` 0.16 `tools/workspace.js`), with just-bash 3.4.2.
+//!
+//! Rust owns every decision: which files are mounted ([`snapshot`]), what may be written or
+//! deleted and in which order ([`writeback`]), and the output ([`output`]). The engine that
+//! runs the script is behind [`BashEngine`]; in the Worker it is `js/bash/bridge.mjs`.
+//! The workspace is behind [`BashFs`], a small adapter over the `Workspace`.
+
+use async_trait::async_trait;
+use serde::Deserialize;
+
+pub mod engine;
+pub mod output;
+pub mod paths;
+pub mod snapshot;
+pub mod writeback;
+
+pub use engine::{BashEngine, EngineRequest, EngineResponse, FinalEntry, FinalKind};
+pub use output::{BashOutput, TIMEOUT_EXIT_CODE};
+pub use snapshot::{take_snapshot, Baseline, Snapshot};
+pub use writeback::{apply_write_back, plan_write_back, ChangedFiles, WritePlan, EXCLUDED_ROOTS};
+
+/// Think's description of the tool, word for word.
+pub const DESCRIPTION: &str = "Run a Bash script against the workspace. Use for shell-style workflows that combine multiple file operations. The script runs in a sandboxed virtual filesystem with the workspace mounted at `/` (also the default working directory) — there is no `/workspace` or `/home`; use absolute paths like `/notes.txt`. Changed files are written back to the workspace.";
+
+/// Think's defaults (`DEFAULT_BASH_*` in `tools/workspace.js`).
+pub const DEFAULT_TIMEOUT_MS: u64 = 30_000;
+pub const DEFAULT_MAX_WORKSPACE_FILES: usize = 1_000;
+pub const DEFAULT_MAX_WORKSPACE_FILE_BYTES: u64 = 1_000_000;
+pub const DEFAULT_MAX_OUTPUT_BYTES: usize = 64_000;
+
+/// Limits of the tool, configured like Think's `workspaceBash: {timeout, network,
+/// maxWorkspaceFiles, maxWorkspaceFileBytes, maxOutputBytes}` (missing keys take defaults).
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(default, rename_all = "camelCase", deny_unknown_fields)]
+pub struct BashOptions {
+    /// Wall time after which the script is aborted (exit code 124).
+    #[serde(rename = "timeout")]
+    pub timeout_ms: u64,
+    /// Registers `curl` (with an empty allow-list, as Think does).
+    pub network: bool,
+    /// Files beyond this count (in walk order) are not mounted.
+    pub max_workspace_files: usize,
+    /// Files larger than this are not mounted.
+    pub max_workspace_file_bytes: u64,
+    /// stdout and stderr are each cut to this many UTF-8 bytes.
+    pub max_output_bytes: usize,
+}
+
+impl Default for BashOptions {
+    fn default() -> Self {
+        Self {
+            timeout_ms: DEFAULT_TIMEOUT_MS,
+            network: false,
+            max_workspace_files: DEFAULT_MAX_WORKSPACE_FILES,
+            max_workspace_file_bytes: DEFAULT_MAX_WORKSPACE_FILE_BYTES,
+            max_output_bytes: DEFAULT_MAX_OUTPUT_BYTES,
+        }
+    }
+}
+
+/// The tool's input.
+#[derive(Debug, Clone, PartialEq, Deserialize, schemars::JsonSchema)]
+#[schemars(transform = without_description)]
+pub struct BashInput {
+    /// Bash script to run
+    pub script: String,
+    /// Working directory for the script. Defaults to / (the workspace root)
+    #[schemars(transform = plain_string)]
+    pub cwd: Option<String>,
+}
+
+/// Think's Zod schema has no top-level description.
+fn without_description(schema: &mut schemars::Schema) {
+    schema.remove("description");
+}
+
+/// Zod's `.optional()` leaves the type a plain string (not `["string", "null"]`).
+fn plain_string(schema: &mut schemars::Schema) {
+    schema.insert("type".to_owned(), "string".into());
+}
+
+/// Kind of a workspace entry as listed by [`BashFs::read_dir`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum EntryKind {
+    File,
+    Directory,
+    /// Symlinks and anything else: not mounted.
+    Other,
+}
+
+/// One entry of a directory listing.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DirEntry {
+    /// Absolute path.
+    pub path: String,
+    pub kind: EntryKind,
+    /// Size in bytes (files).
+    pub size: u64,
+}
+
+/// The workspace operations the tool needs; errors are messages for the tool output.
+#[async_trait(?Send)]
+pub trait BashFs {
+    /// Every entry directly inside `dir` (all pages), in the workspace's listing order.
+    async fn read_dir(&self, dir: &str) -> Result<Vec<DirEntry>, String>;
+    /// The file's bytes, or `None` when it cannot be read as a file.
+    async fn read_file_bytes(&self, path: &str) -> Result<Option<Vec<u8>>, String>;
+    /// `mkdir -p`: creates missing parents; an existing directory is not an error.
+    async fn mkdir(&self, path: &str) -> Result<(), String>;
+    /// Writes the file, creating missing parent directories.
+    async fn write_file_bytes(&self, path: &str, bytes: &[u8]) -> Result<(), String>;
+    /// `rm -f` (with `-r` when `recursive`): a missing path is not an error.
+    async fn remove(&self, path: &str, recursive: bool) -> Result<(), String>;
+}
+
+/// Runs one `bash` tool call: snapshot, run, write back, assemble the output. `Err` only for
+/// failures outside the script (the workspace cannot be listed, the engine cannot run).
+pub async fn run_bash(
+    fs: &dyn BashFs,
+    engine: &dyn BashEngine,
+    options: &BashOptions,
+    input: BashInput,
+) -> Result<BashOutput, String> {
+    let Snapshot { files, baseline, skipped } = take_snapshot(fs, options).await?;
+    let request = EngineRequest {
+        files,
+        dirs: baseline.dirs.iter().cloned().collect(),
+        script: input.script,
+        cwd: paths::normalize_workspace_path(input.cwd.as_deref().unwrap_or("/")),
+        timeout_ms: options.timeout_ms,
+        network: options.network,
+        exclude_roots: EXCLUDED_ROOTS.iter().map(|r| (*r).to_owned()).collect(),
+    };
+    let mut response = engine.run(request).await?;
+    let plan = plan_write_back(&baseline, std::mem::take(&mut response.entries));
+    let (changed, errors) = apply_write_back(fs, plan).await;
+    Ok(output::assemble_output(&response, changed, skipped, errors, options.max_output_bytes))
+}
+
+#[cfg(test)]
+mod tests;

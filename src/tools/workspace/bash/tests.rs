@@ -1,0 +1,524 @@
+//! End-to-end tests of `run_bash` over an in-memory workspace and a fake engine that edits
+//! its filesystem the way a script would and reports it the way `bridge.mjs` does.
+
+use super::*;
+use serde_json::json;
+use std::cell::RefCell;
+use std::collections::{BTreeMap, BTreeSet};
+use std::future::Future;
+use std::task::{Context, Poll, Waker};
+
+/// Drives a future whose I/O is all in memory, so it never waits on anything.
+fn block_on<F: Future>(future: F) -> F::Output {
+    let mut future = std::pin::pin!(future);
+    let mut cx = Context::from_waker(Waker::noop());
+    loop {
+        if let Poll::Ready(value) = future.as_mut().poll(&mut cx) {
+            return value;
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq)]
+enum Node {
+    Dir,
+    File(Vec<u8>),
+    Link,
+}
+
+/// A workspace in a map, with failure injection.
+#[derive(Default)]
+struct MemFs {
+    nodes: RefCell<BTreeMap<String, Node>>,
+    fail_read: BTreeSet<String>,
+    fail_write: BTreeSet<String>,
+    fail_list: bool,
+    ops: RefCell<Vec<String>>,
+}
+
+fn parent(path: &str) -> &str {
+    match path.rfind('/') {
+        Some(0) | None => "/",
+        Some(i) => &path[..i],
+    }
+}
+
+impl MemFs {
+    fn with(files: &[(&str, &[u8])], dirs: &[&str]) -> Self {
+        let fs = MemFs::default();
+        fs.nodes.borrow_mut().insert("/".into(), Node::Dir);
+        for d in dirs {
+            fs.mkdir_sync(d);
+        }
+        for (p, bytes) in files {
+            fs.mkdir_sync(parent(p));
+            fs.nodes.borrow_mut().insert((*p).into(), Node::File(bytes.to_vec()));
+        }
+        fs
+    }
+
+    fn mkdir_sync(&self, path: &str) {
+        let mut p = path.to_owned();
+        loop {
+            self.nodes.borrow_mut().entry(p.clone()).or_insert(Node::Dir);
+            if p == "/" {
+                break;
+            }
+            p = parent(&p).to_owned();
+        }
+    }
+
+    fn file(&self, path: &str) -> Option<Vec<u8>> {
+        match self.nodes.borrow().get(path) {
+            Some(Node::File(b)) => Some(b.clone()),
+            _ => None,
+        }
+    }
+
+    fn paths(&self) -> Vec<String> {
+        self.nodes.borrow().keys().cloned().collect()
+    }
+}
+
+#[async_trait(?Send)]
+impl BashFs for MemFs {
+    async fn read_dir(&self, dir: &str) -> Result<Vec<DirEntry>, String> {
+        if self.fail_list {
+            return Err(format!("EIO: cannot list {dir}"));
+        }
+        Ok(self
+            .nodes
+            .borrow()
+            .iter()
+            .filter(|(p, _)| p.as_str() != "/" && parent(p) == dir)
+            .map(|(p, n)| DirEntry {
+                path: p.clone(),
+                kind: match n {
+                    Node::Dir => EntryKind::Directory,
+                    Node::File(_) => EntryKind::File,
+                    Node::Link => EntryKind::Other,
+                },
+                size: match n {
+                    Node::File(b) => b.len() as u64,
+                    _ => 0,
+                },
+            })
+            .collect())
+    }
+
+    async fn read_file_bytes(&self, path: &str) -> Result<Option<Vec<u8>>, String> {
+        if self.fail_read.contains(path) {
+            return Err("EIO".into());
+        }
+        Ok(self.file(path))
+    }
+
+    async fn mkdir(&self, path: &str) -> Result<(), String> {
+        self.ops.borrow_mut().push(format!("mkdir {path}"));
+        if self.fail_write.contains(path) {
+            return Err("EACCES: permission denied".into());
+        }
+        if let Some(Node::File(_)) = self.nodes.borrow().get(path) {
+            return Err(format!("EEXIST: file already exists, mkdir '{path}'"));
+        }
+        self.mkdir_sync(path);
+        Ok(())
+    }
+
+    async fn write_file_bytes(&self, path: &str, bytes: &[u8]) -> Result<(), String> {
+        self.ops.borrow_mut().push(format!("write {path}"));
+        if self.fail_write.contains(path) {
+            return Err("EACCES: permission denied".into());
+        }
+        if let Some(Node::Dir) = self.nodes.borrow().get(path) {
+            return Err(format!("EISDIR: illegal operation on a directory, open '{path}'"));
+        }
+        self.mkdir_sync(parent(path));
+        self.nodes.borrow_mut().insert(path.into(), Node::File(bytes.to_vec()));
+        Ok(())
+    }
+
+    async fn remove(&self, path: &str, recursive: bool) -> Result<(), String> {
+        self.ops.borrow_mut().push(format!("rm{} {path}", if recursive { " -r" } else { "" }));
+        if self.fail_write.contains(path) {
+            return Err("EACCES: permission denied".into());
+        }
+        let prefix = format!("{path}/");
+        let mut nodes = self.nodes.borrow_mut();
+        let has_children = nodes.keys().any(|p| p.starts_with(&prefix));
+        if has_children && !recursive {
+            return Err(format!("ENOTEMPTY: directory not empty, rm '{path}'"));
+        }
+        nodes.retain(|p, _| p != path && !p.starts_with(&prefix));
+        Ok(())
+    }
+}
+
+/// The engine's view: path → Some(bytes) for files, None for directories.
+type EngineFs = BTreeMap<String, Option<Vec<u8>>>;
+type Script = Box<dyn Fn(&mut EngineFs) -> (String, i32)>;
+
+/// Simulates just-bash: mounts the request, adds just-bash's own layout, runs `script`
+/// against the map, then reports entries like `bridge.mjs` (unchanged content elided, new
+/// paths under `excludeRoots` left out).
+struct FakeEngine {
+    script: Script,
+    error: Option<(String, bool)>,
+    seen: RefCell<Option<EngineRequest>>,
+}
+
+impl FakeEngine {
+    fn new(script: impl Fn(&mut EngineFs) -> (String, i32) + 'static) -> Self {
+        Self { script: Box::new(script), error: None, seen: RefCell::new(None) }
+    }
+
+    fn request(&self) -> EngineRequest {
+        self.seen.borrow().clone().expect("engine ran")
+    }
+}
+
+#[async_trait(?Send)]
+impl BashEngine for FakeEngine {
+    async fn run(&self, request: EngineRequest) -> Result<EngineResponse, String> {
+        *self.seen.borrow_mut() = Some(request.clone());
+        let mounted: BTreeMap<String, Vec<u8>> = request.files.iter().cloned().collect();
+        let mut fs: EngineFs = BTreeMap::new();
+        let layout = ["/", "/bin", "/usr", "/usr/bin", "/dev", "/proc"].map(String::from);
+        for d in layout.iter().chain(&request.dirs) {
+            fs.insert(d.clone(), None);
+        }
+        fs.insert("/bin/ls".into(), Some(b"stub".to_vec()));
+        fs.insert("/dev/null".into(), Some(Vec::new()));
+        for (p, b) in &request.files {
+            fs.insert(p.clone(), Some(b.clone()));
+        }
+        let (stdout, exit_code) = (self.script)(&mut fs);
+        let excluded = |p: &str| {
+            !mounted.contains_key(p)
+                && !request.dirs.iter().any(|d| d == p)
+                && request.exclude_roots.iter().any(|r| p == r || p.starts_with(&format!("{r}/")))
+        };
+        let entries = fs
+            .into_iter()
+            .filter(|(p, _)| p != "/" && !excluded(p))
+            .map(|(path, content)| match content {
+                None => FinalEntry { path, kind: FinalKind::Dir, content: None },
+                Some(bytes) => {
+                    let same = mounted.get(&path) == Some(&bytes);
+                    FinalEntry { path, kind: FinalKind::File, content: if same { None } else { Some(bytes) } }
+                }
+            })
+            .collect();
+        let (error, aborted) = match &self.error {
+            Some((m, a)) => (Some(m.clone()), *a),
+            None => (None, false),
+        };
+        Ok(EngineResponse { stdout, stderr: String::new(), exit_code, aborted, error, entries })
+    }
+}
+
+fn input(script: &str) -> BashInput {
+    BashInput { script: script.into(), cwd: None }
+}
+
+fn run(fs: &MemFs, engine: &FakeEngine, options: &BashOptions) -> serde_json::Value {
+    let out = block_on(run_bash(fs, engine, options, input("(simulated)"))).expect("tool ran");
+    serde_json::to_value(out).expect("json")
+}
+
+fn put(fs: &mut EngineFs, path: &str, bytes: &[u8]) {
+    fs.insert(path.into(), Some(bytes.to_vec()));
+}
+
+#[test]
+fn read_only_script_changes_nothing() {
+    let ws = MemFs::with(&[("/notes.txt", b"a\nb\n"), ("/d/x.txt", b"x")], &["/empty"]);
+    let engine = FakeEngine::new(|_| ("2\n".into(), 0));
+    let out = run(&ws, &engine, &BashOptions::default());
+    assert_eq!(
+        out,
+        json!({"stdout": "2\n", "stderr": "", "exitCode": 0,
+               "changedFiles": {"created": [], "updated": [], "deleted": [],
+                                "directoriesCreated": [], "directoriesDeleted": []}})
+    );
+    assert!(ws.ops.borrow().is_empty(), "no workspace writes: {:?}", ws.ops.borrow());
+}
+
+#[test]
+fn request_carries_mounts_dirs_and_settings() {
+    let ws = MemFs::with(&[("/a.txt", b"A"), ("/d/e/b.txt", b"B")], &["/empty"]);
+    let engine = FakeEngine::new(|_| (String::new(), 0));
+    let options = BashOptions { timeout_ms: 5_000, network: true, ..BashOptions::default() };
+    let inp = BashInput { script: "ls".into(), cwd: Some("d/./e/../e".into()) };
+    block_on(run_bash(&ws, &engine, &options, inp)).expect("ran");
+    let req = engine.request();
+    assert_eq!(req.files, [("/a.txt".to_owned(), b"A".to_vec()), ("/d/e/b.txt".to_owned(), b"B".to_vec())]);
+    assert_eq!(req.dirs, ["/", "/d", "/d/e", "/empty"]);
+    assert_eq!((req.script.as_str(), req.cwd.as_str()), ("ls", "/d/e"));
+    assert_eq!((req.timeout_ms, req.network), (5_000, true));
+    assert_eq!(req.exclude_roots, ["/tmp", "/bin", "/usr", "/dev", "/proc", "/sys"]);
+}
+
+#[test]
+fn default_cwd_is_root() {
+    let ws = MemFs::with(&[], &[]);
+    let engine = FakeEngine::new(|_| (String::new(), 0));
+    run(&ws, &engine, &BashOptions::default());
+    assert_eq!(engine.request().cwd, "/");
+}
+
+#[test]
+fn writes_back_creates_updates_deletes_and_directories() {
+    let ws = MemFs::with(&[("/keep", b"k"), ("/edit.txt", b"old"), ("/rm.txt", b"r"), ("/olddir/x", b"x")], &[]);
+    let engine = FakeEngine::new(|fs| {
+        put(fs, "/edit.txt", b"new");
+        fs.remove("/rm.txt");
+        fs.remove("/olddir/x");
+        fs.remove("/olddir");
+        fs.insert("/src".into(), None);
+        fs.insert("/src/lib".into(), None);
+        put(fs, "/src/lib/mod.rs", b"fn main() {}\n");
+        fs.insert("/emptynew".into(), None);
+        (String::new(), 0)
+    });
+    let out = run(&ws, &engine, &BashOptions::default());
+    assert_eq!(
+        out["changedFiles"],
+        json!({"created": ["/src/lib/mod.rs"], "updated": ["/edit.txt"], "deleted": ["/olddir/x", "/rm.txt"],
+               "directoriesCreated": ["/emptynew", "/src", "/src/lib"], "directoriesDeleted": ["/olddir"]})
+    );
+    assert!(out.get("errors").is_none());
+    assert_eq!(ws.file("/edit.txt").as_deref(), Some(&b"new"[..]));
+    assert_eq!(ws.file("/src/lib/mod.rs").as_deref(), Some(&b"fn main() {}\n"[..]));
+    assert_eq!(ws.paths(), ["/", "/edit.txt", "/emptynew", "/keep", "/src", "/src/lib", "/src/lib/mod.rs"]);
+}
+
+#[test]
+fn binary_files_round_trip_byte_for_byte() {
+    let all_bytes: Vec<u8> = (0..=255).collect();
+    let ws = MemFs::with(&[("/bin.dat", &all_bytes)], &[]);
+    let copy = all_bytes.clone();
+    let engine = FakeEngine::new(move |fs| {
+        put(fs, "/copy.dat", &copy);
+        let mut reversed = copy.clone();
+        reversed.reverse();
+        put(fs, "/rev.dat", &reversed);
+        (String::new(), 0)
+    });
+    let out = run(&ws, &engine, &BashOptions::default());
+    assert_eq!(out["changedFiles"]["created"], json!(["/copy.dat", "/rev.dat"]));
+    assert_eq!(out["changedFiles"]["updated"], json!([]));
+    assert_eq!(ws.file("/copy.dat"), Some(all_bytes.clone()));
+    assert_eq!(ws.file("/bin.dat"), Some(all_bytes.clone()));
+    assert_eq!(ws.file("/rev.dat").map(|b| b[0]), Some(255));
+}
+
+#[test]
+fn tmp_and_system_paths_are_not_persisted() {
+    let ws = MemFs::with(&[("/a", b"a")], &[]);
+    let engine = FakeEngine::new(|fs| {
+        fs.insert("/tmp".into(), None);
+        put(fs, "/tmp/scratch.txt", b"s");
+        put(fs, "/usr/bin/tool", b"t");
+        fs.insert("/sys".into(), None);
+        put(fs, "/tmp.txt", b"kept");
+        (String::new(), 0)
+    });
+    let out = run(&ws, &engine, &BashOptions::default());
+    assert_eq!(out["changedFiles"]["created"], json!(["/tmp.txt"]));
+    assert_eq!(out["changedFiles"]["directoriesCreated"], json!([]));
+    assert_eq!(ws.paths(), ["/", "/a", "/tmp.txt"]);
+}
+
+#[test]
+fn workspace_tmp_directory_is_synced_like_any_other() {
+    let ws = MemFs::with(&[("/tmp/notes", b"n")], &[]);
+    let engine = FakeEngine::new(|fs| {
+        put(fs, "/tmp/notes", b"edited");
+        put(fs, "/tmp/new", b"not persisted");
+        (String::new(), 0)
+    });
+    let out = run(&ws, &engine, &BashOptions::default());
+    assert_eq!(out["changedFiles"]["updated"], json!(["/tmp/notes"]));
+    assert_eq!(out["changedFiles"]["directoriesDeleted"], json!([]));
+    assert_eq!(ws.paths(), ["/", "/tmp", "/tmp/notes"]);
+}
+
+#[test]
+fn oversized_and_excess_files_are_skipped_and_protected() {
+    let big = vec![b'x'; 11];
+    let ws = MemFs::with(&[("/a", b"1"), ("/b", b"2"), ("/c", b"3"), ("/big.bin", &big)], &[]);
+    let options = BashOptions { max_workspace_files: 2, max_workspace_file_bytes: 10, ..BashOptions::default() };
+    let engine = FakeEngine::new(|fs| {
+        // The script cannot see the skipped files; writing them is refused.
+        assert!(!fs.contains_key("/big.bin") && !fs.contains_key("/c"));
+        put(fs, "/big.bin", b"clobber");
+        put(fs, "/c", b"clobber");
+        (String::new(), 0)
+    });
+    let out = run(&ws, &engine, &options);
+    let req = engine.request();
+    assert_eq!(req.files.iter().map(|f| f.0.as_str()).collect::<Vec<_>>(), ["/a", "/b"]);
+    assert_eq!(out["skippedFiles"], json!(["/big.bin", "/c"]));
+    assert_eq!(
+        out["errors"],
+        json!(["Skipped writing protected workspace file: /big.bin", "Skipped writing protected workspace file: /c"])
+    );
+    assert_eq!(out["changedFiles"]["updated"], json!([]));
+    assert_eq!(ws.file("/big.bin"), Some(big));
+    assert_eq!(ws.file("/c").as_deref(), Some(&b"3"[..]));
+}
+
+#[test]
+fn removing_a_directory_with_protected_files_is_refused() {
+    let ws = MemFs::with(&[("/data/small.txt", b"s"), ("/data/raw/huge.bin", &[7; 20])], &[]);
+    let options = BashOptions { max_workspace_file_bytes: 10, ..BashOptions::default() };
+    let engine = FakeEngine::new(|fs| {
+        fs.retain(|p, _| !p.starts_with("/data"));
+        (String::new(), 0)
+    });
+    let out = run(&ws, &engine, &options);
+    assert_eq!(out["changedFiles"]["deleted"], json!(["/data/small.txt"]));
+    assert_eq!(out["changedFiles"]["directoriesDeleted"], json!([]));
+    assert_eq!(
+        out["errors"],
+        json!([
+            "Skipped deleting protected workspace directory: /data",
+            "Skipped deleting protected workspace directory: /data/raw"
+        ])
+    );
+    assert_eq!(ws.file("/data/raw/huge.bin"), Some(vec![7; 20]));
+    assert_eq!(ws.file("/data/small.txt"), None);
+}
+
+#[test]
+fn unreadable_files_are_skipped_and_protected() {
+    let mut ws = MemFs::with(&[("/ok", b"o"), ("/broken", b"b")], &[]);
+    ws.fail_read.insert("/broken".into());
+    let engine = FakeEngine::new(|fs| {
+        put(fs, "/broken", b"new");
+        (String::new(), 0)
+    });
+    let out = run(&ws, &engine, &BashOptions::default());
+    assert_eq!(out["skippedFiles"], json!(["/broken"]));
+    assert_eq!(out["errors"], json!(["Skipped writing protected workspace file: /broken"]));
+}
+
+#[test]
+fn symlinks_are_neither_mounted_nor_protected() {
+    let ws = MemFs::with(&[("/a", b"a")], &[]);
+    ws.nodes.borrow_mut().insert("/link".into(), Node::Link);
+    let engine = FakeEngine::new(|_| (String::new(), 0));
+    let out = run(&ws, &engine, &BashOptions::default());
+    assert_eq!(engine.request().files.len(), 1);
+    assert!(out.get("skippedFiles").is_none());
+}
+
+#[test]
+fn failed_operations_are_reported_and_left_out_of_changed_files() {
+    let mut ws = MemFs::with(&[("/locked.txt", b"l"), ("/undeletable", b"u")], &[]);
+    ws.fail_write.extend(["/locked.txt".to_owned(), "/undeletable".to_owned(), "/newdir".to_owned()]);
+    let engine = FakeEngine::new(|fs| {
+        put(fs, "/locked.txt", b"changed");
+        fs.remove("/undeletable");
+        fs.insert("/newdir".into(), None);
+        put(fs, "/fine.txt", b"f");
+        (String::new(), 0)
+    });
+    let out = run(&ws, &engine, &BashOptions::default());
+    assert_eq!(
+        out["changedFiles"],
+        json!({"created": ["/fine.txt"], "updated": [], "deleted": [], "directoriesCreated": [], "directoriesDeleted": []})
+    );
+    assert_eq!(
+        out["errors"],
+        json!([
+            "Failed to create directory /newdir: EACCES: permission denied",
+            "Failed to delete /undeletable: EACCES: permission denied",
+            "Failed to write /locked.txt: EACCES: permission denied"
+        ])
+    );
+}
+
+#[test]
+fn operations_run_deletes_before_creates() {
+    let ws = MemFs::with(&[("/p", b"file"), ("/q/inner", b"i")], &[]);
+    let engine = FakeEngine::new(|fs| {
+        fs.remove("/p");
+        fs.insert("/p".into(), None);
+        put(fs, "/p/child", b"c");
+        fs.remove("/q/inner");
+        fs.remove("/q");
+        put(fs, "/q", b"now a file");
+        (String::new(), 0)
+    });
+    let out = run(&ws, &engine, &BashOptions::default());
+    assert!(out.get("errors").is_none(), "{out}");
+    assert_eq!(*ws.ops.borrow(), ["rm /q/inner", "rm /p", "rm -r /q", "mkdir /p", "write /p/child", "write /q"]);
+    assert_eq!(ws.file("/q").as_deref(), Some(&b"now a file"[..]));
+    assert_eq!(ws.file("/p/child").as_deref(), Some(&b"c"[..]));
+}
+
+#[test]
+fn engine_exception_after_timeout_is_exit_124_and_still_writes_back() {
+    let ws = MemFs::with(&[], &[]);
+    let mut engine = FakeEngine::new(|fs| {
+        put(fs, "/partial.txt", b"p");
+        ("lost output".into(), 0)
+    });
+    engine.error = Some(("The operation was aborted".into(), true));
+    let out = run(&ws, &engine, &BashOptions::default());
+    assert_eq!((out["exitCode"].clone(), out["stdout"].clone()), (json!(124), json!("")));
+    assert_eq!(out["stderr"], "The operation was aborted");
+    assert_eq!(out["changedFiles"]["created"], json!(["/partial.txt"]));
+}
+
+#[test]
+fn long_output_is_truncated_with_think_marker() {
+    let ws = MemFs::with(&[], &[]);
+    let engine = FakeEngine::new(|_| ("y\n".repeat(40_000), 0));
+    let out = run(&ws, &engine, &BashOptions::default());
+    let stdout = out["stdout"].as_str().unwrap_or_default();
+    assert!(stdout.ends_with("\n... (15.6 KB truncated)"), "{}", &stdout[stdout.len() - 40..]);
+    assert_eq!(stdout.len(), 64_000 + "\n... (15.6 KB truncated)".len());
+}
+
+#[test]
+fn listing_failure_fails_the_call() {
+    let mut ws = MemFs::with(&[("/a", b"a")], &[]);
+    ws.fail_list = true;
+    let engine = FakeEngine::new(|_| (String::new(), 0));
+    let err = block_on(run_bash(&ws, &engine, &BashOptions::default(), input("ls"))).unwrap_err();
+    assert_eq!(err, "EIO: cannot list /");
+    assert!(engine.seen.borrow().is_none());
+}
+
+#[test]
+fn options_deserialize_from_think_config() {
+    let o: BashOptions = serde_json::from_value(json!({"timeout": 1000, "maxOutputBytes": 10})).expect("valid");
+    assert_eq!(o, BashOptions { timeout_ms: 1000, max_output_bytes: 10, ..BashOptions::default() });
+    let d: BashOptions = serde_json::from_value(json!({})).expect("valid");
+    assert_eq!(
+        (d.timeout_ms, d.network, d.max_workspace_files, d.max_workspace_file_bytes, d.max_output_bytes),
+        (30_000, false, 1_000, 1_000_000, 64_000)
+    );
+    assert!(serde_json::from_value::<BashOptions>(json!({"timeoutMs": 5})).is_err());
+}
+
+#[test]
+fn input_schema_matches_think() {
+    let schema = crate::tools::schema::schema_for::<BashInput>();
+    assert_eq!(
+        schema,
+        json!({
+            "type": "object",
+            "properties": {
+                "script": {"type": "string", "description": "Bash script to run"},
+                "cwd": {"type": "string", "description": "Working directory for the script. Defaults to / (the workspace root)"}
+            },
+            "required": ["script"]
+        })
+    );
+    let parsed: BashInput = serde_json::from_value(json!({"script": "ls"})).expect("valid");
+    assert_eq!(parsed.cwd, None);
+}

@@ -1,0 +1,2 @@
+# pipe: grep | wc -l
+grep -i error logs/app.log | wc -l

@@ -1,0 +1,4 @@
+# > overwrites a file
+echo first > out.txt
+echo second > out.txt
+cat out.txt

@@ -1,0 +1,4 @@
+# quoted here-doc: no expansion
+cat <<'END'
+literal $HOME and $(date)
+END

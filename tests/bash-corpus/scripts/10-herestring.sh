@@ -1,0 +1,4 @@
+# here-string
+tr a-z A-Z <<< "shout this"
+read -r a b <<< "first second third"
+echo "$a|$b"

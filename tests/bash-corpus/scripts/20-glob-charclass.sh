@@ -1,0 +1,4 @@
+# ? and [] globs, no-match stays literal
+echo data/[nw]*.txt
+echo logs/???.log
+echo nomatch/*.xyz

@@ -1,0 +1,3 @@
+# ** with globstar
+shopt -s globstar
+for f in src/**/*.js; do echo "$f"; done

@@ -1,0 +1,2 @@
+# find | xargs wc -l
+find src -name '*.js' | sort | xargs wc -l

@@ -1,0 +1,4 @@
+# script exit status
+echo before
+exit 3
+echo never

@@ -1,0 +1,3 @@
+# writes to stderr and fails
+echo "problem" >&2
+exit 1

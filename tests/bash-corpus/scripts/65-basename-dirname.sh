@@ -1,0 +1,4 @@
+# basename and dirname
+basename src/lib/helpers.js .js
+dirname src/lib/helpers.js
+basename -- "with space.txt"

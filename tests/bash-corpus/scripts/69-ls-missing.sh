@@ -1,0 +1,3 @@
+# ls of a missing path: message and status
+ls data/nope.txt
+echo "status $?"

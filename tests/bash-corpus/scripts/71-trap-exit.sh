@@ -1,0 +1,3 @@
+# trap on EXIT
+trap 'echo cleanup' EXIT
+echo working
