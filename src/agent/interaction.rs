@@ -100,7 +100,7 @@ impl Agent {
         }
         self.rt.borrow_mut().continuation = Continuation::default();
         let request_id = random_id(self.deps.clock.as_ref(), 8);
-        let turn = TurnRequest { request_id, body: self.last_body(), continuation: true, owner };
+        let turn = TurnRequest { request_id, body: self.last_body(), continuation: true, owner, ..Default::default() };
         self.run_turn(turn).await;
     }
 

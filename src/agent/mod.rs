@@ -4,7 +4,9 @@
 //! sockets, time and fetch to the traits in `store` and `platform`.
 
 mod interaction;
+pub mod ledger;
 mod mcp;
+mod recovery;
 mod resume;
 pub mod spec;
 pub mod store;
@@ -19,13 +21,14 @@ use serde_json::{json, Map, Value};
 
 use crate::model::openai::OpenAiChatModel;
 use crate::model::Model;
-use crate::platform::{Clock, HttpClient, Sockets, Tasks};
+use crate::platform::{Alarm, Clock, HttpClient, Sockets, Tasks};
 use crate::protocol::frames::{self, ClientFrame, ClientToolSchema};
 use crate::protocol::message::UIMessage;
 use crate::store::{BlobStore, Sql, StoreError};
 use crate::workspace::{Workspace, WorkspaceOptions};
 
-pub use spec::{AgentSpec, ModelChoice, TurnConfig, TurnContext};
+pub use spec::{AgentSpec, MessageConcurrency, ModelChoice, TurnConfig, TurnContext};
+pub use turn::{ClientToolExecutor, RpcTurn, TurnObserver};
 use store::ChatStore;
 use streams::StreamBuffer;
 use turn::ActiveStream;
@@ -39,6 +42,7 @@ pub struct Deps {
     pub http: Rc<dyn HttpClient>,
     pub blobs: Option<Rc<dyn BlobStore>>,
     pub tasks: Rc<dyn Tasks>,
+    pub alarm: Rc<dyn Alarm>,
     /// A stable id of this instance (the Durable Object id), used to keep its R2 keys apart.
     pub instance_id: String,
 }
@@ -50,6 +54,12 @@ pub struct HttpReply {
     pub content_type: &'static str,
     pub body: String,
 }
+
+/// How often a running turn re-arms the alarm, so a crash is noticed this soon after the
+/// process comes back.
+pub const HEARTBEAT_MS: f64 = 10_000.0;
+/// How often finished stream buffers and ledger entries are swept.
+pub const CLEANUP_MS: f64 = 10.0 * 60_000.0;
 
 /// Config keys in `think_config`.
 const CONFIG_NAME: &str = "identity_name";
@@ -68,6 +78,10 @@ struct Runtime {
     /// Turns accepted but not yet streaming (waiting for the turn lock).
     queued: usize,
     continuation: interaction::Continuation,
+    /// Bumped by every submitted message under `latest`, `merge` and `debounce`.
+    submit_seq: u64,
+    /// A crashed turn is being recovered.
+    recovering: bool,
 }
 
 /// One agent instance.
@@ -125,10 +139,31 @@ impl Agent {
         agent
     }
 
-    /// Work to do once per start of the instance: reconnect MCP servers. The glue runs it in
-    /// the background.
+    /// Work to do once per start of the instance: recover a turn a crash interrupted and
+    /// reconnect MCP servers. The glue runs it in the background.
     pub async fn start(self: Rc<Self>) {
-        self.restore_mcp().await;
+        futures::join!(self.recover(), self.restore_mcp());
+    }
+
+    /// The alarm: keeps a running turn's heartbeat, recovers interrupted turns, and sweeps
+    /// old stream buffers and ledger entries.
+    pub async fn on_alarm(self: Rc<Self>) {
+        if self.rt.borrow().active.is_some() {
+            self.deps.alarm.set(self.now() + HEARTBEAT_MS);
+            return;
+        }
+        self.recover().await;
+        let now = self.now();
+        let sweep = self.streams().and_then(|b| {
+            b.cleanup(now)?;
+            ledger::Ledger::open(self.deps.sql.as_ref())?.cleanup(now)?;
+            b.any()
+        });
+        match sweep {
+            Ok(true) => self.deps.alarm.set(now + CLEANUP_MS),
+            Ok(false) => {}
+            Err(e) => self.warn("sweeping stream buffers failed", e),
+        }
     }
 
     fn mcp_frame(&self) -> String {
@@ -221,6 +256,12 @@ impl Agent {
             .unwrap_or_default()
     }
 
+    /// Clears the transcript like a `cf_agent_chat_clear` and tells every tab (DO RPC
+    /// `clearMessages()`).
+    pub fn clear_messages(&self) {
+        self.clear(None);
+    }
+
     fn send(&self, conn: &str, frame: &Value) {
         self.deps.sockets.send(conn, &frame.to_string());
     }
@@ -255,6 +296,9 @@ impl Agent {
                 self.send(conn, &frames::stream_resuming_frame(&id, None));
             }
             None => self.send(conn, &self.transcript_frame()),
+        }
+        if self.rt.borrow().recovering {
+            self.send(conn, &frames::chat_recovering_frame(true, None));
         }
         self.send(conn, &frames::identity_frame(&self.name(), &self.agent_kebab));
         self.deps.sockets.send(conn, &self.mcp_frame());
@@ -292,15 +336,21 @@ impl Agent {
         }
     }
 
+    /// Calls a callable by name: the app's own first, then the built-in MCP ones.
+    pub async fn call(self: &Rc<Self>, method: &str, args: Vec<Value>) -> Result<Value, String> {
+        if let Some(f) = self.spec.callables.get(method).cloned() {
+            return f(args).await;
+        }
+        match self.mcp_callable(method, &args).await {
+            Some(result) => result,
+            None => Err(format!("Method {method} does not exist")),
+        }
+    }
+
     async fn on_rpc(self: &Rc<Self>, conn: &str, id: &str, method: &str, args: Vec<Value>) {
-        let result = match self.spec.callables.get(method).cloned() {
-            Some(f) => Some(f(args).await),
-            None => self.mcp_callable(method, &args).await,
-        };
-        let reply = match result {
-            Some(Ok(result)) => frames::rpc_result_frame(id, &result, true),
-            Some(Err(e)) => frames::rpc_error_frame(id, &e),
-            None => frames::rpc_error_frame(id, &format!("Method {method} does not exist")),
+        let reply = match self.call(method, args).await {
+            Ok(result) => frames::rpc_result_frame(id, &result, true),
+            Err(e) => frames::rpc_error_frame(id, &e),
         };
         self.send(conn, &reply);
     }
@@ -328,9 +378,17 @@ impl Agent {
             s.delete_config(CONFIG_CLIENT_TOOLS)?;
             s.delete_config(CONFIG_BODY)
         });
-        if let Err(e) = result.and_then(|_| self.streams()?.clear()) {
+        let result = result
+            .and_then(|_| self.streams()?.clear())
+            .and_then(|_| ledger::Ledger::open(self.deps.sql.as_ref())?.clear());
+        if let Err(e) = result {
             self.warn("clearing failed", e);
         }
         self.broadcast(&frames::chat_clear_frame(), origin);
     }
+}
+
+/// The names of the given client tools, for pending-interaction checks.
+fn tool_names(tools: &[ClientToolSchema]) -> BTreeSet<String> {
+    tools.iter().map(|t| t.name.clone()).collect()
 }

@@ -95,6 +95,12 @@ pub trait Tasks {
     fn spawn(&self, task: futures::future::LocalBoxFuture<'static, ()>);
 }
 
+/// The object's single alarm, which wakes it after a restart (to recover an interrupted turn)
+/// and for periodic cleanup. Setting it replaces any earlier time.
+pub trait Alarm {
+    fn set(&self, at_ms: f64);
+}
+
 /// The connected WebSockets of one agent instance.
 pub trait Sockets {
     /// Ids of every open connection.

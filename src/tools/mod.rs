@@ -173,6 +173,14 @@ impl ToolSet {
         self.tools.retain(|n, _| order.iter().any(|k| k == n));
     }
 
+    /// Replaces every tool with `f(tool)`, keeping names and layers (for wrappers such as the
+    /// execution ledger).
+    pub fn map_tools(&mut self, mut f: impl FnMut(ToolRef) -> ToolRef) {
+        for (_, (_, tool)) in self.tools.iter_mut() {
+            *tool = f(tool.clone());
+        }
+    }
+
     /// Definitions in first-seen order, as sent to the model.
     pub fn definitions(&self) -> Vec<ToolDefinition> {
         self.order.iter().filter_map(|n| self.get(n)).map(|t| t.definition().clone()).collect()

@@ -19,8 +19,11 @@ function options({ persistDir, vars }) {
     defaultPersistRoot: persistDir,
     modules: true,
     modulesRoot: ROOT,
-    scriptPath: path.join(ROOT, "build/index.js"),
-    modulesRules: [{ type: "CompiledWasm", include: ["**/*.wasm"], fallthrough: true }],
+    scriptPath: path.join(ROOT, "js/entry.mjs"),
+    modulesRules: [
+      { type: "ESModule", include: ["**/*.js", "**/*.mjs"] },
+      { type: "CompiledWasm", include: ["**/*.wasm"], fallthrough: true },
+    ],
     compatibilityDate: "2025-11-01",
     durableObjects: { ThinkAgent: { className: "ThinkAgent", useSQLite: true } },
     r2Buckets: ["WORKSPACE_R2"],
