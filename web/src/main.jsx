@@ -29,7 +29,8 @@ const STATE_LABELS = {
 
 function stateLabel(part) {
   if (part.state === "approval-responded") return part.approval?.approved ? "approved" : "denied";
-  return STATE_LABELS[part.state] ?? part.state;
+  const label = STATE_LABELS[part.state] ?? part.state;
+  return part.approval?.approved && part.state === "output-available" ? `approved · ${label}` : label;
 }
 
 function show(value) {
