@@ -26,6 +26,12 @@ function options({ persistDir, vars, withCaller }) {
     durableObjects: { ThinkAgent: { className: "ThinkAgent", useSQLite: true } },
     r2Buckets: ["WORKSPACE_R2"],
     bindings: vars,
+    // The chat page, as wrangler.toml's [assets] (run_worker_first = ["/agents/*"]).
+    assets: {
+      directory: path.join(ROOT, "web/dist"),
+      routerConfig: { has_user_worker: true, static_routing: { user_worker: ["/agents/*"] } },
+      assetConfig: { compatibility_date: "2025-11-01" },
+    },
   };
   const workers = [agent];
   if (withCaller) {
