@@ -99,7 +99,7 @@ impl Agent {
                     return;
                 }
                 match mcp.listen(&id).await {
-                    Ok(ListenEnd::Unsupported) => return,
+                    Ok(ListenEnd::Unsupported | ListenEnd::AlreadyListening) => return,
                     Ok(ListenEnd::Ended) | Err(_) => {}
                 }
                 let clock = agent.deps.clock.clone();
