@@ -2,7 +2,8 @@
 //! running means the process died mid-turn: its buffered chunks rebuild the partial answer,
 //! tool calls without a result are settled from the execution ledger (or marked interrupted,
 //! never re-run), the answer is persisted, and unless it waits for a human the model is
-//! asked to continue.
+//! asked to continue. An approval answered just before a crash, whose continuation lived
+//! only in memory, is continued too.
 
 use std::rc::Rc;
 
@@ -17,13 +18,14 @@ use crate::protocol::accumulator::{ChunkAction, StreamAccumulator};
 use crate::protocol::frames;
 use crate::protocol::message::{is_tool_part, part_type, state_of, tool_call_id_of, tool_name_of, UIMessage};
 use crate::protocol::repair::INTERRUPTED_TOOL_ERROR;
-use crate::protocol::tool_state::ToolPartUpdate;
+use crate::protocol::tool_state::{leaf_assistant, ToolPartUpdate};
 
 /// Recovery attempts per interrupted stream before its turn is closed without continuing.
 pub const MAX_RECOVERY_ATTEMPTS: u32 = 3;
 
 impl Agent {
-    /// Recovers every interrupted stream; a no-op while a turn is running in this instance.
+    /// Recovers every interrupted stream, then an approval whose continuation a crash lost;
+    /// a no-op while a turn is running in this instance.
     pub(super) async fn recover(self: &Rc<Self>) {
         if self.rt.borrow().active.is_some() || self.rt.borrow().recovering {
             return;
@@ -33,11 +35,12 @@ impl Agent {
             Err(e) => return self.warn("reading interrupted streams failed", e),
         };
         for record in interrupted {
-            let attempts = self.bump_attempts(&record.id);
+            let attempts = self.attempts_of(&record.id);
             let message = self.rebuild(&record.id, &record.message_id, record.continuation);
             if let Err(e) = self.streams().and_then(|b| b.finish(&record.id, StreamStatus::Completed, self.now())) {
                 self.warn("closing an interrupted stream failed", e);
             }
+            self.forget_attempts(&record.id);
             if let Some(message) = &message {
                 self.save_message(message);
             }
@@ -49,30 +52,70 @@ impl Agent {
             if waiting || attempts > MAX_RECOVERY_ATTEMPTS {
                 continue;
             }
-            self.rt.borrow_mut().recovering = true;
-            self.broadcast(&frames::chat_recovering_frame(true, Some(&record.id)), None);
-            let turn = TurnRequest {
-                request_id: random_id(self.deps.clock.as_ref(), 8),
-                body: self.last_body(),
-                continuation: true,
-                ..Default::default()
-            };
-            self.run_turn(turn).await;
-            self.rt.borrow_mut().recovering = false;
-            self.broadcast(&frames::chat_recovering_frame(false, Some(&record.id)), None);
+            self.continue_after_crash(Some(&record.id), attempts).await;
+        }
+        if self.approved_calls_left_behind() {
+            self.continue_after_crash(None, 0).await;
         }
     }
 
-    /// Counts recovery attempts for a stream across restarts.
-    fn bump_attempts(&self, stream_id: &str) -> u32 {
-        let key = format!("recovery_attempts:{stream_id}");
-        let store = match self.store() {
-            Ok(s) => s,
-            Err(_) => return MAX_RECOVERY_ATTEMPTS + 1,
-        };
-        let n = store.config(&key).ok().flatten().and_then(|v| v.parse::<u32>().ok()).unwrap_or(0) + 1;
-        let _ = store.set_config(&key, &n.to_string());
-        n
+    /// Runs the continuation of a turn a crash cut short; `attempts` counts this recovery.
+    /// The count moves to the continuation's stream, so a crash during it counts as one more
+    /// and a turn that crashes the process every time is given up after
+    /// [`MAX_RECOVERY_ATTEMPTS`] (each continuation has a new stream id).
+    async fn continue_after_crash(self: &Rc<Self>, stream_id: Option<&str>, attempts: u32) {
+        self.rt.borrow_mut().recovering = true;
+        self.broadcast(&frames::chat_recovering_frame(true, stream_id), None);
+        let request_id = random_id(self.deps.clock.as_ref(), 8);
+        if attempts > 0 {
+            self.set_attempts(&request_id, attempts);
+        }
+        let turn = TurnRequest { request_id: request_id.clone(), body: self.last_body(), continuation: true, ..Default::default() };
+        self.run_turn(turn).await;
+        self.forget_attempts(&request_id);
+        self.rt.borrow_mut().recovering = false;
+        self.broadcast(&frames::chat_recovering_frame(false, stream_id), None);
+    }
+
+    /// Whether the last answer holds approved calls that never ran and nothing is about to
+    /// run them: the approval arrived just before a crash, and the continuation it asked for
+    /// lived only in memory. (An approval answered in this instance has its continuation
+    /// pending or scheduled; a queued turn runs approved calls before calling the model.)
+    fn approved_calls_left_behind(&self) -> bool {
+        {
+            let rt = self.rt.borrow();
+            if rt.active.is_some() || rt.queued > 0 || rt.continuation.pending || rt.continuation.scheduled {
+                return false;
+            }
+        }
+        let messages = self.messages();
+        let Some(leaf) = leaf_assistant(&messages) else { return false };
+        let client_tools = super::tool_names(&self.client_tools());
+        leaf.parts.iter().any(|p| {
+            state_of(p) == Some("approval-responded") && p.pointer("/approval/approved").and_then(Value::as_bool) == Some(true)
+        }) && !crate::protocol::tool_state::message_has_pending_interaction(leaf, &client_tools)
+    }
+
+    /// How many times the turn behind this stream has been recovered, counting this time
+    /// (when it cannot be read, more than allowed: the turn is not continued).
+    fn attempts_of(&self, stream_id: &str) -> u32 {
+        match self.store().and_then(|s| s.config(&attempts_key(stream_id))) {
+            Ok(v) => v.and_then(|v| v.parse::<u32>().ok()).unwrap_or(0) + 1,
+            Err(_) => MAX_RECOVERY_ATTEMPTS + 1,
+        }
+    }
+
+    /// Carries a turn's recovery count over to the stream that continues it.
+    fn set_attempts(&self, stream_id: &str, n: u32) {
+        if let Err(e) = self.store().and_then(|s| s.set_config(&attempts_key(stream_id), &n.to_string())) {
+            self.warn("saving the recovery count failed", e);
+        }
+    }
+
+    fn forget_attempts(&self, stream_id: &str) {
+        if let Err(e) = self.store().and_then(|s| s.delete_config(&attempts_key(stream_id))) {
+            self.warn("dropping the recovery count failed", e);
+        }
     }
 
     /// The partial answer of an interrupted stream, with every server tool call settled.
@@ -103,6 +146,10 @@ impl Agent {
         }
         message.parts.iter().any(|p| part_type(p) != Some("step-start")).then_some(message)
     }
+}
+
+fn attempts_key(stream_id: &str) -> String {
+    format!("recovery_attempts:{stream_id}")
 }
 
 /// Settles an interrupted tool part from its ledger entry.
