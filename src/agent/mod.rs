@@ -65,6 +65,8 @@ pub const CLEANUP_MS: f64 = 10.0 * 60_000.0;
 const CONFIG_NAME: &str = "identity_name";
 const CONFIG_CLIENT_TOOLS: &str = "lastClientTools";
 const CONFIG_BODY: &str = "lastBody";
+/// Set while an auto-continuation is asked for and has not started yet.
+const CONFIG_PENDING_CONTINUATION: &str = "pendingContinuation";
 
 /// In-memory state of the live instance. Everything that must survive eviction is in SQLite.
 #[derive(Default)]
@@ -376,6 +378,7 @@ impl Agent {
         let result = self.store().and_then(|s| {
             s.clear()?;
             s.delete_config(CONFIG_CLIENT_TOOLS)?;
+            s.delete_config(CONFIG_PENDING_CONTINUATION)?;
             s.delete_config(CONFIG_BODY)
         });
         let result = result

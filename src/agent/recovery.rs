@@ -2,8 +2,8 @@
 //! running means the process died mid-turn: its buffered chunks rebuild the partial answer,
 //! tool calls without a result are settled from the execution ledger (or marked interrupted,
 //! never re-run), the answer is persisted, and unless it waits for a human the model is
-//! asked to continue. An approval answered just before a crash, whose continuation lived
-//! only in memory, is continued too.
+//! asked to continue. A continuation that a tool result or approval asked for just before a
+//! crash (persisted as pending) is run too.
 
 use std::rc::Rc;
 
@@ -18,14 +18,14 @@ use crate::protocol::accumulator::{ChunkAction, StreamAccumulator};
 use crate::protocol::frames;
 use crate::protocol::message::{is_tool_part, part_type, state_of, tool_call_id_of, tool_name_of, UIMessage};
 use crate::protocol::repair::INTERRUPTED_TOOL_ERROR;
-use crate::protocol::tool_state::{leaf_assistant, ToolPartUpdate};
+use crate::protocol::tool_state::ToolPartUpdate;
 
 /// Recovery attempts per interrupted stream before its turn is closed without continuing.
 pub const MAX_RECOVERY_ATTEMPTS: u32 = 3;
 
 impl Agent {
-    /// Recovers every interrupted stream, then an approval whose continuation a crash lost;
-    /// a no-op while a turn is running in this instance.
+    /// Recovers every interrupted stream, then a continuation a crash lost; a no-op while a
+    /// turn is running in this instance.
     pub(super) async fn recover(self: &Rc<Self>) {
         if self.rt.borrow().active.is_some() || self.rt.borrow().recovering {
             return;
@@ -54,9 +54,7 @@ impl Agent {
             }
             self.continue_after_crash(Some(&record.id), attempts).await;
         }
-        if self.approved_calls_left_behind() {
-            self.continue_after_crash(None, 0).await;
-        }
+        self.resume_pending_continuation().await;
     }
 
     /// Runs the continuation of a turn a crash cut short; `attempts` counts this recovery.
@@ -75,25 +73,6 @@ impl Agent {
         self.forget_attempts(&request_id);
         self.rt.borrow_mut().recovering = false;
         self.broadcast(&frames::chat_recovering_frame(false, stream_id), None);
-    }
-
-    /// Whether the last answer holds approved calls that never ran and nothing is about to
-    /// run them: the approval arrived just before a crash, and the continuation it asked for
-    /// lived only in memory. (An approval answered in this instance has its continuation
-    /// pending or scheduled; a queued turn runs approved calls before calling the model.)
-    fn approved_calls_left_behind(&self) -> bool {
-        {
-            let rt = self.rt.borrow();
-            if rt.active.is_some() || rt.queued > 0 || rt.continuation.pending || rt.continuation.scheduled {
-                return false;
-            }
-        }
-        let messages = self.messages();
-        let Some(leaf) = leaf_assistant(&messages) else { return false };
-        let client_tools = super::tool_names(&self.client_tools());
-        leaf.parts.iter().any(|p| {
-            state_of(p) == Some("approval-responded") && p.pointer("/approval/approved").and_then(Value::as_bool) == Some(true)
-        }) && !crate::protocol::tool_state::message_has_pending_interaction(leaf, &client_tools)
     }
 
     /// How many times the turn behind this stream has been recovered, counting this time
