@@ -13,6 +13,9 @@ pub mod store;
 pub mod streams;
 mod turn;
 
+#[cfg(test)]
+mod tests;
+
 use std::cell::RefCell;
 use std::collections::BTreeSet;
 use std::rc::Rc;

@@ -309,3 +309,31 @@ where
         serde_json::to_value(out).map_err(|e| ToolError(format!("Tool output is not JSON: {e}")))
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn tool(name: &str, description: &str) -> ToolRef {
+        Rc::new(DynamicTool::without_execute(name, description, json!({"type": "object"})))
+    }
+
+    #[test]
+    fn later_layers_win_whatever_the_insertion_order() {
+        let mut set = ToolSet::new();
+        set.add_layer(Layer::Client, [tool("read", "client")]);
+        set.add_layer(Layer::Workspace, [tool("read", "workspace"), tool("write", "workspace")]);
+        set.add_layer(Layer::Mcp, [tool("read", "mcp"), tool("tool_x_y", "mcp")]);
+        set.add_layer(Layer::Agent, [tool("write", "agent")]);
+        assert_eq!(set.get("read").unwrap().definition().description, "client");
+        assert_eq!(set.layer_of("read"), Some(Layer::Client));
+        assert_eq!(set.get("write").unwrap().definition().description, "agent");
+        assert_eq!(set.names().collect::<Vec<_>>(), ["read", "write", "tool_x_y"]);
+        let order = [Layer::Workspace, Layer::Agent, Layer::Extension, Layer::Context, Layer::Skill, Layer::Mcp, Layer::Client, Layer::Turn];
+        assert!(order.windows(2).all(|w| w[0] < w[1]), "Think's merge order");
+        set.retain_names(&["write".into()]);
+        assert_eq!(set.len(), 1);
+        assert!(set.get("read").is_none());
+    }
+}
