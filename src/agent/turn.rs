@@ -223,9 +223,15 @@ impl Agent {
             }
         };
 
-        if let (Some(ms), Some(mcp)) = (self.spec.wait_for_mcp_connections, &self.mcp) {
-            if self.spec.include_mcp_tools {
+        if let (true, Some(mcp)) = (self.spec.include_mcp_tools, &self.mcp) {
+            if let Some(ms) = self.spec.wait_for_mcp_connections {
                 mcp.wait_for_connections(ms).await;
+            }
+            // A server that could not be reached at start is retried in the background, so it
+            // comes back without a restart (its tools join a later turn).
+            if mcp.servers().iter().any(|s| s.state == crate::mcp::ConnectionState::Failed) {
+                let agent = self.clone();
+                self.deps.tasks.spawn(Box::pin(async move { agent.restore_mcp().await }));
             }
         }
         let tools = self.turn_tools(rpc.as_ref());
