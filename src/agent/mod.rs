@@ -22,6 +22,7 @@ use crate::platform::{Clock, HttpClient, Sockets};
 use crate::protocol::frames::{self, ClientFrame, ClientToolSchema};
 use crate::protocol::message::UIMessage;
 use crate::store::{BlobStore, Sql, StoreError};
+use crate::tools::workspace::bash::BashEngine;
 use crate::workspace::{Workspace, WorkspaceOptions};
 
 pub use spec::{AgentSpec, ModelChoice, TurnConfig, TurnContext};
@@ -37,6 +38,8 @@ pub struct Deps {
     pub clock: Rc<dyn Clock>,
     pub http: Rc<dyn HttpClient>,
     pub blobs: Option<Rc<dyn BlobStore>>,
+    /// Runs `bash` tool scripts (just-bash in the Worker); without one there is no bash tool.
+    pub bash_engine: Option<Rc<dyn BashEngine>>,
     /// A stable id of this instance (the Durable Object id), used to keep its R2 keys apart.
     pub instance_id: String,
 }

@@ -10,6 +10,7 @@ use serde_json::{Map, Value};
 use crate::model::openai::OpenAiConfig;
 use crate::model::{Model, ModelMessage};
 use crate::tools::approval::ApprovalPolicy;
+use crate::tools::workspace::bash::BashOptions;
 use crate::tools::{ToolRef, ToolSet};
 
 /// Think's default step limit per turn.
@@ -104,6 +105,8 @@ pub struct AgentSpec {
     pub(crate) before_turn: Option<BeforeTurn>,
     pub(crate) callables: BTreeMap<String, Callable>,
     pub(crate) workspace_tools: bool,
+    /// The bash tool's limits; `None` removes the tool (Think's `workspaceBash = false`).
+    pub(crate) bash: Option<BashOptions>,
 }
 
 impl AgentSpec {
@@ -118,12 +121,26 @@ impl AgentSpec {
             before_turn: None,
             callables: BTreeMap::new(),
             workspace_tools: true,
+            bash: Some(BashOptions::default()),
         }
     }
 
     /// Whether the workspace file tools join every turn (Think's default: yes).
     pub fn workspace_tools(mut self, enabled: bool) -> Self {
         self.workspace_tools = enabled;
+        self
+    }
+
+    /// The bash tool's limits (Think's `workspaceBash` options); this also enables it.
+    pub fn bash(mut self, options: BashOptions) -> Self {
+        self.bash = Some(options);
+        self
+    }
+
+    /// Whether the workspace tools include `bash` (Think's default: yes). Enabling keeps
+    /// options set with [`AgentSpec::bash`].
+    pub fn bash_enabled(mut self, enabled: bool) -> Self {
+        self.bash = if enabled { self.bash.or_else(|| Some(BashOptions::default())) } else { None };
         self
     }
 
