@@ -7,7 +7,7 @@ cd "$(dirname "$0")/.."
 source scripts/env.sh
 out=build/index_bg.wasm
 if [ -f "$out" ] && [ -f build/index.js ] && [ "${THINK_FORCE_BUILD:-}" != 1 ] \
-   && [ -z "$(find src build.rs Cargo.toml Cargo.lock .cargo -newer "$out" -print -quit)" ]; then
+   && [ -z "$(find src js build.rs Cargo.toml Cargo.lock package-lock.json .cargo -newer "$out" -print -quit)" ]; then
   echo "build: up to date"
 else
   "$WORKER_BUILD_BIN" --release "$@"

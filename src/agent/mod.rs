@@ -28,6 +28,7 @@ use crate::platform::{Alarm, Clock, HttpClient, Sockets, Tasks};
 use crate::protocol::frames::{self, ClientFrame, ClientToolSchema};
 use crate::protocol::message::UIMessage;
 use crate::store::{BlobStore, Sql, StoreError};
+use crate::tools::workspace::bash::BashEngine;
 use crate::workspace::{Workspace, WorkspaceOptions};
 
 pub use spec::{AgentSpec, MessageConcurrency, ModelChoice, TurnConfig, TurnContext};
@@ -46,6 +47,8 @@ pub struct Deps {
     pub blobs: Option<Rc<dyn BlobStore>>,
     pub tasks: Rc<dyn Tasks>,
     pub alarm: Rc<dyn Alarm>,
+    /// Runs `bash` tool scripts (just-bash in the Worker); without one there is no bash tool.
+    pub bash_engine: Option<Rc<dyn BashEngine>>,
     /// A stable id of this instance (the Durable Object id), used to keep its R2 keys apart.
     pub instance_id: String,
 }

@@ -10,6 +10,7 @@ use serde_json::{Map, Value};
 use crate::model::openai::OpenAiConfig;
 use crate::model::{Model, ModelMessage};
 use crate::tools::approval::ApprovalPolicy;
+use crate::tools::workspace::bash::BashOptions;
 use crate::tools::{ToolRef, ToolSet};
 
 /// Think's default step limit per turn.
@@ -107,6 +108,8 @@ pub struct AgentSpec {
     pub(crate) include_mcp_tools: bool,
     pub(crate) wait_for_mcp_connections: Option<u64>,
     pub(crate) message_concurrency: MessageConcurrency,
+    /// The bash tool's limits; `None` removes the tool (Think's `workspaceBash = false`).
+    pub(crate) bash: Option<BashOptions>,
 }
 
 /// What happens to a message sent while a turn is running or queued (Think's
@@ -165,6 +168,7 @@ impl AgentSpec {
             include_mcp_tools: true,
             wait_for_mcp_connections: None,
             message_concurrency: MessageConcurrency::Queue,
+            bash: Some(BashOptions::default()),
         }
     }
 
@@ -191,6 +195,19 @@ impl AgentSpec {
     /// Whether the workspace file tools join every turn (Think's default: yes).
     pub fn workspace_tools(mut self, enabled: bool) -> Self {
         self.workspace_tools = enabled;
+        self
+    }
+
+    /// The bash tool's limits (Think's `workspaceBash` options); this also enables it.
+    pub fn bash(mut self, options: BashOptions) -> Self {
+        self.bash = Some(options);
+        self
+    }
+
+    /// Whether the workspace tools include `bash` (Think's default: yes). Enabling keeps
+    /// options set with [`AgentSpec::bash`].
+    pub fn bash_enabled(mut self, enabled: bool) -> Self {
+        self.bash = if enabled { self.bash.or_else(|| Some(BashOptions::default())) } else { None };
         self
     }
 

@@ -173,6 +173,7 @@ impl Harness {
             clock: Rc::new(ClockHandle(clock.clone())),
             http: Rc::new(NoHttp),
             blobs: None,
+            bash_engine: None,
             tasks: Rc::new(Spawner(pool.spawner())),
             alarm: Rc::new(NoAlarm),
             instance_id: "test".into(),

@@ -151,7 +151,12 @@ impl Agent {
     fn turn_tools(&self, rpc: Option<&RpcTurn>) -> ToolSet {
         let mut tools = ToolSet::new();
         if self.spec.workspace_tools {
-            tools.add_layer(Layer::Workspace, workspace_tools(self.workspace.clone(), WorkspaceToolsOptions { bash: true }));
+            let options = WorkspaceToolsOptions {
+                bash: self.spec.bash.is_some(),
+                bash_options: self.spec.bash.clone().unwrap_or_default(),
+                bash_engine: self.deps.bash_engine.clone(),
+            };
+            tools.add_layer(Layer::Workspace, workspace_tools(self.workspace.clone(), options));
         }
         tools.add_layer(Layer::Agent, self.spec.tools.iter().cloned());
         let (schemas, executor) = match rpc {

@@ -2,6 +2,7 @@
 //! host-testable core, routes `/agents/<ns>/<name>` requests like `routeAgentRequest`, and
 //! provides [`think_agent!`](crate::think_agent) to declare an agent class.
 
+mod bash;
 mod clock;
 mod http;
 mod r2;
@@ -17,6 +18,7 @@ use worker::{Env, Request, Response, Result, State, WebSocket, WebSocketIncoming
 use crate::agent::{Agent, AgentSpec, Deps};
 use crate::protocol::routing::{camel_case_to_kebab_case, parse_agent_path, RouteError};
 
+pub use bash::JustBash;
 pub use clock::WorkerClock;
 pub use http::FetchHttp;
 pub use r2::R2Blobs;
@@ -73,6 +75,7 @@ impl ThinkHost {
             clock: Rc::new(WorkerClock),
             http: Rc::new(FetchHttp),
             blobs: env.bucket(R2_BINDING).ok().map(|b| Rc::new(R2Blobs(b)) as Rc<dyn crate::store::BlobStore>),
+            bash_engine: Some(Rc::new(JustBash)),
             tasks: Rc::new(LocalTasks),
             alarm: Rc::new(DoAlarm(state.clone())),
             instance_id: state.id().to_string(),
@@ -282,12 +285,19 @@ mod shipped {
 
     use crate::agent::{AgentSpec, MessageConcurrency, ModelChoice};
     use crate::tools::approval::ApprovalPolicy;
+    use crate::tools::workspace::bash::BashOptions;
 
     fn setting(env: &Env, name: &str) -> Option<String> {
         env.var(name).ok().map(|v| v.to_string()).or_else(|| env.secret(name).ok().map(|v| v.to_string()))
     }
 
-    /// The ready-made agent, configured from the environment.
+    /// The ready-made agent, configured from the environment:
+    /// - `THINK_MODEL_BASE_URL`, `THINK_MODEL_API_KEY`, `THINK_MODEL`: the model;
+    /// - `THINK_APPROVAL`: comma-separated names or globs of tools that need approval;
+    /// - `THINK_BASH`: the bash tool, like Think's `workspaceBash`: `false` removes it, a
+    ///   JSON object sets its options (`{"timeout": 5000, "network": true, "maxWorkspaceFiles":
+    ///   1000, "maxWorkspaceFileBytes": 1000000, "maxOutputBytes": 64000}`; missing keys keep
+    ///   Think's defaults).
     pub fn spec_from_env(env: &Env) -> AgentSpec {
         let model = ModelChoice::from_settings(
             setting(env, "THINK_MODEL_BASE_URL").as_deref(),
@@ -309,7 +319,15 @@ mod shipped {
                 crate::platform::log(&format!("think-rs: ignoring THINK_MESSAGE_CONCURRENCY: {e}"));
                 MessageConcurrency::Queue
             });
-        AgentSpec::new(model).approval(policy).wait_for_mcp_connections(mcp_wait).message_concurrency(concurrency)
+        let bash = BashOptions::from_setting(&setting(env, "THINK_BASH").unwrap_or_default()).unwrap_or_else(|e| {
+            crate::platform::log(&format!("think-rs: ignoring THINK_BASH: {e}"));
+            Some(BashOptions::default())
+        });
+        let spec = AgentSpec::new(model).approval(policy).wait_for_mcp_connections(mcp_wait).message_concurrency(concurrency);
+        match bash {
+            Some(options) => spec.bash(options),
+            None => spec.bash_enabled(false),
+        }
     }
 
     crate::think_agent!(ThinkAgent, spec_from_env);

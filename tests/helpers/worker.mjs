@@ -24,6 +24,7 @@ function options({ persistDir, vars, withCaller }) {
       { type: "CompiledWasm", include: ["**/*.wasm"], fallthrough: true },
     ],
     compatibilityDate: "2025-11-01",
+    compatibilityFlags: ["nodejs_compat"],
     durableObjects: { ThinkAgent: { className: "ThinkAgent", useSQLite: true } },
     r2Buckets: ["WORKSPACE_R2"],
     bindings: vars,
