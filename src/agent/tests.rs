@@ -34,11 +34,14 @@ impl Sockets for TestSockets {
     }
 }
 
+/// A pending sleep: when it is due, whether it fired, and who to wake.
+type Timer = (f64, Rc<Cell<bool>>, Option<Waker>);
+
 /// Time that moves only when the test says so.
 #[derive(Default)]
 struct ManualClock {
     now: Cell<f64>,
-    timers: RefCell<Vec<(f64, Rc<Cell<bool>>, Option<Waker>)>>,
+    timers: RefCell<Vec<Timer>>,
 }
 
 impl ManualClock {
@@ -304,4 +307,29 @@ fn client_tools_override_workspace_tools_of_the_same_name() {
     assert_eq!(read_defs.len(), 1);
     assert_eq!(read_defs[0].description, "Read from the browser");
     assert!(req.tools.iter().any(|t| t.name == "write"), "other workspace tools stay");
+}
+
+#[test]
+fn an_answer_larger_than_a_row_is_compacted_before_it_is_stored() {
+    let mut h = Harness::new(AgentSpec::new);
+    let big = "y".repeat(1_200_000);
+    let write = |i: usize, path: &str| {
+        let args = json!({"path": path, "content": big}).to_string();
+        vec![
+            ModelEvent::ToolCallStart { index: i, id: format!("w{i}"), name: "write".into() },
+            ModelEvent::ToolCallDelta { index: i, arguments: args },
+        ]
+    };
+    let mut step = write(0, "/a.txt");
+    step.extend(write(1, "/b.txt"));
+    step.push(ModelEvent::Finish { reason: FinishReason::ToolCalls, usage: None });
+    h.model.calls.borrow_mut().extend([step, text("both written")]);
+    h.chat("write two big files", json!({}));
+    let messages = h.agent.messages();
+    assert_eq!(messages.len(), 2, "the answer was stored");
+    let stored = messages[1].to_value().to_string();
+    assert!(stored.len() <= crate::protocol::sanitize::ROW_MAX_BYTES, "{} bytes", stored.len());
+    assert_eq!(messages[1].metadata.as_ref().unwrap()["compactedToolInputs"], json!(["w0", "w1"]));
+    let file = futures::executor::block_on(h.agent.workspace().read_file("/b.txt")).unwrap().unwrap();
+    assert_eq!(file.len(), 1_200_000, "the content itself is in the workspace");
 }

@@ -110,7 +110,7 @@ impl ThinkHost {
             self.agent.on_connect(&conn_id);
             return Response::from_websocket(pair.client);
         }
-        match self.agent.on_http(&req.method().to_string(), url.path()) {
+        match self.agent.on_http(req.method().as_ref(), url.path()) {
             Some(reply) => {
                 let mut resp = Response::ok(reply.body)?.with_status(reply.status);
                 resp.headers_mut().set("content-type", reply.content_type)?;
