@@ -357,16 +357,6 @@ test("kill -9 while a slow MCP tool runs: the call is reported interrupted and n
 // ---------------------------------------------------------------------------------------------
 // 3. Waiting for an approval
 
-/** Does what useAgentChat does after answering: probe for the continuation stream, ACK it. */
-async function followContinuation(tab) {
-  const probeId = newId("probe");
-  const from = tab.frames.length;
-  tab.send({ type: "cf_agent_stream_resume_request", probeId });
-  const resuming = await tab.waitFor((f) => f.type === "cf_agent_stream_resuming", { from });
-  tab.send({ type: "cf_agent_stream_resume_ack", id: resuming.id });
-  await tab.waitFor((f) => f.type === "cf_agent_use_chat_response" && f.id === resuming.id && f.done, { from });
-  return tab.chunks(resuming.id);
-}
 
 test("kill -9 while an approval is pending: it survives, can be approved, and the tool runs once", async () => {
   const worker = await startWorker({ vars: modelVars(model, { THINK_APPROVAL: "write" }) });
@@ -434,7 +424,7 @@ test("kill -9 while an approval is pending: it survives, can be approved, and th
         assert.match(part.approval?.id ?? "", /^approval_/);
 
         watcher.send({ type: "cf_agent_tool_approval", toolCallId: callId, approved: true, autoContinue: true });
-        const chunks = await followContinuation(watcher);
+        const chunks = (await watcher.followContinuation()).chunks;
         const output = chunks.find((c) => c.type === "tool-output-available" && c.toolCallId === callId);
         assert.deepEqual(output?.output, { path: "/notes/approved.txt", bytesWritten: content.length, lines: 1 }, JSON.stringify(chunks));
         assert.equal(deltas(chunks), "Written after the crash.");

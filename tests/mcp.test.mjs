@@ -95,19 +95,6 @@ async function turn(tab, text, ...replies) {
   return tab.chunks(id);
 }
 
-/** Does what useAgentChat does after answering a tool approval: probe for the continuation, ACK it. */
-async function followContinuation(tab) {
-  const from = tab.frames.length;
-  tab.send({ type: "cf_agent_stream_resume_request", probeId: newId("probe") });
-  const resuming = await tab.waitFor((f) => f.type === "cf_agent_stream_resuming", { from });
-  tab.send({ type: "cf_agent_stream_resume_ack", id: resuming.id });
-  await tab.waitFor((f) => f.type === "cf_agent_use_chat_response" && f.id === resuming.id && f.done, { from });
-  return tab.frames
-    .slice(from)
-    .filter((f) => f.type === "cf_agent_use_chat_response" && f.id === resuming.id && f.body?.trim() && !f.error)
-    .map((f) => JSON.parse(f.body));
-}
-
 test("add, list and remove over rpc; every change reaches a second tab as cf_agent_mcp_servers", async () => {
   const tab = await open("rpc");
   const other = await open("rpc");
@@ -337,7 +324,7 @@ test("a THINK_APPROVAL glob over MCP tool names pauses the call until it is appr
   assert.ok(!chunks.some((c) => c.type === "tool-output-available"), "the tool did not run");
   model.push({ text: "Filler ran." });
   tab.send({ type: "cf_agent_tool_approval", toolCallId: "call_filler", approved: true, autoContinue: true });
-  const cont = await followContinuation(tab);
+  const cont = (await tab.followContinuation()).chunks;
   const output = cont.find((c) => c.type === "tool-output-available");
   assert.equal(output.toolCallId, "call_filler");
   assert.deepEqual(output.output.content, [{ type: "text", text: "filler_2" }]);
