@@ -1,13 +1,100 @@
 //! `Sql` over the Durable Object's SQLite (`ctx.storage.sql`).
+//!
+//! Every statement crosses from wasm into JavaScript and back, and the crossing, not SQLite,
+//! is what a workspace operation mostly costs. So a statement is one call into a small JS
+//! helper that runs it and packs the whole result into one byte buffer (strings as UTF-8 via
+//! the native `TextEncoder`), which Rust copies in with one `memcpy` and decodes. The
+//! alternative, reading values one by one through wasm-bindgen, costs several crossings per
+//! value and encodes strings in a JavaScript loop.
 
-use js_sys::{Function, Reflect};
-use wasm_bindgen::{closure::ScopedClosure, JsCast, JsValue};
-use worker::{SqlStorage, SqlStorageValue};
+use js_sys::{Array, Function, Reflect, Uint8Array};
+use wasm_bindgen::{closure::ScopedClosure, prelude::wasm_bindgen, JsCast, JsValue};
 
 use crate::store::{Row, Sql, SqlValue, StoreError};
 
+#[wasm_bindgen(inline_js = r#"
+const encoder = new TextEncoder();
+const SMALL = 1 << 16;
+let buf = new Uint8Array(SMALL);
+let view = new DataView(buf.buffer);
+function room(pos, extra) {
+  if (pos + extra <= buf.length) return;
+  let size = buf.length * 2;
+  while (size < pos + extra) size *= 2;
+  const next = new Uint8Array(size);
+  next.set(buf.subarray(0, pos));
+  buf = next;
+  view = new DataView(buf.buffer);
+}
+// Layout: u32 columns, u32 rows, then per value a tag (0 null, 1 integer, 2 real, 3 text,
+// 4 blob) and its payload (f64, or u32 length + bytes), all little-endian.
+export function execPacked(sql, query, params) {
+  if (buf.length > (1 << 22)) { buf = new Uint8Array(SMALL); view = new DataView(buf.buffer); }
+  const cursor = sql.exec(query, ...params);
+  let pos = 8;
+  let rows = 0;
+  let cols = 0;
+  // The width comes from the rows: `cursor.columnNames` would build an array of names.
+  for (const row of cursor.raw()) {
+    rows++;
+    cols = row.length;
+    for (let i = 0; i < cols; i++) {
+      const v = row[i];
+      if (v === null || v === undefined) {
+        room(pos, 1);
+        buf[pos++] = 0;
+      } else if (typeof v === "number" || typeof v === "boolean" || typeof v === "bigint") {
+        const n = Number(v);
+        room(pos, 9);
+        buf[pos] = Number.isSafeInteger(n) ? 1 : 2;
+        view.setFloat64(pos + 1, n, true);
+        pos += 9;
+      } else if (typeof v === "string") {
+        const n = v.length;
+        room(pos, 5 + n * 3);
+        buf[pos] = 3;
+        // Short ASCII strings (names, types, paths) are copied in a loop: cheaper than a
+        // native encodeInto call and the view it needs.
+        let k = 0;
+        if (n <= 64) {
+          const at = pos + 5;
+          for (; k < n; k++) {
+            const c = v.charCodeAt(k);
+            if (c > 127) break;
+            buf[at + k] = c;
+          }
+        }
+        if (k === n) {
+          view.setUint32(pos + 1, n, true);
+          pos += 5 + n;
+        } else {
+          const { written } = encoder.encodeInto(v, buf.subarray(pos + 5));
+          view.setUint32(pos + 1, written, true);
+          pos += 5 + written;
+        }
+      } else {
+        const bytes = v instanceof ArrayBuffer ? new Uint8Array(v) : new Uint8Array(v.buffer, v.byteOffset, v.byteLength);
+        room(pos, 5 + bytes.length);
+        buf[pos] = 4;
+        view.setUint32(pos + 1, bytes.length, true);
+        buf.set(bytes, pos + 5);
+        pos += 5 + bytes.length;
+      }
+    }
+  }
+  view.setUint32(0, cols, true);
+  view.setUint32(4, rows, true);
+  return buf.subarray(0, pos);
+}
+"#)]
+extern "C" {
+    #[wasm_bindgen(js_name = execPacked, catch)]
+    fn exec_packed(sql: &JsValue, query: &str, params: &Array) -> Result<Uint8Array, JsValue>;
+}
+
 pub struct DoSql {
-    sql: SqlStorage,
+    /// `ctx.storage.sql`.
+    sql: JsValue,
     /// `ctx.storage`, for `transactionSync`.
     storage: JsValue,
 }
@@ -16,41 +103,75 @@ impl DoSql {
     pub fn new(state: &worker::State) -> Self {
         let storage = state.storage();
         let raw: &JsValue = storage.as_raw().as_ref();
-        Self { sql: storage.sql(), storage: raw.clone() }
+        let sql: JsValue = AsRef::<JsValue>::as_ref(&storage.sql()).clone();
+        Self { sql, storage: raw.clone() }
     }
 }
 
-fn to_do(v: &SqlValue) -> SqlStorageValue {
+fn to_js(v: &SqlValue) -> JsValue {
     match v {
-        SqlValue::Null => SqlStorageValue::Null,
-        SqlValue::Integer(i) => SqlStorageValue::Integer(*i),
-        SqlValue::Real(f) => SqlStorageValue::Float(*f),
-        SqlValue::Text(s) => SqlStorageValue::String(s.clone()),
-        SqlValue::Blob(b) => SqlStorageValue::Blob(b.clone()),
+        SqlValue::Null => JsValue::NULL,
+        SqlValue::Integer(i) => JsValue::from_f64(*i as f64),
+        SqlValue::Real(f) => JsValue::from_f64(*f),
+        SqlValue::Text(s) => JsValue::from_str(s),
+        SqlValue::Blob(b) => Uint8Array::from(b.as_slice()).into(),
     }
 }
 
-fn from_do(v: SqlStorageValue) -> SqlValue {
-    match v {
-        SqlStorageValue::Null => SqlValue::Null,
-        SqlStorageValue::Boolean(b) => SqlValue::Integer(b as i64),
-        SqlStorageValue::Integer(i) => SqlValue::Integer(i),
-        SqlStorageValue::Float(f) => SqlValue::Real(f),
-        SqlStorageValue::String(s) => SqlValue::Text(s),
-        SqlStorageValue::Blob(b) => SqlValue::Blob(b),
+/// Reads the buffer `execPacked` wrote.
+fn decode(buf: &[u8]) -> Result<Vec<Row>, StoreError> {
+    let bad = || StoreError("malformed result buffer".into());
+    let mut pos = 0usize;
+    let mut take = |n: usize| -> Result<&[u8], StoreError> {
+        let s = buf.get(pos..pos + n).ok_or_else(bad)?;
+        pos += n;
+        Ok(s)
+    };
+    let u32_at = |b: &[u8]| u32::from_le_bytes([b[0], b[1], b[2], b[3]]) as usize;
+    let cols = u32_at(take(4)?);
+    let rows = u32_at(take(4)?);
+    let mut out = Vec::with_capacity(rows);
+    for _ in 0..rows {
+        let mut row = Vec::with_capacity(cols);
+        for _ in 0..cols {
+            let tag = take(1)?[0];
+            row.push(match tag {
+                0 => SqlValue::Null,
+                1 | 2 => {
+                    let b = take(8)?;
+                    let f = f64::from_le_bytes([b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7]]);
+                    if tag == 1 { SqlValue::Integer(f as i64) } else { SqlValue::Real(f) }
+                }
+                3 => {
+                    let len = u32_at(take(4)?);
+                    let bytes = take(len)?;
+                    SqlValue::Text(String::from_utf8(bytes.to_vec()).map_err(|_| bad())?)
+                }
+                4 => {
+                    let len = u32_at(take(4)?);
+                    SqlValue::Blob(take(len)?.to_vec())
+                }
+                _ => return Err(bad()),
+            });
+        }
+        out.push(row);
     }
+    Ok(out)
+}
+
+fn js_error(e: JsValue) -> StoreError {
+    let msg = Reflect::get(&e, &"message".into()).ok().and_then(|m| m.as_string());
+    StoreError(msg.map(|m| format!("Error: {m}")).or_else(|| e.as_string()).unwrap_or_else(|| format!("{e:?}")))
 }
 
 impl Sql for DoSql {
     fn exec(&self, sql: &str, params: &[SqlValue]) -> Result<Vec<Row>, StoreError> {
-        let cursor = self
-            .sql
-            .exec(sql, params.iter().map(to_do).collect::<Vec<_>>())
-            .map_err(|e| StoreError(e.to_string()))?;
-        cursor
-            .raw()
-            .map(|row| row.map(|r| r.into_iter().map(from_do).collect()).map_err(|e| StoreError(e.to_string())))
-            .collect()
+        let args = Array::new_with_length(params.len() as u32);
+        for (i, p) in params.iter().enumerate() {
+            args.set(i as u32, to_js(p));
+        }
+        let packed = exec_packed(&self.sql, sql, &args).map_err(js_error)?;
+        decode(&packed.to_vec())
     }
 
     fn transaction(&self, f: &mut dyn FnMut() -> Result<(), StoreError>) -> Result<(), StoreError> {

@@ -255,16 +255,27 @@ fn node_from_row(row: &Row) -> Node {
     }
 }
 
-fn info_from_row(row: &Row) -> FileInfo {
+/// Moves column `i` out of `row` as a string (empty when it is not text).
+fn take_str(row: &mut Row, i: usize) -> String {
+    match row.get_mut(i).map(|v| std::mem::replace(v, SqlValue::Null)) {
+        Some(SqlValue::Text(s)) => s,
+        _ => String::new(),
+    }
+}
+
+/// Builds a [`FileInfo`] from `INFO_COLS`, moving the strings out of the row.
+fn info_from_row(mut row: Row) -> FileInfo {
+    let kind = EntryType::parse(row.get(2).and_then(SqlValue::as_str).unwrap_or("file"));
+    let target = Some(take_str(&mut row, 7)).filter(|t| !t.is_empty());
     FileInfo {
-        path: col_str(row, 0),
-        name: col_str(row, 1),
-        kind: EntryType::parse(row.get(2).and_then(SqlValue::as_str).unwrap_or("file")),
-        mime_type: col_str(row, 3),
-        size: col_i64(row, 4).max(0) as u64,
-        created_at: col_i64(row, 5),
-        updated_at: col_i64(row, 6),
-        target: col_opt_str(row, 7).filter(|t| !t.is_empty()),
+        path: take_str(&mut row, 0),
+        name: take_str(&mut row, 1),
+        kind,
+        mime_type: take_str(&mut row, 3),
+        size: col_i64(&row, 4).max(0) as u64,
+        created_at: col_i64(&row, 5),
+        updated_at: col_i64(&row, 6),
+        target,
     }
 }
 

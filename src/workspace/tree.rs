@@ -19,7 +19,7 @@ impl Workspace {
         let norm = path::normalize(path, "stat")?;
         let sql = format!("SELECT {INFO_COLS} FROM {} WHERE path = ?", self.t);
         let rows = self.exec(&sql, &[text(&norm)])?;
-        let info = rows.first().map(info_from_row);
+        let info = rows.into_iter().next().map(info_from_row);
         let resolved_path = match &info {
             Some(i) if !(follow && i.kind == EntryType::Symlink) => return Ok(info),
             _ => match self.resolve(&norm, follow, "stat", path) {
@@ -30,7 +30,34 @@ impl Workspace {
             },
         };
         let rows = self.exec(&sql, &[text(&resolved_path)])?;
-        Ok(rows.first().map(info_from_row))
+        Ok(rows.into_iter().next().map(info_from_row))
+    }
+
+    /// [`Workspace::stat`] plus the content of an inline text file (`text/*`), fetched by the
+    /// same statement, so reading a text file costs one round trip instead of two. Other
+    /// entries come back without content.
+    pub fn stat_with_text(&self, path: &str) -> Result<Option<(FileInfo, Option<String>)>, FsError> {
+        let norm = path::normalize(path, "stat")?;
+        let rows = self.exec(
+            &format!(
+                "SELECT {INFO_COLS}, CASE WHEN type = 'file' AND storage = 'inline'
+                   AND substr(mime_type, 1, 5) = 'text/' THEN content END
+                 FROM {} WHERE path = ?",
+                self.t
+            ),
+            &[text(&norm)],
+        )?;
+        match rows.into_iter().next() {
+            Some(mut row) if row.get(2).and_then(SqlValue::as_str) != Some("symlink") => {
+                let content = match row.pop() {
+                    Some(SqlValue::Text(s)) => Some(s),
+                    Some(SqlValue::Blob(b)) => Some(Content::Bytes(b).into_text()),
+                    _ => None,
+                };
+                Ok(Some((info_from_row(row), content)))
+            }
+            _ => Ok(self.stat(path)?.map(|info| (info, None))),
+        }
     }
 
     /// Whether an entry exists at `path` (a dangling symlink counts, as in Think).
@@ -60,7 +87,7 @@ impl Workspace {
         };
         let rows = self.exec(&sql, &params(&norm))?;
         if !rows.is_empty() || norm == "/" {
-            return Ok(rows.iter().map(info_from_row).collect());
+            return Ok(rows.into_iter().map(info_from_row).collect());
         }
         // Empty: the directory may be reached through a symlink.
         match self.resolve(&norm, true, "scandir", dir) {
@@ -69,7 +96,7 @@ impl Workspace {
                     && r.node.as_ref().is_some_and(|n| n.kind == EntryType::Directory) =>
             {
                 let rows = self.exec(&sql, &params(&r.path))?;
-                Ok(rows.iter().map(info_from_row).collect())
+                Ok(rows.into_iter().map(info_from_row).collect())
             }
             Ok(_) => Ok(Vec::new()),
             Err(e) if e.errno() == Some(Errno::NotDir) => Ok(Vec::new()),
@@ -113,7 +140,7 @@ impl Workspace {
             },
         };
         Ok(rows
-            .iter()
+            .into_iter()
             .filter(|r| {
                 let p = r.first().and_then(SqlValue::as_str).unwrap_or("/");
                 p != "/" && g.is_match(p)

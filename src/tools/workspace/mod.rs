@@ -11,6 +11,7 @@ pub mod edit_match;
 mod find;
 mod grep;
 pub mod jsregex;
+mod lines;
 mod list;
 pub mod media;
 pub mod ops;
@@ -91,7 +92,7 @@ fn error_output(msg: impl Into<String>) -> Value {
 
 /// Number of lines as Think counts them (`split("\n").length`).
 fn line_count(s: &str) -> usize {
-    s.split('\n').count()
+    bytecount::count(s.as_bytes(), b'\n') + 1
 }
 
 /// An optional JSON integer that may arrive as `3` or `3.0`.

@@ -14,6 +14,12 @@ pub trait ReadOps {
     async fn read_file_bytes(&self, path: &str) -> Result<Option<Vec<u8>>, FsError>;
     /// Metadata following symlinks, `None` when absent.
     async fn stat(&self, path: &str) -> Result<Option<FileInfo>, FsError>;
+    /// Metadata plus, when the store can fetch it in the same step, the file's text (a
+    /// read then costs one storage round trip). The default is `stat` alone; `read` then
+    /// fetches the text with `read_file`.
+    async fn stat_with_text(&self, path: &str) -> Result<Option<(FileInfo, Option<String>)>, FsError> {
+        Ok(self.stat(path).await?.map(|info| (info, None)))
+    }
 }
 
 /// What `write` needs.
@@ -93,6 +99,9 @@ impl ReadOps for Workspace {
     }
     async fn stat(&self, path: &str) -> Result<Option<FileInfo>, FsError> {
         Workspace::stat(self, path)
+    }
+    async fn stat_with_text(&self, path: &str) -> Result<Option<(FileInfo, Option<String>)>, FsError> {
+        Workspace::stat_with_text(self, path)
     }
 }
 

@@ -113,6 +113,28 @@ fn read_numbers_lines_and_pages() {
     assert!(content.starts_with(&format!("1\t{}... (truncated)\n2\tl1", "x".repeat(2000))));
     assert!(content.ends_with("2000\tl1999\n... (100 more lines truncated)"));
     assert_eq!(out["totalLines"], 2100);
+
+    let out = ok(&read, json!({"path": "/big.txt", "offset": 51, "limit": 3000}));
+    let content = out["content"].as_str().unwrap();
+    assert!(content.starts_with("51\tl50\n52\tl51\n"), "{}", &content[..40]);
+    assert!(content.ends_with("2050\tl2049\n... (50 more lines truncated)"));
+    assert_eq!((out["fromLine"].clone(), out["toLine"].clone()), (json!(51), json!(2100)));
+}
+
+#[test]
+fn read_cuts_long_lines_in_utf16_units() {
+    let ws = ws();
+    let read = read_tool(ws.clone());
+    // 1,999 units of "é" (one unit, two bytes) then an astral char (two units). JS
+    // `slice(0, 2000)` would keep a lone high surrogate, which a Rust string cannot hold, so
+    // the cut falls before the astral char.
+    let line = format!("{}\u{1F600}tail", "é".repeat(1999));
+    put(&ws, "/u.txt", &format!("{line}\n{}", "é".repeat(2000)));
+    let out = ok(&read, json!({"path": "/u.txt"}));
+    assert_eq!(
+        out["content"],
+        format!("1\t{}... (truncated)\n2\t{}", "é".repeat(1999), "é".repeat(2000))
+    );
 }
 
 #[test]
@@ -564,11 +586,12 @@ fn statements_per_operation_stay_minimal() {
         }),
         1
     );
+    // Metadata and text in one statement.
     assert_eq!(
         statements(&|| {
             ok(&read, json!({"path": "/docs/a.md"}));
         }),
-        2
+        1
     );
     assert_eq!(
         statements(&|| {
