@@ -53,6 +53,11 @@ impl Glob {
         self.regex.is_match(path)
     }
 
+    /// Whether every path matches (`/**` or `/**/*`), so callers can skip the regex.
+    pub fn matches_everything(&self) -> bool {
+        matches!(self.pattern.as_str(), "/**" | "/**/*")
+    }
+
     /// The regex the glob compiled to, for diagnostics and tests.
     pub fn regex_str(&self) -> &str {
         self.regex.as_str()

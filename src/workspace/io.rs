@@ -112,27 +112,26 @@ impl Workspace {
         for p in paths {
             norms.push(path::normalize(p, "open")?);
         }
-        let mut found: std::collections::HashMap<String, Row> = std::collections::HashMap::new();
+        let mut found: std::collections::HashMap<String, Row> =
+            std::collections::HashMap::with_capacity(paths.len());
         for batch in batches(&norms, 1, 0) {
             let rows = self.exec(
                 &format!(
-                    "SELECT {NODE_COLS}, content FROM {} WHERE path IN ({})",
+                    "SELECT path, type = 'file' AND storage = 'inline', content FROM {}
+                     WHERE path IN ({})",
                     self.t,
                     placeholders(batch.len())
                 ),
                 &batch.iter().map(|s| text(s)).collect::<Vec<_>>(),
             )?;
-            for row in rows {
-                found.insert(col_str(&row, 0), row);
+            for mut row in rows {
+                found.insert(take_str(&mut row, 0), row);
             }
         }
         let mut out = Vec::with_capacity(paths.len());
         for (shown, norm) in paths.iter().zip(&norms) {
-            let inline = found.remove(norm).filter(|row| {
-                let n = node_from_row(row);
-                n.kind == EntryType::File && n.storage == Storage::Inline
-            });
-            out.push(match inline.and_then(|row| row.into_iter().nth(6)) {
+            let inline = found.remove(norm).filter(|row| col_i64(row, 1) != 0);
+            out.push(match inline.and_then(|row| row.into_iter().nth(2)) {
                 Some(SqlValue::Text(s)) => Some(s),
                 Some(SqlValue::Blob(b)) => Some(Content::Bytes(b).into_text()),
                 Some(_) => Some(String::new()),

@@ -113,16 +113,36 @@ impl Workspace {
 
     /// [`Workspace::glob`] with an already compiled pattern.
     pub fn glob_compiled(&self, g: &Glob) -> Result<Vec<FileInfo>, FsError> {
+        Ok(self.glob_rows(g, INFO_COLS, "")?.into_iter().map(info_from_row).collect())
+    }
+
+    /// The path and size of every file (not directory or symlink) whose path matches the
+    /// glob, ordered by path: what a search over file contents needs, in two columns.
+    pub fn glob_files(&self, pattern: &str) -> Result<Vec<(String, u64)>, FsError> {
+        let g = Glob::new(pattern)?;
+        Ok(self
+            .glob_rows(&g, "path, size", "AND type = 'file'")?
+            .into_iter()
+            .map(|mut row| {
+                let size = col_i64(&row, 1).max(0) as u64;
+                (take_str(&mut row, 0), size)
+            })
+            .collect())
+    }
+
+    /// Rows (`cols`, starting with `path`) of the entries matching `g`, ordered by path,
+    /// narrowed in SQL by key range, literal suffix and `and` (a condition or empty).
+    fn glob_rows(&self, g: &Glob, cols: &str, and: &str) -> Result<Vec<Row>, FsError> {
         let t = &self.t;
         let rows = match &g.prefilter {
             Prefilter::Exact(p) => {
-                self.exec(&format!("SELECT {INFO_COLS} FROM {t} WHERE path = ?"), &[text(p)])?
+                self.exec(&format!("SELECT {cols} FROM {t} WHERE path = ? {and}"), &[text(p)])?
             }
             Prefilter::Range { lo, hi } => match &g.suffix {
                 Some(suffix) => self.exec(
                     &format!(
-                        "SELECT {INFO_COLS} FROM {t} WHERE path >= ? AND path < ?
-                         AND substr(path, ?) = ? ORDER BY path"
+                        "SELECT {cols} FROM {t} WHERE path >= ? AND path < ?
+                         AND substr(path, ?) = ? {and} ORDER BY path"
                     ),
                     &[
                         text(lo),
@@ -132,20 +152,18 @@ impl Workspace {
                     ],
                 )?,
                 None => self.exec(
-                    &format!(
-                        "SELECT {INFO_COLS} FROM {t} WHERE path >= ? AND path < ? ORDER BY path"
-                    ),
+                    &format!("SELECT {cols} FROM {t} WHERE path >= ? AND path < ? {and} ORDER BY path"),
                     &[text(lo), text(hi)],
                 )?,
             },
         };
+        let everything = g.matches_everything();
         Ok(rows
             .into_iter()
             .filter(|r| {
                 let p = r.first().and_then(SqlValue::as_str).unwrap_or("/");
-                p != "/" && g.is_match(p)
+                p != "/" && (everything || g.is_match(p))
             })
-            .map(info_from_row)
             .collect())
     }
 

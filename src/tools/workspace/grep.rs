@@ -4,7 +4,6 @@ use super::jsregex;
 use super::ops::GrepOps;
 use super::{definition, error_output, fs_err, parse_input, Int};
 use crate::tools::{Tool, ToolContext, ToolDefinition, ToolError, ToolRef};
-use crate::workspace::{EntryType, FileInfo};
 use async_trait::async_trait;
 use fancy_regex::{Regex, RegexBuilder};
 use serde::Deserialize;
@@ -56,15 +55,32 @@ pub fn grep_tool(ops: Rc<dyn GrepOps>) -> ToolRef {
 
 /// A compiled search.
 pub struct Matcher {
-    regex: Regex,
-    /// Look-around or backreferences: run per line instead of over the whole file.
-    per_line: bool,
+    kind: Kind,
+}
+
+enum Kind {
+    Regex {
+        regex: Regex,
+        /// Look-around or backreferences: run per line instead of over the whole file.
+        per_line: bool,
+    },
+    /// A fixed ASCII string without regard to ASCII case: exactly what JS's `i` flag does
+    /// for an ASCII pattern, and several times faster than a case-folding regex.
+    NoCase(NoCase),
+    /// A fixed string with a line break: no single line can contain it.
+    Never,
 }
 
 impl Matcher {
     /// Compiles `query` as Think would (`new RegExp(q, caseSensitive ? "g" : "gi")`);
     /// `None` when it is not a valid pattern.
     pub fn new(query: &str, fixed: bool, case_sensitive: bool) -> Option<Matcher> {
+        if fixed && query.contains('\n') {
+            return Some(Matcher { kind: Kind::Never });
+        }
+        if fixed && !case_sensitive && !query.is_empty() && query.is_ascii() {
+            return Some(Matcher { kind: Kind::NoCase(NoCase::new(query.as_bytes())) });
+        }
         let (pattern, per_line) = if fixed {
             (regex::escape(query), false)
         } else {
@@ -76,11 +92,7 @@ impl Matcher {
             .multi_line(true)
             .build()
             .ok()?;
-        Some(Matcher { regex, per_line })
-    }
-
-    fn line_matches(&self, line: &str) -> bool {
-        self.regex.is_match(line).unwrap_or(false)
+        Some(Matcher { kind: Kind::Regex { regex, per_line } })
     }
 
     /// Zero-based numbers of the lines (split on `\n`) that contain a match, at most `max`.
@@ -89,29 +101,44 @@ impl Matcher {
         if max == 0 {
             return out;
         }
-        if self.per_line {
-            for (i, line) in content.split('\n').enumerate() {
-                if self.line_matches(line) {
-                    out.push(i);
-                    if out.len() >= max {
-                        break;
+        let regex = match &self.kind {
+            Kind::Never => return out,
+            Kind::Regex { regex, per_line: true } => {
+                for (i, line) in content.split('\n').enumerate() {
+                    if regex.is_match(line).unwrap_or(false) {
+                        out.push(i);
+                        if out.len() >= max {
+                            break;
+                        }
                     }
                 }
+                return out;
             }
-            return out;
-        }
-        // Find candidates over the whole text, then confirm each on its own line: a match
-        // may span lines, but no line with a match of its own can be skipped.
+            Kind::Regex { regex, .. } => Some(regex),
+            Kind::NoCase(_) => None,
+        };
+        // Find candidates over the whole text, then (for a regex, whose match may span
+        // lines) confirm each on its own line; no line with a match of its own is skipped.
+        let bytes = content.as_bytes();
         let mut pos = 0;
         let mut line_no = 0;
         let mut counted_to = 0;
         while pos <= content.len() {
-            let Ok(Some(m)) = self.regex.find_from_pos(content, pos) else { break };
-            let line_start = content[..m.start()].rfind('\n').map_or(0, |i| i + 1);
-            let line_end = content[m.start()..].find('\n').map_or(content.len(), |i| m.start() + i);
-            line_no += content[counted_to..line_start].matches('\n').count();
+            let start = match (&self.kind, regex) {
+                (Kind::NoCase(f), _) => f.find(bytes, pos),
+                (_, Some(re)) => re.find_from_pos(content, pos).ok().flatten().map(|m| m.start()),
+                _ => None,
+            };
+            let Some(start) = start else { break };
+            let line_start = bytes[pos..start].iter().rposition(|&b| b == b'\n').map_or(pos, |i| pos + i + 1);
+            let line_end = bytes[start..].iter().position(|&b| b == b'\n').map_or(bytes.len(), |i| start + i);
+            line_no += bytecount::count(&bytes[counted_to..line_start], b'\n');
             counted_to = line_start;
-            if self.line_matches(&content[line_start..line_end]) {
+            let confirmed = match regex {
+                Some(re) => re.is_match(&content[line_start..line_end]).unwrap_or(false),
+                None => true,
+            };
+            if confirmed {
                 out.push(line_no);
                 if out.len() >= max {
                     break;
@@ -120,6 +147,79 @@ impl Matcher {
             pos = line_end + 1;
         }
         out
+    }
+}
+
+/// Finds an ASCII needle regardless of ASCII case: scans eight start positions at a time
+/// for the needle's two least common bytes (either case) at their offsets, then compares
+/// the whole needle where both are present.
+pub struct NoCase {
+    needle: Vec<u8>,
+    /// Offsets in `needle` of the two bytes scanned for (equal for a one-byte needle).
+    rare: [usize; 2],
+}
+
+/// How common a byte is in text and code (higher is more common); the scan looks for the
+/// needle's least common bytes so that few positions need a full comparison.
+fn commonness(b: u8) -> u32 {
+    const LETTERS: &[u8] = b"etaoinsrhldcumfpgwybvkxjqz";
+    let lower = b.to_ascii_lowercase();
+    if let Some(i) = LETTERS.iter().position(|&c| c == lower) {
+        return 200 - 4 * i as u32;
+    }
+    match b {
+        b' ' | b'\t' => 255,
+        b'.' | b',' | b';' | b':' | b'(' | b')' | b'_' | b'-' | b'=' | b'/' | b'"' | b'\'' => 150,
+        b'0'..=b'9' => 110,
+        _ => 60,
+    }
+}
+
+/// The word of `hay` starting at `at`, with one bit set per byte equal to `b` in either
+/// ASCII case (the high bit of that byte).
+#[inline(always)]
+fn either_case(hay: &[u8], at: usize, b: u8) -> u64 {
+    use super::lines::{splat, zero_bytes};
+    let w = &hay[at..at + 8];
+    let word = u64::from_le_bytes([w[0], w[1], w[2], w[3], w[4], w[5], w[6], w[7]]);
+    zero_bytes(word ^ splat(b.to_ascii_lowercase())) | zero_bytes(word ^ splat(b.to_ascii_uppercase()))
+}
+
+impl NoCase {
+    fn new(needle: &[u8]) -> NoCase {
+        let mut order: Vec<usize> = (0..needle.len()).collect();
+        order.sort_by_key(|&i| (commonness(needle[i]), i));
+        let first = order.first().copied().unwrap_or(0);
+        // The second byte should differ from the first, or it filters nothing.
+        let second = order
+            .iter()
+            .copied()
+            .find(|&i| !needle[i].eq_ignore_ascii_case(&needle[first]))
+            .unwrap_or(first);
+        NoCase { needle: needle.to_ascii_lowercase(), rare: [first, second] }
+    }
+
+    /// Start of the first occurrence at or after `from`.
+    fn find(&self, hay: &[u8], from: usize) -> Option<usize> {
+        let n = self.needle.len();
+        let last = hay.len().checked_sub(n)?;
+        let matches_at = |start: usize| hay[start..start + n].eq_ignore_ascii_case(&self.needle);
+        let [i, j] = self.rare;
+        let (a, b) = (self.needle[i], self.needle[j]);
+        let mut start = from;
+        // Eight candidate starts per step; `start + 7 <= last` keeps both loads in bounds.
+        while start + 8 <= last + 1 {
+            let mut mask = either_case(hay, start + i, a) & either_case(hay, start + j, b);
+            while mask != 0 {
+                let at = start + (mask.trailing_zeros() / 8) as usize;
+                mask &= mask - 1;
+                if matches_at(at) {
+                    return Some(at);
+                }
+            }
+            start += 8;
+        }
+        (start..=last).find(|&at| matches_at(at))
     }
 }
 
@@ -132,14 +232,7 @@ impl Tool for GrepTool {
     async fn execute(&self, input: Value, _ctx: &ToolContext) -> Result<Value, ToolError> {
         let input: Input = parse_input("grep", input)?;
         let pattern = input.include.as_deref().unwrap_or("**/*");
-        let files: Vec<FileInfo> = self
-            .ops
-            .glob(pattern)
-            .await
-            .map_err(fs_err)?
-            .into_iter()
-            .filter(|f| f.kind == EntryType::File)
-            .collect();
+        let files: Vec<(String, u64)> = self.ops.glob_files(pattern).await.map_err(fs_err)?;
         let Some(matcher) = Matcher::new(
             &input.query,
             input.fixed_string.unwrap_or(false),
@@ -161,16 +254,17 @@ impl Tool for GrepTool {
             let mut bytes = 0;
             let mut j = i;
             while j < files.len() && batch.len() < BATCH_FILES {
-                if files[j].size <= MAX_FILE_SIZE {
-                    if !batch.is_empty() && bytes + files[j].size > BATCH_BYTES {
+                let size = files[j].1;
+                if size <= MAX_FILE_SIZE {
+                    if !batch.is_empty() && bytes + size > BATCH_BYTES {
                         break;
                     }
-                    bytes += files[j].size;
+                    bytes += size;
                     batch.push(j);
                 }
                 j += 1;
             }
-            let paths: Vec<String> = batch.iter().map(|&k| files[k].path.clone()).collect();
+            let paths: Vec<String> = batch.iter().map(|&k| files[k].0.clone()).collect();
             let contents = if paths.is_empty() {
                 Vec::new()
             } else {
@@ -178,12 +272,12 @@ impl Tool for GrepTool {
             };
             let mut next = contents.into_iter();
             while i < j {
-                let file = &files[i];
+                let (file, size) = (&files[i].0, files[i].1);
                 i += 1;
                 if total >= MAX_MATCHES {
                     break 'files;
                 }
-                if file.size > MAX_FILE_SIZE {
+                if size > MAX_FILE_SIZE {
                     skipped += 1;
                     continue;
                 }
@@ -199,7 +293,7 @@ impl Tool for GrepTool {
                 for n in hits {
                     let text = lines.get(n).copied().unwrap_or("");
                     if ctx == 0 {
-                        matches.push(Value::String(format!("{}:{}: {}", file.path, n + 1, text)));
+                        matches.push(Value::String(format!("{}:{}: {}", file, n + 1, text)));
                     } else {
                         let start = n.saturating_sub(ctx);
                         let end = (n + ctx + 1).min(lines.len());
@@ -214,7 +308,7 @@ impl Tool for GrepTool {
                             })
                             .collect();
                         let mut o = Map::new();
-                        o.insert("file".into(), json!(file.path));
+                        o.insert("file".into(), json!(file));
                         o.insert("line".into(), json!(n + 1));
                         o.insert("context".into(), json!(context.join("\n")));
                         matches.push(Value::Object(o));

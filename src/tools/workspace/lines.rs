@@ -1,14 +1,20 @@
-//! Lines split eight bytes at a time. Tools split whole files into numbered lines, and
+//! Eight bytes at a time: splitting lines, finding bytes. Tools split whole files into numbered lines, and
 //! on wasm32 without SIMD the byte-at-a-time or word-size (32-bit) searches in `core` and
 //! `memchr` cost more than the rest of the work; 64-bit words are native in wasm.
 
 const ONES: u64 = 0x0101_0101_0101_0101;
 const LOW7: u64 = 0x7F7F_7F7F_7F7F_7F7F;
 
+/// `b` in every byte of a word.
+#[inline(always)]
+pub(crate) fn splat(b: u8) -> u64 {
+    ONES * u64::from(b)
+}
+
 /// The high bit of each byte of `x` that is zero, and no other bit (exact: no carries
 /// cross bytes).
 #[inline(always)]
-fn zero_bytes(x: u64) -> u64 {
+pub(crate) fn zero_bytes(x: u64) -> u64 {
     !(((x & LOW7).wrapping_add(LOW7)) | x | LOW7)
 }
 

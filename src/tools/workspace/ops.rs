@@ -69,6 +69,17 @@ pub trait FindOps {
 pub trait GrepOps {
     /// Entries matching a glob; `grep` keeps the files.
     async fn glob(&self, pattern: &str) -> Result<Vec<FileInfo>, FsError>;
+    /// Path and size of each file (not directory or symlink) matching a glob, ordered by
+    /// path. Stores that can select just these override it; the default filters `glob`.
+    async fn glob_files(&self, pattern: &str) -> Result<Vec<(String, u64)>, FsError> {
+        Ok(self
+            .glob(pattern)
+            .await?
+            .into_iter()
+            .filter(|f| f.kind == crate::workspace::EntryType::File)
+            .map(|f| (f.path, f.size))
+            .collect())
+    }
     /// File text, `None` when absent.
     async fn read_file(&self, path: &str) -> Result<Option<String>, FsError>;
     /// Reads several files, in order. Stores that can fetch many files in one request
@@ -151,6 +162,9 @@ impl FindOps for Workspace {
 impl GrepOps for Workspace {
     async fn glob(&self, pattern: &str) -> Result<Vec<FileInfo>, FsError> {
         Workspace::glob(self, pattern)
+    }
+    async fn glob_files(&self, pattern: &str) -> Result<Vec<(String, u64)>, FsError> {
+        Workspace::glob_files(self, pattern)
     }
     async fn read_file(&self, path: &str) -> Result<Option<String>, FsError> {
         Workspace::read_file(self, path).await

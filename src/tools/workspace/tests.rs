@@ -389,6 +389,38 @@ fn grep_candidates_never_skip_a_matching_line() {
 }
 
 #[test]
+fn grep_fixed_strings_ignore_ascii_case_like_js() {
+    let m = grep::Matcher::new("Needle.", true, false).unwrap();
+    let text = "a needle. here\nNEEDLE.\nneedleX\nno\nxx nEeDlE.";
+    assert_eq!(m.matching_lines(text, 10), vec![0, 1, 4]);
+    assert_eq!(m.matching_lines(text, 2), vec![0, 1]);
+    // JS's `i` flag leaves non-ASCII letters whose upper case is ASCII alone (ſ, K).
+    let m = grep::Matcher::new("sk", true, false).unwrap();
+    assert_eq!(m.matching_lines("\u{17F}k\ns\u{212A}\nSK", 10), vec![2]);
+    // A line break in a fixed string can never be inside one line.
+    let m = grep::Matcher::new("a\nb", true, false).unwrap();
+    assert_eq!(m.matching_lines("a\nb", 10), Vec::<usize>::new());
+    // The scan for the rare byte agrees with a plain search at every offset and length.
+    let mut seed = 7u32;
+    let mut hay = String::new();
+    for _ in 0..3000 {
+        seed = seed.wrapping_mul(1_103_515_245).wrapping_add(12345);
+        hay.push(b"abcxyzXYZ \n"[(seed >> 16) as usize % 11] as char);
+    }
+    for needle in ["xyz", "Zz", "c x", "ZYX", "a", "xYzAbC"] {
+        let m = grep::Matcher::new(needle, true, false).unwrap();
+        let lower = hay.to_ascii_lowercase();
+        let want: Vec<usize> = lower
+            .split('\n')
+            .enumerate()
+            .filter(|(_, l)| l.contains(&needle.to_ascii_lowercase()))
+            .map(|(i, _)| i)
+            .collect();
+        assert_eq!(m.matching_lines(&hay, usize::MAX), want, "{needle}");
+    }
+}
+
+#[test]
 fn delete_semantics() {
     let ws = ws();
     let delete = delete_tool(ws.clone());
