@@ -195,6 +195,53 @@ fn glob_matches_with_prefix_and_suffix() {
 }
 
 #[test]
+fn glob_knows_when_sql_alone_decides() {
+    let exact = |p: &str| Glob::new(p).unwrap().sql_exact();
+    for p in ["**/*", "**", "/src/**", "/src/**/*", "**/*.md", "/docs/**/*.test.ts", "/a/b.txt"] {
+        assert!(exact(p), "{p}");
+    }
+    for p in ["*.md", "/src/*.ts", "**/*/index.ts", "**/test/*.ts", "/src/**/x*.ts", "**/*.{md,ts}"] {
+        assert!(!exact(p), "{p}");
+    }
+}
+
+#[test]
+fn glob_texts_pages_with_texts_up_to_a_size() {
+    let (_, blobs, ws) = ws_with_blobs(100);
+    for i in 0..5 {
+        write(&ws, &format!("/t/f{i}.md"), &format!("file {i}"));
+    }
+    write(&ws, "/t/big.md", &"b".repeat(60));
+    write(&ws, "/t/spilled.md", &"s".repeat(150));
+    write(&ws, "/t/other.txt", "not md");
+    ws.mkdir("/t/dir.md", true).unwrap();
+    assert_eq!(keys(&blobs).len(), 1);
+    let (page, next) = ws.glob_texts("**/*.md", None, 3, 50).unwrap();
+    let got: Vec<_> = page.iter().map(|f| (f.path.as_str(), f.size, f.text.as_deref())).collect();
+    assert_eq!(
+        got,
+        vec![("/t/big.md", 60, None), ("/t/f0.md", 6, Some("file 0")), ("/t/f1.md", 6, Some("file 1"))],
+        "over text_max: no text; directories are not files"
+    );
+    assert_eq!(next.as_deref(), Some("/t/f1.md"));
+    let (page, next) = ws.glob_texts("**/*.md", next.as_deref(), 3, 50).unwrap();
+    assert_eq!(paths_of(&page), vec!["/t/f2.md", "/t/f3.md", "/t/f4.md"]);
+    let (page, next) = ws.glob_texts("**/*.md", next.as_deref(), 3, 1000).unwrap();
+    assert_eq!(page.len(), 1);
+    assert_eq!((page[0].path.as_str(), page[0].text.as_deref()), ("/t/spilled.md", None), "in R2: read it separately");
+    assert_eq!(next, None);
+    // A glob SQL cannot decide alone: every match, no texts, one page.
+    let (page, next) = ws.glob_texts("/t/f*.md", None, 2, 1000).unwrap();
+    assert_eq!(paths_of(&page), vec!["/t/f0.md", "/t/f1.md", "/t/f2.md", "/t/f3.md", "/t/f4.md"]);
+    assert!(page.iter().all(|f| f.text.is_none()) && next.is_none());
+    assert_eq!(errno(ws.glob_texts("[z-a]", None, 2, 10).map(|_| ())), Errno::Inval);
+}
+
+fn paths_of(files: &[FileText]) -> Vec<&str> {
+    files.iter().map(|f| f.path.as_str()).collect()
+}
+
+#[test]
 fn mkdir_rules() {
     let (_, ws) = ws();
     assert_eq!(errno(ws.mkdir("/a/b", false)), Errno::NoEnt);

@@ -130,6 +130,89 @@ impl Workspace {
             .collect())
     }
 
+    /// One page of the files matching `pattern`, in path order, after `after`: at most
+    /// `limit` files, with the text of each inline file of at most `text_max` bytes, read
+    /// by the same statement. Returns the page and the `after` of the next one (`None` at
+    /// the end). When the glob needs more than SQL can decide, the first page lists every
+    /// matching file without texts. A search reads a whole tree this way in a few
+    /// statements, with the memory of a page bounded by `limit * text_max`.
+    pub fn glob_texts(
+        &self,
+        pattern: &str,
+        after: Option<&str>,
+        limit: usize,
+        text_max: u64,
+    ) -> Result<(Vec<FileText>, Option<String>), FsError> {
+        let cached = self.last_glob.borrow().as_ref().filter(|(p, _)| p == pattern).map(|(_, g)| g.clone());
+        let g = match cached {
+            Some(g) => g,
+            None => {
+                let g = Rc::new(Glob::new(pattern)?);
+                *self.last_glob.borrow_mut() = Some((pattern.to_owned(), g.clone()));
+                g
+            }
+        };
+        if !g.sql_exact() {
+            if after.is_some() {
+                return Ok((Vec::new(), None));
+            }
+            let files = self
+                .glob_rows(&g, "path, size", "AND type = 'file'")?
+                .into_iter()
+                .map(|mut row| FileText {
+                    size: col_i64(&row, 1).max(0) as u64,
+                    path: take_str(&mut row, 0),
+                    text: None,
+                })
+                .collect();
+            return Ok((files, None));
+        }
+        let t = &self.t;
+        let cols = "path, size, CASE WHEN storage = 'inline' AND size <= ? THEN content END";
+        let text_max = SqlValue::Integer(text_max.min(i64::MAX as u64) as i64);
+        let limit = limit.max(1);
+        let mut params = vec![text_max];
+        let mut sql = format!("SELECT {cols} FROM {t} WHERE type = 'file'");
+        match &g.prefilter {
+            Prefilter::Exact(p) => {
+                sql.push_str(" AND path = ?");
+                params.push(text(p));
+            }
+            Prefilter::Range { lo, hi } => {
+                sql.push_str(" AND path >= ? AND path < ?");
+                params.push(text(lo));
+                params.push(text(hi));
+                if let Some(suffix) = &g.suffix {
+                    sql.push_str(" AND substr(path, ?) = ?");
+                    params.push(SqlValue::Integer(-(suffix.chars().count() as i64)));
+                    params.push(text(suffix));
+                }
+            }
+        }
+        if let Some(a) = after {
+            sql.push_str(" AND path > ?");
+            params.push(text(a));
+        }
+        sql.push_str(" ORDER BY path LIMIT ?");
+        params.push(SqlValue::Integer(limit.min(i64::MAX as usize) as i64));
+        let rows = self.exec(&sql, &params)?;
+        let full = rows.len() == limit;
+        let files: Vec<FileText> = rows
+            .into_iter()
+            .map(|mut row| FileText {
+                size: col_i64(&row, 1).max(0) as u64,
+                text: match row.pop() {
+                    Some(SqlValue::Text(s)) => Some(s),
+                    Some(SqlValue::Blob(b)) => Some(Content::Bytes(b).into_text()),
+                    _ => None,
+                },
+                path: take_str(&mut row, 0),
+            })
+            .collect();
+        let next = if full { files.last().map(|f| f.path.clone()) } else { None };
+        Ok((files, next))
+    }
+
     /// Rows (`cols`, starting with `path`) of the entries matching `g`, ordered by path,
     /// narrowed in SQL by key range, literal suffix and `and` (a condition or empty).
     fn glob_rows(&self, g: &Glob, cols: &str, and: &str) -> Result<Vec<Row>, FsError> {

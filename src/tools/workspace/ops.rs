@@ -2,7 +2,7 @@
 //! so the tools can run over a store other than [`Workspace`]: a remote filesystem, a
 //! sandbox, a read-only view.
 
-use crate::workspace::{FileInfo, FsError, Workspace};
+use crate::workspace::{FileInfo, FileText, FsError, Workspace};
 use async_trait::async_trait;
 
 /// What `read` needs.
@@ -82,6 +82,24 @@ pub trait GrepOps {
     }
     /// File text, `None` when absent.
     async fn read_file(&self, path: &str) -> Result<Option<String>, FsError>;
+    /// One page of the files matching a glob, in path order, after `after` (at most
+    /// `limit`), with the text of those the store can return at once when they are at most
+    /// `text_max` bytes; `grep` reads the others with `read_files`. Returns the page and
+    /// the `after` of the next one, `None` at the end. The default lists every file (from
+    /// `glob_files`) in one page, without texts.
+    async fn glob_texts(
+        &self,
+        pattern: &str,
+        after: Option<&str>,
+        _limit: usize,
+        _text_max: u64,
+    ) -> Result<(Vec<FileText>, Option<String>), FsError> {
+        if after.is_some() {
+            return Ok((Vec::new(), None));
+        }
+        let files = self.glob_files(pattern).await?;
+        Ok((files.into_iter().map(|(path, size)| FileText { path, size, text: None }).collect(), None))
+    }
     /// Reads several files, in order. Stores that can fetch many files in one request
     /// override this; the default reads them one by one.
     async fn read_files(&self, paths: &[String]) -> Result<Vec<Option<String>>, FsError> {
@@ -165,6 +183,15 @@ impl GrepOps for Workspace {
     }
     async fn glob_files(&self, pattern: &str) -> Result<Vec<(String, u64)>, FsError> {
         Workspace::glob_files(self, pattern)
+    }
+    async fn glob_texts(
+        &self,
+        pattern: &str,
+        after: Option<&str>,
+        limit: usize,
+        text_max: u64,
+    ) -> Result<(Vec<FileText>, Option<String>), FsError> {
+        Workspace::glob_texts(self, pattern, after, limit, text_max)
     }
     async fn read_file(&self, path: &str) -> Result<Option<String>, FsError> {
         Workspace::read_file(self, path).await

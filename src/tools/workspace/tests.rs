@@ -375,6 +375,43 @@ fn grep_invalid_regex_caps_and_skips() {
 }
 
 #[test]
+fn grep_pages_reads_spilled_files_and_filters_globs_sql_cannot() {
+    let sql = Rc::new(SqliteSql::new());
+    let blobs = Rc::new(crate::store::sqlite::MemoryBlobs::default());
+    let options = crate::workspace::WorkspaceOptions {
+        blobs: Some(blobs.clone()),
+        inline_threshold: 64,
+        ..Default::default()
+    };
+    let ws = Rc::new(Workspace::with_options(sql, clock(), options).unwrap());
+    let grep = grep_tool(ws.clone());
+    for i in 0..300 {
+        put(&ws, &format!("/p/{i:03}.txt"), if i % 100 == 99 { "the mark" } else { "plain" });
+    }
+    put(&ws, "/p/r2.txt", &format!("{}\nthe mark in R2", "x".repeat(100)));
+    assert_eq!(blobs.objects.borrow().len(), 1);
+    let out = ok(&grep, json!({"query": "MARK"}));
+    assert_eq!(
+        out["matches"],
+        json!(["/p/099.txt:1: the mark", "/p/199.txt:1: the mark", "/p/299.txt:1: the mark", "/p/r2.txt:2: the mark in R2"])
+    );
+    assert_eq!(out["filesSearched"], 301);
+    let out = ok(&grep, json!({"query": "mark", "include": "/p/?99.txt"}));
+    assert_eq!(out["matches"], json!(["/p/099.txt:1: the mark", "/p/199.txt:1: the mark", "/p/299.txt:1: the mark"]));
+    assert_eq!(out["filesSearched"], 3);
+    // The cap stops the search mid-page.
+    for i in 0..300 {
+        put(&ws, &format!("/q/{i:03}.txt"), "hit");
+    }
+    let out = ok(&grep, json!({"query": "hit", "include": "/q/**"}));
+    assert_eq!((out["totalMatches"].clone(), out["filesSearched"].clone()), (json!(200), json!(200)));
+    assert_eq!(out["matches"][199], "/q/199.txt:1: hit");
+    // A bad glob is reported before a bad regex, as in Think.
+    let err = run(&grep, json!({"query": "(", "include": "[z-a]"})).unwrap_err();
+    assert!(err.0.starts_with("EINVAL"), "{}", err.0);
+}
+
+#[test]
 fn grep_candidates_never_skip_a_matching_line() {
     let m = grep::Matcher::new("b\\s*$", false, false).unwrap();
     assert_eq!(m.matching_lines("ab\ncd\nb  \nb", 10), vec![0, 2, 3]);
@@ -417,7 +454,13 @@ fn grep_fixed_strings_ignore_ascii_case_like_js() {
             .map(|(i, _)| i)
             .collect();
         assert_eq!(m.matching_lines(&hay, usize::MAX), want, "{needle}");
+        let m = grep::Matcher::new(needle, true, true).unwrap();
+        let want: Vec<usize> =
+            hay.split('\n').enumerate().filter(|(_, l)| l.contains(needle)).map(|(i, _)| i).collect();
+        assert_eq!(m.matching_lines(&hay, usize::MAX), want, "{needle} (case-sensitive)");
     }
+    let m = grep::Matcher::new("é x", true, true).unwrap();
+    assert_eq!(m.matching_lines("a é x\né X\n", 10), vec![0], "non-ASCII, exact");
 }
 
 #[test]
@@ -646,12 +689,12 @@ fn statements_per_operation_stay_minimal() {
         }),
         1
     );
-    // One glob, then batched reads of at most 99 files each.
+    // Pages of files with their texts: 64, then (small files) the other 187.
     assert_eq!(
         statements(&|| {
             ok(&grep, json!({"query": "zzz"}));
         }),
-        1 + 3
+        2
     );
     // A first write into a new directory tree: the fast attempt, one resolve, one insert
     // of the three directories, the write.
