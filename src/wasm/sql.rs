@@ -2,12 +2,13 @@
 //!
 //! Every statement crosses from wasm into JavaScript and back, and the crossing, not SQLite,
 //! is what a workspace operation mostly costs. So a statement is one call into a small JS
-//! helper that runs it and packs the whole result into one byte buffer (strings as UTF-8 via
-//! the native `TextEncoder`), which Rust copies in with one `memcpy` and decodes. The
-//! alternative, reading values one by one through wasm-bindgen, costs several crossings per
-//! value and encodes strings in a JavaScript loop.
+//! helper: the bindings go in packed in one byte buffer (read in place from wasm memory),
+//! and the helper runs the statement and packs the whole result into one byte buffer
+//! (strings as UTF-8 via the native `TextEncoder`), which Rust copies in with one `memcpy`
+//! and decodes. The alternative, passing and reading values one by one through
+//! wasm-bindgen, costs several crossings per value and encodes strings in a JS loop.
 
-use js_sys::{Array, Function, Reflect, Uint8Array};
+use js_sys::{Function, Reflect, Uint8Array};
 use wasm_bindgen::{closure::ScopedClosure, prelude::wasm_bindgen, JsCast, JsValue};
 
 use crate::store::{Row, Sql, SqlValue, StoreError};
@@ -26,11 +27,44 @@ function room(pos, extra) {
   buf = next;
   view = new DataView(buf.buffer);
 }
-// Layout: u32 columns, u32 rows, then per value a tag (0 null, 1 integer, 2 real, 3 text,
-// 4 blob) and its payload (f64, or u32 length + bytes), all little-endian.
-export function execPacked(sql, query, params) {
+const decoder = new TextDecoder();
+// Values are packed as a tag (0 null, 1 integer, 2 real, 3 text, 4 blob) and a payload
+// (f64, or u32 length + bytes), little-endian. Bindings arrive packed that way (a view of
+// wasm memory); results go back as u32 columns, u32 rows, then the values.
+function unpackParams(p) {
+  const pv = new DataView(p.buffer, p.byteOffset, p.byteLength);
+  const out = [];
+  let at = 0;
+  while (at < p.length) {
+    const tag = p[at];
+    if (tag === 0) {
+      out.push(null);
+      at += 1;
+    } else if (tag === 1 || tag === 2) {
+      out.push(pv.getFloat64(at + 1, true));
+      at += 9;
+    } else {
+      const len = pv.getUint32(at + 1, true);
+      const bytes = p.subarray(at + 5, at + 5 + len);
+      if (tag === 4) {
+        out.push(bytes.slice());
+      } else if (len <= 64) {
+        // Short text: a loop beats a native decode call; bail out on non-ASCII.
+        let s = "";
+        let k = 0;
+        for (; k < len && bytes[k] < 128; k++) s += String.fromCharCode(bytes[k]);
+        out.push(k === len ? s : decoder.decode(bytes));
+      } else {
+        out.push(decoder.decode(bytes));
+      }
+      at += 5 + len;
+    }
+  }
+  return out;
+}
+export function execPacked(sql, query, packedParams) {
   if (buf.length > (1 << 22)) { buf = new Uint8Array(SMALL); view = new DataView(buf.buffer); }
-  const cursor = sql.exec(query, ...params);
+  const cursor = sql.exec(query, ...unpackParams(packedParams));
   let pos = 8;
   let rows = 0;
   let cols = 0;
@@ -89,7 +123,7 @@ export function execPacked(sql, query, params) {
 "#)]
 extern "C" {
     #[wasm_bindgen(js_name = execPacked, catch)]
-    fn exec_packed(sql: &JsValue, query: &str, params: &Array) -> Result<Uint8Array, JsValue>;
+    fn exec_packed(sql: &JsValue, query: &str, params: &[u8]) -> Result<Uint8Array, JsValue>;
 }
 
 pub struct DoSql {
@@ -108,14 +142,42 @@ impl DoSql {
     }
 }
 
-fn to_js(v: &SqlValue) -> JsValue {
-    match v {
-        SqlValue::Null => JsValue::NULL,
-        SqlValue::Integer(i) => JsValue::from_f64(*i as f64),
-        SqlValue::Real(f) => JsValue::from_f64(*f),
-        SqlValue::Text(s) => JsValue::from_str(s),
-        SqlValue::Blob(b) => Uint8Array::from(b.as_slice()).into(),
+/// Packs bindings for `execPacked` (the layout of its results, without the header).
+fn pack(params: &[SqlValue]) -> Vec<u8> {
+    let size: usize = params
+        .iter()
+        .map(|p| match p {
+            SqlValue::Null => 1,
+            SqlValue::Integer(_) | SqlValue::Real(_) => 9,
+            SqlValue::Text(s) => 5 + s.len(),
+            SqlValue::Blob(b) => 5 + b.len(),
+        })
+        .sum();
+    let mut out = Vec::with_capacity(size);
+    for p in params {
+        match p {
+            SqlValue::Null => out.push(0),
+            SqlValue::Integer(i) => {
+                out.push(1);
+                out.extend_from_slice(&(*i as f64).to_le_bytes());
+            }
+            SqlValue::Real(f) => {
+                out.push(2);
+                out.extend_from_slice(&f.to_le_bytes());
+            }
+            SqlValue::Text(s) => {
+                out.push(3);
+                out.extend_from_slice(&(s.len() as u32).to_le_bytes());
+                out.extend_from_slice(s.as_bytes());
+            }
+            SqlValue::Blob(b) => {
+                out.push(4);
+                out.extend_from_slice(&(b.len() as u32).to_le_bytes());
+                out.extend_from_slice(b);
+            }
+        }
     }
+    out
 }
 
 /// Reads the buffer `execPacked` wrote.
@@ -166,11 +228,7 @@ fn js_error(e: JsValue) -> StoreError {
 
 impl Sql for DoSql {
     fn exec(&self, sql: &str, params: &[SqlValue]) -> Result<Vec<Row>, StoreError> {
-        let args = Array::new_with_length(params.len() as u32);
-        for (i, p) in params.iter().enumerate() {
-            args.set(i as u32, to_js(p));
-        }
-        let packed = exec_packed(&self.sql, sql, &args).map_err(js_error)?;
+        let packed = exec_packed(&self.sql, sql, &pack(params)).map_err(js_error)?;
         decode(&packed.to_vec())
     }
 

@@ -53,7 +53,7 @@ pub enum EditResult {
 pub fn apply_edit(content: &str, old: &str, new: &str) -> EditResult {
     let new = adapt_line_endings(content, new);
     // Level 1: exact, counting overlapping occurrences as Think does.
-    let first = if old.is_empty() { None } else { content.find(old) };
+    let first = if old.is_empty() { None } else { super::scan::find(content, old) };
     let exact = match first {
         Some(at) => 1 + count_overlapping(&content[at + char_len_at(content, at)..], old),
         None => 0,
@@ -100,20 +100,18 @@ pub fn apply_edit(content: &str, old: &str, new: &str) -> EditResult {
     }
 }
 
-/// Occurrences of `needle`, overlapping ones included (Think's count).
+/// Occurrences of `needle`, overlapping ones included (Think's count). A match always starts
+/// on a character boundary, so stepping one byte past it is stepping one character.
 pub fn count_overlapping(hay: &str, needle: &str) -> usize {
     if needle.is_empty() {
         return 0;
     }
+    let finder = super::scan::Literal::new(needle.as_bytes(), false);
     let mut count = 0;
-    let mut pos = 0;
-    while let Some(i) = hay[pos..].find(needle) {
+    let mut from = 0;
+    while let Some(at) = finder.find(hay.as_bytes(), from) {
         count += 1;
-        let at = pos + i;
-        pos = at + hay[at..].chars().next().map_or(1, char::len_utf8);
-        if pos > hay.len() {
-            break;
-        }
+        from = at + 1;
     }
     count
 }

@@ -11,11 +11,11 @@ pub mod edit_match;
 mod find;
 mod grep;
 pub mod jsregex;
-mod lines;
 mod list;
 pub mod media;
 pub mod ops;
 mod read;
+mod scan;
 mod write;
 
 #[cfg(test)]

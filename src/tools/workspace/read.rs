@@ -174,7 +174,7 @@ fn numbered(path: &str, content: &str, offset: Option<u64>, limit: Option<u64>) 
         Vec::with_capacity(if shown == total { content.len() + 7 * total } else { 64 * shown });
     if shown > 0 {
         let mut line = 0usize;
-        super::lines::for_each_line(content.as_bytes(), |a, b| {
+        super::scan::for_each_line(content.as_bytes(), |a, b| {
             if line >= start {
                 let lead = if line > start { Some(b'\n') } else { None };
                 push_number(&mut out, lead, line + 1, b"\t");
