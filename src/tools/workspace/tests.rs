@@ -468,13 +468,32 @@ fn delete_semantics() {
     let ws = ws();
     let delete = delete_tool(ws.clone());
     put(&ws, "/d/x.txt", "x");
-    let err = run(&delete, json!({"path": "/d"})).unwrap_err();
-    assert_eq!(err.0, "ENOTEMPTY: directory not empty, rm '/d'");
+    // Errors are worded as Think's Workspace words them, with the path as given.
+    let err = run(&delete, json!({"path": "/d/../d"})).unwrap_err();
+    assert_eq!(err.0, "ENOTEMPTY: directory not empty: /d/../d");
     let err = run(&delete, json!({"path": "/"})).unwrap_err();
-    assert_eq!(err.0, "EPERM: operation not permitted, rm '/'");
+    assert_eq!(err.0, "EPERM: cannot remove root directory");
     assert_eq!(ok(&delete, json!({"path": "/nope"})), json!({"deleted": "/nope"}));
     assert_eq!(ok(&delete, json!({"path": "/d", "recursive": true})), json!({"deleted": "/d"}));
     assert!(!ws.exists("/d/x.txt").unwrap());
+}
+
+#[test]
+fn tool_errors_use_thinks_wording() {
+    let ws = ws();
+    let (write, edit) = (write_tool(ws.clone()), edit_tool(ws.clone()));
+    put(&ws, "/dir/f.txt", "x");
+    let err = |tool: &ToolRef, input: Value| run(tool, input).unwrap_err().0;
+    assert_eq!(err(&write, json!({"path": "/..", "content": "x"})), "EISDIR: cannot write to root directory");
+    assert_eq!(err(&write, json!({"path": "/dir", "content": "x"})), "EISDIR: /dir is a directory");
+    assert_eq!(err(&edit, json!({"path": "/dir", "old_string": "a", "new_string": "b"})), "EISDIR: /dir is a directory");
+    let long = format!("/{}", "d".repeat(4100));
+    assert_eq!(err(&write, json!({"path": long, "content": "x"})), "ENAMETOOLONG: path exceeds 4096 characters");
+    // Others keep the filesystem's Node-style text.
+    assert_eq!(
+        err(&write, json!({"path": "/dir/f.txt/x", "content": "x"})),
+        "ENOTDIR: not a directory, open '/dir/f.txt/x'"
+    );
 }
 
 #[test]
