@@ -136,27 +136,57 @@ fn push_clipped(out: &mut Vec<u8>, line: &str) {
     out.extend_from_slice(line.as_bytes());
 }
 
-/// Appends `lead` (an optional newline), `n` in decimal and `tail` in one copy: cheaper than
-/// `format!` once per line.
-#[inline(always)]
-fn push_number(out: &mut Vec<u8>, lead: Option<u8>, mut n: usize, tail: &[u8]) {
-    let mut buf = [0u8; 48];
-    let t = tail.len().min(24); // Callers pass short tails.
-    let mut i = buf.len() - t;
-    buf[i..].copy_from_slice(&tail[..t]);
-    loop {
-        i -= 1;
-        buf[i] = b'0' + (n % 10) as u8;
-        n /= 10;
-        if n == 0 {
-            break;
+/// A line number kept as its decimal digits, `"\n"` before them and `"\t"` after, and
+/// counted up digit by digit: a division per digit per line costs more than the rest of
+/// the numbering.
+struct LineLabel {
+    /// `buf[start..]` is `"\n<digits>\t"`.
+    buf: [u8; 24],
+    start: usize,
+}
+
+impl LineLabel {
+    fn new(mut n: usize) -> LineLabel {
+        let mut buf = [0u8; 24];
+        let mut i = buf.len() - 1;
+        buf[i] = b'\t';
+        loop {
+            i -= 1;
+            buf[i] = b'0' + (n % 10) as u8;
+            n /= 10;
+            if n == 0 {
+                break;
+            }
+        }
+        buf[i - 1] = b'\n';
+        LineLabel { buf, start: i - 1 }
+    }
+
+    /// The label with its leading newline (`with_newline`) or without.
+    #[inline(always)]
+    fn bytes(&self, with_newline: bool) -> &[u8] {
+        &self.buf[self.start + usize::from(!with_newline)..]
+    }
+
+    #[inline(always)]
+    fn increment(&mut self) {
+        let mut i = self.buf.len() - 2;
+        loop {
+            if self.buf[i] != b'9' {
+                self.buf[i] += 1;
+                return;
+            }
+            self.buf[i] = b'0';
+            if i == self.start + 1 {
+                // All nines: one more digit (the buffer holds far more than usize needs).
+                self.buf[i - 1] = b'1';
+                self.buf[i - 2] = b'\n';
+                self.start -= 1;
+                return;
+            }
+            i -= 1;
         }
     }
-    if let Some(c) = lead {
-        i -= 1;
-        buf[i] = c;
-    }
-    out.extend_from_slice(&buf[i..]);
 }
 
 /// Think's `readTextWithLineNumbers`, in one pass over the lines.
@@ -174,10 +204,11 @@ fn numbered(path: &str, content: &str, offset: Option<u64>, limit: Option<u64>) 
         Vec::with_capacity(if shown == total { content.len() + 7 * total } else { 64 * shown });
     if shown > 0 {
         let mut line = 0usize;
+        let mut label = LineLabel::new(start + 1);
         super::scan::for_each_line(content.as_bytes(), |a, b| {
             if line >= start {
-                let lead = if line > start { Some(b'\n') } else { None };
-                push_number(&mut out, lead, line + 1, b"\t");
+                out.extend_from_slice(label.bytes(line > start));
+                label.increment();
                 // Line bounds are at newlines, so always on char boundaries.
                 push_clipped(&mut out, content.get(a..b).unwrap_or(""));
             }
@@ -186,8 +217,7 @@ fn numbered(path: &str, content: &str, offset: Option<u64>, limit: Option<u64>) 
         });
     }
     if wanted > MAX_LINES {
-        out.extend_from_slice(b"\n... (");
-        push_number(&mut out, None, wanted - MAX_LINES, b" more lines truncated)");
+        out.extend_from_slice(format!("\n... ({} more lines truncated)", wanted - MAX_LINES).as_bytes());
     }
     let out = String::from_utf8(out).unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned());
     let mut m = Map::new();
@@ -199,4 +229,21 @@ fn numbered(path: &str, content: &str, offset: Option<u64>, limit: Option<u64>) 
         m.insert("toLine".into(), json!(end));
     }
     Value::Object(m)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::LineLabel;
+
+    #[test]
+    fn line_labels_count_up_across_digit_boundaries() {
+        for first in [1usize, 8, 95, 998, 99_990] {
+            let mut label = LineLabel::new(first);
+            for n in first..first + 30 {
+                assert_eq!(label.bytes(true), format!("\n{n}\t").as_bytes());
+                assert_eq!(label.bytes(false), format!("{n}\t").as_bytes());
+                label.increment();
+            }
+        }
+    }
 }

@@ -21,34 +21,75 @@ pub(crate) fn zero_bytes(x: u64) -> u64 {
 }
 
 /// Calls `f(start, end)` for each line of `bytes` (split on `\n`, so `n` newlines make
-/// `n + 1` lines) until it returns false. Inlined so the caller's loop has no calls in it.
+/// `n + 1` lines) until it returns false. Newlines are found sixteen bytes per step with
+/// wasm SIMD, eight in a 64-bit word elsewhere.
 #[inline(always)]
 pub(crate) fn for_each_line(bytes: &[u8], mut f: impl FnMut(usize, usize) -> bool) {
-    const NL: u64 = ONES * b'\n' as u64;
     let mut start = 0;
-    let mut at = 0;
+    #[cfg(target_arch = "wasm32")]
+    let at = match lines_simd(bytes, &mut start, &mut f) {
+        Some(at) => at,
+        None => return,
+    };
+    #[cfg(not(target_arch = "wasm32"))]
+    let at = 0;
+    if lines_words(bytes, at, &mut start, &mut f) {
+        f(start, bytes.len());
+    }
+}
+
+/// The lines ending in `bytes[from..]`, eight bytes per step; false when `f` stopped.
+#[inline(always)]
+fn lines_words(bytes: &[u8], from: usize, start: &mut usize, f: &mut impl FnMut(usize, usize) -> bool) -> bool {
+    const NL: u64 = ONES * b'\n' as u64;
+    let mut at = from;
     while at + 8 <= bytes.len() {
         let b = &bytes[at..at + 8];
         let mut mask = zero_bytes(u64::from_le_bytes([b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7]]) ^ NL);
         while mask != 0 {
             let end = at + (mask.trailing_zeros() / 8) as usize;
             mask &= mask - 1;
-            if !f(start, end) {
-                return;
+            if !f(*start, end) {
+                return false;
             }
-            start = end + 1;
+            *start = end + 1;
         }
         at += 8;
     }
     for (k, &byte) in bytes[at..].iter().enumerate() {
         if byte == b'\n' {
-            if !f(start, at + k) {
-                return;
+            if !f(*start, at + k) {
+                return false;
             }
-            start = at + k + 1;
+            *start = at + k + 1;
         }
     }
-    f(start, bytes.len());
+    true
+}
+
+/// The lines ending in whole sixteen-byte blocks; returns where the rest starts, or `None`
+/// when `f` stopped.
+#[cfg(target_arch = "wasm32")]
+#[target_feature(enable = "simd128")]
+fn lines_simd(bytes: &[u8], start: &mut usize, f: &mut impl FnMut(usize, usize) -> bool) -> Option<usize> {
+    use core::arch::wasm32::{u8x16_bitmask, u8x16_eq, u8x16_splat, v128, v128_load};
+    let nl = u8x16_splat(b'\n');
+    let mut at = 0;
+    while at + 16 <= bytes.len() {
+        // SAFETY: `at + 16 <= bytes.len()`.
+        let block = unsafe { v128_load(bytes.as_ptr().add(at) as *const v128) };
+        let mut bits = u8x16_bitmask(u8x16_eq(block, nl)) as u32;
+        while bits != 0 {
+            let end = at + bits.trailing_zeros() as usize;
+            bits &= bits - 1;
+            if !f(*start, end) {
+                return None;
+            }
+            *start = end + 1;
+        }
+        at += 16;
+    }
+    Some(at)
 }
 
 /// Finds a fixed string, exactly or regardless of ASCII case: scans many start positions
