@@ -10,6 +10,14 @@ import { connect, newId } from "./helpers/client.mjs";
 
 let model;
 let worker;
+const tabs = new Set();
+
+/** Connects a tab that `after` closes even when a test fails half-way. */
+async function open(name) {
+  const tab = await connect(worker.host, name);
+  tabs.add(tab);
+  return tab;
+}
 
 before(async () => {
   model = await startScriptedModel();
@@ -17,6 +25,7 @@ before(async () => {
 });
 
 after(async () => {
+  for (const tab of tabs) tab.close();
   await worker?.dispose();
   await model?.close();
 });
@@ -66,7 +75,7 @@ async function bucketKeys() {
 const MB = 1024 * 1024;
 
 test("write reports bytes and lines; read numbers lines, pages with offset/limit and cuts long lines", async () => {
-  const tab = await connect(worker.host, "ws-read");
+  const tab = await open("ws-read");
   const text = "héllo\nwörld\nthird line";
   let r = await callTool(tab, "write", { path: "/docs/a.txt", content: text });
   assert.equal(r.chunk.type, "tool-output-available");
@@ -116,7 +125,7 @@ test("write reports bytes and lines; read numbers lines, pages with offset/limit
 });
 
 test("edit: exact, whitespace-fuzzy, create, ambiguous, not found with the closest region", async () => {
-  const tab = await connect(worker.host, "ws-edit");
+  const tab = await open("ws-edit");
   const src = "function add(a, b) {\n    return  a + b;\n}\n\nconst x = 1;\nconst y = 1;\n";
   await callTool(tab, "write", { path: "/src/add.js", content: src });
 
@@ -163,7 +172,7 @@ test("edit: exact, whitespace-fuzzy, create, ambiguous, not found with the close
 });
 
 test("list shows directories first, then files with sizes; missing directories list as empty", async () => {
-  const tab = await connect(worker.host, "ws-list");
+  const tab = await open("ws-list");
   await callTools(tab, [
     { name: "write", args: { path: "/proj/b.txt", content: "0123456789" } },
     { name: "write", args: { path: "/proj/a.md", content: "m".repeat(2048) } },
@@ -188,7 +197,7 @@ test("list shows directories first, then files with sizes; missing directories l
 });
 
 test("find matches **/*.md across directories, marks directories, and truncates at 200", async () => {
-  const tab = await connect(worker.host, "ws-find");
+  const tab = await open("ws-find");
   await callTools(tab, [
     { name: "write", args: { path: "/README.md", content: "top" } },
     { name: "write", args: { path: "/docs/guide.md", content: "g" } },
@@ -223,7 +232,7 @@ test("find matches **/*.md across directories, marks directories, and truncates 
 });
 
 test("grep: plain matches, context objects, case, fixed strings, invalid regex, truncation, the 1 MB skip", async () => {
-  const tab = await connect(worker.host, "ws-grep");
+  const tab = await open("ws-grep");
   await callTools(tab, [
     { name: "write", args: { path: "/g/a.ts", content: "import x\nconst Foo = 1;\nlet foo = Foo + 1;\nend" } },
     { name: "write", args: { path: "/g/b.md", content: "a (paren) here\nno match\nFOO upper" } },
@@ -266,7 +275,7 @@ test("grep: plain matches, context objects, case, fixed strings, invalid regex, 
 });
 
 test("delete: files, missing paths, recursive directories; a non-empty directory without recursive is a tool error", async () => {
-  const tab = await connect(worker.host, "ws-delete");
+  const tab = await open("ws-delete");
   await callTools(tab, [
     { name: "write", args: { path: "/d/one.txt", content: "1" } },
     { name: "write", args: { path: "/d/sub/two.txt", content: "2" } },
@@ -295,7 +304,7 @@ test("delete: files, missing paths, recursive directories; a non-empty directory
 });
 
 test("large files spill to R2 and leave no orphans after overwrite, delete and recursive delete", async () => {
-  const tab = await connect(worker.host, "ws-r2");
+  const tab = await open("ws-r2");
   const big = (c) => c.repeat(2 * MB);
   const ours = async () => (await bucketKeys()).filter((k) => k.includes("/default/spill/"));
   assert.deepEqual(await ours(), []);
@@ -342,7 +351,7 @@ test("large files spill to R2 and leave no orphans after overwrite, delete and r
 });
 
 test("a 5 MB file written through the tool round-trips through R2", async () => {
-  const tab = await connect(worker.host, "ws-5mb");
+  const tab = await open("ws-5mb");
   const line = "0123456789abcdef".repeat(4) + "\n";
   const content = line.repeat(Math.ceil((5 * MB) / line.length)).slice(0, 5 * MB);
   let r = await callTool(tab, "write", { path: "/huge/five.txt", content });
@@ -361,7 +370,7 @@ test("a 5 MB file written through the tool round-trips through R2", async () => 
 });
 
 test("paths that climb above the root stay inside the workspace", async () => {
-  const tab = await connect(worker.host, "ws-traversal");
+  const tab = await open("ws-traversal");
   let r = await callTool(tab, "write", { path: "../../etc/passwd", content: "root:x:0:0" });
   assert.deepEqual(r.output, { path: "../../etc/passwd", bytesWritten: 10, lines: 1 }, "the path is echoed as given");
   r = await callTool(tab, "read", { path: "/etc/passwd" });
@@ -380,14 +389,14 @@ test("paths that climb above the root stay inside the workspace", async () => {
 });
 
 test("the workspace, inline and in R2, survives a restart", async () => {
-  const tab = await connect(worker.host, "ws-restart");
+  const tab = await open("ws-restart");
   await callTools(tab, [
     { name: "write", args: { path: "/keep/small.txt", content: "kept\ntwo" } },
     { name: "write", args: { path: "/keep/big.txt", content: "B".repeat(2 * MB) } },
   ]);
   tab.close();
   await worker.restart();
-  const again = await connect(worker.host, "ws-restart");
+  const again = await open("ws-restart");
   const [small, big, list] = await callTools(again, [
     { name: "read", args: { path: "/keep/small.txt" } },
     { name: "grep", args: { query: "two" } },
@@ -408,7 +417,7 @@ test("the workspace, inline and in R2, survives a restart", async () => {
 // errors both become `{"error": …}` JSON, thrown errors as `String(error)`. think-rs sends
 // the bare text today; the provider conversion lives in src/model and src/agent.
 test("the model sees failures as Think sends them", { todo: "error-text and tool errors are sent as {\"error\": …} JSON by Think" }, async () => {
-  const tab = await connect(worker.host, "ws-error-view");
+  const tab = await open("ws-error-view");
   await callTool(tab, "write", { path: "/e/x.txt", content: "x" });
   const [missing, notEmpty] = await callTools(tab, [
     { name: "read", args: { path: "/nope.txt" } },
