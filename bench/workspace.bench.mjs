@@ -71,16 +71,26 @@ export default {
       inputs: FILES.map((f) => ({ path: f.path })),
     },
     {
-      name: "edit 200 files",
+      // 200 edits, then 200 that undo them, five times over: every edit is an exact,
+      // unique replacement, and the run is long enough for the millisecond clock.
+      name: "edit 200 files (400 edits)",
       tool: "edit",
       fresh: true,
       setup: FILES,
       goal: 2,
-      inputs: FILES.slice(0, 200).map((f, i) => ({
-        path: f.path,
-        old_string: `const marker_${i} = ${i};`,
-        new_string: `const marker_${i} = ${i + 1};`,
-      })),
+      iterations: 5,
+      inputs: [
+        ...FILES.slice(0, 200).map((f, i) => ({
+          path: f.path,
+          old_string: `const marker_${i} = ${i};`,
+          new_string: `const marker_${i} = ${i + 1};`,
+        })),
+        ...FILES.slice(0, 200).map((f, i) => ({
+          path: f.path,
+          old_string: `const marker_${i} = ${i + 1};`,
+          new_string: `const marker_${i} = ${i};`,
+        })),
+      ],
     },
     {
       name: "grep literal (1,000 files)",

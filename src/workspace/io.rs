@@ -226,6 +226,34 @@ impl Workspace {
         self.write_content(path, Content::Text(content.to_owned()), mime).await
     }
 
+    /// Replaces the text of a file that exists and is stored inline, in one `UPDATE`: about
+    /// half the cost of the upsert [`Workspace::write_file`] needs when the file may be new.
+    /// For a file just read (an edit) that is the common case; anything else (a symlink,
+    /// content that must spill, a file gone meanwhile) falls back to `write_file`.
+    pub async fn rewrite_file(&self, path: &str, content: &str, mime: &str) -> Result<(), FsError> {
+        let norm = path::normalize(path, "open")?;
+        if content.len() <= self.max_file_size && self.placement(content.len()) == Placement::Inline {
+            let rows = self.exec(
+                &format!(
+                    "UPDATE {} SET content = ?, size = ?, mime_type = ?, modified_at = ?
+                     WHERE path = ? AND type = 'file' AND storage = 'inline' RETURNING 1",
+                    self.t
+                ),
+                &[
+                    text(content),
+                    SqlValue::Integer(content.len() as i64),
+                    text(mime),
+                    SqlValue::Integer(self.now()),
+                    text(&norm),
+                ],
+            )?;
+            if !rows.is_empty() {
+                return Ok(());
+            }
+        }
+        self.write_file(path, content, mime).await
+    }
+
     /// Writes bytes (stored as a BLOB), creating parent directories. Think's default `mime`
     /// is `application/octet-stream`.
     pub async fn write_file_bytes(

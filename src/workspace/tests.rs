@@ -242,6 +242,31 @@ fn paths_of(files: &[FileText]) -> Vec<&str> {
 }
 
 #[test]
+fn rewrite_updates_inline_files_and_falls_back_otherwise() {
+    let (sql, blobs, ws) = ws_with_blobs(100);
+    block_on(ws.write_file_bytes("/a.bin", b"\x00\x01", "application/octet-stream")).unwrap();
+    block_on(ws.rewrite_file("/a.bin", "now text", "text/plain")).unwrap();
+    let info = ws.stat("/a.bin").unwrap().unwrap();
+    assert_eq!((info.size, info.mime_type.as_str()), (8, "text/plain"));
+    assert_eq!(read(&ws, "/a.bin").as_deref(), Some("now text"));
+    let kind: Vec<Row> =
+        sql.exec("SELECT typeof(content) FROM cf_wsfile_default WHERE path = '/a.bin'", &[]).unwrap();
+    assert_eq!(kind[0][0], SqlValue::Text("text".into()), "stored as TEXT, as write_file would");
+    // Through a symlink, into R2 when it grows, and for a missing file: the general write.
+    ws.symlink("/a.bin", "/link").unwrap();
+    block_on(ws.rewrite_file("/link", "via link", "text/plain")).unwrap();
+    assert_eq!(read(&ws, "/a.bin").as_deref(), Some("via link"));
+    assert_eq!(ws.lstat("/link").unwrap().unwrap().kind, EntryType::Symlink);
+    block_on(ws.rewrite_file("/a.bin", &"g".repeat(150), "text/plain")).unwrap();
+    assert_eq!(keys(&blobs).len(), 1);
+    assert_eq!(read(&ws, "/a.bin").map(|s| s.len()), Some(150));
+    block_on(ws.rewrite_file("/a.bin", "small again", "text/plain")).unwrap();
+    assert!(keys(&blobs).is_empty(), "back inline, the object is gone");
+    block_on(ws.rewrite_file("/new/file.txt", "fresh", "text/plain")).unwrap();
+    assert_eq!(read(&ws, "/new/file.txt").as_deref(), Some("fresh"));
+}
+
+#[test]
 fn mkdir_rules() {
     let (_, ws) = ws();
     assert_eq!(errno(ws.mkdir("/a/b", false)), Errno::NoEnt);

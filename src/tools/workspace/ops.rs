@@ -43,6 +43,11 @@ pub trait EditOps {
     async fn read_file(&self, path: &str) -> Result<Option<String>, FsError>;
     /// Creates or overwrites a text file.
     async fn write_file(&self, path: &str, content: &str) -> Result<(), FsError>;
+    /// Overwrites a file `read_file` just returned. Stores that can update an existing
+    /// file more cheaply than a general write override it; the default is `write_file`.
+    async fn rewrite_file(&self, path: &str, content: &str) -> Result<(), FsError> {
+        self.write_file(path, content).await
+    }
 }
 
 /// What `list` needs.
@@ -154,6 +159,9 @@ impl EditOps for Workspace {
     }
     async fn write_file(&self, path: &str, content: &str) -> Result<(), FsError> {
         Workspace::write_file(self, path, content, "text/plain").await
+    }
+    async fn rewrite_file(&self, path: &str, content: &str) -> Result<(), FsError> {
+        Workspace::rewrite_file(self, path, content, "text/plain").await
     }
 }
 
