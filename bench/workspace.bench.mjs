@@ -97,6 +97,7 @@ export default {
       tool: "grep",
       setup: FILES,
       goal: 3,
+      iterations: 3,
       inputs: [{ query: "the needle is here", fixedString: true }],
     },
     {
@@ -104,6 +105,7 @@ export default {
       tool: "grep",
       setup: FILES,
       goal: 3,
+      iterations: 3,
       inputs: [{ query: "fn_\\d{3}\\(x, y\\)" }],
     },
     {
