@@ -1,13 +1,134 @@
 //! `Sql` over the Durable Object's SQLite (`ctx.storage.sql`).
+//!
+//! Every statement crosses from wasm into JavaScript and back, and the crossing, not SQLite,
+//! is what a workspace operation mostly costs. So a statement is one call into a small JS
+//! helper: the bindings go in packed in one byte buffer (read in place from wasm memory),
+//! and the helper runs the statement and packs the whole result into one byte buffer
+//! (strings as UTF-8 via the native `TextEncoder`), which Rust copies in with one `memcpy`
+//! and decodes. The alternative, passing and reading values one by one through
+//! wasm-bindgen, costs several crossings per value and encodes strings in a JS loop.
 
-use js_sys::{Function, Reflect};
-use wasm_bindgen::{closure::ScopedClosure, JsCast, JsValue};
-use worker::{SqlStorage, SqlStorageValue};
+use js_sys::{Function, Reflect, Uint8Array};
+use wasm_bindgen::{closure::ScopedClosure, prelude::wasm_bindgen, JsCast, JsValue};
 
 use crate::store::{Row, Sql, SqlValue, StoreError};
 
+#[wasm_bindgen(inline_js = r#"
+const encoder = new TextEncoder();
+const SMALL = 1 << 16;
+let buf = new Uint8Array(SMALL);
+let view = new DataView(buf.buffer);
+function room(pos, extra) {
+  if (pos + extra <= buf.length) return;
+  let size = buf.length * 2;
+  while (size < pos + extra) size *= 2;
+  const next = new Uint8Array(size);
+  next.set(buf.subarray(0, pos));
+  buf = next;
+  view = new DataView(buf.buffer);
+}
+const decoder = new TextDecoder();
+// Values are packed as a tag (0 null, 1 integer, 2 real, 3 text, 4 blob) and a payload
+// (f64, or u32 length + bytes), little-endian. Bindings arrive packed that way (a view of
+// wasm memory); results go back as u32 columns, u32 rows, then the values.
+function unpackParams(p) {
+  const pv = new DataView(p.buffer, p.byteOffset, p.byteLength);
+  const out = [];
+  let at = 0;
+  while (at < p.length) {
+    const tag = p[at];
+    if (tag === 0) {
+      out.push(null);
+      at += 1;
+    } else if (tag === 1 || tag === 2) {
+      out.push(pv.getFloat64(at + 1, true));
+      at += 9;
+    } else {
+      const len = pv.getUint32(at + 1, true);
+      const bytes = p.subarray(at + 5, at + 5 + len);
+      if (tag === 4) {
+        out.push(bytes.slice());
+      } else if (len <= 64) {
+        // Short text: a loop beats a native decode call; bail out on non-ASCII.
+        let s = "";
+        let k = 0;
+        for (; k < len && bytes[k] < 128; k++) s += String.fromCharCode(bytes[k]);
+        out.push(k === len ? s : decoder.decode(bytes));
+      } else {
+        out.push(decoder.decode(bytes));
+      }
+      at += 5 + len;
+    }
+  }
+  return out;
+}
+export function execPacked(sql, query, packedParams) {
+  if (buf.length > (1 << 22)) { buf = new Uint8Array(SMALL); view = new DataView(buf.buffer); }
+  const cursor = sql.exec(query, ...unpackParams(packedParams));
+  let pos = 8;
+  let rows = 0;
+  let cols = 0;
+  // The width comes from the rows: `cursor.columnNames` would build an array of names.
+  for (const row of cursor.raw()) {
+    rows++;
+    cols = row.length;
+    for (let i = 0; i < cols; i++) {
+      const v = row[i];
+      if (v === null || v === undefined) {
+        room(pos, 1);
+        buf[pos++] = 0;
+      } else if (typeof v === "number" || typeof v === "boolean" || typeof v === "bigint") {
+        const n = Number(v);
+        room(pos, 9);
+        buf[pos] = Number.isSafeInteger(n) ? 1 : 2;
+        view.setFloat64(pos + 1, n, true);
+        pos += 9;
+      } else if (typeof v === "string") {
+        const n = v.length;
+        room(pos, 5 + n * 3);
+        buf[pos] = 3;
+        // Short ASCII strings (names, types, paths) are copied in a loop: cheaper than a
+        // native encodeInto call and the view it needs.
+        let k = 0;
+        if (n <= 64) {
+          const at = pos + 5;
+          for (; k < n; k++) {
+            const c = v.charCodeAt(k);
+            if (c > 127) break;
+            buf[at + k] = c;
+          }
+        }
+        if (k === n) {
+          view.setUint32(pos + 1, n, true);
+          pos += 5 + n;
+        } else {
+          const { written } = encoder.encodeInto(v, buf.subarray(pos + 5));
+          view.setUint32(pos + 1, written, true);
+          pos += 5 + written;
+        }
+      } else {
+        const bytes = v instanceof ArrayBuffer ? new Uint8Array(v) : new Uint8Array(v.buffer, v.byteOffset, v.byteLength);
+        room(pos, 5 + bytes.length);
+        buf[pos] = 4;
+        view.setUint32(pos + 1, bytes.length, true);
+        buf.set(bytes, pos + 5);
+        pos += 5 + bytes.length;
+      }
+    }
+  }
+  view.setUint32(0, cols, true);
+  view.setUint32(4, rows, true);
+  return buf.subarray(0, pos);
+}
+"#)]
+extern "C" {
+    #[wasm_bindgen(js_name = execPacked, catch)]
+    fn exec_packed(sql: &JsValue, query: &str, params: &[u8]) -> Result<Uint8Array, JsValue>;
+}
+
 pub struct DoSql {
-    sql: SqlStorage,
+    /// `ctx.storage.sql`.
+    sql: JsValue,
     /// `ctx.storage`, for `transactionSync`.
     storage: JsValue,
 }
@@ -16,41 +137,99 @@ impl DoSql {
     pub fn new(state: &worker::State) -> Self {
         let storage = state.storage();
         let raw: &JsValue = storage.as_raw().as_ref();
-        Self { sql: storage.sql(), storage: raw.clone() }
+        let sql: JsValue = AsRef::<JsValue>::as_ref(&storage.sql()).clone();
+        Self { sql, storage: raw.clone() }
     }
 }
 
-fn to_do(v: &SqlValue) -> SqlStorageValue {
-    match v {
-        SqlValue::Null => SqlStorageValue::Null,
-        SqlValue::Integer(i) => SqlStorageValue::Integer(*i),
-        SqlValue::Real(f) => SqlStorageValue::Float(*f),
-        SqlValue::Text(s) => SqlStorageValue::String(s.clone()),
-        SqlValue::Blob(b) => SqlStorageValue::Blob(b.clone()),
+/// Packs bindings for `execPacked` (the layout of its results, without the header).
+fn pack(params: &[SqlValue]) -> Vec<u8> {
+    let size: usize = params
+        .iter()
+        .map(|p| match p {
+            SqlValue::Null => 1,
+            SqlValue::Integer(_) | SqlValue::Real(_) => 9,
+            SqlValue::Text(s) => 5 + s.len(),
+            SqlValue::Blob(b) => 5 + b.len(),
+        })
+        .sum();
+    let mut out = Vec::with_capacity(size);
+    for p in params {
+        match p {
+            SqlValue::Null => out.push(0),
+            SqlValue::Integer(i) => {
+                out.push(1);
+                out.extend_from_slice(&(*i as f64).to_le_bytes());
+            }
+            SqlValue::Real(f) => {
+                out.push(2);
+                out.extend_from_slice(&f.to_le_bytes());
+            }
+            SqlValue::Text(s) => {
+                out.push(3);
+                out.extend_from_slice(&(s.len() as u32).to_le_bytes());
+                out.extend_from_slice(s.as_bytes());
+            }
+            SqlValue::Blob(b) => {
+                out.push(4);
+                out.extend_from_slice(&(b.len() as u32).to_le_bytes());
+                out.extend_from_slice(b);
+            }
+        }
     }
+    out
 }
 
-fn from_do(v: SqlStorageValue) -> SqlValue {
-    match v {
-        SqlStorageValue::Null => SqlValue::Null,
-        SqlStorageValue::Boolean(b) => SqlValue::Integer(b as i64),
-        SqlStorageValue::Integer(i) => SqlValue::Integer(i),
-        SqlStorageValue::Float(f) => SqlValue::Real(f),
-        SqlStorageValue::String(s) => SqlValue::Text(s),
-        SqlStorageValue::Blob(b) => SqlValue::Blob(b),
+/// Reads the buffer `execPacked` wrote.
+fn decode(buf: &[u8]) -> Result<Vec<Row>, StoreError> {
+    let bad = || StoreError("malformed result buffer".into());
+    let mut pos = 0usize;
+    let mut take = |n: usize| -> Result<&[u8], StoreError> {
+        let s = buf.get(pos..pos + n).ok_or_else(bad)?;
+        pos += n;
+        Ok(s)
+    };
+    let u32_at = |b: &[u8]| u32::from_le_bytes([b[0], b[1], b[2], b[3]]) as usize;
+    let cols = u32_at(take(4)?);
+    let rows = u32_at(take(4)?);
+    let mut out = Vec::with_capacity(rows);
+    for _ in 0..rows {
+        let mut row = Vec::with_capacity(cols);
+        for _ in 0..cols {
+            let tag = take(1)?[0];
+            row.push(match tag {
+                0 => SqlValue::Null,
+                1 | 2 => {
+                    let b = take(8)?;
+                    let f = f64::from_le_bytes([b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7]]);
+                    if tag == 1 { SqlValue::Integer(f as i64) } else { SqlValue::Real(f) }
+                }
+                3 => {
+                    let len = u32_at(take(4)?);
+                    let bytes = take(len)?;
+                    SqlValue::Text(String::from_utf8(bytes.to_vec()).map_err(|_| bad())?)
+                }
+                4 => {
+                    let len = u32_at(take(4)?);
+                    SqlValue::Blob(take(len)?.to_vec())
+                }
+                _ => return Err(bad()),
+            });
+        }
+        out.push(row);
     }
+    Ok(out)
+}
+
+fn js_error(e: JsValue) -> StoreError {
+    let msg = Reflect::get(&e, &"message".into()).ok().and_then(|m| m.as_string());
+    StoreError(msg.map(|m| format!("Error: {m}")).or_else(|| e.as_string()).unwrap_or_else(|| format!("{e:?}")))
 }
 
 impl Sql for DoSql {
     fn exec(&self, sql: &str, params: &[SqlValue]) -> Result<Vec<Row>, StoreError> {
-        let cursor = self
-            .sql
-            .exec(sql, params.iter().map(to_do).collect::<Vec<_>>())
-            .map_err(|e| StoreError(e.to_string()))?;
-        cursor
-            .raw()
-            .map(|row| row.map(|r| r.into_iter().map(from_do).collect()).map_err(|e| StoreError(e.to_string())))
-            .collect()
+        let packed = exec_packed(&self.sql, sql, &pack(params)).map_err(js_error)?;
+        decode(&packed.to_vec())
     }
 
     fn transaction(&self, f: &mut dyn FnMut() -> Result<(), StoreError>) -> Result<(), StoreError> {

@@ -53,6 +53,27 @@ impl Glob {
         self.regex.is_match(path)
     }
 
+    /// Whether every path matches (`/**` or `/**/*`), so callers can skip the regex.
+    pub fn matches_everything(&self) -> bool {
+        matches!(self.pattern.as_str(), "/**" | "/**/*")
+    }
+
+    /// Whether the SQL prefilter alone decides: the pattern names one path, or is
+    /// `<dir>/**`, `<dir>/**/*` or `<dir>/**/*<suffix>` with a literal suffix without `/`.
+    /// Every path in the key range (ending with the suffix) then matches, and the regex is
+    /// not needed.
+    pub fn sql_exact(&self) -> bool {
+        let Prefilter::Range { lo, .. } = &self.prefilter else { return true };
+        let Some(rest) = self.pattern.strip_prefix(lo.as_str()) else { return false };
+        match rest {
+            "**" | "**/*" => true,
+            _ => match (&self.suffix, rest.strip_prefix("**/*")) {
+                (Some(suffix), Some(tail)) => tail == suffix && !suffix.contains('/'),
+                _ => false,
+            },
+        }
+    }
+
     /// The regex the glob compiled to, for diagnostics and tests.
     pub fn regex_str(&self) -> &str {
         self.regex.as_str()

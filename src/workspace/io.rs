@@ -112,27 +112,26 @@ impl Workspace {
         for p in paths {
             norms.push(path::normalize(p, "open")?);
         }
-        let mut found: std::collections::HashMap<String, Row> = std::collections::HashMap::new();
+        let mut found: std::collections::HashMap<String, Row> =
+            std::collections::HashMap::with_capacity(paths.len());
         for batch in batches(&norms, 1, 0) {
             let rows = self.exec(
                 &format!(
-                    "SELECT {NODE_COLS}, content FROM {} WHERE path IN ({})",
+                    "SELECT path, type = 'file' AND storage = 'inline', content FROM {}
+                     WHERE path IN ({})",
                     self.t,
                     placeholders(batch.len())
                 ),
                 &batch.iter().map(|s| text(s)).collect::<Vec<_>>(),
             )?;
-            for row in rows {
-                found.insert(col_str(&row, 0), row);
+            for mut row in rows {
+                found.insert(take_str(&mut row, 0), row);
             }
         }
         let mut out = Vec::with_capacity(paths.len());
         for (shown, norm) in paths.iter().zip(&norms) {
-            let inline = found.remove(norm).filter(|row| {
-                let n = node_from_row(row);
-                n.kind == EntryType::File && n.storage == Storage::Inline
-            });
-            out.push(match inline.and_then(|row| row.into_iter().nth(6)) {
+            let inline = found.remove(norm).filter(|row| col_i64(row, 1) != 0);
+            out.push(match inline.and_then(|row| row.into_iter().nth(2)) {
                 Some(SqlValue::Text(s)) => Some(s),
                 Some(SqlValue::Blob(b)) => Some(Content::Bytes(b).into_text()),
                 Some(_) => Some(String::new()),
@@ -225,6 +224,34 @@ impl Workspace {
     /// symlink at `path`. `mime` defaults to `text/plain` in Think.
     pub async fn write_file(&self, path: &str, content: &str, mime: &str) -> Result<(), FsError> {
         self.write_content(path, Content::Text(content.to_owned()), mime).await
+    }
+
+    /// Replaces the text of a file that exists and is stored inline, in one `UPDATE`: about
+    /// half the cost of the upsert [`Workspace::write_file`] needs when the file may be new.
+    /// For a file just read (an edit) that is the common case; anything else (a symlink,
+    /// content that must spill, a file gone meanwhile) falls back to `write_file`.
+    pub async fn rewrite_file(&self, path: &str, content: &str, mime: &str) -> Result<(), FsError> {
+        let norm = path::normalize(path, "open")?;
+        if content.len() <= self.max_file_size && self.placement(content.len()) == Placement::Inline {
+            let rows = self.exec(
+                &format!(
+                    "UPDATE {} SET content = ?, size = ?, mime_type = ?, modified_at = ?
+                     WHERE path = ? AND type = 'file' AND storage = 'inline' RETURNING 1",
+                    self.t
+                ),
+                &[
+                    text(content),
+                    SqlValue::Integer(content.len() as i64),
+                    text(mime),
+                    SqlValue::Integer(self.now()),
+                    text(&norm),
+                ],
+            )?;
+            if !rows.is_empty() {
+                return Ok(());
+            }
+        }
+        self.write_file(path, content, mime).await
     }
 
     /// Writes bytes (stored as a BLOB), creating parent directories. Think's default `mime`

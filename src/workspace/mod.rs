@@ -27,7 +27,7 @@ pub use glob::{Glob, Prefilter};
 use crate::platform::Clock;
 use crate::store::{BlobStore, Row, Sql, SqlValue, StoreError};
 use serde::{Deserialize, Serialize};
-use std::cell::Cell;
+use std::cell::{Cell, RefCell};
 use std::rc::Rc;
 
 /// Content at or above this size goes to the blob store when one is configured (Think's value).
@@ -92,6 +92,17 @@ pub struct FileInfo {
     pub target: Option<String>,
 }
 
+/// A file found by [`Workspace::glob_texts`]: its path, its size and, when it was at hand,
+/// its text.
+#[derive(Debug, Clone, PartialEq)]
+pub struct FileText {
+    pub path: String,
+    pub size: u64,
+    /// `None` when the file is larger than asked for or not stored inline; read it with
+    /// [`Workspace::read_files`].
+    pub text: Option<String>,
+}
+
 /// Totals over the whole namespace, as Think's `getWorkspaceInfo()`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
@@ -144,6 +155,9 @@ pub struct Workspace {
     /// Chunks of large files kept in SQLite.
     c: String,
     initialized: Cell<bool>,
+    /// The last glob compiled by [`Workspace::glob_texts`] and its pattern: a paged search
+    /// asks with the same pattern for every page.
+    last_glob: RefCell<Option<(String, Rc<Glob>)>>,
 }
 
 /// How a file's content is held.
@@ -255,16 +269,27 @@ fn node_from_row(row: &Row) -> Node {
     }
 }
 
-fn info_from_row(row: &Row) -> FileInfo {
+/// Moves column `i` out of `row` as a string (empty when it is not text).
+fn take_str(row: &mut Row, i: usize) -> String {
+    match row.get_mut(i).map(|v| std::mem::replace(v, SqlValue::Null)) {
+        Some(SqlValue::Text(s)) => s,
+        _ => String::new(),
+    }
+}
+
+/// Builds a [`FileInfo`] from `INFO_COLS`, moving the strings out of the row.
+fn info_from_row(mut row: Row) -> FileInfo {
+    let kind = EntryType::parse(row.get(2).and_then(SqlValue::as_str).unwrap_or("file"));
+    let target = Some(take_str(&mut row, 7)).filter(|t| !t.is_empty());
     FileInfo {
-        path: col_str(row, 0),
-        name: col_str(row, 1),
-        kind: EntryType::parse(row.get(2).and_then(SqlValue::as_str).unwrap_or("file")),
-        mime_type: col_str(row, 3),
-        size: col_i64(row, 4).max(0) as u64,
-        created_at: col_i64(row, 5),
-        updated_at: col_i64(row, 6),
-        target: col_opt_str(row, 7).filter(|t| !t.is_empty()),
+        path: take_str(&mut row, 0),
+        name: take_str(&mut row, 1),
+        kind,
+        mime_type: take_str(&mut row, 3),
+        size: col_i64(&row, 4).max(0) as u64,
+        created_at: col_i64(&row, 5),
+        updated_at: col_i64(&row, 6),
+        target,
     }
 }
 
@@ -335,6 +360,7 @@ impl Workspace {
             inline_threshold: options.inline_threshold,
             max_file_size: options.max_file_size,
             initialized: Cell::new(false),
+            last_glob: RefCell::new(None),
         }
     }
 

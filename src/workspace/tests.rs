@@ -195,6 +195,78 @@ fn glob_matches_with_prefix_and_suffix() {
 }
 
 #[test]
+fn glob_knows_when_sql_alone_decides() {
+    let exact = |p: &str| Glob::new(p).unwrap().sql_exact();
+    for p in ["**/*", "**", "/src/**", "/src/**/*", "**/*.md", "/docs/**/*.test.ts", "/a/b.txt"] {
+        assert!(exact(p), "{p}");
+    }
+    for p in ["*.md", "/src/*.ts", "**/*/index.ts", "**/test/*.ts", "/src/**/x*.ts", "**/*.{md,ts}"] {
+        assert!(!exact(p), "{p}");
+    }
+}
+
+#[test]
+fn glob_texts_pages_with_texts_up_to_a_size() {
+    let (_, blobs, ws) = ws_with_blobs(100);
+    for i in 0..5 {
+        write(&ws, &format!("/t/f{i}.md"), &format!("file {i}"));
+    }
+    write(&ws, "/t/big.md", &"b".repeat(60));
+    write(&ws, "/t/spilled.md", &"s".repeat(150));
+    write(&ws, "/t/other.txt", "not md");
+    ws.mkdir("/t/dir.md", true).unwrap();
+    assert_eq!(keys(&blobs).len(), 1);
+    let (page, next) = ws.glob_texts("**/*.md", None, 3, 50).unwrap();
+    let got: Vec<_> = page.iter().map(|f| (f.path.as_str(), f.size, f.text.as_deref())).collect();
+    assert_eq!(
+        got,
+        vec![("/t/big.md", 60, None), ("/t/f0.md", 6, Some("file 0")), ("/t/f1.md", 6, Some("file 1"))],
+        "over text_max: no text; directories are not files"
+    );
+    assert_eq!(next.as_deref(), Some("/t/f1.md"));
+    let (page, next) = ws.glob_texts("**/*.md", next.as_deref(), 3, 50).unwrap();
+    assert_eq!(paths_of(&page), vec!["/t/f2.md", "/t/f3.md", "/t/f4.md"]);
+    let (page, next) = ws.glob_texts("**/*.md", next.as_deref(), 3, 1000).unwrap();
+    assert_eq!(page.len(), 1);
+    assert_eq!((page[0].path.as_str(), page[0].text.as_deref()), ("/t/spilled.md", None), "in R2: read it separately");
+    assert_eq!(next, None);
+    // A glob SQL cannot decide alone: every match, no texts, one page.
+    let (page, next) = ws.glob_texts("/t/f*.md", None, 2, 1000).unwrap();
+    assert_eq!(paths_of(&page), vec!["/t/f0.md", "/t/f1.md", "/t/f2.md", "/t/f3.md", "/t/f4.md"]);
+    assert!(page.iter().all(|f| f.text.is_none()) && next.is_none());
+    assert_eq!(errno(ws.glob_texts("[z-a]", None, 2, 10).map(|_| ())), Errno::Inval);
+}
+
+fn paths_of(files: &[FileText]) -> Vec<&str> {
+    files.iter().map(|f| f.path.as_str()).collect()
+}
+
+#[test]
+fn rewrite_updates_inline_files_and_falls_back_otherwise() {
+    let (sql, blobs, ws) = ws_with_blobs(100);
+    block_on(ws.write_file_bytes("/a.bin", b"\x00\x01", "application/octet-stream")).unwrap();
+    block_on(ws.rewrite_file("/a.bin", "now text", "text/plain")).unwrap();
+    let info = ws.stat("/a.bin").unwrap().unwrap();
+    assert_eq!((info.size, info.mime_type.as_str()), (8, "text/plain"));
+    assert_eq!(read(&ws, "/a.bin").as_deref(), Some("now text"));
+    let kind: Vec<Row> =
+        sql.exec("SELECT typeof(content) FROM cf_wsfile_default WHERE path = '/a.bin'", &[]).unwrap();
+    assert_eq!(kind[0][0], SqlValue::Text("text".into()), "stored as TEXT, as write_file would");
+    // Through a symlink, into R2 when it grows, and for a missing file: the general write.
+    ws.symlink("/a.bin", "/link").unwrap();
+    block_on(ws.rewrite_file("/link", "via link", "text/plain")).unwrap();
+    assert_eq!(read(&ws, "/a.bin").as_deref(), Some("via link"));
+    assert_eq!(ws.lstat("/link").unwrap().unwrap().kind, EntryType::Symlink);
+    block_on(ws.rewrite_file("/a.bin", &"g".repeat(150), "text/plain")).unwrap();
+    assert_eq!(keys(&blobs).len(), 1);
+    assert_eq!(read(&ws, "/a.bin").map(|s| s.len()), Some(150));
+    block_on(ws.rewrite_file("/a.bin", "small again", "text/plain")).unwrap();
+    assert!(keys(&blobs).is_empty(), "back inline, the object is gone");
+    block_on(ws.rewrite_file("/new/file.txt", "fresh", "text/plain")).unwrap();
+    assert_eq!(read(&ws, "/new/file.txt").as_deref(), Some("fresh"));
+}
+
+#[test]
 fn mkdir_rules() {
     let (_, ws) = ws();
     assert_eq!(errno(ws.mkdir("/a/b", false)), Errno::NoEnt);

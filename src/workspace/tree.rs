@@ -19,7 +19,7 @@ impl Workspace {
         let norm = path::normalize(path, "stat")?;
         let sql = format!("SELECT {INFO_COLS} FROM {} WHERE path = ?", self.t);
         let rows = self.exec(&sql, &[text(&norm)])?;
-        let info = rows.first().map(info_from_row);
+        let info = rows.into_iter().next().map(info_from_row);
         let resolved_path = match &info {
             Some(i) if !(follow && i.kind == EntryType::Symlink) => return Ok(info),
             _ => match self.resolve(&norm, follow, "stat", path) {
@@ -30,7 +30,34 @@ impl Workspace {
             },
         };
         let rows = self.exec(&sql, &[text(&resolved_path)])?;
-        Ok(rows.first().map(info_from_row))
+        Ok(rows.into_iter().next().map(info_from_row))
+    }
+
+    /// [`Workspace::stat`] plus the content of an inline text file (`text/*`), fetched by the
+    /// same statement, so reading a text file costs one round trip instead of two. Other
+    /// entries come back without content.
+    pub fn stat_with_text(&self, path: &str) -> Result<Option<(FileInfo, Option<String>)>, FsError> {
+        let norm = path::normalize(path, "stat")?;
+        let rows = self.exec(
+            &format!(
+                "SELECT {INFO_COLS}, CASE WHEN type = 'file' AND storage = 'inline'
+                   AND substr(mime_type, 1, 5) = 'text/' THEN content END
+                 FROM {} WHERE path = ?",
+                self.t
+            ),
+            &[text(&norm)],
+        )?;
+        match rows.into_iter().next() {
+            Some(mut row) if row.get(2).and_then(SqlValue::as_str) != Some("symlink") => {
+                let content = match row.pop() {
+                    Some(SqlValue::Text(s)) => Some(s),
+                    Some(SqlValue::Blob(b)) => Some(Content::Bytes(b).into_text()),
+                    _ => None,
+                };
+                Ok(Some((info_from_row(row), content)))
+            }
+            _ => Ok(self.stat(path)?.map(|info| (info, None))),
+        }
     }
 
     /// Whether an entry exists at `path` (a dangling symlink counts, as in Think).
@@ -60,7 +87,7 @@ impl Workspace {
         };
         let rows = self.exec(&sql, &params(&norm))?;
         if !rows.is_empty() || norm == "/" {
-            return Ok(rows.iter().map(info_from_row).collect());
+            return Ok(rows.into_iter().map(info_from_row).collect());
         }
         // Empty: the directory may be reached through a symlink.
         match self.resolve(&norm, true, "scandir", dir) {
@@ -69,7 +96,7 @@ impl Workspace {
                     && r.node.as_ref().is_some_and(|n| n.kind == EntryType::Directory) =>
             {
                 let rows = self.exec(&sql, &params(&r.path))?;
-                Ok(rows.iter().map(info_from_row).collect())
+                Ok(rows.into_iter().map(info_from_row).collect())
             }
             Ok(_) => Ok(Vec::new()),
             Err(e) if e.errno() == Some(Errno::NotDir) => Ok(Vec::new()),
@@ -86,16 +113,119 @@ impl Workspace {
 
     /// [`Workspace::glob`] with an already compiled pattern.
     pub fn glob_compiled(&self, g: &Glob) -> Result<Vec<FileInfo>, FsError> {
+        Ok(self.glob_rows(g, INFO_COLS, "")?.into_iter().map(info_from_row).collect())
+    }
+
+    /// The path and size of every file (not directory or symlink) whose path matches the
+    /// glob, ordered by path: what a search over file contents needs, in two columns.
+    pub fn glob_files(&self, pattern: &str) -> Result<Vec<(String, u64)>, FsError> {
+        let g = Glob::new(pattern)?;
+        Ok(self
+            .glob_rows(&g, "path, size", "AND type = 'file'")?
+            .into_iter()
+            .map(|mut row| {
+                let size = col_i64(&row, 1).max(0) as u64;
+                (take_str(&mut row, 0), size)
+            })
+            .collect())
+    }
+
+    /// One page of the files matching `pattern`, in path order, after `after`: at most
+    /// `limit` files, with the text of each inline file of at most `text_max` bytes, read
+    /// by the same statement. Returns the page and the `after` of the next one (`None` at
+    /// the end). When the glob needs more than SQL can decide, the first page lists every
+    /// matching file without texts. A search reads a whole tree this way in a few
+    /// statements, with the memory of a page bounded by `limit * text_max`.
+    pub fn glob_texts(
+        &self,
+        pattern: &str,
+        after: Option<&str>,
+        limit: usize,
+        text_max: u64,
+    ) -> Result<(Vec<FileText>, Option<String>), FsError> {
+        let cached = self.last_glob.borrow().as_ref().filter(|(p, _)| p == pattern).map(|(_, g)| g.clone());
+        let g = match cached {
+            Some(g) => g,
+            None => {
+                let g = Rc::new(Glob::new(pattern)?);
+                *self.last_glob.borrow_mut() = Some((pattern.to_owned(), g.clone()));
+                g
+            }
+        };
+        if !g.sql_exact() {
+            if after.is_some() {
+                return Ok((Vec::new(), None));
+            }
+            let files = self
+                .glob_rows(&g, "path, size", "AND type = 'file'")?
+                .into_iter()
+                .map(|mut row| FileText {
+                    size: col_i64(&row, 1).max(0) as u64,
+                    path: take_str(&mut row, 0),
+                    text: None,
+                })
+                .collect();
+            return Ok((files, None));
+        }
+        let t = &self.t;
+        let cols = "path, size, CASE WHEN storage = 'inline' AND size <= ? THEN content END";
+        let text_max = SqlValue::Integer(text_max.min(i64::MAX as u64) as i64);
+        let limit = limit.max(1);
+        let mut params = vec![text_max];
+        let mut sql = format!("SELECT {cols} FROM {t} WHERE type = 'file'");
+        match &g.prefilter {
+            Prefilter::Exact(p) => {
+                sql.push_str(" AND path = ?");
+                params.push(text(p));
+            }
+            Prefilter::Range { lo, hi } => {
+                sql.push_str(" AND path >= ? AND path < ?");
+                params.push(text(lo));
+                params.push(text(hi));
+                if let Some(suffix) = &g.suffix {
+                    sql.push_str(" AND substr(path, ?) = ?");
+                    params.push(SqlValue::Integer(-(suffix.chars().count() as i64)));
+                    params.push(text(suffix));
+                }
+            }
+        }
+        if let Some(a) = after {
+            sql.push_str(" AND path > ?");
+            params.push(text(a));
+        }
+        sql.push_str(" ORDER BY path LIMIT ?");
+        params.push(SqlValue::Integer(limit.min(i64::MAX as usize) as i64));
+        let rows = self.exec(&sql, &params)?;
+        let full = rows.len() == limit;
+        let files: Vec<FileText> = rows
+            .into_iter()
+            .map(|mut row| FileText {
+                size: col_i64(&row, 1).max(0) as u64,
+                text: match row.pop() {
+                    Some(SqlValue::Text(s)) => Some(s),
+                    Some(SqlValue::Blob(b)) => Some(Content::Bytes(b).into_text()),
+                    _ => None,
+                },
+                path: take_str(&mut row, 0),
+            })
+            .collect();
+        let next = if full { files.last().map(|f| f.path.clone()) } else { None };
+        Ok((files, next))
+    }
+
+    /// Rows (`cols`, starting with `path`) of the entries matching `g`, ordered by path,
+    /// narrowed in SQL by key range, literal suffix and `and` (a condition or empty).
+    fn glob_rows(&self, g: &Glob, cols: &str, and: &str) -> Result<Vec<Row>, FsError> {
         let t = &self.t;
         let rows = match &g.prefilter {
             Prefilter::Exact(p) => {
-                self.exec(&format!("SELECT {INFO_COLS} FROM {t} WHERE path = ?"), &[text(p)])?
+                self.exec(&format!("SELECT {cols} FROM {t} WHERE path = ? {and}"), &[text(p)])?
             }
             Prefilter::Range { lo, hi } => match &g.suffix {
                 Some(suffix) => self.exec(
                     &format!(
-                        "SELECT {INFO_COLS} FROM {t} WHERE path >= ? AND path < ?
-                         AND substr(path, ?) = ? ORDER BY path"
+                        "SELECT {cols} FROM {t} WHERE path >= ? AND path < ?
+                         AND substr(path, ?) = ? {and} ORDER BY path"
                     ),
                     &[
                         text(lo),
@@ -105,20 +235,18 @@ impl Workspace {
                     ],
                 )?,
                 None => self.exec(
-                    &format!(
-                        "SELECT {INFO_COLS} FROM {t} WHERE path >= ? AND path < ? ORDER BY path"
-                    ),
+                    &format!("SELECT {cols} FROM {t} WHERE path >= ? AND path < ? {and} ORDER BY path"),
                     &[text(lo), text(hi)],
                 )?,
             },
         };
+        let everything = g.matches_everything();
         Ok(rows
-            .iter()
+            .into_iter()
             .filter(|r| {
                 let p = r.first().and_then(SqlValue::as_str).unwrap_or("/");
-                p != "/" && g.is_match(p)
+                p != "/" && (everything || g.is_match(p))
             })
-            .map(info_from_row)
             .collect())
     }
 

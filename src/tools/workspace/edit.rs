@@ -83,7 +83,7 @@ impl Tool for EditTool {
         };
         match apply_edit(&content, &old_string, &new_string) {
             EditResult::Replaced { content: updated, level } => {
-                self.ops.write_file(&path, &updated).await.map_err(fs_err)?;
+                self.ops.rewrite_file(&path, &updated).await.map_err(fs_err)?;
                 m.insert("path".into(), json!(path));
                 m.insert("replaced".into(), json!(true));
                 if level != MatchLevel::Exact {

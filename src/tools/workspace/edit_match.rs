@@ -53,14 +53,16 @@ pub enum EditResult {
 pub fn apply_edit(content: &str, old: &str, new: &str) -> EditResult {
     let new = adapt_line_endings(content, new);
     // Level 1: exact, counting overlapping occurrences as Think does.
-    let exact = count_overlapping(content, old);
-    if exact == 1 {
-        if let Some(at) = content.find(old) {
-            return EditResult::Replaced {
-                content: splice(content, at, at + old.len(), &new),
-                level: MatchLevel::Exact,
-            };
-        }
+    let first = if old.is_empty() { None } else { super::scan::find(content, old) };
+    let exact = match first {
+        Some(at) => 1 + count_overlapping(&content[at + char_len_at(content, at)..], old),
+        None => 0,
+    };
+    if let (1, Some(at)) = (exact, first) {
+        return EditResult::Replaced {
+            content: splice(content, at, at + old.len(), &new),
+            level: MatchLevel::Exact,
+        };
     }
     if exact > 1 {
         return EditResult::Ambiguous { level: MatchLevel::Exact, count: exact };
@@ -98,22 +100,25 @@ pub fn apply_edit(content: &str, old: &str, new: &str) -> EditResult {
     }
 }
 
-/// Occurrences of `needle`, overlapping ones included (Think's count).
+/// Occurrences of `needle`, overlapping ones included (Think's count). A match always starts
+/// on a character boundary, so stepping one byte past it is stepping one character.
 pub fn count_overlapping(hay: &str, needle: &str) -> usize {
     if needle.is_empty() {
         return 0;
     }
+    let finder = super::scan::Literal::new(needle.as_bytes(), false);
     let mut count = 0;
-    let mut pos = 0;
-    while let Some(i) = hay[pos..].find(needle) {
+    let mut from = 0;
+    while let Some(at) = finder.find(hay.as_bytes(), from) {
         count += 1;
-        let at = pos + i;
-        pos = at + hay[at..].chars().next().map_or(1, char::len_utf8);
-        if pos > hay.len() {
-            break;
-        }
+        from = at + 1;
     }
     count
+}
+
+/// Length in bytes of the character starting at byte `at` (1 at the end).
+fn char_len_at(s: &str, at: usize) -> usize {
+    s[at..].chars().next().map_or(1, char::len_utf8)
 }
 
 fn splice(content: &str, start: usize, end: usize, new: &str) -> String {
@@ -126,6 +131,9 @@ fn splice(content: &str, start: usize, end: usize, new: &str) -> String {
 
 /// Rewrites `new`'s line breaks to the file's convention when the file uses just one.
 fn adapt_line_endings<'a>(content: &str, new: &'a str) -> Cow<'a, str> {
+    if !new.contains('\n') {
+        return Cow::Borrowed(new);
+    }
     let crlf = content.matches("\r\n").count();
     let lf = content.matches('\n').count() - crlf;
     if crlf > 0 && lf == 0 {

@@ -16,6 +16,7 @@ mod list;
 pub mod media;
 pub mod ops;
 mod read;
+mod scan;
 mod write;
 
 #[cfg(test)]
@@ -30,7 +31,7 @@ pub use read::read_tool;
 pub use write::write_tool;
 
 use super::{ToolDefinition, ToolError, ToolRef};
-use crate::workspace::{FsError, Workspace};
+use crate::workspace::{Errno, FsError, Workspace};
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 use std::rc::Rc;
@@ -86,9 +87,22 @@ fn parse_input<T: DeserializeOwned>(tool: &str, input: Value) -> Result<T, ToolE
         .map_err(|e| ToolError(format!("Invalid input for tool \"{tool}\": {e}")))
 }
 
-/// A thrown error in Think becomes the tool's error text.
+/// A thrown error in Think becomes the tool's error text. Where the tools meet them, the
+/// errors are worded as Think's `Workspace` words them; the rest keep the filesystem's
+/// Node-style text (`ENOENT: no such file or directory, open '/x'`).
 fn fs_err(e: FsError) -> ToolError {
-    ToolError(e.to_string())
+    let FsError::Posix { errno, syscall, path } = &e else { return ToolError(e.to_string()) };
+    let root = crate::workspace::path::normalize(path, syscall).is_ok_and(|p| p == "/");
+    ToolError(match (errno, *syscall) {
+        (Errno::NotEmpty, "rm") => format!("ENOTEMPTY: directory not empty: {path}"),
+        (Errno::Perm, "rm") if root => "EPERM: cannot remove root directory".into(),
+        (Errno::IsDir, "open") if root => "EISDIR: cannot write to root directory".into(),
+        (Errno::IsDir, "open" | "read") => format!("EISDIR: {path} is a directory"),
+        (Errno::NameTooLong, _) => {
+            format!("ENAMETOOLONG: path exceeds {} characters", crate::workspace::path::MAX_PATH_LENGTH)
+        }
+        _ => e.to_string(),
+    })
 }
 
 /// `{ "error": msg }`, the shape Think returns for failures the model should read.
@@ -100,7 +114,7 @@ fn error_output(msg: impl Into<String>) -> Value {
 
 /// Number of lines as Think counts them (`split("\n").length`).
 fn line_count(s: &str) -> usize {
-    s.split('\n').count()
+    bytecount::count(s.as_bytes(), b'\n') + 1
 }
 
 /// An optional JSON integer that may arrive as `3` or `3.0`.

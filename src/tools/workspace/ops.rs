@@ -2,7 +2,7 @@
 //! so the tools can run over a store other than [`Workspace`]: a remote filesystem, a
 //! sandbox, a read-only view.
 
-use crate::workspace::{FileInfo, FsError, Workspace};
+use crate::workspace::{FileInfo, FileText, FsError, Workspace};
 use async_trait::async_trait;
 
 /// What `read` needs.
@@ -14,6 +14,12 @@ pub trait ReadOps {
     async fn read_file_bytes(&self, path: &str) -> Result<Option<Vec<u8>>, FsError>;
     /// Metadata following symlinks, `None` when absent.
     async fn stat(&self, path: &str) -> Result<Option<FileInfo>, FsError>;
+    /// Metadata plus, when the store can fetch it in the same step, the file's text (a
+    /// read then costs one storage round trip). The default is `stat` alone; `read` then
+    /// fetches the text with `read_file`.
+    async fn stat_with_text(&self, path: &str) -> Result<Option<(FileInfo, Option<String>)>, FsError> {
+        Ok(self.stat(path).await?.map(|info| (info, None)))
+    }
 }
 
 /// What `write` needs.
@@ -37,6 +43,11 @@ pub trait EditOps {
     async fn read_file(&self, path: &str) -> Result<Option<String>, FsError>;
     /// Creates or overwrites a text file.
     async fn write_file(&self, path: &str, content: &str) -> Result<(), FsError>;
+    /// Overwrites a file `read_file` just returned. Stores that can update an existing
+    /// file more cheaply than a general write override it; the default is `write_file`.
+    async fn rewrite_file(&self, path: &str, content: &str) -> Result<(), FsError> {
+        self.write_file(path, content).await
+    }
 }
 
 /// What `list` needs.
@@ -63,8 +74,37 @@ pub trait FindOps {
 pub trait GrepOps {
     /// Entries matching a glob; `grep` keeps the files.
     async fn glob(&self, pattern: &str) -> Result<Vec<FileInfo>, FsError>;
+    /// Path and size of each file (not directory or symlink) matching a glob, ordered by
+    /// path. Stores that can select just these override it; the default filters `glob`.
+    async fn glob_files(&self, pattern: &str) -> Result<Vec<(String, u64)>, FsError> {
+        Ok(self
+            .glob(pattern)
+            .await?
+            .into_iter()
+            .filter(|f| f.kind == crate::workspace::EntryType::File)
+            .map(|f| (f.path, f.size))
+            .collect())
+    }
     /// File text, `None` when absent.
     async fn read_file(&self, path: &str) -> Result<Option<String>, FsError>;
+    /// One page of the files matching a glob, in path order, after `after` (at most
+    /// `limit`), with the text of those the store can return at once when they are at most
+    /// `text_max` bytes; `grep` reads the others with `read_files`. Returns the page and
+    /// the `after` of the next one, `None` at the end. The default lists every file (from
+    /// `glob_files`) in one page, without texts.
+    async fn glob_texts(
+        &self,
+        pattern: &str,
+        after: Option<&str>,
+        _limit: usize,
+        _text_max: u64,
+    ) -> Result<(Vec<FileText>, Option<String>), FsError> {
+        if after.is_some() {
+            return Ok((Vec::new(), None));
+        }
+        let files = self.glob_files(pattern).await?;
+        Ok((files.into_iter().map(|(path, size)| FileText { path, size, text: None }).collect(), None))
+    }
     /// Reads several files, in order. Stores that can fetch many files in one request
     /// override this; the default reads them one by one.
     async fn read_files(&self, paths: &[String]) -> Result<Vec<Option<String>>, FsError> {
@@ -94,6 +134,9 @@ impl ReadOps for Workspace {
     async fn stat(&self, path: &str) -> Result<Option<FileInfo>, FsError> {
         Workspace::stat(self, path)
     }
+    async fn stat_with_text(&self, path: &str) -> Result<Option<(FileInfo, Option<String>)>, FsError> {
+        Workspace::stat_with_text(self, path)
+    }
 }
 
 #[async_trait(?Send)]
@@ -116,6 +159,9 @@ impl EditOps for Workspace {
     }
     async fn write_file(&self, path: &str, content: &str) -> Result<(), FsError> {
         Workspace::write_file(self, path, content, "text/plain").await
+    }
+    async fn rewrite_file(&self, path: &str, content: &str) -> Result<(), FsError> {
+        Workspace::rewrite_file(self, path, content, "text/plain").await
     }
 }
 
@@ -142,6 +188,18 @@ impl FindOps for Workspace {
 impl GrepOps for Workspace {
     async fn glob(&self, pattern: &str) -> Result<Vec<FileInfo>, FsError> {
         Workspace::glob(self, pattern)
+    }
+    async fn glob_files(&self, pattern: &str) -> Result<Vec<(String, u64)>, FsError> {
+        Workspace::glob_files(self, pattern)
+    }
+    async fn glob_texts(
+        &self,
+        pattern: &str,
+        after: Option<&str>,
+        limit: usize,
+        text_max: u64,
+    ) -> Result<(Vec<FileText>, Option<String>), FsError> {
+        Workspace::glob_texts(self, pattern, after, limit, text_max)
     }
     async fn read_file(&self, path: &str) -> Result<Option<String>, FsError> {
         Workspace::read_file(self, path).await

@@ -51,7 +51,7 @@ impl Tool for ReadTool {
 
     async fn execute(&self, input: Value, _ctx: &ToolContext) -> Result<Value, ToolError> {
         let Input { path, offset, limit } = parse_input("read", input)?;
-        let Some(stat) = self.ops.stat(&path).await.map_err(fs_err)? else {
+        let Some((stat, prefetched)) = self.ops.stat_with_text(&path).await.map_err(fs_err)? else {
             return Ok(error_output(format!("File not found: {path}")));
         };
         if stat.kind == crate::workspace::EntryType::Directory {
@@ -89,7 +89,11 @@ impl Tool for ReadTool {
             m.insert("unsupported".into(), json!(true));
             return Ok(Value::Object(m));
         }
-        let Some(content) = self.ops.read_file(&path).await.map_err(fs_err)? else {
+        let content = match prefetched {
+            Some(text) => Some(text),
+            None => self.ops.read_file(&path).await.map_err(fs_err)?,
+        };
+        let Some(content) = content else {
             return Ok(error_output(format!("Could not read file: {path}")));
         };
         Ok(numbered(&path, &content, offset.map(|i| i.0), limit.map(|i| i.0)))
@@ -112,45 +116,134 @@ impl Tool for ReadTool {
     }
 }
 
-/// Cuts `line` to [`MAX_LINE_LENGTH`] UTF-16 units, as JS `slice` would.
-fn clip(line: &str) -> String {
+/// Appends `line` cut to [`MAX_LINE_LENGTH`] UTF-16 units, as JS `slice` would. A line of
+/// at most that many bytes has at most that many units, so only long lines are counted.
+#[inline(always)]
+fn push_clipped(out: &mut Vec<u8>, line: &str) {
+    if line.len() <= MAX_LINE_LENGTH {
+        out.extend_from_slice(line.as_bytes());
+        return;
+    }
     let mut units = 0;
     for (i, c) in line.char_indices() {
         units += c.len_utf16();
         if units > MAX_LINE_LENGTH {
-            return format!("{}... (truncated)", &line[..i]);
+            out.extend_from_slice(&line.as_bytes()[..i]);
+            out.extend_from_slice(b"... (truncated)");
+            return;
         }
     }
-    line.to_owned()
+    out.extend_from_slice(line.as_bytes());
 }
 
-/// Think's `readTextWithLineNumbers`.
+/// A line number kept as its decimal digits, `"\n"` before them and `"\t"` after, and
+/// counted up digit by digit: a division per digit per line costs more than the rest of
+/// the numbering.
+struct LineLabel {
+    /// `buf[start..]` is `"\n<digits>\t"`.
+    buf: [u8; 24],
+    start: usize,
+}
+
+impl LineLabel {
+    fn new(mut n: usize) -> LineLabel {
+        let mut buf = [0u8; 24];
+        let mut i = buf.len() - 1;
+        buf[i] = b'\t';
+        loop {
+            i -= 1;
+            buf[i] = b'0' + (n % 10) as u8;
+            n /= 10;
+            if n == 0 {
+                break;
+            }
+        }
+        buf[i - 1] = b'\n';
+        LineLabel { buf, start: i - 1 }
+    }
+
+    /// The label with its leading newline (`with_newline`) or without.
+    #[inline(always)]
+    fn bytes(&self, with_newline: bool) -> &[u8] {
+        &self.buf[self.start + usize::from(!with_newline)..]
+    }
+
+    #[inline(always)]
+    fn increment(&mut self) {
+        let mut i = self.buf.len() - 2;
+        loop {
+            if self.buf[i] != b'9' {
+                self.buf[i] += 1;
+                return;
+            }
+            self.buf[i] = b'0';
+            if i == self.start + 1 {
+                // All nines: one more digit (the buffer holds far more than usize needs).
+                self.buf[i - 1] = b'1';
+                self.buf[i - 2] = b'\n';
+                self.start -= 1;
+                return;
+            }
+            i -= 1;
+        }
+    }
+}
+
+/// Think's `readTextWithLineNumbers`, in one pass over the lines.
 fn numbered(path: &str, content: &str, offset: Option<u64>, limit: Option<u64>) -> Value {
-    let lines: Vec<&str> = content.split('\n').collect();
-    let total = lines.len();
-    let start = offset.filter(|&o| o > 0).map_or(0, |o| (o - 1) as usize);
+    let total = super::line_count(content);
+    let start = offset.filter(|&o| o > 0).map_or(0, |o| usize::try_from(o - 1).unwrap_or(usize::MAX));
     let end = match limit.filter(|&l| l > 0) {
-        Some(l) => start.saturating_add(l as usize),
+        Some(l) => start.saturating_add(usize::try_from(l).unwrap_or(usize::MAX)),
         None => total,
     };
-    let slice = if start < total { &lines[start..end.min(total)] } else { &[][..] };
-    let mut out = String::new();
-    for (i, line) in slice.iter().take(MAX_LINES).enumerate() {
-        if i > 0 {
-            out.push('\n');
-        }
-        out.push_str(&format!("{}\t{}", start + i + 1, clip(line)));
+    let end = end.min(total);
+    let wanted = end.saturating_sub(start);
+    let shown = wanted.min(MAX_LINES);
+    let mut out: Vec<u8> =
+        Vec::with_capacity(if shown == total { content.len() + 7 * total } else { 64 * shown });
+    if shown > 0 {
+        let mut line = 0usize;
+        let mut label = LineLabel::new(start + 1);
+        super::scan::for_each_line(content.as_bytes(), |a, b| {
+            if line >= start {
+                out.extend_from_slice(label.bytes(line > start));
+                label.increment();
+                // Line bounds are at newlines, so always on char boundaries.
+                push_clipped(&mut out, content.get(a..b).unwrap_or(""));
+            }
+            line += 1;
+            line < start + shown
+        });
     }
-    if slice.len() > MAX_LINES {
-        out.push_str(&format!("\n... ({} more lines truncated)", slice.len() - MAX_LINES));
+    if wanted > MAX_LINES {
+        out.extend_from_slice(format!("\n... ({} more lines truncated)", wanted - MAX_LINES).as_bytes());
     }
+    let out = String::from_utf8(out).unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned());
     let mut m = Map::new();
     m.insert("path".into(), json!(path));
-    m.insert("content".into(), json!(out));
+    m.insert("content".into(), Value::String(out));
     m.insert("totalLines".into(), json!(total));
     if offset.is_some_and(|o| o > 0) || limit.is_some_and(|l| l > 0) {
-        m.insert("fromLine".into(), json!(start + 1));
-        m.insert("toLine".into(), json!(end.min(total)));
+        m.insert("fromLine".into(), json!(start.saturating_add(1)));
+        m.insert("toLine".into(), json!(end));
     }
     Value::Object(m)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::LineLabel;
+
+    #[test]
+    fn line_labels_count_up_across_digit_boundaries() {
+        for first in [1usize, 8, 95, 998, 99_990] {
+            let mut label = LineLabel::new(first);
+            for n in first..first + 30 {
+                assert_eq!(label.bytes(true), format!("\n{n}\t").as_bytes());
+                assert_eq!(label.bytes(false), format!("{n}\t").as_bytes());
+                label.increment();
+            }
+        }
+    }
 }

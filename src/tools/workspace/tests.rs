@@ -113,6 +113,28 @@ fn read_numbers_lines_and_pages() {
     assert!(content.starts_with(&format!("1\t{}... (truncated)\n2\tl1", "x".repeat(2000))));
     assert!(content.ends_with("2000\tl1999\n... (100 more lines truncated)"));
     assert_eq!(out["totalLines"], 2100);
+
+    let out = ok(&read, json!({"path": "/big.txt", "offset": 51, "limit": 3000}));
+    let content = out["content"].as_str().unwrap();
+    assert!(content.starts_with("51\tl50\n52\tl51\n"), "{}", &content[..40]);
+    assert!(content.ends_with("2050\tl2049\n... (50 more lines truncated)"));
+    assert_eq!((out["fromLine"].clone(), out["toLine"].clone()), (json!(51), json!(2100)));
+}
+
+#[test]
+fn read_cuts_long_lines_in_utf16_units() {
+    let ws = ws();
+    let read = read_tool(ws.clone());
+    // 1,999 units of "é" (one unit, two bytes) then an astral char (two units). JS
+    // `slice(0, 2000)` would keep a lone high surrogate, which a Rust string cannot hold, so
+    // the cut falls before the astral char.
+    let line = format!("{}\u{1F600}tail", "é".repeat(1999));
+    put(&ws, "/u.txt", &format!("{line}\n{}", "é".repeat(2000)));
+    let out = ok(&read, json!({"path": "/u.txt"}));
+    assert_eq!(
+        out["content"],
+        format!("1\t{}... (truncated)\n2\t{}", "é".repeat(1999), "é".repeat(2000))
+    );
 }
 
 #[test]
@@ -353,6 +375,43 @@ fn grep_invalid_regex_caps_and_skips() {
 }
 
 #[test]
+fn grep_pages_reads_spilled_files_and_filters_globs_sql_cannot() {
+    let sql = Rc::new(SqliteSql::new());
+    let blobs = Rc::new(crate::store::sqlite::MemoryBlobs::default());
+    let options = crate::workspace::WorkspaceOptions {
+        blobs: Some(blobs.clone()),
+        inline_threshold: 64,
+        ..Default::default()
+    };
+    let ws = Rc::new(Workspace::with_options(sql, clock(), options).unwrap());
+    let grep = grep_tool(ws.clone());
+    for i in 0..300 {
+        put(&ws, &format!("/p/{i:03}.txt"), if i % 100 == 99 { "the mark" } else { "plain" });
+    }
+    put(&ws, "/p/r2.txt", &format!("{}\nthe mark in R2", "x".repeat(100)));
+    assert_eq!(blobs.objects.borrow().len(), 1);
+    let out = ok(&grep, json!({"query": "MARK"}));
+    assert_eq!(
+        out["matches"],
+        json!(["/p/099.txt:1: the mark", "/p/199.txt:1: the mark", "/p/299.txt:1: the mark", "/p/r2.txt:2: the mark in R2"])
+    );
+    assert_eq!(out["filesSearched"], 301);
+    let out = ok(&grep, json!({"query": "mark", "include": "/p/?99.txt"}));
+    assert_eq!(out["matches"], json!(["/p/099.txt:1: the mark", "/p/199.txt:1: the mark", "/p/299.txt:1: the mark"]));
+    assert_eq!(out["filesSearched"], 3);
+    // The cap stops the search mid-page.
+    for i in 0..300 {
+        put(&ws, &format!("/q/{i:03}.txt"), "hit");
+    }
+    let out = ok(&grep, json!({"query": "hit", "include": "/q/**"}));
+    assert_eq!((out["totalMatches"].clone(), out["filesSearched"].clone()), (json!(200), json!(200)));
+    assert_eq!(out["matches"][199], "/q/199.txt:1: hit");
+    // A bad glob is reported before a bad regex, as in Think.
+    let err = run(&grep, json!({"query": "(", "include": "[z-a]"})).unwrap_err();
+    assert!(err.0.starts_with("EINVAL"), "{}", err.0);
+}
+
+#[test]
 fn grep_candidates_never_skip_a_matching_line() {
     let m = grep::Matcher::new("b\\s*$", false, false).unwrap();
     assert_eq!(m.matching_lines("ab\ncd\nb  \nb", 10), vec![0, 2, 3]);
@@ -367,17 +426,74 @@ fn grep_candidates_never_skip_a_matching_line() {
 }
 
 #[test]
+fn grep_fixed_strings_ignore_ascii_case_like_js() {
+    let m = grep::Matcher::new("Needle.", true, false).unwrap();
+    let text = "a needle. here\nNEEDLE.\nneedleX\nno\nxx nEeDlE.";
+    assert_eq!(m.matching_lines(text, 10), vec![0, 1, 4]);
+    assert_eq!(m.matching_lines(text, 2), vec![0, 1]);
+    // JS's `i` flag leaves non-ASCII letters whose upper case is ASCII alone (ſ, K).
+    let m = grep::Matcher::new("sk", true, false).unwrap();
+    assert_eq!(m.matching_lines("\u{17F}k\ns\u{212A}\nSK", 10), vec![2]);
+    // A line break in a fixed string can never be inside one line.
+    let m = grep::Matcher::new("a\nb", true, false).unwrap();
+    assert_eq!(m.matching_lines("a\nb", 10), Vec::<usize>::new());
+    // The scan for the rare byte agrees with a plain search at every offset and length.
+    let mut seed = 7u32;
+    let mut hay = String::new();
+    for _ in 0..3000 {
+        seed = seed.wrapping_mul(1_103_515_245).wrapping_add(12345);
+        hay.push(b"abcxyzXYZ \n"[(seed >> 16) as usize % 11] as char);
+    }
+    for needle in ["xyz", "Zz", "c x", "ZYX", "a", "xYzAbC"] {
+        let m = grep::Matcher::new(needle, true, false).unwrap();
+        let lower = hay.to_ascii_lowercase();
+        let want: Vec<usize> = lower
+            .split('\n')
+            .enumerate()
+            .filter(|(_, l)| l.contains(&needle.to_ascii_lowercase()))
+            .map(|(i, _)| i)
+            .collect();
+        assert_eq!(m.matching_lines(&hay, usize::MAX), want, "{needle}");
+        let m = grep::Matcher::new(needle, true, true).unwrap();
+        let want: Vec<usize> =
+            hay.split('\n').enumerate().filter(|(_, l)| l.contains(needle)).map(|(i, _)| i).collect();
+        assert_eq!(m.matching_lines(&hay, usize::MAX), want, "{needle} (case-sensitive)");
+    }
+    let m = grep::Matcher::new("é x", true, true).unwrap();
+    assert_eq!(m.matching_lines("a é x\né X\n", 10), vec![0], "non-ASCII, exact");
+}
+
+#[test]
 fn delete_semantics() {
     let ws = ws();
     let delete = delete_tool(ws.clone());
     put(&ws, "/d/x.txt", "x");
-    let err = run(&delete, json!({"path": "/d"})).unwrap_err();
-    assert_eq!(err.0, "ENOTEMPTY: directory not empty, rm '/d'");
+    // Errors are worded as Think's Workspace words them, with the path as given.
+    let err = run(&delete, json!({"path": "/d/../d"})).unwrap_err();
+    assert_eq!(err.0, "ENOTEMPTY: directory not empty: /d/../d");
     let err = run(&delete, json!({"path": "/"})).unwrap_err();
-    assert_eq!(err.0, "EPERM: operation not permitted, rm '/'");
+    assert_eq!(err.0, "EPERM: cannot remove root directory");
     assert_eq!(ok(&delete, json!({"path": "/nope"})), json!({"deleted": "/nope"}));
     assert_eq!(ok(&delete, json!({"path": "/d", "recursive": true})), json!({"deleted": "/d"}));
     assert!(!ws.exists("/d/x.txt").unwrap());
+}
+
+#[test]
+fn tool_errors_use_thinks_wording() {
+    let ws = ws();
+    let (write, edit) = (write_tool(ws.clone()), edit_tool(ws.clone()));
+    put(&ws, "/dir/f.txt", "x");
+    let err = |tool: &ToolRef, input: Value| run(tool, input).unwrap_err().0;
+    assert_eq!(err(&write, json!({"path": "/..", "content": "x"})), "EISDIR: cannot write to root directory");
+    assert_eq!(err(&write, json!({"path": "/dir", "content": "x"})), "EISDIR: /dir is a directory");
+    assert_eq!(err(&edit, json!({"path": "/dir", "old_string": "a", "new_string": "b"})), "EISDIR: /dir is a directory");
+    let long = format!("/{}", "d".repeat(4100));
+    assert_eq!(err(&write, json!({"path": long, "content": "x"})), "ENAMETOOLONG: path exceeds 4096 characters");
+    // Others keep the filesystem's Node-style text.
+    assert_eq!(
+        err(&write, json!({"path": "/dir/f.txt/x", "content": "x"})),
+        "ENOTDIR: not a directory, open '/dir/f.txt/x'"
+    );
 }
 
 #[test]
@@ -564,11 +680,12 @@ fn statements_per_operation_stay_minimal() {
         }),
         1
     );
+    // Metadata and text in one statement.
     assert_eq!(
         statements(&|| {
             ok(&read, json!({"path": "/docs/a.md"}));
         }),
-        2
+        1
     );
     assert_eq!(
         statements(&|| {
@@ -591,12 +708,12 @@ fn statements_per_operation_stay_minimal() {
         }),
         1
     );
-    // One glob, then batched reads of at most 99 files each.
+    // Pages of files with their texts: 64, then (small files) the other 187.
     assert_eq!(
         statements(&|| {
             ok(&grep, json!({"query": "zzz"}));
         }),
-        1 + 3
+        2
     );
     // A first write into a new directory tree: the fast attempt, one resolve, one insert
     // of the three directories, the write.

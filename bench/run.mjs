@@ -1,0 +1,275 @@
+// `npm run bench`: think-rs and the TypeScript reference (Think 0.16.0's workspace tools over
+// @cloudflare/shell's Workspace) side by side in one Miniflare process, one worker each.
+//
+// Every bench/*.bench.mjs default-exports `{ name, workloads }`. A workload is
+//   { name, tool, inputs, setup?, fresh?, iterations?, goal? }
+// and runs `inputs` through `tool` inside a Durable Object of each side (POST /run/<tool>),
+// timed inside the object, so HTTP and JSON transport are not measured. `setup` files are
+// written with the Workspace API first (untimed). `fresh` workloads get a new object, and so
+// an empty workspace, for every run; the others set up once and repeat. `iterations` repeats
+// the inputs within one timed run (for fast workloads). `goal` is the speedup the workload
+// should reach. Each side runs BENCH_WARMUP (default 3) untimed runs, then BENCH_REPS
+// (default 5) timed ones; the table shows medians. Afterwards every workload runs once more
+// on each side to check that the outputs are identical, and a module may also export
+// `parity`, a list of single `{ tool, input }` calls compared the same way.
+// BENCH_ONLY=<regex> picks workloads by name.
+import { Miniflare } from "miniflare";
+import fs from "node:fs";
+import os from "node:os";
+import path from "node:path";
+import { fileURLToPath } from "node:url";
+import { isDeepStrictEqual } from "node:util";
+import WebSocket from "ws";
+
+const HERE = path.dirname(fileURLToPath(import.meta.url));
+const REPS = Math.max(1, Number(process.env.BENCH_REPS ?? 5));
+// Warm-up runs let both JITs (V8 for the JS, its wasm tiers for think-rs) settle first.
+const WARMUP = Math.max(0, Number(process.env.BENCH_WARMUP ?? 3));
+const ONLY = process.env.BENCH_ONLY ? new RegExp(process.env.BENCH_ONLY, "i") : null;
+
+const SIDES = [
+  { key: "rust", label: "think-rs", binding: "BENCH_RUST" },
+  { key: "ts", label: "Think (TS)", binding: "BENCH_TS" },
+];
+
+function miniflareOptions(persistDir) {
+  return {
+    host: "127.0.0.1",
+    port: 0,
+    defaultPersistRoot: persistDir,
+    workers: [
+      {
+        name: "rust",
+        modules: true,
+        modulesRoot: path.join(HERE, "rust-worker"),
+        scriptPath: path.join(HERE, "rust-worker/build/index.js"),
+        modulesRules: [{ type: "CompiledWasm", include: ["**/*.wasm"], fallthrough: true }],
+        compatibilityDate: "2025-11-01",
+        durableObjects: { BENCH_RUST: { className: "BenchRust", useSQLite: true } },
+        r2Buckets: ["WORKSPACE_R2"],
+      },
+      {
+        name: "ts",
+        modules: true,
+        scriptPath: path.join(HERE, "ts-worker/dist/index.js"),
+        compatibilityDate: "2026-01-28",
+        compatibilityFlags: ["nodejs_compat"],
+        durableObjects: { BENCH_TS: { className: "BenchTs", useSQLite: true } },
+        r2Buckets: ["WORKSPACE_R2"],
+      },
+    ],
+  };
+}
+
+async function post(worker, doName, route, body) {
+  const res = await worker.fetch(`http://bench/${route}?do=${encodeURIComponent(doName)}`, {
+    method: "POST",
+    headers: { "content-type": "application/json", "accept-encoding": "identity" },
+    body: JSON.stringify(body ?? {}),
+  });
+  const text = await res.text();
+  let value;
+  try {
+    value = JSON.parse(text);
+  } catch {
+    throw new Error(`${route} on ${doName}: HTTP ${res.status}: ${text.slice(0, 300)}`);
+  }
+  if (!res.ok) throw new Error(`${route} on ${doName}: HTTP ${res.status}: ${value.error ?? text.slice(0, 300)}`);
+  return value;
+}
+
+async function setup(worker, doName, files) {
+  for (let i = 0; i < files.length; i += 250) {
+    await post(worker, doName, "setup/files", { files: files.slice(i, i + 250) });
+  }
+}
+
+const median = (xs) => {
+  const s = [...xs].sort((a, b) => a - b);
+  const m = s.length >> 1;
+  return s.length % 2 ? s[m] : (s[m - 1] + s[m]) / 2;
+};
+
+function firstDifference(a, b) {
+  const n = Math.max(a.length, b.length);
+  for (let i = 0; i < n; i++) {
+    if (!isDeepStrictEqual(a[i], b[i])) return { index: i, rust: a[i], ts: b[i] };
+  }
+  return null;
+}
+
+const clip = (v, n = 240) => {
+  const s = JSON.stringify(v);
+  return s.length > n ? `${s.slice(0, n)}…` : s;
+};
+
+async function runWorkload(workers, suiteIndex, wi, w) {
+  const base = `s${suiteIndex}-w${wi}`;
+  const times = { rust: [], ts: [] };
+  const errors = {};
+  // Non-fresh workloads share one set-up object per side.
+  if (!w.fresh) {
+    for (const side of SIDES) await setup(workers[side.key], base, w.setup ?? []);
+  }
+  for (let rep = 0; rep < WARMUP + REPS; rep++) {
+    // Alternate which side goes first, so drift (GC, other load on the machine) is shared.
+    const order = rep % 2 ? [...SIDES].reverse() : SIDES;
+    for (const side of order) {
+      const doName = w.fresh ? `${base}-r${rep}` : base;
+      if (w.fresh) await setup(workers[side.key], doName, w.setup ?? []);
+      const result = await post(workers[side.key], doName, `run/${w.tool}`, {
+        inputs: w.inputs,
+        iterations: w.iterations ?? 1,
+      });
+      errors[side.key] = result.errors;
+      if (rep >= WARMUP) times[side.key].push(result.ms);
+    }
+  }
+  return { name: w.name, goal: w.goal, rust: median(times.rust), ts: median(times.ts), samples: times, errors };
+}
+
+/** Runs a workload once more on each side, keeping the outputs, and finds where they differ. */
+async function compareOutputs(workers, suiteIndex, wi, w) {
+  const base = `s${suiteIndex}-w${wi}`;
+  const doName = w.fresh ? `${base}-compare` : base;
+  const outputs = {};
+  for (const side of SIDES) {
+    if (w.fresh) await setup(workers[side.key], doName, w.setup ?? []);
+    outputs[side.key] = (await post(workers[side.key], doName, `run/${w.tool}`, { inputs: w.inputs, keepOutputs: true })).outputs;
+  }
+  return firstDifference(outputs.rust ?? [], outputs.ts ?? []);
+}
+
+/** Runs `calls` in order on a fresh object of each side and lists the calls whose outputs differ. */
+async function parityCheck(workers, suiteIndex, calls) {
+  const doName = `parity-${suiteIndex}`;
+  const diffs = [];
+  for (const [i, c] of calls.entries()) {
+    const [rust, ts] = await Promise.all(SIDES.map((side) => post(workers[side.key], doName, `call/${c.tool}`, { input: c.input })));
+    if (!isDeepStrictEqual(rust, ts)) diffs.push(`#${i} ${c.tool} ${clip(c.input, 80)}: think-rs ${clip(rust, 300)} vs Think ${clip(ts, 300)}`);
+  }
+  return diffs;
+}
+
+/**
+ * The V8 heap of each worker's isolate, via the inspector Miniflare exposes
+ * (`Runtime.getHeapUsage`); `{}` if the inspector is unavailable.
+ */
+async function heapUsage(inspectorPort) {
+  const out = {};
+  try {
+    const targets = await (await fetch(`http://127.0.0.1:${inspectorPort}/json`)).json();
+    for (const side of SIDES) {
+      const target = targets.find((t) => t.id === `core:user:${side.key}`);
+      if (!target) continue;
+      const socket = new WebSocket(target.webSocketDebuggerUrl);
+      await new Promise((resolve, reject) => {
+        socket.once("open", resolve);
+        socket.once("error", reject);
+      });
+      let next = 1;
+      const send = (method) =>
+        new Promise((resolve, reject) => {
+          const id = next++;
+          const timer = setTimeout(() => reject(new Error(`inspector: ${method} timed out`)), 10000);
+          const onMessage = (data) => {
+            const reply = JSON.parse(data.toString());
+            if (reply.id !== id) return;
+            clearTimeout(timer);
+            socket.off("message", onMessage);
+            resolve(reply.result);
+          };
+          socket.on("message", onMessage);
+          socket.send(JSON.stringify({ id, method }));
+        });
+      out[side.key] = await send("Runtime.getHeapUsage");
+      socket.close();
+    }
+  } catch (e) {
+    process.stderr.write(`bench: no heap figures (${e.message})\n`);
+  }
+  return out;
+}
+
+const fmtMs = (ms) => (ms >= 100 ? ms.toFixed(0) : ms >= 10 ? ms.toFixed(1) : ms.toFixed(2));
+const fmtMB = (b) => `${(b / 1024 / 1024).toFixed(1)} MB`;
+
+function table(rows) {
+  const head = ["workload", "think-rs ms", "Think ms", "speedup", "goal", ""];
+  const body = rows.map((r) => {
+    const ratio = r.ts / r.rust;
+    const goal = r.goal ? `≥ ${r.goal}×` : "";
+    const ok = r.goal ? (ratio >= r.goal ? "ok" : "MISSED") : "";
+    return [r.name, fmtMs(r.rust), fmtMs(r.ts), `${ratio.toFixed(1)}×`, goal, ok];
+  });
+  const widths = head.map((h, i) => Math.max(h.length, ...body.map((b) => b[i].length)));
+  const line = (cells) => cells.map((c, i) => (i === 0 ? c.padEnd(widths[i]) : c.padStart(widths[i]))).join("  ");
+  console.log(line(head));
+  console.log(widths.map((w) => "-".repeat(w)).join("  "));
+  for (const b of body) console.log(line(b));
+}
+
+async function main() {
+  const files = fs.readdirSync(HERE).filter((f) => f.endsWith(".bench.mjs")).sort();
+  const suites = [];
+  for (const f of files) {
+    const mod = await import(path.join(HERE, f));
+    suites.push({ ...mod.default, parity: mod.parity ?? [] });
+  }
+
+  const persistDir = fs.mkdtempSync(path.join(os.tmpdir(), "think-bench-"));
+  const inspectorPort = 9300 + Math.floor(Math.random() * 500);
+  const mf = new Miniflare({ ...miniflareOptions(persistDir), inspectorPort });
+  await mf.ready;
+  const workers = { rust: await mf.getWorker("rust"), ts: await mf.getWorker("ts") };
+  console.log(`bench: ${REPS} timed runs per workload after ${WARMUP} warm-up runs; medians of the time inside each Durable Object\n`);
+  try {
+    const results = [];
+    for (const [si, suite] of suites.entries()) {
+      const rows = [];
+      for (const [wi, w] of suite.workloads.entries()) {
+        if (ONLY && !ONLY.test(w.name)) continue;
+        const r = await runWorkload(workers, si, wi, w);
+        rows.push({ ...r, wi, w });
+        process.stderr.write(`  ${r.name}: think-rs ${r.samples.rust.map(fmtMs).join(" ")} | Think ${r.samples.ts.map(fmtMs).join(" ")}\n`);
+      }
+      results.push({ si, suite, rows });
+    }
+    // Memory is read before the output comparisons, which keep every output in memory.
+    const heap = await heapUsage(inspectorPort);
+    const mem = await post(workers.rust, "memory", "memory", {});
+    for (const { si, suite, rows } of results) {
+      console.log(`## ${suite.name}\n`);
+      table(rows);
+      const notes = [];
+      for (const r of rows) {
+        if (r.errors.rust || r.errors.ts) notes.push(`${r.name}: tool errors think-rs ${r.errors.rust}, Think ${r.errors.ts}`);
+        const diff = await compareOutputs(workers, si, r.wi, r.w);
+        if (diff) notes.push(`${r.name}: outputs differ at call ${diff.index}: think-rs ${clip(diff.rust)} vs Think ${clip(diff.ts)}`);
+      }
+      console.log(notes.length ? `\n${notes.map((n) => `- ${n}`).join("\n")}\n` : "\nOutputs of both sides are identical for every workload.\n");
+      if (suite.parity.length) {
+        const diffs = await parityCheck(workers, si, suite.parity);
+        console.log(`Parity: ${suite.parity.length - diffs.length} of ${suite.parity.length} single tool calls give identical outputs on both sides.`);
+        for (const d of diffs) console.log(`- ${d}`);
+        console.log("");
+      }
+    }
+    const parts = [];
+    const js = (h) => `V8 heap ${fmtMB(h.usedSize)} used (garbage included) of ${fmtMB(h.totalSize)}`;
+    parts.push(`think-rs ${heap.rust ? `${js(heap.rust)}, plus ` : ""}wasm linear memory ${fmtMB(mem.wasmMemoryBytes)} (a high-water mark: it never shrinks)`);
+    if (heap.ts) parts.push(`Think (TS) ${js(heap.ts)}`);
+    console.log(`Isolate memory after the timed runs: ${parts.join("; ")}.`);
+  } finally {
+    await mf.dispose();
+    fs.rmSync(persistDir, { recursive: true, force: true });
+  }
+}
+
+main().then(
+  () => process.exit(0),
+  (e) => {
+    console.error(e);
+    process.exit(1);
+  },
+);

@@ -1,0 +1,152 @@
+//! The think-rs side of `npm run bench`.
+//!
+//! One Durable Object per benchmark run holds a [`Workspace`] over its SQLite and the
+//! `WORKSPACE_R2` bucket, exactly as the shipped agent builds it, and the tools from
+//! [`workspace_tools`]. Routes (all POST, JSON bodies; `?do=<name>` picks the object):
+//!
+//! - `/setup/files` `{files:[{path,content}]}`: writes files with the Workspace API (untimed).
+//! - `/run/<tool>` `{inputs:[…], iterations}`: runs every input through tool `<tool>`, in
+//!   order, `iterations` times, and returns `{ms, calls, errors, outputs?}` where `ms` is the
+//!   time inside the object per iteration. Any tool in the set can be a workload, so a new
+//!   tool (bash) needs no new route.
+//! - `/call/<tool>` `{input}`: one call, returning the tool's output (for parity checks).
+//! - `/memory`: the wasm linear memory of this isolate, in bytes.
+//!
+//! The TypeScript worker in `bench/ts-worker` answers the same routes.
+
+use std::collections::HashMap;
+use std::rc::Rc;
+
+use serde_json::{json, Value};
+use think_rs::tools::workspace::{workspace_tools, WorkspaceToolsOptions};
+use think_rs::tools::{ToolContext, ToolRef};
+use think_rs::wasm::{DoSql, R2Blobs, WorkerClock};
+use think_rs::workspace::{Workspace, WorkspaceOptions};
+use worker::{durable_object, event, Context, DurableObject, Env, Request, Response, Result, State};
+
+#[durable_object]
+pub struct BenchRust {
+    ws: Rc<Workspace>,
+    tools: HashMap<String, ToolRef>,
+}
+
+fn now_ms() -> f64 {
+    js_sys::Date::now()
+}
+
+fn error(status: u16, msg: impl Into<String>) -> Result<Response> {
+    Ok(Response::from_json(&json!({ "error": msg.into() }))?.with_status(status))
+}
+
+impl DurableObject for BenchRust {
+    fn new(state: State, env: Env) -> Self {
+        console_error_panic_hook::set_once();
+        let sql: Rc<dyn think_rs::store::Sql> = Rc::new(DoSql::new(&state));
+        let blobs = env
+            .bucket("WORKSPACE_R2")
+            .ok()
+            .map(|b| Rc::new(R2Blobs(b)) as Rc<dyn think_rs::store::BlobStore>);
+        let options = WorkspaceOptions {
+            blobs,
+            blob_prefix: format!("bench-rust/{}", state.id()),
+            ..WorkspaceOptions::default()
+        };
+        let ws = Rc::new(
+            Workspace::with_options(sql, Rc::new(WorkerClock), options).expect("default namespace is valid"),
+        );
+        let tools = workspace_tools(ws.clone(), WorkspaceToolsOptions::default())
+            .into_iter()
+            .map(|t| (t.definition().name.clone(), t))
+            .collect();
+        Self { ws, tools }
+    }
+
+    async fn fetch(&self, mut req: Request) -> Result<Response> {
+        let path = req.path();
+        let body: Value = if req.method() == worker::Method::Post { req.json().await? } else { Value::Null };
+        let parts: Vec<&str> = path.trim_start_matches('/').split('/').collect();
+        match parts.as_slice() {
+            ["setup", "files"] => self.setup_files(&body).await,
+            ["run", tool] => self.run(tool, &body).await,
+            ["call", tool] => self.call(tool, &body).await,
+            ["memory"] => Response::from_json(&json!({ "wasmMemoryBytes": wasm_memory_bytes() })),
+            _ => error(404, format!("no route {path}")),
+        }
+    }
+}
+
+impl BenchRust {
+    async fn setup_files(&self, body: &Value) -> Result<Response> {
+        let files = body["files"].as_array().cloned().unwrap_or_default();
+        for f in &files {
+            let (Some(path), Some(content)) = (f["path"].as_str(), f["content"].as_str()) else {
+                return error(400, "files need path and content");
+            };
+            if let Err(e) = self.ws.write_file(path, content, "text/plain").await {
+                return error(500, e.to_string());
+            }
+        }
+        Response::from_json(&json!({ "written": files.len() }))
+    }
+
+    async fn run(&self, tool: &str, body: &Value) -> Result<Response> {
+        let Some(t) = self.tools.get(tool) else { return error(404, format!("no tool {tool}")) };
+        let inputs = body["inputs"].as_array().cloned().unwrap_or_default();
+        let iterations = body["iterations"].as_u64().unwrap_or(1).max(1) as usize;
+        let keep = body["keepOutputs"].as_bool().unwrap_or(false);
+        let ctx = ToolContext { tool_call_id: "bench".into(), tool_name: tool.into() };
+        // Inputs are cloned before the clock starts: the agent hands each call an owned value.
+        let batches: Vec<Vec<Value>> = (0..iterations).map(|_| inputs.clone()).collect();
+        let mut outputs = Vec::with_capacity(inputs.len());
+        let mut errors = 0usize;
+        let start = now_ms();
+        for batch in batches {
+            outputs.clear();
+            errors = 0;
+            for input in batch {
+                match t.execute(input, &ctx).await {
+                    Ok(v) => outputs.push(v),
+                    Err(e) => {
+                        errors += 1;
+                        outputs.push(json!({ "thrown": e.0 }));
+                    }
+                }
+            }
+        }
+        let ms = (now_ms() - start) / iterations as f64;
+        let mut out = json!({ "ms": ms, "calls": inputs.len(), "errors": errors });
+        if keep {
+            out["outputs"] = Value::Array(outputs);
+        }
+        Response::from_json(&out)
+    }
+
+    async fn call(&self, tool: &str, body: &Value) -> Result<Response> {
+        let Some(t) = self.tools.get(tool) else { return error(404, format!("no tool {tool}")) };
+        let ctx = ToolContext { tool_call_id: "call".into(), tool_name: tool.into() };
+        let out = match t.execute(body["input"].clone(), &ctx).await {
+            Ok(v) => json!({ "output": v }),
+            Err(e) => json!({ "thrown": e.0 }),
+        };
+        Response::from_json(&out)
+    }
+}
+
+fn wasm_memory_bytes() -> u64 {
+    #[cfg(target_arch = "wasm32")]
+    {
+        core::arch::wasm32::memory_size(0) as u64 * 65536
+    }
+    #[cfg(not(target_arch = "wasm32"))]
+    {
+        0
+    }
+}
+
+#[event(fetch)]
+async fn fetch(req: Request, env: Env, _ctx: Context) -> Result<Response> {
+    let url = req.url()?;
+    let name = url.query_pairs().find(|(k, _)| k == "do").map(|(_, v)| v.into_owned()).unwrap_or_else(|| "default".into());
+    let stub = env.durable_object("BENCH_RUST")?.id_from_name(&name)?.get_stub()?;
+    stub.fetch_with_request(req).await
+}
