@@ -1,12 +1,13 @@
 #!/usr/bin/env bash
 # Builds the Worker: Rust → wasm (release, size-optimised, wasm-opt -Oz) plus the JS shim, into
-# build/. Skips the build when build/ is newer than every input.
+# build/, then the chat page into web/dist. Each step is skipped when its output is newer than
+# every input.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source scripts/env.sh
 out=build/index_bg.wasm
 if [ -f "$out" ] && [ -f build/index.js ] && [ "${THINK_FORCE_BUILD:-}" != 1 ] \
-   && [ -z "$(find src build.rs Cargo.toml Cargo.lock .cargo -newer "$out" -print -quit)" ]; then
+   && [ -z "$(find src js build.rs Cargo.toml Cargo.lock package-lock.json .cargo -newer "$out" -print -quit)" ]; then
   echo "build: up to date"
 else
   "$WORKER_BUILD_BIN" --release "$@"
@@ -14,3 +15,4 @@ fi
 raw=$(stat -c %s "$out")
 gz=$(gzip -9 -c "$out" | wc -c)
 echo "build: index_bg.wasm $raw bytes raw, $gz bytes gzip"
+bash scripts/build-web.sh

@@ -8,6 +8,6 @@ export WASM_BINDGEN_VERSION
 export WORKER_BUILD_BIN="$THINK_RS_CACHE/worker-build-$WORKER_BUILD_VERSION/bin/worker-build"
 # worker-build would otherwise download these from GitHub/npm; point it at local binaries.
 export WASM_BINDGEN_BIN="$THINK_RS_CACHE/wasm-bindgen-$WASM_BINDGEN_VERSION/bin/wasm-bindgen"
-export ESBUILD_BIN="$PWD/node_modules/.bin/esbuild"
+export ESBUILD_BIN="$PWD/scripts/esbuild.sh"
 export WASM_OPT_BIN="$PWD/node_modules/.bin/wasm-opt"
 export WRANGLER_SEND_METRICS=false

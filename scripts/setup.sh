@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Installs everything the build and the tests need, idempotently: the wasm32 target, the pinned
 # worker-build and wasm-bindgen CLIs (into a version-keyed cache outside the clone, so a fresh
-# clone reuses them), and the pinned npm packages.
+# clone reuses them), the pinned npm packages, and Debian's chromium for the browser test.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source scripts/env.sh
@@ -32,4 +32,15 @@ if [ "$(cat node_modules/.think-rs-lock 2>/dev/null)" != "$lock_hash" ]; then
   echo "setup: npm ci"
   npm ci --no-audit --no-fund --loglevel=error
   echo "$lock_hash" > node_modules/.think-rs-lock
+fi
+
+# The browser test drives Debian's chromium through playwright-core (which never downloads one).
+if ! command -v chromium >/dev/null; then
+  if [ "$(id -u)" = 0 ]; then
+    echo "setup: apt-get install chromium (about 30 seconds, once)"
+    apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends chromium >/dev/null
+  else
+    echo "setup: chromium is missing; install Debian's chromium package for tests/browser.test.mjs" >&2
+  fi
 fi

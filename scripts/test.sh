@@ -7,5 +7,5 @@ bash scripts/setup.sh
 bash scripts/build.sh
 echo "test: cargo test (host)"
 cargo test --lib --quiet
-echo "test: node --test tests/*.test.mjs"
-node --test --test-concurrency=1 --test-reporter=spec tests/*.test.mjs
+echo "test: node --test tests/*.test.mjs tests/bash-corpus/*.test.mjs"
+node --test --test-concurrency=1 --test-reporter=spec tests/*.test.mjs tests/bash-corpus/*.test.mjs

@@ -71,6 +71,39 @@ test("a text turn streams UI message chunks, then persists and broadcasts the tr
   tab.close();
 });
 
+test("a two-step tool turn: the model calls a tool, sees its result, and answers", async () => {
+  const tab = await connect(worker.host, "two-step");
+  model.push(
+    { text: "Let me save that.", toolCalls: [{ id: "call_save", name: "write", args: { path: "/todo.md", content: "- buy milk\n- call mum" } }] },
+    { text: "Saved your list to /todo.md." },
+  );
+  const { id } = tab.chat("save my todo list");
+  await tab.turn(id);
+  const chunks = tab.chunks(id);
+  assert.deepEqual(
+    chunks.map((c) => c.type).filter((t) => !t.endsWith("-delta")),
+    ["start", "start-step", "text-start", "text-end", "tool-input-start", "tool-input-available", "tool-output-available", "finish-step",
+     "start-step", "text-start", "text-end", "finish-step", "finish"],
+  );
+  const available = chunks.find((c) => c.type === "tool-input-available");
+  assert.deepEqual(available.input, { path: "/todo.md", content: "- buy milk\n- call mum" });
+  const output = chunks.find((c) => c.type === "tool-output-available");
+  assert.deepEqual(output.output, { path: "/todo.md", bytesWritten: 21, lines: 2 });
+  const second = model.requests.at(-1);
+  const call = second.messages.find((m) => m.role === "assistant" && m.tool_calls);
+  assert.equal(call.tool_calls[0].id, "call_save");
+  assert.equal(call.tool_calls[0].function.name, "write");
+  const result = second.messages.find((m) => m.role === "tool");
+  assert.equal(result.tool_call_id, "call_save");
+  assert.deepEqual(JSON.parse(result.content), { path: "/todo.md", bytesWritten: 21, lines: 2 });
+  const stored = await getMessages(worker.url, "two-step");
+  const parts = stored[1].parts.map((p) => p.type);
+  assert.deepEqual(parts, ["step-start", "text", "tool-write", "step-start", "text"]);
+  assert.equal(stored[1].parts[2].state, "output-available");
+  assert.equal(stored[1].parts[2].toolCallId, "call_save");
+  tab.close();
+});
+
 test("two tabs see the same stream; the other tab gets the user message first", async () => {
   const a = await connect(worker.host, "two-tabs");
   const b = await connect(worker.host, "two-tabs");

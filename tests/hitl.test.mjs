@@ -25,21 +25,6 @@ const TIMEZONE_TOOL = {
   parameters: { type: "object", properties: {} },
 };
 
-/** Does what useAgentChat does after answering: probe for the continuation stream, ACK it. */
-async function followContinuation(tab) {
-  const probeId = newId("probe");
-  const from = tab.frames.length;
-  tab.send({ type: "cf_agent_stream_resume_request", probeId });
-  const resuming = await tab.waitFor((f) => f.type === "cf_agent_stream_resuming", { from });
-  tab.send({ type: "cf_agent_stream_resume_ack", id: resuming.id });
-  await tab.waitFor((f) => f.type === "cf_agent_use_chat_response" && f.id === resuming.id && f.done, { from });
-  return { id: resuming.id, frames: tab.frames.slice(from) };
-}
-
-function chunksOf(frames, id) {
-  return frames.filter((f) => f.type === "cf_agent_use_chat_response" && f.id === id && f.body?.trim() && !f.error).map((f) => JSON.parse(f.body));
-}
-
 async function startApprovalTurn(tab, name, args = { path: "/notes/a.txt", content: "approved content" }) {
   model.push({ toolCalls: [{ id: `call_${name}`, name: "write", args }] });
   const { id } = tab.chat(`please write a file (${name})`);
@@ -68,8 +53,8 @@ test("approve: the call pauses, the approval runs it in a continuation, and the 
   tab.send({ type: "cf_agent_tool_approval", toolCallId, approved: true, autoContinue: true });
   const updated = await other.waitFor((f) => f.type === "cf_agent_message_updated");
   assert.equal(updated.message.parts.find((p) => p.toolCallId === toolCallId).state, "approval-responded");
-  const cont = await followContinuation(tab);
-  const contChunks = chunksOf(cont.frames, cont.id);
+  const cont = await tab.followContinuation();
+  const contChunks = cont.chunks;
   const output = contChunks.find((c) => c.type === "tool-output-available");
   assert.equal(output.toolCallId, toolCallId);
   assert.deepEqual(output.output, { path: "/notes/a.txt", bytesWritten: 16, lines: 1 });
@@ -101,7 +86,7 @@ test("deny: the part becomes output-denied and the model is told", async () => {
   const part = updated.message.parts.find((p) => p.toolCallId === toolCallId);
   assert.equal(part.state, "output-denied");
   assert.equal(part.approval.approved, false);
-  await followContinuation(tab);
+  await tab.followContinuation();
   const tool = lastMessage(model.requests.at(-1), "tool");
   assert.equal(tool.tool_call_id, toolCallId);
   assert.match(tool.content, /denied/);
@@ -117,7 +102,7 @@ test("deny with a reason: an output-error tool result reaches the model", async 
   const part = updated.message.parts.find((p) => p.toolCallId === toolCallId);
   assert.equal(part.state, "output-error");
   assert.equal(part.errorText, "Not in the notes folder, please.");
-  await followContinuation(tab);
+  await tab.followContinuation();
   assert.equal(lastMessage(model.requests.at(-1), "tool").content, "Not in the notes folder, please.");
   tab.close();
 });
@@ -148,8 +133,8 @@ test("a client tool round trip: the turn pauses, the result continues it", async
   tab.send({ type: "cf_agent_tool_result", toolCallId: "call_tz", toolName: "getUserTimezone", output: "Europe/Paris", autoContinue: true, clientTools: [TIMEZONE_TOOL] });
   const updated = await tab.waitFor((f) => f.type === "cf_agent_message_updated");
   assert.equal(updated.message.parts.find((p) => p.toolCallId === "call_tz").output, "Europe/Paris");
-  const cont = await followContinuation(tab);
-  assert.equal(chunksOf(cont.frames, cont.id).filter((c) => c.type === "text-delta").map((c) => c.delta).join(""), "You are in Europe/Paris.");
+  const cont = await tab.followContinuation();
+  assert.equal(cont.chunks.filter((c) => c.type === "text-delta").map((c) => c.delta).join(""), "You are in Europe/Paris.");
   assert.equal(lastMessage(model.requests.at(-1), "tool").content, '"Europe/Paris"');
 
   // Re-applying the same result changes nothing and starts nothing.
@@ -181,7 +166,7 @@ test("two parallel client calls answered 100 ms apart give exactly one continuat
   tab.send({ type: "cf_agent_tool_result", toolCallId: "call_p1", toolName: "getUserTimezone", output: "UTC", autoContinue: true });
   await new Promise((r) => setTimeout(r, 100));
   tab.send({ type: "cf_agent_tool_result", toolCallId: "call_p2", toolName: "getUserTimezone", output: "Asia/Tokyo", autoContinue: true });
-  await followContinuation(tab);
+  await tab.followContinuation();
   await new Promise((r) => setTimeout(r, 300));
   assert.equal(model.requests.length, requestsBefore + 1, "exactly one continuation called the model");
   const streams = new Set(tab.frames.slice(from).filter((f) => f.type === "cf_agent_use_chat_response").map((f) => f.id));

@@ -4,7 +4,7 @@
 use std::rc::Rc;
 
 use super::turn::TurnRequest;
-use super::Agent;
+use super::{Agent, CONFIG_PENDING_CONTINUATION};
 use crate::platform::random_id;
 use crate::protocol::frames::{self, ToolApprovalFrame, ToolResultFrame};
 use crate::protocol::tool_state::{has_incomplete_tool_batch, ToolPartUpdate};
@@ -73,6 +73,10 @@ impl Agent {
             c.scheduled = true;
             c.generation
         };
+        if auto_continue {
+            // Survives a crash inside the coalescing window; recovery runs it on the next start.
+            self.set_pending_continuation(true);
+        }
         self.deps.clock.sleep(COALESCE_MS).await;
         {
             let mut rt = self.rt.borrow_mut();
@@ -99,9 +103,40 @@ impl Agent {
             return;
         }
         self.rt.borrow_mut().continuation = Continuation::default();
+        self.set_pending_continuation(false);
         let request_id = random_id(self.deps.clock.as_ref(), 8);
-        let turn = TurnRequest { request_id, body: self.last_body(), continuation: true, owner };
+        let turn = TurnRequest { request_id, body: self.last_body(), continuation: true, owner, ..Default::default() };
         self.run_turn(turn).await;
+    }
+
+    fn set_pending_continuation(&self, pending: bool) {
+        let result = self.store().and_then(|s| {
+            if pending {
+                s.set_config(CONFIG_PENDING_CONTINUATION, "1")
+            } else {
+                s.delete_config(CONFIG_PENDING_CONTINUATION)
+            }
+        });
+        if let Err(e) = result {
+            self.warn("recording the pending continuation failed", e);
+        }
+    }
+
+    /// After a restart: runs the continuation a tool result or approval asked for before the
+    /// crash, once its batch is complete (otherwise the next answer fires it as usual).
+    pub(super) async fn resume_pending_continuation(self: &Rc<Self>) {
+        let persisted = self.store().ok().and_then(|s| s.config(CONFIG_PENDING_CONTINUATION).ok().flatten()).is_some();
+        if !persisted {
+            return;
+        }
+        {
+            let mut rt = self.rt.borrow_mut();
+            if rt.continuation.pending || rt.continuation.scheduled || rt.active.is_some() {
+                return;
+            }
+            rt.continuation.pending = true;
+        }
+        self.try_continue().await;
     }
 
     /// After a stream ends: run a continuation that was waiting for it, or tell connections

@@ -4,11 +4,17 @@
 //! sockets, time and fetch to the traits in `store` and `platform`.
 
 mod interaction;
+pub mod ledger;
+mod mcp;
+mod recovery;
 mod resume;
 pub mod spec;
 pub mod store;
 pub mod streams;
 mod turn;
+
+#[cfg(test)]
+mod tests;
 
 use std::cell::RefCell;
 use std::collections::BTreeSet;
@@ -18,13 +24,15 @@ use serde_json::{json, Map, Value};
 
 use crate::model::openai::OpenAiChatModel;
 use crate::model::Model;
-use crate::platform::{Clock, HttpClient, Sockets};
+use crate::platform::{Alarm, Clock, HttpClient, Sockets, Tasks};
 use crate::protocol::frames::{self, ClientFrame, ClientToolSchema};
 use crate::protocol::message::UIMessage;
 use crate::store::{BlobStore, Sql, StoreError};
+use crate::tools::workspace::bash::BashEngine;
 use crate::workspace::{Workspace, WorkspaceOptions};
 
-pub use spec::{AgentSpec, ModelChoice, TurnConfig, TurnContext};
+pub use spec::{AgentSpec, MessageConcurrency, ModelChoice, TurnConfig, TurnContext};
+pub use turn::{ClientToolExecutor, RpcTurn, TurnObserver};
 use store::ChatStore;
 use streams::StreamBuffer;
 use turn::ActiveStream;
@@ -37,6 +45,10 @@ pub struct Deps {
     pub clock: Rc<dyn Clock>,
     pub http: Rc<dyn HttpClient>,
     pub blobs: Option<Rc<dyn BlobStore>>,
+    pub tasks: Rc<dyn Tasks>,
+    pub alarm: Rc<dyn Alarm>,
+    /// Runs `bash` tool scripts (just-bash in the Worker); without one there is no bash tool.
+    pub bash_engine: Option<Rc<dyn BashEngine>>,
     /// A stable id of this instance (the Durable Object id), used to keep its R2 keys apart.
     pub instance_id: String,
 }
@@ -49,10 +61,18 @@ pub struct HttpReply {
     pub body: String,
 }
 
+/// How often a running turn re-arms the alarm, so a crash is noticed this soon after the
+/// process comes back.
+pub const HEARTBEAT_MS: f64 = 10_000.0;
+/// How often finished stream buffers and ledger entries are swept.
+pub const CLEANUP_MS: f64 = 10.0 * 60_000.0;
+
 /// Config keys in `think_config`.
 const CONFIG_NAME: &str = "identity_name";
 const CONFIG_CLIENT_TOOLS: &str = "lastClientTools";
 const CONFIG_BODY: &str = "lastBody";
+/// Set while an auto-continuation is asked for and has not started yet.
+const CONFIG_PENDING_CONTINUATION: &str = "pendingContinuation";
 
 /// In-memory state of the live instance. Everything that must survive eviction is in SQLite.
 #[derive(Default)]
@@ -66,6 +86,10 @@ struct Runtime {
     /// Turns accepted but not yet streaming (waiting for the turn lock).
     queued: usize,
     continuation: interaction::Continuation,
+    /// Bumped by every submitted message under `latest`, `merge` and `debounce`.
+    submit_seq: u64,
+    /// A crashed turn is being recovered.
+    recovering: bool,
 }
 
 /// One agent instance.
@@ -78,6 +102,7 @@ pub struct Agent {
     turn_lock: futures::lock::Mutex<()>,
     rt: RefCell<Runtime>,
     workspace: Rc<Workspace>,
+    mcp: Option<crate::mcp::McpClient>,
 }
 
 impl Agent {
@@ -98,7 +123,11 @@ impl Agent {
             },
         )
         .unwrap_or_else(|_| Workspace::new(deps.sql.clone(), deps.clock.clone())));
-        Rc::new(Self {
+        let mcp = crate::mcp::McpClient::new(deps.sql.clone(), deps.http.clone(), deps.clock.clone(), Default::default())
+            .map_err(|e| crate::platform::log(&format!("think-rs: MCP is unavailable: {e}")))
+            .ok();
+        let agent = Rc::new(Self {
+            mcp,
             workspace,
             agent_kebab: crate::protocol::routing::camel_case_to_kebab_case(class_name),
             spec,
@@ -106,7 +135,50 @@ impl Agent {
             model,
             turn_lock: futures::lock::Mutex::new(()),
             rt: RefCell::new(Runtime::default()),
-        })
+        });
+        if let Some(mcp) = &agent.mcp {
+            let weak = Rc::downgrade(&agent);
+            mcp.set_on_change(Rc::new(move || {
+                if let Some(agent) = weak.upgrade() {
+                    agent.broadcast_text(&agent.mcp_frame());
+                }
+            }));
+        }
+        agent
+    }
+
+    /// Work to do once per start of the instance: recover a turn a crash interrupted and
+    /// reconnect MCP servers. The glue runs it in the background.
+    pub async fn start(self: Rc<Self>) {
+        futures::join!(self.recover(), self.restore_mcp());
+    }
+
+    /// The alarm: keeps a running turn's heartbeat, recovers interrupted turns, and sweeps
+    /// old stream buffers and ledger entries.
+    pub async fn on_alarm(self: Rc<Self>) {
+        if self.rt.borrow().active.is_some() {
+            self.deps.alarm.set(self.now() + HEARTBEAT_MS);
+            return;
+        }
+        self.recover().await;
+        let now = self.now();
+        let sweep = self.streams().and_then(|b| {
+            b.cleanup(now)?;
+            ledger::Ledger::open(self.deps.sql.as_ref())?.cleanup(now)?;
+            b.any()
+        });
+        match sweep {
+            Ok(true) => self.deps.alarm.set(now + CLEANUP_MS),
+            Ok(false) => {}
+            Err(e) => self.warn("sweeping stream buffers failed", e),
+        }
+    }
+
+    fn mcp_frame(&self) -> String {
+        match &self.mcp {
+            Some(m) => m.frame(),
+            None => frames::mcp_servers_frame(&json!({"prompts": [], "resources": [], "servers": {}, "tools": []})).to_string(),
+        }
     }
 
     /// The agent's workspace (its virtual filesystem), for Rust code and custom tools.
@@ -152,9 +224,10 @@ impl Agent {
         })
     }
 
+    /// Persists a message, sanitized and compacted so its row stays under the 2 MB limit.
     fn save_message(&self, message: &UIMessage) {
-        let mut message = message.clone();
-        crate::protocol::sanitize::sanitize_message(&mut message);
+        use crate::protocol::sanitize::{enforce_row_size_limit, sanitize_message};
+        let message = enforce_row_size_limit(&sanitize_message(message));
         if let Err(e) = self.store().and_then(|s| s.upsert(&message, self.now())) {
             self.warn("saving a message failed", e);
         }
@@ -192,8 +265,20 @@ impl Agent {
             .unwrap_or_default()
     }
 
+    /// Clears the transcript like a `cf_agent_chat_clear` and tells every tab (DO RPC
+    /// `clearMessages()`).
+    pub fn clear_messages(&self) {
+        self.clear(None);
+    }
+
     fn send(&self, conn: &str, frame: &Value) {
         self.deps.sockets.send(conn, &frame.to_string());
+    }
+
+    fn broadcast_text(&self, text: &str) {
+        for id in self.deps.sockets.ids() {
+            self.deps.sockets.send(&id, text);
+        }
     }
 
     /// Sends `frame` to every connection except `except`.
@@ -221,8 +306,11 @@ impl Agent {
             }
             None => self.send(conn, &self.transcript_frame()),
         }
+        if self.rt.borrow().recovering {
+            self.send(conn, &frames::chat_recovering_frame(true, None));
+        }
         self.send(conn, &frames::identity_frame(&self.name(), &self.agent_kebab));
-        self.send(conn, &frames::mcp_servers_frame(&json!({"servers": {}, "tools": [], "prompts": [], "resources": []})));
+        self.deps.sockets.send(conn, &self.mcp_frame());
     }
 
     /// Forgets a closed connection's handshake state.
@@ -257,13 +345,21 @@ impl Agent {
         }
     }
 
-    async fn on_rpc(&self, conn: &str, id: &str, method: &str, args: Vec<Value>) {
-        let reply = match self.spec.callables.get(method).cloned() {
-            Some(f) => match f(args).await {
-                Ok(result) => frames::rpc_result_frame(id, &result, true),
-                Err(e) => frames::rpc_error_frame(id, &e),
-            },
-            None => frames::rpc_error_frame(id, &format!("Method {method} does not exist")),
+    /// Calls a callable by name: the app's own first, then the built-in MCP ones.
+    pub async fn call(self: &Rc<Self>, method: &str, args: Vec<Value>) -> Result<Value, String> {
+        if let Some(f) = self.spec.callables.get(method).cloned() {
+            return f(args).await;
+        }
+        match self.mcp_callable(method, &args).await {
+            Some(result) => result,
+            None => Err(format!("Method {method} does not exist")),
+        }
+    }
+
+    async fn on_rpc(self: &Rc<Self>, conn: &str, id: &str, method: &str, args: Vec<Value>) {
+        let reply = match self.call(method, args).await {
+            Ok(result) => frames::rpc_result_frame(id, &result, true),
+            Err(e) => frames::rpc_error_frame(id, &e),
         };
         self.send(conn, &reply);
     }
@@ -289,11 +385,20 @@ impl Agent {
         let result = self.store().and_then(|s| {
             s.clear()?;
             s.delete_config(CONFIG_CLIENT_TOOLS)?;
+            s.delete_config(CONFIG_PENDING_CONTINUATION)?;
             s.delete_config(CONFIG_BODY)
         });
-        if let Err(e) = result.and_then(|_| self.streams()?.clear()) {
+        let result = result
+            .and_then(|_| self.streams()?.clear())
+            .and_then(|_| ledger::Ledger::open(self.deps.sql.as_ref())?.clear());
+        if let Err(e) = result {
             self.warn("clearing failed", e);
         }
         self.broadcast(&frames::chat_clear_frame(), origin);
     }
+}
+
+/// The names of the given client tools, for pending-interaction checks.
+fn tool_names(tools: &[ClientToolSchema]) -> BTreeSet<String> {
+    tools.iter().map(|t| t.name.clone()).collect()
 }

@@ -63,6 +63,7 @@ impl Agent {
                     StreamStatus::Error => self.send(conn, &frames::terminal_error_frame(id, "The turn failed.")),
                     _ => self.send(conn, &frames::replay_done_frame(id, false)),
                 }
+                self.send(conn, &self.transcript_frame());
             }
             None => self.send(conn, &frames::replay_done_frame(id, false)),
         }

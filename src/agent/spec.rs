@@ -10,6 +10,7 @@ use serde_json::{Map, Value};
 use crate::model::openai::OpenAiConfig;
 use crate::model::{Model, ModelMessage};
 use crate::tools::approval::ApprovalPolicy;
+use crate::tools::workspace::bash::BashOptions;
 use crate::tools::{ToolRef, ToolSet};
 
 /// Think's default step limit per turn.
@@ -104,7 +105,53 @@ pub struct AgentSpec {
     pub(crate) before_turn: Option<BeforeTurn>,
     pub(crate) callables: BTreeMap<String, Callable>,
     pub(crate) workspace_tools: bool,
+    pub(crate) include_mcp_tools: bool,
+    pub(crate) wait_for_mcp_connections: Option<u64>,
+    pub(crate) message_concurrency: MessageConcurrency,
+    /// The bash tool's limits; `None` removes the tool (Think's `workspaceBash = false`).
+    pub(crate) bash: Option<BashOptions>,
 }
+
+/// What happens to a message sent while a turn is running or queued (Think's
+/// `messageConcurrency`). Regenerates, continuations and programmatic turns always queue.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum MessageConcurrency {
+    /// Every message gets its own turn, in order.
+    #[default]
+    Queue,
+    /// Every message is kept, but only the newest queued one gets a turn.
+    Latest,
+    /// Like `Latest`: the model sees every kept message in its one turn.
+    Merge,
+    /// A message sent during a turn is refused and not kept.
+    Drop,
+    /// A message waits this many ms and is skipped if a newer one arrives meanwhile.
+    Debounce(u64),
+}
+
+/// Think's default debounce window.
+pub const DEFAULT_DEBOUNCE_MS: u64 = 750;
+
+impl MessageConcurrency {
+    /// Parses `queue`, `latest`, `merge`, `drop`, `debounce` or `debounce:<ms>`.
+    pub fn parse(s: &str) -> Result<Self, String> {
+        let s = s.trim();
+        Ok(match s {
+            "" | "queue" => MessageConcurrency::Queue,
+            "latest" => MessageConcurrency::Latest,
+            "merge" => MessageConcurrency::Merge,
+            "drop" => MessageConcurrency::Drop,
+            "debounce" => MessageConcurrency::Debounce(DEFAULT_DEBOUNCE_MS),
+            other => match other.strip_prefix("debounce:").map(|ms| ms.trim().parse::<u64>()) {
+                Some(Ok(ms)) => MessageConcurrency::Debounce(ms),
+                _ => return Err(format!("unknown message concurrency {other:?} (queue, latest, merge, drop, debounce[:ms])")),
+            },
+        })
+    }
+}
+
+/// Think's wait when `waitForMcpConnections` is `true`.
+pub const DEFAULT_MCP_WAIT_MS: u64 = 10_000;
 
 impl AgentSpec {
     /// An agent answered by `model`, with Think's defaults for everything else.
@@ -118,12 +165,49 @@ impl AgentSpec {
             before_turn: None,
             callables: BTreeMap::new(),
             workspace_tools: true,
+            include_mcp_tools: true,
+            wait_for_mcp_connections: None,
+            message_concurrency: MessageConcurrency::Queue,
+            bash: Some(BashOptions::default()),
         }
+    }
+
+    /// How overlapping chat messages are handled.
+    pub fn message_concurrency(mut self, policy: MessageConcurrency) -> Self {
+        self.message_concurrency = policy;
+        self
+    }
+
+    /// Whether MCP servers' tools join the merge (default true). Off, they are not even
+    /// converted, so a turn pays nothing for them.
+    pub fn include_mcp_tools(mut self, include: bool) -> Self {
+        self.include_mcp_tools = include;
+        self
+    }
+
+    /// Before each model call, wait up to `ms` for MCP servers that are still connecting, so
+    /// a turn right after a restart does not miss their tools. `None` (the default) waits not.
+    pub fn wait_for_mcp_connections(mut self, ms: Option<u64>) -> Self {
+        self.wait_for_mcp_connections = ms;
+        self
     }
 
     /// Whether the workspace file tools join every turn (Think's default: yes).
     pub fn workspace_tools(mut self, enabled: bool) -> Self {
         self.workspace_tools = enabled;
+        self
+    }
+
+    /// The bash tool's limits (Think's `workspaceBash` options); this also enables it.
+    pub fn bash(mut self, options: BashOptions) -> Self {
+        self.bash = Some(options);
+        self
+    }
+
+    /// Whether the workspace tools include `bash` (Think's default: yes). Enabling keeps
+    /// options set with [`AgentSpec::bash`].
+    pub fn bash_enabled(mut self, enabled: bool) -> Self {
+        self.bash = if enabled { self.bash.or_else(|| Some(BashOptions::default())) } else { None };
         self
     }
 
@@ -166,5 +250,35 @@ impl AgentSpec {
     {
         self.callables.insert(name.to_owned(), Rc::new(move |args| Box::pin(f(args))));
         self
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn concurrency_policies_parse() {
+        assert_eq!(MessageConcurrency::parse("").unwrap(), MessageConcurrency::Queue);
+        assert_eq!(MessageConcurrency::parse("latest").unwrap(), MessageConcurrency::Latest);
+        assert_eq!(MessageConcurrency::parse("merge").unwrap(), MessageConcurrency::Merge);
+        assert_eq!(MessageConcurrency::parse("drop").unwrap(), MessageConcurrency::Drop);
+        assert_eq!(MessageConcurrency::parse("debounce").unwrap(), MessageConcurrency::Debounce(750));
+        assert_eq!(MessageConcurrency::parse("debounce:200").unwrap(), MessageConcurrency::Debounce(200));
+        assert!(MessageConcurrency::parse("sometimes").is_err());
+    }
+
+    #[test]
+    fn model_settings_name_what_is_missing() {
+        match ModelChoice::from_settings(Some("http://x/v1"), None, Some("m")) {
+            ModelChoice::OpenAi(cfg) => assert_eq!((cfg.base_url.as_str(), cfg.api_key.as_str()), ("http://x/v1", "")),
+            _ => panic!("expected a configured model"),
+        }
+        match ModelChoice::from_settings(None, Some("k"), Some(" ")) {
+            ModelChoice::Unconfigured(msg) => {
+                assert!(msg.contains("THINK_MODEL_BASE_URL and THINK_MODEL not set"), "{msg}");
+            }
+            _ => panic!("expected unconfigured"),
+        }
     }
 }

@@ -7,16 +7,18 @@ use std::rc::Rc;
 use serde_json::{json, Map, Value};
 
 use super::streams::{PendingChunks, StreamStatus};
+use super::ledger::LedgeredTool;
+use super::spec::MessageConcurrency;
 use super::{Agent, TurnContext, CONFIG_BODY};
 use crate::platform::{random_id, random_uuid};
 use crate::protocol::accumulator::{ChunkAction, StreamAccumulator};
-use crate::protocol::frames::{self, ChatRequest, Trigger};
-use crate::protocol::message::{part_type, state_of, tool_call_id_of, tool_name_of, Role};
+use crate::protocol::frames::{self, ChatRequest, ClientToolSchema, Trigger};
+use crate::protocol::message::{part_type, state_of, tool_call_id_of, tool_name_of, Role, UIMessage};
 use crate::protocol::tool_state::{apply_to_messages, leaf_assistant, ToolPartUpdate};
 use crate::protocol::chunk;
 use crate::store::StoreError;
 use crate::tools::workspace::{workspace_tools, WorkspaceToolsOptions};
-use crate::tools::{DynamicTool, Layer, ToolContext, ToolRef, ToolSet};
+use crate::tools::{DynamicTool, Layer, ToolContext, ToolError, ToolRef, ToolSet};
 use crate::turn::abort::AbortSignal;
 use crate::turn::convert::to_model_messages;
 use crate::turn::engine::{self, ChunkSink, TurnOutcome, TurnPlan};
@@ -35,15 +37,54 @@ pub(super) struct ActiveStream {
 }
 
 /// A request for a turn.
+#[derive(Default)]
 pub(super) struct TurnRequest {
     pub request_id: String,
     pub body: Map<String, Value>,
     pub continuation: bool,
     pub owner: Option<String>,
+    /// The connection that sent the message, which alone is told when the turn is skipped.
+    pub origin: Option<String>,
+    /// The submit's place in line, for the `latest`, `merge` and `debounce` policies.
+    pub submit_seq: Option<u64>,
+    /// Set for programmatic `chat()` turns.
+    pub rpc: Option<RpcTurn>,
+}
+
+/// Receives a programmatic turn's stream (the DO RPC `chat()` callback).
+pub trait TurnObserver {
+    fn on_start(&self, request_id: &str);
+    /// One UIMessageChunk, as JSON text.
+    fn on_event(&self, chunk: &str);
+    fn on_error(&self, error: &str);
+    fn on_done(&self);
+}
+
+/// Runs the client tools of a programmatic turn in the caller (`onClientToolCall`).
+#[async_trait::async_trait(?Send)]
+pub trait ClientToolExecutor {
+    async fn call(&self, tool_name: &str, input: Value, tool_call_id: &str) -> Result<Value, String>;
+}
+
+/// What a programmatic turn brings: an observer, and client tools that live for this turn
+/// only (never persisted) with the executor that runs them.
+#[derive(Clone)]
+pub struct RpcTurn {
+    pub observer: Rc<dyn TurnObserver>,
+    pub client_tools: Vec<ClientToolSchema>,
+    pub executor: Option<Rc<dyn ClientToolExecutor>>,
+    pub abort: Option<AbortSignal>,
 }
 
 impl Agent {
     pub(super) async fn on_chat_request(self: Rc<Self>, conn: &str, req: ChatRequest) {
+        let policy = self.spec.message_concurrency;
+        let submit = req.trigger == Trigger::SubmitMessage;
+        if submit && policy == MessageConcurrency::Drop && self.busy() {
+            self.send(conn, &self.transcript_frame());
+            self.send(conn, &frames::chat_done_frame(&req.id, false));
+            return;
+        }
         if let Err(e) = self.reconcile(&req) {
             self.send(conn, &frames::chat_request_error_frame(&req.id, &format!("Could not save the message: {e}")));
             return;
@@ -53,8 +94,38 @@ impl Agent {
             self.warn("saving the request body failed", e);
         }
         self.broadcast(&self.transcript_frame(), Some(conn));
-        let turn = TurnRequest { request_id: req.id, body: req.body, continuation: false, owner: None };
+        let submit_seq = (submit && policy != MessageConcurrency::Queue).then(|| {
+            let mut rt = self.rt.borrow_mut();
+            rt.submit_seq += 1;
+            rt.submit_seq
+        });
+        let turn = TurnRequest { request_id: req.id, body: req.body, origin: Some(conn.to_owned()), submit_seq, ..Default::default() };
         self.run_turn(turn).await;
+    }
+
+    /// A turn is streaming or waiting for its slot.
+    fn busy(&self) -> bool {
+        let rt = self.rt.borrow();
+        rt.active.is_some() || rt.queued > 0
+    }
+
+    /// Runs a programmatic turn for `message` (DO RPC `chat()`): the message is persisted and
+    /// shown to every tab like a typed one, and the stream goes to `rpc.observer` as well.
+    pub async fn chat(self: &Rc<Self>, message: UIMessage, rpc: RpcTurn) {
+        let request_id = random_id(self.deps.clock.as_ref(), 8);
+        if let Err(e) = self.store().and_then(|s| s.upsert(&message, self.now())) {
+            rpc.observer.on_error(&format!("Could not save the message: {e}"));
+            rpc.observer.on_done();
+            return;
+        }
+        self.broadcast(&self.transcript_frame(), None);
+        let turn = TurnRequest { request_id, body: self.last_body(), rpc: Some(rpc), ..Default::default() };
+        self.run_turn(turn).await;
+    }
+
+    /// Whether a newer submit replaced this one (under `latest`, `merge` and `debounce`).
+    fn superseded(&self, seq: Option<u64>) -> bool {
+        seq.is_some_and(|s| s != self.rt.borrow().submit_seq)
     }
 
     /// Stores the new user messages of an incoming transcript. A regenerate drops what follows
@@ -75,46 +146,112 @@ impl Agent {
         Ok(())
     }
 
-    /// The merged tools of a turn, in Think's layer order.
-    fn turn_tools(&self) -> ToolSet {
+    /// The merged tools of a turn, in Think's layer order. Server tools go through the
+    /// execution ledger; a programmatic turn's client tools replace the persisted ones.
+    fn turn_tools(&self, rpc: Option<&RpcTurn>) -> ToolSet {
         let mut tools = ToolSet::new();
         if self.spec.workspace_tools {
-            tools.add_layer(Layer::Workspace, workspace_tools(self.workspace.clone(), WorkspaceToolsOptions { bash: true }));
+            let options = WorkspaceToolsOptions {
+                bash: self.spec.bash.is_some(),
+                bash_options: self.spec.bash.clone().unwrap_or_default(),
+                bash_engine: self.deps.bash_engine.clone(),
+            };
+            tools.add_layer(Layer::Workspace, workspace_tools(self.workspace.clone(), options));
         }
         tools.add_layer(Layer::Agent, self.spec.tools.iter().cloned());
-        let client: Vec<ToolRef> = self
-            .client_tools()
+        let (schemas, executor) = match rpc {
+            Some(r) => (r.client_tools.clone(), r.executor.clone()),
+            None => (self.client_tools(), None),
+        };
+        let client: Vec<ToolRef> = schemas
             .into_iter()
             .map(|t| {
                 let schema = t.parameters.unwrap_or_else(|| json!({"type": "object"}));
-                Rc::new(DynamicTool::without_execute(&t.name, t.description.as_deref().unwrap_or(""), schema)) as ToolRef
+                let description = t.description.unwrap_or_default();
+                match &executor {
+                    Some(exec) => {
+                        let exec = exec.clone();
+                        let name = t.name.clone();
+                        Rc::new(DynamicTool::new(&t.name, &description, schema, move |input, ctx| {
+                            let (exec, name) = (exec.clone(), name.clone());
+                            async move { exec.call(&name, input, &ctx.tool_call_id).await.map_err(ToolError) }
+                        })) as ToolRef
+                    }
+                    None => Rc::new(DynamicTool::without_execute(&t.name, &description, schema)) as ToolRef,
+                }
             })
             .collect();
+        if self.spec.include_mcp_tools {
+            if let Some(mcp) = &self.mcp {
+                tools.add_layer(Layer::Mcp, mcp.tools());
+            }
+        }
         tools.add_layer(Layer::Client, client);
+        let sql = self.deps.sql.clone();
+        let clock = self.deps.clock.clone();
+        let now: Rc<dyn Fn() -> f64> = Rc::new(move || clock.now_ms());
+        tools.map_tools(|t| LedgeredTool::wrap(t, sql.clone(), now.clone()));
         tools
     }
 
     /// Runs one turn: waits for its slot, streams it, persists the answer.
     pub(super) async fn run_turn(self: &Rc<Self>, turn: TurnRequest) {
         self.rt.borrow_mut().queued += 1;
-        let _slot = self.turn_lock.lock().await;
+        if let MessageConcurrency::Debounce(ms) = self.spec.message_concurrency {
+            if turn.submit_seq.is_some() {
+                self.deps.clock.sleep(ms).await;
+            }
+        }
+        let slot = if self.superseded(turn.submit_seq) { None } else { Some(self.turn_lock.lock().await) };
         self.rt.borrow_mut().queued -= 1;
         let request_id = turn.request_id.clone();
+        if slot.is_none() || self.superseded(turn.submit_seq) {
+            if let Some(origin) = &turn.origin {
+                self.send(origin, &frames::chat_done_frame(&request_id, false));
+            }
+            return;
+        }
+        let rpc = turn.rpc.clone();
+        if let Some(r) = &rpc {
+            r.observer.on_start(&request_id);
+        }
         let model = match &self.model {
             Ok(m) => m.clone(),
             Err(msg) => {
                 self.broadcast(&frames::chat_error_frame(&request_id, msg, turn.continuation), None);
                 self.broadcast(&frames::chat_done_frame(&request_id, turn.continuation), None);
+                if let Some(r) = &rpc {
+                    r.observer.on_error(msg);
+                    r.observer.on_done();
+                }
                 return;
             }
         };
 
-        let tools = self.turn_tools();
+        if let (true, Some(mcp)) = (self.spec.include_mcp_tools, &self.mcp) {
+            if let Some(ms) = self.spec.wait_for_mcp_connections {
+                mcp.wait_for_connections(ms).await;
+            }
+            // A server that could not be reached at start is retried in the background, so it
+            // comes back without a restart (its tools join a later turn).
+            if mcp.servers().iter().any(|s| s.state == crate::mcp::ConnectionState::Failed) {
+                let agent = self.clone();
+                self.deps.tasks.spawn(Box::pin(async move { agent.restore_mcp().await }));
+            }
+        }
+        let tools = self.turn_tools(rpc.as_ref());
         let message_id = random_uuid(self.deps.clock.as_ref());
-        let stream = Rc::new(TurnStream { agent: self.clone(), request_id: request_id.clone(), continuation: turn.continuation });
-        let abort = AbortSignal::new();
+        let stream = Rc::new(TurnStream {
+            agent: self.clone(),
+            request_id: request_id.clone(),
+            continuation: turn.continuation,
+            observer: rpc.as_ref().map(|r| r.observer.clone()),
+        });
+        let abort = rpc.as_ref().and_then(|r| r.abort.clone()).unwrap_or_default();
         self.begin_stream(&request_id, &message_id, &turn, abort.clone());
-        stream.emit(chunk::start(Some(&message_id), None));
+        // Only a fresh stream names its message: a client resuming a continuation keeps
+        // appending to the message it has, as with Think.
+        stream.emit(chunk::start((!turn.continuation).then_some(message_id.as_str()), None));
         self.run_approved_tools(&tools, &*stream, &abort).await;
 
         let messages = self.messages();
@@ -165,10 +302,16 @@ impl Agent {
             }
             TurnOutcome::Failed(msg) => {
                 self.broadcast_live(&frames::chat_error_frame(&request_id, msg, turn.continuation));
+                if let Some(r) = &rpc {
+                    r.observer.on_error(msg);
+                }
                 StreamStatus::Error
             }
         };
         self.end_stream(status).await;
+        if let Some(r) = &rpc {
+            r.observer.on_done();
+        }
     }
 
     /// Registers the new stream, tells parked connections to resume it, and opens its buffer.
@@ -176,6 +319,8 @@ impl Agent {
         if let Err(e) = self.streams().and_then(|b| b.start(request_id, message_id, turn.continuation, self.now())) {
             self.warn("opening the stream buffer failed", e);
         }
+        // Wakes the object after a crash so the interrupted turn is recovered.
+        self.deps.alarm.set(self.now() + super::HEARTBEAT_MS);
         let parked = {
             let mut rt = self.rt.borrow_mut();
             rt.active = Some(ActiveStream {
@@ -212,7 +357,8 @@ impl Agent {
         if message.parts.iter().any(|p| part_type(p) != Some("step-start")) {
             self.save_message(&message);
         }
-        self.broadcast(&self.transcript_frame(), None);
+        // Tabs still to ACK get the transcript after their replay, not before it.
+        self.broadcast_live(&self.transcript_frame());
         self.after_stream().await;
     }
 
@@ -279,12 +425,13 @@ fn finish_reason(reason: crate::model::FinishReason) -> &'static str {
     }
 }
 
-/// Streams one turn's chunks to every following tab while accumulating the answer and
-/// buffering the chunks for resumes.
+/// Streams one turn's chunks to every following tab (and a programmatic caller) while
+/// accumulating the answer and buffering the chunks for resumes.
 struct TurnStream {
     agent: Rc<Agent>,
     request_id: String,
     continuation: bool,
+    observer: Option<Rc<dyn TurnObserver>>,
 }
 
 impl ChunkSink for TurnStream {
@@ -311,6 +458,9 @@ impl ChunkSink for TurnStream {
             self.agent.apply_to_stored(&ToolPartUpdate::cross_message(tool_call_id, update));
         }
         self.agent.broadcast_live(&frames::chat_chunk_frame(&self.request_id, &body, self.continuation));
+        if let Some(observer) = &self.observer {
+            observer.on_event(&body);
+        }
     }
 }
 
@@ -318,6 +468,6 @@ impl ChunkSink for TurnStream {
 fn is_milestone(chunk: &Value) -> bool {
     matches!(
         chunk.get("type").and_then(Value::as_str),
-        Some("tool-input-available" | "tool-output-available" | "tool-output-error" | "tool-approval-request" | "tool-input-error" | "finish-step" | "finish")
+        Some("start" | "tool-input-available" | "tool-output-available" | "tool-output-error" | "tool-approval-request" | "tool-input-error" | "finish-step" | "finish")
     )
 }

@@ -145,6 +145,9 @@ pub enum ListenEnd {
     Unsupported,
     /// The stream ended or the server was removed or reconnected; listening again is fine.
     Ended,
+    /// Another `listen` already reads this server's current session; a second stream would
+    /// be refused (Streamable HTTP allows one per session) or duplicate every notification.
+    AlreadyListening,
 }
 
 type Task = Shared<LocalBoxFuture<'static, ()>>;
@@ -174,6 +177,8 @@ struct Server {
     failed_at: Option<f64>,
     refreshing: bool,
     stale: bool,
+    /// The session a `listen` call is reading, so that a second caller steps aside.
+    listener: Option<Weak<Session>>,
 }
 
 impl Server {
@@ -191,6 +196,7 @@ impl Server {
             failed_at: None,
             refreshing: false,
             stale: false,
+            listener: None,
         }
     }
 }
@@ -695,6 +701,26 @@ impl Drop for Refreshing<'_> {
     }
 }
 
+/// Releases a server's listener claim however `listen` ends, unless a newer session's
+/// listener has taken it over.
+struct Listening<'a> {
+    inner: &'a Inner,
+    id: &'a str,
+    session: &'a Rc<Session>,
+}
+
+impl Drop for Listening<'_> {
+    fn drop(&mut self) {
+        if let Ok(mut servers) = self.inner.servers.try_borrow_mut() {
+            if let Some(s) = servers.iter_mut().find(|s| s.row.id == self.id) {
+                if s.listener.as_ref().and_then(Weak::upgrade).is_some_and(|l| Rc::ptr_eq(&l, self.session)) {
+                    s.listener = None;
+                }
+            }
+        }
+    }
+}
+
 /// The MCP client of one agent.
 pub struct McpClient {
     inner: Rc<Inner>,
@@ -915,10 +941,24 @@ impl McpClient {
     }
 
     /// Listens for server-initiated messages (a Streamable HTTP GET stream, or the legacy SSE
-    /// stream) and refreshes the catalog on `list_changed`, until the stream ends.
+    /// stream) and refreshes the catalog on `list_changed`, until the stream ends. One call
+    /// listens per session; a concurrent one returns `AlreadyListening` at once.
     pub async fn listen(&self, id: &str) -> Result<ListenEnd, McpError> {
         let inner = &self.inner;
         let session = inner.ready_session(id).await?;
+        let claimed = inner
+            .with_server(id, |s| {
+                let taken = s.listener.as_ref().and_then(Weak::upgrade).is_some_and(|l| Rc::ptr_eq(&l, &session));
+                if !taken {
+                    s.listener = Some(Rc::downgrade(&session));
+                }
+                !taken
+            })
+            .ok_or_else(|| McpError::UnknownServer(id.into()))?;
+        if !claimed {
+            return Ok(ListenEnd::AlreadyListening);
+        }
+        let _claim = Listening { inner, id, session: &session };
         let mut listener = match session.listen().await {
             Ok(Some(l)) => l,
             Ok(None) => return Ok(ListenEnd::Unsupported),

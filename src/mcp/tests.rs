@@ -709,6 +709,39 @@ fn listen_over_streamable_http_refreshes_on_list_changed() {
 }
 
 #[test]
+fn a_second_listen_on_the_same_session_steps_aside() {
+    let env = Env::new();
+    let server = env.server("https://a.example", Mode::Streamable { sse: false });
+    server.get_stream.set(true);
+    let client = env.client();
+    env.run(client.add_mcp_server("A", "https://a.example/mcp", opts("a"))).unwrap();
+    let (first, second) = env.run(async {
+        let first = client.listen("a");
+        let second = async {
+            env.clock.sleep(5).await;
+            let second = client.listen("a").await;
+            server.close_streams();
+            second
+        };
+        futures::join!(first, second)
+    });
+    assert_eq!(second, Ok(ListenEnd::AlreadyListening));
+    assert_eq!(first, Ok(ListenEnd::Ended));
+    assert_eq!(env.http.requests("GET").len(), 1, "one stream was opened");
+    // Once the first has ended, listening again is allowed (here on a new session).
+    let again = env.run(async {
+        let listen = client.listen("a");
+        let stop = async {
+            env.clock.sleep(5).await;
+            server.close_streams();
+        };
+        futures::join!(listen, stop).0
+    });
+    assert_eq!(again, Ok(ListenEnd::Ended));
+    assert_eq!(env.http.requests("GET").len(), 2);
+}
+
+#[test]
 fn listen_over_legacy_sse_pumps_notifications_while_calls_share_the_stream() {
     let env = Env::new();
     let server = env.server("https://old.example", Mode::Legacy);

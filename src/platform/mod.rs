@@ -89,6 +89,18 @@ pub trait HttpClient {
     async fn fetch(&self, req: HttpRequest) -> Result<HttpResponse, HttpError>;
 }
 
+/// Runs background work that outlives the event that started it (MCP listeners, restoring
+/// connections after a start). The Workers glue uses `spawn_local`.
+pub trait Tasks {
+    fn spawn(&self, task: futures::future::LocalBoxFuture<'static, ()>);
+}
+
+/// The object's single alarm, which wakes it after a restart (to recover an interrupted turn)
+/// and for periodic cleanup. Setting it replaces any earlier time.
+pub trait Alarm {
+    fn set(&self, at_ms: f64);
+}
+
 /// The connected WebSockets of one agent instance.
 pub trait Sockets {
     /// Ids of every open connection.

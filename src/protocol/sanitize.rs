@@ -104,7 +104,40 @@ pub fn enforce_row_size_limit(message: &UIMessage) -> UIMessage {
     if message_bytes(&result) <= ROW_MAX_BYTES {
         return result;
     }
+    // Tool inputs can be large too (a `write` of a big file); keep their shape, shorten
+    // their long strings. The content itself lives on where the tool put it.
+    let mut compacted_inputs = Vec::new();
+    for part in result.parts.iter_mut() {
+        let Some(id) = tool_call_id_of(part).map(str::to_owned) else { continue };
+        let Some(input) = part.get_mut("input") else { continue };
+        if shorten_strings(input, COMPACT_TOOL_OUTPUT_CHARS) {
+            compacted_inputs.push(Value::String(id));
+        }
+    }
+    if !compacted_inputs.is_empty() {
+        set_metadata_field(&mut result, "compactedToolInputs", Value::Array(compacted_inputs));
+    }
+    if message_bytes(&result) <= ROW_MAX_BYTES {
+        return result;
+    }
     truncate_text_parts(result)
+}
+
+/// Shortens every string in `v` longer than `max` UTF-16 units, in place; true if any was.
+fn shorten_strings(v: &mut Value, max: usize) -> bool {
+    match v {
+        Value::String(text) => {
+            let len = utf16_len(text);
+            if len <= max {
+                return false;
+            }
+            *text = format!("{}... [truncated for storage: {len} chars]", utf16_prefix(text, max));
+            true
+        }
+        Value::Array(items) => items.iter_mut().fold(false, |acc, i| shorten_strings(i, max) | acc),
+        Value::Object(map) => map.values_mut().fold(false, |acc, i| shorten_strings(i, max) | acc),
+        _ => false,
+    }
 }
 
 fn set_metadata_field(message: &mut UIMessage, key: &str, value: Value) {
@@ -312,6 +345,25 @@ fn compact_array_marker(max: usize, original_length: usize) -> Value {
         return marker;
     }
     json!([utf16_prefix(&truncated_suffix(original_length), max)])
+}
+
+#[cfg(test)]
+mod input_tests {
+    use super::*;
+    use crate::protocol::message::UIMessage;
+
+    #[test]
+    fn large_tool_inputs_are_shortened_when_outputs_are_not_enough() {
+        let big = "x".repeat(1_200_000);
+        let part = |id: &str| json!({"type": "tool-write", "toolCallId": id, "state": "output-available",
+            "input": {"path": "/big.txt", "content": big}, "output": {"path": "/big.txt", "bytesWritten": 1_200_000, "lines": 1}});
+        let m = UIMessage::new("m", Role::Assistant, vec![part("a"), part("b")]);
+        let out = enforce_row_size_limit(&m);
+        assert!(message_bytes(&out) <= ROW_MAX_BYTES);
+        assert_eq!(out.parts[0]["input"]["path"], "/big.txt");
+        assert!(out.parts[0]["input"]["content"].as_str().unwrap().contains("truncated for storage"));
+        assert_eq!(out.metadata.unwrap()["compactedToolInputs"], json!(["a", "b"]));
+    }
 }
 
 #[cfg(test)]

@@ -173,6 +173,14 @@ impl ToolSet {
         self.tools.retain(|n, _| order.iter().any(|k| k == n));
     }
 
+    /// Replaces every tool with `f(tool)`, keeping names and layers (for wrappers such as the
+    /// execution ledger).
+    pub fn map_tools(&mut self, mut f: impl FnMut(ToolRef) -> ToolRef) {
+        for (_, (_, tool)) in self.tools.iter_mut() {
+            *tool = f(tool.clone());
+        }
+    }
+
     /// Definitions in first-seen order, as sent to the model.
     pub fn definitions(&self) -> Vec<ToolDefinition> {
         self.order.iter().filter_map(|n| self.get(n)).map(|t| t.definition().clone()).collect()
@@ -299,5 +307,33 @@ where
             .map_err(|e| ToolError(format!("Invalid input for tool \"{}\": {e}", self.definition.name)))?;
         let out = (self.execute)(typed, ctx.clone()).await?;
         serde_json::to_value(out).map_err(|e| ToolError(format!("Tool output is not JSON: {e}")))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn tool(name: &str, description: &str) -> ToolRef {
+        Rc::new(DynamicTool::without_execute(name, description, json!({"type": "object"})))
+    }
+
+    #[test]
+    fn later_layers_win_whatever_the_insertion_order() {
+        let mut set = ToolSet::new();
+        set.add_layer(Layer::Client, [tool("read", "client")]);
+        set.add_layer(Layer::Workspace, [tool("read", "workspace"), tool("write", "workspace")]);
+        set.add_layer(Layer::Mcp, [tool("read", "mcp"), tool("tool_x_y", "mcp")]);
+        set.add_layer(Layer::Agent, [tool("write", "agent")]);
+        assert_eq!(set.get("read").unwrap().definition().description, "client");
+        assert_eq!(set.layer_of("read"), Some(Layer::Client));
+        assert_eq!(set.get("write").unwrap().definition().description, "agent");
+        assert_eq!(set.names().collect::<Vec<_>>(), ["read", "write", "tool_x_y"]);
+        let order = [Layer::Workspace, Layer::Agent, Layer::Extension, Layer::Context, Layer::Skill, Layer::Mcp, Layer::Client, Layer::Turn];
+        assert!(order.windows(2).all(|w| w[0] < w[1]), "Think's merge order");
+        set.retain_names(&["write".into()]);
+        assert_eq!(set.len(), 1);
+        assert!(set.get("read").is_none());
     }
 }

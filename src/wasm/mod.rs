@@ -2,20 +2,23 @@
 //! host-testable core, routes `/agents/<ns>/<name>` requests like `routeAgentRequest`, and
 //! provides [`think_agent!`](crate::think_agent) to declare an agent class.
 
+mod bash;
 mod clock;
 mod http;
 mod r2;
+mod rpc;
 mod sockets;
 mod sql;
 
 use std::rc::Rc;
 
-use wasm_bindgen::JsCast;
+use wasm_bindgen::{JsCast, JsValue};
 use worker::{Env, Request, Response, Result, State, WebSocket, WebSocketIncomingMessage, WebSocketPair};
 
 use crate::agent::{Agent, AgentSpec, Deps};
 use crate::protocol::routing::{camel_case_to_kebab_case, parse_agent_path, RouteError};
 
+pub use bash::JustBash;
 pub use clock::WorkerClock;
 pub use http::FetchHttp;
 pub use r2::R2Blobs;
@@ -24,6 +27,30 @@ pub use sql::DoSql;
 
 /// The R2 binding the workspace spills large files to, when present.
 pub const R2_BINDING: &str = "WORKSPACE_R2";
+
+/// Background work on the isolate's event loop.
+pub struct LocalTasks;
+
+impl crate::platform::Tasks for LocalTasks {
+    fn spawn(&self, task: futures::future::LocalBoxFuture<'static, ()>) {
+        wasm_bindgen_futures::spawn_local(task);
+    }
+}
+
+/// The object's alarm over `ctx.storage.setAlarm`.
+pub struct DoAlarm(Rc<State>);
+
+impl crate::platform::Alarm for DoAlarm {
+    fn set(&self, at_ms: f64) {
+        let storage = self.0.storage();
+        wasm_bindgen_futures::spawn_local(async move {
+            let when = worker::ScheduledTime::new(js_sys::Date::new(&at_ms.into()));
+            if let Err(e) = storage.set_alarm(when).await {
+                crate::platform::log(&format!("think-rs: setting the alarm failed: {e}"));
+            }
+        });
+    }
+}
 
 /// The state behind one agent Durable Object: the core agent plus its adapters.
 pub struct ThinkHost {
@@ -48,9 +75,14 @@ impl ThinkHost {
             clock: Rc::new(WorkerClock),
             http: Rc::new(FetchHttp),
             blobs: env.bucket(R2_BINDING).ok().map(|b| Rc::new(R2Blobs(b)) as Rc<dyn crate::store::BlobStore>),
+            bash_engine: Some(Rc::new(JustBash)),
+            tasks: Rc::new(LocalTasks),
+            alarm: Rc::new(DoAlarm(state.clone())),
             instance_id: state.id().to_string(),
         };
-        Self { agent: Agent::new(class_name, spec, deps), state, sockets }
+        let agent = Agent::new(class_name, spec, deps);
+        wasm_bindgen_futures::spawn_local(agent.clone().start());
+        Self { agent, state, sockets }
     }
 
     /// The core agent, for Rust code that drives it directly.
@@ -78,7 +110,7 @@ impl ThinkHost {
             self.agent.on_connect(&conn_id);
             return Response::from_websocket(pair.client);
         }
-        match self.agent.on_http(&req.method().to_string(), url.path()) {
+        match self.agent.on_http(req.method().as_ref(), url.path()) {
             Some(reply) => {
                 let mut resp = Response::ok(reply.body)?.with_status(reply.status);
                 resp.headers_mut().set("content-type", reply.content_type)?;
@@ -113,7 +145,28 @@ impl ThinkHost {
     }
 
     pub async fn alarm(&self) -> Result<Response> {
+        self.agent.clone().on_alarm().await;
         Response::ok("ok")
+    }
+
+    /// DO RPC `chat(message, callback, options)`.
+    pub async fn rpc_chat(&self, message: JsValue, callback: JsValue, options: JsValue) -> std::result::Result<JsValue, JsValue> {
+        rpc::chat(&self.agent, message, callback, options).await
+    }
+
+    /// DO RPC `getMessages()`.
+    pub fn rpc_get_messages(&self) -> std::result::Result<JsValue, JsValue> {
+        rpc::get_messages(&self.agent)
+    }
+
+    /// DO RPC `clearMessages()`.
+    pub fn rpc_clear_messages(&self) {
+        self.agent.clear_messages();
+    }
+
+    /// DO RPC call of a callable (`addMcpServer`, `removeMcpServer`, `getMcpServers`, …).
+    pub async fn rpc_call(&self, method: String, args: JsValue) -> std::result::Result<JsValue, JsValue> {
+        rpc::call_method(&self.agent, method, args).await
     }
 }
 
@@ -189,6 +242,40 @@ macro_rules! think_agent {
                 self.0.alarm().await
             }
         }
+
+        /// The RPC surface the JS `DurableObject` wrapper forwards to (`js/entry.mjs`).
+        #[::worker::wasm_bindgen::prelude::wasm_bindgen(
+            wasm_bindgen = ::worker::wasm_bindgen,
+            wasm_bindgen_futures = ::worker::wasm_bindgen_futures,
+            js_sys = ::worker::js_sys
+        )]
+        impl $class {
+            #[wasm_bindgen(js_name = rpcChat)]
+            pub async fn rpc_chat(
+                &self,
+                message: ::worker::wasm_bindgen::JsValue,
+                callback: ::worker::wasm_bindgen::JsValue,
+                options: ::worker::wasm_bindgen::JsValue,
+            ) -> ::std::result::Result<::worker::wasm_bindgen::JsValue, ::worker::wasm_bindgen::JsValue> {
+                self.0.rpc_chat(message, callback, options).await
+            }
+            #[wasm_bindgen(js_name = rpcGetMessages)]
+            pub fn rpc_get_messages(&self) -> ::std::result::Result<::worker::wasm_bindgen::JsValue, ::worker::wasm_bindgen::JsValue> {
+                self.0.rpc_get_messages()
+            }
+            #[wasm_bindgen(js_name = rpcClearMessages)]
+            pub fn rpc_clear_messages(&self) {
+                self.0.rpc_clear_messages()
+            }
+            #[wasm_bindgen(js_name = rpcCall)]
+            pub async fn rpc_call(
+                &self,
+                method: String,
+                args: ::worker::wasm_bindgen::JsValue,
+            ) -> ::std::result::Result<::worker::wasm_bindgen::JsValue, ::worker::wasm_bindgen::JsValue> {
+                self.0.rpc_call(method, args).await
+            }
+        }
     };
 }
 
@@ -196,14 +283,21 @@ macro_rules! think_agent {
 mod shipped {
     use worker::{event, Context, Env, Request, Response, Result};
 
-    use crate::agent::{AgentSpec, ModelChoice};
+    use crate::agent::{AgentSpec, MessageConcurrency, ModelChoice};
     use crate::tools::approval::ApprovalPolicy;
+    use crate::tools::workspace::bash::BashOptions;
 
     fn setting(env: &Env, name: &str) -> Option<String> {
         env.var(name).ok().map(|v| v.to_string()).or_else(|| env.secret(name).ok().map(|v| v.to_string()))
     }
 
-    /// The ready-made agent, configured from the environment.
+    /// The ready-made agent, configured from the environment:
+    /// - `THINK_MODEL_BASE_URL`, `THINK_MODEL_API_KEY`, `THINK_MODEL`: the model;
+    /// - `THINK_APPROVAL`: comma-separated names or globs of tools that need approval;
+    /// - `THINK_BASH`: the bash tool, like Think's `workspaceBash`: `false` removes it, a
+    ///   JSON object sets its options (`{"timeout": 5000, "network": true, "maxWorkspaceFiles":
+    ///   1000, "maxWorkspaceFileBytes": 1000000, "maxOutputBytes": 64000}`; missing keys keep
+    ///   Think's defaults).
     pub fn spec_from_env(env: &Env) -> AgentSpec {
         let model = ModelChoice::from_settings(
             setting(env, "THINK_MODEL_BASE_URL").as_deref(),
@@ -215,7 +309,25 @@ mod shipped {
             crate::platform::log(&format!("think-rs: ignoring THINK_APPROVAL: {e}"));
             ApprovalPolicy::new()
         });
-        AgentSpec::new(model).approval(policy)
+        let mcp_wait = match setting(env, "THINK_WAIT_FOR_MCP_CONNECTIONS").as_deref().map(str::trim) {
+            None | Some("") | Some("false") | Some("0") => None,
+            Some("true") => Some(crate::agent::spec::DEFAULT_MCP_WAIT_MS),
+            Some(ms) => ms.parse().ok(),
+        };
+        let concurrency = MessageConcurrency::parse(&setting(env, "THINK_MESSAGE_CONCURRENCY").unwrap_or_default())
+            .unwrap_or_else(|e| {
+                crate::platform::log(&format!("think-rs: ignoring THINK_MESSAGE_CONCURRENCY: {e}"));
+                MessageConcurrency::Queue
+            });
+        let bash = BashOptions::from_setting(&setting(env, "THINK_BASH").unwrap_or_default()).unwrap_or_else(|e| {
+            crate::platform::log(&format!("think-rs: ignoring THINK_BASH: {e}"));
+            Some(BashOptions::default())
+        });
+        let spec = AgentSpec::new(model).approval(policy).wait_for_mcp_connections(mcp_wait).message_concurrency(concurrency);
+        match bash {
+            Some(options) => spec.bash(options),
+            None => spec.bash_enabled(false),
+        }
     }
 
     crate::think_agent!(ThinkAgent, spec_from_env);

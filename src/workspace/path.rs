@@ -6,15 +6,9 @@ use super::error::{Errno, FsError};
 /// The longest normalized path accepted, as in Think.
 pub const MAX_PATH_LENGTH: usize = 4096;
 
-/// Normalizes `path`: adds a leading `/`, drops empty and `.` segments and resolves `..`
-/// without ever going above the root (`/../../etc` becomes `/etc`).
-///
-/// Fails with `ENAMETOOLONG` past [`MAX_PATH_LENGTH`] characters and with `EINVAL` on a NUL
-/// byte; `syscall` names the operation in the error.
-pub fn normalize(path: &str, syscall: &'static str) -> Result<String, FsError> {
-    if path.contains('\0') {
-        return Err(FsError::new(Errno::Inval, syscall, path.replace('\0', "\\0")));
-    }
+/// The purely lexical part of [`normalize`] (Think's `normalizeWorkspacePath`): a leading
+/// `/`, no empty or `.` segments, and `..` popping a segment but never climbing above `/`.
+pub fn lexical(path: &str) -> String {
     let mut parts: Vec<&str> = Vec::new();
     for part in path.split('/') {
         match part {
@@ -33,6 +27,19 @@ pub fn normalize(path: &str, syscall: &'static str) -> Result<String, FsError> {
     if out.is_empty() {
         out.push('/');
     }
+    out
+}
+
+/// Normalizes `path`: adds a leading `/`, drops empty and `.` segments and resolves `..`
+/// without ever going above the root (`/../../etc` becomes `/etc`).
+///
+/// Fails with `ENAMETOOLONG` past [`MAX_PATH_LENGTH`] characters and with `EINVAL` on a NUL
+/// byte; `syscall` names the operation in the error.
+pub fn normalize(path: &str, syscall: &'static str) -> Result<String, FsError> {
+    if path.contains('\0') {
+        return Err(FsError::new(Errno::Inval, syscall, path.replace('\0', "\\0")));
+    }
+    let out = lexical(path);
     if out.chars().count() > MAX_PATH_LENGTH {
         return Err(FsError::new(Errno::NameTooLong, syscall, truncate_for_message(path)));
     }

@@ -1,5 +1,5 @@
 // Tests of js/bash/bridge.mjs against the real just-bash:
-//   JUST_BASH=/path/to/node_modules/just-bash node --test tests/bash-corpus/bridge.test.mjs
+//   node --test tests/bash-corpus/bridge.test.mjs   (part of `npm test`; JUST_BASH: see load-bridge.mjs)
 import assert from "node:assert/strict";
 import { test } from "node:test";
 import { EXCLUDED_ROOTS, runBash } from "./load-bridge.mjs";

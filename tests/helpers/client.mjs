@@ -65,6 +65,22 @@ export async function connect(host, name, { agent = "ThinkAgent", ...rest } = {}
       await tab.waitFor((f) => f.type === "cf_agent_use_chat_response" && f.id === id && f.done === true, opts);
       return tab.responses(id);
     },
+    /**
+     * Does what useAgentChat does after answering a tool call or approval: probes for the
+     * continuation stream, ACKs it, and collects it to its end.
+     */
+    async followContinuation() {
+      const from = frames.length;
+      tab.send({ type: "cf_agent_stream_resume_request", probeId: newId("probe") });
+      const resuming = await tab.waitFor((f) => f.type === "cf_agent_stream_resuming", { from });
+      tab.send({ type: "cf_agent_stream_resume_ack", id: resuming.id });
+      await tab.waitFor((f) => f.type === "cf_agent_use_chat_response" && f.id === resuming.id && f.done, { from });
+      const seen = frames.slice(from);
+      const chunks = seen
+        .filter((f) => f.type === "cf_agent_use_chat_response" && f.id === resuming.id && f.body?.trim() && !f.error)
+        .map((f) => JSON.parse(f.body));
+      return { id: resuming.id, frames: seen, chunks };
+    },
     responses(id) {
       return frames.filter((f) => f.type === "cf_agent_use_chat_response" && f.id === id);
     },

@@ -104,6 +104,10 @@ export async function startScriptedModel() {
       fallback = entry;
     },
     pending: () => queue.length,
+    /** Drops the replies not used yet. */
+    clear() {
+      queue.length = 0;
+    },
     async waitForRequests(n, timeoutMs = 10000) {
       const until = Date.now() + timeoutMs;
       while (requests.length < n) {

@@ -1,6 +1,7 @@
 // Runs the built Worker (build/index.js + wasm) in Miniflare — the same workerd that
 // `wrangler dev` uses — with the Durable Object, SQLite, R2 and a persist directory.
 import { Miniflare } from "miniflare";
+import { execFileSync } from "node:child_process";
 import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
@@ -12,29 +13,72 @@ export function tempDir(prefix = "think-rs-") {
   return fs.mkdtempSync(path.join(os.tmpdir(), prefix));
 }
 
-function options({ persistDir, vars }) {
-  return {
-    host: "127.0.0.1",
-    port: 0,
-    defaultPersistRoot: persistDir,
+function options({ persistDir, vars, withCaller }) {
+  const agent = {
+    name: "think-rs",
     modules: true,
     modulesRoot: ROOT,
-    scriptPath: path.join(ROOT, "build/index.js"),
-    modulesRules: [{ type: "CompiledWasm", include: ["**/*.wasm"], fallthrough: true }],
+    scriptPath: path.join(ROOT, "js/entry.mjs"),
+    modulesRules: [
+      { type: "ESModule", include: ["**/*.js", "**/*.mjs"] },
+      { type: "CompiledWasm", include: ["**/*.wasm"], fallthrough: true },
+    ],
     compatibilityDate: "2025-11-01",
+    compatibilityFlags: ["nodejs_compat"],
     durableObjects: { ThinkAgent: { className: "ThinkAgent", useSQLite: true } },
     r2Buckets: ["WORKSPACE_R2"],
     bindings: vars,
+    // The chat page, as wrangler.toml's [assets] (run_worker_first = ["/agents/*"]).
+    assets: {
+      directory: path.join(ROOT, "web/dist"),
+      routerConfig: { has_user_worker: true, static_routing: { user_worker: ["/agents/*"] } },
+      assetConfig: { compatibility_date: "2025-11-01" },
+    },
   };
+  const workers = [agent];
+  if (withCaller) {
+    workers.push({
+      name: "caller",
+      modules: true,
+      scriptPath: path.join(ROOT, "tests/fixtures/caller-worker.mjs"),
+      compatibilityDate: "2025-11-01",
+      durableObjects: { AGENT: { className: "ThinkAgent", scriptName: "think-rs" } },
+    });
+  }
+  return { host: "127.0.0.1", port: 0, defaultPersistRoot: persistDir, workers };
+}
+
+/** Pids of the workerd processes this test process runs (Miniflare spawns them directly). */
+export function workerdPids() {
+  let out = "";
+  try {
+    out = execFileSync("ps", ["-o", "pid=,comm=", "--ppid", String(process.pid)], { encoding: "utf8" });
+  } catch {
+    return []; // ps exits 1 when there are no children
+  }
+  return out
+    .split("\n")
+    .map((l) => l.trim().split(/\s+/))
+    .filter(([pid, comm]) => pid && comm === "workerd")
+    .map(([pid]) => Number(pid));
+}
+
+/** Starts Miniflare and finds the workerd process it spawned (the one that was not there before). */
+async function launch(opts) {
+  const before = new Set(workerdPids());
+  const mf = new Miniflare(opts);
+  const url = await mf.ready;
+  const pids = workerdPids().filter((p) => !before.has(p));
+  return { mf, url, pid: pids.length === 1 ? pids[0] : undefined };
 }
 
 /**
  * Starts the Worker. `vars` become environment bindings (THINK_MODEL_BASE_URL, …).
- * `restart()` disposes and starts again on the same persist directory.
+ * `restart()` disposes and starts again on the same persist directory; `kill()` first kills
+ * workerd with SIGKILL (a crash: nothing is flushed or closed), then starts again.
  */
-export async function startWorker({ vars = {}, persistDir = tempDir() } = {}) {
-  let mf = new Miniflare(options({ persistDir, vars }));
-  let url = await mf.ready;
+export async function startWorker({ vars = {}, persistDir = tempDir(), withCaller = false } = {}) {
+  let { mf, url, pid } = await launch(options({ persistDir, vars, withCaller }));
   const handle = {
     persistDir,
     get mf() {
@@ -46,14 +90,32 @@ export async function startWorker({ vars = {}, persistDir = tempDir() } = {}) {
     get host() {
       return url.host;
     },
+    /** The pid of the running workerd, when it could be told apart from other ones. */
+    get pid() {
+      return pid;
+    },
     async restart(newVars = vars) {
       await mf.dispose();
-      mf = new Miniflare(options({ persistDir, vars: newVars }));
-      url = await mf.ready;
+      ({ mf, url, pid } = await launch(options({ persistDir, vars: newVars, withCaller })));
+      return handle;
+    },
+    /** SIGKILLs workerd, disposes what is left of Miniflare, and starts again on the same persist dir. */
+    async kill(newVars = vars) {
+      if (pid === undefined) throw new Error("kill(): the workerd process of this Miniflare is unknown");
+      process.kill(pid, "SIGKILL");
+      await mf.dispose().catch(() => {});
+      ({ mf, url, pid } = await launch(options({ persistDir, vars: newVars, withCaller })));
       return handle;
     },
     async dispose() {
       await mf.dispose();
+    },
+    /** Fetches from the caller Worker (started with `withCaller`). */
+    async caller(pathAndQuery, body) {
+      const worker = await mf.getWorker("caller");
+      const res = await worker.fetch(`http://caller${pathAndQuery}`, body === undefined ? {} : { method: "POST", body: JSON.stringify(body) });
+      if (!res.ok) throw new Error(`caller ${pathAndQuery}: ${res.status} ${await res.text()}`);
+      return res.json();
     },
   };
   return handle;

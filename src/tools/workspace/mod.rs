@@ -5,6 +5,7 @@
 //! `edit` keeps Think's inputs and outputs but matches more robustly (see [`edit_match`]).
 //! Each tool is built over an operations trait from [`ops`], which [`Workspace`] implements.
 
+pub mod bash;
 mod delete;
 mod edit;
 pub mod edit_match;
@@ -36,31 +37,39 @@ use serde_json::Value;
 use std::rc::Rc;
 
 /// Options for [`workspace_tools`].
-#[derive(Debug, Clone, Copy)]
+#[derive(Clone)]
 pub struct WorkspaceToolsOptions {
-    /// Whether the set includes `bash` (Think's default: true). The bash tool is provided by
-    /// its own module and joins the set here; the seven file tools are always included.
+    /// Whether the set includes `bash` (Think's default: true). It also needs an engine.
     pub bash: bool,
+    /// The bash tool's limits.
+    pub bash_options: bash::BashOptions,
+    /// Runs the scripts (just-bash in the Worker). Without one there is no bash tool, so the
+    /// file tools stay usable where no engine exists.
+    pub bash_engine: Option<Rc<dyn bash::BashEngine>>,
 }
 
 impl Default for WorkspaceToolsOptions {
     fn default() -> Self {
-        Self { bash: true }
+        Self { bash: true, bash_options: bash::BashOptions::default(), bash_engine: None }
     }
 }
 
 /// Think's `createWorkspaceTools`: the file tools over one workspace, in Think's order
-/// (read, write, edit, list, find, grep, delete).
-pub fn workspace_tools(ws: Rc<Workspace>, _options: WorkspaceToolsOptions) -> Vec<ToolRef> {
-    vec![
+/// (read, write, edit, list, find, grep, delete), then `bash` when enabled with an engine.
+pub fn workspace_tools(ws: Rc<Workspace>, options: WorkspaceToolsOptions) -> Vec<ToolRef> {
+    let mut tools = vec![
         read_tool(ws.clone()),
         write_tool(ws.clone()),
         edit_tool(ws.clone()),
         list_tool(ws.clone()),
         find_tool(ws.clone()),
         grep_tool(ws.clone()),
-        delete_tool(ws),
-    ]
+        delete_tool(ws.clone()),
+    ];
+    if let (true, Some(engine)) = (options.bash, options.bash_engine) {
+        tools.push(bash::bash_tool(ws, engine, options.bash_options));
+    }
+    tools
 }
 
 fn definition(name: &str, description: &str, input_schema: Value) -> ToolDefinition {

@@ -18,7 +18,9 @@
 // answers; needs --resumable); filler_1..filler_4 (to make several pages).
 //
 // Control endpoints for tests (no token needed): /control/reset restores the initial tools;
-// /control/notify broadcasts tools/list_changed; /control/sessions lists open sessions.
+// /control/notify broadcasts tools/list_changed; /control/sessions lists open sessions;
+// /control/delay?list=MS delays the first page of every tools/list (0 turns it off), so a
+// client's discovery takes a known time.
 
 import http from "node:http";
 import { randomUUID } from "node:crypto";
@@ -76,6 +78,7 @@ const initialTools = () => [
 ];
 
 let tools = initialTools();
+let listDelayMs = 0;
 const servers = new Set();
 const PNG = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg==";
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
@@ -91,6 +94,7 @@ function makeServer() {
   );
   server.setRequestHandler(ListToolsRequestSchema, async (req) => {
     const start = Number(req.params?.cursor ?? 0) || 0;
+    if (start === 0 && listDelayMs > 0) await sleep(listDelayMs);
     const page = tools.slice(start, start + PAGE_SIZE);
     const next = start + PAGE_SIZE < tools.length ? String(start + PAGE_SIZE) : undefined;
     return next ? { tools: page, nextCursor: next } : { tools: page };
@@ -210,6 +214,7 @@ const httpServer = http.createServer(async (req, res) => {
     const url = new URL(req.url, "http://localhost");
     if (url.pathname.startsWith("/control/")) {
       if (url.pathname === "/control/reset") tools = initialTools();
+      if (url.pathname === "/control/delay") listDelayMs = Number(url.searchParams.get("list") ?? 0) || 0;
       if (url.pathname === "/control/notify") await Promise.all([...servers].map((s) => s.sendToolListChanged().catch(() => {})));
       res.writeHead(200, { "content-type": "application/json" });
       res.end(JSON.stringify({ streamable: [...streamable.keys()], sse: [...legacy.keys()], tools: tools.length }));

@@ -1,14 +1,7 @@
 //! The contract with the engine that actually runs a script: just-bash behind
-//! `js/bash/bridge.mjs` in the Worker, a fake in host tests. Field for field this is the
-//! bridge's `runBash(request)` → result, so the wasm glue is a plain conversion:
-//!
-//! ```text
-//! #[wasm_bindgen(module = "/js/bash/bridge.mjs")]
-//! extern "C" {
-//!     #[wasm_bindgen(js_name = runBash, catch)]
-//!     async fn run_bash_js(request: JsValue) -> Result<JsValue, JsValue>;
-//! }
-//! ```
+//! `js/bash/bridge.mjs` in the Worker (`src/wasm/bash.rs`), a fake in host tests. Field for
+//! field this is the bridge's `runBash(request)` → result, so the wasm glue is a plain
+//! conversion.
 //!
 //! request: `{files: [[path, Uint8Array]…], dirs: [path…], script, cwd, timeoutMs, network,
 //! excludeRoots: [path…]}`; result: `{stdout, stderr, exitCode, aborted, error: string|null,

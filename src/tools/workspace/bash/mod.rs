@@ -7,13 +7,17 @@
 //! runs the script is behind [`BashEngine`]; in the Worker it is `js/bash/bridge.mjs`.
 //! The workspace is behind [`BashFs`], a small adapter over the `Workspace`.
 
+use crate::tools::{Tool, ToolContext, ToolDefinition, ToolError, ToolRef};
 use async_trait::async_trait;
 use serde::Deserialize;
+use serde_json::{json, Value};
+use std::rc::Rc;
 
 pub mod engine;
 pub mod output;
 pub mod paths;
 pub mod snapshot;
+mod workspace_fs;
 pub mod writeback;
 
 pub use engine::{BashEngine, EngineRequest, EngineResponse, FinalEntry, FinalKind};
@@ -48,6 +52,21 @@ pub struct BashOptions {
     pub max_output_bytes: usize,
 }
 
+impl BashOptions {
+    /// Reads a setting written like Think's `workspaceBash`: `true`/`false`, or a JSON object
+    /// of options (`{"timeout": 5000, "network": true}`); empty means the default. `None`
+    /// turns the tool off.
+    pub fn from_setting(setting: &str) -> Result<Option<Self>, String> {
+        match setting.trim() {
+            "" | "true" => Ok(Some(Self::default())),
+            "false" => Ok(None),
+            json => serde_json::from_str(json)
+                .map(Some)
+                .map_err(|e| format!("expected true, false or a JSON object of bash options: {e}")),
+        }
+    }
+}
+
 impl Default for BashOptions {
     fn default() -> Self {
         Self {
@@ -61,24 +80,11 @@ impl Default for BashOptions {
 }
 
 /// The tool's input.
-#[derive(Debug, Clone, PartialEq, Deserialize, schemars::JsonSchema)]
-#[schemars(transform = without_description)]
+#[derive(Debug, Clone, PartialEq, Deserialize)]
 pub struct BashInput {
-    /// Bash script to run
     pub script: String,
-    /// Working directory for the script. Defaults to / (the workspace root)
-    #[schemars(transform = plain_string)]
+    /// Defaults to `/`, the workspace root.
     pub cwd: Option<String>,
-}
-
-/// Think's Zod schema has no top-level description.
-fn without_description(schema: &mut schemars::Schema) {
-    schema.remove("description");
-}
-
-/// Zod's `.optional()` leaves the type a plain string (not `["string", "null"]`).
-fn plain_string(schema: &mut schemars::Schema) {
-    schema.insert("type".to_owned(), "string".into());
 }
 
 /// Kind of a workspace entry as listed by [`BashFs::read_dir`].
@@ -137,6 +143,48 @@ pub async fn run_bash(
     let plan = plan_write_back(&baseline, std::mem::take(&mut response.entries));
     let (changed, errors) = apply_write_back(fs, plan).await;
     Ok(output::assemble_output(&response, changed, skipped, errors, options.max_output_bytes))
+}
+
+/// The `bash` tool over `fs` (usually the agent's `Workspace`), running scripts in `engine`.
+pub fn bash_tool(fs: Rc<dyn BashFs>, engine: Rc<dyn BashEngine>, options: BashOptions) -> ToolRef {
+    // Think's Zod schema as the AI SDK serializes it.
+    let schema = json!({
+        "type": "object",
+        "properties": {
+            "script": {"type": "string", "description": "Bash script to run"},
+            "cwd": {"description": "Working directory for the script. Defaults to / (the workspace root)", "type": "string"}
+        },
+        "required": ["script"],
+        "additionalProperties": false
+    });
+    let def = ToolDefinition {
+        name: "bash".to_owned(),
+        description: DESCRIPTION.to_owned(),
+        input_schema: schema,
+        output_schema: None,
+    };
+    Rc::new(BashTool { def, fs, engine, options })
+}
+
+struct BashTool {
+    def: ToolDefinition,
+    fs: Rc<dyn BashFs>,
+    engine: Rc<dyn BashEngine>,
+    options: BashOptions,
+}
+
+#[async_trait(?Send)]
+impl Tool for BashTool {
+    fn definition(&self) -> &ToolDefinition {
+        &self.def
+    }
+
+    async fn execute(&self, input: Value, _ctx: &ToolContext) -> Result<Value, ToolError> {
+        let input: BashInput = serde_json::from_value(input)
+            .map_err(|e| ToolError(format!("Invalid input for tool \"bash\": {e}")))?;
+        let output = run_bash(self.fs.as_ref(), self.engine.as_ref(), &self.options, input).await?;
+        serde_json::to_value(output).map_err(|e| ToolError(format!("Tool output is not JSON: {e}")))
+    }
 }
 
 #[cfg(test)]

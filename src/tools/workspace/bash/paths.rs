@@ -2,20 +2,11 @@
 
 use std::cmp::Ordering;
 
-/// Think's `normalizeWorkspacePath`: leading `/`, no `.` or empty segments, `..` pops a
-/// segment (never above the root). Both sides of the bridge speak these paths.
+/// Think's `normalizeWorkspacePath`, which both sides of the bridge speak: the workspace's
+/// own lexical normalization, without its length and NUL checks (just-bash paths are
+/// already valid).
 pub fn normalize_workspace_path(path: &str) -> String {
-    let mut parts: Vec<&str> = Vec::new();
-    for part in path.split('/') {
-        match part {
-            "" | "." => {}
-            ".." => {
-                parts.pop();
-            }
-            p => parts.push(p),
-        }
-    }
-    format!("/{}", parts.join("/"))
+    crate::workspace::path::lexical(path)
 }
 
 /// JavaScript's default string order (UTF-16 code units), so sorted arrays match Think's

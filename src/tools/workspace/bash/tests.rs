@@ -506,19 +506,160 @@ fn options_deserialize_from_think_config() {
 }
 
 #[test]
-fn input_schema_matches_think() {
-    let schema = crate::tools::schema::schema_for::<BashInput>();
+fn tool_definition_matches_think() {
+    let tool = bash_tool(Rc::new(MemFs::with(&[], &[])), Rc::new(FakeEngine::new(|_| (String::new(), 0))), BashOptions::default());
+    let def = tool.definition();
+    assert_eq!(def.name, "bash");
+    assert_eq!(def.description, DESCRIPTION);
+    // Think 0.16's Zod schema as the AI SDK serializes it (`asSchema(tool.inputSchema)`).
     assert_eq!(
-        schema,
-        json!({
-            "type": "object",
-            "properties": {
-                "script": {"type": "string", "description": "Bash script to run"},
-                "cwd": {"type": "string", "description": "Working directory for the script. Defaults to / (the workspace root)"}
-            },
-            "required": ["script"]
-        })
+        serde_json::to_string(&def.input_schema).unwrap(),
+        r#"{"type":"object","properties":{"script":{"type":"string","description":"Bash script to run"},"cwd":{"description":"Working directory for the script. Defaults to / (the workspace root)","type":"string"}},"required":["script"],"additionalProperties":false}"#
     );
-    let parsed: BashInput = serde_json::from_value(json!({"script": "ls"})).expect("valid");
-    assert_eq!(parsed.cwd, None);
+    crate::tools::schema::InputValidator::new(&def.input_schema).unwrap();
+}
+
+#[test]
+fn tool_runs_the_script_and_returns_the_output_json() {
+    let ws = Rc::new(MemFs::with(&[("/a.txt", b"a")], &[]));
+    let engine = Rc::new(FakeEngine::new(|fs| {
+        put(fs, "/b.txt", b"b");
+        ("out\n".into(), 0)
+    }));
+    let tool = bash_tool(ws.clone(), engine.clone(), BashOptions { timeout_ms: 1234, ..BashOptions::default() });
+    let ctx = crate::tools::ToolContext::default();
+    let out = block_on(tool.execute(json!({"script": "echo out > /dev/stdout", "cwd": "/x/.."}), &ctx)).expect("ran");
+    assert_eq!(out["stdout"], "out\n");
+    assert_eq!(out["changedFiles"]["created"], json!(["/b.txt"]));
+    let req = engine.request();
+    assert_eq!((req.script.as_str(), req.cwd.as_str(), req.timeout_ms), ("echo out > /dev/stdout", "/", 1234));
+    assert_eq!(ws.file("/b.txt").as_deref(), Some(&b"b"[..]));
+    let err = block_on(tool.execute(json!({"cwd": "/"}), &ctx)).unwrap_err();
+    assert!(err.0.starts_with("Invalid input for tool \"bash\""), "{}", err.0);
+}
+
+#[test]
+fn engine_failure_is_the_tool_error() {
+    struct Broken;
+    #[async_trait(?Send)]
+    impl BashEngine for Broken {
+        async fn run(&self, _request: EngineRequest) -> Result<EngineResponse, String> {
+            Err("just-bash could not start".into())
+        }
+    }
+    let tool = bash_tool(Rc::new(MemFs::with(&[], &[])), Rc::new(Broken), BashOptions::default());
+    let err = block_on(tool.execute(json!({"script": "true"}), &crate::tools::ToolContext::default())).unwrap_err();
+    assert_eq!(err.0, "just-bash could not start");
+}
+
+#[test]
+fn options_from_a_setting() {
+    assert_eq!(BashOptions::from_setting(""), Ok(Some(BashOptions::default())));
+    assert_eq!(BashOptions::from_setting(" true "), Ok(Some(BashOptions::default())));
+    assert_eq!(BashOptions::from_setting("false"), Ok(None));
+    assert_eq!(
+        BashOptions::from_setting(r#"{"timeout": 500, "network": true}"#),
+        Ok(Some(BashOptions { timeout_ms: 500, network: true, ..BashOptions::default() }))
+    );
+    assert!(BashOptions::from_setting(r#"{"timeoutMs": 500}"#).unwrap_err().contains("unknown field"));
+    assert!(BashOptions::from_setting("off").is_err());
+}
+
+// --- The tool over a real `Workspace` (SQLite) ---
+
+mod over_workspace {
+    use super::*;
+    use crate::store::sqlite::SqliteSql;
+    use crate::workspace::tests::clock;
+    use crate::workspace::Workspace;
+
+    fn workspace() -> Rc<Workspace> {
+        Rc::new(Workspace::new(Rc::new(SqliteSql::new()), clock()))
+    }
+
+    #[test]
+    fn read_dir_pages_through_large_directories_and_reports_kinds() {
+        let ws = workspace();
+        for i in 0..1_005 {
+            block_on(ws.write_file(&format!("/many/f{i:04}.txt"), "x", "text/plain")).unwrap();
+        }
+        ws.mkdir("/many/sub", false).unwrap();
+        ws.symlink("/many/f0000.txt", "/many/link").unwrap();
+        let entries = block_on(BashFs::read_dir(ws.as_ref(), "/many")).unwrap();
+        assert_eq!(entries.len(), 1_007);
+        assert_eq!(entries.iter().filter(|e| e.kind == EntryKind::File).count(), 1_005);
+        let sub = entries.iter().find(|e| e.path == "/many/sub").unwrap();
+        assert_eq!(sub.kind, EntryKind::Directory);
+        let link = entries.iter().find(|e| e.path == "/many/link").unwrap();
+        assert_eq!(link.kind, EntryKind::Other);
+        assert_eq!(entries.iter().find(|e| e.path == "/many/f0007.txt").unwrap().size, 1);
+    }
+
+    #[test]
+    fn changes_land_in_the_workspace_text_as_text_binary_byte_for_byte() {
+        let ws = workspace();
+        let all_bytes: Vec<u8> = (0..=255).collect();
+        block_on(ws.write_file("/notes.txt", "one\n", "text/plain")).unwrap();
+        block_on(ws.write_file_bytes("/bin.dat", &all_bytes, "application/octet-stream")).unwrap();
+        block_on(ws.write_file("/d/e/keep.txt", "keep\n", "text/plain")).unwrap();
+        let copy = all_bytes.clone();
+        let engine = FakeEngine::new(move |fs| {
+            put(fs, "/notes.txt", "one\ntwo ✓\n".as_bytes());
+            put(fs, "/copy.dat", &copy);
+            fs.remove("/d/e/keep.txt");
+            fs.remove("/d/e");
+            put(fs, "/tmp/scratch", b"s");
+            (String::new(), 0)
+        });
+        let out = block_on(run_bash(ws.as_ref(), &engine, &BashOptions::default(), input("…"))).unwrap();
+        let out = serde_json::to_value(out).unwrap();
+        assert_eq!(
+            out["changedFiles"],
+            json!({"created": ["/copy.dat"], "updated": ["/notes.txt"], "deleted": ["/d/e/keep.txt"],
+                   "directoriesCreated": [], "directoriesDeleted": ["/d/e"]})
+        );
+        assert_eq!(block_on(ws.read_file("/notes.txt")).unwrap().as_deref(), Some("one\ntwo ✓\n"));
+        assert_eq!(ws.stat("/notes.txt").unwrap().unwrap().mime_type, "text/plain");
+        assert_eq!(block_on(ws.read_file_bytes("/copy.dat")).unwrap(), Some(all_bytes));
+        assert_eq!(ws.stat("/copy.dat").unwrap().unwrap().mime_type, "application/octet-stream");
+        assert!(!ws.exists("/d/e").unwrap());
+        assert!(ws.exists("/d").unwrap());
+        assert!(!ws.exists("/tmp").unwrap());
+        // The request mounted the workspace as it was.
+        let req = engine.request();
+        assert_eq!(req.dirs, ["/", "/d", "/d/e"]);
+        assert_eq!(req.files.len(), 3);
+    }
+
+    #[test]
+    fn oversized_workspace_files_are_protected() {
+        let ws = workspace();
+        block_on(ws.write_file("/big.txt", &"x".repeat(200), "text/plain")).unwrap();
+        block_on(ws.write_file("/small.txt", "s", "text/plain")).unwrap();
+        let engine = FakeEngine::new(|fs| {
+            put(fs, "/big.txt", b"overwritten");
+            fs.remove("/small.txt");
+            (String::new(), 0)
+        });
+        let options = BashOptions { max_workspace_file_bytes: 100, ..BashOptions::default() };
+        let out = block_on(run_bash(ws.as_ref(), &engine, &options, input("…"))).unwrap();
+        assert_eq!(out.skipped_files, ["/big.txt"]);
+        assert_eq!(out.errors, ["Skipped writing protected workspace file: /big.txt"]);
+        assert_eq!(out.changed_files.deleted, ["/small.txt"]);
+        assert_eq!(block_on(ws.read_file("/big.txt")).unwrap(), Some("x".repeat(200)));
+        assert!(engine.request().files.iter().all(|(p, _)| p != "/big.txt"));
+    }
+
+    #[test]
+    fn workspace_tools_include_bash_only_with_an_engine_and_when_enabled() {
+        use crate::tools::workspace::{workspace_tools, WorkspaceToolsOptions};
+        let names = |options: WorkspaceToolsOptions| -> Vec<String> {
+            workspace_tools(workspace(), options).iter().map(|t| t.definition().name.clone()).collect()
+        };
+        let engine: Rc<dyn BashEngine> = Rc::new(FakeEngine::new(|_| (String::new(), 0)));
+        let with_engine = WorkspaceToolsOptions { bash_engine: Some(engine), ..WorkspaceToolsOptions::default() };
+        assert_eq!(names(with_engine.clone()), ["read", "write", "edit", "list", "find", "grep", "delete", "bash"]);
+        assert_eq!(names(WorkspaceToolsOptions { bash: false, ..with_engine }).len(), 7);
+        assert_eq!(names(WorkspaceToolsOptions::default()).len(), 7);
+    }
 }

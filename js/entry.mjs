@@ -1,0 +1,66 @@
+// The Worker entry: the Rust Worker (built into build/) plus a thin `DurableObject` wrapper,
+// because Durable Object RPC needs a class that `extends DurableObject` and worker-build's
+// exported class does not. Fetch, WebSockets and alarms go straight to the Rust object; the
+// RPC methods below forward to its `rpc*` exports.
+import { DurableObject } from "cloudflare:workers";
+import * as rust from "../build/index.js";
+
+export default rust.default;
+
+export class ThinkAgent extends DurableObject {
+  #inner;
+
+  constructor(ctx, env) {
+    super(ctx, env);
+    this.#inner = new rust.ThinkAgent(ctx, env);
+  }
+
+  fetch(request) {
+    return this.#inner.fetch(request);
+  }
+
+  webSocketMessage(ws, message) {
+    return this.#inner.webSocketMessage(ws, message);
+  }
+
+  webSocketClose(ws, code, reason, wasClean) {
+    return this.#inner.webSocketClose(ws, code, reason, wasClean);
+  }
+
+  webSocketError(ws, error) {
+    return this.#inner.webSocketError(ws, error);
+  }
+
+  alarm() {
+    return this.#inner.alarm();
+  }
+
+  /** Runs a turn for `message` (text or a UIMessage); `callback` gets onStart/onEvent/onDone/onError. */
+  chat(message, callback, options = {}) {
+    return this.#inner.rpcChat(message, callback, options);
+  }
+
+  getMessages() {
+    return this.#inner.rpcGetMessages();
+  }
+
+  clearMessages() {
+    return this.#inner.rpcClearMessages();
+  }
+
+  addMcpServer(name, url, options) {
+    return this.#inner.rpcCall("addMcpServer", [name, url, options ?? null]);
+  }
+
+  removeMcpServer(id) {
+    return this.#inner.rpcCall("removeMcpServer", [id]);
+  }
+
+  getMcpServers() {
+    return this.#inner.rpcCall("getMcpServers", []);
+  }
+
+  acceptMcpToolChanges(id) {
+    return this.#inner.rpcCall("acceptMcpToolChanges", [id]);
+  }
+}

@@ -1,0 +1,193 @@
+//! The execution ledger: every server-side tool execution is recorded by tool call id before
+//! it runs and again when it finishes. Recovery after a crash reads it instead of running a
+//! tool again, which makes server tools at-most-once across restarts:
+//! - a call with a recorded result is answered from the ledger, never re-run;
+//! - a call that started but has no recorded result (the process died during it) is reported
+//!   to the model as interrupted, never re-run, because it may already have had its effect.
+
+use std::rc::Rc;
+
+use async_trait::async_trait;
+use serde_json::Value;
+
+use crate::store::{Sql, SqlValue, StoreError};
+use crate::tools::{ModelOutput, Tool, ToolContext, ToolDefinition, ToolError, ToolRef};
+
+/// Results larger than this are stored as a note instead of in full (rows stay under 2 MB).
+const MAX_OUTPUT_BYTES: usize = 1_500_000;
+/// Ledger entries older than this are dropped by the cleanup alarm.
+pub const RETENTION_MS: f64 = 24.0 * 3_600_000.0;
+
+/// The error a call gets when the process died while it ran.
+pub const INTERRUPTED_DURING_RUN: &str =
+    "The tool call was interrupted by a restart while it ran; it may or may not have taken effect, so it was not run again.";
+
+/// A ledger entry.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Entry {
+    Started,
+    Succeeded(Value),
+    Failed(String),
+}
+
+const SCHEMA: &str = "CREATE TABLE IF NOT EXISTS think_tool_ledger (
+    tool_call_id TEXT PRIMARY KEY,
+    tool_name TEXT NOT NULL,
+    status TEXT NOT NULL,
+    result TEXT,
+    updated_at INTEGER NOT NULL)";
+
+/// The ledger over one SQL database.
+pub struct Ledger<'a> {
+    sql: &'a dyn Sql,
+}
+
+impl<'a> Ledger<'a> {
+    pub fn open(sql: &'a dyn Sql) -> Result<Self, StoreError> {
+        sql.exec(SCHEMA, &[])?;
+        Ok(Self { sql })
+    }
+
+    pub fn get(&self, tool_call_id: &str) -> Result<Option<Entry>, StoreError> {
+        let rows = self
+            .sql
+            .exec("SELECT status, result FROM think_tool_ledger WHERE tool_call_id = ?", &[tool_call_id.into()])?;
+        let Some(row) = rows.into_iter().next() else { return Ok(None) };
+        let mut it = row.into_iter();
+        let status = it.next().and_then(SqlValue::into_string).unwrap_or_default();
+        let result = it.next().and_then(SqlValue::into_string).unwrap_or_default();
+        Ok(Some(match status.as_str() {
+            "done" => Entry::Succeeded(serde_json::from_str(&result).unwrap_or(Value::Null)),
+            "error" => Entry::Failed(result),
+            _ => Entry::Started,
+        }))
+    }
+
+    pub fn record(&self, tool_call_id: &str, tool_name: &str, entry: &Entry, now: f64) -> Result<(), StoreError> {
+        let (status, result) = match entry {
+            Entry::Started => ("started", SqlValue::Null),
+            Entry::Succeeded(v) => {
+                let mut text = v.to_string();
+                if text.len() > MAX_OUTPUT_BYTES {
+                    text = serde_json::json!({"note": "The result was too large to keep for recovery.", "bytes": text.len()})
+                        .to_string();
+                }
+                ("done", SqlValue::Text(text))
+            }
+            Entry::Failed(e) => ("error", SqlValue::Text(e.chars().take(100_000).collect())),
+        };
+        self.sql.exec(
+            "INSERT INTO think_tool_ledger (tool_call_id, tool_name, status, result, updated_at) VALUES (?, ?, ?, ?, ?)
+             ON CONFLICT(tool_call_id) DO UPDATE SET status = excluded.status, result = excluded.result, updated_at = excluded.updated_at",
+            &[tool_call_id.into(), tool_name.into(), status.into(), result, SqlValue::Integer(now as i64)],
+        )?;
+        Ok(())
+    }
+
+    pub fn cleanup(&self, now: f64) -> Result<(), StoreError> {
+        self.sql.exec(
+            "DELETE FROM think_tool_ledger WHERE updated_at < ?",
+            &[SqlValue::Integer((now - RETENTION_MS) as i64)],
+        )?;
+        Ok(())
+    }
+
+    pub fn clear(&self) -> Result<(), StoreError> {
+        self.sql.exec("DELETE FROM think_tool_ledger", &[])?;
+        Ok(())
+    }
+}
+
+/// Wraps a server tool so each execution goes through the ledger.
+pub struct LedgeredTool {
+    inner: ToolRef,
+    sql: Rc<dyn Sql>,
+    now: Rc<dyn Fn() -> f64>,
+}
+
+impl LedgeredTool {
+    pub fn wrap(inner: ToolRef, sql: Rc<dyn Sql>, now: Rc<dyn Fn() -> f64>) -> ToolRef {
+        if !inner.executes_on_server() {
+            return inner;
+        }
+        Rc::new(LedgeredTool { inner, sql, now })
+    }
+
+    fn record(&self, ctx: &ToolContext, entry: &Entry) {
+        if let Err(e) = Ledger::open(self.sql.as_ref()).and_then(|l| l.record(&ctx.tool_call_id, &ctx.tool_name, entry, (self.now)())) {
+            crate::platform::log(&format!("think-rs: the tool ledger could not record {}: {e}", ctx.tool_call_id));
+        }
+    }
+}
+
+#[async_trait(?Send)]
+impl Tool for LedgeredTool {
+    fn definition(&self) -> &ToolDefinition {
+        self.inner.definition()
+    }
+
+    async fn execute(&self, input: Value, ctx: &ToolContext) -> Result<Value, ToolError> {
+        let prior = Ledger::open(self.sql.as_ref()).ok().and_then(|l| l.get(&ctx.tool_call_id).ok().flatten());
+        match prior {
+            Some(Entry::Succeeded(v)) => return Ok(v),
+            Some(Entry::Failed(e)) => return Err(ToolError(e)),
+            Some(Entry::Started) => return Err(ToolError(INTERRUPTED_DURING_RUN.into())),
+            None => {}
+        }
+        self.record(ctx, &Entry::Started);
+        let result = self.inner.execute(input, ctx).await;
+        match &result {
+            Ok(v) => self.record(ctx, &Entry::Succeeded(v.clone())),
+            Err(e) => self.record(ctx, &Entry::Failed(e.0.clone())),
+        }
+        result
+    }
+
+    fn executes_on_server(&self) -> bool {
+        true
+    }
+
+    fn needs_approval(&self, input: &Value) -> bool {
+        self.inner.needs_approval(input)
+    }
+
+    fn model_output(&self, output: &Value) -> ModelOutput {
+        self.inner.model_output(output)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::store::sqlite::SqliteSql;
+    use crate::tools::DynamicTool;
+    use serde_json::json;
+    use std::cell::Cell;
+
+    #[test]
+    fn a_recorded_call_is_never_run_twice() {
+        let sql: Rc<dyn Sql> = Rc::new(SqliteSql::new());
+        let runs = Rc::new(Cell::new(0));
+        let counter = runs.clone();
+        let tool: ToolRef = Rc::new(DynamicTool::new("charge", "", json!({"type": "object"}), move |_, _| {
+            counter.set(counter.get() + 1);
+            async { Ok(json!({"charged": true})) }
+        }));
+        let wrapped = LedgeredTool::wrap(tool, sql.clone(), Rc::new(|| 1000.0));
+        let ctx = ToolContext { tool_call_id: "c1".into(), tool_name: "charge".into() };
+        let first = futures::executor::block_on(wrapped.execute(json!({}), &ctx)).unwrap();
+        let again = futures::executor::block_on(wrapped.execute(json!({}), &ctx)).unwrap();
+        assert_eq!(first, again);
+        assert_eq!(runs.get(), 1);
+
+        // A call that started but never finished (the process died) is not re-run.
+        let ledger = Ledger::open(sql.as_ref()).unwrap();
+        ledger.record("c2", "charge", &Entry::Started, 1000.0).unwrap();
+        let ctx2 = ToolContext { tool_call_id: "c2".into(), tool_name: "charge".into() };
+        let err = futures::executor::block_on(wrapped.execute(json!({}), &ctx2)).unwrap_err();
+        assert_eq!(err.0, INTERRUPTED_DURING_RUN);
+        assert_eq!(runs.get(), 1);
+        ledger.cleanup(1000.0 + RETENTION_MS + 1.0).unwrap();
+        assert_eq!(ledger.get("c1").unwrap(), None);
+    }
+}

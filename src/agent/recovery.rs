@@ -1,0 +1,158 @@
+//! Recovery of turns a crash interrupted. A stream still marked `streaming` when no turn is
+//! running means the process died mid-turn: its buffered chunks rebuild the partial answer,
+//! tool calls without a result are settled from the execution ledger (or marked interrupted,
+//! never re-run), the answer is persisted, and unless it waits for a human the model is
+//! asked to continue. A continuation that a tool result or approval asked for just before a
+//! crash (persisted as pending) is run too.
+
+use std::rc::Rc;
+
+use serde_json::{json, Value};
+
+use super::ledger::{Entry, Ledger, INTERRUPTED_DURING_RUN};
+use super::streams::StreamStatus;
+use super::turn::TurnRequest;
+use super::Agent;
+use crate::platform::random_id;
+use crate::protocol::accumulator::{ChunkAction, StreamAccumulator};
+use crate::protocol::frames;
+use crate::protocol::message::{is_tool_part, part_type, state_of, tool_call_id_of, tool_name_of, UIMessage};
+use crate::protocol::repair::INTERRUPTED_TOOL_ERROR;
+use crate::protocol::tool_state::ToolPartUpdate;
+
+/// Recovery attempts per interrupted stream before its turn is closed without continuing.
+pub const MAX_RECOVERY_ATTEMPTS: u32 = 3;
+
+impl Agent {
+    /// Recovers every interrupted stream, then a continuation a crash lost; a no-op while a
+    /// turn is running in this instance.
+    pub(super) async fn recover(self: &Rc<Self>) {
+        if self.rt.borrow().active.is_some() || self.rt.borrow().recovering {
+            return;
+        }
+        let interrupted = match self.streams().and_then(|b| b.interrupted()) {
+            Ok(list) => list,
+            Err(e) => return self.warn("reading interrupted streams failed", e),
+        };
+        for record in interrupted {
+            let attempts = self.attempts_of(&record.id);
+            let message = self.rebuild(&record.id, &record.message_id, record.continuation);
+            if let Err(e) = self.streams().and_then(|b| b.finish(&record.id, StreamStatus::Completed, self.now())) {
+                self.warn("closing an interrupted stream failed", e);
+            }
+            self.forget_attempts(&record.id);
+            if let Some(message) = &message {
+                self.save_message(message);
+            }
+            let client_tools = super::tool_names(&self.client_tools());
+            let waiting = message
+                .as_ref()
+                .is_some_and(|m| crate::protocol::tool_state::message_has_pending_interaction(m, &client_tools));
+            self.broadcast(&self.transcript_frame(), None);
+            if waiting || attempts > MAX_RECOVERY_ATTEMPTS {
+                continue;
+            }
+            self.continue_after_crash(Some(&record.id), attempts).await;
+        }
+        self.resume_pending_continuation().await;
+    }
+
+    /// Runs the continuation of a turn a crash cut short; `attempts` counts this recovery.
+    /// The count moves to the continuation's stream, so a crash during it counts as one more
+    /// and a turn that crashes the process every time is given up after
+    /// [`MAX_RECOVERY_ATTEMPTS`] (each continuation has a new stream id).
+    async fn continue_after_crash(self: &Rc<Self>, stream_id: Option<&str>, attempts: u32) {
+        self.rt.borrow_mut().recovering = true;
+        self.broadcast(&frames::chat_recovering_frame(true, stream_id), None);
+        let request_id = random_id(self.deps.clock.as_ref(), 8);
+        if attempts > 0 {
+            self.set_attempts(&request_id, attempts);
+        }
+        let turn = TurnRequest { request_id: request_id.clone(), body: self.last_body(), continuation: true, ..Default::default() };
+        self.run_turn(turn).await;
+        self.forget_attempts(&request_id);
+        self.rt.borrow_mut().recovering = false;
+        self.broadcast(&frames::chat_recovering_frame(false, stream_id), None);
+    }
+
+    /// How many times the turn behind this stream has been recovered, counting this time
+    /// (when it cannot be read, more than allowed: the turn is not continued).
+    fn attempts_of(&self, stream_id: &str) -> u32 {
+        match self.store().and_then(|s| s.config(&attempts_key(stream_id))) {
+            Ok(v) => v.and_then(|v| v.parse::<u32>().ok()).unwrap_or(0) + 1,
+            Err(_) => MAX_RECOVERY_ATTEMPTS + 1,
+        }
+    }
+
+    /// Carries a turn's recovery count over to the stream that continues it.
+    fn set_attempts(&self, stream_id: &str, n: u32) {
+        if let Err(e) = self.store().and_then(|s| s.set_config(&attempts_key(stream_id), &n.to_string())) {
+            self.warn("saving the recovery count failed", e);
+        }
+    }
+
+    fn forget_attempts(&self, stream_id: &str) {
+        if let Err(e) = self.store().and_then(|s| s.delete_config(&attempts_key(stream_id))) {
+            self.warn("dropping the recovery count failed", e);
+        }
+    }
+
+    /// The partial answer of an interrupted stream, with every server tool call settled.
+    fn rebuild(&self, stream_id: &str, message_id: &str, continuation: bool) -> Option<UIMessage> {
+        let chunks = self.streams().and_then(|b| b.chunks(stream_id)).unwrap_or_default();
+        let mut acc = StreamAccumulator::new(message_id, continuation);
+        for body in &chunks {
+            let Ok(chunk) = serde_json::from_str::<Value>(body) else { continue };
+            if let ChunkAction::CrossMessageToolUpdate { tool_call_id, update } = acc.apply(&chunk) {
+                self.apply_to_stored(&ToolPartUpdate::cross_message(tool_call_id, update));
+            }
+        }
+        let mut message = acc.message();
+        let client_tools = super::tool_names(&self.client_tools());
+        let ledger = Ledger::open(self.deps.sql.as_ref()).ok();
+        for part in message.parts.iter_mut() {
+            if !is_tool_part(part) {
+                continue;
+            }
+            let state = state_of(part).unwrap_or("");
+            let is_client = tool_name_of(part).is_some_and(|n| client_tools.contains(n));
+            let unsettled = matches!(state, "input-streaming") || (state == "input-available" && !is_client);
+            if !unsettled {
+                continue;
+            }
+            let entry = tool_call_id_of(part).and_then(|id| ledger.as_ref()?.get(id).ok().flatten());
+            settle(part, entry);
+        }
+        message.parts.iter().any(|p| part_type(p) != Some("step-start")).then_some(message)
+    }
+}
+
+fn attempts_key(stream_id: &str) -> String {
+    format!("recovery_attempts:{stream_id}")
+}
+
+/// Settles an interrupted tool part from its ledger entry.
+fn settle(part: &mut Value, entry: Option<Entry>) {
+    let Some(obj) = part.as_object_mut() else { return };
+    match entry {
+        Some(Entry::Succeeded(output)) => {
+            obj.insert("state".into(), json!("output-available"));
+            obj.insert("output".into(), output);
+        }
+        Some(Entry::Failed(error)) => {
+            obj.insert("state".into(), json!("output-error"));
+            obj.insert("errorText".into(), json!(error));
+        }
+        Some(Entry::Started) => {
+            obj.insert("state".into(), json!("output-error"));
+            obj.insert("errorText".into(), json!(INTERRUPTED_DURING_RUN));
+        }
+        None => {
+            obj.insert("state".into(), json!("output-error"));
+            obj.insert("errorText".into(), json!(INTERRUPTED_TOOL_ERROR));
+        }
+    }
+    if !obj.get("input").is_some_and(Value::is_object) {
+        obj.insert("input".into(), json!({}));
+    }
+}
