@@ -103,7 +103,7 @@ test("deny with a reason: an output-error tool result reaches the model", async 
   assert.equal(part.state, "output-error");
   assert.equal(part.errorText, "Not in the notes folder, please.");
   await tab.followContinuation();
-  assert.equal(lastMessage(model.requests.at(-1), "tool").content, "Not in the notes folder, please.");
+  assert.deepEqual(JSON.parse(lastMessage(model.requests.at(-1), "tool").content), { error: "Not in the notes folder, please." });
   tab.close();
 });
 

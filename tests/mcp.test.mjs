@@ -197,7 +197,7 @@ test("structuredContent reaches the model; isError is a tool error and the turn 
   const failed = chunks.find((c) => c.toolCallId === "call_fail" && c.type.startsWith("tool-output"));
   assert.equal(failed.type, "tool-output-error");
   assert.equal(failed.errorText, "the tool failed on purpose");
-  assert.equal(toolMessages[1].content, "the tool failed on purpose");
+  assert.deepEqual(JSON.parse(toolMessages[1].content), { error: "Error: the tool failed on purpose" }, "as Think's model sees a thrown error");
   assert.equal(chunks.at(-1).type, "finish");
   assert.equal(chunks.filter((c) => c.type === "text-delta").map((c) => c.delta).join(""), "The second tool failed.");
   const stored = await getMessages(worker.url, "results");
@@ -304,7 +304,7 @@ test("a server that goes down mid-conversation: the model is told it is unavaila
   assert.equal(dead.type, "tool-output-error");
   assert.match(dead.errorText, /^MCP server "doomed" is unavailable: /);
   const toolMessages = model.requests.at(-1).messages.filter((m) => m.role === "tool");
-  assert.equal(toolMessages.at(-2).content, dead.errorText, "the model reads the same error");
+  assert.deepEqual(JSON.parse(toolMessages.at(-2).content), { error: `Error: ${dead.errorText}` }, "the model reads the same error");
   assert.equal(toolMessages.at(-1).content, "the other one works");
   assert.equal(chunks.at(-1).type, "finish");
   const state = await tab.client.call("getMcpServers", []);

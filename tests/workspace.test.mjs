@@ -414,9 +414,8 @@ test("the workspace, inline and in R2, survives a restart", async () => {
 
 // What the model is sent for failures, as the TypeScript Think 0.16 agent sends it through
 // @ai-sdk/openai 4.0.118 (observed against the reference): error-text outputs and thrown tool
-// errors both become `{"error": …}` JSON, thrown errors as `String(error)`. think-rs sends
-// the bare text today; the provider conversion lives in src/model and src/agent.
-test("the model sees failures as Think sends them", { todo: "error-text and tool errors are sent as {\"error\": …} JSON by Think" }, async () => {
+// errors both become `{"error": …}` JSON, thrown errors as `String(error)`.
+test("the model sees failures as Think sends them", async () => {
   const tab = await open("ws-error-view");
   await callTool(tab, "write", { path: "/e/x.txt", content: "x" });
   const [missing, notEmpty] = await callTools(tab, [

@@ -70,10 +70,22 @@ impl ModelOutput {
     /// The text form sent to providers whose tool messages carry a string.
     pub fn to_text(&self) -> String {
         match self {
-            ModelOutput::Text(s) | ModelOutput::ErrorText(s) => s.clone(),
+            ModelOutput::Text(s) => s.clone(),
+            ModelOutput::ErrorText(s) => error_json(s),
             ModelOutput::Json(v) => serde_json::to_string(v).unwrap_or_default(),
         }
     }
+}
+
+/// How a failure reads to the model: `{"error": text}`, as the AI SDK's OpenAI provider
+/// sends an `error-text` tool result, so prompts written for Think see the same thing.
+pub fn error_json(text: &str) -> String {
+    serde_json::json!({ "error": text }).to_string()
+}
+
+/// How an exception thrown by a tool reads to the model in Think (`String(error)`).
+pub fn thrown_error_json(message: &str) -> String {
+    error_json(&format!("Error: {message}"))
 }
 
 /// A tool the model can call.

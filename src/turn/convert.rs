@@ -86,7 +86,7 @@ fn tool_exchange(part: &Value, tools: &ToolSet) -> Option<(ModelToolCall, ModelM
                 None => serde_json::to_string(&output).unwrap_or_default(),
             }
         }
-        "output-error" => part.get("errorText").and_then(Value::as_str).unwrap_or("Tool failed").to_owned(),
+        "output-error" => crate::tools::error_json(part.get("errorText").and_then(Value::as_str).unwrap_or("Tool failed")),
         "output-denied" => {
             match part.pointer("/approval/reason").and_then(Value::as_str) {
                 Some(reason) if !reason.is_empty() => format!("{DENIED_TEXT} Reason: {reason}"),
@@ -149,7 +149,7 @@ mod tests {
             ModelMessage::Assistant { tool_calls, .. } => assert_eq!(tool_calls[0].arguments, json!({})),
             other => panic!("{other:?}"),
         }
-        assert_eq!(out[5], ModelMessage::Tool { tool_call_id: "c4".into(), tool_name: "nope".into(), content: "no such tool".into() });
+        assert_eq!(out[5], ModelMessage::Tool { tool_call_id: "c4".into(), tool_name: "nope".into(), content: r#"{"error":"no such tool"}"#.into() });
         assert_eq!(out[6], ModelMessage::Assistant { content: "Done".into(), tool_calls: vec![] });
     }
 }

@@ -233,7 +233,7 @@ fn resolve_calls(calls: &[Call], plan: &TurnPlan, approval: &dyn ApprovalCheck, 
                     c = chunk::with_field(c, "dynamic", Value::Bool(true));
                 }
                 sink.emit(c);
-                Resolved::Settled(text)
+                Resolved::Settled(crate::tools::error_json(&text))
             };
             let Some(tool) = plan.tools.get(&call.name).cloned() else {
                 let available: Vec<&str> = plan.tools.names().collect();
@@ -282,9 +282,9 @@ async fn execute(calls: &[Call], resolved: Vec<Resolved>, sink: &dyn ChunkSink, 
                 let ctx = ToolContext { tool_call_id: call.id.clone(), tool_name: call.name.clone() };
                 match abort.run(tool.execute(input, &ctx)).await {
                     None => {
-                        let text = "The tool call was aborted.".to_owned();
-                        sink.emit(chunk::tool_output_error(&call.id, &text));
-                        Some(text)
+                        let text = "The tool call was aborted.";
+                        sink.emit(chunk::tool_output_error(&call.id, text));
+                        Some(crate::tools::thrown_error_json(text))
                     }
                     Some(Ok(output)) => {
                         let text = tool.model_output(&output).to_text();
@@ -293,7 +293,7 @@ async fn execute(calls: &[Call], resolved: Vec<Resolved>, sink: &dyn ChunkSink, 
                     }
                     Some(Err(e)) => {
                         sink.emit(chunk::tool_output_error(&call.id, &e.0));
-                        Some(e.0)
+                        Some(crate::tools::thrown_error_json(&e.0))
                     }
                 }
             }
@@ -415,7 +415,7 @@ mod tests {
         let second = &model.seen.borrow()[1];
         assert_eq!(second.messages.len(), 4);
         assert_eq!(second.messages[2], ModelMessage::Tool { tool_call_id: "c1".into(), tool_name: "add".into(), content: "{\"sum\":5}".into() });
-        assert_eq!(second.messages[3], ModelMessage::Tool { tool_call_id: "c2".into(), tool_name: "fail".into(), content: "boom".into() });
+        assert_eq!(second.messages[3], ModelMessage::Tool { tool_call_id: "c2".into(), tool_name: "fail".into(), content: r#"{"error":"Error: boom"}"#.into() });
     }
 
     #[test]
