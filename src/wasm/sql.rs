@@ -65,15 +65,27 @@ function unpackParams(p) {
 export function execPacked(sql, query, packedParams) {
   if (buf.length > (1 << 22)) { buf = new Uint8Array(SMALL); view = new DataView(buf.buffer); }
   const cursor = sql.exec(query, ...unpackParams(packedParams));
+  const names = cursor.columnNames;
+  const cols = names.length;
+  // Rows as objects (`toArray`), read in column order: workerd keeps memory for every
+  // `raw()` cursor (hundreds of bytes each, never freed), but not for these. Duplicate
+  // column names would collide in an object, so such results come through `raw()`.
+  let unique = true;
+  for (let i = 0; i < cols && unique; i++) {
+    for (let j = i + 1; j < cols; j++) {
+      if (names[i] === names[j]) {
+        unique = false;
+        break;
+      }
+    }
+  }
+  const all = unique ? cursor.toArray() : Array.from(cursor.raw());
   let pos = 8;
-  let rows = 0;
-  let cols = 0;
-  // The width comes from the rows: `cursor.columnNames` would build an array of names.
-  for (const row of cursor.raw()) {
-    rows++;
-    cols = row.length;
+  const rows = all.length;
+  for (let r = 0; r < rows; r++) {
+    const row = all[r];
     for (let i = 0; i < cols; i++) {
-      const v = row[i];
+      const v = unique ? row[names[i]] : row[i];
       if (v === null || v === undefined) {
         room(pos, 1);
         buf[pos++] = 0;

@@ -195,6 +195,25 @@ fn glob_matches_with_prefix_and_suffix() {
 }
 
 #[test]
+fn brief_listings_match_the_full_ones() {
+    let (_, ws) = ws();
+    write(&ws, "/d/b.txt", "bb");
+    write(&ws, "/d/sub/x", "x");
+    ws.symlink("/d", "/link").unwrap();
+    ws.symlink("/d/b.txt", "/d/ln").unwrap();
+    for dir in ["/d", "/link", "/missing", "/d/b.txt"] {
+        let full: Vec<_> =
+            ws.read_dir(dir, 10, 0).unwrap().into_iter().map(|f| (f.name, f.kind, f.size)).collect();
+        assert_eq!(ws.read_dir_brief(dir, 10, 0).unwrap(), full, "{dir}");
+    }
+    assert_eq!(ws.read_dir_brief("/d", 1, 1).unwrap(), vec![("b.txt".to_owned(), EntryType::File, 2)]);
+    for pattern in ["**/*", "/d/*", "**/*.txt", "/link"] {
+        let full: Vec<_> = ws.glob(pattern).unwrap().into_iter().map(|f| (f.path, f.kind)).collect();
+        assert_eq!(ws.glob_paths(pattern).unwrap(), full, "{pattern}");
+    }
+}
+
+#[test]
 fn glob_knows_when_sql_alone_decides() {
     let exact = |p: &str| Glob::new(p).unwrap().sql_exact();
     for p in ["**/*", "**", "/src/**", "/src/**/*", "**/*.md", "/docs/**/*.test.ts", "/a/b.txt"] {

@@ -73,9 +73,33 @@ impl Workspace {
         limit: usize,
         offset: usize,
     ) -> Result<Vec<FileInfo>, FsError> {
+        Ok(self.read_dir_rows(dir, INFO_COLS, limit, offset)?.into_iter().map(info_from_row).collect())
+    }
+
+    /// [`Workspace::read_dir`] with just the name, type and size of each entry: what a
+    /// listing shows, in three columns instead of eight.
+    pub fn read_dir_brief(
+        &self,
+        dir: &str,
+        limit: usize,
+        offset: usize,
+    ) -> Result<Vec<(String, EntryType, u64)>, FsError> {
+        Ok(self
+            .read_dir_rows(dir, "name, type, size", limit, offset)?
+            .into_iter()
+            .map(|mut row| {
+                let kind = EntryType::parse(row.get(1).and_then(SqlValue::as_str).unwrap_or("file"));
+                let size = col_i64(&row, 2).max(0) as u64;
+                (take_str(&mut row, 0), kind, size)
+            })
+            .collect())
+    }
+
+    /// The rows (`cols`) of one page of a directory, following a symlink to it.
+    fn read_dir_rows(&self, dir: &str, cols: &str, limit: usize, offset: usize) -> Result<Vec<Row>, FsError> {
         let norm = path::normalize(dir, "scandir")?;
         let sql = format!(
-            "SELECT {INFO_COLS} FROM {} WHERE parent_path = ? ORDER BY type, name LIMIT ? OFFSET ?",
+            "SELECT {cols} FROM {} WHERE parent_path = ? ORDER BY type, name LIMIT ? OFFSET ?",
             self.t
         );
         let params = |p: &str| {
@@ -87,7 +111,7 @@ impl Workspace {
         };
         let rows = self.exec(&sql, &params(&norm))?;
         if !rows.is_empty() || norm == "/" {
-            return Ok(rows.into_iter().map(info_from_row).collect());
+            return Ok(rows);
         }
         // Empty: the directory may be reached through a symlink.
         match self.resolve(&norm, true, "scandir", dir) {
@@ -95,8 +119,7 @@ impl Workspace {
                 if r.path != norm
                     && r.node.as_ref().is_some_and(|n| n.kind == EntryType::Directory) =>
             {
-                let rows = self.exec(&sql, &params(&r.path))?;
-                Ok(rows.into_iter().map(info_from_row).collect())
+                self.exec(&sql, &params(&r.path))
             }
             Ok(_) => Ok(Vec::new()),
             Err(e) if e.errno() == Some(Errno::NotDir) => Ok(Vec::new()),
@@ -114,6 +137,20 @@ impl Workspace {
     /// [`Workspace::glob`] with an already compiled pattern.
     pub fn glob_compiled(&self, g: &Glob) -> Result<Vec<FileInfo>, FsError> {
         Ok(self.glob_rows(g, INFO_COLS, "")?.into_iter().map(info_from_row).collect())
+    }
+
+    /// The path and type of every entry whose path matches the glob, ordered by path: what
+    /// a search by name shows, in two columns instead of eight.
+    pub fn glob_paths(&self, pattern: &str) -> Result<Vec<(String, EntryType)>, FsError> {
+        let g = Glob::new(pattern)?;
+        Ok(self
+            .glob_rows(&g, "path, type", "")?
+            .into_iter()
+            .map(|mut row| {
+                let kind = EntryType::parse(row.get(1).and_then(SqlValue::as_str).unwrap_or("file"));
+                (take_str(&mut row, 0), kind)
+            })
+            .collect())
     }
 
     /// The path and size of every file (not directory or symlink) whose path matches the

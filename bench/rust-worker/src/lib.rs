@@ -63,7 +63,12 @@ impl DurableObject for BenchRust {
 
     async fn fetch(&self, mut req: Request) -> Result<Response> {
         let path = req.path();
-        let body: Value = if req.method() == worker::Method::Post { req.json().await? } else { Value::Null };
+        // As bytes: a 10 MB body read as text would leave a 10 MB string on the JS heap.
+        let body: Value = if req.method() == worker::Method::Post {
+            serde_json::from_slice(&req.bytes().await?).map_err(|e| worker::Error::RustError(e.to_string()))?
+        } else {
+            Value::Null
+        };
         let parts: Vec<&str> = path.trim_start_matches('/').split('/').collect();
         match parts.as_slice() {
             ["setup", "files"] => self.setup_files(&body).await,

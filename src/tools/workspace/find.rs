@@ -45,13 +45,13 @@ impl Tool for FindTool {
 
     async fn execute(&self, input: Value, _ctx: &ToolContext) -> Result<Value, ToolError> {
         let Input { pattern } = parse_input("find", input)?;
-        let matches = self.ops.glob(&pattern).await.map_err(fs_err)?;
+        let matches = self.ops.glob_paths(&pattern).await.map_err(fs_err)?;
         let files: Vec<Value> = matches
             .iter()
             .take(MAX_RESULTS)
-            .map(|e| {
-                let suffix = if e.kind == EntryType::Directory { "/" } else { "" };
-                Value::String(format!("{}{suffix}", e.path))
+            .map(|(path, kind)| {
+                let suffix = if *kind == EntryType::Directory { "/" } else { "" };
+                Value::String(format!("{path}{suffix}"))
             })
             .collect();
         let mut m = Map::new();

@@ -57,14 +57,14 @@ impl Tool for ListTool {
         let Input { path, limit, offset } = parse_input("list", input)?;
         let limit = limit.map_or(DEFAULT_LIMIT, |l| l.0 as usize);
         let offset = offset.map_or(0, |o| o.0 as usize);
-        let entries = self.ops.read_dir(&path, limit, offset).await.map_err(fs_err)?;
+        let entries = self.ops.read_dir_brief(&path, limit, offset).await.map_err(fs_err)?;
         let formatted: Vec<Value> = entries
             .iter()
-            .map(|e| {
-                Value::String(match e.kind {
-                    EntryType::Directory => format!("{}/", e.name),
-                    EntryType::File => format!("{} ({})", e.name, format_size(e.size)),
-                    EntryType::Symlink => e.name.clone(),
+            .map(|(name, kind, size)| {
+                Value::String(match kind {
+                    EntryType::Directory => format!("{name}/"),
+                    EntryType::File => format!("{name} ({})", format_size(*size)),
+                    EntryType::Symlink => name.clone(),
                 })
             })
             .collect();

@@ -2,7 +2,7 @@
 //! so the tools can run over a store other than [`Workspace`]: a remote filesystem, a
 //! sandbox, a read-only view.
 
-use crate::workspace::{FileInfo, FileText, FsError, Workspace};
+use crate::workspace::{EntryType, FileInfo, FileText, FsError, Workspace};
 use async_trait::async_trait;
 
 /// What `read` needs.
@@ -60,6 +60,16 @@ pub trait ListOps {
         limit: usize,
         offset: usize,
     ) -> Result<Vec<FileInfo>, FsError>;
+    /// The same page as name, type and size only. Stores that can select just these
+    /// override it; the default takes them from `read_dir`.
+    async fn read_dir_brief(
+        &self,
+        dir: &str,
+        limit: usize,
+        offset: usize,
+    ) -> Result<Vec<(String, EntryType, u64)>, FsError> {
+        Ok(self.read_dir(dir, limit, offset).await?.into_iter().map(|f| (f.name, f.kind, f.size)).collect())
+    }
 }
 
 /// What `find` needs.
@@ -67,6 +77,11 @@ pub trait ListOps {
 pub trait FindOps {
     /// Entries matching a glob (Think's semantics), ordered by path.
     async fn glob(&self, pattern: &str) -> Result<Vec<FileInfo>, FsError>;
+    /// The same entries as path and type only. Stores that can select just these override
+    /// it; the default takes them from `glob`.
+    async fn glob_paths(&self, pattern: &str) -> Result<Vec<(String, EntryType)>, FsError> {
+        Ok(self.glob(pattern).await?.into_iter().map(|f| (f.path, f.kind)).collect())
+    }
 }
 
 /// What `grep` needs.
@@ -81,7 +96,7 @@ pub trait GrepOps {
             .glob(pattern)
             .await?
             .into_iter()
-            .filter(|f| f.kind == crate::workspace::EntryType::File)
+            .filter(|f| f.kind == EntryType::File)
             .map(|f| (f.path, f.size))
             .collect())
     }
@@ -175,12 +190,23 @@ impl ListOps for Workspace {
     ) -> Result<Vec<FileInfo>, FsError> {
         Workspace::read_dir(self, dir, limit, offset)
     }
+    async fn read_dir_brief(
+        &self,
+        dir: &str,
+        limit: usize,
+        offset: usize,
+    ) -> Result<Vec<(String, EntryType, u64)>, FsError> {
+        Workspace::read_dir_brief(self, dir, limit, offset)
+    }
 }
 
 #[async_trait(?Send)]
 impl FindOps for Workspace {
     async fn glob(&self, pattern: &str) -> Result<Vec<FileInfo>, FsError> {
         Workspace::glob(self, pattern)
+    }
+    async fn glob_paths(&self, pattern: &str) -> Result<Vec<(String, EntryType)>, FsError> {
+        Workspace::glob_paths(self, pattern)
     }
 }
 
