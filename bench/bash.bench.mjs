@@ -18,6 +18,14 @@ export default {
       goal: 2,
       inputs: [{ script: "wc -l src/*/*.txt | tail -n 1" }],
     },
+    {
+      // The same snapshot and write-back around a script that does nothing: what the harness
+      // itself costs, apart from the shell's own work.
+      name: "bash: snapshot + true (1,000 files)",
+      tool: "bash",
+      setup: FILES,
+      inputs: [{ script: "true" }],
+    },
   ],
 };
 

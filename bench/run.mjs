@@ -45,6 +45,8 @@ function miniflareOptions(persistDir) {
         scriptPath: path.join(HERE, "rust-worker/build/index.js"),
         modulesRules: [{ type: "CompiledWasm", include: ["**/*.wasm"], fallthrough: true }],
         compatibilityDate: "2025-11-01",
+        // The bash tool's just-bash bundle imports node:zlib, as in the agent.
+        compatibilityFlags: ["nodejs_compat"],
         durableObjects: { BENCH_RUST: { className: "BenchRust", useSQLite: true } },
         r2Buckets: ["WORKSPACE_R2"],
       },

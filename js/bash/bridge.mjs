@@ -27,8 +27,11 @@ export async function runBash(request) {
   const { script, cwd, timeoutMs } = request;
   const initialFiles = new Map(request.files);
   const initialDirs = new Set(request.dirs);
+  // Files are mounted lazily: just-bash copies a file in only when the script opens it, and a
+  // file that stays lazy is known unchanged without reading it back.
+  const mounted = new Map(request.files.map(([path, bytes]) => [path, () => bytes]));
   const bash = new Bash({
-    files: Object.fromEntries(request.files),
+    files: Object.fromEntries(mounted),
     cwd,
     defenseInDepth: true,
     network: request.network ? {} : undefined,
@@ -62,9 +65,14 @@ export async function runBash(request) {
     !initialFiles.has(path) &&
     !initialDirs.has(path) &&
     request.excludeRoots.some((root) => path === root || path.startsWith(root + "/"));
+  const untouched = untouchedFiles(bash.fs, mounted);
   const entries = [];
   for (const path of bash.fs.getAllPaths()) {
     if (path === "/" || excluded(path)) continue;
+    if (untouched.has(path)) {
+      entries.push([path, "file", null]);
+      continue;
+    }
     const stat = await bash.fs.stat(path).catch(() => null);
     if (stat === null) continue;
     if (stat.isDirectory) {
@@ -85,6 +93,21 @@ export async function runBash(request) {
     error,
     entries,
   };
+}
+
+/**
+ * Paths whose entry is still the very lazy entry mounted there at the start: never opened,
+ * never written, not moved from elsewhere. This reads just-bash's InMemoryFs entry map (pinned
+ * version 3.4.2); if its shape differs, the set is empty and every file is read back and
+ * compared instead.
+ */
+function untouchedFiles(fs, mounted) {
+  const out = new Set();
+  if (!(fs?.data instanceof Map)) return out;
+  for (const [path, entry] of fs.data) {
+    if (entry?.type === "file" && entry.lazy !== undefined && entry.lazy === mounted.get(path)) out.add(path);
+  }
+  return out;
 }
 
 function bytesEqual(a, b) {

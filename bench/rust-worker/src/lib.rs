@@ -54,7 +54,13 @@ impl DurableObject for BenchRust {
         let ws = Rc::new(
             Workspace::with_options(sql, Rc::new(WorkerClock), options).expect("default namespace is valid"),
         );
-        let tools = workspace_tools(ws.clone(), WorkspaceToolsOptions::default())
+        // bash runs in just-bash, bundled into this Worker as into the agent.
+        let options = WorkspaceToolsOptions {
+            bash: true,
+            bash_engine: Some(Rc::new(think_rs::wasm::JustBash)),
+            ..WorkspaceToolsOptions::default()
+        };
+        let tools = workspace_tools(ws.clone(), options)
             .into_iter()
             .map(|t| (t.definition().name.clone(), t))
             .collect();
