@@ -1,17 +1,18 @@
 // Runs Think 0.16's own `edit` tool over tests/edit-corpus/cases.json and prints its
 // success rate, for comparison with the Rust edit tool (`cargo test --lib edit_corpus`).
 //
-// Think is installed outside the repository (see README.md); THINK_DIR points at it.
+// Think 0.16.0 is a pinned devDependency (installed by `npm run bench`'s setup); THINK_DIR
+// may point at another installation.
 import { readFile } from "node:fs/promises";
 import { join, dirname } from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";
 
 const here = dirname(fileURLToPath(import.meta.url));
-const thinkDir = process.env.THINK_DIR ?? "/tmp/think-edit";
+const thinkDir = process.env.THINK_DIR ?? join(here, "../..");
 const casesPath = process.argv[2] ?? join(here, "../../tests/edit-corpus/cases.json");
 
-// The package's `./tools/workspace` export, loaded by file path because this script lives
-// outside the directory where the package is installed.
+// The package's `./tools/workspace` export, loaded by file path so THINK_DIR can point
+// anywhere.
 const toolsUrl = pathToFileURL(join(thinkDir, "node_modules/@cloudflare/think/dist/tools/workspace.js"));
 const { createEditTool } = await import(toolsUrl.href);
 const pkg = JSON.parse(await readFile(join(thinkDir, "node_modules/@cloudflare/think/package.json"), "utf8"));
