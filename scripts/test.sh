@@ -9,4 +9,4 @@ bash scripts/build.sh
 echo "test: cargo test (host)"
 cargo test --lib --quiet
 echo "test: node --test tests/*.test.mjs tests/bash-corpus/*.test.mjs"
-node --test --test-concurrency=2 --test-reporter=spec tests/*.test.mjs tests/bash-corpus/*.test.mjs
+node --test --test-concurrency=2 --test-force-exit --test-reporter=spec tests/*.test.mjs tests/bash-corpus/*.test.mjs

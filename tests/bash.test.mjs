@@ -5,28 +5,20 @@ import { test, before, after } from "node:test";
 import assert from "node:assert/strict";
 import { startScriptedModel } from "./helpers/scripted-model.mjs";
 import { startWorker, modelVars } from "./helpers/worker.mjs";
-import { connect as connectTab } from "./helpers/client.mjs";
+import { connect, closeTabs } from "./helpers/client.mjs";
 
 let model;
 let worker;
 /** Workers started with other settings, disposed at the end. */
 const extra = [];
 /** Every tab, closed at the end even when a test fails (a live client keeps node running). */
-const tabs = [];
-
-async function connect(host, name) {
-  const tab = await connectTab(host, name);
-  tabs.push(tab);
-  return tab;
-}
-
 before(async () => {
   model = await startScriptedModel();
   worker = await startWorker({ vars: modelVars(model) });
 });
 
 after(async () => {
-  for (const tab of tabs) tab.close();
+  closeTabs();
   for (const w of extra) await w.dispose();
   await worker?.dispose();
   await model?.close();

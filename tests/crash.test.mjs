@@ -9,7 +9,7 @@ import http from "node:http";
 import path from "node:path";
 import { startScriptedModel } from "./helpers/scripted-model.mjs";
 import { startWorker, modelVars, ROOT } from "./helpers/worker.mjs";
-import { connect, getMessages, newId } from "./helpers/client.mjs";
+import { connect, closeTabs, getMessages, newId } from "./helpers/client.mjs";
 
 const RUNS = 5;
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
@@ -31,6 +31,7 @@ before(async () => {
 });
 
 after(async () => {
+  closeTabs();
   await alarmCase?.dispose();
   await model?.close();
   await mcp?.close();

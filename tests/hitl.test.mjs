@@ -4,7 +4,7 @@ import { test, before, after } from "node:test";
 import assert from "node:assert/strict";
 import { startScriptedModel, lastMessage } from "./helpers/scripted-model.mjs";
 import { startWorker, modelVars } from "./helpers/worker.mjs";
-import { connect, getMessages, newId } from "./helpers/client.mjs";
+import { connect, closeTabs, getMessages, newId } from "./helpers/client.mjs";
 
 let model;
 let worker;
@@ -15,6 +15,7 @@ before(async () => {
 });
 
 after(async () => {
+  closeTabs();
   await worker?.dispose();
   await model?.close();
 });

@@ -9,7 +9,7 @@ import path from "node:path";
 import { performance } from "node:perf_hooks";
 import { startScriptedModel, lastMessage } from "./helpers/scripted-model.mjs";
 import { startWorker, modelVars, ROOT } from "./helpers/worker.mjs";
-import { connect, getMessages, newId } from "./helpers/client.mjs";
+import { connect, closeTabs, getMessages, newId } from "./helpers/client.mjs";
 
 const SERVER = path.join(ROOT, "tests/mcp/servers/server.mjs");
 const APPROVAL = "tool_*_filler_*";
@@ -59,6 +59,7 @@ before(async () => {
 });
 
 after(async () => {
+  closeTabs();
   for (const tab of tabs) tab.close();
   await worker?.dispose();
   await model?.close();

@@ -6,17 +6,14 @@ import { test, before, after } from "node:test";
 import assert from "node:assert/strict";
 import { startScriptedModel } from "./helpers/scripted-model.mjs";
 import { startWorker, modelVars } from "./helpers/worker.mjs";
-import { connect, newId } from "./helpers/client.mjs";
+import { connect, closeTabs, newId } from "./helpers/client.mjs";
 
 let model;
 let worker;
-const tabs = new Set();
 
-/** Connects a tab that `after` closes even when a test fails half-way. */
-async function open(name) {
-  const tab = await connect(worker.host, name);
-  tabs.add(tab);
-  return tab;
+/** Connects a tab (closed by `after` even when a test fails half-way). */
+function open(name) {
+  return connect(worker.host, name);
 }
 
 before(async () => {
@@ -25,7 +22,7 @@ before(async () => {
 });
 
 after(async () => {
-  for (const tab of tabs) tab.close();
+  closeTabs();
   await worker?.dispose();
   await model?.close();
 });

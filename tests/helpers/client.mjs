@@ -6,6 +6,14 @@ import WebSocket from "ws";
 let counter = 0;
 export const newId = (prefix = "req") => `${prefix}_${Date.now().toString(36)}_${counter++}`;
 
+/** Every tab opened by this test file, so `closeTabs()` can close the ones a failed test left. */
+const openTabs = new Set();
+
+/** Closes every tab still open (call it from `after`): an open AgentClient keeps reconnecting. */
+export function closeTabs() {
+  for (const tab of openTabs) tab.close();
+}
+
 export async function connect(host, name, { agent = "ThinkAgent", ...rest } = {}) {
   const frames = [];
   const listeners = new Set();
@@ -91,9 +99,11 @@ export async function connect(host, name, { agent = "ThinkAgent", ...rest } = {}
         .map((f) => JSON.parse(f.body));
     },
     close() {
+      openTabs.delete(tab);
       client.close();
     },
   };
+  openTabs.add(tab);
   return tab;
 }
 
