@@ -43,9 +43,15 @@ pub struct Ledger<'a> {
 }
 
 impl<'a> Ledger<'a> {
-    pub fn open(sql: &'a dyn Sql) -> Result<Self, StoreError> {
+    /// Creates the table if it does not exist; once per instance, not per use.
+    pub fn create_table(sql: &dyn Sql) -> Result<(), StoreError> {
         sql.exec(SCHEMA, &[])?;
-        Ok(Self { sql })
+        Ok(())
+    }
+
+    /// The ledger over the table made by [`Ledger::create_table`].
+    pub fn new(sql: &'a dyn Sql) -> Self {
+        Self { sql }
     }
 
     pub fn get(&self, tool_call_id: &str) -> Result<Option<Entry>, StoreError> {
@@ -114,7 +120,7 @@ impl LedgeredTool {
     }
 
     fn record(&self, ctx: &ToolContext, entry: &Entry) {
-        if let Err(e) = Ledger::open(self.sql.as_ref()).and_then(|l| l.record(&ctx.tool_call_id, &ctx.tool_name, entry, (self.now)())) {
+        if let Err(e) = Ledger::new(self.sql.as_ref()).record(&ctx.tool_call_id, &ctx.tool_name, entry, (self.now)()) {
             crate::platform::log(&format!("think-rs: the tool ledger could not record {}: {e}", ctx.tool_call_id));
         }
     }
@@ -127,7 +133,7 @@ impl Tool for LedgeredTool {
     }
 
     async fn execute(&self, input: Value, ctx: &ToolContext) -> Result<Value, ToolError> {
-        let prior = Ledger::open(self.sql.as_ref()).ok().and_then(|l| l.get(&ctx.tool_call_id).ok().flatten());
+        let prior = Ledger::new(self.sql.as_ref()).get(&ctx.tool_call_id).ok().flatten();
         match prior {
             Some(Entry::Succeeded(v)) => return Ok(v),
             Some(Entry::Failed(e)) => return Err(ToolError(e)),
@@ -167,6 +173,7 @@ mod tests {
     #[test]
     fn a_recorded_call_is_never_run_twice() {
         let sql: Rc<dyn Sql> = Rc::new(SqliteSql::new());
+        Ledger::create_table(sql.as_ref()).unwrap();
         let runs = Rc::new(Cell::new(0));
         let counter = runs.clone();
         let tool: ToolRef = Rc::new(DynamicTool::new("charge", "", json!({"type": "object"}), move |_, _| {
@@ -181,7 +188,7 @@ mod tests {
         assert_eq!(runs.get(), 1);
 
         // A call that started but never finished (the process died) is not re-run.
-        let ledger = Ledger::open(sql.as_ref()).unwrap();
+        let ledger = Ledger::new(sql.as_ref());
         ledger.record("c2", "charge", &Entry::Started, 1000.0).unwrap();
         let ctx2 = ToolContext { tool_call_id: "c2".into(), tool_name: "charge".into() };
         let err = futures::executor::block_on(wrapped.execute(json!({}), &ctx2)).unwrap_err();

@@ -123,6 +123,14 @@ impl Agent {
             },
         )
         .unwrap_or_else(|_| Workspace::new(deps.sql.clone(), deps.clock.clone())));
+        // The agent's tables, once per instance; every later use is a plain statement.
+        let sql = deps.sql.as_ref();
+        let tables = ChatStore::create_tables(sql)
+            .and_then(|_| StreamBuffer::create_tables(sql))
+            .and_then(|_| ledger::Ledger::create_table(sql));
+        if let Err(e) = tables {
+            crate::platform::log(&format!("think-rs: creating the agent's tables failed: {e}"));
+        }
         let mcp = crate::mcp::McpClient::new(deps.sql.clone(), deps.http.clone(), deps.clock.clone(), Default::default())
             .map_err(|e| crate::platform::log(&format!("think-rs: MCP is unavailable: {e}")))
             .ok();
@@ -164,7 +172,7 @@ impl Agent {
         let now = self.now();
         let sweep = self.streams().and_then(|b| {
             b.cleanup(now)?;
-            ledger::Ledger::open(self.deps.sql.as_ref())?.cleanup(now)?;
+            ledger::Ledger::new(self.deps.sql.as_ref()).cleanup(now)?;
             b.any()
         });
         match sweep {
@@ -187,11 +195,11 @@ impl Agent {
     }
 
     fn store(&self) -> Result<ChatStore<'_>, StoreError> {
-        ChatStore::open(self.deps.sql.as_ref())
+        Ok(ChatStore::new(self.deps.sql.as_ref()))
     }
 
     fn streams(&self) -> Result<StreamBuffer<'_>, StoreError> {
-        StreamBuffer::open(self.deps.sql.as_ref())
+        Ok(StreamBuffer::new(self.deps.sql.as_ref()))
     }
 
     fn now(&self) -> f64 {
@@ -390,7 +398,7 @@ impl Agent {
         });
         let result = result
             .and_then(|_| self.streams()?.clear())
-            .and_then(|_| ledger::Ledger::open(self.deps.sql.as_ref())?.clear());
+            .and_then(|_| ledger::Ledger::new(self.deps.sql.as_ref()).clear());
         if let Err(e) = result {
             self.warn("clearing failed", e);
         }

@@ -109,7 +109,7 @@ impl Agent {
         }
         let mut message = acc.message();
         let client_tools = super::tool_names(&self.client_tools());
-        let ledger = Ledger::open(self.deps.sql.as_ref()).ok();
+        let ledger = Ledger::new(self.deps.sql.as_ref());
         for part in message.parts.iter_mut() {
             if !is_tool_part(part) {
                 continue;
@@ -120,7 +120,7 @@ impl Agent {
             if !unsettled {
                 continue;
             }
-            let entry = tool_call_id_of(part).and_then(|id| ledger.as_ref()?.get(id).ok().flatten());
+            let entry = tool_call_id_of(part).and_then(|id| ledger.get(id).ok().flatten());
             settle(part, entry);
         }
         message.parts.iter().any(|p| part_type(p) != Some("step-start")).then_some(message)

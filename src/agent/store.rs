@@ -22,12 +22,17 @@ pub struct ChatStore<'a> {
 }
 
 impl<'a> ChatStore<'a> {
-    /// Opens the store, creating its tables on first use.
-    pub fn open(sql: &'a dyn Sql) -> Result<Self, StoreError> {
+    /// Creates the tables if they do not exist; once per instance, not per use.
+    pub fn create_tables(sql: &dyn Sql) -> Result<(), StoreError> {
         for s in SCHEMA {
             sql.exec(s, &[])?;
         }
-        Ok(Self { sql })
+        Ok(())
+    }
+
+    /// The store over tables made by [`ChatStore::create_tables`].
+    pub fn new(sql: &'a dyn Sql) -> Self {
+        Self { sql }
     }
 
     /// Every message in transcript order. Rows that no longer parse are skipped, not fatal.

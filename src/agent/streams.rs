@@ -66,24 +66,21 @@ pub struct StreamRecord {
     pub updated_at: f64,
 }
 
-/// Chunks not yet written, packed into rows on flush.
+/// How far a stream's chunks (kept by the caller, in order) have been written.
 #[derive(Debug, Default)]
-pub struct PendingChunks {
-    chunks: Vec<String>,
-    bytes: usize,
+pub struct FlushCursor {
+    /// Chunks already written.
+    flushed: usize,
+    /// Bytes of the chunks not yet written.
+    unflushed_bytes: usize,
     next_seq: i64,
 }
 
-impl PendingChunks {
-    /// Adds a chunk; true when enough is pending that it should be flushed now.
-    pub fn push(&mut self, body: String) -> bool {
-        self.bytes += body.len();
-        self.chunks.push(body);
-        self.chunks.len() >= CHUNKS_PER_ROW || self.bytes >= ROW_BYTES
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.chunks.is_empty()
+impl FlushCursor {
+    /// Notes one more chunk of `len` bytes; true when enough is unwritten to flush now.
+    pub fn note(&mut self, total_chunks: usize, len: usize) -> bool {
+        self.unflushed_bytes += len;
+        total_chunks - self.flushed >= CHUNKS_PER_ROW || self.unflushed_bytes >= ROW_BYTES
     }
 }
 
@@ -93,11 +90,17 @@ pub struct StreamBuffer<'a> {
 }
 
 impl<'a> StreamBuffer<'a> {
-    pub fn open(sql: &'a dyn Sql) -> Result<Self, StoreError> {
+    /// Creates the tables if they do not exist; once per instance, not per use.
+    pub fn create_tables(sql: &dyn Sql) -> Result<(), StoreError> {
         for s in SCHEMA {
             sql.exec(s, &[])?;
         }
-        Ok(Self { sql })
+        Ok(())
+    }
+
+    /// The buffer over tables made by [`StreamBuffer::create_tables`].
+    pub fn new(sql: &'a dyn Sql) -> Self {
+        Self { sql }
     }
 
     pub fn start(&self, id: &str, message_id: &str, continuation: bool, now: f64) -> Result<(), StoreError> {
@@ -110,35 +113,37 @@ impl<'a> StreamBuffer<'a> {
         Ok(())
     }
 
-    /// Writes the pending chunks as packed rows (splitting a chunk larger than a row).
-    pub fn flush(&self, id: &str, pending: &mut PendingChunks) -> Result<(), StoreError> {
-        let mut pack: Vec<String> = Vec::new();
+    /// Writes the chunks past the cursor as packed rows (splitting a chunk larger than a row).
+    pub fn flush(&self, id: &str, chunks: &[String], cursor: &mut FlushCursor) -> Result<(), StoreError> {
+        let mut pack: Vec<&str> = Vec::new();
         let mut pack_bytes = 0;
-        let chunks = std::mem::take(&mut pending.chunks);
-        pending.bytes = 0;
-        for body in chunks {
+        let start = cursor.flushed.min(chunks.len());
+        cursor.flushed = chunks.len();
+        cursor.unflushed_bytes = 0;
+        let pending = &mut cursor.next_seq;
+        for body in &chunks[start..] {
             if body.len() > ROW_BYTES {
-                self.write_pack(id, &mut pending.next_seq, &mut pack)?;
+                self.write_pack(id, pending, &mut pack)?;
                 pack_bytes = 0;
-                let pieces = split_utf8(&body, ROW_BYTES);
+                let pieces = split_utf8(body, ROW_BYTES);
                 let last = pieces.len() - 1;
                 for (i, piece) in pieces.into_iter().enumerate() {
                     let kind = if i == last { "frag-end" } else { "frag" };
-                    self.insert_row(id, &mut pending.next_seq, kind, piece)?;
+                    self.insert_row(id, pending, kind, piece)?;
                 }
                 continue;
             }
             if pack_bytes + body.len() > ROW_BYTES {
-                self.write_pack(id, &mut pending.next_seq, &mut pack)?;
+                self.write_pack(id, pending, &mut pack)?;
                 pack_bytes = 0;
             }
             pack_bytes += body.len();
             pack.push(body);
         }
-        self.write_pack(id, &mut pending.next_seq, &mut pack)
+        self.write_pack(id, pending, &mut pack)
     }
 
-    fn write_pack(&self, id: &str, seq: &mut i64, pack: &mut Vec<String>) -> Result<(), StoreError> {
+    fn write_pack(&self, id: &str, seq: &mut i64, pack: &mut Vec<&str>) -> Result<(), StoreError> {
         if pack.is_empty() {
             return Ok(());
         }
@@ -278,23 +283,23 @@ mod tests {
     #[test]
     fn chunks_round_trip_in_packs_and_fragments() {
         let sql = SqliteSql::new();
-        let buf = StreamBuffer::open(&sql).unwrap();
+        StreamBuffer::create_tables(&sql).unwrap();
+        let buf = StreamBuffer::new(&sql);
         buf.start("r1", "m1", true, 1000.0).unwrap();
-        let mut pending = PendingChunks::default();
+        let mut cursor = FlushCursor::default();
         let mut all = Vec::new();
         for i in 0..25 {
             let body = format!("{{\"type\":\"text-delta\",\"id\":\"t\",\"delta\":\"{i}\"}}");
-            all.push(body.clone());
-            if pending.push(body) {
-                buf.flush("r1", &mut pending).unwrap();
+            let len = body.len();
+            all.push(body);
+            if cursor.note(all.len(), len) {
+                buf.flush("r1", &all, &mut cursor).unwrap();
             }
         }
         let big = format!("{{\"type\":\"tool-output-available\",\"output\":\"{}\"}}", "é".repeat(700_000));
-        all.push(big.clone());
-        pending.push(big);
+        all.push(big);
         all.push("{\"type\":\"finish\"}".into());
-        pending.push("{\"type\":\"finish\"}".into());
-        buf.flush("r1", &mut pending).unwrap();
+        buf.flush("r1", &all, &mut cursor).unwrap();
         assert_eq!(buf.chunks("r1").unwrap(), all);
         let max_row = sql
             .exec("SELECT max(length(CAST(body AS BLOB))) FROM think_stream_chunks", &[])
@@ -313,7 +318,8 @@ mod tests {
     #[test]
     fn cleanup_honours_retention() {
         let sql = SqliteSql::new();
-        let buf = StreamBuffer::open(&sql).unwrap();
+        StreamBuffer::create_tables(&sql).unwrap();
+        let buf = StreamBuffer::new(&sql);
         buf.start("done", "m", false, 0.0).unwrap();
         buf.finish("done", StreamStatus::Completed, 0.0).unwrap();
         buf.start("live", "m", false, 0.0).unwrap();

@@ -6,7 +6,7 @@ use std::rc::Rc;
 
 use serde_json::{json, Map, Value};
 
-use super::streams::{PendingChunks, StreamStatus};
+use super::streams::{FlushCursor, StreamBuffer, StreamStatus};
 use super::ledger::LedgeredTool;
 use super::spec::MessageConcurrency;
 use super::{Agent, TurnContext, CONFIG_BODY};
@@ -31,9 +31,10 @@ pub(super) struct ActiveStream {
     pub owner: Option<String>,
     pub abort: AbortSignal,
     pub acc: Rc<RefCell<StreamAccumulator>>,
-    /// Every chunk body so far, for replay to tabs that resume.
+    /// Every chunk body so far, for replay to tabs that resume and for the buffer.
     pub chunks: Vec<String>,
-    pub pending: PendingChunks,
+    /// How many of `chunks` are in the buffer.
+    pub cursor: FlushCursor,
 }
 
 /// A request for a turn.
@@ -330,7 +331,7 @@ impl Agent {
                 abort,
                 acc: Rc::new(RefCell::new(StreamAccumulator::new(message_id, turn.continuation))),
                 chunks: Vec::new(),
-                pending: PendingChunks::default(),
+                cursor: FlushCursor::default(),
             });
             let parked = std::mem::take(&mut rt.parked);
             for (conn, _) in &parked {
@@ -348,7 +349,7 @@ impl Agent {
     async fn end_stream(self: &Rc<Self>, status: StreamStatus) {
         let Some(mut active) = self.rt.borrow_mut().active.take() else { return };
         if let Ok(buffer) = self.streams() {
-            if let Err(e) = buffer.flush(&active.request_id, &mut active.pending).and_then(|_| buffer.finish(&active.request_id, status, self.now())) {
+            if let Err(e) = buffer.flush(&active.request_id, &active.chunks, &mut active.cursor).and_then(|_| buffer.finish(&active.request_id, status, self.now())) {
                 self.warn("closing the stream buffer failed", e);
             }
         }
@@ -365,9 +366,9 @@ impl Agent {
     /// Sends a frame to every connection that follows the live stream.
     pub(super) fn broadcast_live(&self, frame: &Value) {
         let text = frame.to_string();
-        let skip = self.rt.borrow().awaiting_ack.clone();
+        let rt = self.rt.borrow();
         for id in self.deps.sockets.ids() {
-            if !skip.contains(&id) {
+            if !rt.awaiting_ack.contains(&id) {
                 self.deps.sockets.send(&id, &text);
             }
         }
@@ -441,15 +442,12 @@ impl ChunkSink for TurnStream {
             let mut rt = self.agent.rt.borrow_mut();
             let Some(active) = rt.active.as_mut() else { return };
             let action = active.acc.borrow_mut().apply(&chunk);
+            let len = body.len();
             active.chunks.push(body.clone());
-            if active.pending.push(body.clone()) || is_milestone(&chunk) {
-                let mut pending = std::mem::take(&mut active.pending);
-                drop(rt);
-                if let Err(e) = self.agent.streams().and_then(|b| b.flush(&self.request_id, &mut pending)) {
+            if active.cursor.note(active.chunks.len(), len) || is_milestone(&chunk) {
+                let flushed = StreamBuffer::new(self.agent.deps.sql.as_ref()).flush(&self.request_id, &active.chunks, &mut active.cursor);
+                if let Err(e) = flushed {
                     self.agent.warn("buffering stream chunks failed", e);
-                }
-                if let Some(active) = self.agent.rt.borrow_mut().active.as_mut() {
-                    active.pending = pending;
                 }
             }
             action
