@@ -105,7 +105,13 @@ impl Agent {
         self.rt.borrow_mut().continuation = Continuation::default();
         self.set_pending_continuation(false);
         let request_id = random_id(self.deps.clock.as_ref(), 8);
-        let turn = TurnRequest { request_id, body: self.last_body(), continuation: true, owner, ..Default::default() };
+        let turn = TurnRequest {
+            request_id,
+            body: self.last_body(),
+            continuation: true,
+            owner,
+            ..Default::default()
+        };
         self.run_turn(turn).await;
     }
 
@@ -125,7 +131,11 @@ impl Agent {
     /// After a restart: runs the continuation a tool result or approval asked for before the
     /// crash, once its batch is complete (otherwise the next answer fires it as usual).
     pub(super) async fn resume_pending_continuation(self: &Rc<Self>) {
-        let persisted = self.store().ok().and_then(|s| s.config(CONFIG_PENDING_CONTINUATION).ok().flatten()).is_some();
+        let persisted = self
+            .store()
+            .ok()
+            .and_then(|s| s.config(CONFIG_PENDING_CONTINUATION).ok().flatten())
+            .is_some();
         if !persisted {
             return;
         }
@@ -153,7 +163,13 @@ impl Agent {
         if queued == 0 {
             let parked = std::mem::take(&mut self.rt.borrow_mut().parked);
             for (conn, probe) in parked {
-                self.send(&conn, &frames::stream_resume_none_frame(frames::ResumeNoneReason::Idle, probe.as_deref()));
+                self.send(
+                    &conn,
+                    &frames::stream_resume_none_frame(
+                        frames::ResumeNoneReason::Idle,
+                        probe.as_deref(),
+                    ),
+                );
             }
         }
     }

@@ -55,9 +55,10 @@ impl<'a> Ledger<'a> {
     }
 
     pub fn get(&self, tool_call_id: &str) -> Result<Option<Entry>, StoreError> {
-        let rows = self
-            .sql
-            .exec("SELECT status, result FROM think_tool_ledger WHERE tool_call_id = ?", &[tool_call_id.into()])?;
+        let rows = self.sql.exec(
+            "SELECT status, result FROM think_tool_ledger WHERE tool_call_id = ?",
+            &[tool_call_id.into()],
+        )?;
         let Some(row) = rows.into_iter().next() else { return Ok(None) };
         let mut it = row.into_iter();
         let status = it.next().and_then(SqlValue::into_string).unwrap_or_default();
@@ -69,7 +70,13 @@ impl<'a> Ledger<'a> {
         }))
     }
 
-    pub fn record(&self, tool_call_id: &str, tool_name: &str, entry: &Entry, now: f64) -> Result<(), StoreError> {
+    pub fn record(
+        &self,
+        tool_call_id: &str,
+        tool_name: &str,
+        entry: &Entry,
+        now: f64,
+    ) -> Result<(), StoreError> {
         let (status, result) = match entry {
             Entry::Started => ("started", SqlValue::Null),
             Entry::Succeeded(v) => {
@@ -120,8 +127,16 @@ impl LedgeredTool {
     }
 
     fn record(&self, ctx: &ToolContext, entry: &Entry) {
-        if let Err(e) = Ledger::new(self.sql.as_ref()).record(&ctx.tool_call_id, &ctx.tool_name, entry, (self.now)()) {
-            crate::platform::log(&format!("think-rs: the tool ledger could not record {}: {e}", ctx.tool_call_id));
+        if let Err(e) = Ledger::new(self.sql.as_ref()).record(
+            &ctx.tool_call_id,
+            &ctx.tool_name,
+            entry,
+            (self.now)(),
+        ) {
+            crate::platform::log(&format!(
+                "think-rs: the tool ledger could not record {}: {e}",
+                ctx.tool_call_id
+            ));
         }
     }
 }
@@ -176,10 +191,11 @@ mod tests {
         Ledger::create_table(sql.as_ref()).unwrap();
         let runs = Rc::new(Cell::new(0));
         let counter = runs.clone();
-        let tool: ToolRef = Rc::new(DynamicTool::new("charge", "", json!({"type": "object"}), move |_, _| {
-            counter.set(counter.get() + 1);
-            async { Ok(json!({"charged": true})) }
-        }));
+        let tool: ToolRef =
+            Rc::new(DynamicTool::new("charge", "", json!({"type": "object"}), move |_, _| {
+                counter.set(counter.get() + 1);
+                async { Ok(json!({"charged": true})) }
+            }));
         let wrapped = LedgeredTool::wrap(tool, sql.clone(), Rc::new(|| 1000.0));
         let ctx = ToolContext { tool_call_id: "c1".into(), tool_name: "charge".into() };
         let first = futures::executor::block_on(wrapped.execute(json!({}), &ctx)).unwrap();

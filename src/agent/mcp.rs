@@ -21,16 +21,29 @@ impl Agent {
     }
 
     /// Answers the built-in MCP callables; `None` when `method` is not one of them.
-    pub(super) async fn mcp_callable(self: &Rc<Self>, method: &str, args: &[Value]) -> Option<Result<Value, String>> {
+    pub(super) async fn mcp_callable(
+        self: &Rc<Self>,
+        method: &str,
+        args: &[Value],
+    ) -> Option<Result<Value, String>> {
         let mcp = match method {
-            "addMcpServer" | "removeMcpServer" | "getMcpServers" | "acceptMcpToolChanges" => match &self.mcp {
-                Some(m) => m,
-                None => return Some(Err("MCP is unavailable in this agent (its storage failed to open)".into())),
-            },
+            "addMcpServer" | "removeMcpServer" | "getMcpServers" | "acceptMcpToolChanges" => {
+                match &self.mcp {
+                    Some(m) => m,
+                    None => {
+                        return Some(Err(
+                            "MCP is unavailable in this agent (its storage failed to open)".into(),
+                        ))
+                    }
+                }
+            }
             _ => return None,
         };
         let arg_str = |i: usize, what: &str| -> Result<String, String> {
-            args.get(i).and_then(Value::as_str).map(str::to_owned).ok_or_else(|| format!("{method}: {what} must be a string"))
+            args.get(i)
+                .and_then(Value::as_str)
+                .map(str::to_owned)
+                .ok_or_else(|| format!("{method}: {what} must be a string"))
         };
         Some(match method {
             "addMcpServer" => {
@@ -65,11 +78,16 @@ impl Agent {
                 }
             }
             "removeMcpServer" => match arg_str(0, "the server id") {
-                Ok(id) => mcp.remove_mcp_server(&id).await.map(|_| Value::Null).map_err(|e| e.to_string()),
+                Ok(id) => {
+                    mcp.remove_mcp_server(&id).await.map(|_| Value::Null).map_err(|e| e.to_string())
+                }
                 Err(e) => Err(e),
             },
             "acceptMcpToolChanges" => match arg_str(0, "the server id") {
-                Ok(id) => mcp.accept_mcp_tool_changes(&id).map(|n| json!({"accepted": n})).map_err(|e| e.to_string()),
+                Ok(id) => mcp
+                    .accept_mcp_tool_changes(&id)
+                    .map(|n| json!({"accepted": n}))
+                    .map_err(|e| e.to_string()),
                 Err(e) => Err(e),
             },
             _ => Ok(mcp.get_mcp_servers()),
@@ -142,7 +160,9 @@ fn add_options(o: &Map<String, Value>) -> Result<AddServerOptions, String> {
 }
 
 fn parse_transport(t: &str) -> Result<TransportKind, String> {
-    TransportKind::parse(t).ok_or_else(|| format!("addMcpServer: unknown transport {t:?} (use streamable-http, sse or auto)"))
+    TransportKind::parse(t).ok_or_else(|| {
+        format!("addMcpServer: unknown transport {t:?} (use streamable-http, sse or auto)")
+    })
 }
 
 #[cfg(test)]

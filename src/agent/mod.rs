@@ -32,10 +32,10 @@ use crate::tools::workspace::bash::BashEngine;
 use crate::workspace::{Workspace, WorkspaceOptions};
 
 pub use spec::{AgentSpec, MessageConcurrency, ModelChoice, TurnConfig, TurnContext};
-pub use turn::{ClientToolExecutor, RpcTurn, TurnObserver};
 use store::ChatStore;
 use streams::StreamBuffer;
 use turn::ActiveStream;
+pub use turn::{ClientToolExecutor, RpcTurn, TurnObserver};
 
 /// The platform pieces an agent runs on.
 #[derive(Clone)]
@@ -109,20 +109,28 @@ impl Agent {
     /// Builds the agent for class `class_name` (its kebab-case form is the URL namespace).
     pub fn new(class_name: &str, spec: AgentSpec, deps: Deps) -> Rc<Self> {
         let model: Result<Rc<dyn Model>, String> = match &spec.model {
-            ModelChoice::OpenAi(cfg) => Ok(Rc::new(OpenAiChatModel::new(cfg.clone(), deps.http.clone()))),
+            ModelChoice::OpenAi(cfg) => {
+                Ok(Rc::new(OpenAiChatModel::new(cfg.clone(), deps.http.clone())))
+            }
             ModelChoice::Custom(m) => Ok(m.clone()),
             ModelChoice::Unconfigured(msg) => Err(msg.clone()),
         };
-        let workspace = Rc::new(Workspace::with_options(
-            deps.sql.clone(),
-            deps.clock.clone(),
-            WorkspaceOptions {
-                blobs: deps.blobs.clone(),
-                blob_prefix: format!("{}/{}", crate::protocol::routing::camel_case_to_kebab_case(class_name), deps.instance_id),
-                ..WorkspaceOptions::default()
-            },
-        )
-        .unwrap_or_else(|_| Workspace::new(deps.sql.clone(), deps.clock.clone())));
+        let workspace = Rc::new(
+            Workspace::with_options(
+                deps.sql.clone(),
+                deps.clock.clone(),
+                WorkspaceOptions {
+                    blobs: deps.blobs.clone(),
+                    blob_prefix: format!(
+                        "{}/{}",
+                        crate::protocol::routing::camel_case_to_kebab_case(class_name),
+                        deps.instance_id
+                    ),
+                    ..WorkspaceOptions::default()
+                },
+            )
+            .unwrap_or_else(|_| Workspace::new(deps.sql.clone(), deps.clock.clone())),
+        );
         // The agent's tables, once per instance; every later use is a plain statement.
         let sql = deps.sql.as_ref();
         let tables = ChatStore::create_tables(sql)
@@ -131,9 +139,14 @@ impl Agent {
         if let Err(e) = tables {
             crate::platform::log(&format!("think-rs: creating the agent's tables failed: {e}"));
         }
-        let mcp = crate::mcp::McpClient::new(deps.sql.clone(), deps.http.clone(), deps.clock.clone(), Default::default())
-            .map_err(|e| crate::platform::log(&format!("think-rs: MCP is unavailable: {e}")))
-            .ok();
+        let mcp = crate::mcp::McpClient::new(
+            deps.sql.clone(),
+            deps.http.clone(),
+            deps.clock.clone(),
+            Default::default(),
+        )
+        .map_err(|e| crate::platform::log(&format!("think-rs: MCP is unavailable: {e}")))
+        .ok();
         let agent = Rc::new(Self {
             mcp,
             workspace,
@@ -185,7 +198,10 @@ impl Agent {
     fn mcp_frame(&self) -> String {
         match &self.mcp {
             Some(m) => m.frame(),
-            None => frames::mcp_servers_frame(&json!({"prompts": [], "resources": [], "servers": {}, "tools": []})).to_string(),
+            None => frames::mcp_servers_frame(
+                &json!({"prompts": [], "resources": [], "servers": {}, "tools": []}),
+            )
+            .to_string(),
         }
     }
 
@@ -221,7 +237,10 @@ impl Agent {
     }
 
     fn name(&self) -> String {
-        self.store().ok().and_then(|s| s.config(CONFIG_NAME).ok().flatten()).unwrap_or_else(|| "default".into())
+        self.store()
+            .ok()
+            .and_then(|s| s.config(CONFIG_NAME).ok().flatten())
+            .unwrap_or_else(|| "default".into())
     }
 
     /// The persisted transcript.
@@ -332,7 +351,11 @@ impl Agent {
     pub fn on_http(&self, method: &str, path: &str) -> Option<HttpReply> {
         if method.eq_ignore_ascii_case("GET") && path.ends_with("/get-messages") {
             let body: Vec<Value> = self.messages().iter().map(UIMessage::to_value).collect();
-            return Some(HttpReply { status: 200, content_type: "application/json", body: Value::Array(body).to_string() });
+            return Some(HttpReply {
+                status: 200,
+                content_type: "application/json",
+                body: Value::Array(body).to_string(),
+            });
         }
         None
     }
@@ -345,10 +368,16 @@ impl Agent {
             Ok(ClientFrame::Clear) => self.clear(Some(conn)),
             Ok(ClientFrame::ToolResult(result)) => self.on_tool_result(conn, result).await,
             Ok(ClientFrame::ToolApproval(approval)) => self.on_tool_approval(conn, approval).await,
-            Ok(ClientFrame::StreamResumeRequest { probe_id }) => self.on_resume_request(conn, probe_id),
+            Ok(ClientFrame::StreamResumeRequest { probe_id }) => {
+                self.on_resume_request(conn, probe_id)
+            }
             Ok(ClientFrame::StreamResumeAck { id }) => self.on_resume_ack(conn, &id),
             Ok(ClientFrame::Rpc(rpc)) => self.on_rpc(conn, &rpc.id, &rpc.method, rpc.args).await,
-            Ok(ClientFrame::ChatMessages { .. } | ClientFrame::State { .. } | ClientFrame::Other(_)) => {}
+            Ok(
+                ClientFrame::ChatMessages { .. }
+                | ClientFrame::State { .. }
+                | ClientFrame::Other(_),
+            ) => {}
             Err(err) => self.send(conn, &err.reply_frame()),
         }
     }

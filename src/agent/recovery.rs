@@ -16,7 +16,9 @@ use super::Agent;
 use crate::platform::random_id;
 use crate::protocol::accumulator::{ChunkAction, StreamAccumulator};
 use crate::protocol::frames;
-use crate::protocol::message::{is_tool_part, part_type, state_of, tool_call_id_of, tool_name_of, UIMessage};
+use crate::protocol::message::{
+    is_tool_part, part_type, state_of, tool_call_id_of, tool_name_of, UIMessage,
+};
 use crate::protocol::repair::INTERRUPTED_TOOL_ERROR;
 use crate::protocol::tool_state::ToolPartUpdate;
 
@@ -37,7 +39,10 @@ impl Agent {
         for record in interrupted {
             let attempts = self.attempts_of(&record.id);
             let message = self.rebuild(&record.id, &record.message_id, record.continuation);
-            if let Err(e) = self.streams().and_then(|b| b.finish(&record.id, StreamStatus::Completed, self.now())) {
+            if let Err(e) = self
+                .streams()
+                .and_then(|b| b.finish(&record.id, StreamStatus::Completed, self.now()))
+            {
                 self.warn("closing an interrupted stream failed", e);
             }
             self.forget_attempts(&record.id);
@@ -45,9 +50,9 @@ impl Agent {
                 self.save_message(message);
             }
             let client_tools = super::tool_names(&self.client_tools());
-            let waiting = message
-                .as_ref()
-                .is_some_and(|m| crate::protocol::tool_state::message_has_pending_interaction(m, &client_tools));
+            let waiting = message.as_ref().is_some_and(|m| {
+                crate::protocol::tool_state::message_has_pending_interaction(m, &client_tools)
+            });
             self.broadcast(&self.transcript_frame(), None);
             if waiting || attempts > MAX_RECOVERY_ATTEMPTS {
                 continue;
@@ -68,7 +73,12 @@ impl Agent {
         if attempts > 0 {
             self.set_attempts(&request_id, attempts);
         }
-        let turn = TurnRequest { request_id: request_id.clone(), body: self.last_body(), continuation: true, ..Default::default() };
+        let turn = TurnRequest {
+            request_id: request_id.clone(),
+            body: self.last_body(),
+            continuation: true,
+            ..Default::default()
+        };
         self.run_turn(turn).await;
         self.forget_attempts(&request_id);
         self.rt.borrow_mut().recovering = false;
@@ -86,7 +96,9 @@ impl Agent {
 
     /// Carries a turn's recovery count over to the stream that continues it.
     fn set_attempts(&self, stream_id: &str, n: u32) {
-        if let Err(e) = self.store().and_then(|s| s.set_config(&attempts_key(stream_id), &n.to_string())) {
+        if let Err(e) =
+            self.store().and_then(|s| s.set_config(&attempts_key(stream_id), &n.to_string()))
+        {
             self.warn("saving the recovery count failed", e);
         }
     }
@@ -103,7 +115,8 @@ impl Agent {
         let mut acc = StreamAccumulator::new(message_id, continuation);
         for body in &chunks {
             let Ok(chunk) = serde_json::from_str::<Value>(body) else { continue };
-            if let ChunkAction::CrossMessageToolUpdate { tool_call_id, update } = acc.apply(&chunk) {
+            if let ChunkAction::CrossMessageToolUpdate { tool_call_id, update } = acc.apply(&chunk)
+            {
                 self.apply_to_stored(&ToolPartUpdate::cross_message(tool_call_id, update));
             }
         }
@@ -116,7 +129,8 @@ impl Agent {
             }
             let state = state_of(part).unwrap_or("");
             let is_client = tool_name_of(part).is_some_and(|n| client_tools.contains(n));
-            let unsettled = matches!(state, "input-streaming") || (state == "input-available" && !is_client);
+            let unsettled =
+                matches!(state, "input-streaming") || (state == "input-available" && !is_client);
             if !unsettled {
                 continue;
             }

@@ -12,7 +12,10 @@ impl Agent {
         let mut rt = self.rt.borrow_mut();
         if let Some(active) = rt.active.as_ref() {
             let owned_elsewhere = active.continuation
-                && active.owner.as_deref().is_some_and(|o| o != conn && self.deps.sockets.ids().iter().any(|id| id == o));
+                && active
+                    .owner
+                    .as_deref()
+                    .is_some_and(|o| o != conn && self.deps.sockets.ids().iter().any(|id| id == o));
             let frame = if owned_elsewhere {
                 frames::stream_resume_none_frame(ResumeNoneReason::ContinuationOwned, probe)
             } else {
@@ -60,7 +63,9 @@ impl Agent {
                     self.send(conn, &frames::replay_chunk_frame(id, body, false));
                 }
                 match record.status {
-                    StreamStatus::Error => self.send(conn, &frames::terminal_error_frame(id, "The turn failed.")),
+                    StreamStatus::Error => {
+                        self.send(conn, &frames::terminal_error_frame(id, "The turn failed."))
+                    }
                     _ => self.send(conn, &frames::replay_done_frame(id, false)),
                 }
                 self.send(conn, &self.transcript_frame());

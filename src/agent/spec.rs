@@ -36,7 +36,11 @@ pub enum ModelChoice {
 impl ModelChoice {
     /// The shipped agent's choice, from `THINK_MODEL_BASE_URL`, `THINK_MODEL_API_KEY` and
     /// `THINK_MODEL`. A missing base URL or model name yields a message naming them.
-    pub fn from_settings(base_url: Option<&str>, api_key: Option<&str>, model: Option<&str>) -> Self {
+    pub fn from_settings(
+        base_url: Option<&str>,
+        api_key: Option<&str>,
+        model: Option<&str>,
+    ) -> Self {
         let base_url = base_url.map(str::trim).filter(|s| !s.is_empty());
         let model = model.map(str::trim).filter(|s| !s.is_empty());
         match (base_url, model) {
@@ -263,15 +267,23 @@ mod tests {
         assert_eq!(MessageConcurrency::parse("latest").unwrap(), MessageConcurrency::Latest);
         assert_eq!(MessageConcurrency::parse("merge").unwrap(), MessageConcurrency::Merge);
         assert_eq!(MessageConcurrency::parse("drop").unwrap(), MessageConcurrency::Drop);
-        assert_eq!(MessageConcurrency::parse("debounce").unwrap(), MessageConcurrency::Debounce(750));
-        assert_eq!(MessageConcurrency::parse("debounce:200").unwrap(), MessageConcurrency::Debounce(200));
+        assert_eq!(
+            MessageConcurrency::parse("debounce").unwrap(),
+            MessageConcurrency::Debounce(750)
+        );
+        assert_eq!(
+            MessageConcurrency::parse("debounce:200").unwrap(),
+            MessageConcurrency::Debounce(200)
+        );
         assert!(MessageConcurrency::parse("sometimes").is_err());
     }
 
     #[test]
     fn model_settings_name_what_is_missing() {
         match ModelChoice::from_settings(Some("http://x/v1"), None, Some("m")) {
-            ModelChoice::OpenAi(cfg) => assert_eq!((cfg.base_url.as_str(), cfg.api_key.as_str()), ("http://x/v1", "")),
+            ModelChoice::OpenAi(cfg) => {
+                assert_eq!((cfg.base_url.as_str(), cfg.api_key.as_str()), ("http://x/v1", ""))
+            }
             _ => panic!("expected a configured model"),
         }
         match ModelChoice::from_settings(None, Some("k"), Some(" ")) {

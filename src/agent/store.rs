@@ -62,7 +62,8 @@ impl<'a> ChatStore<'a> {
 
     /// Inserts `message`, or replaces the stored message with the same id in place.
     pub fn upsert(&self, message: &UIMessage, now_ms: f64) -> Result<(), StoreError> {
-        let body = serde_json::to_string(&message.to_value()).map_err(|e| StoreError(e.to_string()))?;
+        let body =
+            serde_json::to_string(&message.to_value()).map_err(|e| StoreError(e.to_string()))?;
         self.sql.exec(
             "INSERT INTO think_messages (id, role, body, created_at) VALUES (?, ?, ?, ?)
              ON CONFLICT(id) DO UPDATE SET body = excluded.body, role = excluded.role",

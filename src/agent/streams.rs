@@ -103,7 +103,13 @@ impl<'a> StreamBuffer<'a> {
         Self { sql }
     }
 
-    pub fn start(&self, id: &str, message_id: &str, continuation: bool, now: f64) -> Result<(), StoreError> {
+    pub fn start(
+        &self,
+        id: &str,
+        message_id: &str,
+        continuation: bool,
+        now: f64,
+    ) -> Result<(), StoreError> {
         self.sql.exec("DELETE FROM think_stream_chunks WHERE stream_id = ?", &[id.into()])?;
         self.sql.exec(
             "INSERT OR REPLACE INTO think_streams (id, message_id, status, continuation, created_at, updated_at)
@@ -114,7 +120,12 @@ impl<'a> StreamBuffer<'a> {
     }
 
     /// Writes the chunks past the cursor as packed rows (splitting a chunk larger than a row).
-    pub fn flush(&self, id: &str, chunks: &[String], cursor: &mut FlushCursor) -> Result<(), StoreError> {
+    pub fn flush(
+        &self,
+        id: &str,
+        chunks: &[String],
+        cursor: &mut FlushCursor,
+    ) -> Result<(), StoreError> {
         let mut pack: Vec<&str> = Vec::new();
         let mut pack_bytes = 0;
         let start = cursor.flushed.min(chunks.len());
@@ -152,7 +163,13 @@ impl<'a> StreamBuffer<'a> {
         self.insert_row(id, seq, "pack", &body)
     }
 
-    fn insert_row(&self, id: &str, seq: &mut i64, kind: &str, body: &str) -> Result<(), StoreError> {
+    fn insert_row(
+        &self,
+        id: &str,
+        seq: &mut i64,
+        kind: &str,
+        body: &str,
+    ) -> Result<(), StoreError> {
         self.sql.exec(
             "INSERT OR REPLACE INTO think_stream_chunks (stream_id, seq, kind, body) VALUES (?, ?, ?, ?)",
             &[id.into(), SqlValue::Integer(*seq), kind.into(), body.into()],
@@ -218,7 +235,9 @@ impl<'a> StreamBuffer<'a> {
                 StreamRecord {
                     id: it.next().and_then(SqlValue::into_string).unwrap_or_default(),
                     message_id: it.next().and_then(SqlValue::into_string).unwrap_or_default(),
-                    status: StreamStatus::parse(it.next().as_ref().and_then(SqlValue::as_str).unwrap_or("")),
+                    status: StreamStatus::parse(
+                        it.next().as_ref().and_then(SqlValue::as_str).unwrap_or(""),
+                    ),
                     continuation: it.next().and_then(|v| v.as_i64()).unwrap_or(0) != 0,
                     updated_at: it.next().and_then(|v| v.as_i64()).unwrap_or(0) as f64,
                 }
@@ -234,7 +253,8 @@ impl<'a> StreamBuffer<'a> {
             "SELECT id FROM think_streams WHERE (status != 'streaming' AND updated_at < ?) OR updated_at < ?",
             &[done_before, abandoned_before],
         )?;
-        let ids: Vec<String> = stale.into_iter().filter_map(|mut r| r.pop()?.into_string()).collect();
+        let ids: Vec<String> =
+            stale.into_iter().filter_map(|mut r| r.pop()?.into_string()).collect();
         for id in &ids {
             self.delete(id)?;
         }
@@ -296,7 +316,10 @@ mod tests {
                 buf.flush("r1", &all, &mut cursor).unwrap();
             }
         }
-        let big = format!("{{\"type\":\"tool-output-available\",\"output\":\"{}\"}}", "é".repeat(700_000));
+        let big = format!(
+            "{{\"type\":\"tool-output-available\",\"output\":\"{}\"}}",
+            "é".repeat(700_000)
+        );
         all.push(big);
         all.push("{\"type\":\"finish\"}".into());
         buf.flush("r1", &all, &mut cursor).unwrap();

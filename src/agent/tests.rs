@@ -15,8 +15,12 @@ use futures::StreamExt;
 use serde_json::{json, Value};
 
 use super::{Agent, AgentSpec, Deps, ModelChoice, TurnConfig};
-use crate::model::{FinishReason, Model, ModelError, ModelEvent, ModelMessage, ModelRequest, ModelStream};
-use crate::platform::{Alarm, Clock, HttpClient, HttpError, HttpRequest, HttpResponse, Sockets, Tasks};
+use crate::model::{
+    FinishReason, Model, ModelError, ModelEvent, ModelMessage, ModelRequest, ModelStream,
+};
+use crate::platform::{
+    Alarm, Clock, HttpClient, HttpError, HttpRequest, HttpResponse, Sockets, Tasks,
+};
 use crate::store::sqlite::SqliteSql;
 
 /// Records every frame sent to each connection.
@@ -141,7 +145,10 @@ impl Model for ScriptedModel {
 }
 
 fn text(t: &str) -> Vec<ModelEvent> {
-    vec![ModelEvent::TextDelta(t.into()), ModelEvent::Finish { reason: FinishReason::Stop, usage: None }]
+    vec![
+        ModelEvent::TextDelta(t.into()),
+        ModelEvent::Finish { reason: FinishReason::Stop, usage: None },
+    ]
 }
 
 fn client_calls(ids: &[&str]) -> Vec<ModelEvent> {
@@ -189,7 +196,8 @@ impl Harness {
     fn send(&mut self, frame: Value) {
         let agent = self.agent.clone();
         let text = frame.to_string();
-        let _ = self.pool.spawner().spawn_local(async move { agent.on_message("tab", &text).await });
+        let _ =
+            self.pool.spawner().spawn_local(async move { agent.on_message("tab", &text).await });
         self.pool.run_until_stalled();
     }
 
@@ -243,11 +251,16 @@ fn parallel_client_results_fire_one_continuation_after_the_last() {
     h.advance(40.0);
     assert_eq!(h.model_calls(), 2, "exactly one continuation after the last result");
     let seen = h.model.seen.borrow()[1].messages.clone();
-    let tools: Vec<&ModelMessage> = seen.iter().filter(|m| matches!(m, ModelMessage::Tool { .. })).collect();
+    let tools: Vec<&ModelMessage> =
+        seen.iter().filter(|m| matches!(m, ModelMessage::Tool { .. })).collect();
     assert_eq!(tools.len(), 3);
     h.advance(1000.0);
     assert_eq!(h.model_calls(), 2);
-    let continued = h.frames().iter().filter(|f| f["type"] == "cf_agent_use_chat_response" && f["continuation"] == true).count();
+    let continued = h
+        .frames()
+        .iter()
+        .filter(|f| f["type"] == "cf_agent_use_chat_response" && f["continuation"] == true)
+        .count();
     assert!(continued > 0);
 }
 
@@ -263,7 +276,11 @@ fn results_without_auto_continue_and_repeats_start_nothing() {
     assert_eq!(updates, 1);
     h.result("a", "1", true);
     h.advance(500.0);
-    assert_eq!(h.model_calls(), 1, "a re-applied identical result changes nothing and starts nothing");
+    assert_eq!(
+        h.model_calls(),
+        1,
+        "a re-applied identical result changes nothing and starts nothing"
+    );
     assert_eq!(h.frames().iter().filter(|f| f["type"] == "cf_agent_message_updated").count(), 1);
 }
 
@@ -276,7 +293,11 @@ fn a_result_without_auto_continue_rearms_a_pending_continuation() {
     h.advance(60.0);
     h.result("b", "2", false);
     h.advance(60.0);
-    assert_eq!(h.model_calls(), 2, "the late sibling completes the batch the first result asked to continue");
+    assert_eq!(
+        h.model_calls(),
+        2,
+        "the late sibling completes the batch the first result asked to continue"
+    );
 }
 
 #[test]
@@ -286,13 +307,20 @@ fn before_turn_sees_the_body_and_narrows_the_tools() {
     let mut h = Harness::new(move |model| {
         AgentSpec::new(model).before_turn(move |ctx| {
             *seen.borrow_mut() = Value::Object(ctx.body.clone());
-            TurnConfig { active_tools: Some(vec!["read".into(), "pick".into()]), ..Default::default() }
+            TurnConfig {
+                active_tools: Some(vec!["read".into(), "pick".into()]),
+                ..Default::default()
+            }
         })
     });
     h.model.calls.borrow_mut().push_back(text("ok"));
-    h.chat("hello", json!({"clientTools": pick_tool(), "userTimezone": "Europe/Paris", "plan": {"tier": 2}}));
+    h.chat(
+        "hello",
+        json!({"clientTools": pick_tool(), "userTimezone": "Europe/Paris", "plan": {"tier": 2}}),
+    );
     assert_eq!(*seen_body.borrow(), json!({"userTimezone": "Europe/Paris", "plan": {"tier": 2}}));
-    let tools: Vec<String> = h.model.seen.borrow()[0].tools.iter().map(|t| t.name.clone()).collect();
+    let tools: Vec<String> =
+        h.model.seen.borrow()[0].tools.iter().map(|t| t.name.clone()).collect();
     assert_eq!(tools, ["read", "pick"]);
 }
 
@@ -330,6 +358,7 @@ fn an_answer_larger_than_a_row_is_compacted_before_it_is_stored() {
     let stored = messages[1].to_value().to_string();
     assert!(stored.len() <= crate::protocol::sanitize::ROW_MAX_BYTES, "{} bytes", stored.len());
     assert_eq!(messages[1].metadata.as_ref().unwrap()["compactedToolInputs"], json!(["w0", "w1"]));
-    let file = futures::executor::block_on(h.agent.workspace().read_file("/b.txt")).unwrap().unwrap();
+    let file =
+        futures::executor::block_on(h.agent.workspace().read_file("/b.txt")).unwrap().unwrap();
     assert_eq!(file.len(), 1_200_000, "the content itself is in the workspace");
 }

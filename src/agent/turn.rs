@@ -6,16 +6,18 @@ use std::rc::Rc;
 
 use serde_json::{json, Map, Value};
 
-use super::streams::{FlushCursor, StreamBuffer, StreamStatus};
 use super::ledger::LedgeredTool;
 use super::spec::MessageConcurrency;
+use super::streams::{FlushCursor, StreamBuffer, StreamStatus};
 use super::{Agent, TurnContext, CONFIG_BODY};
 use crate::platform::{random_id, random_uuid};
 use crate::protocol::accumulator::{ChunkAction, StreamAccumulator};
-use crate::protocol::frames::{self, ChatRequest, ClientToolSchema, Trigger};
-use crate::protocol::message::{part_type, state_of, tool_call_id_of, tool_name_of, Role, UIMessage};
-use crate::protocol::tool_state::{apply_to_messages, leaf_assistant, ToolPartUpdate};
 use crate::protocol::chunk;
+use crate::protocol::frames::{self, ChatRequest, ClientToolSchema, Trigger};
+use crate::protocol::message::{
+    part_type, state_of, tool_call_id_of, tool_name_of, Role, UIMessage,
+};
+use crate::protocol::tool_state::{apply_to_messages, leaf_assistant, ToolPartUpdate};
 use crate::store::StoreError;
 use crate::tools::workspace::{workspace_tools, WorkspaceToolsOptions};
 use crate::tools::{DynamicTool, Layer, ToolContext, ToolError, ToolRef, ToolSet};
@@ -64,7 +66,12 @@ pub trait TurnObserver {
 /// Runs the client tools of a programmatic turn in the caller (`onClientToolCall`).
 #[async_trait::async_trait(?Send)]
 pub trait ClientToolExecutor {
-    async fn call(&self, tool_name: &str, input: Value, tool_call_id: &str) -> Result<Value, String>;
+    async fn call(
+        &self,
+        tool_name: &str,
+        input: Value,
+        tool_call_id: &str,
+    ) -> Result<Value, String>;
 }
 
 /// What a programmatic turn brings: an observer, and client tools that live for this turn
@@ -87,11 +94,20 @@ impl Agent {
             return;
         }
         if let Err(e) = self.reconcile(&req) {
-            self.send(conn, &frames::chat_request_error_frame(&req.id, &format!("Could not save the message: {e}")));
+            self.send(
+                conn,
+                &frames::chat_request_error_frame(
+                    &req.id,
+                    &format!("Could not save the message: {e}"),
+                ),
+            );
             return;
         }
         self.update_client_tools(&req.client_tools);
-        if let Err(e) = self.store().and_then(|s| s.set_config(CONFIG_BODY, &Value::Object(req.body.clone()).to_string())) {
+        if let Err(e) = self
+            .store()
+            .and_then(|s| s.set_config(CONFIG_BODY, &Value::Object(req.body.clone()).to_string()))
+        {
             self.warn("saving the request body failed", e);
         }
         self.broadcast(&self.transcript_frame(), Some(conn));
@@ -100,7 +116,13 @@ impl Agent {
             rt.submit_seq += 1;
             rt.submit_seq
         });
-        let turn = TurnRequest { request_id: req.id, body: req.body, origin: Some(conn.to_owned()), submit_seq, ..Default::default() };
+        let turn = TurnRequest {
+            request_id: req.id,
+            body: req.body,
+            origin: Some(conn.to_owned()),
+            submit_seq,
+            ..Default::default()
+        };
         self.run_turn(turn).await;
     }
 
@@ -120,7 +142,12 @@ impl Agent {
             return;
         }
         self.broadcast(&self.transcript_frame(), None);
-        let turn = TurnRequest { request_id, body: self.last_body(), rpc: Some(rpc), ..Default::default() };
+        let turn = TurnRequest {
+            request_id,
+            body: self.last_body(),
+            rpc: Some(rpc),
+            ..Default::default()
+        };
         self.run_turn(turn).await;
     }
 
@@ -173,12 +200,22 @@ impl Agent {
                     Some(exec) => {
                         let exec = exec.clone();
                         let name = t.name.clone();
-                        Rc::new(DynamicTool::new(&t.name, &description, schema, move |input, ctx| {
-                            let (exec, name) = (exec.clone(), name.clone());
-                            async move { exec.call(&name, input, &ctx.tool_call_id).await.map_err(ToolError) }
-                        })) as ToolRef
+                        Rc::new(DynamicTool::new(
+                            &t.name,
+                            &description,
+                            schema,
+                            move |input, ctx| {
+                                let (exec, name) = (exec.clone(), name.clone());
+                                async move {
+                                    exec.call(&name, input, &ctx.tool_call_id)
+                                        .await
+                                        .map_err(ToolError)
+                                }
+                            },
+                        )) as ToolRef
                     }
-                    None => Rc::new(DynamicTool::without_execute(&t.name, &description, schema)) as ToolRef,
+                    None => Rc::new(DynamicTool::without_execute(&t.name, &description, schema))
+                        as ToolRef,
                 }
             })
             .collect();
@@ -203,7 +240,8 @@ impl Agent {
                 self.deps.clock.sleep(ms).await;
             }
         }
-        let slot = if self.superseded(turn.submit_seq) { None } else { Some(self.turn_lock.lock().await) };
+        let slot =
+            if self.superseded(turn.submit_seq) { None } else { Some(self.turn_lock.lock().await) };
         self.rt.borrow_mut().queued -= 1;
         let request_id = turn.request_id.clone();
         if slot.is_none() || self.superseded(turn.submit_seq) {
@@ -219,7 +257,10 @@ impl Agent {
         let model = match &self.model {
             Ok(m) => m.clone(),
             Err(msg) => {
-                self.broadcast(&frames::chat_error_frame(&request_id, msg, turn.continuation), None);
+                self.broadcast(
+                    &frames::chat_error_frame(&request_id, msg, turn.continuation),
+                    None,
+                );
                 self.broadcast(&frames::chat_done_frame(&request_id, turn.continuation), None);
                 if let Some(r) = &rpc {
                     r.observer.on_error(msg);
@@ -316,8 +357,17 @@ impl Agent {
     }
 
     /// Registers the new stream, tells parked connections to resume it, and opens its buffer.
-    fn begin_stream(&self, request_id: &str, message_id: &str, turn: &TurnRequest, abort: AbortSignal) {
-        if let Err(e) = self.streams().and_then(|b| b.start(request_id, message_id, turn.continuation, self.now())) {
+    fn begin_stream(
+        &self,
+        request_id: &str,
+        message_id: &str,
+        turn: &TurnRequest,
+        abort: AbortSignal,
+    ) {
+        if let Err(e) = self
+            .streams()
+            .and_then(|b| b.start(request_id, message_id, turn.continuation, self.now()))
+        {
             self.warn("opening the stream buffer failed", e);
         }
         // Wakes the object after a crash so the interrupted turn is recovered.
@@ -349,7 +399,10 @@ impl Agent {
     async fn end_stream(self: &Rc<Self>, status: StreamStatus) {
         let Some(mut active) = self.rt.borrow_mut().active.take() else { return };
         if let Ok(buffer) = self.streams() {
-            if let Err(e) = buffer.flush(&active.request_id, &active.chunks, &mut active.cursor).and_then(|_| buffer.finish(&active.request_id, status, self.now())) {
+            if let Err(e) = buffer
+                .flush(&active.request_id, &active.chunks, &mut active.cursor)
+                .and_then(|_| buffer.finish(&active.request_id, status, self.now()))
+            {
                 self.warn("closing the stream buffer failed", e);
             }
         }
@@ -384,11 +437,20 @@ impl Agent {
             .iter()
             .filter(|p| state_of(p) == Some("approval-responded"))
             .filter(|p| p.pointer("/approval/approved").and_then(Value::as_bool) == Some(true))
-            .filter_map(|p| Some((tool_call_id_of(p)?.to_owned(), tool_name_of(p)?.to_owned(), p.get("input").cloned().unwrap_or(json!({})))))
+            .filter_map(|p| {
+                Some((
+                    tool_call_id_of(p)?.to_owned(),
+                    tool_name_of(p)?.to_owned(),
+                    p.get("input").cloned().unwrap_or(json!({})),
+                ))
+            })
             .collect();
         for (id, name, input) in approved {
             let Some(tool) = tools.get(&name).cloned() else {
-                sink.emit(chunk::tool_output_error(&id, &format!("Tool {name} is no longer available.")));
+                sink.emit(chunk::tool_output_error(
+                    &id,
+                    &format!("Tool {name} is no longer available."),
+                ));
                 continue;
             };
             let ctx = ToolContext { tool_call_id: id.clone(), tool_name: name.clone() };
@@ -445,7 +507,11 @@ impl ChunkSink for TurnStream {
             let len = body.len();
             active.chunks.push(body.clone());
             if active.cursor.note(active.chunks.len(), len) || is_milestone(&chunk) {
-                let flushed = StreamBuffer::new(self.agent.deps.sql.as_ref()).flush(&self.request_id, &active.chunks, &mut active.cursor);
+                let flushed = StreamBuffer::new(self.agent.deps.sql.as_ref()).flush(
+                    &self.request_id,
+                    &active.chunks,
+                    &mut active.cursor,
+                );
                 if let Err(e) = flushed {
                     self.agent.warn("buffering stream chunks failed", e);
                 }
@@ -455,7 +521,11 @@ impl ChunkSink for TurnStream {
         if let ChunkAction::CrossMessageToolUpdate { tool_call_id, update } = action {
             self.agent.apply_to_stored(&ToolPartUpdate::cross_message(tool_call_id, update));
         }
-        self.agent.broadcast_live(&frames::chat_chunk_frame(&self.request_id, &body, self.continuation));
+        self.agent.broadcast_live(&frames::chat_chunk_frame(
+            &self.request_id,
+            &body,
+            self.continuation,
+        ));
         if let Some(observer) = &self.observer {
             observer.on_event(&body);
         }
@@ -466,6 +536,15 @@ impl ChunkSink for TurnStream {
 fn is_milestone(chunk: &Value) -> bool {
     matches!(
         chunk.get("type").and_then(Value::as_str),
-        Some("start" | "tool-input-available" | "tool-output-available" | "tool-output-error" | "tool-approval-request" | "tool-input-error" | "finish-step" | "finish")
+        Some(
+            "start"
+                | "tool-input-available"
+                | "tool-output-available"
+                | "tool-output-error"
+                | "tool-approval-request"
+                | "tool-input-error"
+                | "finish-step"
+                | "finish"
+        )
     )
 }

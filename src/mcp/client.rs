@@ -370,14 +370,26 @@ impl Inner {
         }
     }
 
-    async fn connect_once(&self, id: &str, attempt: u64) -> Result<(Rc<Session>, Catalog), McpError> {
-        let row = self.with_server(id, |s| s.row.clone()).ok_or_else(|| McpError::UnknownServer(id.into()))?;
+    async fn connect_once(
+        &self,
+        id: &str,
+        attempt: u64,
+    ) -> Result<(Rc<Session>, Catalog), McpError> {
+        let row = self
+            .with_server(id, |s| s.row.clone())
+            .ok_or_else(|| McpError::UnknownServer(id.into()))?;
         let url = HttpUrl::parse(&row.url).map_err(McpError::Invalid)?;
-        let env = Env { http: self.http.clone(), clock: self.clock.clone(), headers: row.headers.clone() };
+        let env = Env {
+            http: self.http.clone(),
+            clock: self.clock.clone(),
+            headers: row.headers.clone(),
+        };
         let info = json!({"name": self.config.client_name, "version": self.config.client_version});
         let timeout = self.config.connect_timeout_ms;
         let work = async {
-            if let Some(saved) = row.session.as_ref().filter(|_| row.transport != TransportKind::Sse) {
+            if let Some(saved) =
+                row.session.as_ref().filter(|_| row.transport != TransportKind::Sse)
+            {
                 // Ids continue past any request the previous incarnation may have left open.
                 let first_id = (self.clock.now_ms() as i64).rem_euclid(1 << 40);
                 let session = Rc::new(Session::resume(&env, &url, saved, first_id));
@@ -459,7 +471,8 @@ impl Inner {
                     s.pins.insert(name.to_owned(), pin.clone());
                     new_pins.push((name.to_owned(), pin));
                 }
-                Some(pin) if pin.description == description && pin.input_schema == input_schema => {}
+                Some(pin) if pin.description == description && pin.input_schema == input_schema => {
+                }
                 Some(pin) => {
                     let mut changes = Vec::new();
                     if pin.description != description {
@@ -487,7 +500,13 @@ impl Inner {
 
     /// Installs a finished connection unless a newer attempt or a removal overtook it, and
     /// saves its session for resumption.
-    fn apply_connected(&self, id: &str, attempt: u64, session: Rc<Session>, catalog: Catalog) -> bool {
+    fn apply_connected(
+        &self,
+        id: &str,
+        attempt: u64,
+        session: Rc<Session>,
+        catalog: Catalog,
+    ) -> bool {
         let saved = session.saved();
         let applied = self.with_server(id, |s| {
             if s.attempt != attempt {
@@ -564,7 +583,9 @@ impl Inner {
     async fn ready_session(&self, id: &str) -> Result<Rc<Session>, McpError> {
         for _ in 0..2 {
             let (session, task, failed) = self
-                .with_server(id, |s| (s.session.clone(), s.task.clone(), s.failed_at.map(|t| (t, s.error.clone()))))
+                .with_server(id, |s| {
+                    (s.session.clone(), s.task.clone(), s.failed_at.map(|t| (t, s.error.clone())))
+                })
                 .ok_or_else(|| McpError::UnknownServer(id.into()))?;
             if let Some(session) = session {
                 return Ok(session);
@@ -574,7 +595,9 @@ impl Inner {
                 None => {
                     if let Some((at, error)) = failed {
                         if self.clock.now_ms() - at < self.config.reconnect_cooldown_ms as f64 {
-                            return Err(McpError::Transport(error.unwrap_or_else(|| "connection failed".into())));
+                            return Err(McpError::Transport(
+                                error.unwrap_or_else(|| "connection failed".into()),
+                            ));
                         }
                     }
                     self.start_connect(id, 1).ok_or_else(|| McpError::UnknownServer(id.into()))?
@@ -616,8 +639,12 @@ impl Inner {
         }
         let _done = Refreshing { inner: self, id };
         for _ in 0..3 {
-            let listed =
-                with_timeout(self.clock.as_ref(), self.config.request_timeout_ms, self.discover(session)).await;
+            let listed = with_timeout(
+                self.clock.as_ref(),
+                self.config.request_timeout_ms,
+                self.discover(session),
+            )
+            .await;
             match listed {
                 Some(Ok(catalog)) => {
                     let applied = self.with_server(id, |s| {
@@ -645,18 +672,28 @@ impl Inner {
     }
 
     /// Calls a tool; every failure becomes a `ToolError` the model can read.
-    pub(crate) async fn call_tool(&self, id: &str, tool: &str, args: Value) -> Result<Value, ToolError> {
+    pub(crate) async fn call_tool(
+        &self,
+        id: &str,
+        tool: &str,
+        args: Value,
+    ) -> Result<Value, ToolError> {
         let Some(name) = self.with_server(id, |s| s.row.name.clone()) else {
             return Err(ToolError(format!("MCP server \"{id}\" has been removed.")));
         };
-        let unavailable = |e: &McpError| ToolError(format!("MCP server \"{name}\" is unavailable: {e}"));
+        let unavailable =
+            |e: &McpError| ToolError(format!("MCP server \"{name}\" is unavailable: {e}"));
         let params = json!({"name": tool, "arguments": args});
         let mut retried = false;
         loop {
             let session = self.ready_session(id).await.map_err(|e| unavailable(&e))?;
             let timeout = self.config.request_timeout_ms;
-            let Some(outcome) =
-                with_timeout(self.clock.as_ref(), timeout, session.request("tools/call", Some(params.clone()))).await
+            let Some(outcome) = with_timeout(
+                self.clock.as_ref(),
+                timeout,
+                session.request("tools/call", Some(params.clone())),
+            )
+            .await
             else {
                 return Err(unavailable(&McpError::Timeout(timeout)));
             };
@@ -664,7 +701,11 @@ impl Inner {
             match outcome {
                 Ok(result) if result.get("isError").and_then(Value::as_bool) == Some(true) => {
                     let text = tools::content_text(&result);
-                    return Err(ToolError(if text.is_empty() { "Tool call failed".into() } else { text }));
+                    return Err(ToolError(if text.is_empty() {
+                        "Tool call failed".into()
+                    } else {
+                        text
+                    }));
                 }
                 Ok(result) => return Ok(result),
                 Err(McpError::SessionExpired) if !retried => {
@@ -672,7 +713,9 @@ impl Inner {
                     self.drop_session(id, &session);
                 }
                 Err(McpError::Rpc { message, .. }) => {
-                    return Err(ToolError(format!("MCP tool \"{tool}\" on server \"{name}\" failed: {message}")))
+                    return Err(ToolError(format!(
+                        "MCP tool \"{tool}\" on server \"{name}\" failed: {message}"
+                    )))
                 }
                 Err(e) => {
                     if e.is_connection_failure() || e == McpError::SessionExpired {
@@ -713,7 +756,11 @@ impl Drop for Listening<'_> {
     fn drop(&mut self) {
         if let Ok(mut servers) = self.inner.servers.try_borrow_mut() {
             if let Some(s) = servers.iter_mut().find(|s| s.row.id == self.id) {
-                if s.listener.as_ref().and_then(Weak::upgrade).is_some_and(|l| Rc::ptr_eq(&l, self.session)) {
+                if s.listener
+                    .as_ref()
+                    .and_then(Weak::upgrade)
+                    .is_some_and(|l| Rc::ptr_eq(&l, self.session))
+                {
                     s.listener = None;
                 }
             }
@@ -784,7 +831,8 @@ impl McpClient {
         if name.is_empty() {
             return Err(McpError::Invalid("the MCP server needs a name".into()));
         }
-        let parsed = HttpUrl::parse(url).map_err(|e| McpError::Invalid(format!("invalid MCP server URL: {e}")))?;
+        let parsed = HttpUrl::parse(url)
+            .map_err(|e| McpError::Invalid(format!("invalid MCP server URL: {e}")))?;
         if !inner.config.allow_private_addresses && parsed.is_private_address() {
             return Err(McpError::Invalid(format!(
                 "Blocked URL: {parsed}: MCP client connections to private/internal addresses are not allowed"
@@ -795,7 +843,10 @@ impl McpClient {
         let transport = options.transport.unwrap_or_default();
         let row = {
             let servers = inner.servers.borrow();
-            let same = servers.iter().find(|s| s.row.name == name && s.row.url == url).map(|s| s.row.id.clone());
+            let same = servers
+                .iter()
+                .find(|s| s.row.name == name && s.row.url == url)
+                .map(|s| s.row.id.clone());
             let id = match requested {
                 Some(rid) => {
                     if let Some(s) = servers.iter().find(|s| s.row.id == rid) {
@@ -817,10 +868,19 @@ impl McpClient {
                     None => (0..16)
                         .map(|_| random_id(inner.clock.as_ref(), 8))
                         .find(|id| !servers.iter().any(|s| &s.row.id == id))
-                        .ok_or_else(|| McpError::Invalid("could not draw an unused server id".into()))?,
+                        .ok_or_else(|| {
+                            McpError::Invalid("could not draw an unused server id".into())
+                        })?,
                 },
             };
-            ServerRow { id, name: name.to_owned(), url, transport, headers: options.headers, session: None }
+            ServerRow {
+                id,
+                name: name.to_owned(),
+                url,
+                transport,
+                headers: options.headers,
+                session: None,
+            }
         };
         let id = row.id.clone();
         let existing = inner.with_server(&id, |s| s.row.clone());
@@ -889,7 +949,9 @@ impl McpClient {
                 let accepted: Vec<(String, Pin)> = s
                     .pending
                     .drain(..)
-                    .map(|p| (p.tool, Pin { description: p.description, input_schema: p.input_schema }))
+                    .map(|p| {
+                        (p.tool, Pin { description: p.description, input_schema: p.input_schema })
+                    })
                     .collect();
                 for (name, pin) in &accepted {
                     s.pins.insert(name.clone(), pin.clone());
@@ -911,10 +973,16 @@ impl McpClient {
     /// when all have settled. The glue runs this when the object starts.
     pub async fn restore(&self) {
         let inner = &self.inner;
-        let ids: Vec<String> =
-            inner.servers.borrow().iter().filter(|s| s.session.is_none()).map(|s| s.row.id.clone()).collect();
+        let ids: Vec<String> = inner
+            .servers
+            .borrow()
+            .iter()
+            .filter(|s| s.session.is_none())
+            .map(|s| s.row.id.clone())
+            .collect();
         let attempts = inner.config.restore_attempts;
-        let tasks: Vec<Task> = ids.iter().filter_map(|id| inner.start_connect(id, attempts)).collect();
+        let tasks: Vec<Task> =
+            ids.iter().filter_map(|id| inner.start_connect(id, attempts)).collect();
         join_all(tasks).await;
     }
 
@@ -929,11 +997,14 @@ impl McpClient {
             .servers
             .borrow()
             .iter()
-            .filter(|s| matches!(s.state, ConnectionState::Connecting | ConnectionState::Discovering))
+            .filter(|s| {
+                matches!(s.state, ConnectionState::Connecting | ConnectionState::Discovering)
+            })
             .map(|s| s.row.id.clone())
             .collect();
         let attempts = inner.config.restore_attempts;
-        let tasks: Vec<Task> = ids.iter().filter_map(|id| inner.start_connect(id, attempts)).collect();
+        let tasks: Vec<Task> =
+            ids.iter().filter_map(|id| inner.start_connect(id, attempts)).collect();
         if tasks.is_empty() {
             return;
         }
@@ -948,7 +1019,11 @@ impl McpClient {
         let session = inner.ready_session(id).await?;
         let claimed = inner
             .with_server(id, |s| {
-                let taken = s.listener.as_ref().and_then(Weak::upgrade).is_some_and(|l| Rc::ptr_eq(&l, &session));
+                let taken = s
+                    .listener
+                    .as_ref()
+                    .and_then(Weak::upgrade)
+                    .is_some_and(|l| Rc::ptr_eq(&l, &session));
                 if !taken {
                     s.listener = Some(Rc::downgrade(&session));
                 }
@@ -969,7 +1044,8 @@ impl McpClient {
             Err(e) => return Err(e),
         };
         loop {
-            let still_current = inner.with_server(id, |s| s.session.as_ref().is_some_and(|c| Rc::ptr_eq(c, &session)));
+            let still_current = inner
+                .with_server(id, |s| s.session.as_ref().is_some_and(|c| Rc::ptr_eq(c, &session)));
             if still_current != Some(true) {
                 return Ok(ListenEnd::Ended);
             }
@@ -1054,7 +1130,8 @@ impl McpClient {
                 "state": s.state.as_str(),
             });
             if !s.pending.is_empty() {
-                entry["pendingToolChanges"] = Value::Array(s.pending.iter().map(PendingToolChange::to_json).collect());
+                entry["pendingToolChanges"] =
+                    Value::Array(s.pending.iter().map(PendingToolChange::to_json).collect());
             }
             by_id.insert(s.row.id.clone(), entry);
             if let Some(c) = &s.catalog {
@@ -1062,7 +1139,9 @@ impl McpClient {
                 let visible: Vec<Value> = c
                     .tools
                     .iter()
-                    .filter(|t| !t.get("name").and_then(Value::as_str).is_some_and(|n| held.contains(n)))
+                    .filter(|t| {
+                        !t.get("name").and_then(Value::as_str).is_some_and(|n| held.contains(n))
+                    })
                     .cloned()
                     .collect();
                 tools.extend(with_server_id(&visible, &s.row.id));

@@ -29,7 +29,9 @@ impl McpError {
     pub(crate) fn is_connection_failure(&self) -> bool {
         match self {
             McpError::Transport(_) => true,
-            McpError::Http { status, .. } => matches!(status, 401 | 403 | 404 | 405 | 410 | 502 | 503 | 504),
+            McpError::Http { status, .. } => {
+                matches!(status, 401 | 403 | 404 | 405 | 410 | 502 | 503 | 504)
+            }
             _ => false,
         }
     }

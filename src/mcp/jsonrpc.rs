@@ -9,7 +9,8 @@ use serde_json::{json, Value};
 pub(crate) const LATEST_PROTOCOL_VERSION: &str = "2025-11-25";
 
 /// Versions we can speak. The older two are what legacy HTTP+SSE servers answer with.
-pub(crate) const SUPPORTED_PROTOCOL_VERSIONS: &[&str] = &["2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05"];
+pub(crate) const SUPPORTED_PROTOCOL_VERSIONS: &[&str] =
+    &["2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05"];
 
 pub(crate) fn request(id: i64, method: &str, params: Option<Value>) -> Value {
     match params {
@@ -53,7 +54,11 @@ pub(crate) fn classify(msg: &Value) -> Option<Incoming> {
             let outcome = if let Some(err) = obj.get("error") {
                 Err(McpError::Rpc {
                     code: err.get("code").and_then(Value::as_i64).unwrap_or(-32603),
-                    message: err.get("message").and_then(Value::as_str).unwrap_or("unknown error").to_owned(),
+                    message: err
+                        .get("message")
+                        .and_then(Value::as_str)
+                        .unwrap_or("unknown error")
+                        .to_owned(),
                 })
             } else {
                 Ok(obj.get("result").cloned().unwrap_or(Value::Null))
@@ -91,10 +96,15 @@ mod tests {
     fn classify_sorts_messages() {
         let r = classify(&json!({"jsonrpc":"2.0","id":3,"result":{"a":1}})).unwrap();
         assert_eq!(r, Incoming::Response { key: "3".into(), outcome: Ok(json!({"a":1})) });
-        let e = classify(&json!({"jsonrpc":"2.0","id":"3","error":{"code":-32602,"message":"bad"}})).unwrap();
+        let e =
+            classify(&json!({"jsonrpc":"2.0","id":"3","error":{"code":-32602,"message":"bad"}}))
+                .unwrap();
         assert_eq!(
             e,
-            Incoming::Response { key: "3".into(), outcome: Err(McpError::Rpc { code: -32602, message: "bad".into() }) }
+            Incoming::Response {
+                key: "3".into(),
+                outcome: Err(McpError::Rpc { code: -32602, message: "bad".into() })
+            }
         );
         assert_eq!(
             classify(&json!({"jsonrpc":"2.0","id":7,"method":"ping"})),
@@ -106,7 +116,10 @@ mod tests {
         );
         assert_eq!(classify(&json!("nope")), None);
         assert_eq!(decode("not json"), vec![]);
-        assert_eq!(decode(r#"[{"jsonrpc":"2.0","method":"a"},{"jsonrpc":"2.0","method":"b"}]"#).len(), 2);
+        assert_eq!(
+            decode(r#"[{"jsonrpc":"2.0","method":"a"},{"jsonrpc":"2.0","method":"b"}]"#).len(),
+            2
+        );
     }
 
     #[test]

@@ -32,7 +32,8 @@ mod testkit;
 mod tests;
 
 pub use client::{
-    AddServerOptions, AddedServer, ConnectionState, ListenEnd, McpClient, McpConfig, PendingToolChange, ServerStatus,
+    AddServerOptions, AddedServer, ConnectionState, ListenEnd, McpClient, McpConfig,
+    PendingToolChange, ServerStatus,
 };
 pub use error::McpError;
 pub use tools::tool_name;

@@ -27,7 +27,8 @@ pub(crate) struct Session {
 fn legacy_hint(e: &McpError) -> bool {
     match e {
         McpError::Http { status, .. } => {
-            ((400..500).contains(status) && !matches!(status, 401 | 403 | 408 | 429)) || *status == 501
+            ((400..500).contains(status) && !matches!(status, 401 | 403 | 408 | 429))
+                || *status == 501
         }
         _ => false,
     }
@@ -43,22 +44,34 @@ impl Session {
     ) -> Result<Session, McpError> {
         match kind {
             TransportKind::StreamableHttp => {
-                Self::initialize(Transport::Streamable(StreamableHttp::new(env.clone(), url)), client_info).await
+                Self::initialize(
+                    Transport::Streamable(StreamableHttp::new(env.clone(), url)),
+                    client_info,
+                )
+                .await
             }
             TransportKind::Sse => {
-                Self::initialize(Transport::Sse(LegacySse::open(env.clone(), url).await?), client_info).await
+                Self::initialize(
+                    Transport::Sse(LegacySse::open(env.clone(), url).await?),
+                    client_info,
+                )
+                .await
             }
             TransportKind::Auto => {
-                let first =
-                    Self::initialize(Transport::Streamable(StreamableHttp::new(env.clone(), url)), client_info).await;
+                let first = Self::initialize(
+                    Transport::Streamable(StreamableHttp::new(env.clone(), url)),
+                    client_info,
+                )
+                .await;
                 match first {
                     Err(e) if legacy_hint(&e) => {
                         let sse = async {
                             let t = LegacySse::open(env.clone(), url).await?;
                             Self::initialize(Transport::Sse(t), client_info).await
                         };
-                        sse.await
-                            .map_err(|sse_err| McpError::Transport(format!("Streamable HTTP: {e}; SSE: {sse_err}")))
+                        sse.await.map_err(|sse_err| {
+                            McpError::Transport(format!("Streamable HTTP: {e}; SSE: {sse_err}"))
+                        })
                     }
                     other => other,
                 }
@@ -73,7 +86,8 @@ impl Session {
             "capabilities": {},
             "clientInfo": client_info,
         });
-        let result = transport.request(0, &jsonrpc::request(0, "initialize", Some(params)), &inbox).await?;
+        let result =
+            transport.request(0, &jsonrpc::request(0, "initialize", Some(params)), &inbox).await?;
         let version = result.get("protocolVersion").and_then(Value::as_str).unwrap_or_default();
         if !SUPPORTED_PROTOCOL_VERSIONS.contains(&version) {
             // The handshake is over from the server's side: release its session.
@@ -97,7 +111,8 @@ impl Session {
     /// Picks up a Streamable HTTP session saved before the object slept. Nothing is sent:
     /// a session the server has forgotten shows as `SessionExpired` on first use.
     pub fn resume(env: &Env, url: &HttpUrl, saved: &SavedSession, first_id: i64) -> Session {
-        let t = StreamableHttp::resumed(env.clone(), url, &saved.session_id, &saved.protocol_version);
+        let t =
+            StreamableHttp::resumed(env.clone(), url, &saved.session_id, &saved.protocol_version);
         Session {
             transport: Transport::Streamable(t),
             next_id: Cell::new(first_id),
@@ -145,7 +160,9 @@ impl Session {
                 items.extend(list.iter().filter(|v| v.is_object()).cloned());
             }
             match page.get("nextCursor").and_then(Value::as_str) {
-                Some(next) if !next.is_empty() && seen.insert(next.to_owned()) => cursor = Some(next.to_owned()),
+                Some(next) if !next.is_empty() && seen.insert(next.to_owned()) => {
+                    cursor = Some(next.to_owned())
+                }
                 _ => return Ok(items),
             }
         }

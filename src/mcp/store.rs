@@ -100,22 +100,32 @@ fn text(v: Option<&SqlValue>) -> Option<String> {
 
 /// Every server, in the order they were added. Unreadable rows are skipped.
 pub(crate) fn load_servers(sql: &dyn Sql) -> Result<Vec<ServerRow>, StoreError> {
-    let rows =
-        sql.exec("SELECT id, name, server_url, server_options FROM cf_agents_mcp_servers ORDER BY rowid", &[])?;
+    let rows = sql.exec(
+        "SELECT id, name, server_url, server_options FROM cf_agents_mcp_servers ORDER BY rowid",
+        &[],
+    )?;
     Ok(rows
         .into_iter()
         .filter_map(|r| {
-            let options: Value = text(r.get(3)).and_then(|s| serde_json::from_str(&s).ok()).unwrap_or(Value::Null);
+            let options: Value =
+                text(r.get(3)).and_then(|s| serde_json::from_str(&s).ok()).unwrap_or(Value::Null);
             let transport = &options["transport"];
             let headers = transport["headers"]
                 .as_object()
-                .map(|m| m.iter().filter_map(|(k, v)| Some((k.clone(), v.as_str()?.to_owned()))).collect())
+                .map(|m| {
+                    m.iter()
+                        .filter_map(|(k, v)| Some((k.clone(), v.as_str()?.to_owned())))
+                        .collect()
+                })
                 .unwrap_or_default();
             Some(ServerRow {
                 id: text(r.first())?,
                 name: text(r.get(1))?,
                 url: text(r.get(2))?,
-                transport: transport["type"].as_str().and_then(TransportKind::parse).unwrap_or_default(),
+                transport: transport["type"]
+                    .as_str()
+                    .and_then(TransportKind::parse)
+                    .unwrap_or_default(),
                 headers,
                 session: SavedSession::from_json(&options["session"]),
             })
@@ -125,7 +135,8 @@ pub(crate) fn load_servers(sql: &dyn Sql) -> Result<Vec<ServerRow>, StoreError> 
 
 /// Inserts or updates a server, keeping its place in the order.
 pub(crate) fn save_server(sql: &dyn Sql, row: &ServerRow) -> Result<(), StoreError> {
-    let headers: Map<String, Value> = row.headers.iter().map(|(k, v)| (k.clone(), json!(v))).collect();
+    let headers: Map<String, Value> =
+        row.headers.iter().map(|(k, v)| (k.clone(), json!(v))).collect();
     let mut options = json!({"transport": {"type": row.transport.as_str(), "headers": headers}});
     if let Some(session) = &row.session {
         options["session"] = session.to_json();
@@ -150,8 +161,13 @@ pub(crate) fn delete_server(sql: &dyn Sql, id: &str) -> Result<(), StoreError> {
 }
 
 /// Pins by server id, then tool name.
-pub(crate) fn load_pins(sql: &dyn Sql) -> Result<HashMap<String, BTreeMap<String, Pin>>, StoreError> {
-    let rows = sql.exec("SELECT server_id, tool_name, description, input_schema FROM think_mcp_tool_pins", &[])?;
+pub(crate) fn load_pins(
+    sql: &dyn Sql,
+) -> Result<HashMap<String, BTreeMap<String, Pin>>, StoreError> {
+    let rows = sql.exec(
+        "SELECT server_id, tool_name, description, input_schema FROM think_mcp_tool_pins",
+        &[],
+    )?;
     let mut out: HashMap<String, BTreeMap<String, Pin>> = HashMap::new();
     for r in rows {
         let (Some(server), Some(tool), Some(description), Some(schema)) =
@@ -165,7 +181,11 @@ pub(crate) fn load_pins(sql: &dyn Sql) -> Result<HashMap<String, BTreeMap<String
     Ok(out)
 }
 
-pub(crate) fn save_pins(sql: &dyn Sql, server_id: &str, pins: &[(&str, &Pin)]) -> Result<(), StoreError> {
+pub(crate) fn save_pins(
+    sql: &dyn Sql,
+    server_id: &str,
+    pins: &[(&str, &Pin)],
+) -> Result<(), StoreError> {
     if pins.is_empty() {
         return Ok(());
     }

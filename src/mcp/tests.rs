@@ -47,7 +47,11 @@ fn opts(id: &str) -> AddServerOptions {
 }
 
 fn find(tools: &[ToolRef], name: &str) -> ToolRef {
-    tools.iter().find(|t| t.definition().name == name).cloned().unwrap_or_else(|| panic!("no tool {name}"))
+    tools
+        .iter()
+        .find(|t| t.definition().name == name)
+        .cloned()
+        .unwrap_or_else(|| panic!("no tool {name}"))
 }
 
 fn names(tools: &[ToolRef]) -> Vec<String> {
@@ -63,8 +67,12 @@ fn connects_discovers_and_calls_over_streamable_http_json() {
     let env = Env::new();
     let server = env.server("https://a.example", Mode::Streamable { sse: false });
     let client = env.client();
-    let added = env.run(client.add_mcp_server("Alpha", "https://a.example/mcp", opts("alpha"))).unwrap();
-    assert_eq!(added, AddedServer { id: "alpha".into(), state: ConnectionState::Ready, error: None });
+    let added =
+        env.run(client.add_mcp_server("Alpha", "https://a.example/mcp", opts("alpha"))).unwrap();
+    assert_eq!(
+        added,
+        AddedServer { id: "alpha".into(), state: ConnectionState::Ready, error: None }
+    );
 
     // initialize, then the initialized notification, then listings.
     let methods = server.methods();
@@ -88,7 +96,13 @@ fn connects_discovers_and_calls_over_streamable_http_json() {
     let tools = client.tools();
     assert_eq!(
         names(&tools),
-        ["tool_alpha_echo", "tool_alpha_weather", "tool_alpha_fail", "tool_alpha_slow", "tool_alpha_mutate"]
+        [
+            "tool_alpha_echo",
+            "tool_alpha_weather",
+            "tool_alpha_fail",
+            "tool_alpha_slow",
+            "tool_alpha_mutate"
+        ]
     );
     let echo = find(&tools, "tool_alpha_echo");
     assert_eq!(echo.definition().description, "Echo text back.");
@@ -96,7 +110,14 @@ fn connects_discovers_and_calls_over_streamable_http_json() {
     let out = call(&env, &echo, json!({"text": "hi"})).unwrap();
     assert_eq!(out, json!({"content": [{"type": "text", "text": "hi"}]}));
     assert_eq!(echo.model_output(&out), ModelOutput::Text("hi".into()));
-    let call_msg = server.received.borrow().iter().rev().find(|m| m["method"] == "tools/call").cloned().unwrap();
+    let call_msg = server
+        .received
+        .borrow()
+        .iter()
+        .rev()
+        .find(|m| m["method"] == "tools/call")
+        .cloned()
+        .unwrap();
     assert_eq!(call_msg["params"], json!({"name": "echo", "arguments": {"text": "hi"}}));
 }
 
@@ -146,7 +167,10 @@ fn structured_content_and_output_schema_reach_the_model() {
     let client = env.client();
     env.run(client.add_mcp_server("A", "https://a.example/mcp", opts("a"))).unwrap();
     let weather = find(&client.tools(), "tool_a_weather");
-    assert_eq!(weather.definition().output_schema.as_ref().unwrap()["properties"]["temp"]["type"], "number");
+    assert_eq!(
+        weather.definition().output_schema.as_ref().unwrap()["properties"]["temp"]["type"],
+        "number"
+    );
     let out = call(&env, &weather, json!({"city": "Oslo"})).unwrap();
     assert_eq!(weather.model_output(&out), ModelOutput::Json(json!({"temp": 21})));
 }
@@ -174,7 +198,8 @@ fn server_pings_and_chatter_inside_sse_responses_are_handled() {
     env.run(client.add_mcp_server("A", "https://a.example/mcp", opts("a"))).unwrap();
     let echo = find(&client.tools(), "tool_a_echo");
     assert_eq!(call(&env, &echo, json!({"text": "x"})).unwrap()["content"][0]["text"], "x");
-    let pongs: Vec<Value> = server.received.borrow().iter().filter(|m| m["id"] == 900).cloned().collect();
+    let pongs: Vec<Value> =
+        server.received.borrow().iter().filter(|m| m["id"] == 900).cloned().collect();
     assert!(!pongs.is_empty());
     assert_eq!(pongs[0], json!({"jsonrpc": "2.0", "id": 900, "result": {}}));
 }
@@ -193,7 +218,10 @@ fn list_changed_refreshes_and_changed_tools_are_held_until_accepted() {
     let lists_before = server.methods().iter().filter(|m| *m == "tools/list").count();
 
     // A new tool appears alongside a changed description; only the changed one is held back.
-    server.tools.borrow_mut().push(json!({"name": "added", "description": "New.", "inputSchema": {"type": "object"}}));
+    server
+        .tools
+        .borrow_mut()
+        .push(json!({"name": "added", "description": "New.", "inputSchema": {"type": "object"}}));
     let mutate = find(&before, "tool_a_mutate");
     let gen = client.generation();
     call(&env, &mutate, json!({})).unwrap();
@@ -256,7 +284,11 @@ fn legacy_sse_discovers_the_endpoint_and_correlates_concurrent_responses() {
         .run(client.add_mcp_server(
             "Old",
             "https://old.example/sse",
-            AddServerOptions { transport: Some(TransportKind::Sse), id: Some("old".into()), ..Default::default() },
+            AddServerOptions {
+                transport: Some(TransportKind::Sse),
+                id: Some("old".into()),
+                ..Default::default()
+            },
         ))
         .unwrap();
     assert_eq!(added.state, ConnectionState::Ready, "{:?}", added.error);
@@ -288,7 +320,11 @@ fn legacy_sse_stream_end_fails_pending_calls_and_next_use_reconnects() {
     let env = Env::new();
     let server = env.server("https://old.example", Mode::Legacy);
     let client = env.client();
-    let o = AddServerOptions { transport: Some(TransportKind::Sse), id: Some("old".into()), ..Default::default() };
+    let o = AddServerOptions {
+        transport: Some(TransportKind::Sse),
+        id: Some("old".into()),
+        ..Default::default()
+    };
     env.run(client.add_mcp_server("Old", "https://old.example/sse", o)).unwrap();
     let slow = find(&client.tools(), "tool_old_slow");
     let ctx = ToolContext::default();
@@ -301,9 +337,15 @@ fn legacy_sse_stream_end_fails_pending_calls_and_next_use_reconnects() {
         futures::join!(call, crash).0
     });
     let err = err.unwrap_err().0;
-    assert!(err.starts_with("MCP server \"Old\" is unavailable: the server closed the SSE stream"), "{err}");
+    assert!(
+        err.starts_with("MCP server \"Old\" is unavailable: the server closed the SSE stream"),
+        "{err}"
+    );
     assert_eq!(client.servers()[0].state, ConnectionState::Failed);
-    assert!(client.get_mcp_servers()["servers"]["old"]["error"].as_str().unwrap().contains("closed the SSE stream"));
+    assert!(client.get_mcp_servers()["servers"]["old"]["error"]
+        .as_str()
+        .unwrap()
+        .contains("closed the SSE stream"));
 
     // The next call reconnects straight away.
     let echo = find(&client.tools(), "tool_old_echo");
@@ -317,11 +359,18 @@ fn a_restarted_legacy_server_is_reconnected_and_the_call_retried() {
     let env = Env::new();
     let server = env.server("https://old.example", Mode::Legacy);
     let client = env.client();
-    let o = AddServerOptions { transport: Some(TransportKind::Sse), id: Some("old".into()), ..Default::default() };
+    let o = AddServerOptions {
+        transport: Some(TransportKind::Sse),
+        id: Some("old".into()),
+        ..Default::default()
+    };
     env.run(client.add_mcp_server("Old", "https://old.example/sse", o)).unwrap();
     server.close_streams();
     let echo = find(&client.tools(), "tool_old_echo");
-    assert_eq!(call(&env, &echo, json!({"text": "retried"})).unwrap()["content"][0]["text"], "retried");
+    assert_eq!(
+        call(&env, &echo, json!({"text": "retried"})).unwrap()["content"][0]["text"],
+        "retried"
+    );
     assert_eq!(server.methods().iter().filter(|m| *m == "initialize").count(), 2);
 }
 
@@ -351,14 +400,19 @@ fn auto_falls_back_to_sse_when_streamable_http_is_refused() {
     let env = Env::new();
     env.server("https://old.example", Mode::Legacy);
     let client = env.client();
-    let o = AddServerOptions { transport: Some(TransportKind::Auto), id: Some("old".into()), ..Default::default() };
+    let o = AddServerOptions {
+        transport: Some(TransportKind::Auto),
+        id: Some("old".into()),
+        ..Default::default()
+    };
     let added = env.run(client.add_mcp_server("Old", "https://old.example/sse", o)).unwrap();
     assert_eq!(added.state, ConnectionState::Ready, "{:?}", added.error);
     assert_eq!(client.servers()[0].connected_via, Some(TransportKind::Sse));
     let first = env.http.log.borrow()[0].clone();
     assert_eq!((first.method.as_str(), first.url.as_str()), ("POST", "https://old.example/sse"));
     assert_eq!(
-        call(&env, &find(&client.tools(), "tool_old_echo"), json!({"text": "ok"})).unwrap()["content"][0]["text"],
+        call(&env, &find(&client.tools(), "tool_old_echo"), json!({"text": "ok"})).unwrap()
+            ["content"][0]["text"],
         "ok"
     );
 
@@ -374,10 +428,17 @@ fn auto_reports_both_errors_and_auth_errors_do_not_fall_back() {
     let env = Env::new();
     env.http.route("https://gone.example", |_| Reply::Now(response(404, &[], "nothing here", 64)));
     let client = env.client();
-    let o = AddServerOptions { transport: Some(TransportKind::Auto), id: Some("gone".into()), ..Default::default() };
+    let o = AddServerOptions {
+        transport: Some(TransportKind::Auto),
+        id: Some("gone".into()),
+        ..Default::default()
+    };
     let added = env.run(client.add_mcp_server("Gone", "https://gone.example/mcp", o)).unwrap();
     assert_eq!(added.state, ConnectionState::Failed);
-    assert_eq!(added.error.unwrap(), "Streamable HTTP: HTTP 404: nothing here; SSE: HTTP 404: nothing here");
+    assert_eq!(
+        added.error.unwrap(),
+        "Streamable HTTP: HTTP 404: nothing here; SSE: HTTP 404: nothing here"
+    );
 
     let locked = env.server("https://locked.example", Mode::Streamable { sse: false });
     *locked.bearer.borrow_mut() = Some("secret".into());
@@ -400,8 +461,16 @@ fn bearer_headers_are_sent_on_every_request_of_both_transports() {
         headers: vec![("Authorization".into(), format!("Bearer {token}"))],
         id: None,
     };
-    let ra = env.run(client.add_mcp_server("A", "https://a.example/mcp", with("tok-a", TransportKind::StreamableHttp)));
-    let rb = env.run(client.add_mcp_server("B", "https://b.example/sse", with("tok-b", TransportKind::Sse)));
+    let ra = env.run(client.add_mcp_server(
+        "A",
+        "https://a.example/mcp",
+        with("tok-a", TransportKind::StreamableHttp),
+    ));
+    let rb = env.run(client.add_mcp_server(
+        "B",
+        "https://b.example/sse",
+        with("tok-b", TransportKind::Sse),
+    ));
     assert_eq!(ra.unwrap().state, ConnectionState::Ready);
     assert_eq!(rb.unwrap().state, ConnectionState::Ready);
     assert!(env.http.log.borrow().iter().all(|r| header(r, "authorization").is_some()));
@@ -414,12 +483,17 @@ fn a_hung_server_times_out_as_a_tool_error_while_others_keep_working() {
     env.server("https://b.example", Mode::Legacy);
     let client = env.client_with(McpConfig { request_timeout_ms: 2_000, ..Default::default() });
     env.run(client.add_mcp_server("A", "https://a.example/mcp", opts("a"))).unwrap();
-    let o = AddServerOptions { transport: Some(TransportKind::Sse), id: Some("b".into()), ..Default::default() };
+    let o = AddServerOptions {
+        transport: Some(TransportKind::Sse),
+        id: Some("b".into()),
+        ..Default::default()
+    };
     env.run(client.add_mcp_server("B", "https://b.example/sse", o)).unwrap();
     let tools = client.tools();
     let ctx = ToolContext::default();
     let start = env.clock.now();
-    let [sa, eb, sb, ea] = ["tool_a_slow", "tool_b_echo", "tool_b_slow", "tool_a_echo"].map(|n| find(&tools, n));
+    let [sa, eb, sb, ea] =
+        ["tool_a_slow", "tool_b_echo", "tool_b_slow", "tool_a_echo"].map(|n| find(&tools, n));
     let (slow_a, echo_b, slow_b, echo_a) = env.run(async {
         futures::join!(
             sa.execute(json!({}), &ctx),
@@ -428,15 +502,22 @@ fn a_hung_server_times_out_as_a_tool_error_while_others_keep_working() {
             ea.execute(json!({"text": "a"}), &ctx),
         )
     });
-    assert_eq!(slow_a.unwrap_err().0, "MCP server \"A\" is unavailable: no response within 2000 ms");
-    assert_eq!(slow_b.unwrap_err().0, "MCP server \"B\" is unavailable: no response within 2000 ms");
+    assert_eq!(
+        slow_a.unwrap_err().0,
+        "MCP server \"A\" is unavailable: no response within 2000 ms"
+    );
+    assert_eq!(
+        slow_b.unwrap_err().0,
+        "MCP server \"B\" is unavailable: no response within 2000 ms"
+    );
     assert_eq!(echo_a.unwrap()["content"][0]["text"], "a");
     assert_eq!(echo_b.unwrap()["content"][0]["text"], "b");
     assert_eq!(env.clock.now() - start, 2_000.0);
     // A slow tool is not a dead server; the SSE stream also still serves calls.
     assert!(client.servers().iter().all(|s| s.state == ConnectionState::Ready));
     assert_eq!(
-        call(&env, &find(&tools, "tool_b_echo"), json!({"text": "again"})).unwrap()["content"][0]["text"],
+        call(&env, &find(&tools, "tool_b_echo"), json!({"text": "again"})).unwrap()["content"][0]
+            ["text"],
         "again"
     );
 }
@@ -509,7 +590,10 @@ fn servers_persist_and_restore_with_their_options() {
             id: Some("Team Tools!".into()),
             ..Default::default()
         };
-        assert_eq!(env.run(client.add_mcp_server("A", "https://A.example:443/mcp", o)).unwrap().id, "team-tools");
+        assert_eq!(
+            env.run(client.add_mcp_server("A", "https://A.example:443/mcp", o)).unwrap().id,
+            "team-tools"
+        );
         let o = AddServerOptions { transport: Some(TransportKind::Sse), ..Default::default() };
         env.run(client.add_mcp_server("B", "https://b.example/sse", o)).unwrap();
     }
@@ -537,7 +621,10 @@ fn wait_for_connections_drives_restored_servers_and_honours_its_timeout() {
     let h = hang.clone();
     let b = FakeServer::new("https://b.example", Mode::Streamable { sse: false });
     let bs = b.clone();
-    env.http.route("https://b.example", move |req| if *h.borrow() { Reply::Hang } else { bs.handle(req) });
+    env.http.route(
+        "https://b.example",
+        move |req| if *h.borrow() { Reply::Hang } else { bs.handle(req) },
+    );
     {
         let client = env.client();
         env.run(client.add_mcp_server("A", "https://a.example/mcp", opts("a"))).unwrap();
@@ -625,7 +712,10 @@ fn remove_ends_the_session_and_forgets_everything() {
     assert!(server.sessions.borrow().is_empty());
     assert!(client.tools().is_empty());
     assert_eq!(client.get_mcp_servers()["servers"], json!({}));
-    assert_eq!(call(&env, &echo, json!({"text": "x"})).unwrap_err().0, "MCP server \"a\" has been removed.");
+    assert_eq!(
+        call(&env, &echo, json!({"text": "x"})).unwrap_err().0,
+        "MCP server \"a\" has been removed."
+    );
     assert_eq!(env.run(client.remove_mcp_server("a")), Err(McpError::UnknownServer("a".into())));
     assert!(env.client().servers().is_empty());
     assert!(env.sql.exec("SELECT * FROM think_mcp_tool_pins", &[]).unwrap().is_empty());
@@ -636,29 +726,41 @@ fn add_is_idempotent_and_checks_ids_and_urls() {
     let env = Env::new();
     env.server("https://a.example", Mode::Streamable { sse: false });
     let client = env.client();
-    let first = env.run(client.add_mcp_server("A", "https://a.example/mcp", Default::default())).unwrap();
-    let again = env.run(client.add_mcp_server("A", "https://a.example/mcp", Default::default())).unwrap();
+    let first =
+        env.run(client.add_mcp_server("A", "https://a.example/mcp", Default::default())).unwrap();
+    let again =
+        env.run(client.add_mcp_server("A", "https://a.example/mcp", Default::default())).unwrap();
     assert_eq!(first, again);
     assert_eq!(client.servers().len(), 1);
     assert_eq!(
         env.http
             .requests("POST")
             .iter()
-            .filter(|r| r.body.as_deref().is_some_and(|b| String::from_utf8_lossy(b).contains("initialize\"")))
+            .filter(|r| r
+                .body
+                .as_deref()
+                .is_some_and(|b| String::from_utf8_lossy(b).contains("initialize\"")))
             .count(),
         1
     );
 
     env.run(client.add_mcp_server("B", "https://a.example/mcp", opts("Fixed"))).unwrap();
     let clash = env.run(client.add_mcp_server("Other", "https://a.example/other", opts("fixed")));
-    assert!(matches!(clash, Err(McpError::Invalid(m)) if m.contains("already in use by server \"B\"")));
+    assert!(
+        matches!(clash, Err(McpError::Invalid(m)) if m.contains("already in use by server \"B\""))
+    );
     let moved = env.run(client.add_mcp_server("A", "https://a.example/mcp", opts("new-id")));
     assert!(matches!(moved, Err(McpError::Invalid(m)) if m.contains("already registered")));
-    let e = env.run(client.add_mcp_server("X", "http://10.0.0.5/mcp", Default::default())).unwrap_err();
+    let e =
+        env.run(client.add_mcp_server("X", "http://10.0.0.5/mcp", Default::default())).unwrap_err();
     assert!(e.to_string().starts_with("Blocked URL: http://10.0.0.5/mcp"));
     assert!(env.run(client.add_mcp_server("X", "not a url", Default::default())).is_err());
-    assert!(env.run(client.add_mcp_server(" ", "https://a.example/mcp", Default::default())).is_err());
-    assert!(env.run(client.add_mcp_server("Local", "http://127.0.0.1:9/mcp", opts("local"))).is_ok());
+    assert!(env
+        .run(client.add_mcp_server(" ", "https://a.example/mcp", Default::default()))
+        .is_err());
+    assert!(env
+        .run(client.add_mcp_server("Local", "http://127.0.0.1:9/mcp", opts("local")))
+        .is_ok());
 }
 
 #[test]
@@ -694,8 +796,12 @@ fn listen_over_streamable_http_refreshes_on_list_changed() {
         let listen = client.listen("a");
         let drive = async {
             env.clock.sleep(5).await;
-            server.tools.borrow_mut().push(json!({"name": "late", "inputSchema": {"type": "object"}}));
-            server.push_all(&json!({"jsonrpc": "2.0", "method": "notifications/tools/list_changed"}));
+            server
+                .tools
+                .borrow_mut()
+                .push(json!({"name": "late", "inputSchema": {"type": "object"}}));
+            server
+                .push_all(&json!({"jsonrpc": "2.0", "method": "notifications/tools/list_changed"}));
             env.clock.sleep(5).await;
             server.close_streams();
         };
@@ -746,7 +852,11 @@ fn listen_over_legacy_sse_pumps_notifications_while_calls_share_the_stream() {
     let env = Env::new();
     let server = env.server("https://old.example", Mode::Legacy);
     let client = env.client();
-    let o = AddServerOptions { transport: Some(TransportKind::Sse), id: Some("old".into()), ..Default::default() };
+    let o = AddServerOptions {
+        transport: Some(TransportKind::Sse),
+        id: Some("old".into()),
+        ..Default::default()
+    };
     env.run(client.add_mcp_server("Old", "https://old.example/sse", o)).unwrap();
     let echo = find(&client.tools(), "tool_old_echo");
     let ctx = ToolContext::default();
@@ -755,8 +865,12 @@ fn listen_over_legacy_sse_pumps_notifications_while_calls_share_the_stream() {
         let drive = async {
             env.clock.sleep(5).await;
             let out = echo.execute(json!({"text": "during listen"}), &ctx).await;
-            server.tools.borrow_mut().push(json!({"name": "late", "inputSchema": {"type": "object"}}));
-            server.push_all(&json!({"jsonrpc": "2.0", "method": "notifications/tools/list_changed"}));
+            server
+                .tools
+                .borrow_mut()
+                .push(json!({"name": "late", "inputSchema": {"type": "object"}}));
+            server
+                .push_all(&json!({"jsonrpc": "2.0", "method": "notifications/tools/list_changed"}));
             env.clock.sleep(5).await;
             server.close_streams();
             out
@@ -804,7 +918,8 @@ fn a_restarted_client_resumes_the_saved_session_without_initialising() {
     let last_id = server.received.borrow().last().unwrap()["id"].as_i64().unwrap();
     assert!(last_id > 1_000, "{last_id}");
     assert_eq!(
-        call(&env, &find(&client.tools(), "tool_a_echo"), json!({"text": "r"})).unwrap()["content"][0]["text"],
+        call(&env, &find(&client.tools(), "tool_a_echo"), json!({"text": "r"})).unwrap()["content"]
+            [0]["text"],
         "r"
     );
 }
@@ -837,7 +952,11 @@ fn sessions_are_not_saved_for_legacy_sse() {
     let server = env.server("https://old.example", Mode::Legacy);
     {
         let client = env.client();
-        let o = AddServerOptions { transport: Some(TransportKind::Sse), id: Some("old".into()), ..Default::default() };
+        let o = AddServerOptions {
+            transport: Some(TransportKind::Sse),
+            id: Some("old".into()),
+            ..Default::default()
+        };
         env.run(client.add_mcp_server("Old", "https://old.example/sse", o)).unwrap();
     }
     let client = env.client();
@@ -872,7 +991,8 @@ fn an_abandoned_refresh_does_not_block_later_ones() {
 fn oversized_messages_are_refused() {
     let env = Env::new();
     env.http.route("https://big.example", |_| {
-        let mut chunks: Vec<Result<Vec<u8>, crate::platform::HttpError>> = vec![Ok(b"data: ".to_vec())];
+        let mut chunks: Vec<Result<Vec<u8>, crate::platform::HttpError>> =
+            vec![Ok(b"data: ".to_vec())];
         chunks.extend((0..17).map(|_| Ok(vec![b'a'; 1 << 20])));
         Reply::Now(crate::platform::HttpResponse {
             status: 200,
@@ -881,6 +1001,7 @@ fn oversized_messages_are_refused() {
         })
     });
     let client = env.client();
-    let added = env.run(client.add_mcp_server("Big", "https://big.example/mcp", opts("big"))).unwrap();
+    let added =
+        env.run(client.add_mcp_server("Big", "https://big.example/mcp", opts("big"))).unwrap();
     assert_eq!(added.error.as_deref(), Some("a message from the server exceeded 16 MB"));
 }

@@ -15,9 +15,13 @@ pub fn tool_name(server_id: &str, tool: &str) -> String {
 
 /// The description and input schema a server declares for a tool: what pinning compares.
 pub(crate) fn declared(tool: &Value) -> (String, Value) {
-    let description = tool.get("description").and_then(Value::as_str).unwrap_or_default().to_owned();
-    let schema =
-        tool.get("inputSchema").filter(|s| s.is_object()).cloned().unwrap_or_else(|| json!({"type": "object"}));
+    let description =
+        tool.get("description").and_then(Value::as_str).unwrap_or_default().to_owned();
+    let schema = tool
+        .get("inputSchema")
+        .filter(|s| s.is_object())
+        .cloned()
+        .unwrap_or_else(|| json!({"type": "object"}));
     (description, schema)
 }
 
@@ -120,7 +124,8 @@ fn or_unknown(mime: &str) -> &str {
 /// Decoded size of base64 text without decoding it.
 fn base64_len(data: &str) -> usize {
     let n = data.bytes().filter(|b| !b.is_ascii_whitespace()).count();
-    let pad = data.bytes().rev().filter(|b| !b.is_ascii_whitespace()).take_while(|b| *b == b'=').count();
+    let pad =
+        data.bytes().rev().filter(|b| !b.is_ascii_whitespace()).take_while(|b| *b == b'=').count();
     (n / 4 * 3 + (n % 4).saturating_sub(1)).saturating_sub(pad)
 }
 

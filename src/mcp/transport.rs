@@ -39,7 +39,10 @@ const ERROR_BODY_LIMIT: usize = 500;
 pub(crate) const MAX_MESSAGE_BYTES: usize = 16 * 1024 * 1024;
 
 fn too_large() -> McpError {
-    McpError::Transport(format!("a message from the server exceeded {} MB", MAX_MESSAGE_BYTES >> 20))
+    McpError::Transport(format!(
+        "a message from the server exceeded {} MB",
+        MAX_MESSAGE_BYTES >> 20
+    ))
 }
 
 /// Reads a whole body of at most `MAX_MESSAGE_BYTES`.
@@ -140,7 +143,13 @@ impl Env {
 }
 
 fn media_type(resp: &HttpResponse) -> String {
-    resp.header("content-type").unwrap_or("").split(';').next().unwrap_or("").trim().to_ascii_lowercase()
+    resp.header("content-type")
+        .unwrap_or("")
+        .split(';')
+        .next()
+        .unwrap_or("")
+        .trim()
+        .to_ascii_lowercase()
 }
 
 /// Reads at most a few KB of an error body, as servers may stream forever.
@@ -232,9 +241,11 @@ impl Transport {
                 parser: SseParser::new(),
                 budget: EventBudget::default(),
             })),
-            Transport::Sse(_) => {
-                Ok(Some(Listener { body: None, parser: SseParser::new(), budget: EventBudget::default() }))
-            }
+            Transport::Sse(_) => Ok(Some(Listener {
+                body: None,
+                parser: SseParser::new(),
+                budget: EventBudget::default(),
+            })),
         }
     }
 
@@ -268,7 +279,12 @@ pub(crate) struct StreamableHttp {
 
 impl StreamableHttp {
     pub fn new(env: Env, url: &HttpUrl) -> Self {
-        Self { env, url: url.to_string(), session_id: RefCell::new(None), protocol_version: RefCell::new(None) }
+        Self {
+            env,
+            url: url.to_string(),
+            session_id: RefCell::new(None),
+            protocol_version: RefCell::new(None),
+        }
     }
 
     /// Carries on an earlier session: the server knows the id, the version is agreed.
@@ -299,7 +315,8 @@ impl StreamableHttp {
             ("accept", "application/json, text/event-stream".into()),
         ]);
         let body = serde_json::to_vec(msg).map_err(|e| McpError::Transport(e.to_string()))?;
-        let req = HttpRequest { method: "POST".into(), url: self.url.clone(), headers, body: Some(body) };
+        let req =
+            HttpRequest { method: "POST".into(), url: self.url.clone(), headers, body: Some(body) };
         let resp = self.env.http.fetch(req).await?;
         if let Some(sid) = resp.header("mcp-session-id") {
             *self.session_id.borrow_mut() = Some(sid.to_owned());
@@ -319,7 +336,9 @@ impl StreamableHttp {
         let key = id.to_string();
         let resp = self.post(msg).await?;
         if resp.status == 202 {
-            return Err(McpError::Transport("the server accepted the request but sent no response".into()));
+            return Err(McpError::Transport(
+                "the server accepted the request but sent no response".into(),
+            ));
         }
         match media_type(&resp).as_str() {
             "application/json" => {
@@ -332,11 +351,15 @@ impl StreamableHttp {
                     }
                 }
                 found.unwrap_or_else(|| {
-                    Err(McpError::Transport("the server's reply held no response to the request".into()))
+                    Err(McpError::Transport(
+                        "the server's reply held no response to the request".into(),
+                    ))
                 })
             }
             "text/event-stream" => self.read_stream_for(&key, resp.body, inbox).await,
-            other => Err(McpError::Transport(format!("unexpected response content type \"{other}\""))),
+            other => {
+                Err(McpError::Transport(format!("unexpected response content type \"{other}\"")))
+            }
         }
     }
 
@@ -352,7 +375,12 @@ impl StreamableHttp {
         }
     }
 
-    async fn on_event(&self, key: &str, ev: SseEvent, inbox: &Inbox) -> Option<Result<Value, McpError>> {
+    async fn on_event(
+        &self,
+        key: &str,
+        ev: SseEvent,
+        inbox: &Inbox,
+    ) -> Option<Result<Value, McpError>> {
         if !(ev.event.is_empty() || ev.event == "message") {
             return None;
         }
@@ -368,7 +396,12 @@ impl StreamableHttp {
 
     /// Reads an SSE response until the response to `key` arrives, resuming with
     /// `Last-Event-ID` if the server closes the stream early after giving an event id.
-    async fn read_stream_for(&self, key: &str, body: Body, inbox: &Inbox) -> Result<Value, McpError> {
+    async fn read_stream_for(
+        &self,
+        key: &str,
+        body: Body,
+        inbox: &Inbox,
+    ) -> Result<Value, McpError> {
         let mut body = body;
         let mut resumes = 0;
         let mut last_id: Option<String> = None;
@@ -404,7 +437,9 @@ impl StreamableHttp {
             }
             let why = failure.unwrap_or_else(|| "the server closed it".into());
             let Some(resume_from) = last_id.clone() else {
-                return Err(McpError::Transport(format!("the response stream ended before the response ({why})")));
+                return Err(McpError::Transport(format!(
+                    "the response stream ended before the response ({why})"
+                )));
             };
             if resumes >= MAX_STREAM_RESUMES {
                 return Err(McpError::Transport(format!(
@@ -412,12 +447,16 @@ impl StreamableHttp {
                 )));
             }
             resumes += 1;
-            self.env.clock.sleep(retry.unwrap_or(DEFAULT_RESUME_DELAY_MS).min(MAX_RESUME_DELAY_MS)).await;
+            self.env
+                .clock
+                .sleep(retry.unwrap_or(DEFAULT_RESUME_DELAY_MS).min(MAX_RESUME_DELAY_MS))
+                .await;
             match self.open_stream(Some(&resume_from)).await? {
                 Some(resp) => body = resp.body,
                 None => {
                     return Err(McpError::Transport(
-                        "the server closed the response stream and does not support resuming it".into(),
+                        "the server closed the response stream and does not support resuming it"
+                            .into(),
                     ))
                 }
             }
@@ -425,7 +464,10 @@ impl StreamableHttp {
     }
 
     /// GETs the server's SSE stream; `None` on 405, the spec's way of saying "not offered".
-    async fn open_stream(&self, last_event_id: Option<&str>) -> Result<Option<HttpResponse>, McpError> {
+    async fn open_stream(
+        &self,
+        last_event_id: Option<&str>,
+    ) -> Result<Option<HttpResponse>, McpError> {
         let mut ours = vec![("accept", "text/event-stream".to_owned())];
         if let Some(id) = last_event_id {
             ours.push(("last-event-id", id.to_owned()));
@@ -487,7 +529,8 @@ impl StreamableHttp {
             return;
         }
         let headers = self.session_headers(vec![]);
-        let req = HttpRequest { method: "DELETE".into(), url: self.url.clone(), headers, body: None };
+        let req =
+            HttpRequest { method: "DELETE".into(), url: self.url.clone(), headers, body: None };
         let _ = self.env.http.fetch(req).await;
     }
 }
@@ -518,13 +561,18 @@ impl LegacySse {
         let pump = Rc::new(RefCell::new(Pump::new(resp.body)));
         let endpoint = match PumpWait::new(&pump, Want::Endpoint).await {
             Got::Endpoint(e) => e,
-            Got::Closed(why) => return Err(McpError::Transport(format!("{why} before announcing its endpoint"))),
+            Got::Closed(why) => {
+                return Err(McpError::Transport(format!("{why} before announcing its endpoint")))
+            }
             Got::Response(_) | Got::Inbox(_) => {
-                return Err(McpError::Transport("the SSE stream did not announce an endpoint".into()))
+                return Err(McpError::Transport(
+                    "the SSE stream did not announce an endpoint".into(),
+                ))
             }
         };
-        let resolved =
-            url.join(&endpoint).map_err(|e| McpError::Transport(format!("bad endpoint \"{endpoint}\": {e}")))?;
+        let resolved = url
+            .join(&endpoint)
+            .map_err(|e| McpError::Transport(format!("bad endpoint \"{endpoint}\": {e}")))?;
         if resolved.origin() != url.origin() {
             return Err(McpError::Transport(format!(
                 "the endpoint {} is not on the server's origin {}",
@@ -532,7 +580,12 @@ impl LegacySse {
                 url.origin()
             )));
         }
-        Ok(LegacySse { env, endpoint: resolved.to_string(), protocol_version: RefCell::new(None), pump })
+        Ok(LegacySse {
+            env,
+            endpoint: resolved.to_string(),
+            protocol_version: RefCell::new(None),
+            pump,
+        })
     }
 
     async fn send(&self, msg: &Value) -> Result<(), McpError> {
@@ -542,7 +595,12 @@ impl LegacySse {
         }
         let headers = self.env.headers(ours);
         let body = serde_json::to_vec(msg).map_err(|e| McpError::Transport(e.to_string()))?;
-        let req = HttpRequest { method: "POST".into(), url: self.endpoint.clone(), headers, body: Some(body) };
+        let req = HttpRequest {
+            method: "POST".into(),
+            url: self.endpoint.clone(),
+            headers,
+            body: Some(body),
+        };
         let resp = self.env.http.fetch(req).await?;
         if resp.status == 404 {
             // The server has forgotten this connection (it restarted): start a new one.

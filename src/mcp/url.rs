@@ -21,7 +21,8 @@ impl HttpUrl {
     /// Parses an absolute http or https URL; the fragment is dropped.
     pub fn parse(input: &str) -> Result<HttpUrl, String> {
         let input = input.trim();
-        let (scheme, rest) = input.split_once("://").ok_or_else(|| format!("\"{input}\" is not an absolute URL"))?;
+        let (scheme, rest) =
+            input.split_once("://").ok_or_else(|| format!("\"{input}\" is not an absolute URL"))?;
         let scheme = scheme.to_ascii_lowercase();
         if scheme != "http" && scheme != "https" {
             return Err(format!("unsupported URL scheme \"{scheme}\" (use http or https)"));
@@ -31,7 +32,9 @@ impl HttpUrl {
         let authority = &rest[..auth_end];
         let tail = &rest[auth_end..];
         if authority.contains('@') {
-            return Err("URLs with embedded credentials are not supported; pass them as headers".into());
+            return Err(
+                "URLs with embedded credentials are not supported; pass them as headers".into()
+            );
         }
         let (host, port) = split_host_port(authority)?;
         if host.is_empty() {
@@ -199,7 +202,11 @@ fn parse_ipv4(host: &str) -> Option<[u8; 4]> {
 }
 
 fn is_private_ipv4([a, b, _, _]: [u8; 4]) -> bool {
-    a == 10 || (a == 172 && (16..=31).contains(&b)) || (a == 192 && b == 168) || (a == 169 && b == 254) || a == 0
+    a == 10
+        || (a == 172 && (16..=31).contains(&b))
+        || (a == 192 && b == 168)
+        || (a == 169 && b == 254)
+        || a == 0
 }
 
 fn is_private_ipv6(addr: &str) -> bool {
@@ -208,7 +215,11 @@ fn is_private_ipv6(addr: &str) -> bool {
         return true;
     }
     let b = addr.as_bytes();
-    if b.len() >= 4 && &addr[..2] == "fe" && matches!(b[2], b'8' | b'9' | b'a' | b'b') && b[3].is_ascii_hexdigit() {
+    if b.len() >= 4
+        && &addr[..2] == "fe"
+        && matches!(b[2], b'8' | b'9' | b'a' | b'b')
+        && b[3].is_ascii_hexdigit()
+    {
         return true;
     }
     if let Some(mapped) = addr.strip_prefix("::ffff:") {

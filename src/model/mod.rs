@@ -15,14 +15,22 @@ pub mod openai;
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "role", rename_all = "lowercase")]
 pub enum ModelMessage {
-    System { content: String },
-    User { content: String },
+    System {
+        content: String,
+    },
+    User {
+        content: String,
+    },
     Assistant {
         content: String,
         #[serde(default, skip_serializing_if = "Vec::is_empty")]
         tool_calls: Vec<ModelToolCall>,
     },
-    Tool { tool_call_id: String, tool_name: String, content: String },
+    Tool {
+        tool_call_id: String,
+        tool_name: String,
+        content: String,
+    },
 }
 
 /// A tool call the model made, with its arguments as parsed JSON.
@@ -71,10 +79,20 @@ pub enum ModelEvent {
     TextDelta(String),
     ReasoningDelta(String),
     /// A tool call begins; `index` identifies it among parallel calls of this step.
-    ToolCallStart { index: usize, id: String, name: String },
+    ToolCallStart {
+        index: usize,
+        id: String,
+        name: String,
+    },
     /// More argument text for the call at `index`.
-    ToolCallDelta { index: usize, arguments: String },
-    Finish { reason: FinishReason, usage: Option<Usage> },
+    ToolCallDelta {
+        index: usize,
+        arguments: String,
+    },
+    Finish {
+        reason: FinishReason,
+        usage: Option<Usage>,
+    },
 }
 
 /// A failed model call, with the text shown to the user.

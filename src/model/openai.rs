@@ -9,7 +9,9 @@ use async_trait::async_trait;
 use futures::StreamExt;
 use serde_json::{json, Map, Value};
 
-use super::{FinishReason, Model, ModelError, ModelEvent, ModelMessage, ModelRequest, ModelStream, Usage};
+use super::{
+    FinishReason, Model, ModelError, ModelEvent, ModelMessage, ModelRequest, ModelStream, Usage,
+};
 use crate::platform::sse::SseParser;
 use crate::platform::{HttpClient, HttpRequest, HttpResponse};
 
@@ -80,7 +82,11 @@ fn message_json(m: &ModelMessage) -> Value {
             o.insert("role".into(), json!("assistant"));
             o.insert(
                 "content".into(),
-                if content.is_empty() && !tool_calls.is_empty() { Value::Null } else { json!(content) },
+                if content.is_empty() && !tool_calls.is_empty() {
+                    Value::Null
+                } else {
+                    json!(content)
+                },
             );
             if !tool_calls.is_empty() {
                 let calls: Vec<Value> = tool_calls
@@ -120,7 +126,12 @@ impl Model for OpenAiChatModel {
         }
         let response = self
             .http
-            .fetch(HttpRequest { method: "POST".into(), url: url.clone(), headers, body: Some(body) })
+            .fetch(HttpRequest {
+                method: "POST".into(),
+                url: url.clone(),
+                headers,
+                body: Some(body),
+            })
             .await
             .map_err(|e| ModelError(format!("Could not reach the model at {url}: {e}")))?;
         if !(200..300).contains(&response.status) {
@@ -215,11 +226,15 @@ impl ChunkDecoder {
         for choice in choices {
             if let Some(delta) = choice.get("delta") {
                 for key in ["reasoning_content", "reasoning"] {
-                    if let Some(r) = delta.get(key).and_then(Value::as_str).filter(|s| !s.is_empty()) {
+                    if let Some(r) =
+                        delta.get(key).and_then(Value::as_str).filter(|s| !s.is_empty())
+                    {
                         out.push(ModelEvent::ReasoningDelta(r.to_owned()));
                     }
                 }
-                if let Some(t) = delta.get("content").and_then(Value::as_str).filter(|s| !s.is_empty()) {
+                if let Some(t) =
+                    delta.get("content").and_then(Value::as_str).filter(|s| !s.is_empty())
+                {
                     out.push(ModelEvent::TextDelta(t.to_owned()));
                 }
                 if let Some(calls) = delta.get("tool_calls").and_then(Value::as_array) {
@@ -270,7 +285,12 @@ struct StreamState {
 }
 
 fn event_stream(response: HttpResponse) -> ModelStream {
-    let state = StreamState { response, decoder: ChunkDecoder::new(), queue: VecDeque::new(), ended: false };
+    let state = StreamState {
+        response,
+        decoder: ChunkDecoder::new(),
+        queue: VecDeque::new(),
+        ended: false,
+    };
     futures::stream::unfold(state, |mut st| async move {
         loop {
             if let Some(item) = st.queue.pop_front() {
@@ -321,7 +341,8 @@ mod tests {
     impl HttpClient for Canned {
         async fn fetch(&self, req: HttpRequest) -> Result<HttpResponse, HttpError> {
             *self.seen.borrow_mut() = Some(req);
-            let chunks: Vec<Result<Vec<u8>, HttpError>> = self.chunks.iter().cloned().map(Ok).collect();
+            let chunks: Vec<Result<Vec<u8>, HttpError>> =
+                self.chunks.iter().cloned().map(Ok).collect();
             Ok(HttpResponse {
                 status: self.status,
                 headers: vec![],
@@ -337,7 +358,11 @@ mod tests {
             seen: RefCell::new(None),
         });
         let m = OpenAiChatModel::new(
-            OpenAiConfig { base_url: "http://x/v1/".into(), api_key: "k".into(), model: "m".into() },
+            OpenAiConfig {
+                base_url: "http://x/v1/".into(),
+                api_key: "k".into(),
+                model: "m".into(),
+            },
             canned.clone(),
         );
         (m, canned)
@@ -365,7 +390,8 @@ mod tests {
             "data: [DONE]\n\n"
         );
         let (m, _) = model(200, body, 7);
-        let events: Vec<ModelEvent> = collect(&m, &ModelRequest::default()).into_iter().map(Result::unwrap).collect();
+        let events: Vec<ModelEvent> =
+            collect(&m, &ModelRequest::default()).into_iter().map(Result::unwrap).collect();
         assert_eq!(
             events,
             vec![
@@ -393,9 +419,17 @@ mod tests {
                 ModelMessage::User { content: "hi".into() },
                 ModelMessage::Assistant {
                     content: String::new(),
-                    tool_calls: vec![ModelToolCall { id: "c1".into(), name: "read".into(), arguments: json!({"path": "/a"}) }],
+                    tool_calls: vec![ModelToolCall {
+                        id: "c1".into(),
+                        name: "read".into(),
+                        arguments: json!({"path": "/a"}),
+                    }],
                 },
-                ModelMessage::Tool { tool_call_id: "c1".into(), tool_name: "read".into(), content: "1\tx".into() },
+                ModelMessage::Tool {
+                    tool_call_id: "c1".into(),
+                    tool_name: "read".into(),
+                    content: "1\tx".into(),
+                },
             ],
             tools: vec![ToolDefinition {
                 name: "read".into(),
@@ -406,7 +440,10 @@ mod tests {
             ..Default::default()
         };
         let events = collect(&m, &req);
-        assert!(matches!(events.last(), Some(Ok(ModelEvent::Finish { reason: FinishReason::Other, .. }))));
+        assert!(matches!(
+            events.last(),
+            Some(Ok(ModelEvent::Finish { reason: FinishReason::Other, .. }))
+        ));
         let seen = canned.seen.borrow().clone().unwrap();
         assert_eq!(seen.url, "http://x/v1/chat/completions");
         assert!(seen.headers.contains(&("authorization".into(), "Bearer k".into())));
@@ -414,8 +451,14 @@ mod tests {
         assert_eq!(body["stream"], true);
         assert_eq!(body["messages"][0], json!({"role": "system", "content": "be brief"}));
         assert_eq!(body["messages"][2]["content"], Value::Null);
-        assert_eq!(body["messages"][2]["tool_calls"][0]["function"]["arguments"], "{\"path\":\"/a\"}");
-        assert_eq!(body["messages"][3], json!({"role": "tool", "tool_call_id": "c1", "content": "1\tx"}));
+        assert_eq!(
+            body["messages"][2]["tool_calls"][0]["function"]["arguments"],
+            "{\"path\":\"/a\"}"
+        );
+        assert_eq!(
+            body["messages"][3],
+            json!({"role": "tool", "tool_call_id": "c1", "content": "1\tx"})
+        );
         assert_eq!(body["tools"][0]["function"]["name"], "read");
     }
 
@@ -423,7 +466,10 @@ mod tests {
     fn http_errors_and_stream_errors_become_model_errors() {
         let (m, _) = model(401, "{\"error\":{\"message\":\"bad key\"}}", 5);
         let events = collect(&m, &ModelRequest::default());
-        assert_eq!(events, vec![Err(ModelError("The model request failed with HTTP 401: bad key".into()))]);
+        assert_eq!(
+            events,
+            vec![Err(ModelError("The model request failed with HTTP 401: bad key".into()))]
+        );
 
         let (m, _) = model(200, "data: {\"error\":{\"message\":\"overloaded\"}}\n\n", 9);
         let events = collect(&m, &ModelRequest::default());

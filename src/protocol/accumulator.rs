@@ -4,7 +4,9 @@
 //! stored transcript and the screen agree, and it must be robust to providers that replay
 //! earlier tool round trips in a continuation (a replay never regresses a settled part).
 
-use super::message::{is_terminal_state, json_kind, state, state_of, tool_call_id_of, truthy, Role, UIMessage};
+use super::message::{
+    is_terminal_state, json_kind, state, state_of, tool_call_id_of, truthy, Role, UIMessage,
+};
 use super::tool_state::{apply_to_parts, CrossMessageUpdate, ToolPartUpdate};
 use serde_json::{json, Map, Value};
 
@@ -14,10 +16,12 @@ use serde_json::{json, Map, Value};
 pub fn normalize_tool_input(raw: Option<&Value>) -> (Value, bool) {
     match raw {
         Some(v @ Value::Object(_)) => (v.clone(), false),
-        Some(Value::String(s)) if s.trim_start().starts_with('{') => match serde_json::from_str::<Value>(s) {
-            Ok(v @ Value::Object(_)) => (v, true),
-            _ => (json!({}), true),
-        },
+        Some(Value::String(s)) if s.trim_start().starts_with('{') => {
+            match serde_json::from_str::<Value>(s) {
+                Ok(v @ Value::Object(_)) => (v, true),
+                _ => (json!({}), true),
+            }
+        }
         _ => (json!({}), true),
     }
 }
@@ -69,11 +73,20 @@ impl StreamAccumulator {
     /// A fresh message. A continuation keeps `message_id` even if the stream's `start` names
     /// another one.
     pub fn new(message_id: impl Into<String>, continuation: bool) -> Self {
-        StreamAccumulator { message_id: message_id.into(), continuation, parts: Vec::new(), metadata: None }
+        StreamAccumulator {
+            message_id: message_id.into(),
+            continuation,
+            parts: Vec::new(),
+            metadata: None,
+        }
     }
 
     /// Resumes from parts and metadata already built (e.g. replayed from stored chunks).
-    pub fn with_existing(mut self, parts: Vec<Value>, metadata: Option<Map<String, Value>>) -> Self {
+    pub fn with_existing(
+        mut self,
+        parts: Vec<Value>,
+        metadata: Option<Map<String, Value>>,
+    ) -> Self {
         self.parts = parts;
         self.metadata = metadata;
         self
@@ -108,7 +121,9 @@ impl StreamAccumulator {
     /// Applies one parsed chunk body.
     pub fn apply(&mut self, chunk: &Value) -> ChunkAction {
         let Some(obj) = chunk.as_object() else { return ChunkAction::Ignored };
-        let Some(kind) = obj.get("type").and_then(Value::as_str) else { return ChunkAction::Ignored };
+        let Some(kind) = obj.get("type").and_then(Value::as_str) else {
+            return ChunkAction::Ignored;
+        };
         let handled = apply_chunk_to_parts(&mut self.parts, obj);
         let call_id = obj.get("toolCallId").and_then(Value::as_str).filter(|s| !s.is_empty());
 
@@ -127,10 +142,16 @@ impl StreamAccumulator {
                         }
                     } else {
                         CrossMessageUpdate::Error {
-                            error_text: obj.get("errorText").and_then(Value::as_str).map(str::to_owned),
+                            error_text: obj
+                                .get("errorText")
+                                .and_then(Value::as_str)
+                                .map(str::to_owned),
                         }
                     };
-                    return ChunkAction::CrossMessageToolUpdate { tool_call_id: id.to_owned(), update };
+                    return ChunkAction::CrossMessageToolUpdate {
+                        tool_call_id: id.to_owned(),
+                        update,
+                    };
                 }
             }
         }
@@ -150,7 +171,8 @@ impl StreamAccumulator {
             }
             "finish" => {
                 let metadata = self.merge_metadata(obj.get("messageMetadata"));
-                let finish_reason = obj.get("finishReason").and_then(Value::as_str).map(str::to_owned);
+                let finish_reason =
+                    obj.get("finishReason").and_then(Value::as_str).map(str::to_owned);
                 ChunkAction::Finish { finish_reason, metadata }
             }
             "message-metadata" => {
@@ -217,7 +239,9 @@ pub fn is_replay_chunk(parts: &[Value], chunk: &Value) -> bool {
     let Some(existing) = find_tool_part(parts, Some(id)).map(|i| &parts[i]) else { return false };
     let st = state_of(existing).unwrap_or("");
     match kind {
-        "tool-output-denied" | "tool-approval-request" => is_terminal_state(st) || st == state::APPROVAL_RESPONDED,
+        "tool-output-denied" | "tool-approval-request" => {
+            is_terminal_state(st) || st == state::APPROVAL_RESPONDED
+        }
         "tool-input-start" => true,
         "tool-input-delta" | "tool-input-available" => st != state::INPUT_STREAMING,
         _ => false,
@@ -502,7 +526,13 @@ mod tests {
         let mut a = acc();
         assert_eq!(a.apply(&json!({"type": "text-start"})), ChunkAction::Applied);
         assert_eq!(a.parts(), &[json!({"type": "text", "text": "", "state": "streaming"})]);
-        feed(&mut a, &[json!({"type": "text-delta", "delta": "hello "}), json!({"type": "text-delta", "delta": "world"})]);
+        feed(
+            &mut a,
+            &[
+                json!({"type": "text-delta", "delta": "hello "}),
+                json!({"type": "text-delta", "delta": "world"}),
+            ],
+        );
         assert_eq!(a.parts()[0]["text"], "hello world");
         a.apply(&json!({"type": "text-end"}));
         assert_eq!(a.parts()[0]["state"], "done");
@@ -520,10 +550,16 @@ mod tests {
     #[test]
     fn multiple_text_segments_are_separate_parts() {
         let mut a = acc();
-        feed(&mut a, &[
-            json!({"type": "text-start"}), json!({"type": "text-delta", "delta": "first"}), json!({"type": "text-end"}),
-            json!({"type": "text-start"}), json!({"type": "text-delta", "delta": "second"}),
-        ]);
+        feed(
+            &mut a,
+            &[
+                json!({"type": "text-start"}),
+                json!({"type": "text-delta", "delta": "first"}),
+                json!({"type": "text-end"}),
+                json!({"type": "text-start"}),
+                json!({"type": "text-delta", "delta": "second"}),
+            ],
+        );
         assert_eq!(a.parts().len(), 2);
         assert_eq!(a.parts()[0]["text"], "first");
         assert_eq!(a.parts()[1]["text"], "second");
@@ -532,11 +568,14 @@ mod tests {
     #[test]
     fn reasoning_lifecycle_and_provider_metadata() {
         let mut a = acc();
-        feed(&mut a, &[
-            json!({"type": "reasoning-start"}),
-            json!({"type": "reasoning-delta", "delta": "thinking", "providerMetadata": {"custom": {"fromDelta": true}}}),
-            json!({"type": "reasoning-end", "providerMetadata": {"anthropic": {"signature": "sig-xyz"}}}),
-        ]);
+        feed(
+            &mut a,
+            &[
+                json!({"type": "reasoning-start"}),
+                json!({"type": "reasoning-delta", "delta": "thinking", "providerMetadata": {"custom": {"fromDelta": true}}}),
+                json!({"type": "reasoning-end", "providerMetadata": {"anthropic": {"signature": "sig-xyz"}}}),
+            ],
+        );
         assert_eq!(a.parts().len(), 1);
         assert_eq!(a.parts()[0]["text"], "thinking");
         assert_eq!(a.parts()[0]["state"], "done");
@@ -549,7 +588,14 @@ mod tests {
     #[test]
     fn reasoning_without_metadata_has_no_field() {
         let mut a = acc();
-        feed(&mut a, &[json!({"type": "reasoning-start"}), json!({"type": "reasoning-delta", "delta": "t"}), json!({"type": "reasoning-end"})]);
+        feed(
+            &mut a,
+            &[
+                json!({"type": "reasoning-start"}),
+                json!({"type": "reasoning-delta", "delta": "t"}),
+                json!({"type": "reasoning-end"}),
+            ],
+        );
         assert!(a.parts()[0].get("providerMetadata").is_none());
         let mut b = acc();
         b.apply(&json!({"type": "reasoning-delta", "delta": "resumed", "providerMetadata": {"anthropic": {"redactedData": "enc"}}}));
@@ -560,13 +606,22 @@ mod tests {
     #[test]
     fn file_and_source_parts() {
         let mut a = acc();
-        feed(&mut a, &[
-            json!({"type": "file", "mediaType": "image/png", "url": "https://e/img.png"}),
-            json!({"type": "source-url", "sourceId": "s1", "url": "https://e", "title": "Example"}),
-            json!({"type": "source-document", "sourceId": "s2", "mediaType": "application/pdf", "title": "Doc", "filename": "doc.pdf"}),
-        ]);
-        assert_eq!(a.parts()[0], json!({"type": "file", "mediaType": "image/png", "url": "https://e/img.png"}));
-        assert_eq!(a.parts()[1], json!({"type": "source-url", "sourceId": "s1", "url": "https://e", "title": "Example"}));
+        feed(
+            &mut a,
+            &[
+                json!({"type": "file", "mediaType": "image/png", "url": "https://e/img.png"}),
+                json!({"type": "source-url", "sourceId": "s1", "url": "https://e", "title": "Example"}),
+                json!({"type": "source-document", "sourceId": "s2", "mediaType": "application/pdf", "title": "Doc", "filename": "doc.pdf"}),
+            ],
+        );
+        assert_eq!(
+            a.parts()[0],
+            json!({"type": "file", "mediaType": "image/png", "url": "https://e/img.png"})
+        );
+        assert_eq!(
+            a.parts()[1],
+            json!({"type": "source-url", "sourceId": "s1", "url": "https://e", "title": "Example"})
+        );
         assert_eq!(
             a.parts()[2],
             json!({"type": "source-document", "sourceId": "s2", "mediaType": "application/pdf", "title": "Doc", "filename": "doc.pdf"})
@@ -584,20 +639,31 @@ mod tests {
     #[test]
     fn data_parts_append_reconcile_and_skip_transient() {
         let mut a = acc();
-        feed(&mut a, &[
-            json!({"type": "data-status", "id": "d1", "data": {"v": 1}}),
-            json!({"type": "data-status", "id": "d1", "data": {"v": 2}}),
-            json!({"type": "data-status", "id": "d2", "data": {"v": 3}}),
-            json!({"type": "data-other", "id": "d1", "data": {"v": 4}}),
-            json!({"type": "data-log", "data": {"msg": "first"}}),
-            json!({"type": "data-log", "data": {"msg": "second"}}),
-            json!({"type": "data-log"}),
-        ]);
+        feed(
+            &mut a,
+            &[
+                json!({"type": "data-status", "id": "d1", "data": {"v": 1}}),
+                json!({"type": "data-status", "id": "d1", "data": {"v": 2}}),
+                json!({"type": "data-status", "id": "d2", "data": {"v": 3}}),
+                json!({"type": "data-other", "id": "d1", "data": {"v": 4}}),
+                json!({"type": "data-log", "data": {"msg": "first"}}),
+                json!({"type": "data-log", "data": {"msg": "second"}}),
+                json!({"type": "data-log"}),
+            ],
+        );
         assert_eq!(a.parts().len(), 6);
         assert_eq!(a.parts()[0], json!({"type": "data-status", "id": "d1", "data": {"v": 2}}));
         assert_eq!(a.parts()[5], json!({"type": "data-log"}));
-        assert_eq!(a.apply(&json!({"type": "data-ephemeral", "transient": true, "data": {}})), ChunkAction::Applied);
-        assert_eq!(a.apply(&json!({"type": "data-status", "id": "d1", "transient": true, "data": {"v": 9}})), ChunkAction::Applied);
+        assert_eq!(
+            a.apply(&json!({"type": "data-ephemeral", "transient": true, "data": {}})),
+            ChunkAction::Applied
+        );
+        assert_eq!(
+            a.apply(
+                &json!({"type": "data-status", "id": "d1", "transient": true, "data": {"v": 9}})
+            ),
+            ChunkAction::Applied
+        );
         assert_eq!(a.parts().len(), 6);
         assert_eq!(a.parts()[0]["data"], json!({"v": 2}));
     }
@@ -606,7 +672,10 @@ mod tests {
     fn tool_streaming_lifecycle() {
         let mut a = acc();
         a.apply(&json!({"type": "tool-input-start", "toolCallId": "tc1", "toolName": "search"}));
-        assert_eq!(a.parts()[0], json!({"type": "tool-search", "toolCallId": "tc1", "toolName": "search", "state": "input-streaming"}));
+        assert_eq!(
+            a.parts()[0],
+            json!({"type": "tool-search", "toolCallId": "tc1", "toolName": "search", "state": "input-streaming"})
+        );
         a.apply(&json!({"type": "tool-input-delta", "toolCallId": "tc1", "input": {"query": "partial"}}));
         assert_eq!(a.parts()[0]["input"], json!({"query": "partial"}));
         a.apply(&json!({"type": "tool-input-available", "toolCallId": "tc1", "toolName": "search", "input": {"query": "full"}}));
@@ -640,7 +709,16 @@ mod tests {
 
     #[test]
     fn tool_input_normalization() {
-        for bad in [json!(null), json!(""), json!([{"id": 1}]), json!([]), json!(42), json!(true), json!("hello"), json!("{\"a\":")] {
+        for bad in [
+            json!(null),
+            json!(""),
+            json!([{"id": 1}]),
+            json!([]),
+            json!(42),
+            json!(true),
+            json!("hello"),
+            json!("{\"a\":"),
+        ] {
             let mut a = acc();
             a.apply(&json!({"type": "tool-input-available", "toolCallId": "c", "toolName": "t", "input": bad}));
             assert_eq!(a.parts()[0]["input"], json!({}), "new part, input {bad}");
@@ -662,35 +740,50 @@ mod tests {
     }
 
     fn resolved(a: &mut StreamAccumulator, id: &str, name: &str, input: Value, output: Value) {
-        feed(a, &[
-            json!({"type": "tool-input-start", "toolCallId": id, "toolName": name}),
-            json!({"type": "tool-input-available", "toolCallId": id, "toolName": name, "input": input}),
-            json!({"type": "tool-output-available", "toolCallId": id, "output": output}),
-        ]);
+        feed(
+            a,
+            &[
+                json!({"type": "tool-input-start", "toolCallId": id, "toolName": name}),
+                json!({"type": "tool-input-available", "toolCallId": id, "toolName": name, "input": input}),
+                json!({"type": "tool-output-available", "toolCallId": id, "output": output}),
+            ],
+        );
     }
 
     #[test]
     fn replayed_tool_round_trip_leaves_part_untouched() {
         let mut a = acc();
-        resolved(&mut a, "call_1", "changeBackground", json!({"color": "green"}), json!({"success": true}));
+        resolved(
+            &mut a,
+            "call_1",
+            "changeBackground",
+            json!({"color": "green"}),
+            json!({"success": true}),
+        );
         let before = a.parts().to_vec();
-        feed(&mut a, &[
-            json!({"type": "tool-input-start", "toolCallId": "call_1", "toolName": "changeBackground"}),
-            json!({"type": "tool-input-delta", "toolCallId": "call_1", "input": {}}),
-            json!({"type": "tool-input-available", "toolCallId": "call_1", "toolName": "changeBackground", "input": {"color": "green"}}),
-            json!({"type": "tool-output-available", "toolCallId": "call_1", "output": {"success": true}}),
-        ]);
+        feed(
+            &mut a,
+            &[
+                json!({"type": "tool-input-start", "toolCallId": "call_1", "toolName": "changeBackground"}),
+                json!({"type": "tool-input-delta", "toolCallId": "call_1", "input": {}}),
+                json!({"type": "tool-input-available", "toolCallId": "call_1", "toolName": "changeBackground", "input": {"color": "green"}}),
+                json!({"type": "tool-output-available", "toolCallId": "call_1", "output": {"success": true}}),
+            ],
+        );
         assert_eq!(a.parts(), &before[..]);
     }
 
     #[test]
     fn input_start_does_not_regress_in_flight_part() {
         let mut a = acc();
-        feed(&mut a, &[
-            json!({"type": "tool-input-start", "toolCallId": "c", "toolName": "w"}),
-            json!({"type": "tool-input-available", "toolCallId": "c", "toolName": "w", "input": {"city": "London"}}),
-            json!({"type": "tool-input-start", "toolCallId": "c", "toolName": "w"}),
-        ]);
+        feed(
+            &mut a,
+            &[
+                json!({"type": "tool-input-start", "toolCallId": "c", "toolName": "w"}),
+                json!({"type": "tool-input-available", "toolCallId": "c", "toolName": "w", "input": {"city": "London"}}),
+                json!({"type": "tool-input-start", "toolCallId": "c", "toolName": "w"}),
+            ],
+        );
         assert_eq!(a.parts().len(), 1);
         assert_eq!(a.parts()[0]["state"], "input-available");
         assert_eq!(a.parts()[0]["input"], json!({"city": "London"}));
@@ -733,7 +826,10 @@ mod tests {
         }));
         assert_eq!(r, ChunkAction::ToolApprovalRequest { tool_call_id: "tc1".into() });
         assert_eq!(a.parts()[0]["state"], "approval-requested");
-        assert_eq!(a.parts()[0]["approval"], json!({"id": "apr-1", "descriptor": {"action": "danger", "summary": "Approve danger"}}));
+        assert_eq!(
+            a.parts()[0]["approval"],
+            json!({"id": "apr-1", "descriptor": {"action": "danger", "summary": "Approve danger"}})
+        );
         // A replayed tool-input-available must not regress it.
         a.apply(&json!({"type": "tool-input-available", "toolCallId": "tc1", "toolName": "danger", "input": {}}));
         assert_eq!(a.parts()[0]["state"], "approval-requested");
@@ -749,7 +845,9 @@ mod tests {
         for st in ["approval-responded", "output-available", "output-error", "output-denied"] {
             let existing = json!({"type": "tool-x", "toolCallId": "c", "state": st, "approval": {"id": "a", "approved": true}});
             let mut a = acc().with_existing(vec![existing.clone()], None);
-            a.apply(&json!({"type": "tool-approval-request", "toolCallId": "c", "approvalId": "b"}));
+            a.apply(
+                &json!({"type": "tool-approval-request", "toolCallId": "c", "approvalId": "b"}),
+            );
             a.apply(&json!({"type": "tool-output-denied", "toolCallId": "c"}));
             assert_eq!(a.parts()[0], existing, "state {st}");
         }
@@ -780,11 +878,16 @@ mod tests {
             r,
             ChunkAction::CrossMessageToolUpdate {
                 tool_call_id: "tc-other".into(),
-                update: CrossMessageUpdate::Output { output: Some(json!({"data": "prev"})), preliminary: None }
+                update: CrossMessageUpdate::Output {
+                    output: Some(json!({"data": "prev"})),
+                    preliminary: None
+                }
             }
         );
         assert!(a.parts().is_empty());
-        let r = a.apply(&json!({"type": "tool-output-error", "toolCallId": "tc-other", "errorText": "failed"}));
+        let r = a.apply(
+            &json!({"type": "tool-output-error", "toolCallId": "tc-other", "errorText": "failed"}),
+        );
         assert_eq!(
             r,
             ChunkAction::CrossMessageToolUpdate {
@@ -794,12 +897,17 @@ mod tests {
         );
         let r = a.apply(&json!({"type": "tool-output-available", "toolCallId": "tc-other", "output": "partial", "preliminary": true}));
         let u = r.cross_message_update().unwrap();
-        let applied = u.apply(&json!({"type": "tool-x", "toolCallId": "tc-other", "state": "approval-responded"}));
+        let applied = u.apply(
+            &json!({"type": "tool-x", "toolCallId": "tc-other", "state": "approval-responded"}),
+        );
         assert_eq!(applied["preliminary"], true);
         assert_eq!(applied["output"], "partial");
 
         a.apply(&json!({"type": "tool-input-available", "toolCallId": "tc1", "toolName": "calc", "input": {}}));
-        assert_eq!(a.apply(&json!({"type": "tool-output-available", "toolCallId": "tc1", "output": 42})), ChunkAction::Applied);
+        assert_eq!(
+            a.apply(&json!({"type": "tool-output-available", "toolCallId": "tc1", "output": 42})),
+            ChunkAction::Applied
+        );
     }
 
     #[test]
@@ -808,12 +916,16 @@ mod tests {
         let r = a.apply(&json!({"type": "start", "messageId": "server-id-1", "messageMetadata": {"model": "gpt-4"}}));
         assert_eq!(
             r,
-            ChunkAction::Start { message_id: Some("server-id-1".into()), metadata: Some(json!({"model": "gpt-4"}).as_object().unwrap().clone()) }
+            ChunkAction::Start {
+                message_id: Some("server-id-1".into()),
+                metadata: Some(json!({"model": "gpt-4"}).as_object().unwrap().clone())
+            }
         );
         assert_eq!(a.message_id(), "server-id-1");
         assert_eq!(a.metadata(), json!({"model": "gpt-4"}).as_object());
 
-        let mut b = StreamAccumulator::new("m1", false).with_existing(vec![], json!({"existing": true}).as_object().cloned());
+        let mut b = StreamAccumulator::new("m1", false)
+            .with_existing(vec![], json!({"existing": true}).as_object().cloned());
         b.apply(&json!({"type": "start", "messageMetadata": {"model": "gpt-4"}}));
         assert_eq!(b.metadata(), json!({"existing": true, "model": "gpt-4"}).as_object());
         assert_eq!(b.message_id(), "m1");
@@ -826,8 +938,10 @@ mod tests {
 
     #[test]
     fn continuation_keeps_id_and_existing_parts() {
-        let mut a = StreamAccumulator::new("client-id", true)
-            .with_existing(vec![json!({"type": "text", "text": "previous"})], json!({"model": "gpt-4"}).as_object().cloned());
+        let mut a = StreamAccumulator::new("client-id", true).with_existing(
+            vec![json!({"type": "text", "text": "previous"})],
+            json!({"model": "gpt-4"}).as_object().cloned(),
+        );
         assert!(a.is_continuation());
         assert_eq!(a.parts().len(), 1);
         a.apply(&json!({"type": "start", "messageId": "server-id"}));
@@ -838,19 +952,38 @@ mod tests {
     #[test]
     fn finish_metadata_and_errors() {
         let mut a = acc();
-        let r = a.apply(&json!({"type": "finish", "finishReason": "stop", "messageMetadata": {"tokens": 100}}));
+        let r = a.apply(
+            &json!({"type": "finish", "finishReason": "stop", "messageMetadata": {"tokens": 100}}),
+        );
         assert_eq!(
             r,
-            ChunkAction::Finish { finish_reason: Some("stop".into()), metadata: json!({"tokens": 100}).as_object().cloned() }
+            ChunkAction::Finish {
+                finish_reason: Some("stop".into()),
+                metadata: json!({"tokens": 100}).as_object().cloned()
+            }
         );
-        assert_eq!(a.apply(&json!({"type": "finish"})), ChunkAction::Finish { finish_reason: None, metadata: None });
+        assert_eq!(
+            a.apply(&json!({"type": "finish"})),
+            ChunkAction::Finish { finish_reason: None, metadata: None }
+        );
         let r = a.apply(&json!({"type": "message-metadata", "messageMetadata": {"b": 2}}));
-        assert_eq!(r, ChunkAction::MessageMetadata { metadata: json!({"b": 2}).as_object().cloned().unwrap() });
+        assert_eq!(
+            r,
+            ChunkAction::MessageMetadata {
+                metadata: json!({"b": 2}).as_object().cloned().unwrap()
+            }
+        );
         assert_eq!(a.metadata(), json!({"tokens": 100, "b": 2}).as_object());
-        assert_eq!(a.apply(&json!({"type": "message-metadata", "messageMetadata": [1]})), ChunkAction::MessageMetadata { metadata: Map::new() });
+        assert_eq!(
+            a.apply(&json!({"type": "message-metadata", "messageMetadata": [1]})),
+            ChunkAction::MessageMetadata { metadata: Map::new() }
+        );
         assert_eq!(a.apply(&json!({"type": "finish-step"})), ChunkAction::Applied);
         assert!(a.parts().is_empty());
-        assert_eq!(a.apply(&json!({"type": "error", "errorText": "LLM failed"})), ChunkAction::Error("LLM failed".into()));
+        assert_eq!(
+            a.apply(&json!({"type": "error", "errorText": "LLM failed"})),
+            ChunkAction::Error("LLM failed".into())
+        );
         match a.apply(&json!({"type": "error"})) {
             ChunkAction::Error(t) => assert!(t.contains("error")),
             other => panic!("{other:?}"),
@@ -864,7 +997,10 @@ mod tests {
         assert_eq!(a.apply(&json!({"no": "type"})), ChunkAction::Ignored);
         assert_eq!(a.apply(&json!("text-start")), ChunkAction::Ignored);
         assert_eq!(a.apply(&json!({"type": 5})), ChunkAction::Ignored);
-        assert_eq!(a.apply(&json!({"type": "text-delta", "delta": {"x": 1}})), ChunkAction::Applied);
+        assert_eq!(
+            a.apply(&json!({"type": "text-delta", "delta": {"x": 1}})),
+            ChunkAction::Applied
+        );
         assert_eq!(a.apply(&json!({"type": "tool-input-delta"})), ChunkAction::Applied);
         assert_eq!(a.parts().len(), 1);
     }
@@ -872,7 +1008,14 @@ mod tests {
     #[test]
     fn message_snapshot() {
         let mut a = StreamAccumulator::new("m1", false);
-        feed(&mut a, &[json!({"type": "text-start"}), json!({"type": "text-delta", "delta": "hello"}), json!({"type": "start", "messageMetadata": {"model": "gpt-4"}})]);
+        feed(
+            &mut a,
+            &[
+                json!({"type": "text-start"}),
+                json!({"type": "text-delta", "delta": "hello"}),
+                json!({"type": "start", "messageMetadata": {"model": "gpt-4"}}),
+            ],
+        );
         let m = a.message();
         assert_eq!(m.id, "m1");
         assert_eq!(m.role, Role::Assistant);
@@ -897,14 +1040,20 @@ mod tests {
         assert_eq!(a.merge_into(&[]).len(), 1);
 
         let mut b = StreamAccumulator::new("asst-1", false);
-        feed(&mut b, &[json!({"type": "text-start"}), json!({"type": "text-delta", "delta": "updated"})]);
+        feed(
+            &mut b,
+            &[json!({"type": "text-start"}), json!({"type": "text-delta", "delta": "updated"})],
+        );
         let r = b.merge_into(&[user.clone(), asst.clone()]);
         assert_eq!(r.len(), 2);
         assert_eq!(r[1].parts[0]["text"], "updated");
         assert_eq!(r[0], user);
 
         let mut c = StreamAccumulator::new("unknown-id", true);
-        feed(&mut c, &[json!({"type": "text-start"}), json!({"type": "text-delta", "delta": "continued"})]);
+        feed(
+            &mut c,
+            &[json!({"type": "text-start"}), json!({"type": "text-delta", "delta": "continued"})],
+        );
         let r = c.merge_into(&[user.clone(), asst.clone()]);
         assert_eq!(r.len(), 2);
         assert_eq!(r[1].id, "asst-1");
@@ -915,7 +1064,10 @@ mod tests {
         let first = msg("asst-first", Role::Assistant, "old");
         let target = msg("target-id", Role::Assistant, "target");
         let mut d = StreamAccumulator::new("target-id", true);
-        feed(&mut d, &[json!({"type": "text-start"}), json!({"type": "text-delta", "delta": "updated"})]);
+        feed(
+            &mut d,
+            &[json!({"type": "text-start"}), json!({"type": "text-delta", "delta": "updated"})],
+        );
         let r = d.merge_into(&[target, first.clone()]);
         assert_eq!(r[0].id, "target-id");
         assert_eq!(r[0].parts[0]["text"], "updated");
@@ -926,7 +1078,10 @@ mod tests {
     fn mid_stream_tool_result_lands_in_accumulator() {
         let mut a = acc();
         a.apply(&json!({"type": "tool-input-available", "toolCallId": "c", "toolName": "getUserTimezone", "input": {}}));
-        let u = ToolPartUpdate::tool_result("c", super::super::tool_state::ToolResultOutcome::Output(Some(json!("Europe/Paris"))));
+        let u = ToolPartUpdate::tool_result(
+            "c",
+            super::super::tool_state::ToolResultOutcome::Output(Some(json!("Europe/Paris"))),
+        );
         assert!(a.apply_tool_update(&u));
         assert!(!a.apply_tool_update(&u));
         assert_eq!(a.message().parts[0]["output"], "Europe/Paris");
@@ -941,15 +1096,33 @@ mod tests {
             json!({"type": "tool-a", "toolCallId": "ia", "state": "input-available"}),
         ];
         assert!(!is_replay_chunk(&parts, &json!({"type": "text-start"})));
-        assert!(!is_replay_chunk(&parts, &json!({"type": "tool-input-start", "toolCallId": "new"})));
+        assert!(!is_replay_chunk(
+            &parts,
+            &json!({"type": "tool-input-start", "toolCallId": "new"})
+        ));
         assert!(is_replay_chunk(&parts, &json!({"type": "tool-input-start", "toolCallId": "s"})));
         assert!(!is_replay_chunk(&parts, &json!({"type": "tool-input-delta", "toolCallId": "s"})));
         assert!(is_replay_chunk(&parts, &json!({"type": "tool-input-delta", "toolCallId": "r"})));
-        assert!(is_replay_chunk(&parts, &json!({"type": "tool-input-available", "toolCallId": "ia"})));
+        assert!(is_replay_chunk(
+            &parts,
+            &json!({"type": "tool-input-available", "toolCallId": "ia"})
+        ));
         assert!(!is_replay_chunk(&parts, &json!({"type": "tool-input-available"})));
-        assert!(is_replay_chunk(&parts, &json!({"type": "tool-output-denied", "toolCallId": "ap"})));
-        assert!(is_replay_chunk(&parts, &json!({"type": "tool-approval-request", "toolCallId": "r"})));
-        assert!(!is_replay_chunk(&parts, &json!({"type": "tool-approval-request", "toolCallId": "ia"})));
-        assert!(!is_replay_chunk(&parts, &json!({"type": "tool-output-denied", "toolCallId": "zz"})));
+        assert!(is_replay_chunk(
+            &parts,
+            &json!({"type": "tool-output-denied", "toolCallId": "ap"})
+        ));
+        assert!(is_replay_chunk(
+            &parts,
+            &json!({"type": "tool-approval-request", "toolCallId": "r"})
+        ));
+        assert!(!is_replay_chunk(
+            &parts,
+            &json!({"type": "tool-approval-request", "toolCallId": "ia"})
+        ));
+        assert!(!is_replay_chunk(
+            &parts,
+            &json!({"type": "tool-output-denied", "toolCallId": "zz"})
+        ));
     }
 }

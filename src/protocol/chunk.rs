@@ -77,7 +77,12 @@ pub fn tool_input_available(tool_call_id: &str, tool_name: &str, input: Value) -
 
 /// `{"type":"tool-input-error","toolCallId","toolName","input","errorText"}`: the arguments
 /// were invalid or the tool is unknown; persisted as `output-error`.
-pub fn tool_input_error(tool_call_id: &str, tool_name: &str, input: Value, error_text: &str) -> Value {
+pub fn tool_input_error(
+    tool_call_id: &str,
+    tool_name: &str,
+    input: Value,
+    error_text: &str,
+) -> Value {
     json!({
         "type": "tool-input-error", "toolCallId": tool_call_id, "toolName": tool_name,
         "input": input, "errorText": error_text
@@ -194,7 +199,10 @@ mod tests {
         assert_eq!(s(&text_start("t0")), r#"{"type":"text-start","id":"t0"}"#);
         assert_eq!(s(&text_delta("t0", "Hel")), r#"{"type":"text-delta","id":"t0","delta":"Hel"}"#);
         assert_eq!(s(&text_end("t0")), r#"{"type":"text-end","id":"t0"}"#);
-        assert_eq!(s(&reasoning_delta("r", "x")), r#"{"type":"reasoning-delta","id":"r","delta":"x"}"#);
+        assert_eq!(
+            s(&reasoning_delta("r", "x")),
+            r#"{"type":"reasoning-delta","id":"r","delta":"x"}"#
+        );
         assert_eq!(
             s(&tool_input_start("c1", "read")),
             r#"{"type":"tool-input-start","toolCallId":"c1","toolName":"read"}"#
@@ -223,7 +231,10 @@ mod tests {
             s(&tool_output_error("c1", "boom")),
             r#"{"type":"tool-output-error","toolCallId":"c1","errorText":"boom"}"#
         );
-        assert_eq!(s(&tool_output_denied("c1")), r#"{"type":"tool-output-denied","toolCallId":"c1"}"#);
+        assert_eq!(
+            s(&tool_output_denied("c1")),
+            r#"{"type":"tool-output-denied","toolCallId":"c1"}"#
+        );
         assert_eq!(s(&finish_step()), r#"{"type":"finish-step"}"#);
         assert_eq!(s(&finish(Some("stop"))), r#"{"type":"finish","finishReason":"stop"}"#);
         assert_eq!(s(&error("bad")), r#"{"type":"error","errorText":"bad"}"#);

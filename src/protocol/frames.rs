@@ -92,7 +92,11 @@ pub struct ToolResultFrame {
 impl ToolResultFrame {
     /// The result to apply to the tool part.
     pub fn outcome(&self) -> ToolResultOutcome {
-        ToolResultOutcome::from_frame(self.state.as_deref(), self.output.clone(), self.error_text.clone())
+        ToolResultOutcome::from_frame(
+            self.state.as_deref(),
+            self.output.clone(),
+            self.error_text.clone(),
+        )
     }
 }
 
@@ -116,15 +120,25 @@ pub struct RpcRequest {
 #[derive(Debug, Clone, PartialEq)]
 pub enum ClientFrame {
     ChatRequest(ChatRequest),
-    Cancel { id: String },
+    Cancel {
+        id: String,
+    },
     ToolResult(ToolResultFrame),
     ToolApproval(ToolApprovalFrame),
     Clear,
-    StreamResumeRequest { probe_id: Option<String> },
-    StreamResumeAck { id: String },
+    StreamResumeRequest {
+        probe_id: Option<String>,
+    },
+    StreamResumeAck {
+        id: String,
+    },
     /// A client pushing its transcript; the server is authoritative and ignores it.
-    ChatMessages { messages: Vec<Value> },
-    State { state: Value },
+    ChatMessages {
+        messages: Vec<Value>,
+    },
+    State {
+        state: Value,
+    },
     Rpc(RpcRequest),
     /// A JSON object of no known type: the app's own message, for its `onMessage`.
     Other(Map<String, Value>),
@@ -155,7 +169,10 @@ impl FrameError {
     }
 
     fn chat(id: &str, message: impl Into<String>) -> Self {
-        FrameError { message: message.into(), reply: ErrorReply::ChatResponse { id: id.to_owned() } }
+        FrameError {
+            message: message.into(),
+            reply: ErrorReply::ChatResponse { id: id.to_owned() },
+        }
     }
 
     fn rpc(id: &str, message: impl Into<String>) -> Self {
@@ -183,22 +200,32 @@ impl std::error::Error for FrameError {}
 /// Parses one text frame. Never panics; anything malformed becomes a [`FrameError`] that
 /// says how to answer.
 pub fn parse_client_frame(raw: &str) -> Result<ClientFrame, FrameError> {
-    let value: Value =
-        serde_json::from_str(raw).map_err(|e| FrameError::protocol(format!("frame is not valid JSON: {e}")))?;
+    let value: Value = serde_json::from_str(raw)
+        .map_err(|e| FrameError::protocol(format!("frame is not valid JSON: {e}")))?;
     let Value::Object(obj) = value else {
-        return Err(FrameError::protocol(format!("frame is not a JSON object (got {})", json_kind(&value))));
+        return Err(FrameError::protocol(format!(
+            "frame is not a JSON object (got {})",
+            json_kind(&value)
+        )));
     };
-    let Some(kind) = obj.get("type").and_then(Value::as_str) else { return Ok(ClientFrame::Other(obj)) };
+    let Some(kind) = obj.get("type").and_then(Value::as_str) else {
+        return Ok(ClientFrame::Other(obj));
+    };
     match kind {
         types::USE_CHAT_REQUEST => parse_chat_request(&obj).map(ClientFrame::ChatRequest),
-        types::CHAT_REQUEST_CANCEL => Ok(ClientFrame::Cancel { id: required_str(&obj, "id", kind)? }),
+        types::CHAT_REQUEST_CANCEL => {
+            Ok(ClientFrame::Cancel { id: required_str(&obj, "id", kind)? })
+        }
         types::TOOL_RESULT => parse_tool_result(&obj).map(ClientFrame::ToolResult),
         types::TOOL_APPROVAL => {
             let tool_call_id = required_str(&obj, "toolCallId", kind)?;
             let approved = match obj.get("approved") {
                 Some(Value::Bool(b)) => *b,
                 Some(other) => {
-                    return Err(FrameError::protocol(format!("{kind}: approved must be a boolean (got {})", json_kind(other))))
+                    return Err(FrameError::protocol(format!(
+                        "{kind}: approved must be a boolean (got {})",
+                        json_kind(other)
+                    )))
                 }
                 None => return Err(FrameError::protocol(format!("{kind}: missing approved"))),
             };
@@ -212,7 +239,9 @@ pub fn parse_client_frame(raw: &str) -> Result<ClientFrame, FrameError> {
         types::STREAM_RESUME_REQUEST => Ok(ClientFrame::StreamResumeRequest {
             probe_id: obj.get("probeId").and_then(Value::as_str).map(str::to_owned),
         }),
-        types::STREAM_RESUME_ACK => Ok(ClientFrame::StreamResumeAck { id: required_str(&obj, "id", kind)? }),
+        types::STREAM_RESUME_ACK => {
+            Ok(ClientFrame::StreamResumeAck { id: required_str(&obj, "id", kind)? })
+        }
         types::CHAT_MESSAGES => Ok(ClientFrame::ChatMessages {
             messages: obj.get("messages").and_then(Value::as_array).cloned().unwrap_or_default(),
         }),
@@ -228,7 +257,10 @@ pub fn parse_client_frame(raw: &str) -> Result<ClientFrame, FrameError> {
 fn required_str(obj: &Map<String, Value>, key: &str, kind: &str) -> Result<String, FrameError> {
     match obj.get(key) {
         Some(Value::String(s)) => Ok(s.clone()),
-        Some(other) => Err(FrameError::protocol(format!("{kind}: {key} must be a string (got {})", json_kind(other)))),
+        Some(other) => Err(FrameError::protocol(format!(
+            "{kind}: {key} must be a string (got {})",
+            json_kind(other)
+        ))),
         None => Err(FrameError::protocol(format!("{kind}: missing {key}"))),
     }
 }
@@ -238,12 +270,22 @@ fn parse_rpc(obj: &Map<String, Value>) -> Result<RpcRequest, FrameError> {
     let method = match obj.get("method") {
         Some(Value::String(m)) if !m.is_empty() => m.clone(),
         Some(Value::String(_)) => return Err(FrameError::rpc(&id, "rpc: method is empty")),
-        Some(other) => return Err(FrameError::rpc(&id, format!("rpc: method must be a string (got {})", json_kind(other)))),
+        Some(other) => {
+            return Err(FrameError::rpc(
+                &id,
+                format!("rpc: method must be a string (got {})", json_kind(other)),
+            ))
+        }
         None => return Err(FrameError::rpc(&id, "rpc: missing method")),
     };
     let args = match obj.get("args") {
         Some(Value::Array(a)) => a.clone(),
-        Some(other) => return Err(FrameError::rpc(&id, format!("rpc: args must be an array (got {})", json_kind(other)))),
+        Some(other) => {
+            return Err(FrameError::rpc(
+                &id,
+                format!("rpc: args must be an array (got {})", json_kind(other)),
+            ))
+        }
         None => return Err(FrameError::rpc(&id, "rpc: missing args (must be an array)")),
     };
     Ok(RpcRequest { id, method, args })
@@ -255,7 +297,9 @@ fn parse_client_tools(v: Option<&Value>) -> Result<Option<Vec<ClientToolSchema>>
         None => return Ok(None),
         Some(Value::Null) => return Ok(Some(Vec::new())),
         Some(Value::Array(items)) => items,
-        Some(other) => return Err(format!("clientTools must be an array (got {})", json_kind(other))),
+        Some(other) => {
+            return Err(format!("clientTools must be an array (got {})", json_kind(other)))
+        }
     };
     let mut tools = Vec::with_capacity(items.len());
     for (i, item) in items.iter().enumerate() {
@@ -269,7 +313,12 @@ fn parse_client_tools(v: Option<&Value>) -> Result<Option<Vec<ClientToolSchema>>
         let description = match o.get("description") {
             None | Some(Value::Null) => None,
             Some(Value::String(d)) => Some(d.clone()),
-            Some(other) => return Err(format!("clientTools[{i}].description must be a string (got {})", json_kind(other))),
+            Some(other) => {
+                return Err(format!(
+                    "clientTools[{i}].description must be a string (got {})",
+                    json_kind(other)
+                ))
+            }
         };
         let parameters = o.get("parameters").filter(|p| !p.is_null()).cloned();
         tools.push(ClientToolSchema { name, description, parameters });
@@ -284,7 +333,10 @@ fn parse_tool_result(obj: &Map<String, Value>) -> Result<ToolResultFrame, FrameE
         match obj.get(key) {
             None | Some(Value::Null) => Ok(None),
             Some(Value::String(s)) => Ok(Some(s.clone())),
-            Some(other) => Err(FrameError::protocol(format!("{kind}: {key} must be a string (got {})", json_kind(other)))),
+            Some(other) => Err(FrameError::protocol(format!(
+                "{kind}: {key} must be a string (got {})",
+                json_kind(other)
+            ))),
         }
     };
     Ok(ToolResultFrame {
@@ -293,7 +345,8 @@ fn parse_tool_result(obj: &Map<String, Value>) -> Result<ToolResultFrame, FrameE
         state: opt_str("state")?,
         error_text: opt_str("errorText")?,
         auto_continue: truthy(obj.get("autoContinue")),
-        client_tools: parse_client_tools(obj.get("clientTools")).map_err(|e| FrameError::protocol(format!("{kind}: {e}")))?,
+        client_tools: parse_client_tools(obj.get("clientTools"))
+            .map_err(|e| FrameError::protocol(format!("{kind}: {e}")))?,
         tool_call_id,
     })
 }
@@ -303,48 +356,82 @@ fn parse_chat_request(obj: &Map<String, Value>) -> Result<ChatRequest, FrameErro
     let id = match obj.get("id") {
         Some(Value::String(s)) if !s.is_empty() => s.clone(),
         Some(Value::String(_)) => return Err(FrameError::protocol(format!("{kind}: id is empty"))),
-        Some(other) => return Err(FrameError::protocol(format!("{kind}: id must be a string (got {})", json_kind(other)))),
+        Some(other) => {
+            return Err(FrameError::protocol(format!(
+                "{kind}: id must be a string (got {})",
+                json_kind(other)
+            )))
+        }
         None => return Err(FrameError::protocol(format!("{kind}: missing id"))),
     };
     let init = match obj.get("init") {
         Some(Value::Object(init)) => init,
-        Some(other) => return Err(FrameError::chat(&id, format!("init must be an object (got {})", json_kind(other)))),
+        Some(other) => {
+            return Err(FrameError::chat(
+                &id,
+                format!("init must be an object (got {})", json_kind(other)),
+            ))
+        }
         None => return Err(FrameError::chat(&id, "missing init")),
     };
     match init.get("method") {
         Some(Value::String(m)) if m == "POST" => {}
-        Some(Value::String(m)) => return Err(FrameError::chat(&id, format!("unsupported method {m}; only POST is accepted"))),
+        Some(Value::String(m)) => {
+            return Err(FrameError::chat(
+                &id,
+                format!("unsupported method {m}; only POST is accepted"),
+            ))
+        }
         _ => return Err(FrameError::chat(&id, "missing method; only POST is accepted")),
     }
     let body = match init.get("body") {
         Some(Value::String(b)) if !b.trim().is_empty() => b,
-        Some(Value::String(_)) | None | Some(Value::Null) => return Err(FrameError::chat(&id, "missing request body")),
-        Some(other) => return Err(FrameError::chat(&id, format!("body must be a JSON string (got {})", json_kind(other)))),
+        Some(Value::String(_)) | None | Some(Value::Null) => {
+            return Err(FrameError::chat(&id, "missing request body"))
+        }
+        Some(other) => {
+            return Err(FrameError::chat(
+                &id,
+                format!("body must be a JSON string (got {})", json_kind(other)),
+            ))
+        }
     };
     parse_chat_body(&id, body)
 }
 
 /// Parses the JSON-string body of a chat request.
 pub fn parse_chat_body(id: &str, body: &str) -> Result<ChatRequest, FrameError> {
-    let parsed: Value =
-        serde_json::from_str(body).map_err(|e| FrameError::chat(id, format!("request body is not valid JSON: {e}")))?;
+    let parsed: Value = serde_json::from_str(body)
+        .map_err(|e| FrameError::chat(id, format!("request body is not valid JSON: {e}")))?;
     let Value::Object(mut fields) = parsed else {
-        return Err(FrameError::chat(id, format!("request body is not a JSON object (got {})", json_kind(&parsed))));
+        return Err(FrameError::chat(
+            id,
+            format!("request body is not a JSON object (got {})", json_kind(&parsed)),
+        ));
     };
     let raw_messages = match fields.shift_remove("messages") {
         Some(Value::Array(m)) => m,
-        Some(other) => return Err(FrameError::chat(id, format!("messages must be an array (got {})", json_kind(&other)))),
+        Some(other) => {
+            return Err(FrameError::chat(
+                id,
+                format!("messages must be an array (got {})", json_kind(&other)),
+            ))
+        }
         None => return Err(FrameError::chat(id, "request body has no messages")),
     };
     let mut messages = Vec::with_capacity(raw_messages.len());
     for (i, m) in raw_messages.into_iter().enumerate() {
-        messages.push(UIMessage::from_value(m).map_err(|e| FrameError::chat(id, format!("messages[{i}]: {e}")))?);
+        messages.push(
+            UIMessage::from_value(m)
+                .map_err(|e| FrameError::chat(id, format!("messages[{i}]: {e}")))?,
+        );
     }
     let trigger = match fields.shift_remove("trigger") {
         Some(Value::String(t)) if t == "regenerate-message" => Trigger::RegenerateMessage,
         _ => Trigger::SubmitMessage,
     };
-    let client_tools = parse_client_tools(fields.get("clientTools")).map_err(|e| FrameError::chat(id, e))?;
+    let client_tools =
+        parse_client_tools(fields.get("clientTools")).map_err(|e| FrameError::chat(id, e))?;
     fields.shift_remove("clientTools");
     Ok(ChatRequest { id: id.to_owned(), messages, trigger, client_tools, body: fields })
 }
@@ -389,10 +476,18 @@ pub enum SessionPhase {
 }
 
 /// `{"type":"cf_agent_session","phase","tokenEstimate","tokenThreshold"[,"compacted":{"tokensBefore"}]}`.
-pub fn session_frame(phase: SessionPhase, token_estimate: u64, token_threshold: Option<u64>, compacted_tokens_before: Option<u64>) -> Value {
+pub fn session_frame(
+    phase: SessionPhase,
+    token_estimate: u64,
+    token_threshold: Option<u64>,
+    compacted_tokens_before: Option<u64>,
+) -> Value {
     let mut m = Map::new();
     m.insert("type".into(), types::SESSION.into());
-    m.insert("phase".into(), if phase == SessionPhase::Idle { "idle" } else { "compacting" }.into());
+    m.insert(
+        "phase".into(),
+        if phase == SessionPhase::Idle { "idle" } else { "compacting" }.into(),
+    );
     m.insert("tokenEstimate".into(), json!(token_estimate));
     m.insert("tokenThreshold".into(), json!(token_threshold));
     if let Some(before) = compacted_tokens_before {
@@ -408,7 +503,12 @@ pub fn session_error_frame(error: &str) -> Value {
 
 /// `{"type":"agent-tool-event"[,"parentToolCallId"],"sequence","event"[,"replay":true]}`:
 /// progress of a sub-agent run as a tool.
-pub fn agent_tool_event_frame(parent_tool_call_id: Option<&str>, sequence: u64, event: &Value, replay: bool) -> Value {
+pub fn agent_tool_event_frame(
+    parent_tool_call_id: Option<&str>,
+    sequence: u64,
+    event: &Value,
+    replay: bool,
+) -> Value {
     let mut m = Map::new();
     m.insert("type".into(), types::AGENT_TOOL_EVENT.into());
     if let Some(p) = parent_tool_call_id {
@@ -490,7 +590,13 @@ pub fn replay_done_frame(id: &str, continuation: bool) -> Value {
     replay_frame(id, "", true, false, continuation)
 }
 
-fn replay_frame(id: &str, body: &str, done: bool, replay_complete: bool, continuation: bool) -> Value {
+fn replay_frame(
+    id: &str,
+    body: &str,
+    done: bool,
+    replay_complete: bool,
+    continuation: bool,
+) -> Value {
     let mut m = Map::new();
     m.insert("body".into(), body.into());
     m.insert("done".into(), Value::Bool(done));
@@ -641,7 +747,9 @@ mod tests {
     }
 
     fn chat_request(body: &Value) -> String {
-        frame(json!({"id": "V1StGXR8", "init": {"method": "POST", "body": body.to_string()}, "type": types::USE_CHAT_REQUEST}))
+        frame(
+            json!({"id": "V1StGXR8", "init": {"method": "POST", "body": body.to_string()}, "type": types::USE_CHAT_REQUEST}),
+        )
     }
 
     #[test]
@@ -671,7 +779,10 @@ mod tests {
         assert!(r.body.is_empty());
         assert_eq!(parse(json!({"messages": [], "clientTools": []})).client_tools, Some(vec![]));
         assert_eq!(parse(json!({"messages": [], "clientTools": null})).client_tools, Some(vec![]));
-        assert_eq!(parse(json!({"messages": [], "trigger": "weird"})).trigger, Trigger::SubmitMessage);
+        assert_eq!(
+            parse(json!({"messages": [], "trigger": "weird"})).trigger,
+            Trigger::SubmitMessage
+        );
     }
 
     fn chat_err(raw: &str) -> FrameError {
@@ -684,18 +795,59 @@ mod tests {
     #[test]
     fn malformed_chat_requests_are_answered_on_the_request() {
         let cases = [
-            (frame(json!({"id": "r1", "init": {"method": "POST", "body": "{not json"}, "type": types::USE_CHAT_REQUEST})), "not valid JSON"),
-            (frame(json!({"id": "r1", "init": {"method": "GET", "body": "{}"}, "type": types::USE_CHAT_REQUEST})), "unsupported method GET"),
-            (frame(json!({"id": "r1", "init": {"body": "{}"}, "type": types::USE_CHAT_REQUEST})), "only POST"),
+            (
+                frame(
+                    json!({"id": "r1", "init": {"method": "POST", "body": "{not json"}, "type": types::USE_CHAT_REQUEST}),
+                ),
+                "not valid JSON",
+            ),
+            (
+                frame(
+                    json!({"id": "r1", "init": {"method": "GET", "body": "{}"}, "type": types::USE_CHAT_REQUEST}),
+                ),
+                "unsupported method GET",
+            ),
+            (
+                frame(json!({"id": "r1", "init": {"body": "{}"}, "type": types::USE_CHAT_REQUEST})),
+                "only POST",
+            ),
             (frame(json!({"id": "r1", "type": types::USE_CHAT_REQUEST})), "missing init"),
-            (frame(json!({"id": "r1", "init": {"method": "POST"}, "type": types::USE_CHAT_REQUEST})), "missing request body"),
-            (frame(json!({"id": "r1", "init": {"method": "POST", "body": {"messages": []}}, "type": types::USE_CHAT_REQUEST})), "JSON string"),
+            (
+                frame(
+                    json!({"id": "r1", "init": {"method": "POST"}, "type": types::USE_CHAT_REQUEST}),
+                ),
+                "missing request body",
+            ),
+            (
+                frame(
+                    json!({"id": "r1", "init": {"method": "POST", "body": {"messages": []}}, "type": types::USE_CHAT_REQUEST}),
+                ),
+                "JSON string",
+            ),
             (chat_request(&json!([1])).replace("V1StGXR8", "r1"), "not a JSON object"),
-            (chat_request(&json!({"messages": {}})).replace("V1StGXR8", "r1"), "messages must be an array"),
-            (chat_request(&json!({"trigger": "submit-message"})).replace("V1StGXR8", "r1"), "no messages"),
-            (chat_request(&json!({"messages": [{"id": "m", "role": "user", "parts": "x"}]})).replace("V1StGXR8", "r1"), "messages[0]: message parts is not an array"),
-            (chat_request(&json!({"messages": [], "clientTools": [{"description": "d"}]})).replace("V1StGXR8", "r1"), "clientTools[0] has no name"),
-            (chat_request(&json!({"messages": [], "clientTools": "x"})).replace("V1StGXR8", "r1"), "clientTools must be an array"),
+            (
+                chat_request(&json!({"messages": {}})).replace("V1StGXR8", "r1"),
+                "messages must be an array",
+            ),
+            (
+                chat_request(&json!({"trigger": "submit-message"})).replace("V1StGXR8", "r1"),
+                "no messages",
+            ),
+            (
+                chat_request(&json!({"messages": [{"id": "m", "role": "user", "parts": "x"}]}))
+                    .replace("V1StGXR8", "r1"),
+                "messages[0]: message parts is not an array",
+            ),
+            (
+                chat_request(&json!({"messages": [], "clientTools": [{"description": "d"}]}))
+                    .replace("V1StGXR8", "r1"),
+                "clientTools[0] has no name",
+            ),
+            (
+                chat_request(&json!({"messages": [], "clientTools": "x"}))
+                    .replace("V1StGXR8", "r1"),
+                "clientTools must be an array",
+            ),
         ];
         for (raw, want) in cases {
             let e = chat_err(&raw);
@@ -704,7 +856,10 @@ mod tests {
             let reply = e.reply_frame();
             assert_eq!(
                 s(&reply),
-                format!(r#"{{"type":"cf_agent_use_chat_response","id":"r1","body":{},"done":true,"error":true}}"#, json!(e.message))
+                format!(
+                    r#"{{"type":"cf_agent_use_chat_response","id":"r1","body":{},"done":true,"error":true}}"#,
+                    json!(e.message)
+                )
             );
         }
     }
@@ -712,7 +867,9 @@ mod tests {
     #[test]
     fn chat_request_without_id_gets_protocol_error() {
         for raw in [
-            frame(json!({"init": {"method": "POST", "body": "{}"}, "type": types::USE_CHAT_REQUEST})),
+            frame(
+                json!({"init": {"method": "POST", "body": "{}"}, "type": types::USE_CHAT_REQUEST}),
+            ),
             frame(json!({"id": 5, "type": types::USE_CHAT_REQUEST})),
             frame(json!({"id": "", "type": types::USE_CHAT_REQUEST})),
         ] {
@@ -734,18 +891,38 @@ mod tests {
 
     #[test]
     fn unknown_or_untyped_objects_go_to_the_app() {
-        assert_eq!(parse_client_frame(r#"{"id":"abc"}"#).unwrap(), ClientFrame::Other(json!({"id": "abc"}).as_object().unwrap().clone()));
-        assert!(matches!(parse_client_frame(r#"{"type":"unknown_type"}"#).unwrap(), ClientFrame::Other(_)));
+        assert_eq!(
+            parse_client_frame(r#"{"id":"abc"}"#).unwrap(),
+            ClientFrame::Other(json!({"id": "abc"}).as_object().unwrap().clone())
+        );
+        assert!(matches!(
+            parse_client_frame(r#"{"type":"unknown_type"}"#).unwrap(),
+            ClientFrame::Other(_)
+        ));
         assert!(matches!(parse_client_frame(r#"{"type":7}"#).unwrap(), ClientFrame::Other(_)));
         // Server-to-client types sent by a client are not protocol requests either.
-        for t in [types::USE_CHAT_RESPONSE, types::STREAM_RESUMING, types::STREAM_RESUME_NONE, types::MESSAGE_UPDATED] {
-            assert!(matches!(parse_client_frame(&frame(json!({"type": t}))).unwrap(), ClientFrame::Other(_)), "{t}");
+        for t in [
+            types::USE_CHAT_RESPONSE,
+            types::STREAM_RESUMING,
+            types::STREAM_RESUME_NONE,
+            types::MESSAGE_UPDATED,
+        ] {
+            assert!(
+                matches!(
+                    parse_client_frame(&frame(json!({"type": t}))).unwrap(),
+                    ClientFrame::Other(_)
+                ),
+                "{t}"
+            );
         }
     }
 
     #[test]
     fn parses_simple_frames() {
-        assert_eq!(parse_client_frame(r#"{"type":"cf_agent_chat_clear"}"#).unwrap(), ClientFrame::Clear);
+        assert_eq!(
+            parse_client_frame(r#"{"type":"cf_agent_chat_clear"}"#).unwrap(),
+            ClientFrame::Clear
+        );
         assert_eq!(
             parse_client_frame(r#"{"id":"req-1","type":"cf_agent_chat_request_cancel"}"#).unwrap(),
             ClientFrame::Cancel { id: "req-1".into() }
@@ -755,7 +932,8 @@ mod tests {
             ClientFrame::StreamResumeRequest { probe_id: None }
         );
         assert_eq!(
-            parse_client_frame(r#"{"type":"cf_agent_stream_resume_request","probeId":"probe-1"}"#).unwrap(),
+            parse_client_frame(r#"{"type":"cf_agent_stream_resume_request","probeId":"probe-1"}"#)
+                .unwrap(),
             ClientFrame::StreamResumeRequest { probe_id: Some("probe-1".into()) }
         );
         assert_eq!(
@@ -768,7 +946,8 @@ mod tests {
         );
         let msgs = json!([{"id": "m1", "role": "user", "parts": [{"type": "text", "text": "hi"}]}]);
         assert_eq!(
-            parse_client_frame(&frame(json!({"type": "cf_agent_chat_messages", "messages": msgs}))).unwrap(),
+            parse_client_frame(&frame(json!({"type": "cf_agent_chat_messages", "messages": msgs})))
+                .unwrap(),
             ClientFrame::ChatMessages { messages: msgs.as_array().unwrap().clone() }
         );
         assert_eq!(
@@ -784,8 +963,12 @@ mod tests {
             ClientFrame::State { state: Value::Null }
         );
         assert_eq!(chat_err(r#"{"type":"cf_agent_state"}"#).reply, ErrorReply::ProtocolError);
-        assert!(chat_err(r#"{"type":"cf_agent_chat_request_cancel"}"#).message.contains("missing id"));
-        assert!(chat_err(r#"{"type":"cf_agent_stream_resume_ack","id":1}"#).message.contains("id must be a string"));
+        assert!(chat_err(r#"{"type":"cf_agent_chat_request_cancel"}"#)
+            .message
+            .contains("missing id"));
+        assert!(chat_err(r#"{"type":"cf_agent_stream_resume_ack","id":1}"#)
+            .message
+            .contains("id must be a string"));
     }
 
     #[test]
@@ -799,10 +982,22 @@ mod tests {
         assert_eq!(r.tool_name, "getWeather");
         assert_eq!(r.output, Some(json!({"temp": 72})));
         assert!(r.auto_continue);
-        assert_eq!(r.client_tools, Some(vec![ClientToolSchema { name: "tool1".into(), description: Some("desc".into()), parameters: None }]));
+        assert_eq!(
+            r.client_tools,
+            Some(vec![ClientToolSchema {
+                name: "tool1".into(),
+                description: Some("desc".into()),
+                parameters: None
+            }])
+        );
         assert_eq!(r.outcome(), ToolResultOutcome::Output(Some(json!({"temp": 72}))));
 
-        let ClientFrame::ToolResult(m) = parse_client_frame(r#"{"type":"cf_agent_tool_result","toolCallId":"tc1","output":"result"}"#).unwrap() else { panic!() };
+        let ClientFrame::ToolResult(m) = parse_client_frame(
+            r#"{"type":"cf_agent_tool_result","toolCallId":"tc1","output":"result"}"#,
+        )
+        .unwrap() else {
+            panic!()
+        };
         assert_eq!(m.tool_name, "");
         assert!(!m.auto_continue);
         assert_eq!(m.client_tools, None);
@@ -813,9 +1008,15 @@ mod tests {
         .unwrap() else { panic!() };
         assert_eq!(e.outcome(), ToolResultOutcome::Error(Some("User declined".into())));
 
-        assert!(chat_err(r#"{"type":"cf_agent_tool_result","output":1}"#).message.contains("missing toolCallId"));
-        assert!(chat_err(r#"{"type":"cf_agent_tool_result","toolCallId":"a","errorText":5}"#).message.contains("errorText must be a string"));
-        assert!(chat_err(r#"{"type":"cf_agent_tool_result","toolCallId":"a","clientTools":[3]}"#).message.contains("clientTools[0]"));
+        assert!(chat_err(r#"{"type":"cf_agent_tool_result","output":1}"#)
+            .message
+            .contains("missing toolCallId"));
+        assert!(chat_err(r#"{"type":"cf_agent_tool_result","toolCallId":"a","errorText":5}"#)
+            .message
+            .contains("errorText must be a string"));
+        assert!(chat_err(r#"{"type":"cf_agent_tool_result","toolCallId":"a","clientTools":[3]}"#)
+            .message
+            .contains("clientTools[0]"));
     }
 
     #[test]
@@ -825,18 +1026,34 @@ mod tests {
             ClientFrame::ToolApproval(ToolApprovalFrame { tool_call_id: "call_2".into(), approved: true, auto_continue: true })
         );
         assert_eq!(
-            parse_client_frame(r#"{"type":"cf_agent_tool_approval","toolCallId":"c","approved":false}"#).unwrap(),
-            ClientFrame::ToolApproval(ToolApprovalFrame { tool_call_id: "c".into(), approved: false, auto_continue: false })
+            parse_client_frame(
+                r#"{"type":"cf_agent_tool_approval","toolCallId":"c","approved":false}"#
+            )
+            .unwrap(),
+            ClientFrame::ToolApproval(ToolApprovalFrame {
+                tool_call_id: "c".into(),
+                approved: false,
+                auto_continue: false
+            })
         );
-        assert!(chat_err(r#"{"type":"cf_agent_tool_approval","toolCallId":"c","approved":"yes"}"#).message.contains("approved must be a boolean"));
-        assert!(chat_err(r#"{"type":"cf_agent_tool_approval","toolCallId":"c"}"#).message.contains("missing approved"));
+        assert!(chat_err(r#"{"type":"cf_agent_tool_approval","toolCallId":"c","approved":"yes"}"#)
+            .message
+            .contains("approved must be a boolean"));
+        assert!(chat_err(r#"{"type":"cf_agent_tool_approval","toolCallId":"c"}"#)
+            .message
+            .contains("missing approved"));
     }
 
     #[test]
     fn parses_rpc_and_answers_malformed_calls() {
         assert_eq!(
-            parse_client_frame(r#"{"args":[1,"a"],"id":"u-1","method":"getStats","type":"rpc"}"#).unwrap(),
-            ClientFrame::Rpc(RpcRequest { id: "u-1".into(), method: "getStats".into(), args: vec![json!(1), json!("a")] })
+            parse_client_frame(r#"{"args":[1,"a"],"id":"u-1","method":"getStats","type":"rpc"}"#)
+                .unwrap(),
+            ClientFrame::Rpc(RpcRequest {
+                id: "u-1".into(),
+                method: "getStats".into(),
+                args: vec![json!(1), json!("a")]
+            })
         );
         for (raw, want) in [
             (r#"{"args":[],"id":"u-1","type":"rpc"}"#, "missing method"),
@@ -847,23 +1064,52 @@ mod tests {
             let e = chat_err(raw);
             assert_eq!(e.reply, ErrorReply::Rpc { id: "u-1".into() });
             assert!(e.message.contains(want), "{}", e.message);
-            assert_eq!(s(&e.reply_frame()), format!(r#"{{"error":{},"id":"u-1","success":false,"type":"rpc"}}"#, json!(e.message)));
+            assert_eq!(
+                s(&e.reply_frame()),
+                format!(
+                    r#"{{"error":{},"id":"u-1","success":false,"type":"rpc"}}"#,
+                    json!(e.message)
+                )
+            );
         }
-        assert_eq!(chat_err(r#"{"args":[],"method":"m","type":"rpc"}"#).reply, ErrorReply::ProtocolError);
+        assert_eq!(
+            chat_err(r#"{"args":[],"method":"m","type":"rpc"}"#).reply,
+            ErrorReply::ProtocolError
+        );
     }
 
     #[test]
     fn base_agent_frames_key_order() {
-        assert_eq!(s(&identity_frame("default", "my-agent")), r#"{"name":"default","agent":"my-agent","type":"cf_agent_identity"}"#);
-        assert_eq!(s(&state_frame(&json!({"a": 1}))), r#"{"state":{"a":1},"type":"cf_agent_state"}"#);
-        assert_eq!(s(&state_error_frame("Connection is readonly")), r#"{"type":"cf_agent_state_error","error":"Connection is readonly"}"#);
         assert_eq!(
-            s(&mcp_servers_frame(&json!({"servers": {}, "tools": [], "prompts": [], "resources": []}))),
+            s(&identity_frame("default", "my-agent")),
+            r#"{"name":"default","agent":"my-agent","type":"cf_agent_identity"}"#
+        );
+        assert_eq!(
+            s(&state_frame(&json!({"a": 1}))),
+            r#"{"state":{"a":1},"type":"cf_agent_state"}"#
+        );
+        assert_eq!(
+            s(&state_error_frame("Connection is readonly")),
+            r#"{"type":"cf_agent_state_error","error":"Connection is readonly"}"#
+        );
+        assert_eq!(
+            s(&mcp_servers_frame(
+                &json!({"servers": {}, "tools": [], "prompts": [], "resources": []})
+            )),
             r#"{"mcp":{"servers":{},"tools":[],"prompts":[],"resources":[]},"type":"cf_agent_mcp_servers"}"#
         );
-        assert_eq!(s(&rpc_result_frame("i", &json!(3), true)), r#"{"done":true,"id":"i","result":3,"success":true,"type":"rpc"}"#);
-        assert_eq!(s(&rpc_result_frame("i", &json!("c"), false)), r#"{"done":false,"id":"i","result":"c","success":true,"type":"rpc"}"#);
-        assert_eq!(s(&rpc_error_frame("i", "Method x does not exist")), r#"{"error":"Method x does not exist","id":"i","success":false,"type":"rpc"}"#);
+        assert_eq!(
+            s(&rpc_result_frame("i", &json!(3), true)),
+            r#"{"done":true,"id":"i","result":3,"success":true,"type":"rpc"}"#
+        );
+        assert_eq!(
+            s(&rpc_result_frame("i", &json!("c"), false)),
+            r#"{"done":false,"id":"i","result":"c","success":true,"type":"rpc"}"#
+        );
+        assert_eq!(
+            s(&rpc_error_frame("i", "Method x does not exist")),
+            r#"{"error":"Method x does not exist","id":"i","success":false,"type":"rpc"}"#
+        );
         assert_eq!(
             s(&session_frame(SessionPhase::Idle, 120, None, None)),
             r#"{"type":"cf_agent_session","phase":"idle","tokenEstimate":120,"tokenThreshold":null}"#
@@ -872,13 +1118,22 @@ mod tests {
             s(&session_frame(SessionPhase::Compacting, 9, Some(100), Some(500))),
             r#"{"type":"cf_agent_session","phase":"compacting","tokenEstimate":9,"tokenThreshold":100,"compacted":{"tokensBefore":500}}"#
         );
-        assert_eq!(s(&session_error_frame("x")), r#"{"type":"cf_agent_session_error","error":"x"}"#);
+        assert_eq!(
+            s(&session_error_frame("x")),
+            r#"{"type":"cf_agent_session_error","error":"x"}"#
+        );
         assert_eq!(
             s(&agent_tool_event_frame(Some("p"), 3, &json!({"k": 1}), true)),
             r#"{"type":"agent-tool-event","parentToolCallId":"p","sequence":3,"event":{"k":1},"replay":true}"#
         );
-        assert_eq!(s(&agent_tool_event_frame(None, 0, &json!({}), false)), r#"{"type":"agent-tool-event","sequence":0,"event":{}}"#);
-        assert_eq!(s(&protocol_error_frame("bad")), r#"{"type":"cf_agent_protocol_error","error":"bad"}"#);
+        assert_eq!(
+            s(&agent_tool_event_frame(None, 0, &json!({}), false)),
+            r#"{"type":"agent-tool-event","sequence":0,"event":{}}"#
+        );
+        assert_eq!(
+            s(&protocol_error_frame("bad")),
+            r#"{"type":"cf_agent_protocol_error","error":"bad"}"#
+        );
     }
 
     #[test]
@@ -892,8 +1147,14 @@ mod tests {
             s(&chat_chunk_frame("r", "{}", true)),
             r#"{"type":"cf_agent_use_chat_response","id":"r","body":"{}","done":false,"continuation":true}"#
         );
-        assert_eq!(s(&chat_done_frame("r", false)), r#"{"type":"cf_agent_use_chat_response","id":"r","body":"","done":true}"#);
-        assert_eq!(s(&chat_done_frame("r", true)), r#"{"type":"cf_agent_use_chat_response","id":"r","body":"","done":true,"continuation":true}"#);
+        assert_eq!(
+            s(&chat_done_frame("r", false)),
+            r#"{"type":"cf_agent_use_chat_response","id":"r","body":"","done":true}"#
+        );
+        assert_eq!(
+            s(&chat_done_frame("r", true)),
+            r#"{"type":"cf_agent_use_chat_response","id":"r","body":"","done":true,"continuation":true}"#
+        );
         assert_eq!(
             s(&chat_error_frame("r", "boom", true)),
             r#"{"type":"cf_agent_use_chat_response","id":"r","body":"boom","done":false,"error":true,"continuation":true}"#
@@ -928,14 +1189,20 @@ mod tests {
             r#"{"type":"cf_agent_message_updated","message":{"id":"m1","role":"user","parts":[{"type":"text","text":"hi"}]}}"#
         );
         assert_eq!(s(&chat_clear_frame()), r#"{"type":"cf_agent_chat_clear"}"#);
-        assert_eq!(s(&chat_recovering_frame(false, None)), r#"{"type":"cf_agent_chat_recovering","recovering":false}"#);
+        assert_eq!(
+            s(&chat_recovering_frame(false, None)),
+            r#"{"type":"cf_agent_chat_recovering","recovering":false}"#
+        );
     }
 
     // Golden resume-handshake frames (resume-handshake-frames.ts), compared as exact bytes.
 
     #[test]
     fn golden_stream_resuming() {
-        assert_eq!(s(&stream_resuming_frame("req-1", None)), r#"{"type":"cf_agent_stream_resuming","id":"req-1"}"#);
+        assert_eq!(
+            s(&stream_resuming_frame("req-1", None)),
+            r#"{"type":"cf_agent_stream_resuming","id":"req-1"}"#
+        );
         assert_eq!(
             s(&stream_resuming_frame("req-1", Some("p"))),
             r#"{"type":"cf_agent_stream_resuming","id":"req-1","probeId":"p"}"#
@@ -960,22 +1227,34 @@ mod tests {
     #[test]
     fn golden_replay_done_is_clean_close() {
         let f = replay_done_frame("req-1", false);
-        assert_eq!(s(&f), r#"{"body":"","done":true,"id":"req-1","type":"cf_agent_use_chat_response","replay":true}"#);
+        assert_eq!(
+            s(&f),
+            r#"{"body":"","done":true,"id":"req-1","type":"cf_agent_use_chat_response","replay":true}"#
+        );
         assert!(f.get("error").is_none());
     }
 
     #[test]
     fn golden_terminal_error_has_no_replay_flag() {
         let f = terminal_error_frame("req-1", "boom");
-        assert_eq!(s(&f), r#"{"body":"boom","done":true,"error":true,"id":"req-1","type":"cf_agent_use_chat_response"}"#);
+        assert_eq!(
+            s(&f),
+            r#"{"body":"boom","done":true,"error":true,"id":"req-1","type":"cf_agent_use_chat_response"}"#
+        );
         assert!(f.get("replay").is_none());
     }
 
     #[test]
     fn golden_stream_pending_id_only_when_present() {
-        assert_eq!(s(&stream_pending_frame(Some("req-1"), None)), r#"{"type":"cf_agent_stream_pending","id":"req-1"}"#);
+        assert_eq!(
+            s(&stream_pending_frame(Some("req-1"), None)),
+            r#"{"type":"cf_agent_stream_pending","id":"req-1"}"#
+        );
         assert_eq!(s(&stream_pending_frame(None, None)), r#"{"type":"cf_agent_stream_pending"}"#);
-        assert_eq!(s(&stream_pending_frame(Some(""), Some("p"))), r#"{"type":"cf_agent_stream_pending","probeId":"p"}"#);
+        assert_eq!(
+            s(&stream_pending_frame(Some(""), Some("p"))),
+            r#"{"type":"cf_agent_stream_pending","probeId":"p"}"#
+        );
         assert_eq!(
             s(&stream_pending_frame(Some("c"), Some("p"))),
             r#"{"type":"cf_agent_stream_pending","id":"c","probeId":"p"}"#
@@ -984,7 +1263,10 @@ mod tests {
 
     #[test]
     fn golden_recovering_id_only_when_present() {
-        assert_eq!(s(&recovering_frame(Some("req-1"))), r#"{"type":"cf_agent_chat_recovering","recovering":true,"id":"req-1"}"#);
+        assert_eq!(
+            s(&recovering_frame(Some("req-1"))),
+            r#"{"type":"cf_agent_chat_recovering","recovering":true,"id":"req-1"}"#
+        );
         let no_id = recovering_frame(None);
         assert_eq!(s(&no_id), r#"{"type":"cf_agent_chat_recovering","recovering":true}"#);
         assert!(no_id.get("id").is_none());
@@ -993,7 +1275,10 @@ mod tests {
     #[test]
     fn golden_frame_types_match_constants() {
         assert_eq!(stream_resuming_frame("x", None)["type"], types::STREAM_RESUMING);
-        assert_eq!(stream_resume_none_frame(ResumeNoneReason::Idle, None)["type"], types::STREAM_RESUME_NONE);
+        assert_eq!(
+            stream_resume_none_frame(ResumeNoneReason::Idle, None)["type"],
+            types::STREAM_RESUME_NONE
+        );
         assert_eq!(replay_done_frame("x", false)["type"], types::USE_CHAT_RESPONSE);
         assert_eq!(terminal_error_frame("x", "y")["type"], types::USE_CHAT_RESPONSE);
         assert_eq!(recovering_frame(Some("x"))["type"], types::CHAT_RECOVERING);
@@ -1009,20 +1294,31 @@ mod tests {
         let answer = stream_resuming_frame("req-1", Some("probe"));
         assert_eq!(answer["type"], notify[0]["type"]);
         assert_eq!(answer["id"], notify[0]["id"]);
-        assert_eq!(connect_chat_frames(ConnectChatState::Streaming { request_id: "req-1" }), notify);
+        assert_eq!(
+            connect_chat_frames(ConnectChatState::Streaming { request_id: "req-1" }),
+            notify
+        );
     }
 
     #[test]
     fn invariant_idle_connect_is_transcript_plus_recovering_without_terminal() {
         let m = [UIMessage::new("u", Role::User, vec![json!({"type": "text", "text": "x"})])];
-        let frames = connect_chat_frames(ConnectChatState::Idle { messages: &m, recovering: Some(Some("req-9")), pending: Some(None) });
+        let frames = connect_chat_frames(ConnectChatState::Idle {
+            messages: &m,
+            recovering: Some(Some("req-9")),
+            pending: Some(None),
+        });
         assert_eq!(frames.len(), 3);
         assert_eq!(frames[0]["type"], types::CHAT_MESSAGES);
         assert_eq!(frames[1], recovering_frame(Some("req-9")));
         assert_eq!(frames[2], stream_pending_frame(None, None));
         // #1645: no use-chat-response (terminal) frame is ever part of the connect payload.
         assert!(frames.iter().all(|f| f["type"] != types::USE_CHAT_RESPONSE));
-        let plain = connect_chat_frames(ConnectChatState::Idle { messages: &[], recovering: None, pending: None });
+        let plain = connect_chat_frames(ConnectChatState::Idle {
+            messages: &[],
+            recovering: None,
+            pending: None,
+        });
         assert_eq!(plain, vec![json!({"type": "cf_agent_chat_messages", "messages": []})]);
     }
 
@@ -1050,9 +1346,41 @@ mod tests {
             r#"{"type":"cf_agent_stream_resume_request","probeId":"p"}"#,
             r#"{"state":{"deep":[[[]]]},"type":"cf_agent_state"}"#,
         ];
-        let alphabet: Vec<char> = "{}[]\":,\\ abcdefghijklmnopqrstuvwxyz0123456789-_.eE+tfnul\u{0}\u{7f}é😀\n\t".chars().collect();
-        let keys = ["type", "id", "init", "method", "body", "messages", "parts", "role", "toolCallId", "approved", "args", "state", "clientTools", "probeId"];
-        let values = ["null", "true", "1", "-0.5e9", "\"\"", "\"POST\"", "[]", "{}", "\"cf_agent_use_chat_request\"", "\"rpc\"", "\"cf_agent_tool_result\"", "\"cf_agent_tool_approval\"", "\"{\\\"messages\\\":[1]}\""];
+        let alphabet: Vec<char> =
+            "{}[]\":,\\ abcdefghijklmnopqrstuvwxyz0123456789-_.eE+tfnul\u{0}\u{7f}é😀\n\t"
+                .chars()
+                .collect();
+        let keys = [
+            "type",
+            "id",
+            "init",
+            "method",
+            "body",
+            "messages",
+            "parts",
+            "role",
+            "toolCallId",
+            "approved",
+            "args",
+            "state",
+            "clientTools",
+            "probeId",
+        ];
+        let values = [
+            "null",
+            "true",
+            "1",
+            "-0.5e9",
+            "\"\"",
+            "\"POST\"",
+            "[]",
+            "{}",
+            "\"cf_agent_use_chat_request\"",
+            "\"rpc\"",
+            "\"cf_agent_tool_result\"",
+            "\"cf_agent_tool_approval\"",
+            "\"{\\\"messages\\\":[1]}\"",
+        ];
         let mut rng = Rng(0x9E37_79B9_7F4A_7C15);
         let mut inputs: Vec<String> = Vec::new();
         for i in 0..1000 {
@@ -1076,7 +1404,13 @@ mod tests {
                 3 => {
                     let n = rng.below(6);
                     let fields: Vec<String> = (0..n)
-                        .map(|_| format!("\"{}\":{}", keys[rng.below(keys.len())], values[rng.below(values.len())]))
+                        .map(|_| {
+                            format!(
+                                "\"{}\":{}",
+                                keys[rng.below(keys.len())],
+                                values[rng.below(values.len())]
+                            )
+                        })
                         .collect();
                     format!("{{{}}}", fields.join(","))
                 }

@@ -43,13 +43,7 @@ pub struct UIMessage {
 impl UIMessage {
     /// A message with no metadata, as the accumulator and tests build them.
     pub fn new(id: impl Into<String>, role: Role, parts: Vec<Value>) -> Self {
-        UIMessage {
-            id: id.into(),
-            role,
-            metadata: None,
-            parts,
-            extra: Map::new(),
-        }
+        UIMessage { id: id.into(), role, metadata: None, parts, extra: Map::new() }
     }
 
     /// Parses one message from client JSON and checks what serde cannot: every part is an
@@ -61,13 +55,19 @@ impl UIMessage {
         };
         match obj.get("id") {
             Some(Value::String(_)) => {}
-            Some(other) => return Err(format!("message id is not a string (got {})", json_kind(other))),
+            Some(other) => {
+                return Err(format!("message id is not a string (got {})", json_kind(other)))
+            }
             None => return Err("message has no id".into()),
         }
         match obj.get("role") {
             Some(Value::String(r)) if matches!(r.as_str(), "system" | "user" | "assistant") => {}
-            Some(Value::String(r)) => return Err(format!("message role \"{r}\" is not system, user or assistant")),
-            Some(other) => return Err(format!("message role is not a string (got {})", json_kind(other))),
+            Some(Value::String(r)) => {
+                return Err(format!("message role \"{r}\" is not system, user or assistant"))
+            }
+            Some(other) => {
+                return Err(format!("message role is not a string (got {})", json_kind(other)))
+            }
             None => return Err("message has no role".into()),
         }
         match obj.get("parts") {
@@ -78,11 +78,18 @@ impl UIMessage {
                             Some(Value::String(_)) => {}
                             _ => return Err(format!("parts[{i}] has no string type")),
                         },
-                        other => return Err(format!("parts[{i}] is not an object (got {})", json_kind(other))),
+                        other => {
+                            return Err(format!(
+                                "parts[{i}] is not an object (got {})",
+                                json_kind(other)
+                            ))
+                        }
                     }
                 }
             }
-            Some(other) => return Err(format!("message parts is not an array (got {})", json_kind(other))),
+            Some(other) => {
+                return Err(format!("message parts is not an array (got {})", json_kind(other)))
+            }
             None => return Err("message has no parts".into()),
         }
         serde_json::from_value(Value::Object(obj)).map_err(|e| format!("invalid message: {e}"))
@@ -232,7 +239,10 @@ mod tests {
             (json!({"id": "a", "role": "user", "parts": {}}), "parts is not an array"),
             (json!({"id": "a", "role": "user"}), "no parts"),
             (json!({"id": "a", "role": "user", "parts": [1]}), "parts[0] is not an object"),
-            (json!({"id": "a", "role": "user", "parts": [{"text": "x"}]}), "parts[0] has no string type"),
+            (
+                json!({"id": "a", "role": "user", "parts": [{"text": "x"}]}),
+                "parts[0] has no string type",
+            ),
         ];
         for (raw, want) in cases {
             let err = UIMessage::from_value(raw.clone()).unwrap_err();

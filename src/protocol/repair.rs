@@ -12,14 +12,18 @@ use serde_json::Value;
 use std::collections::BTreeSet;
 
 /// The error text an interrupted tool call is settled with.
-pub const INTERRUPTED_TOOL_ERROR: &str = "The tool call was interrupted before a result was recorded.";
+pub const INTERRUPTED_TOOL_ERROR: &str =
+    "The tool call was interrupted before a result was recorded.";
 
 /// Whether a tool part already carries a result the provider accepts (an output, or a
 /// terminal state), so repair must not overwrite it.
 pub fn tool_part_has_settled_result(part: &Value) -> bool {
     part.get("output").is_some()
         || part.get("result").is_some()
-        || matches!(state_of(part), Some(state::OUTPUT_AVAILABLE | state::OUTPUT_ERROR | state::OUTPUT_DENIED))
+        || matches!(
+            state_of(part),
+            Some(state::OUTPUT_AVAILABLE | state::OUTPUT_ERROR | state::OUTPUT_DENIED)
+        )
 }
 
 /// The default repair: settle the part as `output-error` with [`INTERRUPTED_TOOL_ERROR`].
@@ -58,12 +62,17 @@ pub struct RepairResult {
 }
 
 /// Repairs with the default error shape under `policy`.
-pub fn repair_interrupted_tool_parts(messages: &[UIMessage], policy: PendingPolicy<'_>) -> RepairResult {
+pub fn repair_interrupted_tool_parts(
+    messages: &[UIMessage],
+    policy: PendingPolicy<'_>,
+) -> RepairResult {
     repair_interrupted_tool_parts_with(
         messages,
         |part| match policy {
             PendingPolicy::RepairAll => true,
-            PendingPolicy::KeepAwaitingClient(tools) => !part_awaits_client_interaction(part, tools),
+            PendingPolicy::KeepAwaitingClient(tools) => {
+                !part_awaits_client_interaction(part, tools)
+            }
         },
         error_interrupted_part,
     )
@@ -88,7 +97,8 @@ pub fn repair_interrupted_tool_parts_with(
         let mut msg = message.clone();
         let mut changed = false;
         for part in msg.parts.iter_mut() {
-            let Some(call_id) = tool_call_id_of(part).filter(|s| !s.is_empty()).map(str::to_owned) else {
+            let Some(call_id) = tool_call_id_of(part).filter(|s| !s.is_empty()).map(str::to_owned)
+            else {
                 continue;
             };
             if !is_tool_part(part) {
@@ -150,7 +160,10 @@ mod tests {
 
     #[test]
     fn flips_interrupted_call_to_error() {
-        let msgs = [tool_msg("a1", json!({"type": "tool-search", "toolCallId": "tc1", "toolName": "search", "state": "input-available", "input": {"q": "cats"}}))];
+        let msgs = [tool_msg(
+            "a1",
+            json!({"type": "tool-search", "toolCallId": "tc1", "toolName": "search", "state": "input-available", "input": {"q": "cats"}}),
+        )];
         let r = repair(&msgs);
         assert_eq!(r.removed_tool_calls, 1);
         assert_eq!(r.tool_call_ids, vec!["tc1"]);
@@ -163,7 +176,10 @@ mod tests {
 
     #[test]
     fn leaves_settled_calls_untouched() {
-        let msgs = [tool_msg("a1", json!({"type": "tool-search", "toolCallId": "tc1", "state": "output-available", "input": {"q": "cats"}, "output": {"hits": 1}}))];
+        let msgs = [tool_msg(
+            "a1",
+            json!({"type": "tool-search", "toolCallId": "tc1", "state": "output-available", "input": {"q": "cats"}, "output": {"hits": 1}}),
+        )];
         let r = repair(&msgs);
         assert_eq!((r.removed_tool_calls, r.normalized_inputs), (0, 0));
         assert!(r.changed.is_empty());
@@ -172,7 +188,10 @@ mod tests {
 
     #[test]
     fn keeps_approval_responded_verbatim() {
-        let msgs = [tool_msg("a1", json!({"type": "tool-deploy", "toolCallId": "tc1", "state": "approval-responded", "input": {"env": "prod"}}))];
+        let msgs = [tool_msg(
+            "a1",
+            json!({"type": "tool-deploy", "toolCallId": "tc1", "state": "approval-responded", "input": {"env": "prod"}}),
+        )];
         let r = repair(&msgs);
         assert_eq!(r.removed_tool_calls, 0);
         assert_eq!(r.messages[..], msgs[..]);
@@ -180,7 +199,10 @@ mod tests {
 
     #[test]
     fn normalizes_settled_input_without_erroring() {
-        let msgs = [tool_msg("a1", json!({"type": "tool-search", "toolCallId": "tc1", "state": "output-available", "input": "{\"q\":\"cats\"}", "output": {"hits": 1}}))];
+        let msgs = [tool_msg(
+            "a1",
+            json!({"type": "tool-search", "toolCallId": "tc1", "state": "output-available", "input": "{\"q\":\"cats\"}", "output": {"hits": 1}}),
+        )];
         let r = repair(&msgs);
         assert_eq!((r.removed_tool_calls, r.normalized_inputs), (0, 1));
         assert_eq!(r.messages[0].parts[0]["state"], "output-available");
@@ -190,23 +212,33 @@ mod tests {
 
     #[test]
     fn normalizes_interrupted_input_before_repair() {
-        let msgs = [tool_msg("a1", json!({"type": "tool-search", "toolCallId": "tc1", "state": "input-available", "input": ""}))];
+        let msgs = [tool_msg(
+            "a1",
+            json!({"type": "tool-search", "toolCallId": "tc1", "state": "input-available", "input": ""}),
+        )];
         let r = repair(&msgs);
         assert_eq!((r.removed_tool_calls, r.normalized_inputs), (1, 1));
         assert_eq!(r.messages[0].parts[0]["input"], json!({}));
         assert_eq!(r.messages[0].parts[0]["state"], "output-error");
-        let streaming = [tool_msg("a1", json!({"type": "tool-s", "toolCallId": "tc1", "state": "input-streaming"}))];
+        let streaming = [tool_msg(
+            "a1",
+            json!({"type": "tool-s", "toolCallId": "tc1", "state": "input-streaming"}),
+        )];
         assert_eq!(repair(&streaming).messages[0].parts[0]["input"], json!({}));
     }
 
     #[test]
     fn handles_dynamic_tools_and_skips_non_tools() {
-        let msgs = [UIMessage::new("a1", Role::Assistant, vec![
-            json!({"type": "text", "text": "hello"}),
-            json!({"type": "dynamic-tool", "toolCallId": "tc1", "toolName": "whatever", "state": "input-available", "input": {}}),
-            json!({"type": "data-x", "toolCallId": "tc2", "state": "input-available"}),
-            json!({"type": "tool-x", "state": "input-available"}),
-        ])];
+        let msgs = [UIMessage::new(
+            "a1",
+            Role::Assistant,
+            vec![
+                json!({"type": "text", "text": "hello"}),
+                json!({"type": "dynamic-tool", "toolCallId": "tc1", "toolName": "whatever", "state": "input-available", "input": {}}),
+                json!({"type": "data-x", "toolCallId": "tc2", "state": "input-available"}),
+                json!({"type": "tool-x", "state": "input-available"}),
+            ],
+        )];
         let r = repair(&msgs);
         assert_eq!(r.removed_tool_calls, 1);
         assert_eq!(r.messages[0].parts[0], json!({"type": "text", "text": "hello"}));
@@ -217,10 +249,15 @@ mod tests {
 
     #[test]
     fn custom_repair_hook() {
-        let msgs = [tool_msg("a1", json!({"type": "tool-ask_user", "toolCallId": "tc1", "state": "input-available", "input": {"question": "Which file?"}}))];
-        let r = repair_interrupted_tool_parts_with(&msgs, |_| true, |p| {
-            json!({"type": "text", "text": p["input"]["question"].as_str().unwrap_or("")})
-        });
+        let msgs = [tool_msg(
+            "a1",
+            json!({"type": "tool-ask_user", "toolCallId": "tc1", "state": "input-available", "input": {"question": "Which file?"}}),
+        )];
+        let r = repair_interrupted_tool_parts_with(
+            &msgs,
+            |_| true,
+            |p| json!({"type": "text", "text": p["input"]["question"].as_str().unwrap_or("")}),
+        );
         assert_eq!(r.removed_tool_calls, 1);
         assert_eq!(r.messages[0].parts[0], json!({"type": "text", "text": "Which file?"}));
     }
@@ -229,9 +266,18 @@ mod tests {
     fn keep_awaiting_client_policy() {
         let tools: BTreeSet<String> = ["chooseOption".to_owned()].into();
         let msgs = [
-            tool_msg("a1", json!({"type": "tool-chooseOption", "toolCallId": "client-1", "state": "input-available", "input": {}})),
-            tool_msg("a2", json!({"type": "tool-previewTool", "toolCallId": "server-1", "state": "input-available", "input": {}})),
-            tool_msg("a3", json!({"type": "tool-edit", "toolCallId": "ap-1", "state": "approval-requested", "input": {}, "approval": {"id": "x"}})),
+            tool_msg(
+                "a1",
+                json!({"type": "tool-chooseOption", "toolCallId": "client-1", "state": "input-available", "input": {}}),
+            ),
+            tool_msg(
+                "a2",
+                json!({"type": "tool-previewTool", "toolCallId": "server-1", "state": "input-available", "input": {}}),
+            ),
+            tool_msg(
+                "a3",
+                json!({"type": "tool-edit", "toolCallId": "ap-1", "state": "approval-requested", "input": {}, "approval": {"id": "x"}}),
+            ),
         ];
         let r = repair_interrupted_tool_parts(&msgs, PendingPolicy::KeepAwaitingClient(&tools));
         assert_eq!(r.removed_tool_calls, 1);
@@ -248,9 +294,18 @@ mod tests {
     #[test]
     fn repairs_across_messages() {
         let msgs = [
-            tool_msg("a1", json!({"type": "tool-a", "toolCallId": "tc1", "state": "input-available", "input": {}})),
-            tool_msg("a2", json!({"type": "tool-b", "toolCallId": "tc2", "state": "output-available", "input": {}, "output": {}})),
-            tool_msg("a3", json!({"type": "tool-c", "toolCallId": "tc3", "state": "input-streaming", "input": {}})),
+            tool_msg(
+                "a1",
+                json!({"type": "tool-a", "toolCallId": "tc1", "state": "input-available", "input": {}}),
+            ),
+            tool_msg(
+                "a2",
+                json!({"type": "tool-b", "toolCallId": "tc2", "state": "output-available", "input": {}, "output": {}}),
+            ),
+            tool_msg(
+                "a3",
+                json!({"type": "tool-c", "toolCallId": "tc3", "state": "input-streaming", "input": {}}),
+            ),
         ];
         let r = repair(&msgs);
         assert_eq!(r.removed_tool_calls, 2);

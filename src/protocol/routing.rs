@@ -52,13 +52,17 @@ pub enum RouteError {
 pub fn parse_agent_path(path: &str, prefix: &str) -> Result<AgentPath, RouteError> {
     let segments: Vec<&str> = path.split('/').filter(|s| !s.is_empty()).collect();
     let prefix_parts: Vec<&str> = prefix.split('/').filter(|s| !s.is_empty()).collect();
-    if segments.len() < prefix_parts.len() + 2 || segments[..prefix_parts.len()] != prefix_parts[..] {
+    if segments.len() < prefix_parts.len() + 2 || segments[..prefix_parts.len()] != prefix_parts[..]
+    {
         return Err(RouteError::NotAgentPath);
     }
     let namespace = segments[prefix_parts.len()].to_owned();
     let raw_name = segments[prefix_parts.len() + 1];
-    let name = percent_decode(raw_name, false)
-        .ok_or_else(|| RouteError::InvalidName(format!("instance name {raw_name:?} is not valid percent-encoded UTF-8")))?;
+    let name = percent_decode(raw_name, false).ok_or_else(|| {
+        RouteError::InvalidName(format!(
+            "instance name {raw_name:?} is not valid percent-encoded UTF-8"
+        ))
+    })?;
     let rest = segments[prefix_parts.len() + 2..].join("/");
     Ok(AgentPath { namespace, name, rest })
 }
@@ -148,11 +152,19 @@ mod tests {
     fn parses_agent_paths() {
         assert_eq!(
             parse_agent_path("/agents/my-agent/default", "agents"),
-            Ok(AgentPath { namespace: "my-agent".into(), name: "default".into(), rest: String::new() })
+            Ok(AgentPath {
+                namespace: "my-agent".into(),
+                name: "default".into(),
+                rest: String::new()
+            })
         );
         assert_eq!(
             parse_agent_path("/agents/think-agent/room%201/get-messages", "agents"),
-            Ok(AgentPath { namespace: "think-agent".into(), name: "room 1".into(), rest: "get-messages".into() })
+            Ok(AgentPath {
+                namespace: "think-agent".into(),
+                name: "room 1".into(),
+                rest: "get-messages".into()
+            })
         );
         assert_eq!(
             parse_agent_path("//agents//p/n/sub/child-agent/c%2Fd/", "agents").unwrap().rest,
@@ -163,9 +175,18 @@ mod tests {
         assert_eq!(parse_agent_path("/agents/only-ns", "agents"), Err(RouteError::NotAgentPath));
         assert_eq!(parse_agent_path("/other/a/b", "agents"), Err(RouteError::NotAgentPath));
         assert_eq!(parse_agent_path("/", "agents"), Err(RouteError::NotAgentPath));
-        assert!(matches!(parse_agent_path("/agents/a/%zz", "agents"), Err(RouteError::InvalidName(_))));
-        assert!(matches!(parse_agent_path("/agents/a/%ff", "agents"), Err(RouteError::InvalidName(_))));
-        assert!(matches!(parse_agent_path("/agents/a/%4", "agents"), Err(RouteError::InvalidName(_))));
+        assert!(matches!(
+            parse_agent_path("/agents/a/%zz", "agents"),
+            Err(RouteError::InvalidName(_))
+        ));
+        assert!(matches!(
+            parse_agent_path("/agents/a/%ff", "agents"),
+            Err(RouteError::InvalidName(_))
+        ));
+        assert!(matches!(
+            parse_agent_path("/agents/a/%4", "agents"),
+            Err(RouteError::InvalidName(_))
+        ));
     }
 
     #[test]

@@ -5,7 +5,9 @@
 //! character budgets of tool outputs and texts in UTF-16 code units (JavaScript's
 //! `String.length`), so both implementations compact the same messages the same way.
 
-use super::message::{part_type, state, state_of, tool_call_id_of, utf16_len, utf16_prefix, Role, UIMessage};
+use super::message::{
+    part_type, state, state_of, tool_call_id_of, utf16_len, utf16_prefix, Role, UIMessage,
+};
 use serde_json::{json, Map, Value};
 
 /// Largest serialized message stored as is; headroom below the 2 MB SQLite row limit.
@@ -251,7 +253,8 @@ fn truncate_array(items: &[Value], max: usize, original_length: usize, depth: us
         lens.pop();
     }
     if result.len() < items.len() {
-        let note = Value::String(format!("Array output truncated {}", truncated_suffix(original_length)));
+        let note =
+            Value::String(format!("Array output truncated {}", truncated_suffix(original_length)));
         lens.push(json_len(&note));
         result.push(note);
     }
@@ -269,7 +272,12 @@ fn object_len(map: &Map<String, Value>) -> usize {
     2 + map.iter().map(|(k, v)| entry_len(k, v)).sum::<usize>() + map.len().saturating_sub(1)
 }
 
-fn truncate_object(map: &Map<String, Value>, max: usize, original_length: usize, depth: usize) -> Value {
+fn truncate_object(
+    map: &Map<String, Value>,
+    max: usize,
+    original_length: usize,
+    depth: usize,
+) -> Value {
     let budget = child_max_chars(max, map.len());
     let mut result = Map::new();
     for (k, v) in map {
@@ -291,10 +299,8 @@ fn truncate_object(map: &Map<String, Value>, max: usize, original_length: usize,
 }
 
 fn shrink_string_fields(map: &mut Map<String, Value>, max: usize) {
-    let mut strings: Vec<(String, String)> = map
-        .iter()
-        .filter_map(|(k, v)| v.as_str().map(|s| (k.clone(), s.to_owned())))
-        .collect();
+    let mut strings: Vec<(String, String)> =
+        map.iter().filter_map(|(k, v)| v.as_str().map(|s| (k.clone(), s.to_owned()))).collect();
     strings.sort_by_key(|(_, s)| std::cmp::Reverse(utf16_len(s)));
     let mut total = object_len(map);
     for (key, s) in strings {
@@ -355,13 +361,18 @@ mod input_tests {
     #[test]
     fn large_tool_inputs_are_shortened_when_outputs_are_not_enough() {
         let big = "x".repeat(1_200_000);
-        let part = |id: &str| json!({"type": "tool-write", "toolCallId": id, "state": "output-available",
-            "input": {"path": "/big.txt", "content": big}, "output": {"path": "/big.txt", "bytesWritten": 1_200_000, "lines": 1}});
+        let part = |id: &str| {
+            json!({"type": "tool-write", "toolCallId": id, "state": "output-available",
+            "input": {"path": "/big.txt", "content": big}, "output": {"path": "/big.txt", "bytesWritten": 1_200_000, "lines": 1}})
+        };
         let m = UIMessage::new("m", Role::Assistant, vec![part("a"), part("b")]);
         let out = enforce_row_size_limit(&m);
         assert!(message_bytes(&out) <= ROW_MAX_BYTES);
         assert_eq!(out.parts[0]["input"]["path"], "/big.txt");
-        assert!(out.parts[0]["input"]["content"].as_str().unwrap().contains("truncated for storage"));
+        assert!(out.parts[0]["input"]["content"]
+            .as_str()
+            .unwrap()
+            .contains("truncated for storage"));
         assert_eq!(out.metadata.unwrap()["compactedToolInputs"], json!(["a", "b"]));
     }
 }
@@ -376,9 +387,14 @@ mod tests {
 
     #[test]
     fn strips_openai_item_id_keeping_other_fields() {
-        let m = asst(vec![json!({"type": "text", "text": "Hello!", "providerMetadata": {"openai": {"itemId": "item_abc", "someOtherField": "keep-me"}}})]);
+        let m = asst(vec![
+            json!({"type": "text", "text": "Hello!", "providerMetadata": {"openai": {"itemId": "item_abc", "someOtherField": "keep-me"}}}),
+        ]);
         let s = sanitize_message(&m);
-        assert_eq!(s.parts[0]["providerMetadata"], json!({"openai": {"someOtherField": "keep-me"}}));
+        assert_eq!(
+            s.parts[0]["providerMetadata"],
+            json!({"openai": {"someOtherField": "keep-me"}})
+        );
     }
 
     #[test]
@@ -394,7 +410,9 @@ mod tests {
 
     #[test]
     fn strips_call_provider_metadata_of_tool_parts() {
-        let m = asst(vec![json!({"type": "tool-x", "toolCallId": "c", "state": "output-available", "callProviderMetadata": {"openai": {"itemId": "fc_1"}}})]);
+        let m = asst(vec![
+            json!({"type": "tool-x", "toolCallId": "c", "state": "output-available", "callProviderMetadata": {"openai": {"itemId": "fc_1"}}}),
+        ]);
         let s = sanitize_message(&m);
         assert!(s.parts[0].get("callProviderMetadata").is_none());
     }
@@ -419,13 +437,17 @@ mod tests {
     #[test]
     fn small_messages_pass_unchanged() {
         let out = "A".repeat(50_000);
-        let m = asst(vec![json!({"type": "tool-bigTool", "toolCallId": "call_ok", "state": "output-available", "input": {}, "output": out})]);
+        let m = asst(vec![
+            json!({"type": "tool-bigTool", "toolCallId": "call_ok", "state": "output-available", "input": {}, "output": out}),
+        ]);
         assert_eq!(enforce_row_size_limit(&m), m);
     }
 
     #[test]
     fn oversized_tool_output_is_compacted_and_recorded() {
-        let m = asst(vec![json!({"type": "tool-hugeTool", "toolCallId": "call_huge", "state": "output-available", "input": {"q": "big"}, "output": "X".repeat(1_900_000)})]);
+        let m = asst(vec![
+            json!({"type": "tool-hugeTool", "toolCallId": "call_huge", "state": "output-available", "input": {"q": "big"}, "output": "X".repeat(1_900_000)}),
+        ]);
         let r = enforce_row_size_limit(&m);
         let out = r.parts[0]["output"].as_str().unwrap();
         assert!(out.contains("[truncated 1900000 chars]"));
@@ -438,7 +460,9 @@ mod tests {
     #[test]
     fn multibyte_output_is_measured_in_bytes() {
         // 700,000 CJK chars are 700,000 UTF-16 units but 2,100,000 UTF-8 bytes.
-        let m = asst(vec![json!({"type": "tool-cjk", "toolCallId": "c", "state": "output-available", "input": {}, "output": "\u{4e00}".repeat(700_000)})]);
+        let m = asst(vec![
+            json!({"type": "tool-cjk", "toolCallId": "c", "state": "output-available", "input": {}, "output": "\u{4e00}".repeat(700_000)}),
+        ]);
         let r = enforce_row_size_limit(&m);
         assert!(r.parts[0]["output"].as_str().unwrap().contains("[truncated"));
         assert!(message_bytes(&r) <= ROW_MAX_BYTES);
@@ -446,7 +470,9 @@ mod tests {
 
     #[test]
     fn existing_metadata_is_kept_when_compacting() {
-        let mut m = asst(vec![json!({"type": "tool-t", "toolCallId": "c", "state": "output-available", "output": {"blob": "Y".repeat(1_900_000)}})]);
+        let mut m = asst(vec![
+            json!({"type": "tool-t", "toolCallId": "c", "state": "output-available", "output": {"blob": "Y".repeat(1_900_000)}}),
+        ]);
         m.metadata = Some(json!({"model": "x"}));
         let r = enforce_row_size_limit(&m);
         assert_eq!(r.metadata, Some(json!({"model": "x", "compactedToolOutputs": ["c"]})));
@@ -455,7 +481,11 @@ mod tests {
 
     #[test]
     fn large_user_text_is_truncated() {
-        let m = UIMessage::new("u", Role::User, vec![json!({"type": "text", "text": "Z".repeat(1_900_000)})]);
+        let m = UIMessage::new(
+            "u",
+            Role::User,
+            vec![json!({"type": "text", "text": "Z".repeat(1_900_000)})],
+        );
         let r = enforce_row_size_limit(&m);
         let t = r.parts[0]["text"].as_str().unwrap();
         assert!(t.starts_with("[Text truncated for storage (1900000 chars). First 500 chars: ZZZ"));
@@ -474,7 +504,10 @@ mod tests {
             json!({"type": "text", "text": big}),
         ]);
         let r = enforce_row_size_limit(&m);
-        assert_eq!(r.metadata, Some(json!({"compactedToolOutputs": ["c1"], "compactedTextParts": [1, 3]})));
+        assert_eq!(
+            r.metadata,
+            Some(json!({"compactedToolOutputs": ["c1"], "compactedTextParts": [1, 3]}))
+        );
         assert_eq!(utf16_len(r.parts[4]["text"].as_str().unwrap()), 1_000_000);
         assert!(message_bytes(&r) <= ROW_MAX_BYTES);
     }
@@ -511,7 +544,10 @@ mod tests {
         let items = a.output.as_array().unwrap();
         assert!(json_len(&a.output) <= 1000);
         assert_eq!(items.len(), 10);
-        assert_eq!(items.last().unwrap(), &json!("Array output truncated ... [truncated 76501 chars]"));
+        assert_eq!(
+            items.last().unwrap(),
+            &json!("Array output truncated ... [truncated 76501 chars]")
+        );
         assert_eq!(utf16_len(items[0].as_str().unwrap()), 100);
         // When the note no longer fits, the whole array becomes a structured marker.
         let arr: Vec<Value> = (0..500).map(|i| json!({"i": i, "s": "y".repeat(50)})).collect();
@@ -548,7 +584,10 @@ mod tests {
         let m = truncate_tool_output(&Value::Object(many), 300);
         assert_eq!(m.output["__truncated"], true);
         assert!(m.output.get("note").is_some());
-        let m2 = truncate_tool_output(&Value::Object((0..200).map(|i| (format!("key{i}"), json!(i))).collect()), 40);
+        let m2 = truncate_tool_output(
+            &Value::Object((0..200).map(|i| (format!("key{i}"), json!(i))).collect()),
+            40,
+        );
         assert_eq!(m2.output, json!({"__truncated": true, "__truncatedChars": m2.original_length}));
     }
 }

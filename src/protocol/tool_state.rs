@@ -27,7 +27,11 @@ pub enum ToolResultOutcome {
 impl ToolResultOutcome {
     /// Reads a `cf_agent_tool_result` frame's fields the way Think does: only the state
     /// `"output-error"` makes an error; anything else is an output.
-    pub fn from_frame(state: Option<&str>, output: Option<Value>, error_text: Option<String>) -> Self {
+    pub fn from_frame(
+        state: Option<&str>,
+        output: Option<Value>,
+        error_text: Option<String>,
+    ) -> Self {
         if state == Some(state::OUTPUT_ERROR) {
             ToolResultOutcome::Error(error_text)
         } else {
@@ -60,7 +64,8 @@ pub struct ToolPartUpdate {
     kind: Kind,
 }
 
-const RESULT_STATES: &[&str] = &[state::INPUT_AVAILABLE, state::APPROVAL_REQUESTED, state::APPROVAL_RESPONDED];
+const RESULT_STATES: &[&str] =
+    &[state::INPUT_AVAILABLE, state::APPROVAL_REQUESTED, state::APPROVAL_RESPONDED];
 const APPROVAL_STATES: &[&str] = &[state::INPUT_AVAILABLE, state::APPROVAL_REQUESTED];
 const CROSS_MESSAGE_STATES: &[&str] = &[
     state::INPUT_STREAMING,
@@ -92,7 +97,11 @@ impl ToolPartUpdate {
 
     /// Replaces the `{status:"paused", executionId}` output of a paused code execution with its
     /// final outcome once the host resolves it; anything else is left alone.
-    pub fn paused_execution(tool_call_id: impl Into<String>, execution_id: impl Into<String>, output: Value) -> Self {
+    pub fn paused_execution(
+        tool_call_id: impl Into<String>,
+        execution_id: impl Into<String>,
+        output: Value,
+    ) -> Self {
         ToolPartUpdate {
             tool_call_id: tool_call_id.into(),
             kind: Kind::PausedExecution { execution_id: execution_id.into(), output },
@@ -139,7 +148,8 @@ impl ToolPartUpdate {
                     approval.insert("id".into(), Value::String(self.tool_call_id.clone()));
                 }
                 approval.insert("approved".into(), Value::Bool(*approved));
-                let new_state = if *approved { state::APPROVAL_RESPONDED } else { state::OUTPUT_DENIED };
+                let new_state =
+                    if *approved { state::APPROVAL_RESPONDED } else { state::OUTPUT_DENIED };
                 p.insert("state".into(), new_state.into());
                 p.insert("approval".into(), Value::Object(approval));
             }
@@ -155,7 +165,9 @@ impl ToolPartUpdate {
                     }
                     CrossMessageUpdate::Error { error_text } => {
                         p.insert("state".into(), state::OUTPUT_ERROR.into());
-                        let text = error_text.clone().unwrap_or_else(|| DEFAULT_CROSS_MESSAGE_ERROR_TEXT.to_owned());
+                        let text = error_text
+                            .clone()
+                            .unwrap_or_else(|| DEFAULT_CROSS_MESSAGE_ERROR_TEXT.to_owned());
                         p.insert("errorText".into(), Value::String(text));
                     }
                 }
@@ -163,7 +175,8 @@ impl ToolPartUpdate {
             Kind::PausedExecution { execution_id, output } => {
                 let paused = obj.get("output").and_then(Value::as_object).is_some_and(|o| {
                     o.get("status").and_then(Value::as_str) == Some("paused")
-                        && o.get("executionId").and_then(Value::as_str) == Some(execution_id.as_str())
+                        && o.get("executionId").and_then(Value::as_str)
+                            == Some(execution_id.as_str())
                 });
                 if !paused {
                     return part.clone();
@@ -231,13 +244,18 @@ pub fn client_tool_names<'a>(names: impl IntoIterator<Item = &'a str>) -> BTreeS
 pub fn part_awaits_client_interaction(part: &Value, client_tools: &BTreeSet<String>) -> bool {
     match state_of(part) {
         Some(state::APPROVAL_REQUESTED) => true,
-        Some(state::INPUT_AVAILABLE) => tool_name_of(part).is_some_and(|n| client_tools.contains(n)),
+        Some(state::INPUT_AVAILABLE) => {
+            tool_name_of(part).is_some_and(|n| client_tools.contains(n))
+        }
         _ => false,
     }
 }
 
 /// Whether a message has a part awaiting a client interaction.
-pub fn message_has_pending_interaction(message: &UIMessage, client_tools: &BTreeSet<String>) -> bool {
+pub fn message_has_pending_interaction(
+    message: &UIMessage,
+    client_tools: &BTreeSet<String>,
+) -> bool {
     message.parts.iter().any(|p| part_awaits_client_interaction(p, client_tools))
 }
 
@@ -262,7 +280,9 @@ pub fn message_has_incomplete_tool_batch(message: &UIMessage) -> bool {
     for part in &message.parts {
         match state_of(part) {
             Some(state::INPUT_AVAILABLE) | Some(state::APPROVAL_REQUESTED) => pending = true,
-            Some(state::OUTPUT_AVAILABLE) | Some(state::OUTPUT_ERROR) | Some(state::OUTPUT_DENIED)
+            Some(state::OUTPUT_AVAILABLE)
+            | Some(state::OUTPUT_ERROR)
+            | Some(state::OUTPUT_DENIED)
             | Some(state::APPROVAL_RESPONDED)
                 if super::message::is_tool_part(part) =>
             {
@@ -304,7 +324,10 @@ mod tests {
     #[test]
     fn tool_result_output_available() {
         let u = result("tc1", json!({"result": 42}));
-        assert_eq!(u.match_states(), &["input-available", "approval-requested", "approval-responded"]);
+        assert_eq!(
+            u.match_states(),
+            &["input-available", "approval-requested", "approval-responded"]
+        );
         let a = u.apply(&json!({"toolCallId": "tc1", "state": "input-available"}));
         assert_eq!(a["state"], "output-available");
         assert_eq!(a["output"], json!({"result": 42}));
@@ -318,27 +341,40 @@ mod tests {
         assert_eq!(a["state"], "output-error");
         assert_eq!(a["errorText"], "denied");
         let u = ToolPartUpdate::tool_result("tc1", ToolResultOutcome::Error(None));
-        assert_eq!(u.apply(&part("tc1", "input-available"))["errorText"], "Tool execution denied by user");
+        assert_eq!(
+            u.apply(&part("tc1", "input-available"))["errorText"],
+            "Tool execution denied by user"
+        );
     }
 
     #[test]
     fn outcome_from_frame() {
         assert_eq!(
-            ToolResultOutcome::from_frame(Some("output-error"), Some(json!(null)), Some("no".into())),
+            ToolResultOutcome::from_frame(
+                Some("output-error"),
+                Some(json!(null)),
+                Some("no".into())
+            ),
             ToolResultOutcome::Error(Some("no".into()))
         );
         assert_eq!(
             ToolResultOutcome::from_frame(Some("output-available"), Some(json!(1)), None),
             ToolResultOutcome::Output(Some(json!(1)))
         );
-        assert_eq!(ToolResultOutcome::from_frame(None, None, None), ToolResultOutcome::Output(None));
+        assert_eq!(
+            ToolResultOutcome::from_frame(None, None, None),
+            ToolResultOutcome::Output(None)
+        );
     }
 
     #[test]
     fn cross_message_match_states_and_resolution() {
         let u = ToolPartUpdate::cross_message(
             "tc1",
-            CrossMessageUpdate::Output { output: Some(json!({"enabled": true})), preliminary: None },
+            CrossMessageUpdate::Output {
+                output: Some(json!({"enabled": true})),
+                preliminary: None,
+            },
         );
         assert_eq!(u.match_states().len(), 7);
         let a = u.apply(&part("tc1", "approval-responded"));
@@ -359,8 +395,12 @@ mod tests {
         let a = u.apply(&part("tc1", "approval-responded"));
         assert_eq!(a["state"], "output-error");
         assert_eq!(a["errorText"], "Trigger update failed");
-        let u = ToolPartUpdate::cross_message("tc1", CrossMessageUpdate::Error { error_text: None });
-        assert_eq!(u.apply(&part("tc1", "approval-responded"))["errorText"], "Tool execution failed");
+        let u =
+            ToolPartUpdate::cross_message("tc1", CrossMessageUpdate::Error { error_text: None });
+        assert_eq!(
+            u.apply(&part("tc1", "approval-responded"))["errorText"],
+            "Tool execution failed"
+        );
     }
 
     #[test]
@@ -381,7 +421,8 @@ mod tests {
 
     #[test]
     fn cross_message_transitions_fresh_approval_via_apply() {
-        let mut parts = vec![with(part("tc1", "approval-responded"), "approval", json!({"approved": true}))];
+        let mut parts =
+            vec![with(part("tc1", "approval-responded"), "approval", json!({"approved": true}))];
         let u = ToolPartUpdate::cross_message(
             "tc1",
             CrossMessageUpdate::Output { output: Some(json!({"ok": 1})), preliminary: None },
@@ -394,7 +435,11 @@ mod tests {
     #[test]
     fn paused_execution_updates() {
         let paused = |eid: &str| {
-            with(part("tc1", "output-available"), "output", json!({"status": "paused", "executionId": eid, "pending": []}))
+            with(
+                part("tc1", "output-available"),
+                "output",
+                json!({"status": "paused", "executionId": eid, "pending": []}),
+            )
         };
         let outcome = json!({"status": "completed", "executionId": "exec_1", "result": 42});
         let u = ToolPartUpdate::paused_execution("tc1", "exec_1", outcome.clone());
@@ -404,13 +449,21 @@ mod tests {
         assert_eq!(a["preliminary"], false);
         let other = paused("exec_other");
         assert_eq!(u.apply(&other), other);
-        let done = with(part("tc1", "output-available"), "output", json!({"status": "completed", "executionId": "exec_1"}));
+        let done = with(
+            part("tc1", "output-available"),
+            "output",
+            json!({"status": "completed", "executionId": "exec_1"}),
+        );
         assert_eq!(u.apply(&done), done);
         let plain = with(part("tc1", "output-available"), "output", json!("plain text"));
         assert_eq!(u.apply(&plain), plain);
 
         let mut parts = vec![
-            with(part("tc0", "output-available"), "output", json!({"status": "paused", "executionId": "exec_0"})),
+            with(
+                part("tc0", "output-available"),
+                "output",
+                json!({"status": "paused", "executionId": "exec_0"}),
+            ),
             paused("exec_1"),
         ];
         let before0 = parts[0].clone();
@@ -423,7 +476,8 @@ mod tests {
     fn approval_updates() {
         let u = ToolPartUpdate::approval("tc1", true);
         assert_eq!(u.match_states(), &["input-available", "approval-requested"]);
-        let p = json!({"toolCallId": "tc1", "state": "approval-requested", "approval": {"id": "a1"}});
+        let p =
+            json!({"toolCallId": "tc1", "state": "approval-requested", "approval": {"id": "a1"}});
         let a = u.apply(&p);
         assert_eq!(a["state"], "approval-responded");
         assert_eq!(a["approval"], json!({"id": "a1", "approved": true}));
@@ -445,7 +499,11 @@ mod tests {
 
     #[test]
     fn apply_to_parts_targets_first_match_only() {
-        let mut parts = vec![part("tc1", "input-available"), json!({"type": "text", "text": "hello"}), part("tc2", "input-available")];
+        let mut parts = vec![
+            part("tc1", "input-available"),
+            json!({"type": "text", "text": "hello"}),
+            part("tc2", "input-available"),
+        ];
         let before = parts.clone();
         assert_eq!(apply_to_parts(&mut parts, &result("tc2", json!("output-value"))), Some(2));
         assert_eq!(parts[2]["state"], "output-available");
@@ -490,8 +548,14 @@ mod tests {
     fn apply_to_messages_finds_the_owning_message() {
         let mut msgs = vec![
             UIMessage::new("u1", Role::User, vec![json!({"type": "text", "text": "hi"})]),
-            asst("a1", vec![json!({"type": "tool-x", "toolCallId": "c1", "state": "input-available"})]),
-            asst("a2", vec![json!({"type": "tool-y", "toolCallId": "c2", "state": "input-available"})]),
+            asst(
+                "a1",
+                vec![json!({"type": "tool-x", "toolCallId": "c1", "state": "input-available"})],
+            ),
+            asst(
+                "a2",
+                vec![json!({"type": "tool-y", "toolCallId": "c2", "state": "input-available"})],
+            ),
         ];
         assert_eq!(apply_to_messages(&mut msgs, &result("c2", json!("ok"))), Some(2));
         assert_eq!(msgs[2].parts[0]["output"], "ok");
@@ -503,10 +567,26 @@ mod tests {
     fn pending_interaction_detection() {
         let tools = client_tool_names(["getUserTimezone", ""]);
         assert_eq!(tools.len(), 1);
-        let client_call = asst("a", vec![json!({"type": "tool-getUserTimezone", "toolCallId": "c", "state": "input-available"})]);
-        let server_call = asst("b", vec![json!({"type": "tool-read", "toolCallId": "d", "state": "input-available"})]);
-        let approval = asst("c", vec![json!({"type": "tool-edit", "toolCallId": "e", "state": "approval-requested"})]);
-        let dynamic = asst("d", vec![json!({"type": "dynamic-tool", "toolName": "getUserTimezone", "toolCallId": "f", "state": "input-available"})]);
+        let client_call = asst(
+            "a",
+            vec![
+                json!({"type": "tool-getUserTimezone", "toolCallId": "c", "state": "input-available"}),
+            ],
+        );
+        let server_call = asst(
+            "b",
+            vec![json!({"type": "tool-read", "toolCallId": "d", "state": "input-available"})],
+        );
+        let approval = asst(
+            "c",
+            vec![json!({"type": "tool-edit", "toolCallId": "e", "state": "approval-requested"})],
+        );
+        let dynamic = asst(
+            "d",
+            vec![
+                json!({"type": "dynamic-tool", "toolName": "getUserTimezone", "toolCallId": "f", "state": "input-available"}),
+            ],
+        );
         assert!(has_pending_interaction(std::slice::from_ref(&client_call), &tools));
         assert!(!has_pending_interaction(std::slice::from_ref(&server_call), &tools));
         assert!(has_pending_interaction(&[server_call, approval.clone()], &tools));
@@ -519,18 +599,27 @@ mod tests {
 
     #[test]
     fn incomplete_batch_only_on_leaf() {
-        let mixed = asst("a1", vec![
-            json!({"type": "tool-a", "toolCallId": "1", "state": "output-available"}),
-            json!({"type": "tool-b", "toolCallId": "2", "state": "input-available"}),
-        ]);
-        let all_pending = asst("a2", vec![
-            json!({"type": "tool-a", "toolCallId": "3", "state": "input-available"}),
-            json!({"type": "tool-b", "toolCallId": "4", "state": "approval-requested"}),
-        ]);
-        let all_settled = asst("a3", vec![
-            json!({"type": "tool-a", "toolCallId": "5", "state": "output-error"}),
-            json!({"type": "tool-b", "toolCallId": "6", "state": "approval-responded"}),
-        ]);
+        let mixed = asst(
+            "a1",
+            vec![
+                json!({"type": "tool-a", "toolCallId": "1", "state": "output-available"}),
+                json!({"type": "tool-b", "toolCallId": "2", "state": "input-available"}),
+            ],
+        );
+        let all_pending = asst(
+            "a2",
+            vec![
+                json!({"type": "tool-a", "toolCallId": "3", "state": "input-available"}),
+                json!({"type": "tool-b", "toolCallId": "4", "state": "approval-requested"}),
+            ],
+        );
+        let all_settled = asst(
+            "a3",
+            vec![
+                json!({"type": "tool-a", "toolCallId": "5", "state": "output-error"}),
+                json!({"type": "tool-b", "toolCallId": "6", "state": "approval-responded"}),
+            ],
+        );
         assert!(has_incomplete_tool_batch(std::slice::from_ref(&mixed)));
         assert!(!has_incomplete_tool_batch(std::slice::from_ref(&all_pending)));
         assert!(!has_incomplete_tool_batch(std::slice::from_ref(&all_settled)));
@@ -539,10 +628,13 @@ mod tests {
         assert!(has_incomplete_tool_batch(&[mixed, user]));
         assert!(!has_incomplete_tool_batch(&[]));
         // A non-tool part in a terminal-looking state does not count as settled.
-        let odd = asst("a4", vec![
-            json!({"type": "data-x", "state": "output-available"}),
-            json!({"type": "tool-b", "toolCallId": "7", "state": "input-available"}),
-        ]);
+        let odd = asst(
+            "a4",
+            vec![
+                json!({"type": "data-x", "state": "output-available"}),
+                json!({"type": "tool-b", "toolCallId": "7", "state": "input-available"}),
+            ],
+        );
         assert!(!message_has_incomplete_tool_batch(&odd));
     }
 }

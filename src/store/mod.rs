@@ -41,10 +41,7 @@ pub trait Sql {
     fn exec(&self, sql: &str, params: &[SqlValue]) -> Result<Vec<Row>, StoreError>;
 
     /// Runs `f` atomically: every statement inside commits together or not at all.
-    fn transaction(
-        &self,
-        f: &mut dyn FnMut() -> Result<(), StoreError>,
-    ) -> Result<(), StoreError>;
+    fn transaction(&self, f: &mut dyn FnMut() -> Result<(), StoreError>) -> Result<(), StoreError>;
 }
 
 /// Object storage for content too large for a SQLite row (R2 in production).

@@ -65,10 +65,7 @@ impl Sql for SqliteSql {
         Ok(out)
     }
 
-    fn transaction(
-        &self,
-        f: &mut dyn FnMut() -> Result<(), StoreError>,
-    ) -> Result<(), StoreError> {
+    fn transaction(&self, f: &mut dyn FnMut() -> Result<(), StoreError>) -> Result<(), StoreError> {
         self.exec("SAVEPOINT think_tx", &[])?;
         match f() {
             Ok(()) => self.exec("RELEASE think_tx", &[]).map(|_| ()),

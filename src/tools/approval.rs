@@ -44,7 +44,11 @@ impl ApprovalPolicy {
     }
 
     /// Calls of matching tools need approval when `when(input)` is true.
-    pub fn require_when(self, pattern: &str, when: impl Fn(&Value) -> bool + 'static) -> Result<Self, String> {
+    pub fn require_when(
+        self,
+        pattern: &str,
+        when: impl Fn(&Value) -> bool + 'static,
+    ) -> Result<Self, String> {
         self.rule(pattern, Some(Rc::new(when)))
     }
 

@@ -315,8 +315,9 @@ where
     }
 
     async fn execute(&self, input: Value, ctx: &ToolContext) -> Result<Value, ToolError> {
-        let typed: I = serde_json::from_value(input)
-            .map_err(|e| ToolError(format!("Invalid input for tool \"{}\": {e}", self.definition.name)))?;
+        let typed: I = serde_json::from_value(input).map_err(|e| {
+            ToolError(format!("Invalid input for tool \"{}\": {e}", self.definition.name))
+        })?;
         let out = (self.execute)(typed, ctx.clone()).await?;
         serde_json::to_value(out).map_err(|e| ToolError(format!("Tool output is not JSON: {e}")))
     }
@@ -342,7 +343,16 @@ mod tests {
         assert_eq!(set.layer_of("read"), Some(Layer::Client));
         assert_eq!(set.get("write").unwrap().definition().description, "agent");
         assert_eq!(set.names().collect::<Vec<_>>(), ["read", "write", "tool_x_y"]);
-        let order = [Layer::Workspace, Layer::Agent, Layer::Extension, Layer::Context, Layer::Skill, Layer::Mcp, Layer::Client, Layer::Turn];
+        let order = [
+            Layer::Workspace,
+            Layer::Agent,
+            Layer::Extension,
+            Layer::Context,
+            Layer::Skill,
+            Layer::Mcp,
+            Layer::Client,
+            Layer::Turn,
+        ];
         assert!(order.windows(2).all(|w| w[0] < w[1]), "Think's merge order");
         set.retain_names(&["write".into()]);
         assert_eq!(set.len(), 1);

@@ -5,7 +5,9 @@
 use serde_json::Value;
 
 use crate::model::{ModelMessage, ModelToolCall};
-use crate::protocol::message::{part_type, state_of, tool_call_id_of, tool_name_of, Role, UIMessage};
+use crate::protocol::message::{
+    part_type, state_of, tool_call_id_of, tool_name_of, Role, UIMessage,
+};
 use crate::tools::ToolSet;
 
 /// What the model is told when a human denied a tool call.
@@ -28,10 +30,15 @@ fn user_text(parts: &[Value]) -> String {
     let mut pieces = Vec::new();
     for p in parts {
         match part_type(p) {
-            Some("text") => pieces.push(p.get("text").and_then(Value::as_str).unwrap_or("").to_owned()),
+            Some("text") => {
+                pieces.push(p.get("text").and_then(Value::as_str).unwrap_or("").to_owned())
+            }
             Some("file") => {
                 let name = p.get("filename").and_then(Value::as_str).unwrap_or("file");
-                let mime = p.get("mediaType").and_then(Value::as_str).unwrap_or("application/octet-stream");
+                let mime = p
+                    .get("mediaType")
+                    .and_then(Value::as_str)
+                    .unwrap_or("application/octet-stream");
                 pieces.push(format!("[attached {name} ({mime})]"));
             }
             _ => {}
@@ -86,13 +93,13 @@ fn tool_exchange(part: &Value, tools: &ToolSet) -> Option<(ModelToolCall, ModelM
                 None => serde_json::to_string(&output).unwrap_or_default(),
             }
         }
-        "output-error" => crate::tools::error_json(part.get("errorText").and_then(Value::as_str).unwrap_or("Tool failed")),
-        "output-denied" => {
-            match part.pointer("/approval/reason").and_then(Value::as_str) {
-                Some(reason) if !reason.is_empty() => format!("{DENIED_TEXT} Reason: {reason}"),
-                _ => DENIED_TEXT.to_owned(),
-            }
-        }
+        "output-error" => crate::tools::error_json(
+            part.get("errorText").and_then(Value::as_str).unwrap_or("Tool failed"),
+        ),
+        "output-denied" => match part.pointer("/approval/reason").and_then(Value::as_str) {
+            Some(reason) if !reason.is_empty() => format!("{DENIED_TEXT} Reason: {reason}"),
+            _ => DENIED_TEXT.to_owned(),
+        },
         _ => return None,
     };
     let arguments = match part.get("input") {
@@ -139,17 +146,43 @@ mod tests {
         match &out[1] {
             ModelMessage::Assistant { content, tool_calls } => {
                 assert_eq!(content, "Looking");
-                assert_eq!(tool_calls.iter().map(|c| c.id.as_str()).collect::<Vec<_>>(), ["c1", "c2"]);
+                assert_eq!(
+                    tool_calls.iter().map(|c| c.id.as_str()).collect::<Vec<_>>(),
+                    ["c1", "c2"]
+                );
             }
             other => panic!("{other:?}"),
         }
-        assert_eq!(out[2], ModelMessage::Tool { tool_call_id: "c1".into(), tool_name: "read".into(), content: "{\"x\":1}".into() });
-        assert_eq!(out[3], ModelMessage::Tool { tool_call_id: "c2".into(), tool_name: "delete".into(), content: DENIED_TEXT.into() });
+        assert_eq!(
+            out[2],
+            ModelMessage::Tool {
+                tool_call_id: "c1".into(),
+                tool_name: "read".into(),
+                content: "{\"x\":1}".into()
+            }
+        );
+        assert_eq!(
+            out[3],
+            ModelMessage::Tool {
+                tool_call_id: "c2".into(),
+                tool_name: "delete".into(),
+                content: DENIED_TEXT.into()
+            }
+        );
         match &out[4] {
-            ModelMessage::Assistant { tool_calls, .. } => assert_eq!(tool_calls[0].arguments, json!({})),
+            ModelMessage::Assistant { tool_calls, .. } => {
+                assert_eq!(tool_calls[0].arguments, json!({}))
+            }
             other => panic!("{other:?}"),
         }
-        assert_eq!(out[5], ModelMessage::Tool { tool_call_id: "c4".into(), tool_name: "nope".into(), content: r#"{"error":"no such tool"}"#.into() });
+        assert_eq!(
+            out[5],
+            ModelMessage::Tool {
+                tool_call_id: "c4".into(),
+                tool_name: "nope".into(),
+                content: r#"{"error":"no such tool"}"#.into()
+            }
+        );
         assert_eq!(out[6], ModelMessage::Assistant { content: "Done".into(), tool_calls: vec![] });
     }
 }

@@ -171,7 +171,11 @@ pub async fn run(
         }
         st.close_text(sink);
         st.close_reasoning(sink);
-        last_reason = reason.unwrap_or(if calls.is_empty() { FinishReason::Stop } else { FinishReason::ToolCalls });
+        last_reason = reason.unwrap_or(if calls.is_empty() {
+            FinishReason::Stop
+        } else {
+            FinishReason::ToolCalls
+        });
 
         let calls: Vec<Call> = calls.into_iter().map(|(_, c)| c).collect();
         let resolved = resolve_calls(&calls, &plan, approval, sink);
@@ -184,12 +188,20 @@ pub async fn run(
                 .iter()
                 .zip(&results)
                 .filter(|(_, r)| r.is_some())
-                .map(|(c, _)| ModelToolCall { id: c.id.clone(), name: c.name.clone(), arguments: parse_args(&c.args).unwrap_or_else(|_| json!({})) })
+                .map(|(c, _)| ModelToolCall {
+                    id: c.id.clone(),
+                    name: c.name.clone(),
+                    arguments: parse_args(&c.args).unwrap_or_else(|_| json!({})),
+                })
                 .collect(),
         });
         for (c, r) in calls.iter().zip(results) {
             if let Some(content) = r {
-                plan.messages.push(ModelMessage::Tool { tool_call_id: c.id.clone(), tool_name: c.name.clone(), content });
+                plan.messages.push(ModelMessage::Tool {
+                    tool_call_id: c.id.clone(),
+                    tool_name: c.name.clone(),
+                    content,
+                });
             }
         }
         sink.emit(chunk::finish_step());
@@ -223,7 +235,12 @@ fn parse_args(args: &str) -> Result<Value, String> {
     serde_json::from_str(args).map_err(|e| e.to_string())
 }
 
-fn resolve_calls(calls: &[Call], plan: &TurnPlan, approval: &dyn ApprovalCheck, sink: &dyn ChunkSink) -> Vec<Resolved> {
+fn resolve_calls(
+    calls: &[Call],
+    plan: &TurnPlan,
+    approval: &dyn ApprovalCheck,
+    sink: &dyn ChunkSink,
+) -> Vec<Resolved> {
     calls
         .iter()
         .map(|call| {
@@ -242,19 +259,26 @@ fn resolve_calls(calls: &[Call], plan: &TurnPlan, approval: &dyn ApprovalCheck, 
                     call.name,
                     available.join(", ")
                 );
-                let input = parse_args(&call.args).unwrap_or_else(|_| Value::String(call.args.clone()));
+                let input =
+                    parse_args(&call.args).unwrap_or_else(|_| Value::String(call.args.clone()));
                 return input_error(input, text, true);
             };
             let input = match parse_args(&call.args) {
                 Ok(v) => v,
                 Err(e) => {
-                    let text = format!("Invalid input for tool {}: the arguments are not valid JSON ({e}).", call.name);
+                    let text = format!(
+                        "Invalid input for tool {}: the arguments are not valid JSON ({e}).",
+                        call.name
+                    );
                     return input_error(Value::String(call.args.clone()), text, false);
                 }
             };
             let schema_check = InputValidator::new(&tool.definition().input_schema)
                 .map_err(|e| format!("Tool {} has an {e}", call.name))
-                .and_then(|v| v.validate(&input).map_err(|e| format!("Invalid input for tool {}: {e}", call.name)));
+                .and_then(|v| {
+                    v.validate(&input)
+                        .map_err(|e| format!("Invalid input for tool {}: {e}", call.name))
+                });
             if let Err(text) = schema_check {
                 return input_error(input, text, false);
             }
@@ -273,13 +297,19 @@ fn resolve_calls(calls: &[Call], plan: &TurnPlan, approval: &dyn ApprovalCheck, 
 
 /// Runs the resolved calls concurrently. Returns, per call, the text the model sees next
 /// (`None` while a call waits for a human).
-async fn execute(calls: &[Call], resolved: Vec<Resolved>, sink: &dyn ChunkSink, abort: &AbortSignal) -> Vec<Option<String>> {
+async fn execute(
+    calls: &[Call],
+    resolved: Vec<Resolved>,
+    sink: &dyn ChunkSink,
+    abort: &AbortSignal,
+) -> Vec<Option<String>> {
     let runs = calls.iter().zip(resolved).map(|(call, r)| async move {
         match r {
             Resolved::Settled(text) => Some(text),
             Resolved::Waiting => None,
             Resolved::Run(tool, input) => {
-                let ctx = ToolContext { tool_call_id: call.id.clone(), tool_name: call.name.clone() };
+                let ctx =
+                    ToolContext { tool_call_id: call.id.clone(), tool_name: call.name.clone() };
                 match abort.run(tool.execute(input, &ctx)).await {
                     None => {
                         let text = "The tool call was aborted.";
@@ -325,7 +355,11 @@ mod tests {
         }
         async fn stream(&self, request: &ModelRequest) -> Result<ModelStream, ModelError> {
             self.seen.borrow_mut().push(request.clone());
-            let events = self.calls.borrow_mut().pop_front().ok_or_else(|| ModelError("no script".into()))?;
+            let events = self
+                .calls
+                .borrow_mut()
+                .pop_front()
+                .ok_or_else(|| ModelError("no script".into()))?;
             Ok(futures::stream::iter(events.into_iter().map(Ok)).boxed_local())
         }
     }
@@ -365,9 +399,20 @@ mod tests {
         set.add_layer(
             Layer::Agent,
             [
-                Rc::new(typed_tool("add", "Adds", |i: AddInput, _ctx| async move { Ok::<_, ToolError>(json!({"sum": i.a + i.b})) })) as ToolRef,
-                Rc::new(DynamicTool::new("fail", "Fails", json!({"type": "object"}), |_, _| async { Err(ToolError("boom".into())) })),
-                Rc::new(DynamicTool::without_execute("ask_user", "Client", json!({"type": "object"}))),
+                Rc::new(typed_tool("add", "Adds", |i: AddInput, _ctx| async move {
+                    Ok::<_, ToolError>(json!({"sum": i.a + i.b}))
+                })) as ToolRef,
+                Rc::new(DynamicTool::new(
+                    "fail",
+                    "Fails",
+                    json!({"type": "object"}),
+                    |_, _| async { Err(ToolError("boom".into())) },
+                )),
+                Rc::new(DynamicTool::without_execute(
+                    "ask_user",
+                    "Client",
+                    json!({"type": "object"}),
+                )),
             ],
         );
         set
@@ -384,10 +429,20 @@ mod tests {
         }
     }
 
-    fn run_with(script: Vec<Vec<ModelEvent>>, approval: &dyn ApprovalCheck) -> (TurnOutcome, Sink, Rc<Scripted>) {
-        let model = Rc::new(Scripted { calls: RefCell::new(script.into()), seen: RefCell::new(vec![]) });
+    fn run_with(
+        script: Vec<Vec<ModelEvent>>,
+        approval: &dyn ApprovalCheck,
+    ) -> (TurnOutcome, Sink, Rc<Scripted>) {
+        let model =
+            Rc::new(Scripted { calls: RefCell::new(script.into()), seen: RefCell::new(vec![]) });
         let sink = Sink::default();
-        let out = futures::executor::block_on(run(model.as_ref(), plan(tools()), approval, &sink, &AbortSignal::new()));
+        let out = futures::executor::block_on(run(
+            model.as_ref(),
+            plan(tools()),
+            approval,
+            &sink,
+            &AbortSignal::new(),
+        ));
         (out, sink, model)
     }
 
@@ -403,19 +458,50 @@ mod tests {
         assert_eq!(
             sink.types(),
             [
-                "start-step", "text-start", "text-delta", "text-end",
-                "tool-input-start", "tool-input-delta", "tool-input-start", "tool-input-delta",
-                "tool-input-available", "tool-input-available", "tool-output-available", "tool-output-error", "finish-step",
-                "start-step", "text-start", "text-delta", "text-end", "finish-step"
+                "start-step",
+                "text-start",
+                "text-delta",
+                "text-end",
+                "tool-input-start",
+                "tool-input-delta",
+                "tool-input-start",
+                "tool-input-delta",
+                "tool-input-available",
+                "tool-input-available",
+                "tool-output-available",
+                "tool-output-error",
+                "finish-step",
+                "start-step",
+                "text-start",
+                "text-delta",
+                "text-end",
+                "finish-step"
             ]
         );
         let chunks = sink.0.borrow();
-        assert_eq!(chunks[10], json!({"type": "tool-output-available", "toolCallId": "c1", "output": {"sum": 5}}));
+        assert_eq!(
+            chunks[10],
+            json!({"type": "tool-output-available", "toolCallId": "c1", "output": {"sum": 5}})
+        );
         assert_eq!(chunks[11]["errorText"], "boom");
         let second = &model.seen.borrow()[1];
         assert_eq!(second.messages.len(), 4);
-        assert_eq!(second.messages[2], ModelMessage::Tool { tool_call_id: "c1".into(), tool_name: "add".into(), content: "{\"sum\":5}".into() });
-        assert_eq!(second.messages[3], ModelMessage::Tool { tool_call_id: "c2".into(), tool_name: "fail".into(), content: r#"{"error":"Error: boom"}"#.into() });
+        assert_eq!(
+            second.messages[2],
+            ModelMessage::Tool {
+                tool_call_id: "c1".into(),
+                tool_name: "add".into(),
+                content: "{\"sum\":5}".into()
+            }
+        );
+        assert_eq!(
+            second.messages[3],
+            ModelMessage::Tool {
+                tool_call_id: "c2".into(),
+                tool_name: "fail".into(),
+                content: r#"{"error":"Error: boom"}"#.into()
+            }
+        );
     }
 
     #[test]
@@ -424,16 +510,23 @@ mod tests {
         step1.extend(call(1, "c2", "nope", "{}"));
         step1.extend(call(2, "c3", "add", "{not json"));
         step1.push(finish(FinishReason::ToolCalls));
-        let (out, sink, model) = run_with(vec![step1, vec![ModelEvent::TextDelta("ok".into()), finish(FinishReason::Stop)]], &|_: &str, _: &Value| false);
+        let (out, sink, model) = run_with(
+            vec![step1, vec![ModelEvent::TextDelta("ok".into()), finish(FinishReason::Stop)]],
+            &|_: &str, _: &Value| false,
+        );
         assert_eq!(out, TurnOutcome::Finished(FinishReason::Stop));
-        let errors: Vec<Value> = sink.0.borrow().iter().filter(|c| c["type"] == "tool-input-error").cloned().collect();
+        let errors: Vec<Value> =
+            sink.0.borrow().iter().filter(|c| c["type"] == "tool-input-error").cloned().collect();
         assert_eq!(errors.len(), 3);
         assert!(errors[0]["errorText"].as_str().unwrap().contains("/a"), "{}", errors[0]);
         assert_eq!(errors[1]["dynamic"], true);
         assert!(errors[1]["errorText"].as_str().unwrap().contains("unavailable tool 'nope'"));
         assert!(errors[2]["errorText"].as_str().unwrap().contains("not valid JSON"));
         let second = &model.seen.borrow()[1];
-        assert_eq!(second.messages.iter().filter(|m| matches!(m, ModelMessage::Tool { .. })).count(), 3);
+        assert_eq!(
+            second.messages.iter().filter(|m| matches!(m, ModelMessage::Tool { .. })).count(),
+            3
+        );
     }
 
     #[test]
@@ -460,11 +553,20 @@ mod tests {
             s.push(finish(FinishReason::ToolCalls));
             s
         };
-        let model = Rc::new(Scripted { calls: RefCell::new((0..5).map(|_| looping()).collect()), seen: RefCell::new(vec![]) });
+        let model = Rc::new(Scripted {
+            calls: RefCell::new((0..5).map(|_| looping()).collect()),
+            seen: RefCell::new(vec![]),
+        });
         let sink = Sink::default();
         let mut p = plan(tools());
         p.max_steps = 3;
-        let out = futures::executor::block_on(run(model.as_ref(), p, &|_: &str, _: &Value| false, &sink, &AbortSignal::new()));
+        let out = futures::executor::block_on(run(
+            model.as_ref(),
+            p,
+            &|_: &str, _: &Value| false,
+            &sink,
+            &AbortSignal::new(),
+        ));
         assert_eq!(out, TurnOutcome::Finished(FinishReason::ToolCalls));
         assert_eq!(model.seen.borrow().len(), 3);
 

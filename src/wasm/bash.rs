@@ -5,7 +5,9 @@ use async_trait::async_trait;
 use js_sys::{Array, Object, Reflect, Uint8Array};
 use wasm_bindgen::prelude::*;
 
-use crate::tools::workspace::bash::{BashEngine, EngineRequest, EngineResponse, FinalEntry, FinalKind};
+use crate::tools::workspace::bash::{
+    BashEngine, EngineRequest, EngineResponse, FinalEntry, FinalKind,
+};
 
 #[wasm_bindgen(module = "/js/bash/bridge.mjs")]
 extern "C" {
@@ -19,7 +21,8 @@ pub struct JustBash;
 #[async_trait(?Send)]
 impl BashEngine for JustBash {
     async fn run(&self, request: EngineRequest) -> Result<EngineResponse, String> {
-        let js_request = to_js(request).map_err(|e| format!("bash: could not build the request: {}", message(&e)))?;
+        let js_request = to_js(request)
+            .map_err(|e| format!("bash: could not build the request: {}", message(&e)))?;
         let result = run_bash_js(js_request).await.map_err(|e| format!("bash: {}", message(&e)))?;
         from_js(&result).map_err(|e| format!("bash: unexpected result from the engine: {e}"))
     }
@@ -55,21 +58,27 @@ fn get(obj: &JsValue, key: &str) -> Result<JsValue, String> {
 }
 
 fn from_js(result: &JsValue) -> Result<EngineResponse, String> {
-    let text = |key: &str| get(result, key)?.as_string().ok_or_else(|| format!("{key} is not a string"));
+    let text =
+        |key: &str| get(result, key)?.as_string().ok_or_else(|| format!("{key} is not a string"));
     let raw_entries = get(result, "entries")?;
     if !Array::is_array(&raw_entries) {
         return Err("entries is not an array".into());
     }
     let mut entries = Vec::new();
     for item in Array::from(&raw_entries).iter() {
-        let path = Reflect::get_u32(&item, 0).ok().and_then(|v| v.as_string()).ok_or("an entry has no path")?;
+        let path = Reflect::get_u32(&item, 0)
+            .ok()
+            .and_then(|v| v.as_string())
+            .ok_or("an entry has no path")?;
         let kind = match Reflect::get_u32(&item, 1).ok().and_then(|v| v.as_string()).as_deref() {
             Some("file") => FinalKind::File,
             Some("dir") => FinalKind::Dir,
             _ => return Err(format!("{path} has an unknown kind")),
         };
         let content = match Reflect::get_u32(&item, 2) {
-            Ok(v) if v.is_instance_of::<Uint8Array>() => Some(v.unchecked_into::<Uint8Array>().to_vec()),
+            Ok(v) if v.is_instance_of::<Uint8Array>() => {
+                Some(v.unchecked_into::<Uint8Array>().to_vec())
+            }
             Ok(v) if v.is_null() || v.is_undefined() => None,
             _ => return Err(format!("{path} has content that is not a Uint8Array")),
         };

@@ -13,7 +13,9 @@ mod sql;
 use std::rc::Rc;
 
 use wasm_bindgen::{JsCast, JsValue};
-use worker::{Env, Request, Response, Result, State, WebSocket, WebSocketIncomingMessage, WebSocketPair};
+use worker::{
+    Env, Request, Response, Result, State, WebSocket, WebSocketIncomingMessage, WebSocketPair,
+};
 
 use crate::agent::{Agent, AgentSpec, Deps};
 use crate::protocol::routing::{camel_case_to_kebab_case, parse_agent_path, RouteError};
@@ -74,7 +76,10 @@ impl ThinkHost {
             sockets: sockets.clone(),
             clock: Rc::new(WorkerClock),
             http: Rc::new(FetchHttp),
-            blobs: env.bucket(R2_BINDING).ok().map(|b| Rc::new(R2Blobs(b)) as Rc<dyn crate::store::BlobStore>),
+            blobs: env
+                .bucket(R2_BINDING)
+                .ok()
+                .map(|b| Rc::new(R2Blobs(b)) as Rc<dyn crate::store::BlobStore>),
             bash_engine: Some(Rc::new(JustBash)),
             tasks: Rc::new(LocalTasks),
             alarm: Rc::new(DoAlarm(state.clone())),
@@ -120,21 +125,37 @@ impl ThinkHost {
         }
     }
 
-    pub async fn websocket_message(&self, ws: WebSocket, message: WebSocketIncomingMessage) -> Result<()> {
-        let Some(conn_id) = ws.deserialize_attachment::<String>().ok().flatten() else { return Ok(()) };
+    pub async fn websocket_message(
+        &self,
+        ws: WebSocket,
+        message: WebSocketIncomingMessage,
+    ) -> Result<()> {
+        let Some(conn_id) = ws.deserialize_attachment::<String>().ok().flatten() else {
+            return Ok(());
+        };
         if let WebSocketIncomingMessage::String(text) = message {
             self.agent.clone().on_message(&conn_id, &text).await;
         }
         Ok(())
     }
 
-    pub async fn websocket_close(&self, ws: WebSocket, code: usize, reason: String, _clean: bool) -> Result<()> {
+    pub async fn websocket_close(
+        &self,
+        ws: WebSocket,
+        code: usize,
+        reason: String,
+        _clean: bool,
+    ) -> Result<()> {
         self.sockets.invalidate();
         if let Some(conn_id) = ws.deserialize_attachment::<String>().ok().flatten() {
             self.agent.on_close(&conn_id);
         }
         // 1005/1006 cannot be echoed back; the socket is gone either way.
-        let code = if (1000..=4999).contains(&code) && code != 1005 && code != 1006 { code as u16 } else { 1000 };
+        let code = if (1000..=4999).contains(&code) && code != 1005 && code != 1006 {
+            code as u16
+        } else {
+            1000
+        };
         let _ = ws.close(Some(code), Some(reason));
         Ok(())
     }
@@ -150,7 +171,12 @@ impl ThinkHost {
     }
 
     /// DO RPC `chat(message, callback, options)`.
-    pub async fn rpc_chat(&self, message: JsValue, callback: JsValue, options: JsValue) -> std::result::Result<JsValue, JsValue> {
+    pub async fn rpc_chat(
+        &self,
+        message: JsValue,
+        callback: JsValue,
+        options: JsValue,
+    ) -> std::result::Result<JsValue, JsValue> {
         rpc::chat(&self.agent, message, callback, options).await
     }
 
@@ -165,7 +191,11 @@ impl ThinkHost {
     }
 
     /// DO RPC call of a callable (`addMcpServer`, `removeMcpServer`, `getMcpServers`, …).
-    pub async fn rpc_call(&self, method: String, args: JsValue) -> std::result::Result<JsValue, JsValue> {
+    pub async fn rpc_call(
+        &self,
+        method: String,
+        args: JsValue,
+    ) -> std::result::Result<JsValue, JsValue> {
         rpc::call_method(&self.agent, method, args).await
     }
 }
@@ -178,7 +208,9 @@ pub async fn route_agent_request(req: Request, env: &Env) -> Result<Option<Respo
     let route = match parse_agent_path(url.path(), "agents") {
         Ok(route) => route,
         Err(RouteError::NotAgentPath) => return Ok(None),
-        Err(RouteError::InvalidName(e)) => return Ok(Some(Response::error(format!("Invalid request: {e}"), 400)?)),
+        Err(RouteError::InvalidName(e)) => {
+            return Ok(Some(Response::error(format!("Invalid request: {e}"), 400)?))
+        }
     };
     let env_obj: &js_sys::Object = AsRef::<wasm_bindgen::JsValue>::as_ref(env).unchecked_ref();
     let binding = js_sys::Object::keys(env_obj).iter().filter_map(|k| k.as_string()).find(|key| {
@@ -235,7 +267,11 @@ macro_rules! think_agent {
             ) -> ::worker::Result<()> {
                 self.0.websocket_close(ws, code, reason, was_clean).await
             }
-            async fn websocket_error(&self, ws: ::worker::WebSocket, _error: ::worker::Error) -> ::worker::Result<()> {
+            async fn websocket_error(
+                &self,
+                ws: ::worker::WebSocket,
+                _error: ::worker::Error,
+            ) -> ::worker::Result<()> {
                 self.0.websocket_error(ws).await
             }
             async fn alarm(&self) -> ::worker::Result<::worker::Response> {
@@ -244,11 +280,7 @@ macro_rules! think_agent {
         }
 
         /// The RPC surface the JS `DurableObject` wrapper forwards to (`js/entry.mjs`).
-        #[::worker::wasm_bindgen::prelude::wasm_bindgen(
-            wasm_bindgen = ::worker::wasm_bindgen,
-            wasm_bindgen_futures = ::worker::wasm_bindgen_futures,
-            js_sys = ::worker::js_sys
-        )]
+        #[::worker::wasm_bindgen::prelude::wasm_bindgen(wasm_bindgen = ::worker::wasm_bindgen, wasm_bindgen_futures = ::worker::wasm_bindgen_futures, js_sys = ::worker::js_sys)]
         impl $class {
             #[wasm_bindgen(js_name = rpcChat)]
             pub async fn rpc_chat(
@@ -256,11 +288,19 @@ macro_rules! think_agent {
                 message: ::worker::wasm_bindgen::JsValue,
                 callback: ::worker::wasm_bindgen::JsValue,
                 options: ::worker::wasm_bindgen::JsValue,
-            ) -> ::std::result::Result<::worker::wasm_bindgen::JsValue, ::worker::wasm_bindgen::JsValue> {
+            ) -> ::std::result::Result<
+                ::worker::wasm_bindgen::JsValue,
+                ::worker::wasm_bindgen::JsValue,
+            > {
                 self.0.rpc_chat(message, callback, options).await
             }
             #[wasm_bindgen(js_name = rpcGetMessages)]
-            pub fn rpc_get_messages(&self) -> ::std::result::Result<::worker::wasm_bindgen::JsValue, ::worker::wasm_bindgen::JsValue> {
+            pub fn rpc_get_messages(
+                &self,
+            ) -> ::std::result::Result<
+                ::worker::wasm_bindgen::JsValue,
+                ::worker::wasm_bindgen::JsValue,
+            > {
                 self.0.rpc_get_messages()
             }
             #[wasm_bindgen(js_name = rpcClearMessages)]
@@ -272,7 +312,10 @@ macro_rules! think_agent {
                 &self,
                 method: String,
                 args: ::worker::wasm_bindgen::JsValue,
-            ) -> ::std::result::Result<::worker::wasm_bindgen::JsValue, ::worker::wasm_bindgen::JsValue> {
+            ) -> ::std::result::Result<
+                ::worker::wasm_bindgen::JsValue,
+                ::worker::wasm_bindgen::JsValue,
+            > {
                 self.0.rpc_call(method, args).await
             }
         }
@@ -288,7 +331,10 @@ mod shipped {
     use crate::tools::workspace::bash::BashOptions;
 
     fn setting(env: &Env, name: &str) -> Option<String> {
-        env.var(name).ok().map(|v| v.to_string()).or_else(|| env.secret(name).ok().map(|v| v.to_string()))
+        env.var(name)
+            .ok()
+            .map(|v| v.to_string())
+            .or_else(|| env.secret(name).ok().map(|v| v.to_string()))
     }
 
     /// The ready-made agent, configured from the environment:
@@ -309,21 +355,28 @@ mod shipped {
             crate::platform::log(&format!("think-rs: ignoring THINK_APPROVAL: {e}"));
             ApprovalPolicy::new()
         });
-        let mcp_wait = match setting(env, "THINK_WAIT_FOR_MCP_CONNECTIONS").as_deref().map(str::trim) {
-            None | Some("") | Some("false") | Some("0") => None,
-            Some("true") => Some(crate::agent::spec::DEFAULT_MCP_WAIT_MS),
-            Some(ms) => ms.parse().ok(),
-        };
-        let concurrency = MessageConcurrency::parse(&setting(env, "THINK_MESSAGE_CONCURRENCY").unwrap_or_default())
-            .unwrap_or_else(|e| {
-                crate::platform::log(&format!("think-rs: ignoring THINK_MESSAGE_CONCURRENCY: {e}"));
-                MessageConcurrency::Queue
-            });
-        let bash = BashOptions::from_setting(&setting(env, "THINK_BASH").unwrap_or_default()).unwrap_or_else(|e| {
-            crate::platform::log(&format!("think-rs: ignoring THINK_BASH: {e}"));
-            Some(BashOptions::default())
+        let mcp_wait =
+            match setting(env, "THINK_WAIT_FOR_MCP_CONNECTIONS").as_deref().map(str::trim) {
+                None | Some("") | Some("false") | Some("0") => None,
+                Some("true") => Some(crate::agent::spec::DEFAULT_MCP_WAIT_MS),
+                Some(ms) => ms.parse().ok(),
+            };
+        let concurrency = MessageConcurrency::parse(
+            &setting(env, "THINK_MESSAGE_CONCURRENCY").unwrap_or_default(),
+        )
+        .unwrap_or_else(|e| {
+            crate::platform::log(&format!("think-rs: ignoring THINK_MESSAGE_CONCURRENCY: {e}"));
+            MessageConcurrency::Queue
         });
-        let spec = AgentSpec::new(model).approval(policy).wait_for_mcp_connections(mcp_wait).message_concurrency(concurrency);
+        let bash = BashOptions::from_setting(&setting(env, "THINK_BASH").unwrap_or_default())
+            .unwrap_or_else(|e| {
+                crate::platform::log(&format!("think-rs: ignoring THINK_BASH: {e}"));
+                Some(BashOptions::default())
+            });
+        let spec = AgentSpec::new(model)
+            .approval(policy)
+            .wait_for_mcp_connections(mcp_wait)
+            .message_concurrency(concurrency);
         match bash {
             Some(options) => spec.bash(options),
             None => spec.bash_enabled(false),

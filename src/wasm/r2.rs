@@ -16,7 +16,10 @@ impl BlobStore for R2Blobs {
     async fn put(&self, key: &str, bytes: Vec<u8>, content_type: &str) -> Result<(), StoreError> {
         self.0
             .put(key, bytes)
-            .http_metadata(HttpMetadata { content_type: Some(content_type.to_owned()), ..Default::default() })
+            .http_metadata(HttpMetadata {
+                content_type: Some(content_type.to_owned()),
+                ..Default::default()
+            })
             .execute()
             .await
             .map(|_| ())

@@ -108,11 +108,18 @@ struct JsClientTools(JsValue);
 
 #[async_trait::async_trait(?Send)]
 impl ClientToolExecutor for JsClientTools {
-    async fn call(&self, tool_name: &str, input: Value, tool_call_id: &str) -> Result<Value, String> {
-        let arg = to_js(&json!({"toolName": tool_name, "input": input, "toolCallId": tool_call_id}))
-            .map_err(|e| format!("{e:?}"))?;
+    async fn call(
+        &self,
+        tool_name: &str,
+        input: Value,
+        tool_call_id: &str,
+    ) -> Result<Value, String> {
+        let arg =
+            to_js(&json!({"toolName": tool_name, "input": input, "toolCallId": tool_call_id}))
+                .map_err(|e| format!("{e:?}"))?;
         let f: &Function = self.0.unchecked_ref();
-        let out = Reflect::apply(f, &JsValue::UNDEFINED, &js_sys::Array::of1(&arg)).map_err(error_text)?;
+        let out = Reflect::apply(f, &JsValue::UNDEFINED, &js_sys::Array::of1(&arg))
+            .map_err(error_text)?;
         let out = settle(out).await.map_err(error_text)?;
         to_json(&out).map_err(error_text)
     }
@@ -127,14 +134,20 @@ fn error_text(e: JsValue) -> String {
 }
 
 /// `chat(message, callback, {signal?, clientTools?, onClientToolCall?})`.
-pub async fn chat(agent: &Rc<Agent>, message: JsValue, callback: JsValue, options: JsValue) -> Result<JsValue, JsValue> {
+pub async fn chat(
+    agent: &Rc<Agent>,
+    message: JsValue,
+    callback: JsValue,
+    options: JsValue,
+) -> Result<JsValue, JsValue> {
     let message = match to_json(&message)? {
         Value::String(text) => UIMessage::new(
             crate::platform::random_uuid(&super::WorkerClock),
             Role::User,
             vec![json!({"type": "text", "text": text})],
         ),
-        other => UIMessage::from_value(other).map_err(|e| JsValue::from_str(&format!("chat(): invalid message: {e}")))?,
+        other => UIMessage::from_value(other)
+            .map_err(|e| JsValue::from_str(&format!("chat(): invalid message: {e}")))?,
     };
     let opts = if options.is_object() { options } else { js_sys::Object::new().into() };
     let client_tools: Vec<ClientToolSchema> = match Reflect::get(&opts, &"clientTools".into()) {
@@ -177,7 +190,11 @@ pub fn get_messages(agent: &Agent) -> Result<JsValue, JsValue> {
 }
 
 /// A callable by name (`addMcpServer`, `removeMcpServer`, `getMcpServers`, the app's own).
-pub async fn call_method(agent: &Rc<Agent>, name: String, args: JsValue) -> Result<JsValue, JsValue> {
+pub async fn call_method(
+    agent: &Rc<Agent>,
+    name: String,
+    args: JsValue,
+) -> Result<JsValue, JsValue> {
     let args = match to_json(&args)? {
         Value::Array(a) => a,
         Value::Null => Vec::new(),

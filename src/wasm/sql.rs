@@ -214,7 +214,11 @@ fn decode(buf: &[u8]) -> Result<Vec<Row>, StoreError> {
                 1 | 2 => {
                     let b = take(8)?;
                     let f = f64::from_le_bytes([b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7]]);
-                    if tag == 1 { SqlValue::Integer(f as i64) } else { SqlValue::Real(f) }
+                    if tag == 1 {
+                        SqlValue::Integer(f as i64)
+                    } else {
+                        SqlValue::Real(f)
+                    }
                 }
                 3 => {
                     let len = u32_at(take(4)?);
@@ -235,7 +239,11 @@ fn decode(buf: &[u8]) -> Result<Vec<Row>, StoreError> {
 
 fn js_error(e: JsValue) -> StoreError {
     let msg = Reflect::get(&e, &"message".into()).ok().and_then(|m| m.as_string());
-    StoreError(msg.map(|m| format!("Error: {m}")).or_else(|| e.as_string()).unwrap_or_else(|| format!("{e:?}")))
+    StoreError(
+        msg.map(|m| format!("Error: {m}"))
+            .or_else(|| e.as_string())
+            .unwrap_or_else(|| format!("{e:?}")),
+    )
 }
 
 impl Sql for DoSql {
@@ -260,7 +268,10 @@ impl Sql for DoSql {
                 })?;
                 Ok(JsValue::UNDEFINED)
             };
-            let closure = ScopedClosure::<dyn FnMut() -> Result<JsValue, JsValue>>::borrow_mut_aborting(&mut body);
+            let closure =
+                ScopedClosure::<dyn FnMut() -> Result<JsValue, JsValue>>::borrow_mut_aborting(
+                    &mut body,
+                );
             tx.call1(&self.storage, closure.as_js_value())
         };
         match (outcome, failure) {

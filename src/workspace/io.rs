@@ -232,7 +232,8 @@ impl Workspace {
     /// content that must spill, a file gone meanwhile) falls back to `write_file`.
     pub async fn rewrite_file(&self, path: &str, content: &str, mime: &str) -> Result<(), FsError> {
         let norm = path::normalize(path, "open")?;
-        if content.len() <= self.max_file_size && self.placement(content.len()) == Placement::Inline {
+        if content.len() <= self.max_file_size && self.placement(content.len()) == Placement::Inline
+        {
             let rows = self.exec(
                 &format!(
                     "UPDATE {} SET content = ?, size = ?, mime_type = ?, modified_at = ?

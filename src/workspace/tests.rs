@@ -202,13 +202,21 @@ fn brief_listings_match_the_full_ones() {
     ws.symlink("/d", "/link").unwrap();
     ws.symlink("/d/b.txt", "/d/ln").unwrap();
     for dir in ["/d", "/link", "/missing", "/d/b.txt"] {
-        let full: Vec<_> =
-            ws.read_dir(dir, 10, 0).unwrap().into_iter().map(|f| (f.name, f.kind, f.size)).collect();
+        let full: Vec<_> = ws
+            .read_dir(dir, 10, 0)
+            .unwrap()
+            .into_iter()
+            .map(|f| (f.name, f.kind, f.size))
+            .collect();
         assert_eq!(ws.read_dir_brief(dir, 10, 0).unwrap(), full, "{dir}");
     }
-    assert_eq!(ws.read_dir_brief("/d", 1, 1).unwrap(), vec![("b.txt".to_owned(), EntryType::File, 2)]);
+    assert_eq!(
+        ws.read_dir_brief("/d", 1, 1).unwrap(),
+        vec![("b.txt".to_owned(), EntryType::File, 2)]
+    );
     for pattern in ["**/*", "/d/*", "**/*.txt", "/link"] {
-        let full: Vec<_> = ws.glob(pattern).unwrap().into_iter().map(|f| (f.path, f.kind)).collect();
+        let full: Vec<_> =
+            ws.glob(pattern).unwrap().into_iter().map(|f| (f.path, f.kind)).collect();
         assert_eq!(ws.glob_paths(pattern).unwrap(), full, "{pattern}");
     }
 }
@@ -219,7 +227,8 @@ fn glob_knows_when_sql_alone_decides() {
     for p in ["**/*", "**", "/src/**", "/src/**/*", "**/*.md", "/docs/**/*.test.ts", "/a/b.txt"] {
         assert!(exact(p), "{p}");
     }
-    for p in ["*.md", "/src/*.ts", "**/*/index.ts", "**/test/*.ts", "/src/**/x*.ts", "**/*.{md,ts}"] {
+    for p in ["*.md", "/src/*.ts", "**/*/index.ts", "**/test/*.ts", "/src/**/x*.ts", "**/*.{md,ts}"]
+    {
         assert!(!exact(p), "{p}");
     }
 }
@@ -239,7 +248,11 @@ fn glob_texts_pages_with_texts_up_to_a_size() {
     let got: Vec<_> = page.iter().map(|f| (f.path.as_str(), f.size, f.text.as_deref())).collect();
     assert_eq!(
         got,
-        vec![("/t/big.md", 60, None), ("/t/f0.md", 6, Some("file 0")), ("/t/f1.md", 6, Some("file 1"))],
+        vec![
+            ("/t/big.md", 60, None),
+            ("/t/f0.md", 6, Some("file 0")),
+            ("/t/f1.md", 6, Some("file 1"))
+        ],
         "over text_max: no text; directories are not files"
     );
     assert_eq!(next.as_deref(), Some("/t/f1.md"));
@@ -247,7 +260,11 @@ fn glob_texts_pages_with_texts_up_to_a_size() {
     assert_eq!(paths_of(&page), vec!["/t/f2.md", "/t/f3.md", "/t/f4.md"]);
     let (page, next) = ws.glob_texts("**/*.md", next.as_deref(), 3, 1000).unwrap();
     assert_eq!(page.len(), 1);
-    assert_eq!((page[0].path.as_str(), page[0].text.as_deref()), ("/t/spilled.md", None), "in R2: read it separately");
+    assert_eq!(
+        (page[0].path.as_str(), page[0].text.as_deref()),
+        ("/t/spilled.md", None),
+        "in R2: read it separately"
+    );
     assert_eq!(next, None);
     // A glob SQL cannot decide alone: every match, no texts, one page.
     let (page, next) = ws.glob_texts("/t/f*.md", None, 2, 1000).unwrap();
@@ -268,8 +285,9 @@ fn rewrite_updates_inline_files_and_falls_back_otherwise() {
     let info = ws.stat("/a.bin").unwrap().unwrap();
     assert_eq!((info.size, info.mime_type.as_str()), (8, "text/plain"));
     assert_eq!(read(&ws, "/a.bin").as_deref(), Some("now text"));
-    let kind: Vec<Row> =
-        sql.exec("SELECT typeof(content) FROM cf_wsfile_default WHERE path = '/a.bin'", &[]).unwrap();
+    let kind: Vec<Row> = sql
+        .exec("SELECT typeof(content) FROM cf_wsfile_default WHERE path = '/a.bin'", &[])
+        .unwrap();
     assert_eq!(kind[0][0], SqlValue::Text("text".into()), "stored as TEXT, as write_file would");
     // Through a symlink, into R2 when it grows, and for a missing file: the general write.
     ws.symlink("/a.bin", "/link").unwrap();

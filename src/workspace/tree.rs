@@ -36,7 +36,10 @@ impl Workspace {
     /// [`Workspace::stat`] plus the content of an inline text file (`text/*`), fetched by the
     /// same statement, so reading a text file costs one round trip instead of two. Other
     /// entries come back without content.
-    pub fn stat_with_text(&self, path: &str) -> Result<Option<(FileInfo, Option<String>)>, FsError> {
+    pub fn stat_with_text(
+        &self,
+        path: &str,
+    ) -> Result<Option<(FileInfo, Option<String>)>, FsError> {
         let norm = path::normalize(path, "stat")?;
         let rows = self.exec(
             &format!(
@@ -73,7 +76,11 @@ impl Workspace {
         limit: usize,
         offset: usize,
     ) -> Result<Vec<FileInfo>, FsError> {
-        Ok(self.read_dir_rows(dir, INFO_COLS, limit, offset)?.into_iter().map(info_from_row).collect())
+        Ok(self
+            .read_dir_rows(dir, INFO_COLS, limit, offset)?
+            .into_iter()
+            .map(info_from_row)
+            .collect())
     }
 
     /// [`Workspace::read_dir`] with just the name, type and size of each entry: what a
@@ -88,7 +95,8 @@ impl Workspace {
             .read_dir_rows(dir, "name, type, size", limit, offset)?
             .into_iter()
             .map(|mut row| {
-                let kind = EntryType::parse(row.get(1).and_then(SqlValue::as_str).unwrap_or("file"));
+                let kind =
+                    EntryType::parse(row.get(1).and_then(SqlValue::as_str).unwrap_or("file"));
                 let size = col_i64(&row, 2).max(0) as u64;
                 (take_str(&mut row, 0), kind, size)
             })
@@ -96,7 +104,13 @@ impl Workspace {
     }
 
     /// The rows (`cols`) of one page of a directory, following a symlink to it.
-    fn read_dir_rows(&self, dir: &str, cols: &str, limit: usize, offset: usize) -> Result<Vec<Row>, FsError> {
+    fn read_dir_rows(
+        &self,
+        dir: &str,
+        cols: &str,
+        limit: usize,
+        offset: usize,
+    ) -> Result<Vec<Row>, FsError> {
         let norm = path::normalize(dir, "scandir")?;
         let sql = format!(
             "SELECT {cols} FROM {} WHERE parent_path = ? ORDER BY type, name LIMIT ? OFFSET ?",
@@ -147,7 +161,8 @@ impl Workspace {
             .glob_rows(&g, "path, type", "")?
             .into_iter()
             .map(|mut row| {
-                let kind = EntryType::parse(row.get(1).and_then(SqlValue::as_str).unwrap_or("file"));
+                let kind =
+                    EntryType::parse(row.get(1).and_then(SqlValue::as_str).unwrap_or("file"));
                 (take_str(&mut row, 0), kind)
             })
             .collect())
@@ -180,7 +195,8 @@ impl Workspace {
         limit: usize,
         text_max: u64,
     ) -> Result<(Vec<FileText>, Option<String>), FsError> {
-        let cached = self.last_glob.borrow().as_ref().filter(|(p, _)| p == pattern).map(|(_, g)| g.clone());
+        let cached =
+            self.last_glob.borrow().as_ref().filter(|(p, _)| p == pattern).map(|(_, g)| g.clone());
         let g = match cached {
             Some(g) => g,
             None => {
@@ -272,7 +288,9 @@ impl Workspace {
                     ],
                 )?,
                 None => self.exec(
-                    &format!("SELECT {cols} FROM {t} WHERE path >= ? AND path < ? {and} ORDER BY path"),
+                    &format!(
+                        "SELECT {cols} FROM {t} WHERE path >= ? AND path < ? {and} ORDER BY path"
+                    ),
                     &[text(lo), text(hi)],
                 )?,
             },

@@ -22,7 +22,9 @@ use think_rs::tools::workspace::{workspace_tools, WorkspaceToolsOptions};
 use think_rs::tools::{ToolContext, ToolRef};
 use think_rs::wasm::{DoSql, R2Blobs, WorkerClock};
 use think_rs::workspace::{Workspace, WorkspaceOptions};
-use worker::{durable_object, event, Context, DurableObject, Env, Request, Response, Result, State};
+use worker::{
+    durable_object, event, Context, DurableObject, Env, Request, Response, Result, State,
+};
 
 #[durable_object]
 pub struct BenchRust {
@@ -52,7 +54,8 @@ impl DurableObject for BenchRust {
             ..WorkspaceOptions::default()
         };
         let ws = Rc::new(
-            Workspace::with_options(sql, Rc::new(WorkerClock), options).expect("default namespace is valid"),
+            Workspace::with_options(sql, Rc::new(WorkerClock), options)
+                .expect("default namespace is valid"),
         );
         // bash runs in just-bash, bundled into this Worker as into the agent.
         let options = WorkspaceToolsOptions {
@@ -71,7 +74,8 @@ impl DurableObject for BenchRust {
         let path = req.path();
         // As bytes: a 10 MB body read as text would leave a 10 MB string on the JS heap.
         let body: Value = if req.method() == worker::Method::Post {
-            serde_json::from_slice(&req.bytes().await?).map_err(|e| worker::Error::RustError(e.to_string()))?
+            serde_json::from_slice(&req.bytes().await?)
+                .map_err(|e| worker::Error::RustError(e.to_string()))?
         } else {
             Value::Null
         };
@@ -157,7 +161,11 @@ fn wasm_memory_bytes() -> u64 {
 #[event(fetch)]
 async fn fetch(req: Request, env: Env, _ctx: Context) -> Result<Response> {
     let url = req.url()?;
-    let name = url.query_pairs().find(|(k, _)| k == "do").map(|(_, v)| v.into_owned()).unwrap_or_else(|| "default".into());
+    let name = url
+        .query_pairs()
+        .find(|(k, _)| k == "do")
+        .map(|(_, v)| v.into_owned())
+        .unwrap_or_else(|| "default".into());
     let stub = env.durable_object("BENCH_RUST")?.id_from_name(&name)?.get_stub()?;
     stub.fetch_with_request(req).await
 }

@@ -1,8 +1,8 @@
 //! `grep`: search file contents with a JS-style regular expression or a fixed string.
 
 use super::jsregex;
-use super::scan::Literal;
 use super::ops::GrepOps;
+use super::scan::Literal;
 use super::{definition, error_output, fs_err, parse_input, Int};
 use crate::tools::{Tool, ToolContext, ToolDefinition, ToolError, ToolRef};
 use async_trait::async_trait;
@@ -140,8 +140,10 @@ impl Matcher {
                 _ => None,
             };
             let Some(start) = start else { break };
-            let line_start = bytes[pos..start].iter().rposition(|&b| b == b'\n').map_or(pos, |i| pos + i + 1);
-            let line_end = bytes[start..].iter().position(|&b| b == b'\n').map_or(bytes.len(), |i| start + i);
+            let line_start =
+                bytes[pos..start].iter().rposition(|&b| b == b'\n').map_or(pos, |i| pos + i + 1);
+            let line_end =
+                bytes[start..].iter().position(|&b| b == b'\n').map_or(bytes.len(), |i| start + i);
             line_no += bytecount::count(&bytes[counted_to..line_start], b'\n');
             counted_to = line_start;
             let confirmed = match regex {
@@ -203,7 +205,9 @@ impl Tool for GrepTool {
                 while j < page.len() {
                     let f = &page[j];
                     if f.text.is_none() && f.size <= MAX_FILE_SIZE {
-                        if !need.is_empty() && (need.len() >= BATCH_FILES || bytes + f.size > BATCH_BYTES) {
+                        if !need.is_empty()
+                            && (need.len() >= BATCH_FILES || bytes + f.size > BATCH_BYTES)
+                        {
                             break;
                         }
                         bytes += f.size;
@@ -247,8 +251,10 @@ impl Tool for GrepTool {
             }
             // Size the next page so files like the largest seen so far still carry their
             // text (each gets PAGE_BYTES / limit).
-            largest = page.iter().map(|f| f.size).filter(|&s| s <= MAX_FILE_SIZE).fold(largest, u64::max);
-            limit = (PAGE_BYTES / (2 * largest).max(1)).clamp(MIN_PAGE as u64, MAX_PAGE as u64) as usize;
+            largest =
+                page.iter().map(|f| f.size).filter(|&s| s <= MAX_FILE_SIZE).fold(largest, u64::max);
+            limit = (PAGE_BYTES / (2 * largest).max(1)).clamp(MIN_PAGE as u64, MAX_PAGE as u64)
+                as usize;
         }
         let mut m = Map::new();
         m.insert("query".into(), json!(input.query));

@@ -99,7 +99,10 @@ fn fs_err(e: FsError) -> ToolError {
         (Errno::IsDir, "open") if root => "EISDIR: cannot write to root directory".into(),
         (Errno::IsDir, "open" | "read") => format!("EISDIR: {path} is a directory"),
         (Errno::NameTooLong, _) => {
-            format!("ENAMETOOLONG: path exceeds {} characters", crate::workspace::path::MAX_PATH_LENGTH)
+            format!(
+                "ENAMETOOLONG: path exceeds {} characters",
+                crate::workspace::path::MAX_PATH_LENGTH
+            )
         }
         _ => e.to_string(),
     })

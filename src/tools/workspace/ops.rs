@@ -17,7 +17,10 @@ pub trait ReadOps {
     /// Metadata plus, when the store can fetch it in the same step, the file's text (a
     /// read then costs one storage round trip). The default is `stat` alone; `read` then
     /// fetches the text with `read_file`.
-    async fn stat_with_text(&self, path: &str) -> Result<Option<(FileInfo, Option<String>)>, FsError> {
+    async fn stat_with_text(
+        &self,
+        path: &str,
+    ) -> Result<Option<(FileInfo, Option<String>)>, FsError> {
         Ok(self.stat(path).await?.map(|info| (info, None)))
     }
 }
@@ -68,7 +71,12 @@ pub trait ListOps {
         limit: usize,
         offset: usize,
     ) -> Result<Vec<(String, EntryType, u64)>, FsError> {
-        Ok(self.read_dir(dir, limit, offset).await?.into_iter().map(|f| (f.name, f.kind, f.size)).collect())
+        Ok(self
+            .read_dir(dir, limit, offset)
+            .await?
+            .into_iter()
+            .map(|f| (f.name, f.kind, f.size))
+            .collect())
     }
 }
 
@@ -118,7 +126,10 @@ pub trait GrepOps {
             return Ok((Vec::new(), None));
         }
         let files = self.glob_files(pattern).await?;
-        Ok((files.into_iter().map(|(path, size)| FileText { path, size, text: None }).collect(), None))
+        Ok((
+            files.into_iter().map(|(path, size)| FileText { path, size, text: None }).collect(),
+            None,
+        ))
     }
     /// Reads several files, in order. Stores that can fetch many files in one request
     /// override this; the default reads them one by one.
@@ -149,7 +160,10 @@ impl ReadOps for Workspace {
     async fn stat(&self, path: &str) -> Result<Option<FileInfo>, FsError> {
         Workspace::stat(self, path)
     }
-    async fn stat_with_text(&self, path: &str) -> Result<Option<(FileInfo, Option<String>)>, FsError> {
+    async fn stat_with_text(
+        &self,
+        path: &str,
+    ) -> Result<Option<(FileInfo, Option<String>)>, FsError> {
         Workspace::stat_with_text(self, path)
     }
 }

@@ -192,7 +192,8 @@ impl LineLabel {
 /// Think's `readTextWithLineNumbers`, in one pass over the lines.
 fn numbered(path: &str, content: &str, offset: Option<u64>, limit: Option<u64>) -> Value {
     let total = super::line_count(content);
-    let start = offset.filter(|&o| o > 0).map_or(0, |o| usize::try_from(o - 1).unwrap_or(usize::MAX));
+    let start =
+        offset.filter(|&o| o > 0).map_or(0, |o| usize::try_from(o - 1).unwrap_or(usize::MAX));
     let end = match limit.filter(|&l| l > 0) {
         Some(l) => start.saturating_add(usize::try_from(l).unwrap_or(usize::MAX)),
         None => total,
@@ -217,9 +218,12 @@ fn numbered(path: &str, content: &str, offset: Option<u64>, limit: Option<u64>) 
         });
     }
     if wanted > MAX_LINES {
-        out.extend_from_slice(format!("\n... ({} more lines truncated)", wanted - MAX_LINES).as_bytes());
+        out.extend_from_slice(
+            format!("\n... ({} more lines truncated)", wanted - MAX_LINES).as_bytes(),
+        );
     }
-    let out = String::from_utf8(out).unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned());
+    let out = String::from_utf8(out)
+        .unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned());
     let mut m = Map::new();
     m.insert("path".into(), json!(path));
     m.insert("content".into(), Value::String(out));

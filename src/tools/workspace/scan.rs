@@ -40,12 +40,18 @@ pub(crate) fn for_each_line(bytes: &[u8], mut f: impl FnMut(usize, usize) -> boo
 
 /// The lines ending in `bytes[from..]`, eight bytes per step; false when `f` stopped.
 #[inline(always)]
-fn lines_words(bytes: &[u8], from: usize, start: &mut usize, f: &mut impl FnMut(usize, usize) -> bool) -> bool {
+fn lines_words(
+    bytes: &[u8],
+    from: usize,
+    start: &mut usize,
+    f: &mut impl FnMut(usize, usize) -> bool,
+) -> bool {
     const NL: u64 = ONES * b'\n' as u64;
     let mut at = from;
     while at + 8 <= bytes.len() {
         let b = &bytes[at..at + 8];
-        let mut mask = zero_bytes(u64::from_le_bytes([b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7]]) ^ NL);
+        let mut mask =
+            zero_bytes(u64::from_le_bytes([b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7]]) ^ NL);
         while mask != 0 {
             let end = at + (mask.trailing_zeros() / 8) as usize;
             mask &= mask - 1;
@@ -71,7 +77,11 @@ fn lines_words(bytes: &[u8], from: usize, start: &mut usize, f: &mut impl FnMut(
 /// when `f` stopped.
 #[cfg(target_arch = "wasm32")]
 #[target_feature(enable = "simd128")]
-fn lines_simd(bytes: &[u8], start: &mut usize, f: &mut impl FnMut(usize, usize) -> bool) -> Option<usize> {
+fn lines_simd(
+    bytes: &[u8],
+    start: &mut usize,
+    f: &mut impl FnMut(usize, usize) -> bool,
+) -> Option<usize> {
     use core::arch::wasm32::{u8x16_bitmask, u8x16_eq, u8x16_splat, v128, v128_load};
     let nl = u8x16_splat(b'\n');
     let mut at = 0;
@@ -139,7 +149,6 @@ impl ByteProbe {
     /// The high bit of each byte of `word` that is the probed byte.
     #[inline(always)]
     fn hits(self, word: u64) -> u64 {
-        
         zero_bytes((word | splat(self.fold)) ^ splat(self.byte))
     }
 }
@@ -157,7 +166,8 @@ impl Literal {
         let first = order.first().copied().unwrap_or(0);
         let same = |a: u8, b: u8| if fold { a.eq_ignore_ascii_case(&b) } else { a == b };
         // The second byte should differ from the first, or it filters nothing.
-        let second = order.iter().copied().find(|&i| !same(needle[i], needle[first])).unwrap_or(first);
+        let second =
+            order.iter().copied().find(|&i| !same(needle[i], needle[first])).unwrap_or(first);
         let needle = if fold { needle.to_ascii_lowercase() } else { needle.to_vec() };
         Literal { needle, fold, rare: [first, second] }
     }
@@ -198,7 +208,8 @@ impl Literal {
         let mut start = from;
         // `start + 7 <= last` keeps both loads in bounds.
         while start + 8 <= last + 1 {
-            let mut mask = first.hits(word_at(hay, start + i)) & second.hits(word_at(hay, start + j));
+            let mut mask =
+                first.hits(word_at(hay, start + i)) & second.hits(word_at(hay, start + j));
             while mask != 0 {
                 let at = start + (mask.trailing_zeros() / 8) as usize;
                 mask &= mask - 1;
@@ -216,7 +227,9 @@ impl Literal {
     #[cfg(target_arch = "wasm32")]
     #[target_feature(enable = "simd128")]
     fn find_simd(&self, hay: &[u8], from: usize, last: usize) -> (Option<usize>, usize) {
-        use core::arch::wasm32::{u8x16_bitmask, u8x16_eq, u8x16_splat, v128, v128_and, v128_load, v128_or};
+        use core::arch::wasm32::{
+            u8x16_bitmask, u8x16_eq, u8x16_splat, v128, v128_and, v128_load, v128_or,
+        };
         let [i, j] = self.rare;
         let (first, second) = self.probes();
         let (f1, b1) = (u8x16_splat(first.fold), u8x16_splat(first.byte));

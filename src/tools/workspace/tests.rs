@@ -393,18 +393,29 @@ fn grep_pages_reads_spilled_files_and_filters_globs_sql_cannot() {
     let out = ok(&grep, json!({"query": "MARK"}));
     assert_eq!(
         out["matches"],
-        json!(["/p/099.txt:1: the mark", "/p/199.txt:1: the mark", "/p/299.txt:1: the mark", "/p/r2.txt:2: the mark in R2"])
+        json!([
+            "/p/099.txt:1: the mark",
+            "/p/199.txt:1: the mark",
+            "/p/299.txt:1: the mark",
+            "/p/r2.txt:2: the mark in R2"
+        ])
     );
     assert_eq!(out["filesSearched"], 301);
     let out = ok(&grep, json!({"query": "mark", "include": "/p/?99.txt"}));
-    assert_eq!(out["matches"], json!(["/p/099.txt:1: the mark", "/p/199.txt:1: the mark", "/p/299.txt:1: the mark"]));
+    assert_eq!(
+        out["matches"],
+        json!(["/p/099.txt:1: the mark", "/p/199.txt:1: the mark", "/p/299.txt:1: the mark"])
+    );
     assert_eq!(out["filesSearched"], 3);
     // The cap stops the search mid-page.
     for i in 0..300 {
         put(&ws, &format!("/q/{i:03}.txt"), "hit");
     }
     let out = ok(&grep, json!({"query": "hit", "include": "/q/**"}));
-    assert_eq!((out["totalMatches"].clone(), out["filesSearched"].clone()), (json!(200), json!(200)));
+    assert_eq!(
+        (out["totalMatches"].clone(), out["filesSearched"].clone()),
+        (json!(200), json!(200))
+    );
     assert_eq!(out["matches"][199], "/q/199.txt:1: hit");
     // A bad glob is reported before a bad regex, as in Think.
     let err = run(&grep, json!({"query": "(", "include": "[z-a]"})).unwrap_err();
@@ -455,8 +466,12 @@ fn grep_fixed_strings_ignore_ascii_case_like_js() {
             .collect();
         assert_eq!(m.matching_lines(&hay, usize::MAX), want, "{needle}");
         let m = grep::Matcher::new(needle, true, true).unwrap();
-        let want: Vec<usize> =
-            hay.split('\n').enumerate().filter(|(_, l)| l.contains(needle)).map(|(i, _)| i).collect();
+        let want: Vec<usize> = hay
+            .split('\n')
+            .enumerate()
+            .filter(|(_, l)| l.contains(needle))
+            .map(|(i, _)| i)
+            .collect();
         assert_eq!(m.matching_lines(&hay, usize::MAX), want, "{needle} (case-sensitive)");
     }
     let m = grep::Matcher::new("é x", true, true).unwrap();
@@ -484,11 +499,20 @@ fn tool_errors_use_thinks_wording() {
     let (write, edit) = (write_tool(ws.clone()), edit_tool(ws.clone()));
     put(&ws, "/dir/f.txt", "x");
     let err = |tool: &ToolRef, input: Value| run(tool, input).unwrap_err().0;
-    assert_eq!(err(&write, json!({"path": "/..", "content": "x"})), "EISDIR: cannot write to root directory");
+    assert_eq!(
+        err(&write, json!({"path": "/..", "content": "x"})),
+        "EISDIR: cannot write to root directory"
+    );
     assert_eq!(err(&write, json!({"path": "/dir", "content": "x"})), "EISDIR: /dir is a directory");
-    assert_eq!(err(&edit, json!({"path": "/dir", "old_string": "a", "new_string": "b"})), "EISDIR: /dir is a directory");
+    assert_eq!(
+        err(&edit, json!({"path": "/dir", "old_string": "a", "new_string": "b"})),
+        "EISDIR: /dir is a directory"
+    );
     let long = format!("/{}", "d".repeat(4100));
-    assert_eq!(err(&write, json!({"path": long, "content": "x"})), "ENAMETOOLONG: path exceeds 4096 characters");
+    assert_eq!(
+        err(&write, json!({"path": long, "content": "x"})),
+        "ENAMETOOLONG: path exceeds 4096 characters"
+    );
     // Others keep the filesystem's Node-style text.
     assert_eq!(
         err(&write, json!({"path": "/dir/f.txt/x", "content": "x"})),

@@ -120,12 +120,18 @@ mod tests {
     }
 
     fn response(stdout: &str, exit_code: i32) -> EngineResponse {
-        EngineResponse { stdout: stdout.into(), stderr: "warn\n".into(), exit_code, ..Default::default() }
+        EngineResponse {
+            stdout: stdout.into(),
+            stderr: "warn\n".into(),
+            exit_code,
+            ..Default::default()
+        }
     }
 
     #[test]
     fn output_json_shape_omits_empty_optional_lists() {
-        let out = assemble_output(&response("hi\n", 0), ChangedFiles::default(), vec![], vec![], 64_000);
+        let out =
+            assemble_output(&response("hi\n", 0), ChangedFiles::default(), vec![], vec![], 64_000);
         assert_eq!(
             serde_json::to_value(&out).unwrap(),
             json!({
@@ -134,7 +140,8 @@ mod tests {
                                  "directoriesCreated": [], "directoriesDeleted": []}
             })
         );
-        let keys: Vec<String> = serde_json::to_value(&out).unwrap().as_object().unwrap().keys().cloned().collect();
+        let keys: Vec<String> =
+            serde_json::to_value(&out).unwrap().as_object().unwrap().keys().cloned().collect();
         assert_eq!(keys, ["stdout", "stderr", "exitCode", "changedFiles"]);
     }
 

@@ -107,7 +107,9 @@ impl SnapshotPlanner {
                 Visit::Descend
             }
             EntryKind::File => {
-                if self.snapshot.baseline.files.len() >= self.max_files || entry.size > self.max_file_bytes {
+                if self.snapshot.baseline.files.len() >= self.max_files
+                    || entry.size > self.max_file_bytes
+                {
                     self.protect(path);
                     Visit::Skip
                 } else {
@@ -169,7 +171,11 @@ mod tests {
     use super::*;
 
     fn opts(max_files: usize, max_bytes: u64) -> BashOptions {
-        BashOptions { max_workspace_files: max_files, max_workspace_file_bytes: max_bytes, ..BashOptions::default() }
+        BashOptions {
+            max_workspace_files: max_files,
+            max_workspace_file_bytes: max_bytes,
+            ..BashOptions::default()
+        }
     }
 
     fn file(path: &str, size: u64) -> DirEntry {

@@ -205,7 +205,11 @@ impl BashEngine for FakeEngine {
                 None => FinalEntry { path, kind: FinalKind::Dir, content: None },
                 Some(bytes) => {
                     let same = mounted.get(&path) == Some(&bytes);
-                    FinalEntry { path, kind: FinalKind::File, content: if same { None } else { Some(bytes) } }
+                    FinalEntry {
+                        path,
+                        kind: FinalKind::File,
+                        content: if same { None } else { Some(bytes) },
+                    }
                 }
             })
             .collect();
@@ -252,7 +256,10 @@ fn request_carries_mounts_dirs_and_settings() {
     let inp = BashInput { script: "ls".into(), cwd: Some("d/./e/../e".into()) };
     block_on(run_bash(&ws, &engine, &options, inp)).expect("ran");
     let req = engine.request();
-    assert_eq!(req.files, [("/a.txt".to_owned(), b"A".to_vec()), ("/d/e/b.txt".to_owned(), b"B".to_vec())]);
+    assert_eq!(
+        req.files,
+        [("/a.txt".to_owned(), b"A".to_vec()), ("/d/e/b.txt".to_owned(), b"B".to_vec())]
+    );
     assert_eq!(req.dirs, ["/", "/d", "/d/e", "/empty"]);
     assert_eq!((req.script.as_str(), req.cwd.as_str()), ("ls", "/d/e"));
     assert_eq!((req.timeout_ms, req.network), (5_000, true));
@@ -269,7 +276,10 @@ fn default_cwd_is_root() {
 
 #[test]
 fn writes_back_creates_updates_deletes_and_directories() {
-    let ws = MemFs::with(&[("/keep", b"k"), ("/edit.txt", b"old"), ("/rm.txt", b"r"), ("/olddir/x", b"x")], &[]);
+    let ws = MemFs::with(
+        &[("/keep", b"k"), ("/edit.txt", b"old"), ("/rm.txt", b"r"), ("/olddir/x", b"x")],
+        &[],
+    );
     let engine = FakeEngine::new(|fs| {
         put(fs, "/edit.txt", b"new");
         fs.remove("/rm.txt");
@@ -290,7 +300,10 @@ fn writes_back_creates_updates_deletes_and_directories() {
     assert!(out.get("errors").is_none());
     assert_eq!(ws.file("/edit.txt").as_deref(), Some(&b"new"[..]));
     assert_eq!(ws.file("/src/lib/mod.rs").as_deref(), Some(&b"fn main() {}\n"[..]));
-    assert_eq!(ws.paths(), ["/", "/edit.txt", "/emptynew", "/keep", "/src", "/src/lib", "/src/lib/mod.rs"]);
+    assert_eq!(
+        ws.paths(),
+        ["/", "/edit.txt", "/emptynew", "/keep", "/src", "/src/lib", "/src/lib/mod.rs"]
+    );
 }
 
 #[test]
@@ -348,7 +361,11 @@ fn workspace_tmp_directory_is_synced_like_any_other() {
 fn oversized_and_excess_files_are_skipped_and_protected() {
     let big = vec![b'x'; 11];
     let ws = MemFs::with(&[("/a", b"1"), ("/b", b"2"), ("/c", b"3"), ("/big.bin", &big)], &[]);
-    let options = BashOptions { max_workspace_files: 2, max_workspace_file_bytes: 10, ..BashOptions::default() };
+    let options = BashOptions {
+        max_workspace_files: 2,
+        max_workspace_file_bytes: 10,
+        ..BashOptions::default()
+    };
     let engine = FakeEngine::new(|fs| {
         // The script cannot see the skipped files; writing them is refused.
         assert!(!fs.contains_key("/big.bin") && !fs.contains_key("/c"));
@@ -362,7 +379,10 @@ fn oversized_and_excess_files_are_skipped_and_protected() {
     assert_eq!(out["skippedFiles"], json!(["/big.bin", "/c"]));
     assert_eq!(
         out["errors"],
-        json!(["Skipped writing protected workspace file: /big.bin", "Skipped writing protected workspace file: /c"])
+        json!([
+            "Skipped writing protected workspace file: /big.bin",
+            "Skipped writing protected workspace file: /c"
+        ])
     );
     assert_eq!(out["changedFiles"]["updated"], json!([]));
     assert_eq!(ws.file("/big.bin"), Some(big));
@@ -417,7 +437,11 @@ fn symlinks_are_neither_mounted_nor_protected() {
 #[test]
 fn failed_operations_are_reported_and_left_out_of_changed_files() {
     let mut ws = MemFs::with(&[("/locked.txt", b"l"), ("/undeletable", b"u")], &[]);
-    ws.fail_write.extend(["/locked.txt".to_owned(), "/undeletable".to_owned(), "/newdir".to_owned()]);
+    ws.fail_write.extend([
+        "/locked.txt".to_owned(),
+        "/undeletable".to_owned(),
+        "/newdir".to_owned(),
+    ]);
     let engine = FakeEngine::new(|fs| {
         put(fs, "/locked.txt", b"changed");
         fs.remove("/undeletable");
@@ -454,7 +478,10 @@ fn operations_run_deletes_before_creates() {
     });
     let out = run(&ws, &engine, &BashOptions::default());
     assert!(out.get("errors").is_none(), "{out}");
-    assert_eq!(*ws.ops.borrow(), ["rm /q/inner", "rm /p", "rm -r /q", "mkdir /p", "write /p/child", "write /q"]);
+    assert_eq!(
+        *ws.ops.borrow(),
+        ["rm /q/inner", "rm /p", "rm -r /q", "mkdir /p", "write /p/child", "write /q"]
+    );
     assert_eq!(ws.file("/q").as_deref(), Some(&b"now a file"[..]));
     assert_eq!(ws.file("/p/child").as_deref(), Some(&b"c"[..]));
 }
@@ -495,11 +522,18 @@ fn listing_failure_fails_the_call() {
 
 #[test]
 fn options_deserialize_from_think_config() {
-    let o: BashOptions = serde_json::from_value(json!({"timeout": 1000, "maxOutputBytes": 10})).expect("valid");
+    let o: BashOptions =
+        serde_json::from_value(json!({"timeout": 1000, "maxOutputBytes": 10})).expect("valid");
     assert_eq!(o, BashOptions { timeout_ms: 1000, max_output_bytes: 10, ..BashOptions::default() });
     let d: BashOptions = serde_json::from_value(json!({})).expect("valid");
     assert_eq!(
-        (d.timeout_ms, d.network, d.max_workspace_files, d.max_workspace_file_bytes, d.max_output_bytes),
+        (
+            d.timeout_ms,
+            d.network,
+            d.max_workspace_files,
+            d.max_workspace_file_bytes,
+            d.max_output_bytes
+        ),
         (30_000, false, 1_000, 1_000_000, 64_000)
     );
     assert!(serde_json::from_value::<BashOptions>(json!({"timeoutMs": 5})).is_err());
@@ -507,7 +541,11 @@ fn options_deserialize_from_think_config() {
 
 #[test]
 fn tool_definition_matches_think() {
-    let tool = bash_tool(Rc::new(MemFs::with(&[], &[])), Rc::new(FakeEngine::new(|_| (String::new(), 0))), BashOptions::default());
+    let tool = bash_tool(
+        Rc::new(MemFs::with(&[], &[])),
+        Rc::new(FakeEngine::new(|_| (String::new(), 0))),
+        BashOptions::default(),
+    );
     let def = tool.definition();
     assert_eq!(def.name, "bash");
     assert_eq!(def.description, DESCRIPTION);
@@ -526,13 +564,22 @@ fn tool_runs_the_script_and_returns_the_output_json() {
         put(fs, "/b.txt", b"b");
         ("out\n".into(), 0)
     }));
-    let tool = bash_tool(ws.clone(), engine.clone(), BashOptions { timeout_ms: 1234, ..BashOptions::default() });
+    let tool = bash_tool(
+        ws.clone(),
+        engine.clone(),
+        BashOptions { timeout_ms: 1234, ..BashOptions::default() },
+    );
     let ctx = crate::tools::ToolContext::default();
-    let out = block_on(tool.execute(json!({"script": "echo out > /dev/stdout", "cwd": "/x/.."}), &ctx)).expect("ran");
+    let out =
+        block_on(tool.execute(json!({"script": "echo out > /dev/stdout", "cwd": "/x/.."}), &ctx))
+            .expect("ran");
     assert_eq!(out["stdout"], "out\n");
     assert_eq!(out["changedFiles"]["created"], json!(["/b.txt"]));
     let req = engine.request();
-    assert_eq!((req.script.as_str(), req.cwd.as_str(), req.timeout_ms), ("echo out > /dev/stdout", "/", 1234));
+    assert_eq!(
+        (req.script.as_str(), req.cwd.as_str(), req.timeout_ms),
+        ("echo out > /dev/stdout", "/", 1234)
+    );
     assert_eq!(ws.file("/b.txt").as_deref(), Some(&b"b"[..]));
     let err = block_on(tool.execute(json!({"cwd": "/"}), &ctx)).unwrap_err();
     assert!(err.0.starts_with("Invalid input for tool \"bash\""), "{}", err.0);
@@ -548,7 +595,9 @@ fn engine_failure_is_the_tool_error() {
         }
     }
     let tool = bash_tool(Rc::new(MemFs::with(&[], &[])), Rc::new(Broken), BashOptions::default());
-    let err = block_on(tool.execute(json!({"script": "true"}), &crate::tools::ToolContext::default())).unwrap_err();
+    let err =
+        block_on(tool.execute(json!({"script": "true"}), &crate::tools::ToolContext::default()))
+            .unwrap_err();
     assert_eq!(err.0, "just-bash could not start");
 }
 
@@ -561,7 +610,9 @@ fn options_from_a_setting() {
         BashOptions::from_setting(r#"{"timeout": 500, "network": true}"#),
         Ok(Some(BashOptions { timeout_ms: 500, network: true, ..BashOptions::default() }))
     );
-    assert!(BashOptions::from_setting(r#"{"timeoutMs": 500}"#).unwrap_err().contains("unknown field"));
+    assert!(BashOptions::from_setting(r#"{"timeoutMs": 500}"#)
+        .unwrap_err()
+        .contains("unknown field"));
     assert!(BashOptions::from_setting("off").is_err());
 }
 
@@ -611,7 +662,8 @@ mod over_workspace {
             put(fs, "/tmp/scratch", b"s");
             (String::new(), 0)
         });
-        let out = block_on(run_bash(ws.as_ref(), &engine, &BashOptions::default(), input("…"))).unwrap();
+        let out =
+            block_on(run_bash(ws.as_ref(), &engine, &BashOptions::default(), input("…"))).unwrap();
         let out = serde_json::to_value(out).unwrap();
         assert_eq!(
             out["changedFiles"],
@@ -654,11 +706,18 @@ mod over_workspace {
     fn workspace_tools_include_bash_only_with_an_engine_and_when_enabled() {
         use crate::tools::workspace::{workspace_tools, WorkspaceToolsOptions};
         let names = |options: WorkspaceToolsOptions| -> Vec<String> {
-            workspace_tools(workspace(), options).iter().map(|t| t.definition().name.clone()).collect()
+            workspace_tools(workspace(), options)
+                .iter()
+                .map(|t| t.definition().name.clone())
+                .collect()
         };
         let engine: Rc<dyn BashEngine> = Rc::new(FakeEngine::new(|_| (String::new(), 0)));
-        let with_engine = WorkspaceToolsOptions { bash_engine: Some(engine), ..WorkspaceToolsOptions::default() };
-        assert_eq!(names(with_engine.clone()), ["read", "write", "edit", "list", "find", "grep", "delete", "bash"]);
+        let with_engine =
+            WorkspaceToolsOptions { bash_engine: Some(engine), ..WorkspaceToolsOptions::default() };
+        assert_eq!(
+            names(with_engine.clone()),
+            ["read", "write", "edit", "list", "find", "grep", "delete", "bash"]
+        );
         assert_eq!(names(WorkspaceToolsOptions { bash: false, ..with_engine }).len(), 7);
         assert_eq!(names(WorkspaceToolsOptions::default()).len(), 7);
     }

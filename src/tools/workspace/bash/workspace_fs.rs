@@ -13,7 +13,8 @@ impl BashFs for Workspace {
     async fn read_dir(&self, dir: &str) -> Result<Vec<DirEntry>, String> {
         let mut entries = Vec::new();
         loop {
-            let page = Workspace::read_dir(self, dir, PAGE, entries.len()).map_err(|e| e.to_string())?;
+            let page =
+                Workspace::read_dir(self, dir, PAGE, entries.len()).map_err(|e| e.to_string())?;
             let full = page.len() == PAGE;
             entries.extend(page.into_iter().map(|info| DirEntry {
                 kind: match info.kind {
@@ -42,7 +43,9 @@ impl BashFs for Workspace {
     /// files; anything else as bytes, so binary output round-trips byte for byte.
     async fn write_file_bytes(&self, path: &str, bytes: &[u8]) -> Result<(), String> {
         let result = match std::str::from_utf8(bytes) {
-            Ok(text) if looks_like_text(bytes) => Workspace::write_file(self, path, text, "text/plain").await,
+            Ok(text) if looks_like_text(bytes) => {
+                Workspace::write_file(self, path, text, "text/plain").await
+            }
             _ => Workspace::write_file_bytes(self, path, bytes, "application/octet-stream").await,
         };
         result.map_err(|e| e.to_string())

@@ -60,7 +60,10 @@ fn should_sync(path: &str, baseline: &Baseline) -> bool {
     if path == "/" {
         return false;
     }
-    if baseline.files.contains_key(path) || baseline.dirs.contains(path) || baseline.protected.contains(path) {
+    if baseline.files.contains_key(path)
+        || baseline.dirs.contains(path)
+        || baseline.protected.contains(path)
+    {
         return true;
     }
     !EXCLUDED_ROOTS.iter().any(|root| is_under(path, root))
@@ -91,7 +94,9 @@ pub fn plan_write_back(baseline: &Baseline, entries: Vec<FinalEntry>) -> WritePl
                     // "Unchanged" for a path that was never mounted is an engine bug; the
                     // file cannot be written without its bytes.
                     (None, None) => {
-                        plan.refusals.push(format!("Failed to write {path}: the bash engine returned no content."));
+                        plan.refusals.push(format!(
+                            "Failed to write {path}: the bash engine returned no content."
+                        ));
                         continue;
                     }
                 };
@@ -124,7 +129,8 @@ pub fn plan_write_back(baseline: &Baseline, entries: Vec<FinalEntry>) -> WritePl
             continue;
         }
         if baseline.protected.contains(path) || baseline.has_protected_descendant(path) {
-            plan.refusals.push(format!("Skipped creating directory {path}: contains protected paths."));
+            plan.refusals
+                .push(format!("Skipped creating directory {path}: contains protected paths."));
         } else {
             plan.create_dirs.push(path.clone());
         }
@@ -204,7 +210,11 @@ mod tests {
     }
 
     fn file(path: &str, content: Option<&[u8]>) -> FinalEntry {
-        FinalEntry { path: path.into(), kind: FinalKind::File, content: content.map(<[u8]>::to_vec) }
+        FinalEntry {
+            path: path.into(),
+            kind: FinalKind::File,
+            content: content.map(<[u8]>::to_vec),
+        }
     }
 
     fn dir(path: &str) -> FinalEntry {
@@ -218,13 +228,20 @@ mod tests {
     #[test]
     fn unchanged_state_plans_nothing() {
         let b = baseline(&[("/a.txt", b"a"), ("/d/b.txt", b"b")], &["/d"], &[]);
-        let plan = plan_write_back(&b, vec![file("/a.txt", None), dir("/d"), file("/d/b.txt", Some(b"b"))]);
+        let plan = plan_write_back(
+            &b,
+            vec![file("/a.txt", None), dir("/d"), file("/d/b.txt", Some(b"b"))],
+        );
         assert_eq!(plan, WritePlan::default());
     }
 
     #[test]
     fn creates_updates_and_deletes() {
-        let b = baseline(&[("/keep", b"k"), ("/edit", b"old"), ("/gone", b"g"), ("/old/x", b"x")], &["/old"], &[]);
+        let b = baseline(
+            &[("/keep", b"k"), ("/edit", b"old"), ("/gone", b"g"), ("/old/x", b"x")],
+            &["/old"],
+            &[],
+        );
         let plan = plan_write_back(
             &b,
             vec![
@@ -241,14 +258,22 @@ mod tests {
         assert_eq!(plan.create_dirs, ["/new", "/new/deeper"]);
         assert_eq!(
             plan.writes,
-            [write("/edit", b"new", false), write("/new/deeper/f", b"f", true), write("/top", b"", true)]
+            [
+                write("/edit", b"new", false),
+                write("/new/deeper/f", b"f", true),
+                write("/top", b"", true)
+            ]
         );
         assert!(plan.refusals.is_empty());
     }
 
     #[test]
     fn deletes_run_deepest_first() {
-        let b = baseline(&[("/a/1", b"1"), ("/a/b/2", b"2"), ("/a/b/c/3", b"3")], &["/a", "/a/b", "/a/b/c"], &[]);
+        let b = baseline(
+            &[("/a/1", b"1"), ("/a/b/2", b"2"), ("/a/b/c/3", b"3")],
+            &["/a", "/a/b", "/a/b/c"],
+            &[],
+        );
         let plan = plan_write_back(&b, vec![]);
         assert_eq!(plan.delete_files, ["/a/b/c/3", "/a/b/2", "/a/1"]);
         assert_eq!(plan.delete_dirs, ["/a/b/c", "/a/b", "/a"]);
@@ -278,7 +303,10 @@ mod tests {
         // The workspace's own /tmp is neither deleted nor ignored (Think would delete it).
         assert!(plan.delete_dirs.is_empty());
         assert!(plan.create_dirs.is_empty());
-        assert_eq!(plan.writes, [write("/tmp/kept.txt", b"changed", false), write("/tmpfile", b"t", true)]);
+        assert_eq!(
+            plan.writes,
+            [write("/tmp/kept.txt", b"changed", false), write("/tmpfile", b"t", true)]
+        );
     }
 
     #[test]
@@ -310,7 +338,10 @@ mod tests {
         let b = baseline(&[], &[], &["/big.bin"]);
         let plan = plan_write_back(&b, vec![dir("/big.bin"), file("/big.bin/x", Some(b"x"))]);
         assert!(plan.create_dirs.is_empty());
-        assert_eq!(plan.refusals[0], "Skipped creating directory /big.bin: contains protected paths.");
+        assert_eq!(
+            plan.refusals[0],
+            "Skipped creating directory /big.bin: contains protected paths."
+        );
         // The file inside is planned (the workspace write fails on its own if it must).
         assert_eq!(plan.writes, [write("/big.bin/x", b"x", true)]);
     }
@@ -320,12 +351,19 @@ mod tests {
         let b = baseline(&[("/was-file", b"f"), ("/was-dir/x", b"x")], &["/was-dir"], &[]);
         let plan = plan_write_back(
             &b,
-            vec![dir("/was-file"), file("/was-file/inner", Some(b"i")), file("/was-dir", Some(b"now a file"))],
+            vec![
+                dir("/was-file"),
+                file("/was-file/inner", Some(b"i")),
+                file("/was-dir", Some(b"now a file")),
+            ],
         );
         assert_eq!(plan.delete_files, ["/was-file", "/was-dir/x"]);
         assert_eq!(plan.delete_dirs, ["/was-dir"]);
         assert_eq!(plan.create_dirs, ["/was-file"]);
-        assert_eq!(plan.writes, [write("/was-dir", b"now a file", true), write("/was-file/inner", b"i", true)]);
+        assert_eq!(
+            plan.writes,
+            [write("/was-dir", b"now a file", true), write("/was-file/inner", b"i", true)]
+        );
     }
 
     #[test]
@@ -348,7 +386,8 @@ mod tests {
     #[test]
     fn engine_paths_are_normalized_and_root_ignored() {
         let b = baseline(&[("/a", b"a")], &[], &[]);
-        let plan = plan_write_back(&b, vec![dir("/"), file("//a", None), file("/x/../b", Some(b"b"))]);
+        let plan =
+            plan_write_back(&b, vec![dir("/"), file("//a", None), file("/x/../b", Some(b"b"))]);
         assert!(plan.delete_files.is_empty());
         assert_eq!(plan.writes, [write("/b", b"b", true)]);
     }
