@@ -8,6 +8,10 @@ source scripts/env.sh
 
 rustup target list --installed 2>/dev/null | grep -qx wasm32-unknown-unknown \
   || rustup target add wasm32-unknown-unknown
+# npm test's gates: cargo fmt --check and cargo clippy.
+for component in rustfmt clippy; do
+  rustup component list --installed 2>/dev/null | grep -q "^$component" || rustup component add "$component"
+done
 
 mkdir -p "$THINK_RS_CACHE"
 (

@@ -1,12 +1,18 @@
 #!/usr/bin/env bash
-# `npm test`: install what is missing, build, then run the Rust unit tests on the host and the
-# integration tests against the built Worker in Miniflare, two test files at a time (each file
-# runs its own Miniflare and model server, so they do not share state).
+# `npm test`: install what is missing, build, check the Rust gates (format, clippy for the host
+# and for wasm32, doc-tests), run the Rust tests on the host, then the integration tests against
+# the built Worker in Miniflare, two test files at a time (each file runs its own Miniflare and
+# model server, so they do not share state).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
 bash scripts/build.sh
-echo "test: cargo test (host)"
-cargo test --lib --quiet
+echo "test: cargo fmt --check"
+cargo fmt --check
+echo "test: cargo clippy (host, all targets; wasm32, lib) -D warnings"
+cargo clippy --quiet --all-targets -- -D warnings
+cargo clippy --quiet --target wasm32-unknown-unknown --lib -- -D warnings
+echo "test: cargo test (host: unit tests and doc-tests)"
+cargo test --quiet
 echo "test: node --test tests/*.test.mjs tests/bash-corpus/*.test.mjs"
 node --test --test-concurrency=2 --test-force-exit --test-reporter=spec tests/*.test.mjs tests/bash-corpus/*.test.mjs
