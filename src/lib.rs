@@ -15,3 +15,9 @@ pub mod workspace;
 
 #[cfg(target_arch = "wasm32")]
 pub mod wasm;
+
+/// The README's Rust example, compiled by `cargo test` as a doc-test so that it cannot drift
+/// from the API.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+pub struct ReadmeDoctests;
