@@ -6,6 +6,7 @@
 pub mod agent;
 pub mod mcp;
 pub mod model;
+pub mod net;
 pub mod platform;
 pub mod protocol;
 pub mod store;

@@ -143,7 +143,10 @@ impl Agent {
             deps.sql.clone(),
             deps.http.clone(),
             deps.clock.clone(),
-            Default::default(),
+            crate::mcp::McpConfig {
+                allow_private_addresses: spec.net.allow_private,
+                ..Default::default()
+            },
         )
         .map_err(|e| crate::platform::log(&format!("think-rs: MCP is unavailable: {e}")))
         .ok();

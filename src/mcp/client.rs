@@ -9,8 +9,8 @@ use super::session::Session;
 use super::store::{self, Pin, ServerRow};
 use super::tools::{self, McpTool};
 use super::transport::{Env, TransportKind};
-use super::url::HttpUrl;
 use super::McpError;
+use crate::net::{self, NetPolicy};
 use crate::platform::{random_id, Clock, HttpClient};
 use crate::store::Sql;
 use crate::tools::{ToolError, ToolRef};
@@ -38,8 +38,16 @@ pub struct McpConfig {
     /// Connection attempts per server when restoring at start (backing off 0.5 s, 1 s, ...).
     pub restore_attempts: u32,
     /// Lets servers on private network addresses be added (refused by default, as in the
-    /// reference, so a prompt-injected URL cannot reach internal services).
+    /// reference, so a prompt-injected URL cannot reach internal services). Loopback is
+    /// allowed either way; see [`crate::net`] for the classes refused.
     pub allow_private_addresses: bool,
+}
+
+impl McpConfig {
+    /// The address policy every server URL is checked against, when added and when connecting.
+    fn net_policy(&self) -> NetPolicy {
+        NetPolicy { allow_private: self.allow_private_addresses, ..NetPolicy::default() }
+    }
 }
 
 impl Default for McpConfig {
@@ -357,7 +365,8 @@ impl Inner {
                     return;
                 }
                 Err(e) => {
-                    if tries < attempts && self.is_current(id, attempt) {
+                    let retry = !matches!(e, McpError::Url(_));
+                    if retry && tries < attempts && self.is_current(id, attempt) {
                         self.mark_state(id, attempt, ConnectionState::Connecting);
                         self.clock.sleep(delay).await;
                         delay = (delay * 2).min(5_000);
@@ -378,7 +387,7 @@ impl Inner {
         let row = self
             .with_server(id, |s| s.row.clone())
             .ok_or_else(|| McpError::UnknownServer(id.into()))?;
-        let url = HttpUrl::parse(&row.url).map_err(McpError::Invalid)?;
+        let url = net::check_url(&row.url, &self.config.net_policy())?;
         let env = Env {
             http: self.http.clone(),
             clock: self.clock.clone(),
@@ -831,14 +840,7 @@ impl McpClient {
         if name.is_empty() {
             return Err(McpError::Invalid("the MCP server needs a name".into()));
         }
-        let parsed = HttpUrl::parse(url)
-            .map_err(|e| McpError::Invalid(format!("invalid MCP server URL: {e}")))?;
-        if !inner.config.allow_private_addresses && parsed.is_private_address() {
-            return Err(McpError::Invalid(format!(
-                "Blocked URL: {parsed}: MCP client connections to private/internal addresses are not allowed"
-            )));
-        }
-        let url = parsed.to_string();
+        let url = net::check_url(url, &inner.config.net_policy())?.to_string();
         let requested = options.id.as_deref().map(normalize_server_id);
         let transport = options.transport.unwrap_or_default();
         let row = {

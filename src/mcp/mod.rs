@@ -24,7 +24,6 @@ mod session;
 mod store;
 mod tools;
 mod transport;
-mod url;
 
 #[cfg(test)]
 mod testkit;

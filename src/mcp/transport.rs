@@ -10,8 +10,8 @@
 //! hands the stream on when its own answer arrives or when it gives up.
 
 use super::jsonrpc::{self, Incoming};
-use super::url::HttpUrl;
 use super::McpError;
+use crate::net::Url;
 use crate::platform::sse::{SseEvent, SseParser};
 use crate::platform::{Clock, HttpClient, HttpError, HttpRequest, HttpResponse};
 use futures::stream::LocalBoxStream;
@@ -278,7 +278,7 @@ pub(crate) struct StreamableHttp {
 }
 
 impl StreamableHttp {
-    pub fn new(env: Env, url: &HttpUrl) -> Self {
+    pub fn new(env: Env, url: &Url) -> Self {
         Self {
             env,
             url: url.to_string(),
@@ -288,7 +288,7 @@ impl StreamableHttp {
     }
 
     /// Carries on an earlier session: the server knows the id, the version is agreed.
-    pub fn resumed(env: Env, url: &HttpUrl, session_id: &str, protocol_version: &str) -> Self {
+    pub fn resumed(env: Env, url: &Url, session_id: &str, protocol_version: &str) -> Self {
         let t = Self::new(env, url);
         *t.session_id.borrow_mut() = Some(session_id.to_owned());
         *t.protocol_version.borrow_mut() = Some(protocol_version.to_owned());
@@ -414,7 +414,7 @@ impl StreamableHttp {
                 let bytes = match chunk {
                     Ok(b) => b,
                     Err(e) => {
-                        failure = Some(e.0);
+                        failure = Some(e.to_string());
                         break;
                     }
                 };
@@ -548,7 +548,7 @@ pub(crate) struct LegacySse {
 impl LegacySse {
     /// Opens the SSE stream and waits for the `endpoint` event. The endpoint must share the
     /// stream's origin, so custom headers (bearer tokens) never go to another host.
-    pub async fn open(env: Env, url: &HttpUrl) -> Result<LegacySse, McpError> {
+    pub async fn open(env: Env, url: &Url) -> Result<LegacySse, McpError> {
         let headers = env.headers(vec![("accept", "text/event-stream".into())]);
         let req = HttpRequest { method: "GET".into(), url: url.to_string(), headers, body: None };
         let resp = check_status(env.http.fetch(req).await?).await?;
@@ -570,14 +570,15 @@ impl LegacySse {
                 ))
             }
         };
-        let resolved = url
+        let mut resolved = url
             .join(&endpoint)
             .map_err(|e| McpError::Transport(format!("bad endpoint \"{endpoint}\": {e}")))?;
+        resolved.set_fragment(None);
         if resolved.origin() != url.origin() {
             return Err(McpError::Transport(format!(
                 "the endpoint {} is not on the server's origin {}",
-                resolved.origin(),
-                url.origin()
+                resolved.origin().ascii_serialization(),
+                url.origin().ascii_serialization()
             )));
         }
         Ok(LegacySse {

@@ -374,6 +374,10 @@ mod shipped {
                 Some(BashOptions::default())
             });
         let spec = AgentSpec::new(model)
+            .allow_private_network(matches!(
+                setting(env, "THINK_ALLOW_PRIVATE_NETWORK").as_deref().map(str::trim),
+                Some("true" | "1")
+            ))
             .approval(policy)
             .wait_for_mcp_connections(mcp_wait)
             .message_concurrency(concurrency);
