@@ -7,6 +7,7 @@ use futures::stream::LocalBoxStream;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use crate::platform::HttpError;
 use crate::tools::ToolDefinition;
 
 pub mod openai;
@@ -95,13 +96,71 @@ pub enum ModelEvent {
     },
 }
 
-/// A failed model call, with the text shown to the user.
+/// Why a model call failed. The Display text is what the user sees in the turn's error.
 #[derive(Debug, Clone, PartialEq)]
-pub struct ModelError(pub String);
+#[non_exhaustive]
+pub enum ModelError {
+    /// The request could not be encoded as JSON.
+    Encode(String),
+    /// No response from the endpoint (DNS, refused connection, unreachable network).
+    Unreachable {
+        /// The URL that was fetched.
+        url: String,
+        /// What the HTTP layer reported.
+        source: HttpError,
+    },
+    /// The endpoint answered with a non-2xx status.
+    Status {
+        /// The HTTP status code.
+        status: u16,
+        /// The provider's error message, or the start of the body.
+        message: String,
+    },
+    /// The stream carried an `error` object from the provider.
+    Reported(String),
+    /// A stream chunk was not the JSON the protocol promises.
+    UnreadableChunk(String),
+    /// The response body broke off mid-stream.
+    StreamBroken(HttpError),
+    /// Any other failure, for [`Model`] implementations outside this crate; shown as is.
+    Other(String),
+}
+
+impl ModelError {
+    /// A failure described by `message` alone, for custom [`Model`]s.
+    pub fn other(message: impl Into<String>) -> Self {
+        ModelError::Other(message.into())
+    }
+}
 
 impl std::fmt::Display for ModelError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(&self.0)
+        match self {
+            ModelError::Encode(e) => write!(f, "Could not encode the model request: {e}"),
+            ModelError::Unreachable { url, source } => {
+                write!(f, "Could not reach the model at {url}: {source}")
+            }
+            ModelError::Status { status, message } => {
+                write!(f, "The model request failed with HTTP {status}: {message}")
+            }
+            ModelError::Reported(m) => write!(f, "The model reported an error: {m}"),
+            ModelError::UnreadableChunk(e) => {
+                write!(f, "The model sent an unreadable stream chunk: {e}")
+            }
+            ModelError::StreamBroken(e) => write!(f, "The model stream broke off: {e}"),
+            ModelError::Other(m) => f.write_str(m),
+        }
+    }
+}
+
+impl std::error::Error for ModelError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            ModelError::Unreachable { source, .. } | ModelError::StreamBroken(source) => {
+                Some(source)
+            }
+            _ => None,
+        }
     }
 }
 

@@ -70,19 +70,40 @@ impl HttpResponse {
     }
 }
 
-/// A transport failure (DNS, refused connection, reset), as opposed to an HTTP error status.
-#[derive(Debug, Clone, PartialEq)]
-pub struct HttpError(pub String);
+/// Why an outbound request got no usable response, as opposed to an HTTP error status (which
+/// is a response). Callers match on the kind; the text is the runtime's own.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum HttpError {
+    /// The runtime would not build the request (an invalid header name or URL).
+    Request(String),
+    /// No response arrived: DNS, a refused or reset connection, an unreachable network.
+    Connect(String),
+    /// The response body broke off while it was being read.
+    Body(String),
+}
+
+impl HttpError {
+    /// The runtime's description of the failure.
+    pub fn message(&self) -> &str {
+        match self {
+            HttpError::Request(m) | HttpError::Connect(m) | HttpError::Body(m) => m,
+        }
+    }
+}
 
 impl std::fmt::Display for HttpError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(&self.0)
+        f.write_str(self.message())
     }
 }
+
+impl std::error::Error for HttpError {}
 
 /// Outbound HTTP: the model provider and the MCP client both speak through this.
 #[async_trait(?Send)]
 pub trait HttpClient {
+    /// Sends `req`; any status is a response, only a missing response is an error.
     async fn fetch(&self, req: HttpRequest) -> Result<HttpResponse, HttpError>;
 }
 
