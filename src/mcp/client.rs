@@ -7,7 +7,7 @@
 
 use super::session::Session;
 use super::store::{self, Pin, ServerRow};
-use super::tools::{self, McpTool};
+use super::tools::{self, McpTool, ToolCaller};
 use super::transport::{Env, TransportKind};
 use super::McpError;
 use crate::net::{self, NetPolicy};
@@ -209,7 +209,8 @@ impl Server {
     }
 }
 
-pub(crate) struct Inner {
+/// The shared state behind an [`McpClient`] handle; tools hold it weakly.
+struct Inner {
     me: Weak<Inner>,
     sql: Rc<dyn Sql>,
     http: Rc<dyn HttpClient>,
@@ -219,6 +220,18 @@ pub(crate) struct Inner {
     on_change: RefCell<Option<Rc<dyn Fn()>>>,
     generation: Cell<u64>,
     tool_cache: RefCell<Option<Vec<ToolRef>>>,
+}
+
+#[async_trait::async_trait(?Send)]
+impl ToolCaller for Inner {
+    async fn call_tool(
+        &self,
+        server_id: &str,
+        tool: &str,
+        input: Value,
+    ) -> Result<Value, ToolError> {
+        Inner::call_tool(self, server_id, tool, input).await
+    }
 }
 
 /// Runs `fut` for at most `ms` milliseconds.
@@ -1084,7 +1097,8 @@ impl McpClient {
                 if tool.get("name").and_then(Value::as_str).is_some_and(|n| held.contains(n)) {
                     continue;
                 }
-                if let Some(t) = McpTool::new(inner.me.clone(), &s.row.id, tool) {
+                let caller: Weak<dyn ToolCaller> = inner.me.clone();
+                if let Some(t) = McpTool::new(caller, &s.row.id, tool) {
                     out.push(Rc::new(t));
                 }
             }
