@@ -8,7 +8,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::platform::HttpError;
-use crate::tools::ToolDefinition;
+use crate::tools::definition::ToolDefinition;
 
 pub mod openai;
 

@@ -324,7 +324,7 @@ mod tests {
     use super::*;
     use crate::model::ModelToolCall;
     use crate::platform::HttpError;
-    use crate::tools::ToolDefinition;
+    use crate::tools::definition::ToolDefinition;
     use std::cell::RefCell;
 
     /// Replays one canned HTTP response, split into the given chunks, and records the request.
