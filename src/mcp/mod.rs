@@ -26,8 +26,6 @@ mod tools;
 mod transport;
 
 #[cfg(test)]
-mod testkit;
-#[cfg(test)]
 mod tests;
 
 pub use client::{

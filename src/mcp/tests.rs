@@ -1,10 +1,10 @@
 //! Behaviour of the MCP client against fake servers of both transports.
 
-use super::testkit::*;
 use super::*;
 use crate::platform::{Clock, HttpClient};
 use crate::store::sqlite::SqliteSql;
 use crate::store::Sql;
+use crate::test_support::mcp::*;
 use crate::tools::{ModelOutput, ToolContext, ToolError, ToolRef};
 use serde_json::{json, Value};
 use std::cell::RefCell;
