@@ -27,6 +27,7 @@ use std::rc::{Rc, Weak};
 pub struct McpConfig {
     /// `clientInfo` sent in `initialize`.
     pub client_name: String,
+    /// `clientInfo.version` sent in `initialize`.
     pub client_version: String,
     /// Per request (`tools/call`, `tools/list`), like the SDK's 60 s default.
     pub request_timeout_ms: u64,
@@ -78,9 +79,13 @@ pub struct AddServerOptions {
 /// Where a server's connection stands.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ConnectionState {
+    /// Opening the transport and initialising the session.
     Connecting,
+    /// Initialised; listing tools, prompts and resources.
     Discovering,
+    /// Connected, with its tools offered to the model.
     Ready,
+    /// The last attempt failed; retried on next use or restart.
     Failed,
 }
 
@@ -99,8 +104,11 @@ impl ConnectionState {
 /// What `add_mcp_server` reports: the id to refer to the server by and how connecting went.
 #[derive(Debug, Clone, PartialEq)]
 pub struct AddedServer {
+    /// The server's id, as tool names and the other callables use it.
     pub id: String,
+    /// Where the connection stands after the attempt.
     pub state: ConnectionState,
+    /// Why connecting failed, when it did.
     pub error: Option<String>,
 }
 
@@ -112,9 +120,13 @@ pub struct PendingToolChange {
     pub tool: String,
     /// `"description"` and/or `"inputSchema"`.
     pub changes: Vec<&'static str>,
+    /// The pinned description.
     pub previous_description: String,
+    /// The pinned input schema.
     pub previous_input_schema: Value,
+    /// The description the server declares now.
     pub description: String,
+    /// The input schema the server declares now.
     pub input_schema: Value,
 }
 
@@ -132,17 +144,25 @@ impl PendingToolChange {
 /// A typed snapshot of one server, for Rust callers (the frame carries the same facts).
 #[derive(Debug, Clone, PartialEq)]
 pub struct ServerStatus {
+    /// The server's id.
     pub id: String,
+    /// The name it was added with.
     pub name: String,
+    /// Its URL, as checked and fetched (canonical WHATWG form).
     pub url: String,
+    /// The transport it was added with.
     pub transport: TransportKind,
+    /// Where its connection stands.
     pub state: ConnectionState,
+    /// The last connection error, while failed.
     pub error: Option<String>,
     /// Transport actually in use while connected (`auto` resolves to one of the two).
     pub connected_via: Option<TransportKind>,
     /// The negotiated MCP protocol version while connected.
     pub protocol_version: Option<String>,
+    /// How many of its tools are offered to the model.
     pub tool_count: usize,
+    /// Tools held back until the app accepts their changes.
     pub pending_tool_changes: Vec<PendingToolChange>,
 }
 

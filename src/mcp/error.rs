@@ -16,13 +16,23 @@ pub enum McpError {
     /// The connection failed, broke, or the server spoke something other than MCP.
     Transport(String),
     /// The server answered with an HTTP error status.
-    Http { status: u16, body: String },
+    Http {
+        /// The status code.
+        status: u16,
+        /// The start of the response body, for the message.
+        body: String,
+    },
     /// The server no longer knows our `Mcp-Session-Id` (HTTP 404): initialise again.
     SessionExpired,
     /// No answer within the given number of milliseconds.
     Timeout(u64),
     /// The server answered the request with a JSON-RPC error.
-    Rpc { code: i64, message: String },
+    Rpc {
+        /// The JSON-RPC error code.
+        code: i64,
+        /// The server's message.
+        message: String,
+    },
     /// Persisting the server list failed.
     Store(String),
 }

@@ -93,9 +93,12 @@ impl Inbox {
 /// Which transport a server uses; `Auto` tries Streamable HTTP and falls back to SSE.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum TransportKind {
+    /// Streamable HTTP (one endpoint, POST and optional GET stream).
     #[default]
     StreamableHttp,
+    /// The legacy HTTP+SSE transport (a GET stream and a POST endpoint).
     Sse,
+    /// Streamable HTTP, falling back to SSE when the server refuses it, as the reference does.
     Auto,
 }
 

@@ -16,20 +16,31 @@ pub mod openai;
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "role", rename_all = "lowercase")]
 pub enum ModelMessage {
+    /// Instructions for the whole conversation.
     System {
+        /// The text.
         content: String,
     },
+    /// What the user said.
     User {
+        /// The text.
         content: String,
     },
+    /// What the model answered, with the tools it called.
     Assistant {
+        /// The text of the answer.
         content: String,
+        /// The tool calls of this step, in order.
         #[serde(default, skip_serializing_if = "Vec::is_empty")]
         tool_calls: Vec<ModelToolCall>,
     },
+    /// The result of one tool call, fed back to the model.
     Tool {
+        /// The id of the call this answers.
         tool_call_id: String,
+        /// The tool's name, for providers that want it.
         tool_name: String,
+        /// What the model reads of the result.
         content: String,
     },
 }
@@ -37,20 +48,28 @@ pub enum ModelMessage {
 /// A tool call the model made, with its arguments as parsed JSON.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ModelToolCall {
+    /// The provider's call id, which the result must quote.
     pub id: String,
+    /// The tool's name.
     pub name: String,
+    /// The arguments, parsed.
     pub arguments: Value,
 }
 
 /// Everything a provider needs for one model call (one step of a turn).
 #[derive(Debug, Clone, Default)]
 pub struct ModelRequest {
+    /// The system prompt.
     pub system: String,
+    /// The conversation so far.
     pub messages: Vec<ModelMessage>,
+    /// The tools offered in this step.
     pub tools: Vec<ToolDefinition>,
     /// `None` = provider default ("auto" when tools are present).
     pub tool_choice: Option<String>,
+    /// Cap on generated tokens; `None` = provider default.
     pub max_output_tokens: Option<u32>,
+    /// Sampling temperature; `None` = provider default.
     pub temperature: Option<f64>,
 }
 
@@ -58,7 +77,9 @@ pub struct ModelRequest {
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Usage {
+    /// Prompt tokens.
     pub input_tokens: u64,
+    /// Generated tokens.
     pub output_tokens: u64,
 }
 
@@ -66,32 +87,48 @@ pub struct Usage {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum FinishReason {
+    /// The model finished its answer.
     Stop,
+    /// The token limit cut it off.
     Length,
+    /// The provider's filter stopped it.
     ContentFilter,
+    /// It stopped to have tools called.
     ToolCalls,
+    /// The call failed.
     Error,
+    /// Any other reason, or none given.
     Other,
 }
 
 /// A streamed piece of a model's answer.
 #[derive(Debug, Clone, PartialEq)]
 pub enum ModelEvent {
+    /// More answer text.
     TextDelta(String),
+    /// More reasoning text, for providers that stream it.
     ReasoningDelta(String),
     /// A tool call begins; `index` identifies it among parallel calls of this step.
     ToolCallStart {
+        /// The call's position among this step's calls.
         index: usize,
+        /// The provider's call id.
         id: String,
+        /// The tool's name.
         name: String,
     },
     /// More argument text for the call at `index`.
     ToolCallDelta {
+        /// The call's position among this step's calls.
         index: usize,
+        /// A piece of the arguments' JSON text.
         arguments: String,
     },
+    /// The call ended.
     Finish {
+        /// Why it ended.
         reason: FinishReason,
+        /// Token usage, when the provider reports it.
         usage: Option<Usage>,
     },
 }
@@ -172,5 +209,6 @@ pub type ModelStream = LocalBoxStream<'static, Result<ModelEvent, ModelError>>;
 pub trait Model {
     /// A short name for logs and metadata.
     fn id(&self) -> &str;
+    /// Starts one call; the stream yields its events as they arrive.
     async fn stream(&self, request: &ModelRequest) -> Result<ModelStream, ModelError>;
 }

@@ -20,7 +20,9 @@ use crate::platform::{HttpClient, HttpRequest, HttpResponse};
 pub struct OpenAiConfig {
     /// Base URL including the version segment, e.g. `https://api.openai.com/v1`.
     pub base_url: String,
+    /// Sent as `Authorization: Bearer …`; empty sends none.
     pub api_key: String,
+    /// The model name, e.g. `gpt-4o-mini`.
     pub model: String,
 }
 
@@ -31,6 +33,7 @@ pub struct OpenAiChatModel {
 }
 
 impl OpenAiChatModel {
+    /// A client for `config`, fetching through `http`.
     pub fn new(config: OpenAiConfig, http: Rc<dyn HttpClient>) -> Self {
         Self { config, http }
     }
@@ -169,6 +172,7 @@ pub struct ChunkDecoder {
 }
 
 impl ChunkDecoder {
+    /// A decoder at the start of a response.
     pub fn new() -> Self {
         Self::default()
     }

@@ -39,16 +39,23 @@ pub fn random_uuid(clock: &dyn Clock) -> String {
 /// An outbound HTTP request.
 #[derive(Debug, Clone, Default)]
 pub struct HttpRequest {
+    /// `GET`, `POST`, ...
     pub method: String,
+    /// The absolute URL.
     pub url: String,
+    /// Header names and values, in order.
     pub headers: Vec<(String, String)>,
+    /// The body, if any.
     pub body: Option<Vec<u8>>,
 }
 
 /// A response whose body arrives as a stream of byte chunks, so SSE can be read as it comes.
 pub struct HttpResponse {
+    /// The HTTP status code.
     pub status: u16,
+    /// Header names and values, in order.
     pub headers: Vec<(String, String)>,
+    /// The body, as it arrives.
     pub body: LocalBoxStream<'static, Result<Vec<u8>, HttpError>>,
 }
 
@@ -110,12 +117,14 @@ pub trait HttpClient {
 /// Runs background work that outlives the event that started it (MCP listeners, restoring
 /// connections after a start). The Workers glue uses `spawn_local`.
 pub trait Tasks {
+    /// Runs `task` to completion in the background.
     fn spawn(&self, task: futures::future::LocalBoxFuture<'static, ()>);
 }
 
 /// The object's single alarm, which wakes it after a restart (to recover an interrupted turn)
 /// and for periodic cleanup. Setting it replaces any earlier time.
 pub trait Alarm {
+    /// Wakes the object at `at_ms` (ms since the Unix epoch).
     fn set(&self, at_ms: f64);
 }
 

@@ -66,6 +66,7 @@ fn console_log(msg: &str) {
 }
 
 impl ThinkHost {
+    /// Builds the agent of class `class_name` on this object's storage and starts it.
     pub fn new(class_name: &str, state: State, env: &Env, spec: AgentSpec) -> Self {
         console_error_panic_hook::set_once();
         crate::platform::set_logger(console_log);
@@ -95,6 +96,7 @@ impl ThinkHost {
         &self.agent
     }
 
+    /// HTTP requests to the object: WebSocket upgrades and `get-messages`.
     pub async fn fetch(&self, req: Request) -> Result<Response> {
         let url = req.url()?;
         if let Ok(route) = parse_agent_path(url.path(), "agents") {
@@ -125,6 +127,7 @@ impl ThinkHost {
         }
     }
 
+    /// A WebSocket frame from a tab.
     pub async fn websocket_message(
         &self,
         ws: WebSocket,
@@ -139,6 +142,7 @@ impl ThinkHost {
         Ok(())
     }
 
+    /// A tab closed its WebSocket.
     pub async fn websocket_close(
         &self,
         ws: WebSocket,
@@ -160,11 +164,13 @@ impl ThinkHost {
         Ok(())
     }
 
+    /// A tab's WebSocket failed.
     pub async fn websocket_error(&self, _ws: WebSocket) -> Result<()> {
         self.sockets.invalidate();
         Ok(())
     }
 
+    /// The object's alarm fired: recovery and cleanup.
     pub async fn alarm(&self) -> Result<Response> {
         self.agent.clone().on_alarm().await;
         Response::ok("ok")
