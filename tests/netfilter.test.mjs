@@ -125,6 +125,17 @@ if (!INSIDE) {
     assert.equal(listed.servers[added.id].server_url, `http://localhost:${server.port}/mcp`);
   });
 
+  test("a redirect is checked like the URL itself: to loopback it is followed, to a private address refused", async () => {
+    const t = await tab(worker, "redirect");
+    const base = `http://127.0.0.1:${server.port}/redirect`;
+    const followed = await t.client.call("addMcpServer", ["hop", `${base}?to=/mcp`]);
+    assert.equal(followed.state, "ready", JSON.stringify(followed));
+    const to = encodeURIComponent("http://0xa9fea9fe/latest");
+    const refused = await t.client.call("addMcpServer", ["bounce", `${base}?status=302&to=${to}`]);
+    assert.equal(refused.state, "failed", JSON.stringify(refused));
+    assert.match(refused.error, /redirected to http:\/\/169\.254\.169\.254\/latest: 169\.254\.169\.254 is a link-local address/);
+  });
+
   test("a public look-alike is not refused: the agent tries it, and the namespace stops it", async () => {
     const t = await tab(worker, "public");
     // 010.0.0.1 is octal: 8.0.0.1, a public address.

@@ -833,6 +833,8 @@ impl McpClient {
                 Server::new(row, p)
             })
             .collect();
+        // Every request and redirect hop is checked, not only the URL a server was added with.
+        let http: Rc<dyn HttpClient> = Rc::new(net::GuardedHttp::new(http, config.net_policy()));
         let inner = Rc::new_cyclic(|me| Inner {
             me: me.clone(),
             sql,

@@ -318,8 +318,13 @@ impl StreamableHttp {
             ("accept", "application/json, text/event-stream".into()),
         ]);
         let body = serde_json::to_vec(msg).map_err(|e| McpError::Transport(e.to_string()))?;
-        let req =
-            HttpRequest { method: "POST".into(), url: self.url.clone(), headers, body: Some(body) };
+        let req = HttpRequest {
+            method: "POST".into(),
+            url: self.url.clone(),
+            headers,
+            body: Some(body),
+            ..Default::default()
+        };
         let resp = self.env.http.fetch(req).await?;
         if let Some(sid) = resp.header("mcp-session-id") {
             *self.session_id.borrow_mut() = Some(sid.to_owned());
@@ -476,7 +481,12 @@ impl StreamableHttp {
             ours.push(("last-event-id", id.to_owned()));
         }
         let headers = self.session_headers(ours);
-        let req = HttpRequest { method: "GET".into(), url: self.url.clone(), headers, body: None };
+        let req = HttpRequest {
+            method: "GET".into(),
+            url: self.url.clone(),
+            headers,
+            ..Default::default()
+        };
         let resp = self.env.http.fetch(req).await?;
         if resp.status == 405 {
             return Ok(None);
@@ -532,8 +542,12 @@ impl StreamableHttp {
             return;
         }
         let headers = self.session_headers(vec![]);
-        let req =
-            HttpRequest { method: "DELETE".into(), url: self.url.clone(), headers, body: None };
+        let req = HttpRequest {
+            method: "DELETE".into(),
+            url: self.url.clone(),
+            headers,
+            ..Default::default()
+        };
         let _ = self.env.http.fetch(req).await;
     }
 }
@@ -553,7 +567,12 @@ impl LegacySse {
     /// stream's origin, so custom headers (bearer tokens) never go to another host.
     pub async fn open(env: Env, url: &Url) -> Result<LegacySse, McpError> {
         let headers = env.headers(vec![("accept", "text/event-stream".into())]);
-        let req = HttpRequest { method: "GET".into(), url: url.to_string(), headers, body: None };
+        let req = HttpRequest {
+            method: "GET".into(),
+            url: url.to_string(),
+            headers,
+            ..Default::default()
+        };
         let resp = check_status(env.http.fetch(req).await?).await?;
         let mt = media_type(&resp);
         if mt != "text/event-stream" {
@@ -604,6 +623,7 @@ impl LegacySse {
             url: self.endpoint.clone(),
             headers,
             body: Some(body),
+            ..Default::default()
         };
         let resp = self.env.http.fetch(req).await?;
         if resp.status == 404 {

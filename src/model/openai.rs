@@ -134,6 +134,7 @@ impl Model for OpenAiChatModel {
                 url: url.clone(),
                 headers,
                 body: Some(body),
+                ..Default::default()
             })
             .await
             .map_err(|source| ModelError::Unreachable { url: url.clone(), source })?;

@@ -6,14 +6,17 @@
 //! itself uses, and the decision is taken on the parsed host: every spelling of an address
 //! (`2852039166`, `0xa9.0xfe.0xa9.0xfe`, `169.254.169.254.`, `[::ffff:a9fe:a9fe]`) is the same
 //! [`url::Host`] and gets the same answer. The caller fetches the returned [`url::Url`], never
-//! the input string, so what was checked is what is reached.
+//! the input string, so what was checked is what is reached. [`GuardedHttp`] applies the same
+//! check to every request and every redirect hop.
 //!
 //! Names are not resolved: a public name whose DNS record points to a private address is not
 //! caught here (on Cloudflare, a Worker's `fetch` cannot reach private networks anyway).
 
 mod addr;
+mod http;
 
 pub use addr::{classify_host, classify_ip, AddressClass};
+pub use http::{GuardedHttp, MAX_REDIRECTS};
 pub use url::Url;
 
 /// Which destinations are allowed.

@@ -47,6 +47,19 @@ pub struct HttpRequest {
     pub headers: Vec<(String, String)>,
     /// The body, if any.
     pub body: Option<Vec<u8>>,
+    /// Whether the runtime follows redirects (`fetch`'s default) or hands them back, so that
+    /// a caller such as [`crate::net::GuardedHttp`] can check each hop.
+    pub redirect: Redirect,
+}
+
+/// `fetch`'s `redirect` option.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Redirect {
+    /// Follow redirects inside the runtime.
+    #[default]
+    Follow,
+    /// Return a 3xx response as it is, `Location` header included.
+    Manual,
 }
 
 /// A response whose body arrives as a stream of byte chunks, so SSE can be read as it comes.
@@ -88,13 +101,21 @@ pub enum HttpError {
     Connect(String),
     /// The response body broke off while it was being read.
     Body(String),
+    /// The address policy refused the URL or one of its redirects; nothing was sent there.
+    Refused(String),
+    /// More redirects than a browser would follow, or one without a usable `Location`.
+    Redirect(String),
 }
 
 impl HttpError {
     /// The runtime's description of the failure.
     pub fn message(&self) -> &str {
         match self {
-            HttpError::Request(m) | HttpError::Connect(m) | HttpError::Body(m) => m,
+            HttpError::Request(m)
+            | HttpError::Connect(m)
+            | HttpError::Body(m)
+            | HttpError::Refused(m)
+            | HttpError::Redirect(m) => m,
         }
     }
 }

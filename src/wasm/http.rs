@@ -2,9 +2,9 @@
 
 use async_trait::async_trait;
 use futures::StreamExt;
-use worker::{Fetch, Headers, Method, Request, RequestInit};
+use worker::{Fetch, Headers, Method, Request, RequestInit, RequestRedirect};
 
-use crate::platform::{HttpClient, HttpError, HttpRequest, HttpResponse};
+use crate::platform::{HttpClient, HttpError, HttpRequest, HttpResponse, Redirect};
 
 /// The Worker's `fetch`, as the agent's [`HttpClient`].
 pub struct FetchHttp;
@@ -19,6 +19,9 @@ impl HttpClient for FetchHttp {
         }
         let mut init = RequestInit::new();
         init.with_method(Method::from(req.method.to_uppercase())).with_headers(headers);
+        if req.redirect == Redirect::Manual {
+            init.with_redirect(RequestRedirect::Manual);
+        }
         if let Some(body) = req.body {
             let array = js_sys::Uint8Array::from(body.as_slice());
             init.with_body(Some(array.into()));
