@@ -171,6 +171,9 @@ fn unusable_urls_say_why() {
         "http://[::1/",
         "https://h:99999/",
         "http://0x100000000/",
+        "http://[fe80::1%25eth0]/",
+        "http://foo.0x10/",
+        "http://1.2.3.09/",
     ] {
         assert!(matches!(err(bad), NetError::Malformed { .. }), "{bad}");
     }
