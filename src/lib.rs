@@ -6,12 +6,16 @@
 pub mod agent;
 pub mod mcp;
 pub mod model;
+pub mod net;
 pub mod platform;
 pub mod protocol;
 pub mod store;
 pub mod tools;
 pub mod turn;
 pub mod workspace;
+
+#[cfg(test)]
+mod test_support;
 
 #[cfg(target_arch = "wasm32")]
 pub mod wasm;

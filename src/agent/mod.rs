@@ -8,6 +8,7 @@ pub mod ledger;
 mod mcp;
 mod recovery;
 mod resume;
+pub mod settings;
 pub mod spec;
 pub mod store;
 pub mod streams;
@@ -31,6 +32,7 @@ use crate::store::{BlobStore, Sql, StoreError};
 use crate::tools::workspace::bash::BashEngine;
 use crate::workspace::{Workspace, WorkspaceOptions};
 
+pub use settings::spec_from_settings;
 pub use spec::{AgentSpec, MessageConcurrency, ModelChoice, TurnConfig, TurnContext};
 use store::ChatStore;
 use streams::StreamBuffer;
@@ -143,7 +145,10 @@ impl Agent {
             deps.sql.clone(),
             deps.http.clone(),
             deps.clock.clone(),
-            Default::default(),
+            crate::mcp::McpConfig {
+                allow_private_addresses: spec.net.allow_private,
+                ..Default::default()
+            },
         )
         .map_err(|e| crate::platform::log(&format!("think-rs: MCP is unavailable: {e}")))
         .ok();

@@ -9,6 +9,7 @@ use serde_json::{Map, Value};
 
 use crate::model::openai::OpenAiConfig;
 use crate::model::{Model, ModelMessage};
+use crate::net::NetPolicy;
 use crate::tools::approval::ApprovalPolicy;
 use crate::tools::workspace::bash::BashOptions;
 use crate::tools::{ToolRef, ToolSet};
@@ -114,6 +115,8 @@ pub struct AgentSpec {
     pub(crate) message_concurrency: MessageConcurrency,
     /// The bash tool's limits; `None` removes the tool (Think's `workspaceBash = false`).
     pub(crate) bash: Option<BashOptions>,
+    /// What the agent may fetch on others' word (MCP server URLs, ...).
+    pub(crate) net: NetPolicy,
 }
 
 /// What happens to a message sent while a turn is running or queued (Think's
@@ -173,7 +176,16 @@ impl AgentSpec {
             wait_for_mcp_connections: None,
             message_concurrency: MessageConcurrency::Queue,
             bash: Some(BashOptions::default()),
+            net: NetPolicy::default(),
         }
+    }
+
+    /// Lets URLs the agent did not configure itself (MCP servers added at run time) reach
+    /// private network addresses: RFC 1918, link-local, unique-local and the other classes
+    /// [`crate::net`] refuses by default. Loopback is allowed either way.
+    pub fn allow_private_network(mut self, allow: bool) -> Self {
+        self.net.allow_private = allow;
+        self
     }
 
     /// How overlapping chat messages are handled.

@@ -121,7 +121,7 @@ struct NoHttp;
 #[async_trait(?Send)]
 impl HttpClient for NoHttp {
     async fn fetch(&self, _req: HttpRequest) -> Result<HttpResponse, HttpError> {
-        Err(HttpError("no network in host tests".into()))
+        Err(HttpError::Connect("no network in host tests".into()))
     }
 }
 

@@ -7,10 +7,10 @@
 
 use super::session::Session;
 use super::store::{self, Pin, ServerRow};
-use super::tools::{self, McpTool};
+use super::tools::{self, McpTool, ToolCaller};
 use super::transport::{Env, TransportKind};
-use super::url::HttpUrl;
 use super::McpError;
+use crate::net::{self, NetPolicy};
 use crate::platform::{random_id, Clock, HttpClient};
 use crate::store::Sql;
 use crate::tools::{ToolError, ToolRef};
@@ -27,6 +27,7 @@ use std::rc::{Rc, Weak};
 pub struct McpConfig {
     /// `clientInfo` sent in `initialize`.
     pub client_name: String,
+    /// `clientInfo.version` sent in `initialize`.
     pub client_version: String,
     /// Per request (`tools/call`, `tools/list`), like the SDK's 60 s default.
     pub request_timeout_ms: u64,
@@ -38,8 +39,16 @@ pub struct McpConfig {
     /// Connection attempts per server when restoring at start (backing off 0.5 s, 1 s, ...).
     pub restore_attempts: u32,
     /// Lets servers on private network addresses be added (refused by default, as in the
-    /// reference, so a prompt-injected URL cannot reach internal services).
+    /// reference, so a prompt-injected URL cannot reach internal services). Loopback is
+    /// allowed either way; see [`crate::net`] for the classes refused.
     pub allow_private_addresses: bool,
+}
+
+impl McpConfig {
+    /// The address policy every server URL is checked against, when added and when connecting.
+    fn net_policy(&self) -> NetPolicy {
+        NetPolicy { allow_private: self.allow_private_addresses, ..NetPolicy::default() }
+    }
 }
 
 impl Default for McpConfig {
@@ -70,9 +79,13 @@ pub struct AddServerOptions {
 /// Where a server's connection stands.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ConnectionState {
+    /// Opening the transport and initialising the session.
     Connecting,
+    /// Initialised; listing tools, prompts and resources.
     Discovering,
+    /// Connected, with its tools offered to the model.
     Ready,
+    /// The last attempt failed; retried on next use or restart.
     Failed,
 }
 
@@ -91,8 +104,11 @@ impl ConnectionState {
 /// What `add_mcp_server` reports: the id to refer to the server by and how connecting went.
 #[derive(Debug, Clone, PartialEq)]
 pub struct AddedServer {
+    /// The server's id, as tool names and the other callables use it.
     pub id: String,
+    /// Where the connection stands after the attempt.
     pub state: ConnectionState,
+    /// Why connecting failed, when it did.
     pub error: Option<String>,
 }
 
@@ -104,9 +120,13 @@ pub struct PendingToolChange {
     pub tool: String,
     /// `"description"` and/or `"inputSchema"`.
     pub changes: Vec<&'static str>,
+    /// The pinned description.
     pub previous_description: String,
+    /// The pinned input schema.
     pub previous_input_schema: Value,
+    /// The description the server declares now.
     pub description: String,
+    /// The input schema the server declares now.
     pub input_schema: Value,
 }
 
@@ -124,17 +144,25 @@ impl PendingToolChange {
 /// A typed snapshot of one server, for Rust callers (the frame carries the same facts).
 #[derive(Debug, Clone, PartialEq)]
 pub struct ServerStatus {
+    /// The server's id.
     pub id: String,
+    /// The name it was added with.
     pub name: String,
+    /// Its URL, as checked and fetched (canonical WHATWG form).
     pub url: String,
+    /// The transport it was added with.
     pub transport: TransportKind,
+    /// Where its connection stands.
     pub state: ConnectionState,
+    /// The last connection error, while failed.
     pub error: Option<String>,
     /// Transport actually in use while connected (`auto` resolves to one of the two).
     pub connected_via: Option<TransportKind>,
     /// The negotiated MCP protocol version while connected.
     pub protocol_version: Option<String>,
+    /// How many of its tools are offered to the model.
     pub tool_count: usize,
+    /// Tools held back until the app accepts their changes.
     pub pending_tool_changes: Vec<PendingToolChange>,
 }
 
@@ -201,7 +229,8 @@ impl Server {
     }
 }
 
-pub(crate) struct Inner {
+/// The shared state behind an [`McpClient`] handle; tools hold it weakly.
+struct Inner {
     me: Weak<Inner>,
     sql: Rc<dyn Sql>,
     http: Rc<dyn HttpClient>,
@@ -211,6 +240,18 @@ pub(crate) struct Inner {
     on_change: RefCell<Option<Rc<dyn Fn()>>>,
     generation: Cell<u64>,
     tool_cache: RefCell<Option<Vec<ToolRef>>>,
+}
+
+#[async_trait::async_trait(?Send)]
+impl ToolCaller for Inner {
+    async fn call_tool(
+        &self,
+        server_id: &str,
+        tool: &str,
+        input: Value,
+    ) -> Result<Value, ToolError> {
+        Inner::call_tool(self, server_id, tool, input).await
+    }
 }
 
 /// Runs `fut` for at most `ms` milliseconds.
@@ -357,7 +398,8 @@ impl Inner {
                     return;
                 }
                 Err(e) => {
-                    if tries < attempts && self.is_current(id, attempt) {
+                    let retry = !matches!(e, McpError::Url(_));
+                    if retry && tries < attempts && self.is_current(id, attempt) {
                         self.mark_state(id, attempt, ConnectionState::Connecting);
                         self.clock.sleep(delay).await;
                         delay = (delay * 2).min(5_000);
@@ -378,7 +420,7 @@ impl Inner {
         let row = self
             .with_server(id, |s| s.row.clone())
             .ok_or_else(|| McpError::UnknownServer(id.into()))?;
-        let url = HttpUrl::parse(&row.url).map_err(McpError::Invalid)?;
+        let url = net::check_url(&row.url, &self.config.net_policy())?;
         let env = Env {
             http: self.http.clone(),
             clock: self.clock.clone(),
@@ -791,6 +833,8 @@ impl McpClient {
                 Server::new(row, p)
             })
             .collect();
+        // Every request and redirect hop is checked, not only the URL a server was added with.
+        let http: Rc<dyn HttpClient> = Rc::new(net::GuardedHttp::new(http, config.net_policy()));
         let inner = Rc::new_cyclic(|me| Inner {
             me: me.clone(),
             sql,
@@ -831,14 +875,7 @@ impl McpClient {
         if name.is_empty() {
             return Err(McpError::Invalid("the MCP server needs a name".into()));
         }
-        let parsed = HttpUrl::parse(url)
-            .map_err(|e| McpError::Invalid(format!("invalid MCP server URL: {e}")))?;
-        if !inner.config.allow_private_addresses && parsed.is_private_address() {
-            return Err(McpError::Invalid(format!(
-                "Blocked URL: {parsed}: MCP client connections to private/internal addresses are not allowed"
-            )));
-        }
-        let url = parsed.to_string();
+        let url = net::check_url(url, &inner.config.net_policy())?.to_string();
         let requested = options.id.as_deref().map(normalize_server_id);
         let transport = options.transport.unwrap_or_default();
         let row = {
@@ -1082,7 +1119,8 @@ impl McpClient {
                 if tool.get("name").and_then(Value::as_str).is_some_and(|n| held.contains(n)) {
                     continue;
                 }
-                if let Some(t) = McpTool::new(inner.me.clone(), &s.row.id, tool) {
+                let caller: Weak<dyn ToolCaller> = inner.me.clone();
+                if let Some(t) = McpTool::new(caller, &s.row.id, tool) {
                     out.push(Rc::new(t));
                 }
             }

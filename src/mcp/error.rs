@@ -1,23 +1,38 @@
 //! Why an MCP operation failed, kept structured so the client can tell a stale session (retry
 //! after re-initialising) from a dead server (mark it failed) from a tool's own error.
 
+use crate::net::NetError;
+
 /// A failed MCP operation.
 #[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
 pub enum McpError {
-    /// The caller's input (URL, name, id) is unusable.
+    /// The caller's input (name, id, options) is unusable.
     Invalid(String),
+    /// The server URL is malformed or names an address the policy refuses.
+    Url(NetError),
     /// No server is registered under this id.
     UnknownServer(String),
     /// The connection failed, broke, or the server spoke something other than MCP.
     Transport(String),
     /// The server answered with an HTTP error status.
-    Http { status: u16, body: String },
+    Http {
+        /// The status code.
+        status: u16,
+        /// The start of the response body, for the message.
+        body: String,
+    },
     /// The server no longer knows our `Mcp-Session-Id` (HTTP 404): initialise again.
     SessionExpired,
     /// No answer within the given number of milliseconds.
     Timeout(u64),
     /// The server answered the request with a JSON-RPC error.
-    Rpc { code: i64, message: String },
+    Rpc {
+        /// The JSON-RPC error code.
+        code: i64,
+        /// The server's message.
+        message: String,
+    },
     /// Persisting the server list failed.
     Store(String),
 }
@@ -41,6 +56,13 @@ impl std::fmt::Display for McpError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
             McpError::Invalid(m) | McpError::Transport(m) => f.write_str(m),
+            McpError::Url(e @ NetError::Blocked { url, .. }) => write!(
+                f,
+                "Blocked URL: {url}: MCP client connections to private/internal addresses are not \
+                 allowed: {e} (an app allows them with THINK_ALLOW_PRIVATE_NETWORK=true, or \
+                 AgentSpec::allow_private_network)"
+            ),
+            McpError::Url(e) => write!(f, "invalid MCP server URL: {e}"),
             McpError::UnknownServer(id) => write!(f, "no MCP server with id \"{id}\""),
             McpError::Http { status, body } if body.is_empty() => write!(f, "HTTP {status}"),
             McpError::Http { status, body } => write!(f, "HTTP {status}: {body}"),
@@ -52,7 +74,20 @@ impl std::fmt::Display for McpError {
     }
 }
 
-impl std::error::Error for McpError {}
+impl std::error::Error for McpError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            McpError::Url(e) => Some(e),
+            _ => None,
+        }
+    }
+}
+
+impl From<NetError> for McpError {
+    fn from(e: NetError) -> Self {
+        McpError::Url(e)
+    }
+}
 
 impl From<crate::store::StoreError> for McpError {
     fn from(e: crate::store::StoreError) -> Self {
@@ -62,6 +97,6 @@ impl From<crate::store::StoreError> for McpError {
 
 impl From<crate::platform::HttpError> for McpError {
     fn from(e: crate::platform::HttpError) -> Self {
-        McpError::Transport(e.0)
+        McpError::Transport(e.to_string())
     }
 }

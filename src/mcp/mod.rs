@@ -24,10 +24,7 @@ mod session;
 mod store;
 mod tools;
 mod transport;
-mod url;
 
-#[cfg(test)]
-mod testkit;
 #[cfg(test)]
 mod tests;
 

@@ -4,8 +4,8 @@
 use super::jsonrpc::{self, LATEST_PROTOCOL_VERSION, SUPPORTED_PROTOCOL_VERSIONS};
 use super::store::SavedSession;
 use super::transport::{Env, Inbox, LegacySse, Listener, StreamableHttp, Transport, TransportKind};
-use super::url::HttpUrl;
 use super::McpError;
+use crate::net::Url;
 use serde_json::{json, Value};
 use std::cell::Cell;
 
@@ -39,7 +39,7 @@ impl Session {
     pub async fn connect(
         kind: TransportKind,
         env: &Env,
-        url: &HttpUrl,
+        url: &Url,
         client_info: &Value,
     ) -> Result<Session, McpError> {
         match kind {
@@ -110,7 +110,7 @@ impl Session {
 
     /// Picks up a Streamable HTTP session saved before the object slept. Nothing is sent:
     /// a session the server has forgotten shows as `SessionExpired` on first use.
-    pub fn resume(env: &Env, url: &HttpUrl, saved: &SavedSession, first_id: i64) -> Session {
+    pub fn resume(env: &Env, url: &Url, saved: &SavedSession, first_id: i64) -> Session {
         let t =
             StreamableHttp::resumed(env.clone(), url, &saved.session_id, &saved.protocol_version);
         Session {

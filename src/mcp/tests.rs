@@ -1,10 +1,10 @@
 //! Behaviour of the MCP client against fake servers of both transports.
 
-use super::testkit::*;
 use super::*;
 use crate::platform::{Clock, HttpClient};
 use crate::store::sqlite::SqliteSql;
 use crate::store::Sql;
+use crate::test_support::mcp::*;
 use crate::tools::{ModelOutput, ToolContext, ToolError, ToolRef};
 use serde_json::{json, Value};
 use std::cell::RefCell;
@@ -1004,4 +1004,58 @@ fn oversized_messages_are_refused() {
     let added =
         env.run(client.add_mcp_server("Big", "https://big.example/mcp", opts("big"))).unwrap();
     assert_eq!(added.error.as_deref(), Some("a message from the server exceeded 16 MB"));
+}
+
+#[test]
+fn private_urls_are_refused_before_anything_is_stored_or_fetched() {
+    let env = Env::new();
+    let client = env.client();
+    for url in [
+        "http://2852039166/mcp",
+        "http://0xa9.0xfe.0xa9.0xfe/",
+        "http://10.1/",
+        "http://[0000::ffff:10.0.0.1]/",
+    ] {
+        let e = env.run(client.add_mcp_server("X", url, Default::default())).unwrap_err();
+        assert!(matches!(e, McpError::Url(crate::net::NetError::Blocked { .. })), "{url}: {e}");
+        assert!(e.to_string().starts_with("Blocked URL: http://"), "{e}");
+    }
+    let e =
+        env.run(client.add_mcp_server("X", "http://1.2.3.4.5/", Default::default())).unwrap_err();
+    assert!(e.to_string().starts_with("invalid MCP server URL: "), "{e}");
+    assert!(client.servers().is_empty());
+    assert!(store::load_servers(env.sql.as_ref()).unwrap().is_empty());
+    assert!(env.http.log.borrow().is_empty());
+
+    // An app that allows private networks on purpose can add them.
+    let open = env.client_with(McpConfig { allow_private_addresses: true, ..Default::default() });
+    let added =
+        env.run(open.add_mcp_server("LAN", "http://10.1:9/mcp", Default::default())).unwrap();
+    assert_eq!(added.state, ConnectionState::Failed);
+    assert_eq!(env.http.requests("POST")[0].url, "http://10.0.0.1:9/mcp");
+}
+
+#[test]
+fn a_stored_private_url_is_not_connected_on_restore() {
+    let env = Env::new();
+    store::init(env.sql.as_ref()).unwrap();
+    let row = store::ServerRow {
+        id: "old".into(),
+        name: "Old".into(),
+        url: "http://2852039166/mcp".into(),
+        transport: TransportKind::default(),
+        headers: Vec::new(),
+        session: None,
+    };
+    store::save_server(env.sql.as_ref(), &row).unwrap();
+    let client = env.client();
+    env.run(client.restore());
+    let status = &client.servers()[0];
+    assert_eq!(status.state, ConnectionState::Failed);
+    assert!(status
+        .error
+        .as_deref()
+        .unwrap_or("")
+        .starts_with("Blocked URL: http://169.254.169.254/mcp"));
+    assert!(env.http.log.borrow().is_empty());
 }

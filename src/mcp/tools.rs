@@ -1,7 +1,7 @@
 //! MCP tools as `Tool`s: the model-facing name, the definition taken from `tools/list`, and
-//! how a `tools/call` result is shown to the model.
+//! how a `tools/call` result is shown to the model. A leaf: the client is reached only through
+//! [`ToolCaller`], which it implements.
 
-use super::client::Inner;
 use crate::tools::{ModelOutput, Tool, ToolContext, ToolDefinition, ToolError};
 use async_trait::async_trait;
 use serde_json::{json, Value};
@@ -25,16 +25,29 @@ pub(crate) fn declared(tool: &Value) -> (String, Value) {
     (description, schema)
 }
 
+/// What an MCP tool needs from the client that listed it.
+#[async_trait(?Send)]
+pub(crate) trait ToolCaller {
+    /// Calls `tool` on the server `server_id`; every failure is a `ToolError` the model reads.
+    async fn call_tool(
+        &self,
+        server_id: &str,
+        tool: &str,
+        input: Value,
+    ) -> Result<Value, ToolError>;
+}
+
 /// One remote tool, callable through the client that listed it.
 pub(crate) struct McpTool {
     definition: ToolDefinition,
     server_id: String,
     remote_name: String,
-    client: Weak<Inner>,
+    client: Weak<dyn ToolCaller>,
 }
 
 impl McpTool {
-    pub fn new(client: Weak<Inner>, server_id: &str, tool: &Value) -> Option<McpTool> {
+    /// The tool a `tools/list` entry describes, or `None` when it has no name.
+    pub fn new(client: Weak<dyn ToolCaller>, server_id: &str, tool: &Value) -> Option<McpTool> {
         let remote_name = tool.get("name").and_then(Value::as_str)?.to_owned();
         let (description, input_schema) = declared(tool);
         Some(McpTool {

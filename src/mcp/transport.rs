@@ -10,8 +10,8 @@
 //! hands the stream on when its own answer arrives or when it gives up.
 
 use super::jsonrpc::{self, Incoming};
-use super::url::HttpUrl;
 use super::McpError;
+use crate::net::Url;
 use crate::platform::sse::{SseEvent, SseParser};
 use crate::platform::{Clock, HttpClient, HttpError, HttpRequest, HttpResponse};
 use futures::stream::LocalBoxStream;
@@ -93,9 +93,12 @@ impl Inbox {
 /// Which transport a server uses; `Auto` tries Streamable HTTP and falls back to SSE.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum TransportKind {
+    /// Streamable HTTP (one endpoint, POST and optional GET stream).
     #[default]
     StreamableHttp,
+    /// The legacy HTTP+SSE transport (a GET stream and a POST endpoint).
     Sse,
+    /// Streamable HTTP, falling back to SSE when the server refuses it, as the reference does.
     Auto,
 }
 
@@ -278,7 +281,7 @@ pub(crate) struct StreamableHttp {
 }
 
 impl StreamableHttp {
-    pub fn new(env: Env, url: &HttpUrl) -> Self {
+    pub fn new(env: Env, url: &Url) -> Self {
         Self {
             env,
             url: url.to_string(),
@@ -288,7 +291,7 @@ impl StreamableHttp {
     }
 
     /// Carries on an earlier session: the server knows the id, the version is agreed.
-    pub fn resumed(env: Env, url: &HttpUrl, session_id: &str, protocol_version: &str) -> Self {
+    pub fn resumed(env: Env, url: &Url, session_id: &str, protocol_version: &str) -> Self {
         let t = Self::new(env, url);
         *t.session_id.borrow_mut() = Some(session_id.to_owned());
         *t.protocol_version.borrow_mut() = Some(protocol_version.to_owned());
@@ -315,8 +318,13 @@ impl StreamableHttp {
             ("accept", "application/json, text/event-stream".into()),
         ]);
         let body = serde_json::to_vec(msg).map_err(|e| McpError::Transport(e.to_string()))?;
-        let req =
-            HttpRequest { method: "POST".into(), url: self.url.clone(), headers, body: Some(body) };
+        let req = HttpRequest {
+            method: "POST".into(),
+            url: self.url.clone(),
+            headers,
+            body: Some(body),
+            ..Default::default()
+        };
         let resp = self.env.http.fetch(req).await?;
         if let Some(sid) = resp.header("mcp-session-id") {
             *self.session_id.borrow_mut() = Some(sid.to_owned());
@@ -414,7 +422,7 @@ impl StreamableHttp {
                 let bytes = match chunk {
                     Ok(b) => b,
                     Err(e) => {
-                        failure = Some(e.0);
+                        failure = Some(e.to_string());
                         break;
                     }
                 };
@@ -473,7 +481,12 @@ impl StreamableHttp {
             ours.push(("last-event-id", id.to_owned()));
         }
         let headers = self.session_headers(ours);
-        let req = HttpRequest { method: "GET".into(), url: self.url.clone(), headers, body: None };
+        let req = HttpRequest {
+            method: "GET".into(),
+            url: self.url.clone(),
+            headers,
+            ..Default::default()
+        };
         let resp = self.env.http.fetch(req).await?;
         if resp.status == 405 {
             return Ok(None);
@@ -529,8 +542,12 @@ impl StreamableHttp {
             return;
         }
         let headers = self.session_headers(vec![]);
-        let req =
-            HttpRequest { method: "DELETE".into(), url: self.url.clone(), headers, body: None };
+        let req = HttpRequest {
+            method: "DELETE".into(),
+            url: self.url.clone(),
+            headers,
+            ..Default::default()
+        };
         let _ = self.env.http.fetch(req).await;
     }
 }
@@ -548,9 +565,14 @@ pub(crate) struct LegacySse {
 impl LegacySse {
     /// Opens the SSE stream and waits for the `endpoint` event. The endpoint must share the
     /// stream's origin, so custom headers (bearer tokens) never go to another host.
-    pub async fn open(env: Env, url: &HttpUrl) -> Result<LegacySse, McpError> {
+    pub async fn open(env: Env, url: &Url) -> Result<LegacySse, McpError> {
         let headers = env.headers(vec![("accept", "text/event-stream".into())]);
-        let req = HttpRequest { method: "GET".into(), url: url.to_string(), headers, body: None };
+        let req = HttpRequest {
+            method: "GET".into(),
+            url: url.to_string(),
+            headers,
+            ..Default::default()
+        };
         let resp = check_status(env.http.fetch(req).await?).await?;
         let mt = media_type(&resp);
         if mt != "text/event-stream" {
@@ -570,14 +592,15 @@ impl LegacySse {
                 ))
             }
         };
-        let resolved = url
+        let mut resolved = url
             .join(&endpoint)
             .map_err(|e| McpError::Transport(format!("bad endpoint \"{endpoint}\": {e}")))?;
+        resolved.set_fragment(None);
         if resolved.origin() != url.origin() {
             return Err(McpError::Transport(format!(
                 "the endpoint {} is not on the server's origin {}",
-                resolved.origin(),
-                url.origin()
+                resolved.origin().ascii_serialization(),
+                url.origin().ascii_serialization()
             )));
         }
         Ok(LegacySse {
@@ -600,6 +623,7 @@ impl LegacySse {
             url: self.endpoint.clone(),
             headers,
             body: Some(body),
+            ..Default::default()
         };
         let resp = self.env.http.fetch(req).await?;
         if resp.status == 404 {

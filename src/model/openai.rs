@@ -20,7 +20,9 @@ use crate::platform::{HttpClient, HttpRequest, HttpResponse};
 pub struct OpenAiConfig {
     /// Base URL including the version segment, e.g. `https://api.openai.com/v1`.
     pub base_url: String,
+    /// Sent as `Authorization: Bearer …`; empty sends none.
     pub api_key: String,
+    /// The model name, e.g. `gpt-4o-mini`.
     pub model: String,
 }
 
@@ -31,6 +33,7 @@ pub struct OpenAiChatModel {
 }
 
 impl OpenAiChatModel {
+    /// A client for `config`, fetching through `http`.
     pub fn new(config: OpenAiConfig, http: Rc<dyn HttpClient>) -> Self {
         Self { config, http }
     }
@@ -116,7 +119,7 @@ impl Model for OpenAiChatModel {
     async fn stream(&self, request: &ModelRequest) -> Result<ModelStream, ModelError> {
         let url = format!("{}/chat/completions", self.config.base_url.trim_end_matches('/'));
         let body = serde_json::to_vec(&self.request_body(request))
-            .map_err(|e| ModelError(format!("Could not encode the model request: {e}")))?;
+            .map_err(|e| ModelError::Encode(e.to_string()))?;
         let mut headers = vec![
             ("content-type".to_owned(), "application/json".to_owned()),
             ("accept".to_owned(), "text/event-stream".to_owned()),
@@ -131,16 +134,14 @@ impl Model for OpenAiChatModel {
                 url: url.clone(),
                 headers,
                 body: Some(body),
+                ..Default::default()
             })
             .await
-            .map_err(|e| ModelError(format!("Could not reach the model at {url}: {e}")))?;
+            .map_err(|source| ModelError::Unreachable { url: url.clone(), source })?;
         if !(200..300).contains(&response.status) {
             let status = response.status;
             let text = response.bytes().await.unwrap_or_default();
-            return Err(ModelError(format!(
-                "The model request failed with HTTP {status}: {}",
-                error_message(&text)
-            )));
+            return Err(ModelError::Status { status, message: error_message(&text) });
         }
         Ok(event_stream(response))
     }
@@ -172,6 +173,7 @@ pub struct ChunkDecoder {
 }
 
 impl ChunkDecoder {
+    /// A decoder at the start of a response.
     pub fn new() -> Self {
         Self::default()
     }
@@ -206,15 +208,15 @@ impl ChunkDecoder {
         if data.is_empty() || data == "[DONE]" {
             return Ok(());
         }
-        let v: Value = serde_json::from_str(data)
-            .map_err(|e| ModelError(format!("The model sent an unreadable stream chunk: {e}")))?;
+        let v: Value =
+            serde_json::from_str(data).map_err(|e| ModelError::UnreadableChunk(e.to_string()))?;
         if let Some(err) = v.get("error") {
             let msg = err
                 .get("message")
                 .and_then(Value::as_str)
                 .map(str::to_owned)
                 .unwrap_or_else(|| err.to_string());
-            return Err(ModelError(format!("The model reported an error: {msg}")));
+            return Err(ModelError::Reported(msg));
         }
         if let Some(u) = v.get("usage").filter(|u| u.is_object()) {
             self.usage = Some(Usage {
@@ -303,7 +305,7 @@ fn event_stream(response: HttpResponse) -> ModelStream {
                 Some(Ok(bytes)) => st.decoder.push(&bytes),
                 Some(Err(e)) => {
                     st.ended = true;
-                    Err(ModelError(format!("The model stream broke off: {e}")))
+                    Err(ModelError::StreamBroken(e))
                 }
                 None => {
                     st.ended = true;
@@ -327,7 +329,7 @@ mod tests {
     use super::*;
     use crate::model::ModelToolCall;
     use crate::platform::HttpError;
-    use crate::tools::ToolDefinition;
+    use crate::tools::definition::ToolDefinition;
     use std::cell::RefCell;
 
     /// Replays one canned HTTP response, split into the given chunks, and records the request.
@@ -468,15 +470,34 @@ mod tests {
         let events = collect(&m, &ModelRequest::default());
         assert_eq!(
             events,
-            vec![Err(ModelError("The model request failed with HTTP 401: bad key".into()))]
+            vec![Err(ModelError::Status { status: 401, message: "bad key".into() })]
         );
+        let text = events[0].as_ref().unwrap_err().to_string();
+        assert_eq!(text, "The model request failed with HTTP 401: bad key");
 
         let (m, _) = model(200, "data: {\"error\":{\"message\":\"overloaded\"}}\n\n", 9);
         let events = collect(&m, &ModelRequest::default());
-        assert_eq!(events, vec![Err(ModelError("The model reported an error: overloaded".into()))]);
+        assert_eq!(events, vec![Err(ModelError::Reported("overloaded".into()))]);
+        let text = events[0].as_ref().unwrap_err().to_string();
+        assert_eq!(text, "The model reported an error: overloaded");
 
         let (m, _) = model(200, "data: {not json\n\n", 9);
         let events = collect(&m, &ModelRequest::default());
-        assert!(matches!(&events[0], Err(ModelError(s)) if s.contains("unreadable")));
+        let Err(e @ ModelError::UnreadableChunk(_)) = &events[0] else { panic!("{events:?}") };
+        assert!(e.to_string().starts_with("The model sent an unreadable stream chunk: "));
+    }
+
+    #[test]
+    fn transport_failures_keep_their_cause() {
+        let url = "http://m/v1/chat/completions".to_owned();
+        let e = ModelError::Unreachable { url, source: HttpError::Connect("refused".into()) };
+        assert_eq!(
+            e.to_string(),
+            "Could not reach the model at http://m/v1/chat/completions: refused"
+        );
+        assert!(std::error::Error::source(&e).is_some());
+        let e = ModelError::StreamBroken(HttpError::Body("reset".into()));
+        assert_eq!(e.to_string(), "The model stream broke off: reset");
+        assert_eq!(ModelError::other("no script").to_string(), "no script");
     }
 }

@@ -39,16 +39,36 @@ pub fn random_uuid(clock: &dyn Clock) -> String {
 /// An outbound HTTP request.
 #[derive(Debug, Clone, Default)]
 pub struct HttpRequest {
+    /// `GET`, `POST`, ...
     pub method: String,
+    /// The absolute URL.
     pub url: String,
+    /// Header names and values, in order.
     pub headers: Vec<(String, String)>,
+    /// The body, if any.
     pub body: Option<Vec<u8>>,
+    /// Whether the runtime follows redirects (`fetch`'s default) or hands them back, so that
+    /// a caller such as [`crate::net::GuardedHttp`] can check each hop.
+    pub redirect: Redirect,
+}
+
+/// `fetch`'s `redirect` option.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Redirect {
+    /// Follow redirects inside the runtime.
+    #[default]
+    Follow,
+    /// Return a 3xx response as it is, `Location` header included.
+    Manual,
 }
 
 /// A response whose body arrives as a stream of byte chunks, so SSE can be read as it comes.
 pub struct HttpResponse {
+    /// The HTTP status code.
     pub status: u16,
+    /// Header names and values, in order.
     pub headers: Vec<(String, String)>,
+    /// The body, as it arrives.
     pub body: LocalBoxStream<'static, Result<Vec<u8>, HttpError>>,
 }
 
@@ -70,31 +90,62 @@ impl HttpResponse {
     }
 }
 
-/// A transport failure (DNS, refused connection, reset), as opposed to an HTTP error status.
-#[derive(Debug, Clone, PartialEq)]
-pub struct HttpError(pub String);
+/// Why an outbound request got no usable response, as opposed to an HTTP error status (which
+/// is a response). Callers match on the kind; the text is the runtime's own.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum HttpError {
+    /// The runtime would not build the request (an invalid header name or URL).
+    Request(String),
+    /// No response arrived: DNS, a refused or reset connection, an unreachable network.
+    Connect(String),
+    /// The response body broke off while it was being read.
+    Body(String),
+    /// The address policy refused the URL or one of its redirects; nothing was sent there.
+    Refused(String),
+    /// More redirects than a browser would follow, or one without a usable `Location`.
+    Redirect(String),
+}
+
+impl HttpError {
+    /// The runtime's description of the failure.
+    pub fn message(&self) -> &str {
+        match self {
+            HttpError::Request(m)
+            | HttpError::Connect(m)
+            | HttpError::Body(m)
+            | HttpError::Refused(m)
+            | HttpError::Redirect(m) => m,
+        }
+    }
+}
 
 impl std::fmt::Display for HttpError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(&self.0)
+        f.write_str(self.message())
     }
 }
+
+impl std::error::Error for HttpError {}
 
 /// Outbound HTTP: the model provider and the MCP client both speak through this.
 #[async_trait(?Send)]
 pub trait HttpClient {
+    /// Sends `req`; any status is a response, only a missing response is an error.
     async fn fetch(&self, req: HttpRequest) -> Result<HttpResponse, HttpError>;
 }
 
 /// Runs background work that outlives the event that started it (MCP listeners, restoring
 /// connections after a start). The Workers glue uses `spawn_local`.
 pub trait Tasks {
+    /// Runs `task` to completion in the background.
     fn spawn(&self, task: futures::future::LocalBoxFuture<'static, ()>);
 }
 
 /// The object's single alarm, which wakes it after a restart (to recover an interrupted turn)
 /// and for periodic cleanup. Setting it replaces any earlier time.
 pub trait Alarm {
+    /// Wakes the object at `at_ms` (ms since the Unix epoch).
     fn set(&self, at_ms: f64);
 }
 

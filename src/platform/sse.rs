@@ -6,7 +6,9 @@
 pub struct SseEvent {
     /// The `event:` field; empty means the default "message".
     pub event: String,
+    /// The `data:` lines, joined with newlines.
     pub data: String,
+    /// The `id:` field, when the event has one.
     pub id: Option<String>,
 }
 
@@ -22,6 +24,7 @@ pub struct SseParser {
 }
 
 impl SseParser {
+    /// A parser at the start of a stream.
     pub fn new() -> Self {
         Self::default()
     }

@@ -13,19 +13,11 @@ use std::marker::PhantomData;
 use std::rc::Rc;
 
 pub mod approval;
+pub mod definition;
 pub mod schema;
 pub mod workspace;
 
-/// What a model sees of a tool: its name, description and input (and optional output) schema.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-#[serde(rename_all = "camelCase")]
-pub struct ToolDefinition {
-    pub name: String,
-    pub description: String,
-    pub input_schema: Value,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub output_schema: Option<Value>,
-}
+pub use definition::ToolDefinition;
 
 /// Per-call information handed to `execute`.
 #[derive(Debug, Clone, Default)]

@@ -103,7 +103,7 @@ pub async fn run(
         };
         let mut stream = match abort.run(model.stream(&request)).await {
             None => return TurnOutcome::Aborted,
-            Some(Err(e)) => return TurnOutcome::Failed(e.0),
+            Some(Err(e)) => return TurnOutcome::Failed(e.to_string()),
             Some(Ok(s)) => s,
         };
         let mut st = StepState::default();
@@ -120,7 +120,7 @@ pub async fn run(
                 Some(Some(Err(e))) => {
                     st.close_text(sink);
                     st.close_reasoning(sink);
-                    return TurnOutcome::Failed(e.0);
+                    return TurnOutcome::Failed(e.to_string());
                 }
                 Some(Some(Ok(ev))) => ev,
             };
@@ -359,7 +359,7 @@ mod tests {
                 .calls
                 .borrow_mut()
                 .pop_front()
-                .ok_or_else(|| ModelError("no script".into()))?;
+                .ok_or_else(|| ModelError::other("no script"))?;
             Ok(futures::stream::iter(events.into_iter().map(Ok)).boxed_local())
         }
     }

@@ -5,6 +5,7 @@ use std::time::Duration;
 
 use crate::platform::Clock;
 
+/// `Clock` over `Date.now`, `setTimeout` and `crypto.getRandomValues`.
 pub struct WorkerClock;
 
 #[async_trait(?Send)]

@@ -66,6 +66,7 @@ fn console_log(msg: &str) {
 }
 
 impl ThinkHost {
+    /// Builds the agent of class `class_name` on this object's storage and starts it.
     pub fn new(class_name: &str, state: State, env: &Env, spec: AgentSpec) -> Self {
         console_error_panic_hook::set_once();
         crate::platform::set_logger(console_log);
@@ -95,6 +96,7 @@ impl ThinkHost {
         &self.agent
     }
 
+    /// HTTP requests to the object: WebSocket upgrades and `get-messages`.
     pub async fn fetch(&self, req: Request) -> Result<Response> {
         let url = req.url()?;
         if let Ok(route) = parse_agent_path(url.path(), "agents") {
@@ -125,6 +127,7 @@ impl ThinkHost {
         }
     }
 
+    /// A WebSocket frame from a tab.
     pub async fn websocket_message(
         &self,
         ws: WebSocket,
@@ -139,6 +142,7 @@ impl ThinkHost {
         Ok(())
     }
 
+    /// A tab closed its WebSocket.
     pub async fn websocket_close(
         &self,
         ws: WebSocket,
@@ -160,11 +164,13 @@ impl ThinkHost {
         Ok(())
     }
 
+    /// A tab's WebSocket failed.
     pub async fn websocket_error(&self, _ws: WebSocket) -> Result<()> {
         self.sockets.invalidate();
         Ok(())
     }
 
+    /// The object's alarm fired: recovery and cleanup.
     pub async fn alarm(&self) -> Result<Response> {
         self.agent.clone().on_alarm().await;
         Response::ok("ok")
@@ -326,10 +332,9 @@ macro_rules! think_agent {
 mod shipped {
     use worker::{event, Context, Env, Request, Response, Result};
 
-    use crate::agent::{AgentSpec, MessageConcurrency, ModelChoice};
-    use crate::tools::approval::ApprovalPolicy;
-    use crate::tools::workspace::bash::BashOptions;
+    use crate::agent::{spec_from_settings, AgentSpec};
 
+    /// A var or secret of the Worker's environment.
     fn setting(env: &Env, name: &str) -> Option<String> {
         env.var(name)
             .ok()
@@ -337,50 +342,10 @@ mod shipped {
             .or_else(|| env.secret(name).ok().map(|v| v.to_string()))
     }
 
-    /// The ready-made agent, configured from the environment:
-    /// - `THINK_MODEL_BASE_URL`, `THINK_MODEL_API_KEY`, `THINK_MODEL`: the model;
-    /// - `THINK_APPROVAL`: comma-separated names or globs of tools that need approval;
-    /// - `THINK_BASH`: the bash tool, like Think's `workspaceBash`: `false` removes it, a
-    ///   JSON object sets its options (`{"timeout": 5000, "network": true, "maxWorkspaceFiles":
-    ///   1000, "maxWorkspaceFileBytes": 1000000, "maxOutputBytes": 64000}`; missing keys keep
-    ///   Think's defaults).
+    /// The ready-made agent, configured from the environment's `THINK_*` settings (see
+    /// [`crate::agent::settings`]).
     pub fn spec_from_env(env: &Env) -> AgentSpec {
-        let model = ModelChoice::from_settings(
-            setting(env, "THINK_MODEL_BASE_URL").as_deref(),
-            setting(env, "THINK_MODEL_API_KEY").as_deref(),
-            setting(env, "THINK_MODEL").as_deref(),
-        );
-        let approval = setting(env, "THINK_APPROVAL").unwrap_or_default();
-        let policy = ApprovalPolicy::from_list(&approval).unwrap_or_else(|e| {
-            crate::platform::log(&format!("think-rs: ignoring THINK_APPROVAL: {e}"));
-            ApprovalPolicy::new()
-        });
-        let mcp_wait =
-            match setting(env, "THINK_WAIT_FOR_MCP_CONNECTIONS").as_deref().map(str::trim) {
-                None | Some("") | Some("false") | Some("0") => None,
-                Some("true") => Some(crate::agent::spec::DEFAULT_MCP_WAIT_MS),
-                Some(ms) => ms.parse().ok(),
-            };
-        let concurrency = MessageConcurrency::parse(
-            &setting(env, "THINK_MESSAGE_CONCURRENCY").unwrap_or_default(),
-        )
-        .unwrap_or_else(|e| {
-            crate::platform::log(&format!("think-rs: ignoring THINK_MESSAGE_CONCURRENCY: {e}"));
-            MessageConcurrency::Queue
-        });
-        let bash = BashOptions::from_setting(&setting(env, "THINK_BASH").unwrap_or_default())
-            .unwrap_or_else(|e| {
-                crate::platform::log(&format!("think-rs: ignoring THINK_BASH: {e}"));
-                Some(BashOptions::default())
-            });
-        let spec = AgentSpec::new(model)
-            .approval(policy)
-            .wait_for_mcp_connections(mcp_wait)
-            .message_concurrency(concurrency);
-        match bash {
-            Some(options) => spec.bash(options),
-            None => spec.bash_enabled(false),
-        }
+        spec_from_settings(|name| setting(env, name))
     }
 
     crate::think_agent!(ThinkAgent, spec_from_env);

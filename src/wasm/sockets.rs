@@ -8,6 +8,7 @@ use worker::{State, WebSocket};
 
 use crate::platform::Sockets;
 
+/// `Sockets` over the hibernation WebSocket API, with the open ids cached.
 pub struct DoSockets {
     state: Rc<State>,
     /// (id, socket) of every open socket; rebuilt from the runtime after a wake or a change.
@@ -15,6 +16,7 @@ pub struct DoSockets {
 }
 
 impl DoSockets {
+    /// The sockets of the object behind `state`.
     pub fn new(state: Rc<State>) -> Self {
         Self { state, cache: RefCell::new(None) }
     }

@@ -20,7 +20,8 @@
 // Control endpoints for tests (no token needed): /control/reset restores the initial tools;
 // /control/notify broadcasts tools/list_changed; /control/sessions lists open sessions;
 // /control/delay?list=MS delays the first page of every tools/list (0 turns it off), so a
-// client's discovery takes a known time.
+// client's discovery takes a known time. /redirect?to=URL&status=307 answers with that
+// redirect (default: 307 to /mcp), for the address filter's redirect checks.
 
 import http from "node:http";
 import { randomUUID } from "node:crypto";
@@ -218,6 +219,11 @@ const httpServer = http.createServer(async (req, res) => {
       if (url.pathname === "/control/notify") await Promise.all([...servers].map((s) => s.sendToolListChanged().catch(() => {})));
       res.writeHead(200, { "content-type": "application/json" });
       res.end(JSON.stringify({ streamable: [...streamable.keys()], sse: [...legacy.keys()], tools: tools.length }));
+      return;
+    }
+    if (url.pathname === "/redirect") {
+      res.writeHead(Number(url.searchParams.get("status") ?? 307), { location: url.searchParams.get("to") ?? "/mcp" });
+      res.end();
       return;
     }
     if (TOKEN && req.headers.authorization !== `Bearer ${TOKEN}`) {

@@ -183,11 +183,13 @@ impl HttpClient for FakeHttp {
             .iter()
             .find(|(p, _)| req.url.starts_with(p.as_str()))
             .map(|(_, r)| r.clone());
-        let Some(route) = route else { return Err(HttpError("connection refused".into())) };
+        let Some(route) = route else {
+            return Err(HttpError::Connect("connection refused".into()));
+        };
         match route(&req) {
             Reply::Now(r) => Ok(r),
             Reply::Hang => futures::future::pending().await,
-            Reply::Refused => Err(HttpError("connection refused".into())),
+            Reply::Refused => Err(HttpError::Connect("connection refused".into())),
         }
     }
 }

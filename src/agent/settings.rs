@@ -1,0 +1,215 @@
+//! The shipped agent's configuration from `THINK_*` settings, over any lookup (the Worker's
+//! environment in `wasm`, a map in tests). Every `THINK_*` setting is read here:
+//!
+//! - `THINK_MODEL_BASE_URL`, `THINK_MODEL_API_KEY`, `THINK_MODEL`: the model;
+//! - `THINK_APPROVAL`: comma-separated names or globs of tools that need approval;
+//! - `THINK_BASH`: the bash tool, like Think's `workspaceBash`: `false` removes it, a JSON
+//!   object sets its options (`{"timeout": 5000, "network": true, "maxWorkspaceFiles": 1000,
+//!   "maxWorkspaceFileBytes": 1000000, "maxOutputBytes": 64000}`; missing keys keep Think's
+//!   defaults);
+//! - `THINK_MESSAGE_CONCURRENCY`: `queue`, `latest`, `merge`, `drop`, `debounce[:ms]`;
+//! - `THINK_WAIT_FOR_MCP_CONNECTIONS`: `true` (Think's 10 s), a number of ms, or off;
+//! - `THINK_ALLOW_PRIVATE_NETWORK`: `true` lets run-time URLs reach private addresses.
+//!
+//! A value that cannot be read is ignored with a logged reason, and the default applies, so a
+//! typo never stops the agent from starting.
+
+use super::spec::{AgentSpec, MessageConcurrency, ModelChoice, DEFAULT_MCP_WAIT_MS};
+use crate::tools::approval::ApprovalPolicy;
+use crate::tools::workspace::bash::BashOptions;
+
+/// A setting whose value was ignored, and why.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SettingError {
+    /// The setting's name, e.g. `THINK_BASH`.
+    pub name: &'static str,
+    /// Why its value could not be used.
+    pub reason: String,
+}
+
+impl std::fmt::Display for SettingError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "ignoring {}: {}", self.name, self.reason)
+    }
+}
+
+impl std::error::Error for SettingError {}
+
+/// The agent the settings describe; ignored values are logged.
+pub fn spec_from_settings(get: impl Fn(&str) -> Option<String>) -> AgentSpec {
+    let (spec, ignored) = read_settings(get);
+    for e in ignored {
+        crate::platform::log(&format!("think-rs: {e}"));
+    }
+    spec
+}
+
+/// The agent the settings describe, and the settings whose values were ignored.
+pub fn read_settings(get: impl Fn(&str) -> Option<String>) -> (AgentSpec, Vec<SettingError>) {
+    let mut ignored = Vec::new();
+    let mut ignore =
+        |name: &'static str, reason: String| ignored.push(SettingError { name, reason });
+    let model = ModelChoice::from_settings(
+        get("THINK_MODEL_BASE_URL").as_deref(),
+        get("THINK_MODEL_API_KEY").as_deref(),
+        get("THINK_MODEL").as_deref(),
+    );
+    let approval = ApprovalPolicy::from_list(&get("THINK_APPROVAL").unwrap_or_default())
+        .unwrap_or_else(|e| {
+            ignore("THINK_APPROVAL", e.to_string());
+            ApprovalPolicy::new()
+        });
+    let mcp_wait = match get("THINK_WAIT_FOR_MCP_CONNECTIONS").as_deref().map(str::trim) {
+        None | Some("") | Some("false") | Some("0") => None,
+        Some("true") => Some(DEFAULT_MCP_WAIT_MS),
+        Some(ms) => ms.parse().map(Some).unwrap_or_else(|_| {
+            ignore(
+                "THINK_WAIT_FOR_MCP_CONNECTIONS",
+                format!("expected true, false or ms, not {ms:?}"),
+            );
+            None
+        }),
+    };
+    let concurrency =
+        MessageConcurrency::parse(&get("THINK_MESSAGE_CONCURRENCY").unwrap_or_default())
+            .unwrap_or_else(|e| {
+                ignore("THINK_MESSAGE_CONCURRENCY", e.to_string());
+                MessageConcurrency::Queue
+            });
+    let bash =
+        BashOptions::from_setting(&get("THINK_BASH").unwrap_or_default()).unwrap_or_else(|e| {
+            ignore("THINK_BASH", e.to_string());
+            Some(BashOptions::default())
+        });
+    let private = match get("THINK_ALLOW_PRIVATE_NETWORK").as_deref().map(str::trim) {
+        None | Some("" | "false" | "0") => false,
+        Some("true" | "1") => true,
+        Some(other) => {
+            ignore("THINK_ALLOW_PRIVATE_NETWORK", format!("expected true or false, not {other:?}"));
+            false
+        }
+    };
+    let spec = AgentSpec::new(model)
+        .approval(approval)
+        .wait_for_mcp_connections(mcp_wait)
+        .message_concurrency(concurrency)
+        .allow_private_network(private);
+    let spec = match bash {
+        Some(options) => spec.bash(options),
+        None => spec.bash_enabled(false),
+    };
+    (spec, ignored)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+    use std::collections::HashMap;
+
+    fn read(pairs: &[(&str, &str)]) -> (AgentSpec, Vec<SettingError>) {
+        let map: HashMap<String, String> =
+            pairs.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
+        read_settings(|name| map.get(name).cloned())
+    }
+
+    fn ignored(pairs: &[(&str, &str)]) -> Vec<&'static str> {
+        read(pairs).1.iter().map(|e| e.name).collect()
+    }
+
+    #[test]
+    fn no_settings_give_think_defaults() {
+        let (spec, ignored) = read(&[]);
+        assert!(ignored.is_empty());
+        assert!(matches!(spec.model, ModelChoice::Unconfigured(_)));
+        assert!(spec.approval.is_empty());
+        assert_eq!(spec.wait_for_mcp_connections, None);
+        assert_eq!(spec.message_concurrency, MessageConcurrency::Queue);
+        assert_eq!(spec.bash, Some(BashOptions::default()));
+        assert!(!spec.net.allow_private);
+        assert!(spec.net.allow_loopback);
+    }
+
+    #[test]
+    fn model_settings() {
+        let (spec, _) = read(&[
+            ("THINK_MODEL_BASE_URL", "http://127.0.0.1:11434/v1"),
+            ("THINK_MODEL_API_KEY", " k "),
+            ("THINK_MODEL", "llama3.1"),
+        ]);
+        let ModelChoice::OpenAi(cfg) = spec.model else { panic!("expected an OpenAI model") };
+        assert_eq!(
+            (cfg.base_url.as_str(), cfg.api_key.as_str(), cfg.model.as_str()),
+            ("http://127.0.0.1:11434/v1", "k", "llama3.1")
+        );
+        let (spec, _) = read(&[("THINK_MODEL", "m")]);
+        let ModelChoice::Unconfigured(msg) = spec.model else { panic!("expected unconfigured") };
+        assert!(msg.contains("THINK_MODEL_BASE_URL not set"), "{msg}");
+    }
+
+    #[test]
+    fn approval() {
+        let (spec, _) = read(&[("THINK_APPROVAL", "delete, tool_*_write*")]);
+        assert!(spec.approval.needs_approval("delete", &json!({})));
+        assert!(spec.approval.needs_approval("tool_abc_write_file", &json!({})));
+        assert!(!spec.approval.needs_approval("read", &json!({})));
+        let (spec, errors) = read(&[("THINK_APPROVAL", "[")]);
+        assert!(spec.approval.is_empty());
+        assert_eq!(errors[0].name, "THINK_APPROVAL");
+        assert!(errors[0].to_string().starts_with("ignoring THINK_APPROVAL: "));
+    }
+
+    #[test]
+    fn bash() {
+        let (spec, _) = read(&[("THINK_BASH", "false")]);
+        assert_eq!(spec.bash, None);
+        let (spec, _) = read(&[("THINK_BASH", r#"{"timeout": 5000, "network": true}"#)]);
+        let options = spec.bash.unwrap();
+        assert_eq!((options.timeout_ms, options.network), (5000, true));
+        assert_eq!(options.max_output_bytes, BashOptions::default().max_output_bytes);
+        let (spec, errors) = read(&[("THINK_BASH", r#"{"timeuot": 1}"#)]);
+        assert_eq!(spec.bash, Some(BashOptions::default()));
+        assert_eq!(errors[0].name, "THINK_BASH");
+    }
+
+    #[test]
+    fn message_concurrency() {
+        let (spec, _) = read(&[("THINK_MESSAGE_CONCURRENCY", "debounce:200")]);
+        assert_eq!(spec.message_concurrency, MessageConcurrency::Debounce(200));
+        let (spec, _) = read(&[("THINK_MESSAGE_CONCURRENCY", "drop")]);
+        assert_eq!(spec.message_concurrency, MessageConcurrency::Drop);
+        let (spec, errors) = read(&[("THINK_MESSAGE_CONCURRENCY", "sometimes")]);
+        assert_eq!(spec.message_concurrency, MessageConcurrency::Queue);
+        assert_eq!(errors[0].name, "THINK_MESSAGE_CONCURRENCY");
+    }
+
+    #[test]
+    fn wait_for_mcp_connections() {
+        let wait =
+            |v: &str| read(&[("THINK_WAIT_FOR_MCP_CONNECTIONS", v)]).0.wait_for_mcp_connections;
+        assert_eq!(wait("true"), Some(DEFAULT_MCP_WAIT_MS));
+        assert_eq!(wait(" 2500 "), Some(2500));
+        assert_eq!(wait("false"), None);
+        assert_eq!(wait("0"), None);
+        assert_eq!(wait(""), None);
+        assert_eq!(wait("soon"), None);
+        assert_eq!(
+            ignored(&[("THINK_WAIT_FOR_MCP_CONNECTIONS", "soon")]),
+            ["THINK_WAIT_FOR_MCP_CONNECTIONS"]
+        );
+    }
+
+    #[test]
+    fn allow_private_network() {
+        let private = |v: &str| read(&[("THINK_ALLOW_PRIVATE_NETWORK", v)]).0.net.allow_private;
+        assert!(private("true"));
+        assert!(private(" 1 "));
+        assert!(!private("false"));
+        assert!(!private(""));
+        assert!(!private("yes please"));
+        assert_eq!(
+            ignored(&[("THINK_ALLOW_PRIVATE_NETWORK", "yes please")]),
+            ["THINK_ALLOW_PRIVATE_NETWORK"]
+        );
+    }
+}

@@ -1,0 +1,3 @@
+//! Test doubles shared by the whole crate's host tests.
+
+pub mod mcp;
