@@ -9,7 +9,7 @@ import http from "node:http";
 import path from "node:path";
 import { startScriptedModel } from "./helpers/scripted-model.mjs";
 import { startWorker, modelVars, ROOT } from "./helpers/worker.mjs";
-import { connect, closeTabs, getMessages, newId } from "./helpers/client.mjs";
+import { connect, connectRaw, closeTabs, getMessages, newId, assertIdle } from "./helpers/client.mjs";
 
 const RUNS = 5;
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
@@ -240,6 +240,42 @@ test("kill -9 mid-stream: the partial answer is kept or dropped, never lost hist
       await sleep(100);
       assert.equal(model.requests.length, requestsAtRestart + 3, "no further recovery turn ran");
     });
+  } finally {
+    await worker.dispose();
+  }
+});
+
+test("kill -9 mid-stream: a tab that connects during the recovered turn, never ACKs, and sends a message gets its answer", async () => {
+  const worker = await startWorker({ vars: modelVars(model) });
+  try {
+    const QUESTION = "a question during the recovery";
+    const ANSWER = "The answer for the tab that joined during the recovery.";
+    const SLOW = "The recovered answer streams slowly, so a tab can join while it runs.";
+    await repeat("join-recovery", async (i, name) => {
+      const tab = await earlierTurn(worker, name);
+      reply = () => ({ text: "This answer is cut by the crash, a few letters at a time.", chunkSize: 3, delayMs: 25 });
+      const { id } = tab.chat("tell me something long", { messages: await getMessages(worker.url, name) });
+      await nthChunk(tab, id, "text-delta", 3);
+      await worker.kill();
+      tab.close();
+      const requestsAtRestart = model.requests.length;
+      reply = (body) =>
+        body.messages.filter((m) => m.role === "user").at(-1)?.content === QUESTION ? { text: ANSWER } : { text: SLOW, chunkSize: 2, delayMs: 30 };
+
+      // The first tab wakes the object; the recovery turn is streaming once the model is asked.
+      const watcher = await open(worker, name);
+      await model.waitForRequests(requestsAtRestart + 1);
+      const raw = await connectRaw(worker.host, name);
+      openTabs.push(raw);
+      await raw.waitFor((f) => f.type === "cf_agent_stream_resuming");
+      const own = raw.chat(QUESTION, { messages: await getMessages(worker.url, name) });
+      await raw.waitFor((f) => f.type === "cf_agent_use_chat_response" && f.id === own.id && f.done, { timeout: 20000 });
+      assert.equal(deltas(raw.responses(own.id).filter((f) => f.body?.trim() && !f.error).map((f) => JSON.parse(f.body))), ANSWER);
+      await watcher.waitFor((f) => f.type === "cf_agent_chat_recovering" && f.recovering === false);
+      const after = await getMessages(worker.url, name);
+      assert.equal(textOf(after.at(-1)), ANSWER, "the answer follows the question in the transcript");
+      assert.equal(textOf(after.at(-2)), QUESTION);
+    }, 3);
   } finally {
     await worker.dispose();
   }

@@ -79,12 +79,13 @@ const CONFIG_PENDING_CONTINUATION: &str = "pendingContinuation";
 struct Runtime {
     /// The stream being produced now.
     active: Option<ActiveStream>,
-    /// Connections told `stream_resuming` that have not ACKed: no live chunks until they do.
-    awaiting_ack: BTreeSet<String>,
     /// Connections told `stream_pending`, to be told `stream_resuming` when a stream starts.
     parked: Vec<(String, Option<String>)>,
     /// Turns accepted but not yet streaming (waiting for the turn lock).
     queued: usize,
+    /// Request ids of the live turns whose messages wait in the `queue` table; rows of any
+    /// other id were left by a crash.
+    queued_turns: BTreeSet<String>,
     continuation: interaction::Continuation,
     /// Bumped by every submitted message under `latest`, `merge` and `debounce`.
     submit_seq: u64,
@@ -322,15 +323,13 @@ impl Agent {
         frames::chat_messages_frame(&self.messages())
     }
 
-    /// Frames for a newly connected socket. While a stream is live the socket is told to
-    /// resume it instead of getting the transcript (and gets no live chunks until it ACKs).
+    /// Frames for a newly connected socket. While a stream is live the socket is offered to
+    /// resume it instead of getting the transcript (and gets no live chunks of that stream
+    /// until it ACKs; the offer ends with the stream).
     pub fn on_connect(&self, conn: &str) {
-        let streaming = self.rt.borrow().active.as_ref().map(|a| a.request_id.clone());
+        let streaming = self.rt.borrow_mut().active.as_mut().map(|a| a.offer_resume(conn));
         match streaming {
-            Some(id) => {
-                self.rt.borrow_mut().awaiting_ack.insert(conn.to_owned());
-                self.send(conn, &frames::stream_resuming_frame(&id, None));
-            }
+            Some(id) => self.send(conn, &frames::stream_resuming_frame(&id, None)),
             None => self.send(conn, &self.transcript_frame()),
         }
         if self.rt.borrow().recovering {
@@ -343,7 +342,9 @@ impl Agent {
     /// Forgets a closed connection's handshake state.
     pub fn on_close(&self, conn: &str) {
         let mut rt = self.rt.borrow_mut();
-        rt.awaiting_ack.remove(conn);
+        if let Some(active) = rt.active.as_mut() {
+            active.awaiting_ack.remove(conn);
+        }
         rt.parked.retain(|(c, _)| c != conn);
     }
 

@@ -10,7 +10,7 @@ impl Agent {
     pub(super) fn on_resume_request(&self, conn: &str, probe_id: Option<String>) {
         let probe = probe_id.as_deref();
         let mut rt = self.rt.borrow_mut();
-        if let Some(active) = rt.active.as_ref() {
+        if let Some(active) = rt.active.as_mut() {
             let owned_elsewhere = active.continuation
                 && active
                     .owner
@@ -19,9 +19,7 @@ impl Agent {
             let frame = if owned_elsewhere {
                 frames::stream_resume_none_frame(ResumeNoneReason::ContinuationOwned, probe)
             } else {
-                let frame = frames::stream_resuming_frame(&active.request_id, probe);
-                rt.awaiting_ack.insert(conn.to_owned());
-                frame
+                frames::stream_resuming_frame(&active.offer_resume(conn), probe)
             };
             drop(rt);
             self.send(conn, &frame);
@@ -41,9 +39,11 @@ impl Agent {
     pub(super) fn on_resume_ack(&self, conn: &str, id: &str) {
         let live = {
             let mut rt = self.rt.borrow_mut();
-            rt.awaiting_ack.remove(conn);
-            match rt.active.as_ref() {
-                Some(active) if active.request_id == id => Some(active.chunks.clone()),
+            match rt.active.as_mut() {
+                Some(active) if active.request_id == id => {
+                    active.awaiting_ack.remove(conn);
+                    Some(active.chunks.clone())
+                }
                 // An ACK for a stream other than the live one is stale: ignore it.
                 Some(_) => return,
                 None => None,

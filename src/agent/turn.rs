@@ -2,6 +2,7 @@
 //! streaming chunks to the tabs (and into the resumable buffer), and persisting the answer.
 
 use std::cell::RefCell;
+use std::collections::BTreeSet;
 use std::rc::Rc;
 
 use serde_json::{json, Map, Value};
@@ -31,12 +32,32 @@ pub(super) struct ActiveStream {
     pub continuation: bool,
     /// The connection whose tool result started this continuation, if any.
     pub owner: Option<String>,
+    /// The connection whose chat request started this turn: its own turn's frames always
+    /// reach it, whatever resume offer it has not answered.
+    pub origin: Option<String>,
+    /// Connections offered `stream_resuming` for this stream that have not ACKed: they get
+    /// no live frames of it until they do. The offer lives and dies with the stream.
+    pub awaiting_ack: BTreeSet<String>,
     pub abort: AbortSignal,
     pub acc: Rc<RefCell<StreamAccumulator>>,
     /// Every chunk body so far, for replay to tabs that resume and for the buffer.
     pub chunks: Vec<String>,
     /// How many of `chunks` are in the buffer.
     pub cursor: FlushCursor,
+}
+
+impl ActiveStream {
+    /// Offers `conn` to resume this stream (it is muted for it until it ACKs); returns the
+    /// stream's request id for the `stream_resuming` frame.
+    pub fn offer_resume(&mut self, conn: &str) -> String {
+        self.awaiting_ack.insert(conn.to_owned());
+        self.request_id.clone()
+    }
+
+    /// Whether live frames of this stream go to `conn`.
+    fn follows(&self, conn: &str) -> bool {
+        !self.awaiting_ack.contains(conn) || self.origin.as_deref() == Some(conn)
+    }
 }
 
 /// A request for a turn.
@@ -86,6 +107,11 @@ pub struct RpcTurn {
 
 impl Agent {
     pub(super) async fn on_chat_request(self: Rc<Self>, conn: &str, req: ChatRequest) {
+        // A tab that sends a chat request of its own follows live frames again, whatever
+        // resume offer it left unanswered.
+        if let Some(active) = self.rt.borrow_mut().active.as_mut() {
+            active.awaiting_ack.remove(conn);
+        }
         let policy = self.spec.message_concurrency;
         let submit = req.trigger == Trigger::SubmitMessage;
         if submit && policy == MessageConcurrency::Drop && self.busy() {
@@ -374,19 +400,18 @@ impl Agent {
         self.deps.alarm.set(self.now() + super::HEARTBEAT_MS);
         let parked = {
             let mut rt = self.rt.borrow_mut();
+            let parked = std::mem::take(&mut rt.parked);
             rt.active = Some(ActiveStream {
                 request_id: request_id.to_owned(),
                 continuation: turn.continuation,
                 owner: turn.owner.clone(),
+                origin: turn.origin.clone(),
+                awaiting_ack: parked.iter().map(|(conn, _)| conn.clone()).collect(),
                 abort,
                 acc: Rc::new(RefCell::new(StreamAccumulator::new(message_id, turn.continuation))),
                 chunks: Vec::new(),
                 cursor: FlushCursor::default(),
             });
-            let parked = std::mem::take(&mut rt.parked);
-            for (conn, _) in &parked {
-                rt.awaiting_ack.insert(conn.clone());
-            }
             parked
         };
         for (conn, _) in parked {
@@ -406,13 +431,19 @@ impl Agent {
                 self.warn("closing the stream buffer failed", e);
             }
         }
-        self.broadcast_live(&frames::chat_done_frame(&active.request_id, active.continuation));
+        let done = frames::chat_done_frame(&active.request_id, active.continuation).to_string();
+        for id in self.deps.sockets.ids() {
+            if active.follows(&id) {
+                self.deps.sockets.send(&id, &done);
+            }
+        }
         let message = active.acc.borrow().message();
         if message.parts.iter().any(|p| part_type(p) != Some("step-start")) {
             self.save_message(&message);
         }
-        // Tabs still to ACK get the transcript after their replay, not before it.
-        self.broadcast_live(&self.transcript_frame());
+        // The offer ended with the stream: every tab, ACKed or not, follows the transcript
+        // again. One that ACKs late is replayed the stored stream, then the transcript.
+        self.broadcast(&self.transcript_frame(), None);
         self.after_stream().await;
     }
 
@@ -421,7 +452,7 @@ impl Agent {
         let text = frame.to_string();
         let rt = self.rt.borrow();
         for id in self.deps.sockets.ids() {
-            if !rt.awaiting_ack.contains(&id) {
+            if rt.active.as_ref().is_none_or(|a| a.follows(&id)) {
                 self.deps.sockets.send(&id, &text);
             }
         }
