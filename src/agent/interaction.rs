@@ -99,7 +99,7 @@ impl Agent {
             }
             rt.continuation.owner.clone()
         };
-        if has_incomplete_tool_batch(&self.messages()) {
+        if has_incomplete_tool_batch(&self.history()) {
             return;
         }
         self.rt.borrow_mut().continuation = Continuation::default();

@@ -244,8 +244,19 @@ impl Agent {
             .unwrap_or_else(|| "default".into())
     }
 
-    /// The persisted transcript.
+    /// The transcript as the tabs see it: the persisted messages, then (under `queue`) the
+    /// user messages still waiting for their turn.
     pub fn messages(&self) -> Vec<UIMessage> {
+        let mut messages = self.history();
+        match self.store().and_then(|s| s.queued()) {
+            Ok(queued) => messages.extend(queued.into_iter().map(|(_, m)| m)),
+            Err(e) => self.warn("reading the queued messages failed", e),
+        }
+        messages
+    }
+
+    /// The persisted transcript, which is what the model sees: no queued message is in it.
+    fn history(&self) -> Vec<UIMessage> {
         self.store().and_then(|s| s.messages()).unwrap_or_else(|e| {
             self.warn("reading the transcript failed", e);
             Vec::new()

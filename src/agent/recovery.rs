@@ -3,7 +3,8 @@
 //! tool calls without a result are settled from the execution ledger (or marked interrupted,
 //! never re-run), the answer is persisted, and unless it waits for a human the model is
 //! asked to continue. A continuation that a tool result or approval asked for just before a
-//! crash (persisted as pending) is run too.
+//! crash (persisted as pending) is run too, and then the turns of messages a crash left in
+//! the `queue`, in order.
 
 use std::rc::Rc;
 
@@ -60,6 +61,34 @@ impl Agent {
             self.continue_after_crash(Some(&record.id), attempts).await;
         }
         self.resume_pending_continuation().await;
+        self.run_left_queue().await;
+    }
+
+    /// Runs, one after another, the turns whose messages a crash left waiting in the queue
+    /// (rows of no live turn), each over the transcript up to its own messages.
+    async fn run_left_queue(self: &Rc<Self>) {
+        let left: Vec<String> = match self.store().and_then(|s| s.queued()) {
+            Ok(rows) => {
+                let mut rt = self.rt.borrow_mut();
+                let mut ids = Vec::new();
+                for (request_id, _) in rows {
+                    if rt.queued_turns.insert(request_id.clone()) {
+                        ids.push(request_id);
+                    }
+                }
+                ids
+            }
+            Err(e) => return self.warn("reading the queued messages failed", e),
+        };
+        for request_id in left {
+            let turn = TurnRequest {
+                request_id,
+                body: self.last_body(),
+                queued: true,
+                ..Default::default()
+            };
+            self.run_turn(turn).await;
+        }
     }
 
     /// Runs the continuation of a turn a crash cut short; `attempts` counts this recovery.

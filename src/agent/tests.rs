@@ -46,6 +46,7 @@ type Timer = (f64, Rc<Cell<bool>>, Option<Waker>);
 struct ManualClock {
     now: Cell<f64>,
     timers: RefCell<Vec<Timer>>,
+    seed: Cell<u64>,
 }
 
 impl ManualClock {
@@ -97,9 +98,13 @@ impl Clock for ClockHandle {
         Sleep { done, index, clock: self.0.clone() }.await
     }
     fn random_bytes(&self, buf: &mut [u8]) {
-        let seed = self.0.timers.borrow().len() as u8;
-        for (i, b) in buf.iter_mut().enumerate() {
-            *b = seed.wrapping_mul(31).wrapping_add(i as u8 * 7);
+        for b in buf {
+            let mut x = self.0.seed.get() | 1;
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            self.0.seed.set(x);
+            *b = (x >> 24) as u8;
         }
     }
 }
@@ -361,4 +366,43 @@ fn an_answer_larger_than_a_row_is_compacted_before_it_is_stored() {
     let file =
         futures::executor::block_on(h.agent.workspace().read_file("/b.txt")).unwrap().unwrap();
     assert_eq!(file.len(), 1_200_000, "the content itself is in the workspace");
+}
+
+#[test]
+fn queued_messages_left_by_a_crash_are_answered_in_order_on_start() {
+    let mut h = Harness::new(AgentSpec::new);
+    h.model.calls.borrow_mut().extend([
+        text("first answer"),
+        text("answer to q1"),
+        text("answer to q2"),
+    ]);
+    h.chat("first", json!({}));
+    // What a crash leaves: two messages in the queue whose turns never started.
+    let store = super::store::ChatStore::new(h.agent.deps.sql.as_ref());
+    for (request, text) in [("r-q1", "q1"), ("r-q2", "q2")] {
+        let m = crate::protocol::message::UIMessage::new(
+            &format!("u-{text}"),
+            crate::protocol::message::Role::User,
+            vec![json!({"type": "text", "text": text})],
+        );
+        store.enqueue(request, &m).unwrap();
+    }
+    assert_eq!(h.model_calls(), 1);
+    let agent = h.agent.clone();
+    let _ = h.pool.spawner().spawn_local(agent.start());
+    h.pool.run_until_stalled();
+    assert_eq!(h.model_calls(), 3, "each queued message gets its own turn");
+    let last_user = |i: usize| match h.model.seen.borrow()[i].messages.last() {
+        Some(ModelMessage::User { content }) => format!("{content:?}"),
+        other => panic!("{other:?}"),
+    };
+    assert!(last_user(1).contains("q1"), "{}", last_user(1));
+    assert!(last_user(2).contains("q2"), "{}", last_user(2));
+    let texts: Vec<String> = h
+        .agent
+        .messages()
+        .iter()
+        .map(|m| m.parts.iter().filter_map(|p| p["text"].as_str()).collect())
+        .collect();
+    assert_eq!(texts, ["first", "first answer", "q1", "answer to q1", "q2", "answer to q2"]);
 }

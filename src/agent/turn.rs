@@ -73,6 +73,8 @@ pub(super) struct TurnRequest {
     pub submit_seq: Option<u64>,
     /// Set for programmatic `chat()` turns.
     pub rpc: Option<RpcTurn>,
+    /// Under `queue`: the turn's messages wait in the queue until the turn starts.
+    pub queued: bool,
 }
 
 /// Receives a programmatic turn's stream (the DO RPC `chat()` callback).
@@ -119,16 +121,20 @@ impl Agent {
             self.send(conn, &frames::chat_done_frame(&req.id, false));
             return;
         }
-        if let Err(e) = self.reconcile(&req) {
-            self.send(
-                conn,
-                &frames::chat_request_error_frame(
-                    &req.id,
-                    &format!("Could not save the message: {e}"),
-                ),
-            );
-            return;
-        }
+        let queue = submit && policy == MessageConcurrency::Queue;
+        let queued = match self.reconcile(&req, queue) {
+            Ok(queued) => queued,
+            Err(e) => {
+                self.send(
+                    conn,
+                    &frames::chat_request_error_frame(
+                        &req.id,
+                        &format!("Could not save the message: {e}"),
+                    ),
+                );
+                return;
+            }
+        };
         self.update_client_tools(&req.client_tools);
         if let Err(e) = self
             .store()
@@ -147,6 +153,7 @@ impl Agent {
             body: req.body,
             origin: Some(conn.to_owned()),
             submit_seq,
+            queued,
             ..Default::default()
         };
         self.run_turn(turn).await;
@@ -162,16 +169,28 @@ impl Agent {
     /// shown to every tab like a typed one, and the stream goes to `rpc.observer` as well.
     pub async fn chat(self: &Rc<Self>, message: UIMessage, rpc: RpcTurn) {
         let request_id = random_id(self.deps.clock.as_ref(), 8);
-        if let Err(e) = self.store().and_then(|s| s.upsert(&message, self.now())) {
+        let queued = self.spec.message_concurrency == MessageConcurrency::Queue;
+        let saved = self.store().and_then(|s| {
+            if queued {
+                s.enqueue(&request_id, &message)
+            } else {
+                s.upsert(&message, self.now())
+            }
+        });
+        if let Err(e) = saved {
             rpc.observer.on_error(&format!("Could not save the message: {e}"));
             rpc.observer.on_done();
             return;
+        }
+        if queued {
+            self.rt.borrow_mut().queued_turns.insert(request_id.clone());
         }
         self.broadcast(&self.transcript_frame(), None);
         let turn = TurnRequest {
             request_id,
             body: self.last_body(),
             rpc: Some(rpc),
+            queued,
             ..Default::default()
         };
         self.run_turn(turn).await;
@@ -182,9 +201,10 @@ impl Agent {
         seq.is_some_and(|s| s != self.rt.borrow().submit_seq)
     }
 
-    /// Stores the new user messages of an incoming transcript. A regenerate drops what follows
+    /// Stores the new user messages of an incoming transcript, or with `queue` puts them in
+    /// the queue of this request's turn (true when it did). A regenerate drops what follows
     /// the last message the client kept.
-    fn reconcile(&self, req: &ChatRequest) -> Result<(), StoreError> {
+    fn reconcile(&self, req: &ChatRequest, queue: bool) -> Result<bool, StoreError> {
         let store = self.store()?;
         if req.trigger == Trigger::RegenerateMessage {
             if let Some(last) = req.messages.last() {
@@ -192,12 +212,34 @@ impl Agent {
             }
         }
         let now = self.now();
+        let mut queued = false;
         for m in &req.messages {
             if m.role == Role::User && !store.has_message(&m.id)? {
-                store.upsert(m, now)?;
+                if queue {
+                    store.enqueue(&req.id, m)?;
+                    queued = true;
+                } else {
+                    store.upsert(m, now)?;
+                }
             }
         }
-        Ok(())
+        if queued {
+            self.rt.borrow_mut().queued_turns.insert(req.id.clone());
+        }
+        Ok(queued)
+    }
+
+    /// Moves a queued turn's messages into the transcript now that its turn has come; false
+    /// when a clear dropped them meanwhile (the turn then has nothing to answer).
+    fn admit_queued(&self, request_id: &str) -> bool {
+        self.rt.borrow_mut().queued_turns.remove(request_id);
+        match self.store().and_then(|s| s.take_queued(request_id, self.now())) {
+            Ok(taken) => !taken.is_empty(),
+            Err(e) => {
+                self.warn("moving queued messages into the transcript failed", e);
+                false
+            }
+        }
     }
 
     /// The merged tools of a turn, in Think's layer order. Server tools go through the
@@ -270,9 +312,15 @@ impl Agent {
             if self.superseded(turn.submit_seq) { None } else { Some(self.turn_lock.lock().await) };
         self.rt.borrow_mut().queued -= 1;
         let request_id = turn.request_id.clone();
-        if slot.is_none() || self.superseded(turn.submit_seq) {
+        let skip = slot.is_none()
+            || self.superseded(turn.submit_seq)
+            || (turn.queued && !self.admit_queued(&request_id));
+        if skip {
             if let Some(origin) = &turn.origin {
                 self.send(origin, &frames::chat_done_frame(&request_id, false));
+            }
+            if let Some(r) = &turn.rpc {
+                r.observer.on_done();
             }
             return;
         }
@@ -322,7 +370,7 @@ impl Agent {
         stream.emit(chunk::start((!turn.continuation).then_some(message_id.as_str()), None));
         self.run_approved_tools(&tools, &*stream, &abort).await;
 
-        let messages = self.messages();
+        let messages = self.history();
         let mut ctx = TurnContext {
             system: self.spec.system_prompt.clone(),
             messages: to_model_messages(&messages, &tools),
@@ -461,7 +509,7 @@ impl Agent {
     /// Runs the calls a human approved in the last assistant message before the model is
     /// called again; their results patch that earlier message.
     async fn run_approved_tools(&self, tools: &ToolSet, sink: &dyn ChunkSink, abort: &AbortSignal) {
-        let messages = self.messages();
+        let messages = self.history();
         let Some(leaf) = leaf_assistant(&messages) else { return };
         let approved: Vec<(String, String, Value)> = leaf
             .parts
@@ -495,7 +543,7 @@ impl Agent {
 
     /// Applies a tool update to an earlier persisted message (first write wins) and tells the tabs.
     pub(super) fn apply_to_stored(&self, update: &ToolPartUpdate) -> bool {
-        let mut messages = self.messages();
+        let mut messages = self.history();
         match apply_to_messages(&mut messages, update) {
             Some(i) => {
                 self.save_message(&messages[i]);
