@@ -237,7 +237,7 @@ test("kill -9 mid-stream: the partial answer is kept or dropped, never lost hist
       watcher.close();
 
       await checkAfterRestart(worker, name, before);
-      await sleep(100);
+      await assertIdle(await open(worker, name), "no further recovery turn is pending or running");
       assert.equal(model.requests.length, requestsAtRestart + 3, "no further recovery turn ran");
     });
   } finally {
@@ -452,8 +452,8 @@ test("kill -9 while an approval is pending: it survives, can be approved, and th
           (ms) => ms.some((m) => m.parts.some((p) => p.toolCallId === callId && p.state === "approval-requested")),
           "the pending approval",
         );
-        await sleep(300);
-        assert.equal(model.requests.length, requestsAtRestart, "nothing runs while the approval is pending");
+        await assertIdle(watcher, "nothing runs while the approval is pending");
+        assert.equal(model.requests.length, requestsAtRestart, "nothing ran while the approval is pending");
         const now = await getMessages(worker.url, name);
         assertKept(before, now);
         assert.deepEqual(unsettled(now), []);
@@ -501,14 +501,13 @@ test("a turn whose recovery crashes every time is given up after three attempts"
         const at = model.requests.length;
         const watcher = await open(worker, name);
         if (k < 3) await model.waitForRequests(at + 1);
-        else await sleep(300);
+        else await assertIdle(watcher, "the given-up turn is not continued");
         continuations.push(model.requests.length - at);
         watcher.close();
       }
       assert.deepEqual(continuations, [1, 1, 1, 0], "three recovery continuations, then none");
       await worker.kill();
-      await open(worker, name);
-      await sleep(200);
+      await assertIdle(await open(worker, name), "a later restart does not continue the turn");
       assert.equal(model.requests.length, start + 4, "a later restart does not pick the turn up again");
       await checkAfterRestart(worker, name, before);
     }, 3);
