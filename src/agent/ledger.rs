@@ -30,12 +30,12 @@ pub enum Entry {
     Failed(String),
 }
 
-const SCHEMA: &str = "CREATE TABLE IF NOT EXISTS think_tool_ledger (
+const SCHEMA: &[&str] = &["CREATE TABLE IF NOT EXISTS think_tool_ledger (
     tool_call_id TEXT PRIMARY KEY,
     tool_name TEXT NOT NULL,
     status TEXT NOT NULL,
     result TEXT,
-    updated_at INTEGER NOT NULL)";
+    updated_at INTEGER NOT NULL)"];
 
 /// The ledger over one SQL database.
 pub struct Ledger<'a> {
@@ -45,8 +45,7 @@ pub struct Ledger<'a> {
 impl<'a> Ledger<'a> {
     /// Creates the table if it does not exist; once per instance, not per use.
     pub fn create_table(sql: &dyn Sql) -> Result<(), StoreError> {
-        sql.exec(SCHEMA, &[])?;
-        Ok(())
+        crate::store::create_tables(sql, SCHEMA)
     }
 
     /// The ledger over the table made by [`Ledger::create_table`].

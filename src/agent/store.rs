@@ -39,10 +39,7 @@ pub struct ChatStore<'a> {
 impl<'a> ChatStore<'a> {
     /// Creates the tables if they do not exist; once per instance, not per use.
     pub fn create_tables(sql: &dyn Sql) -> Result<(), StoreError> {
-        for s in SCHEMA {
-            sql.exec(s, &[])?;
-        }
-        Ok(())
+        crate::store::create_tables(sql, SCHEMA)
     }
 
     /// The store over tables made by [`ChatStore::create_tables`].
@@ -162,5 +159,5 @@ impl<'a> ChatStore<'a> {
 
 /// A message as stored: its UI JSON.
 fn body_of(message: &UIMessage) -> Result<String, StoreError> {
-    serde_json::to_string(&message.to_value()).map_err(|e| StoreError(e.to_string()))
+    Ok(serde_json::to_string(&message.to_value())?)
 }

@@ -92,10 +92,7 @@ pub struct StreamBuffer<'a> {
 impl<'a> StreamBuffer<'a> {
     /// Creates the tables if they do not exist; once per instance, not per use.
     pub fn create_tables(sql: &dyn Sql) -> Result<(), StoreError> {
-        for s in SCHEMA {
-            sql.exec(s, &[])?;
-        }
-        Ok(())
+        crate::store::create_tables(sql, SCHEMA)
     }
 
     /// The buffer over tables made by [`StreamBuffer::create_tables`].
@@ -158,7 +155,7 @@ impl<'a> StreamBuffer<'a> {
         if pack.is_empty() {
             return Ok(());
         }
-        let body = serde_json::to_string(&pack).map_err(|e| StoreError(e.to_string()))?;
+        let body = serde_json::to_string(&pack)?;
         pack.clear();
         self.insert_row(id, seq, "pack", &body)
     }

@@ -56,7 +56,7 @@ impl std::error::Error for McpError {}
 
 impl From<crate::store::StoreError> for McpError {
     fn from(e: crate::store::StoreError) -> Self {
-        McpError::Store(e.0)
+        McpError::Store(e.to_string())
     }
 }
 

@@ -20,17 +20,53 @@ pub enum SqlValue {
 /// A result row, in column order.
 pub type Row = Vec<SqlValue>;
 
-/// A storage failure, carried as text because both backends report strings.
+/// A storage failure. The variants say why, so a caller can tell a limit it hit from a
+/// database that failed; each displays as the backend's own message (tools show it as is).
 #[derive(Debug, Clone, PartialEq)]
-pub struct StoreError(pub String);
+#[non_exhaustive]
+pub enum StoreError {
+    /// The database failed or refused a statement; the text is the backend's message.
+    Sql(String),
+    /// A statement passes a platform limit (bound parameters or statement length).
+    Limit(String),
+    /// A value could not be encoded for storage or decoded from it.
+    Encoding(String),
+    /// The blob store (R2) failed.
+    Blob(String),
+    /// A transaction was rolled back because its body failed with this message.
+    Aborted(String),
+    /// The platform lacks a storage API the agent needs.
+    Unavailable(String),
+}
 
 impl std::fmt::Display for StoreError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(&self.0)
+        match self {
+            StoreError::Sql(m)
+            | StoreError::Limit(m)
+            | StoreError::Encoding(m)
+            | StoreError::Blob(m)
+            | StoreError::Aborted(m)
+            | StoreError::Unavailable(m) => f.write_str(m),
+        }
     }
 }
 
 impl std::error::Error for StoreError {}
+
+impl From<serde_json::Error> for StoreError {
+    fn from(e: serde_json::Error) -> Self {
+        StoreError::Encoding(e.to_string())
+    }
+}
+
+/// Runs each `CREATE … IF NOT EXISTS` statement of a schema; once per instance, not per use.
+pub fn create_tables(sql: &dyn Sql, schema: &[&str]) -> Result<(), StoreError> {
+    for statement in schema {
+        sql.exec(statement, &[])?;
+    }
+    Ok(())
+}
 
 /// Synchronous SQL, as the Durable Object's SQLite API is synchronous.
 ///
