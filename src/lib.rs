@@ -13,5 +13,8 @@ pub mod tools;
 pub mod turn;
 pub mod workspace;
 
+#[cfg(test)]
+mod test_support;
+
 #[cfg(target_arch = "wasm32")]
 pub mod wasm;

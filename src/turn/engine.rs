@@ -335,34 +335,10 @@ async fn execute(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::model::{ModelError, ModelStream};
+    use crate::test_support::ScriptedModel;
     use crate::tools::{typed_tool, DynamicTool, Layer, ToolError};
-    use async_trait::async_trait;
     use std::cell::RefCell;
-    use std::collections::VecDeque;
     use std::rc::Rc;
-
-    /// Plays one list of events per model call and records each request.
-    struct Scripted {
-        calls: RefCell<VecDeque<Vec<ModelEvent>>>,
-        seen: RefCell<Vec<ModelRequest>>,
-    }
-
-    #[async_trait(?Send)]
-    impl Model for Scripted {
-        fn id(&self) -> &str {
-            "scripted"
-        }
-        async fn stream(&self, request: &ModelRequest) -> Result<ModelStream, ModelError> {
-            self.seen.borrow_mut().push(request.clone());
-            let events = self
-                .calls
-                .borrow_mut()
-                .pop_front()
-                .ok_or_else(|| ModelError("no script".into()))?;
-            Ok(futures::stream::iter(events.into_iter().map(Ok)).boxed_local())
-        }
-    }
 
     #[derive(Default)]
     struct Sink(RefCell<Vec<Value>>);
@@ -432,9 +408,8 @@ mod tests {
     fn run_with(
         script: Vec<Vec<ModelEvent>>,
         approval: &dyn ApprovalCheck,
-    ) -> (TurnOutcome, Sink, Rc<Scripted>) {
-        let model =
-            Rc::new(Scripted { calls: RefCell::new(script.into()), seen: RefCell::new(vec![]) });
+    ) -> (TurnOutcome, Sink, Rc<ScriptedModel>) {
+        let model = ScriptedModel::new(script);
         let sink = Sink::default();
         let out = futures::executor::block_on(run(
             model.as_ref(),
@@ -484,7 +459,7 @@ mod tests {
             json!({"type": "tool-output-available", "toolCallId": "c1", "output": {"sum": 5}})
         );
         assert_eq!(chunks[11]["errorText"], "boom");
-        let second = &model.seen.borrow()[1];
+        let second = &model.seen()[1];
         assert_eq!(second.messages.len(), 4);
         assert_eq!(
             second.messages[2],
@@ -522,7 +497,7 @@ mod tests {
         assert_eq!(errors[1]["dynamic"], true);
         assert!(errors[1]["errorText"].as_str().unwrap().contains("unavailable tool 'nope'"));
         assert!(errors[2]["errorText"].as_str().unwrap().contains("not valid JSON"));
-        let second = &model.seen.borrow()[1];
+        let second = &model.seen()[1];
         assert_eq!(
             second.messages.iter().filter(|m| matches!(m, ModelMessage::Tool { .. })).count(),
             3
@@ -553,10 +528,7 @@ mod tests {
             s.push(finish(FinishReason::ToolCalls));
             s
         };
-        let model = Rc::new(Scripted {
-            calls: RefCell::new((0..5).map(|_| looping()).collect()),
-            seen: RefCell::new(vec![]),
-        });
+        let model = ScriptedModel::new((0..5).map(|_| looping()).collect());
         let sink = Sink::default();
         let mut p = plan(tools());
         p.max_steps = 3;
@@ -568,7 +540,7 @@ mod tests {
             &AbortSignal::new(),
         ));
         assert_eq!(out, TurnOutcome::Finished(FinishReason::ToolCalls));
-        assert_eq!(model.seen.borrow().len(), 3);
+        assert_eq!(model.seen().len(), 3);
 
         let (out, _, _) = run_with(vec![], &|_: &str, _: &Value| false);
         assert_eq!(out, TurnOutcome::Failed("no script".into()));
