@@ -30,6 +30,7 @@ use crate::protocol::message::UIMessage;
 use crate::store::{BlobStore, Sql, StoreError};
 use crate::tools::workspace::bash::BashEngine;
 use crate::workspace::{Workspace, WorkspaceOptions};
+use serde::Serialize;
 
 pub use spec::{AgentSpec, MessageConcurrency, ModelChoice, TurnConfig, TurnContext};
 use store::ChatStore;
@@ -199,10 +200,9 @@ impl Agent {
     fn mcp_frame(&self) -> String {
         match &self.mcp {
             Some(m) => m.frame(),
-            None => frames::mcp_servers_frame(
+            None => frames::to_text(&frames::McpServers::new(
                 &json!({"prompts": [], "resources": [], "servers": {}, "tools": []}),
-            )
-            .to_string(),
+            )),
         }
     }
 
@@ -310,8 +310,8 @@ impl Agent {
         self.clear(None);
     }
 
-    fn send(&self, conn: &str, frame: &Value) {
-        self.deps.sockets.send(conn, &frame.to_string());
+    fn send(&self, conn: &str, frame: &impl Serialize) {
+        self.deps.sockets.send(conn, &frames::to_text(frame));
     }
 
     fn broadcast_text(&self, text: &str) {
@@ -321,8 +321,8 @@ impl Agent {
     }
 
     /// Sends `frame` to every connection except `except`.
-    fn broadcast(&self, frame: &Value, except: Option<&str>) {
-        let text = frame.to_string();
+    fn broadcast(&self, frame: &impl Serialize, except: Option<&str>) {
+        let text = frames::to_text(frame);
         for id in self.deps.sockets.ids() {
             if Some(id.as_str()) != except {
                 self.deps.sockets.send(&id, &text);
@@ -330,8 +330,14 @@ impl Agent {
         }
     }
 
-    fn transcript_frame(&self) -> Value {
-        frames::chat_messages_frame(&self.messages())
+    /// Sends the transcript to one connection.
+    fn send_transcript(&self, conn: &str) {
+        self.send(conn, &frames::ChatMessages::new(&self.messages()));
+    }
+
+    /// Sends the transcript to every connection except `except`.
+    fn broadcast_transcript(&self, except: Option<&str>) {
+        self.broadcast(&frames::ChatMessages::new(&self.messages()), except);
     }
 
     /// Frames for a newly connected socket. While a stream is live the socket is offered to
@@ -340,13 +346,13 @@ impl Agent {
     pub fn on_connect(&self, conn: &str) {
         let streaming = self.rt.borrow_mut().active.as_mut().map(|a| a.offer_resume(conn));
         match streaming {
-            Some(id) => self.send(conn, &frames::stream_resuming_frame(&id, None)),
-            None => self.send(conn, &self.transcript_frame()),
+            Some(id) => self.send(conn, &frames::StreamResuming::new(&id, None)),
+            None => self.send_transcript(conn),
         }
         if self.rt.borrow().recovering {
-            self.send(conn, &frames::chat_recovering_frame(true, None));
+            self.send(conn, &frames::ChatRecovering::started(None));
         }
-        self.send(conn, &frames::identity_frame(&self.name(), &self.agent_kebab));
+        self.send(conn, &frames::Identity::new(&self.name(), &self.agent_kebab));
         self.deps.sockets.send(conn, &self.mcp_frame());
     }
 
@@ -406,11 +412,10 @@ impl Agent {
     }
 
     async fn on_rpc(self: &Rc<Self>, conn: &str, id: &str, method: &str, args: Vec<Value>) {
-        let reply = match self.call(method, args).await {
-            Ok(result) => frames::rpc_result_frame(id, &result, true),
-            Err(e) => frames::rpc_error_frame(id, &e),
-        };
-        self.send(conn, &reply);
+        match self.call(method, args).await {
+            Ok(result) => self.send(conn, &frames::RpcResult::new(id, &result)),
+            Err(e) => self.send(conn, &frames::RpcError::new(id, &e)),
+        }
     }
 
     fn cancel(&self, request_id: &str) {
@@ -443,7 +448,7 @@ impl Agent {
         if let Err(e) = result {
             self.warn("clearing failed", e);
         }
-        self.broadcast(&frames::chat_clear_frame(), origin);
+        self.broadcast(&frames::ChatClear::new(), origin);
     }
 }
 

@@ -54,7 +54,7 @@ impl Agent {
             let waiting = message.as_ref().is_some_and(|m| {
                 crate::protocol::tool_state::message_has_pending_interaction(m, &client_tools)
             });
-            self.broadcast(&self.transcript_frame(), None);
+            self.broadcast_transcript(None);
             if waiting || attempts > MAX_RECOVERY_ATTEMPTS {
                 continue;
             }
@@ -97,7 +97,7 @@ impl Agent {
     /// [`MAX_RECOVERY_ATTEMPTS`] (each continuation has a new stream id).
     async fn continue_after_crash(self: &Rc<Self>, stream_id: Option<&str>, attempts: u32) {
         self.rt.borrow_mut().recovering = true;
-        self.broadcast(&frames::chat_recovering_frame(true, stream_id), None);
+        self.broadcast(&frames::ChatRecovering::started(stream_id), None);
         let request_id = random_id(self.deps.clock.as_ref(), 8);
         if attempts > 0 {
             self.set_attempts(&request_id, attempts);
@@ -111,7 +111,7 @@ impl Agent {
         self.run_turn(turn).await;
         self.forget_attempts(&request_id);
         self.rt.borrow_mut().recovering = false;
-        self.broadcast(&frames::chat_recovering_frame(false, stream_id), None);
+        self.broadcast(&frames::ChatRecovering::settled(stream_id), None);
     }
 
     /// How many times the turn behind this stream has been recovered, counting this time

@@ -14,7 +14,9 @@ use super::{Agent, TurnContext, CONFIG_BODY};
 use crate::platform::{random_id, random_uuid};
 use crate::protocol::accumulator::{ChunkAction, StreamAccumulator};
 use crate::protocol::chunk;
-use crate::protocol::frames::{self, ChatRequest, ClientToolSchema, Trigger};
+use crate::protocol::frames::{
+    self, ChatRequest, ChatResponse, ClientToolSchema, MessageUpdated, StreamResuming, Trigger,
+};
 use crate::protocol::message::{
     part_type, state_of, tool_call_id_of, tool_name_of, Role, UIMessage,
 };
@@ -117,8 +119,8 @@ impl Agent {
         let policy = self.spec.message_concurrency;
         let submit = req.trigger == Trigger::SubmitMessage;
         if submit && policy == MessageConcurrency::Drop && self.busy() {
-            self.send(conn, &self.transcript_frame());
-            self.send(conn, &frames::chat_done_frame(&req.id, false));
+            self.send_transcript(conn);
+            self.send(conn, &ChatResponse::done(&req.id));
             return;
         }
         let queue = submit && policy == MessageConcurrency::Queue;
@@ -127,7 +129,7 @@ impl Agent {
             Err(e) => {
                 self.send(
                     conn,
-                    &frames::chat_request_error_frame(
+                    &ChatResponse::request_error(
                         &req.id,
                         &format!("Could not save the message: {e}"),
                     ),
@@ -142,7 +144,7 @@ impl Agent {
         {
             self.warn("saving the request body failed", e);
         }
-        self.broadcast(&self.transcript_frame(), Some(conn));
+        self.broadcast_transcript(Some(conn));
         let submit_seq = (submit && policy != MessageConcurrency::Queue).then(|| {
             let mut rt = self.rt.borrow_mut();
             rt.submit_seq += 1;
@@ -185,7 +187,7 @@ impl Agent {
         if queued {
             self.rt.borrow_mut().queued_turns.insert(request_id.clone());
         }
-        self.broadcast(&self.transcript_frame(), None);
+        self.broadcast_transcript(None);
         let turn = TurnRequest {
             request_id,
             body: self.last_body(),
@@ -317,7 +319,7 @@ impl Agent {
             || (turn.queued && !self.admit_queued(&request_id));
         if skip {
             if let Some(origin) = &turn.origin {
-                self.send(origin, &frames::chat_done_frame(&request_id, false));
+                self.send(origin, &ChatResponse::done(&request_id));
             }
             if let Some(r) = &turn.rpc {
                 r.observer.on_done();
@@ -332,10 +334,13 @@ impl Agent {
             Ok(m) => m.clone(),
             Err(msg) => {
                 self.broadcast(
-                    &frames::chat_error_frame(&request_id, msg, turn.continuation),
+                    &ChatResponse::error(&request_id, msg).in_continuation(turn.continuation),
                     None,
                 );
-                self.broadcast(&frames::chat_done_frame(&request_id, turn.continuation), None);
+                self.broadcast(
+                    &ChatResponse::done(&request_id).in_continuation(turn.continuation),
+                    None,
+                );
                 if let Some(r) = &rpc {
                     r.observer.on_error(msg);
                     r.observer.on_done();
@@ -417,7 +422,9 @@ impl Agent {
                 StreamStatus::Completed
             }
             TurnOutcome::Failed(msg) => {
-                self.broadcast_live(&frames::chat_error_frame(&request_id, msg, turn.continuation));
+                self.broadcast_live(
+                    &ChatResponse::error(&request_id, msg).in_continuation(turn.continuation),
+                );
                 if let Some(r) = &rpc {
                     r.observer.on_error(msg);
                 }
@@ -463,7 +470,7 @@ impl Agent {
             parked
         };
         for (conn, _) in parked {
-            self.send(&conn, &frames::stream_resuming_frame(request_id, None));
+            self.send(&conn, &StreamResuming::new(request_id, None));
         }
     }
 
@@ -479,7 +486,9 @@ impl Agent {
                 self.warn("closing the stream buffer failed", e);
             }
         }
-        let done = frames::chat_done_frame(&active.request_id, active.continuation).to_string();
+        let done = frames::to_text(
+            &ChatResponse::done(&active.request_id).in_continuation(active.continuation),
+        );
         for id in self.deps.sockets.ids() {
             if active.follows(&id) {
                 self.deps.sockets.send(&id, &done);
@@ -491,13 +500,13 @@ impl Agent {
         }
         // The offer ended with the stream: every tab, ACKed or not, follows the transcript
         // again. One that ACKs late is replayed the stored stream, then the transcript.
-        self.broadcast(&self.transcript_frame(), None);
+        self.broadcast_transcript(None);
         self.after_stream().await;
     }
 
     /// Sends a frame to every connection that follows the live stream.
-    pub(super) fn broadcast_live(&self, frame: &Value) {
-        let text = frame.to_string();
+    pub(super) fn broadcast_live(&self, frame: &impl serde::Serialize) {
+        let text = frames::to_text(frame);
         let rt = self.rt.borrow();
         for id in self.deps.sockets.ids() {
             if rt.active.as_ref().is_none_or(|a| a.follows(&id)) {
@@ -547,7 +556,7 @@ impl Agent {
         match apply_to_messages(&mut messages, update) {
             Some(i) => {
                 self.save_message(&messages[i]);
-                self.broadcast(&frames::message_updated_frame(&messages[i]), None);
+                self.broadcast(&MessageUpdated::new(&messages[i]), None);
                 true
             }
             None => false,
@@ -600,11 +609,9 @@ impl ChunkSink for TurnStream {
         if let ChunkAction::CrossMessageToolUpdate { tool_call_id, update } = action {
             self.agent.apply_to_stored(&ToolPartUpdate::cross_message(tool_call_id, update));
         }
-        self.agent.broadcast_live(&frames::chat_chunk_frame(
-            &self.request_id,
-            &body,
-            self.continuation,
-        ));
+        self.agent.broadcast_live(
+            &ChatResponse::chunk(&self.request_id, &body).in_continuation(self.continuation),
+        );
         if let Some(observer) = &self.observer {
             observer.on_event(&body);
         }

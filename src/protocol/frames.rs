@@ -1,9 +1,9 @@
 //! WebSocket frames between the npm `agents` clients and the agent: a tolerant parser for
-//! what clients send, and builders for every frame the server sends.
+//! what clients send, and a serde type for every frame the server sends.
 //!
-//! Builders return `serde_json::Value` objects whose key order matches what the TypeScript
-//! server emits (serde_json keeps insertion order here), so captured transcripts compare
-//! byte for byte. Clients only care about keys, not order.
+//! Each server frame's fields are declared in the order the TypeScript server emits its keys
+//! (serde writes them in declaration order), so captured transcripts compare byte for byte.
+//! Clients only care about keys, not order.
 
 use super::message::{json_kind, truthy, UIMessage};
 use super::tool_state::ToolResultOutcome;
@@ -39,9 +39,6 @@ pub mod types {
     /// ignore unknown types.
     pub const PROTOCOL_ERROR: &str = "cf_agent_protocol_error";
 }
-
-/// Body text of the frame that ends a turn which produced nothing.
-pub const NO_RESPONSE_BODY: &str = "No response was generated.";
 
 // ── Incoming ────────────────────────────────────────────────────────────────
 
@@ -180,11 +177,13 @@ impl FrameError {
     }
 
     /// The frame to send back to the sender.
-    pub fn reply_frame(&self) -> Value {
+    pub fn reply_frame(&self) -> ErrorFrame<'_> {
         match &self.reply {
-            ErrorReply::ChatResponse { id } => chat_request_error_frame(id, &self.message),
-            ErrorReply::Rpc { id } => rpc_error_frame(id, &self.message),
-            ErrorReply::ProtocolError => protocol_error_frame(&self.message),
+            ErrorReply::ChatResponse { id } => {
+                ErrorFrame::Chat(ChatResponse::request_error(id, &self.message))
+            }
+            ErrorReply::Rpc { id } => ErrorFrame::Rpc(RpcError::new(id, &self.message)),
+            ErrorReply::ProtocolError => ErrorFrame::Protocol(ProtocolError::new(&self.message)),
         }
     }
 }
@@ -436,214 +435,341 @@ pub fn parse_chat_body(id: &str, body: &str) -> Result<ChatRequest, FrameError> 
     Ok(ChatRequest { id: id.to_owned(), messages, trigger, client_tools, body: fields })
 }
 
-// ── Outgoing: base agent frames ─────────────────────────────────────────────
+// ── Outgoing ────────────────────────────────────────────────────────────────
 
-/// `{"name","agent","type":"cf_agent_identity"}`, sent on connect.
-pub fn identity_frame(name: &str, agent: &str) -> Value {
-    json!({"name": name, "agent": agent, "type": types::IDENTITY})
-}
-
-/// `{"state","type":"cf_agent_state"}`: the agent's state, on connect and after changes.
-pub fn state_frame(state: &Value) -> Value {
-    json!({"state": state, "type": types::STATE})
-}
-
-/// `{"type":"cf_agent_state_error","error"}`: a client's state update was refused.
-pub fn state_error_frame(error: &str) -> Value {
-    json!({"type": types::STATE_ERROR, "error": error})
-}
-
-/// `{"mcp":{servers,tools,prompts,resources},"type":"cf_agent_mcp_servers"}`.
-pub fn mcp_servers_frame(mcp: &Value) -> Value {
-    json!({"mcp": mcp, "type": types::MCP_SERVERS})
-}
-
-/// `{"done","id","result","success":true,"type":"rpc"}`; `done:false` for streamed chunks.
-pub fn rpc_result_frame(id: &str, result: &Value, done: bool) -> Value {
-    json!({"done": done, "id": id, "result": result, "success": true, "type": types::RPC})
-}
-
-/// `{"error","id","success":false,"type":"rpc"}`.
-pub fn rpc_error_frame(id: &str, error: &str) -> Value {
-    json!({"error": error, "id": id, "success": false, "type": types::RPC})
-}
-
-/// Session phase reported to clients after appends and compaction.
+/// The `type` key of a server frame. Each frame type declares it among its fields where the
+/// TypeScript server puts it, since serde writes fields in declaration order.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum SessionPhase {
-    Idle,
-    Compacting,
+enum FrameType {
+    Identity,
+    McpServers,
+    Rpc,
+    ProtocolError,
+    UseChatResponse,
+    ChatMessages,
+    MessageUpdated,
+    ChatClear,
+    StreamResuming,
+    StreamResumeNone,
+    StreamPending,
+    ChatRecovering,
 }
 
-/// `{"type":"cf_agent_session","phase","tokenEstimate","tokenThreshold"[,"compacted":{"tokensBefore"}]}`.
-pub fn session_frame(
-    phase: SessionPhase,
-    token_estimate: u64,
-    token_threshold: Option<u64>,
-    compacted_tokens_before: Option<u64>,
-) -> Value {
-    let mut m = Map::new();
-    m.insert("type".into(), types::SESSION.into());
-    m.insert(
-        "phase".into(),
-        if phase == SessionPhase::Idle { "idle" } else { "compacting" }.into(),
-    );
-    m.insert("tokenEstimate".into(), json!(token_estimate));
-    m.insert("tokenThreshold".into(), json!(token_threshold));
-    if let Some(before) = compacted_tokens_before {
-        m.insert("compacted".into(), json!({"tokensBefore": before}));
+impl Serialize for FrameType {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.serialize_str(match self {
+            FrameType::Identity => types::IDENTITY,
+            FrameType::McpServers => types::MCP_SERVERS,
+            FrameType::Rpc => types::RPC,
+            FrameType::ProtocolError => types::PROTOCOL_ERROR,
+            FrameType::UseChatResponse => types::USE_CHAT_RESPONSE,
+            FrameType::ChatMessages => types::CHAT_MESSAGES,
+            FrameType::MessageUpdated => types::MESSAGE_UPDATED,
+            FrameType::ChatClear => types::CHAT_CLEAR,
+            FrameType::StreamResuming => types::STREAM_RESUMING,
+            FrameType::StreamResumeNone => types::STREAM_RESUME_NONE,
+            FrameType::StreamPending => types::STREAM_PENDING,
+            FrameType::ChatRecovering => types::CHAT_RECOVERING,
+        })
     }
-    Value::Object(m)
 }
 
-/// `{"type":"cf_agent_session_error","error"}`.
-pub fn session_error_frame(error: &str) -> Value {
-    json!({"type": types::SESSION_ERROR, "error": error})
+/// The text of a server frame. These frames hold only strings, booleans and JSON values, so
+/// serializing them cannot fail.
+pub fn to_text(frame: &impl Serialize) -> String {
+    serde_json::to_string(frame).unwrap_or_default()
 }
 
-/// `{"type":"agent-tool-event"[,"parentToolCallId"],"sequence","event"[,"replay":true]}`:
-/// progress of a sub-agent run as a tool.
-pub fn agent_tool_event_frame(
-    parent_tool_call_id: Option<&str>,
-    sequence: u64,
-    event: &Value,
-    replay: bool,
-) -> Value {
-    let mut m = Map::new();
-    m.insert("type".into(), types::AGENT_TOOL_EVENT.into());
-    if let Some(p) = parent_tool_call_id {
-        m.insert("parentToolCallId".into(), p.into());
+fn is_false(b: &bool) -> bool {
+    !*b
+}
+
+/// Optional ids are left out when absent or empty, as the TypeScript server does.
+fn is_blank(v: &Option<&str>) -> bool {
+    v.is_none_or(str::is_empty)
+}
+
+/// `{"name","agent","type":"cf_agent_identity"}`: who the client is talking to, on connect.
+#[derive(Debug, Clone, Serialize)]
+pub struct Identity<'a> {
+    /// The instance name from the URL.
+    pub name: &'a str,
+    /// The agent's URL namespace (its kebab-case class name).
+    pub agent: &'a str,
+    #[serde(rename = "type")]
+    kind: FrameType,
+}
+
+impl<'a> Identity<'a> {
+    /// The identity of instance `name` of agent `agent`.
+    pub fn new(name: &'a str, agent: &'a str) -> Self {
+        Self { name, agent, kind: FrameType::Identity }
     }
-    m.insert("sequence".into(), json!(sequence));
-    m.insert("event".into(), event.clone());
-    if replay {
-        m.insert("replay".into(), Value::Bool(true));
+}
+
+/// `{"mcp":{prompts,resources,servers,tools},"type":"cf_agent_mcp_servers"}`: the MCP state.
+#[derive(Debug, Clone, Serialize)]
+pub struct McpServers<'a> {
+    /// The state, as `getMcpServers()` returns it.
+    pub mcp: &'a Value,
+    #[serde(rename = "type")]
+    kind: FrameType,
+}
+
+impl<'a> McpServers<'a> {
+    /// The frame for MCP state `mcp`.
+    pub fn new(mcp: &'a Value) -> Self {
+        Self { mcp, kind: FrameType::McpServers }
     }
-    Value::Object(m)
 }
 
-/// `{"type":"cf_agent_protocol_error","error"}`, think-rs's answer to an unparseable frame.
-pub fn protocol_error_frame(error: &str) -> Value {
-    json!({"type": types::PROTOCOL_ERROR, "error": error})
-}
-
-// ── Outgoing: chat frames ───────────────────────────────────────────────────
-
-fn chat_response(id: &str, body: &str, done: bool, error: bool, continuation: bool) -> Value {
-    let mut m = Map::new();
-    m.insert("type".into(), types::USE_CHAT_RESPONSE.into());
-    m.insert("id".into(), id.into());
-    m.insert("body".into(), body.into());
-    m.insert("done".into(), Value::Bool(done));
-    if error {
-        m.insert("error".into(), Value::Bool(true));
-    }
-    if continuation {
-        m.insert("continuation".into(), Value::Bool(true));
-    }
-    Value::Object(m)
-}
-
-/// One live stream chunk; `body` is the chunk's JSON text (as stored for replay).
-pub fn chat_chunk_frame(id: &str, body: &str, continuation: bool) -> Value {
-    chat_response(id, body, false, false, continuation)
-}
-
-/// One live stream chunk from its JSON value.
-pub fn chat_chunk_value_frame(id: &str, chunk: &Value, continuation: bool) -> Value {
-    chat_chunk_frame(id, &chunk.to_string(), continuation)
-}
-
-/// The end of a stream, after completion or cancel.
-pub fn chat_done_frame(id: &str, continuation: bool) -> Value {
-    chat_response(id, "", true, false, continuation)
-}
-
-/// An in-stream error; the client errors its stream with `text`. Followed by the done frame.
-pub fn chat_error_frame(id: &str, text: &str, continuation: bool) -> Value {
-    chat_response(id, text, false, true, continuation)
-}
-
-/// Ends a request that failed before streaming: a single `done:true, error:true` frame.
-pub fn chat_request_error_frame(id: &str, text: &str) -> Value {
-    chat_response(id, text, true, true, false)
-}
-
-/// Ends a turn whose inference produced nothing.
-pub fn chat_no_response_frame(id: &str) -> Value {
-    chat_response(id, NO_RESPONSE_BODY, true, false, false)
-}
-
-/// A stored chunk replayed after a resume ACK.
-pub fn replay_chunk_frame(id: &str, body: &str, continuation: bool) -> Value {
-    replay_frame(id, body, false, false, continuation)
-}
-
-/// The end of a replay of a stream still live: the client flushes and keeps listening.
-pub fn replay_complete_frame(id: &str, continuation: bool) -> Value {
-    replay_frame(id, "", false, true, continuation)
-}
-
-/// The end of a replay of a finished or orphaned stream; with `continuation:false` this is
-/// the golden `replayDoneFrame` (also the ACK fallback when nothing is left to replay).
-pub fn replay_done_frame(id: &str, continuation: bool) -> Value {
-    replay_frame(id, "", true, false, continuation)
-}
-
-fn replay_frame(
-    id: &str,
-    body: &str,
+/// `{"done":true,"id","result","success":true,"type":"rpc"}`: a callable's result.
+#[derive(Debug, Clone, Serialize)]
+pub struct RpcResult<'a> {
     done: bool,
-    replay_complete: bool,
-    continuation: bool,
-) -> Value {
-    let mut m = Map::new();
-    m.insert("body".into(), body.into());
-    m.insert("done".into(), Value::Bool(done));
-    m.insert("id".into(), id.into());
-    m.insert("type".into(), types::USE_CHAT_RESPONSE.into());
-    m.insert("replay".into(), Value::Bool(true));
-    if replay_complete {
-        m.insert("replayComplete".into(), Value::Bool(true));
-    }
-    if continuation {
-        m.insert("continuation".into(), Value::Bool(true));
-    }
-    Value::Object(m)
+    /// The call's id.
+    pub id: &'a str,
+    /// What the callable returned.
+    pub result: &'a Value,
+    success: bool,
+    #[serde(rename = "type")]
+    kind: FrameType,
 }
 
-/// The terminal error of a turn that failed while nobody was connected, delivered after the
-/// ACK. No `replay` flag: it must look like a live terminal so `useChat` shows the error.
-pub fn terminal_error_frame(id: &str, body: &str) -> Value {
-    json!({"body": body, "done": true, "error": true, "id": id, "type": types::USE_CHAT_RESPONSE})
+impl<'a> RpcResult<'a> {
+    /// The final (and only) result of call `id`.
+    pub fn new(id: &'a str, result: &'a Value) -> Self {
+        Self { done: true, id, result, success: true, kind: FrameType::Rpc }
+    }
+}
+
+/// `{"error","id","success":false,"type":"rpc"}`: a callable failed or does not exist.
+#[derive(Debug, Clone, Serialize)]
+pub struct RpcError<'a> {
+    /// Why the call failed.
+    pub error: &'a str,
+    /// The call's id.
+    pub id: &'a str,
+    success: bool,
+    #[serde(rename = "type")]
+    kind: FrameType,
+}
+
+impl<'a> RpcError<'a> {
+    /// The failure of call `id`.
+    pub fn new(id: &'a str, error: &'a str) -> Self {
+        Self { error, id, success: false, kind: FrameType::Rpc }
+    }
+}
+
+/// `{"type":"cf_agent_protocol_error","error"}`, think-rs's answer to a frame it could not
+/// understand and cannot answer on a request id.
+#[derive(Debug, Clone, Serialize)]
+pub struct ProtocolError<'a> {
+    #[serde(rename = "type")]
+    kind: FrameType,
+    /// What was wrong with the frame.
+    pub error: &'a str,
+}
+
+impl<'a> ProtocolError<'a> {
+    /// The answer to a frame that was wrong because of `error`.
+    pub fn new(error: &'a str) -> Self {
+        Self { kind: FrameType::ProtocolError, error }
+    }
+}
+
+/// `{"type":"cf_agent_use_chat_response","id","body","done"[,"error"][,"continuation"]}`: one
+/// live frame of a chat stream: a chunk, its end, or an error.
+#[derive(Debug, Clone, Serialize)]
+pub struct ChatResponse<'a> {
+    #[serde(rename = "type")]
+    kind: FrameType,
+    /// The chat request's id.
+    pub id: &'a str,
+    /// One UIMessageChunk as JSON text, an error text, or empty.
+    pub body: &'a str,
+    /// The stream ends with this frame.
+    pub done: bool,
+    /// `body` is an error the client shows instead of a chunk.
+    #[serde(skip_serializing_if = "is_false")]
+    pub error: bool,
+    /// The stream continues the last assistant message (an auto-continuation).
+    #[serde(skip_serializing_if = "is_false")]
+    pub continuation: bool,
+}
+
+impl<'a> ChatResponse<'a> {
+    fn frame(id: &'a str, body: &'a str, done: bool, error: bool) -> Self {
+        Self { kind: FrameType::UseChatResponse, id, body, done, error, continuation: false }
+    }
+
+    /// One live chunk; `body` is the chunk's JSON text (as stored for replay).
+    pub fn chunk(id: &'a str, body: &'a str) -> Self {
+        Self::frame(id, body, false, false)
+    }
+
+    /// The end of a stream, after completion or cancel.
+    pub fn done(id: &'a str) -> Self {
+        Self::frame(id, "", true, false)
+    }
+
+    /// An in-stream error; the client errors its stream with `text`. The done frame follows.
+    pub fn error(id: &'a str, text: &'a str) -> Self {
+        Self::frame(id, text, false, true)
+    }
+
+    /// Ends a request that failed before streaming: a single `done:true, error:true` frame.
+    pub fn request_error(id: &'a str, text: &'a str) -> Self {
+        Self::frame(id, text, true, true)
+    }
+
+    /// Marks the frame as part of a continuation stream (or not).
+    pub fn in_continuation(mut self, continuation: bool) -> Self {
+        self.continuation = continuation;
+        self
+    }
+}
+
+/// `{"body","done","id","type":"cf_agent_use_chat_response","replay":true[,"replayComplete"]}`:
+/// a stored chunk replayed after a resume ACK, or the end of that replay. Replays never
+/// carry `continuation`; only live frames do.
+#[derive(Debug, Clone, Serialize)]
+pub struct Replay<'a> {
+    /// A stored chunk's JSON text, or empty for the end frames.
+    pub body: &'a str,
+    /// The replayed stream has ended (finished or orphaned).
+    pub done: bool,
+    /// The stream's request id.
+    pub id: &'a str,
+    #[serde(rename = "type")]
+    kind: FrameType,
+    replay: bool,
+    /// The replay of a still live stream is over; live chunks follow.
+    #[serde(rename = "replayComplete", skip_serializing_if = "is_false")]
+    pub replay_complete: bool,
+}
+
+impl<'a> Replay<'a> {
+    fn frame(id: &'a str, body: &'a str, done: bool, replay_complete: bool) -> Self {
+        Self { body, done, id, kind: FrameType::UseChatResponse, replay: true, replay_complete }
+    }
+
+    /// One stored chunk of stream `id`.
+    pub fn chunk(id: &'a str, body: &'a str) -> Self {
+        Self::frame(id, body, false, false)
+    }
+
+    /// The end of a replay of a stream still live: the client flushes and keeps listening.
+    pub fn complete(id: &'a str) -> Self {
+        Self::frame(id, "", false, true)
+    }
+
+    /// The end of a replay of a finished or orphaned stream (the golden `replayDoneFrame`,
+    /// also the ACK fallback when nothing is left to replay).
+    pub fn done(id: &'a str) -> Self {
+        Self::frame(id, "", true, false)
+    }
+}
+
+/// `{"body","done":true,"error":true,"id","type":"cf_agent_use_chat_response"}`: the terminal
+/// error of a turn that failed while nobody was connected, delivered after the ACK. No
+/// `replay` flag: it must look like a live terminal so `useChat` shows the error.
+#[derive(Debug, Clone, Serialize)]
+pub struct TerminalError<'a> {
+    /// The error text.
+    pub body: &'a str,
+    done: bool,
+    error: bool,
+    /// The failed stream's request id.
+    pub id: &'a str,
+    #[serde(rename = "type")]
+    kind: FrameType,
+}
+
+impl<'a> TerminalError<'a> {
+    /// The terminal error `body` of stream `id`.
+    pub fn new(id: &'a str, body: &'a str) -> Self {
+        Self { body, done: true, error: true, id, kind: FrameType::UseChatResponse }
+    }
 }
 
 /// `{"type":"cf_agent_chat_messages","messages"}`: the whole transcript.
-pub fn chat_messages_frame(messages: &[UIMessage]) -> Value {
-    json!({"type": types::CHAT_MESSAGES, "messages": messages})
+#[derive(Debug, Clone, Serialize)]
+pub struct ChatMessages<'a> {
+    #[serde(rename = "type")]
+    kind: FrameType,
+    /// The transcript, in order.
+    pub messages: &'a [UIMessage],
 }
 
-/// `{"type":"cf_agent_message_updated","message"}` after a tool result or approval apply.
-pub fn message_updated_frame(message: &UIMessage) -> Value {
-    json!({"type": types::MESSAGE_UPDATED, "message": message})
+impl<'a> ChatMessages<'a> {
+    /// The frame for transcript `messages`.
+    pub fn new(messages: &'a [UIMessage]) -> Self {
+        Self { kind: FrameType::ChatMessages, messages }
+    }
+}
+
+/// `{"type":"cf_agent_message_updated","message"}`: one message changed in place (a tool
+/// result or approval was applied).
+#[derive(Debug, Clone, Serialize)]
+pub struct MessageUpdated<'a> {
+    #[serde(rename = "type")]
+    kind: FrameType,
+    /// The message as it is now.
+    pub message: &'a UIMessage,
+}
+
+impl<'a> MessageUpdated<'a> {
+    /// The frame for the updated `message`.
+    pub fn new(message: &'a UIMessage) -> Self {
+        Self { kind: FrameType::MessageUpdated, message }
+    }
 }
 
 /// `{"type":"cf_agent_chat_clear"}`, sent to the other tabs after a clear.
-pub fn chat_clear_frame() -> Value {
-    json!({"type": types::CHAT_CLEAR})
+#[derive(Debug, Clone, Serialize)]
+pub struct ChatClear {
+    #[serde(rename = "type")]
+    kind: FrameType,
 }
 
-/// `{"type":"cf_agent_stream_resuming","id"[,"probeId"]}`: ACK to receive the replay.
-pub fn stream_resuming_frame(id: &str, probe_id: Option<&str>) -> Value {
-    let mut m = Map::new();
-    m.insert("type".into(), types::STREAM_RESUMING.into());
-    m.insert("id".into(), id.into());
-    insert_nonempty(&mut m, "probeId", probe_id);
-    Value::Object(m)
+impl ChatClear {
+    /// The clear frame.
+    pub fn new() -> Self {
+        Self { kind: FrameType::ChatClear }
+    }
+}
+
+impl Default for ChatClear {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+/// `{"type":"cf_agent_stream_resuming","id"[,"probeId"]}`: a stream is live; ACK it to be
+/// replayed what was missed.
+#[derive(Debug, Clone, Serialize)]
+pub struct StreamResuming<'a> {
+    #[serde(rename = "type")]
+    kind: FrameType,
+    /// The live stream's request id.
+    pub id: &'a str,
+    /// The probe this answers, if it answers one.
+    #[serde(rename = "probeId", skip_serializing_if = "is_blank")]
+    pub probe_id: Option<&'a str>,
+}
+
+impl<'a> StreamResuming<'a> {
+    /// The offer of stream `id`, answering `probe_id` if given.
+    pub fn new(id: &'a str, probe_id: Option<&'a str>) -> Self {
+        Self { kind: FrameType::StreamResuming, id, probe_id }
+    }
 }
 
 /// Why no stream was offered to a resume probe.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
 pub enum ResumeNoneReason {
     /// Nothing is active, pending or terminal: the agent is globally idle.
     Idle,
@@ -651,86 +777,81 @@ pub enum ResumeNoneReason {
     ContinuationOwned,
 }
 
-impl ResumeNoneReason {
-    /// The wire string.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            ResumeNoneReason::Idle => "idle",
-            ResumeNoneReason::ContinuationOwned => "continuation-owned",
-        }
-    }
+/// `{"type":"cf_agent_stream_resume_none","reason"[,"probeId"]}`: nothing to resume.
+#[derive(Debug, Clone, Serialize)]
+pub struct StreamResumeNone<'a> {
+    #[serde(rename = "type")]
+    kind: FrameType,
+    /// Why nothing is offered.
+    pub reason: ResumeNoneReason,
+    /// The probe this answers.
+    #[serde(rename = "probeId", skip_serializing_if = "is_blank")]
+    pub probe_id: Option<&'a str>,
 }
 
-/// `{"type":"cf_agent_stream_resume_none","reason"[,"probeId"]}`.
-pub fn stream_resume_none_frame(reason: ResumeNoneReason, probe_id: Option<&str>) -> Value {
-    let mut m = Map::new();
-    m.insert("type".into(), types::STREAM_RESUME_NONE.into());
-    m.insert("reason".into(), reason.as_str().into());
-    insert_nonempty(&mut m, "probeId", probe_id);
-    Value::Object(m)
+impl<'a> StreamResumeNone<'a> {
+    /// The answer to `probe_id`: nothing to resume, because of `reason`.
+    pub fn new(reason: ResumeNoneReason, probe_id: Option<&'a str>) -> Self {
+        Self { kind: FrameType::StreamResumeNone, reason, probe_id }
+    }
 }
 
 /// `{"type":"cf_agent_stream_pending"[,"id"][,"probeId"]}`: a turn is accepted but not yet
-/// streaming, keep waiting.
-pub fn stream_pending_frame(id: Option<&str>, probe_id: Option<&str>) -> Value {
-    let mut m = Map::new();
-    m.insert("type".into(), types::STREAM_PENDING.into());
-    insert_nonempty(&mut m, "id", id);
-    insert_nonempty(&mut m, "probeId", probe_id);
-    Value::Object(m)
+/// streaming; keep waiting for its `stream_resuming`.
+#[derive(Debug, Clone, Serialize)]
+pub struct StreamPending<'a> {
+    #[serde(rename = "type")]
+    kind: FrameType,
+    /// The accepted request's id, when known.
+    #[serde(skip_serializing_if = "is_blank")]
+    pub id: Option<&'a str>,
+    /// The probe this answers.
+    #[serde(rename = "probeId", skip_serializing_if = "is_blank")]
+    pub probe_id: Option<&'a str>,
 }
 
-/// `{"type":"cf_agent_chat_recovering","recovering"[,"id"]}`: durable recovery started
-/// (`true`) or settled (`false`).
-pub fn chat_recovering_frame(recovering: bool, id: Option<&str>) -> Value {
-    let mut m = Map::new();
-    m.insert("type".into(), types::CHAT_RECOVERING.into());
-    m.insert("recovering".into(), Value::Bool(recovering));
-    insert_nonempty(&mut m, "id", id);
-    Value::Object(m)
-}
-
-/// The golden "recovering…" hint: [`chat_recovering_frame`] with `recovering:true`.
-pub fn recovering_frame(id: Option<&str>) -> Value {
-    chat_recovering_frame(true, id)
-}
-
-fn insert_nonempty(m: &mut Map<String, Value>, key: &str, v: Option<&str>) {
-    if let Some(v) = v.filter(|s| !s.is_empty()) {
-        m.insert(key.to_owned(), v.into());
+impl<'a> StreamPending<'a> {
+    /// The answer to `probe_id`: turn `id` (if known) is on its way.
+    pub fn new(id: Option<&'a str>, probe_id: Option<&'a str>) -> Self {
+        Self { kind: FrameType::StreamPending, id, probe_id }
     }
 }
 
-/// The chat side of a connection's greeting.
-#[derive(Debug, Clone, Copy)]
-pub enum ConnectChatState<'a> {
-    /// No stream is live: send the transcript, then the recovering hint (with its request
-    /// id, if known) and the pending notice (with the accepted request id, if known).
-    Idle {
-        messages: &'a [UIMessage],
-        recovering: Option<Option<&'a str>>,
-        pending: Option<Option<&'a str>>,
-    },
-    /// A stream is live: only offer it; the connection gets no live chunks until it ACKs.
-    Streaming { request_id: &'a str },
+/// `{"type":"cf_agent_chat_recovering","recovering"[,"id"]}`: recovery of a turn a crash cut
+/// short started (`true`) or settled (`false`).
+#[derive(Debug, Clone, Serialize)]
+pub struct ChatRecovering<'a> {
+    #[serde(rename = "type")]
+    kind: FrameType,
+    /// Whether recovery is under way.
+    pub recovering: bool,
+    /// The interrupted stream's id, when known.
+    #[serde(skip_serializing_if = "is_blank")]
+    pub id: Option<&'a str>,
 }
 
-/// The chat frames sent on connect, before identity, state and MCP frames. A pending
-/// terminal error is never part of them; it is delivered only through the resume handshake.
-pub fn connect_chat_frames(state: ConnectChatState<'_>) -> Vec<Value> {
-    match state {
-        ConnectChatState::Streaming { request_id } => vec![stream_resuming_frame(request_id, None)],
-        ConnectChatState::Idle { messages, recovering, pending } => {
-            let mut frames = vec![chat_messages_frame(messages)];
-            if let Some(id) = recovering {
-                frames.push(recovering_frame(id));
-            }
-            if let Some(id) = pending {
-                frames.push(stream_pending_frame(id, None));
-            }
-            frames
-        }
+impl<'a> ChatRecovering<'a> {
+    /// Recovery of stream `id` (if known) started.
+    pub fn started(id: Option<&'a str>) -> Self {
+        Self { kind: FrameType::ChatRecovering, recovering: true, id }
     }
+
+    /// Recovery of stream `id` (if known) settled.
+    pub fn settled(id: Option<&'a str>) -> Self {
+        Self { kind: FrameType::ChatRecovering, recovering: false, id }
+    }
+}
+
+/// The answer to a malformed frame: on its chat request, on its rpc call, or a protocol error.
+#[derive(Debug, Clone, Serialize)]
+#[serde(untagged)]
+pub enum ErrorFrame<'a> {
+    /// Ends the chat request with an error.
+    Chat(ChatResponse<'a>),
+    /// Fails the rpc call.
+    Rpc(RpcError<'a>),
+    /// No id to answer on.
+    Protocol(ProtocolError<'a>),
 }
 
 #[cfg(test)]
@@ -738,8 +859,12 @@ mod tests {
     use super::*;
     use crate::protocol::message::Role;
 
-    fn s(v: &Value) -> String {
+    fn s(v: &impl Serialize) -> String {
         serde_json::to_string(v).unwrap()
+    }
+
+    fn val(v: &impl Serialize) -> Value {
+        serde_json::to_value(v).unwrap()
     }
 
     fn frame(v: Value) -> String {
@@ -875,8 +1000,8 @@ mod tests {
         ] {
             let e = chat_err(&raw);
             assert_eq!(e.reply, ErrorReply::ProtocolError);
-            assert_eq!(e.reply_frame()["type"], "cf_agent_protocol_error");
-            assert_eq!(e.reply_frame()["error"], json!(e.message));
+            assert_eq!(val(&e.reply_frame())["type"], "cf_agent_protocol_error");
+            assert_eq!(val(&e.reply_frame())["error"], json!(e.message));
         }
     }
 
@@ -1081,99 +1206,59 @@ mod tests {
     #[test]
     fn base_agent_frames_key_order() {
         assert_eq!(
-            s(&identity_frame("default", "my-agent")),
+            s(&Identity::new("default", "my-agent")),
             r#"{"name":"default","agent":"my-agent","type":"cf_agent_identity"}"#
         );
         assert_eq!(
-            s(&state_frame(&json!({"a": 1}))),
-            r#"{"state":{"a":1},"type":"cf_agent_state"}"#
-        );
-        assert_eq!(
-            s(&state_error_frame("Connection is readonly")),
-            r#"{"type":"cf_agent_state_error","error":"Connection is readonly"}"#
-        );
-        assert_eq!(
-            s(&mcp_servers_frame(
+            s(&McpServers::new(
                 &json!({"servers": {}, "tools": [], "prompts": [], "resources": []})
             )),
             r#"{"mcp":{"servers":{},"tools":[],"prompts":[],"resources":[]},"type":"cf_agent_mcp_servers"}"#
         );
         assert_eq!(
-            s(&rpc_result_frame("i", &json!(3), true)),
+            s(&RpcResult::new("i", &json!(3))),
             r#"{"done":true,"id":"i","result":3,"success":true,"type":"rpc"}"#
         );
         assert_eq!(
-            s(&rpc_result_frame("i", &json!("c"), false)),
-            r#"{"done":false,"id":"i","result":"c","success":true,"type":"rpc"}"#
-        );
-        assert_eq!(
-            s(&rpc_error_frame("i", "Method x does not exist")),
+            s(&RpcError::new("i", "Method x does not exist")),
             r#"{"error":"Method x does not exist","id":"i","success":false,"type":"rpc"}"#
         );
         assert_eq!(
-            s(&session_frame(SessionPhase::Idle, 120, None, None)),
-            r#"{"type":"cf_agent_session","phase":"idle","tokenEstimate":120,"tokenThreshold":null}"#
-        );
-        assert_eq!(
-            s(&session_frame(SessionPhase::Compacting, 9, Some(100), Some(500))),
-            r#"{"type":"cf_agent_session","phase":"compacting","tokenEstimate":9,"tokenThreshold":100,"compacted":{"tokensBefore":500}}"#
-        );
-        assert_eq!(
-            s(&session_error_frame("x")),
-            r#"{"type":"cf_agent_session_error","error":"x"}"#
-        );
-        assert_eq!(
-            s(&agent_tool_event_frame(Some("p"), 3, &json!({"k": 1}), true)),
-            r#"{"type":"agent-tool-event","parentToolCallId":"p","sequence":3,"event":{"k":1},"replay":true}"#
-        );
-        assert_eq!(
-            s(&agent_tool_event_frame(None, 0, &json!({}), false)),
-            r#"{"type":"agent-tool-event","sequence":0,"event":{}}"#
-        );
-        assert_eq!(
-            s(&protocol_error_frame("bad")),
+            s(&ProtocolError::new("bad")),
             r#"{"type":"cf_agent_protocol_error","error":"bad"}"#
         );
     }
 
     #[test]
     fn chat_stream_frames() {
-        let chunk = crate::protocol::chunk::start(Some("srv"), None);
+        let chunk = crate::protocol::chunk::start(Some("srv"), None).to_string();
         assert_eq!(
-            s(&chat_chunk_value_frame("V1StGXR8", &chunk, false)),
+            s(&ChatResponse::chunk("V1StGXR8", &chunk)),
             r#"{"type":"cf_agent_use_chat_response","id":"V1StGXR8","body":"{\"type\":\"start\",\"messageId\":\"srv\"}","done":false}"#
         );
         assert_eq!(
-            s(&chat_chunk_frame("r", "{}", true)),
+            s(&ChatResponse::chunk("r", "{}").in_continuation(true)),
             r#"{"type":"cf_agent_use_chat_response","id":"r","body":"{}","done":false,"continuation":true}"#
         );
         assert_eq!(
-            s(&chat_done_frame("r", false)),
+            s(&ChatResponse::done("r")),
             r#"{"type":"cf_agent_use_chat_response","id":"r","body":"","done":true}"#
         );
         assert_eq!(
-            s(&chat_done_frame("r", true)),
+            s(&ChatResponse::done("r").in_continuation(true)),
             r#"{"type":"cf_agent_use_chat_response","id":"r","body":"","done":true,"continuation":true}"#
         );
         assert_eq!(
-            s(&chat_error_frame("r", "boom", true)),
+            s(&ChatResponse::error("r", "boom").in_continuation(true)),
             r#"{"type":"cf_agent_use_chat_response","id":"r","body":"boom","done":false,"error":true,"continuation":true}"#
         );
         assert_eq!(
-            s(&chat_no_response_frame("r")),
-            r#"{"type":"cf_agent_use_chat_response","id":"r","body":"No response was generated.","done":true}"#
-        );
-        assert_eq!(
-            s(&replay_chunk_frame("r", "{\"type\":\"text-start\"}", false)),
+            s(&Replay::chunk("r", "{\"type\":\"text-start\"}")),
             r#"{"body":"{\"type\":\"text-start\"}","done":false,"id":"r","type":"cf_agent_use_chat_response","replay":true}"#
         );
         assert_eq!(
-            s(&replay_complete_frame("r", true)),
-            r#"{"body":"","done":false,"id":"r","type":"cf_agent_use_chat_response","replay":true,"replayComplete":true,"continuation":true}"#
-        );
-        assert_eq!(
-            s(&replay_done_frame("r", true)),
-            r#"{"body":"","done":true,"id":"r","type":"cf_agent_use_chat_response","replay":true,"continuation":true}"#
+            s(&Replay::complete("r")),
+            r#"{"body":"","done":false,"id":"r","type":"cf_agent_use_chat_response","replay":true,"replayComplete":true}"#
         );
     }
 
@@ -1181,16 +1266,16 @@ mod tests {
     fn transcript_frames() {
         let m = UIMessage::new("m1", Role::User, vec![json!({"type": "text", "text": "hi"})]);
         assert_eq!(
-            s(&chat_messages_frame(std::slice::from_ref(&m))),
+            s(&ChatMessages::new(std::slice::from_ref(&m))),
             r#"{"type":"cf_agent_chat_messages","messages":[{"id":"m1","role":"user","parts":[{"type":"text","text":"hi"}]}]}"#
         );
         assert_eq!(
-            s(&message_updated_frame(&m)),
+            s(&MessageUpdated::new(&m)),
             r#"{"type":"cf_agent_message_updated","message":{"id":"m1","role":"user","parts":[{"type":"text","text":"hi"}]}}"#
         );
-        assert_eq!(s(&chat_clear_frame()), r#"{"type":"cf_agent_chat_clear"}"#);
+        assert_eq!(s(&ChatClear::new()), r#"{"type":"cf_agent_chat_clear"}"#);
         assert_eq!(
-            s(&chat_recovering_frame(false, None)),
+            s(&ChatRecovering::settled(None)),
             r#"{"type":"cf_agent_chat_recovering","recovering":false}"#
         );
     }
@@ -1200,63 +1285,63 @@ mod tests {
     #[test]
     fn golden_stream_resuming() {
         assert_eq!(
-            s(&stream_resuming_frame("req-1", None)),
+            s(&StreamResuming::new("req-1", None)),
             r#"{"type":"cf_agent_stream_resuming","id":"req-1"}"#
         );
         assert_eq!(
-            s(&stream_resuming_frame("req-1", Some("p"))),
+            s(&StreamResuming::new("req-1", Some("p"))),
             r#"{"type":"cf_agent_stream_resuming","id":"req-1","probeId":"p"}"#
         );
     }
 
     #[test]
     fn golden_stream_resume_none() {
-        let idle = stream_resume_none_frame(ResumeNoneReason::Idle, None);
+        let idle = StreamResumeNone::new(ResumeNoneReason::Idle, None);
         assert_eq!(s(&idle), r#"{"type":"cf_agent_stream_resume_none","reason":"idle"}"#);
-        assert!(idle.get("id").is_none());
+        assert!(val(&idle).get("id").is_none());
         assert_eq!(
-            s(&stream_resume_none_frame(ResumeNoneReason::ContinuationOwned, None)),
+            s(&StreamResumeNone::new(ResumeNoneReason::ContinuationOwned, None)),
             r#"{"type":"cf_agent_stream_resume_none","reason":"continuation-owned"}"#
         );
         assert_eq!(
-            s(&stream_resume_none_frame(ResumeNoneReason::Idle, Some("probe-1"))),
+            s(&StreamResumeNone::new(ResumeNoneReason::Idle, Some("probe-1"))),
             r#"{"type":"cf_agent_stream_resume_none","reason":"idle","probeId":"probe-1"}"#
         );
     }
 
     #[test]
     fn golden_replay_done_is_clean_close() {
-        let f = replay_done_frame("req-1", false);
+        let f = Replay::done("req-1");
         assert_eq!(
             s(&f),
             r#"{"body":"","done":true,"id":"req-1","type":"cf_agent_use_chat_response","replay":true}"#
         );
-        assert!(f.get("error").is_none());
+        assert!(val(&f).get("error").is_none());
     }
 
     #[test]
     fn golden_terminal_error_has_no_replay_flag() {
-        let f = terminal_error_frame("req-1", "boom");
+        let f = TerminalError::new("req-1", "boom");
         assert_eq!(
             s(&f),
             r#"{"body":"boom","done":true,"error":true,"id":"req-1","type":"cf_agent_use_chat_response"}"#
         );
-        assert!(f.get("replay").is_none());
+        assert!(val(&f).get("replay").is_none());
     }
 
     #[test]
     fn golden_stream_pending_id_only_when_present() {
         assert_eq!(
-            s(&stream_pending_frame(Some("req-1"), None)),
+            s(&StreamPending::new(Some("req-1"), None)),
             r#"{"type":"cf_agent_stream_pending","id":"req-1"}"#
         );
-        assert_eq!(s(&stream_pending_frame(None, None)), r#"{"type":"cf_agent_stream_pending"}"#);
+        assert_eq!(s(&StreamPending::new(None, None)), r#"{"type":"cf_agent_stream_pending"}"#);
         assert_eq!(
-            s(&stream_pending_frame(Some(""), Some("p"))),
+            s(&StreamPending::new(Some(""), Some("p"))),
             r#"{"type":"cf_agent_stream_pending","probeId":"p"}"#
         );
         assert_eq!(
-            s(&stream_pending_frame(Some("c"), Some("p"))),
+            s(&StreamPending::new(Some("c"), Some("p"))),
             r#"{"type":"cf_agent_stream_pending","id":"c","probeId":"p"}"#
         );
     }
@@ -1264,62 +1349,26 @@ mod tests {
     #[test]
     fn golden_recovering_id_only_when_present() {
         assert_eq!(
-            s(&recovering_frame(Some("req-1"))),
+            s(&ChatRecovering::started(Some("req-1"))),
             r#"{"type":"cf_agent_chat_recovering","recovering":true,"id":"req-1"}"#
         );
-        let no_id = recovering_frame(None);
+        let no_id = ChatRecovering::started(None);
         assert_eq!(s(&no_id), r#"{"type":"cf_agent_chat_recovering","recovering":true}"#);
-        assert!(no_id.get("id").is_none());
+        assert!(val(&no_id).get("id").is_none());
     }
 
     #[test]
     fn golden_frame_types_match_constants() {
-        assert_eq!(stream_resuming_frame("x", None)["type"], types::STREAM_RESUMING);
+        let kind = |v: Value| v["type"].as_str().unwrap_or_default().to_owned();
+        assert_eq!(kind(val(&StreamResuming::new("x", None))), types::STREAM_RESUMING);
         assert_eq!(
-            stream_resume_none_frame(ResumeNoneReason::Idle, None)["type"],
+            kind(val(&StreamResumeNone::new(ResumeNoneReason::Idle, None))),
             types::STREAM_RESUME_NONE
         );
-        assert_eq!(replay_done_frame("x", false)["type"], types::USE_CHAT_RESPONSE);
-        assert_eq!(terminal_error_frame("x", "y")["type"], types::USE_CHAT_RESPONSE);
-        assert_eq!(recovering_frame(Some("x"))["type"], types::CHAT_RECOVERING);
-        assert_eq!(stream_pending_frame(Some("x"), None)["type"], types::STREAM_PENDING);
-    }
-
-    #[test]
-    fn invariant_resuming_sent_on_both_notify_and_request() {
-        // #1733: the proactive connect notify and the explicit answer are both resuming frames
-        // for the same id; builders keep no state, so nothing dedupes the second one.
-        let notify = connect_chat_frames(ConnectChatState::Streaming { request_id: "req-1" });
-        assert_eq!(notify, vec![stream_resuming_frame("req-1", None)]);
-        let answer = stream_resuming_frame("req-1", Some("probe"));
-        assert_eq!(answer["type"], notify[0]["type"]);
-        assert_eq!(answer["id"], notify[0]["id"]);
-        assert_eq!(
-            connect_chat_frames(ConnectChatState::Streaming { request_id: "req-1" }),
-            notify
-        );
-    }
-
-    #[test]
-    fn invariant_idle_connect_is_transcript_plus_recovering_without_terminal() {
-        let m = [UIMessage::new("u", Role::User, vec![json!({"type": "text", "text": "x"})])];
-        let frames = connect_chat_frames(ConnectChatState::Idle {
-            messages: &m,
-            recovering: Some(Some("req-9")),
-            pending: Some(None),
-        });
-        assert_eq!(frames.len(), 3);
-        assert_eq!(frames[0]["type"], types::CHAT_MESSAGES);
-        assert_eq!(frames[1], recovering_frame(Some("req-9")));
-        assert_eq!(frames[2], stream_pending_frame(None, None));
-        // #1645: no use-chat-response (terminal) frame is ever part of the connect payload.
-        assert!(frames.iter().all(|f| f["type"] != types::USE_CHAT_RESPONSE));
-        let plain = connect_chat_frames(ConnectChatState::Idle {
-            messages: &[],
-            recovering: None,
-            pending: None,
-        });
-        assert_eq!(plain, vec![json!({"type": "cf_agent_chat_messages", "messages": []})]);
+        assert_eq!(kind(val(&Replay::done("x"))), types::USE_CHAT_RESPONSE);
+        assert_eq!(kind(val(&TerminalError::new("x", "y"))), types::USE_CHAT_RESPONSE);
+        assert_eq!(kind(val(&ChatRecovering::started(Some("x")))), types::CHAT_RECOVERING);
+        assert_eq!(kind(val(&StreamPending::new(Some("x"), None))), types::STREAM_PENDING);
     }
 
     /// Deterministic xorshift so the fuzz corpus is the same on every run.
@@ -1427,7 +1476,7 @@ mod tests {
             match parse_client_frame(input) {
                 Ok(_) => ok += 1,
                 Err(e) => {
-                    let reply = e.reply_frame();
+                    let reply = val(&e.reply_frame());
                     assert!(reply.get("type").and_then(Value::as_str).is_some(), "{input:?}");
                     assert!(!e.message.is_empty());
                 }
