@@ -271,7 +271,7 @@ fn queued_messages_left_by_a_crash_are_answered_in_order_on_start() {
     let store = super::store::ChatStore::new(h.agent.deps.sql.as_ref());
     for (request, text) in [("r-q1", "q1"), ("r-q2", "q2")] {
         let m = crate::protocol::message::UIMessage::new(
-            &format!("u-{text}"),
+            format!("u-{text}"),
             crate::protocol::message::Role::User,
             vec![json!({"type": "text", "text": text})],
         );

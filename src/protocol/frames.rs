@@ -8,7 +8,7 @@
 use super::message::{json_kind, truthy, UIMessage};
 use super::tool_state::ToolResultOutcome;
 use serde::{Deserialize, Serialize};
-use serde_json::{json, Map, Value};
+use serde_json::{Map, Value};
 use std::fmt;
 
 /// Frame `type` strings.
@@ -857,6 +857,7 @@ pub enum ErrorFrame<'a> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::json;
     use crate::protocol::message::Role;
 
     fn s(v: &impl Serialize) -> String {
