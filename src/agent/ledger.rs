@@ -25,8 +25,11 @@ pub const INTERRUPTED_DURING_RUN: &str =
 /// A ledger entry.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Entry {
+    /// The call was recorded as started and has no result (it may have run).
     Started,
+    /// The call finished with this output.
     Succeeded(Value),
+    /// The call failed with this error text.
     Failed(String),
 }
 
@@ -53,6 +56,7 @@ impl<'a> Ledger<'a> {
         Self { sql }
     }
 
+    /// The entry of a call, if the ledger has one.
     pub fn get(&self, tool_call_id: &str) -> Result<Option<Entry>, StoreError> {
         let rows = self.sql.exec(
             "SELECT status, result FROM think_tool_ledger WHERE tool_call_id = ?",
@@ -69,6 +73,7 @@ impl<'a> Ledger<'a> {
         }))
     }
 
+    /// Records where a call stands, replacing what was recorded before.
     pub fn record(
         &self,
         tool_call_id: &str,
@@ -96,6 +101,7 @@ impl<'a> Ledger<'a> {
         Ok(())
     }
 
+    /// Drops entries older than [`RETENTION_MS`].
     pub fn cleanup(&self, now: f64) -> Result<(), StoreError> {
         self.sql.exec(
             "DELETE FROM think_tool_ledger WHERE updated_at < ?",
@@ -104,6 +110,7 @@ impl<'a> Ledger<'a> {
         Ok(())
     }
 
+    /// Drops every entry (a chat clear).
     pub fn clear(&self) -> Result<(), StoreError> {
         self.sql.exec("DELETE FROM think_tool_ledger", &[])?;
         Ok(())
@@ -118,6 +125,7 @@ pub struct LedgeredTool {
 }
 
 impl LedgeredTool {
+    /// Wraps `inner` if it runs on the server; client tools pass through unchanged.
     pub fn wrap(inner: ToolRef, sql: Rc<dyn Sql>, now: Rc<dyn Fn() -> f64>) -> ToolRef {
         if !inner.executes_on_server() {
             return inner;

@@ -41,12 +41,19 @@ pub use turn::{ClientToolExecutor, RpcTurn, TurnObserver};
 /// The platform pieces an agent runs on.
 #[derive(Clone)]
 pub struct Deps {
+    /// The instance's SQLite: transcript, buffers, ledger, workspace.
     pub sql: Rc<dyn Sql>,
+    /// The connected tabs.
     pub sockets: Rc<dyn Sockets>,
+    /// Time, sleeps and randomness.
     pub clock: Rc<dyn Clock>,
+    /// Outbound fetch, for the model and MCP servers.
     pub http: Rc<dyn HttpClient>,
+    /// Where workspace files too large for a row go (R2); none keeps them in SQLite.
     pub blobs: Option<Rc<dyn BlobStore>>,
+    /// Runs background work (MCP reconnects) past the current event.
     pub tasks: Rc<dyn Tasks>,
+    /// The Durable Object alarm, for heartbeats and cleanup.
     pub alarm: Rc<dyn Alarm>,
     /// Runs `bash` tool scripts (just-bash in the Worker); without one there is no bash tool.
     pub bash_engine: Option<Rc<dyn BashEngine>>,
@@ -57,8 +64,11 @@ pub struct Deps {
 /// A plain HTTP answer for the few non-WebSocket routes (`/get-messages`).
 #[derive(Debug, Clone, PartialEq)]
 pub struct HttpReply {
+    /// The HTTP status.
     pub status: u16,
+    /// The `content-type` header.
     pub content_type: &'static str,
+    /// The response body.
     pub body: String,
 }
 

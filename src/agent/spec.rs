@@ -70,7 +70,9 @@ impl ModelChoice {
 
 /// What a `before_turn` hook sees.
 pub struct TurnContext {
+    /// The system prompt the turn will send.
     pub system: String,
+    /// The history the model will be sent.
     pub messages: Vec<ModelMessage>,
     /// The merged tools of this turn, in Think's layer order.
     pub tools: ToolSet,
@@ -87,8 +89,11 @@ pub struct TurnConfig {
     pub active_tools: Option<Vec<String>>,
     /// Tools added for this turn only; they win over every layer.
     pub tools: Vec<ToolRef>,
+    /// Replaces the system prompt for this turn.
     pub system: Option<String>,
+    /// Replaces the step limit for this turn.
     pub max_steps: Option<usize>,
+    /// The `tool_choice` sent to the model for this turn (`auto`, `required` or `none`).
     pub tool_choice: Option<String>,
 }
 
@@ -215,11 +220,13 @@ impl AgentSpec {
         self
     }
 
+    /// Sets the system prompt every turn starts from.
     pub fn system_prompt(mut self, prompt: impl Into<String>) -> Self {
         self.system_prompt = prompt.into();
         self
     }
 
+    /// Sets how many model calls one turn may make (tool round trips included).
     pub fn max_steps(mut self, steps: usize) -> Self {
         self.max_steps = steps.max(1);
         self
@@ -231,16 +238,19 @@ impl AgentSpec {
         self
     }
 
+    /// Adds an already built tool to the agent layer.
     pub fn tool_ref(mut self, tool: ToolRef) -> Self {
         self.tools.push(tool);
         self
     }
 
+    /// Sets which tool calls wait for a human's approval.
     pub fn approval(mut self, policy: ApprovalPolicy) -> Self {
         self.approval = policy;
         self
     }
 
+    /// Sets a hook that sees each turn's context and may change its tools, prompt and limits.
     pub fn before_turn(mut self, hook: impl Fn(&TurnContext) -> TurnConfig + 'static) -> Self {
         self.before_turn = Some(Rc::new(hook));
         self

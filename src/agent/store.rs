@@ -137,11 +137,13 @@ impl<'a> ChatStore<'a> {
         Ok(())
     }
 
+    /// A stored setting, if set.
     pub fn config(&self, key: &str) -> Result<Option<String>, StoreError> {
         let rows = self.sql.exec("SELECT value FROM think_config WHERE key = ?", &[key.into()])?;
         Ok(rows.into_iter().next().and_then(|mut r| r.pop()?.into_string()))
     }
 
+    /// Stores a setting, replacing its old value.
     pub fn set_config(&self, key: &str, value: &str) -> Result<(), StoreError> {
         self.sql.exec(
             "INSERT INTO think_config (key, value) VALUES (?, ?)
@@ -151,6 +153,7 @@ impl<'a> ChatStore<'a> {
         Ok(())
     }
 
+    /// Forgets a setting.
     pub fn delete_config(&self, key: &str) -> Result<(), StoreError> {
         self.sql.exec("DELETE FROM think_config WHERE key = ?", &[key.into()])?;
         Ok(())

@@ -81,16 +81,20 @@ pub(super) struct TurnRequest {
 
 /// Receives a programmatic turn's stream (the DO RPC `chat()` callback).
 pub trait TurnObserver {
+    /// The turn got its slot and starts streaming under `request_id`.
     fn on_start(&self, request_id: &str);
     /// One UIMessageChunk, as JSON text.
     fn on_event(&self, chunk: &str);
+    /// The turn failed with `error`; `on_done` follows.
     fn on_error(&self, error: &str);
+    /// The turn ended (always called last).
     fn on_done(&self);
 }
 
 /// Runs the client tools of a programmatic turn in the caller (`onClientToolCall`).
 #[async_trait::async_trait(?Send)]
 pub trait ClientToolExecutor {
+    /// Runs client tool `tool_name` on `input` and returns its output or error text.
     async fn call(
         &self,
         tool_name: &str,
@@ -103,9 +107,13 @@ pub trait ClientToolExecutor {
 /// only (never persisted) with the executor that runs them.
 #[derive(Clone)]
 pub struct RpcTurn {
+    /// Receives the turn's stream.
     pub observer: Rc<dyn TurnObserver>,
+    /// The caller's tools, offered to the model for this turn only.
     pub client_tools: Vec<ClientToolSchema>,
+    /// Runs the caller's tools; without one their calls pause the turn as in a tab.
     pub executor: Option<Rc<dyn ClientToolExecutor>>,
+    /// Lets the caller cancel the turn.
     pub abort: Option<AbortSignal>,
 }
 

@@ -13,27 +13,49 @@ use std::fmt;
 
 /// Frame `type` strings.
 pub mod types {
+    /// The whole transcript (server to client; a client's copy is ignored).
     pub const CHAT_MESSAGES: &str = "cf_agent_chat_messages";
+    /// A chat request from `useAgentChat`'s transport.
     pub const USE_CHAT_REQUEST: &str = "cf_agent_use_chat_request";
+    /// One frame of a chat stream (live or replayed).
     pub const USE_CHAT_RESPONSE: &str = "cf_agent_use_chat_response";
+    /// Clear the transcript (both ways).
     pub const CHAT_CLEAR: &str = "cf_agent_chat_clear";
+    /// Cancel a running chat request.
     pub const CHAT_REQUEST_CANCEL: &str = "cf_agent_chat_request_cancel";
+    /// A stream is live: ACK to be replayed it.
     pub const STREAM_RESUMING: &str = "cf_agent_stream_resuming";
+    /// The client accepts a resume offer.
     pub const STREAM_RESUME_ACK: &str = "cf_agent_stream_resume_ack";
+    /// The client asks whether a stream can be resumed.
     pub const STREAM_RESUME_REQUEST: &str = "cf_agent_stream_resume_request";
+    /// Nothing to resume.
     pub const STREAM_RESUME_NONE: &str = "cf_agent_stream_resume_none";
+    /// A turn is accepted but not streaming yet.
     pub const STREAM_PENDING: &str = "cf_agent_stream_pending";
+    /// A client tool's result.
     pub const TOOL_RESULT: &str = "cf_agent_tool_result";
+    /// A human's answer to an approval request.
     pub const TOOL_APPROVAL: &str = "cf_agent_tool_approval";
+    /// One message changed in place.
     pub const MESSAGE_UPDATED: &str = "cf_agent_message_updated";
+    /// Recovery of a crashed turn started or settled.
     pub const CHAT_RECOVERING: &str = "cf_agent_chat_recovering";
+    /// Who the client is connected to.
     pub const IDENTITY: &str = "cf_agent_identity";
+    /// The agent's state (client updates are accepted and ignored).
     pub const STATE: &str = "cf_agent_state";
+    /// A refused state update (not sent by think-rs).
     pub const STATE_ERROR: &str = "cf_agent_state_error";
+    /// The MCP servers, tools, prompts and resources.
     pub const MCP_SERVERS: &str = "cf_agent_mcp_servers";
+    /// Session phase (not sent by think-rs).
     pub const SESSION: &str = "cf_agent_session";
+    /// Session failure (not sent by think-rs).
     pub const SESSION_ERROR: &str = "cf_agent_session_error";
+    /// A callable's call or its answer.
     pub const RPC: &str = "rpc";
+    /// Sub-agent progress (not sent by think-rs).
     pub const AGENT_TOOL_EVENT: &str = "agent-tool-event";
     /// think-rs extension: the answer to a frame that could not be understood. Clients
     /// ignore unknown types.
@@ -45,16 +67,20 @@ pub mod types {
 /// A tool the client can run, as declared in `clientTools`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ClientToolSchema {
+    /// The tool's name, as the model calls it.
     pub name: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    /// What the tool does, for the model.
     pub description: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    /// The JSON Schema of its input.
     pub parameters: Option<Value>,
 }
 
 /// Why the client sent a chat request.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Trigger {
+    /// Answer the new user message.
     SubmitMessage,
     /// Branch a new answer from the last message sent instead of appending.
     RegenerateMessage,
@@ -63,9 +89,11 @@ pub enum Trigger {
 /// A `cf_agent_use_chat_request` with its JSON-string body parsed.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ChatRequest {
+    /// The request id every frame of its stream carries.
     pub id: String,
     /// The client's full transcript.
     pub messages: Vec<UIMessage>,
+    /// Why the request was sent.
     pub trigger: Trigger,
     /// `None`: field absent, keep the persisted schemas. `Some(empty)`: present but empty
     /// (or null), clear them. Otherwise replace them.
@@ -77,12 +105,19 @@ pub struct ChatRequest {
 /// A client's result for a client tool.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ToolResultFrame {
+    /// The call this answers.
     pub tool_call_id: String,
+    /// The tool's name (may be empty).
     pub tool_name: String,
+    /// The output, when the tool succeeded.
     pub output: Option<Value>,
+    /// `output-available` or `output-error`, when the client says.
     pub state: Option<String>,
+    /// The error, when the tool failed.
     pub error_text: Option<String>,
+    /// Continue the turn once every call of the batch has its answer.
     pub auto_continue: bool,
+    /// The client's current tool schemas, when it sends them (as in a chat request).
     pub client_tools: Option<Vec<ClientToolSchema>>,
 }
 
@@ -100,42 +135,62 @@ impl ToolResultFrame {
 /// A user's answer to an approval request.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ToolApprovalFrame {
+    /// The call this answers.
     pub tool_call_id: String,
+    /// Whether the human approved the call.
     pub approved: bool,
+    /// Continue the turn once every call of the batch has its answer.
     pub auto_continue: bool,
 }
 
 /// A call of a `@callable` method.
 #[derive(Debug, Clone, PartialEq)]
 pub struct RpcRequest {
+    /// The call id its answer carries.
     pub id: String,
+    /// The callable's name.
     pub method: String,
+    /// Its positional arguments.
     pub args: Vec<Value>,
 }
 
 /// Everything a client can send.
 #[derive(Debug, Clone, PartialEq)]
 pub enum ClientFrame {
+    /// `cf_agent_use_chat_request`.
     ChatRequest(ChatRequest),
+    /// `cf_agent_chat_request_cancel`.
     Cancel {
+        /// The request to cancel.
         id: String,
     },
+    /// `cf_agent_tool_result`.
     ToolResult(ToolResultFrame),
+    /// `cf_agent_tool_approval`.
     ToolApproval(ToolApprovalFrame),
+    /// `cf_agent_chat_clear`.
     Clear,
+    /// `cf_agent_stream_resume_request`.
     StreamResumeRequest {
+        /// Echoed in the answer so the client can match it.
         probe_id: Option<String>,
     },
+    /// `cf_agent_stream_resume_ack`.
     StreamResumeAck {
+        /// The stream the offer was for.
         id: String,
     },
     /// A client pushing its transcript; the server is authoritative and ignores it.
     ChatMessages {
+        /// The client's messages (ignored).
         messages: Vec<Value>,
     },
+    /// `cf_agent_state`: a client state update.
     State {
+        /// The state the client sent.
         state: Value,
     },
+    /// `rpc`: a callable's call.
     Rpc(RpcRequest),
     /// A JSON object of no known type: the app's own message, for its `onMessage`.
     Other(Map<String, Value>),
@@ -146,9 +201,15 @@ pub enum ClientFrame {
 pub enum ErrorReply {
     /// A chat request with an id: end that request with an error response so the client's
     /// `useChat` surfaces it instead of waiting.
-    ChatResponse { id: String },
+    ChatResponse {
+        /// The chat request to end.
+        id: String,
+    },
     /// An rpc call with an id: fail that call so the client does not wait for its timeout.
-    Rpc { id: String },
+    Rpc {
+        /// The call to fail.
+        id: String,
+    },
     /// No id to answer: send a `cf_agent_protocol_error` frame.
     ProtocolError,
 }
@@ -156,7 +217,9 @@ pub enum ErrorReply {
 /// A frame that could not be understood, and how to answer it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct FrameError {
+    /// What was wrong, for the reply.
     pub message: String,
+    /// Which reply the frame deserves.
     pub reply: ErrorReply,
 }
 
@@ -857,8 +920,8 @@ pub enum ErrorFrame<'a> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use serde_json::json;
     use crate::protocol::message::Role;
+    use serde_json::json;
 
     fn s(v: &impl Serialize) -> String {
         serde_json::to_string(v).unwrap()

@@ -11,8 +11,11 @@ use serde_json::{Map, Value};
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Role {
+    /// A system message.
     System,
+    /// A message the user sent.
     User,
+    /// An answer of the model.
     Assistant,
 }
 
@@ -31,12 +34,17 @@ impl Role {
 /// are kept in `extra` so they are written back as they came.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct UIMessage {
+    /// The message id, unique in the transcript.
     pub id: String,
+    /// Who wrote it.
     pub role: Role,
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    /// App metadata, merged from the stream's start, finish and metadata chunks.
     pub metadata: Option<Value>,
+    /// The parts (text, reasoning, tool calls, files, steps), kept as JSON.
     pub parts: Vec<Value>,
     #[serde(flatten)]
+    /// Fields this crate does not know, kept so they round-trip.
     pub extra: Map<String, Value>,
 }
 
@@ -113,12 +121,19 @@ impl UIMessage {
 
 /// Tool part states of the AI SDK, as strings on the wire.
 pub mod state {
+    /// The call's input is still streaming.
     pub const INPUT_STREAMING: &str = "input-streaming";
+    /// The input is complete; the call waits to run (or for the client).
     pub const INPUT_AVAILABLE: &str = "input-available";
+    /// The call waits for a human's approval.
     pub const APPROVAL_REQUESTED: &str = "approval-requested";
+    /// The human answered; an approved call runs next.
     pub const APPROVAL_RESPONDED: &str = "approval-responded";
+    /// The call succeeded.
     pub const OUTPUT_AVAILABLE: &str = "output-available";
+    /// The call failed.
     pub const OUTPUT_ERROR: &str = "output-error";
+    /// The human denied the call.
     pub const OUTPUT_DENIED: &str = "output-denied";
 }
 

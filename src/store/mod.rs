@@ -10,10 +10,15 @@ pub mod sqlite;
 /// One SQL value, the intersection of what DO SQLite and rusqlite can carry.
 #[derive(Debug, Clone, PartialEq)]
 pub enum SqlValue {
+    /// SQL NULL.
     Null,
+    /// A 64-bit integer.
     Integer(i64),
+    /// A float.
     Real(f64),
+    /// UTF-8 text.
     Text(String),
+    /// Bytes.
     Blob(Vec<u8>),
 }
 
@@ -83,14 +88,18 @@ pub trait Sql {
 /// Object storage for content too large for a SQLite row (R2 in production).
 #[async_trait(?Send)]
 pub trait BlobStore {
+    /// Stores `bytes` under `key`, replacing what was there.
     async fn put(&self, key: &str, bytes: Vec<u8>, content_type: &str) -> Result<(), StoreError>;
+    /// The bytes under `key`, if any.
     async fn get(&self, key: &str) -> Result<Option<Vec<u8>>, StoreError>;
+    /// Deletes the given keys (missing ones are fine).
     async fn delete(&self, keys: &[String]) -> Result<(), StoreError>;
     /// Every key under `prefix`, for cleanup and for tests that check for orphans.
     async fn list(&self, prefix: &str) -> Result<Vec<String>, StoreError>;
 }
 
 impl SqlValue {
+    /// The value as an integer (a real is truncated).
     pub fn as_i64(&self) -> Option<i64> {
         match self {
             SqlValue::Integer(i) => Some(*i),
@@ -99,6 +108,7 @@ impl SqlValue {
         }
     }
 
+    /// The text, if it is text.
     pub fn as_str(&self) -> Option<&str> {
         match self {
             SqlValue::Text(s) => Some(s),
@@ -106,6 +116,7 @@ impl SqlValue {
         }
     }
 
+    /// The text, if it is text.
     pub fn into_string(self) -> Option<String> {
         match self {
             SqlValue::Text(s) => Some(s),
@@ -113,6 +124,7 @@ impl SqlValue {
         }
     }
 
+    /// The bytes of a blob or of text.
     pub fn into_bytes(self) -> Option<Vec<u8>> {
         match self {
             SqlValue::Blob(b) => Some(b),
@@ -121,6 +133,7 @@ impl SqlValue {
         }
     }
 
+    /// Whether it is NULL.
     pub fn is_null(&self) -> bool {
         matches!(self, SqlValue::Null)
     }

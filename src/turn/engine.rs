@@ -13,11 +13,13 @@ use crate::tools::{ToolContext, ToolRef, ToolSet};
 
 /// Receives every chunk the turn produces, in order.
 pub trait ChunkSink {
+    /// Takes one UIMessageChunk, in stream order.
     fn emit(&self, chunk: Value);
 }
 
 /// Decides whether a call needs a human's approval before it runs (beyond the tool's own rule).
 pub trait ApprovalCheck {
+    /// Whether this call must wait for a human before it runs.
     fn needs_approval(&self, tool_name: &str, input: &Value) -> bool;
 }
 
@@ -29,10 +31,15 @@ impl<F: Fn(&str, &Value) -> bool> ApprovalCheck for F {
 
 /// Everything a turn needs besides the model.
 pub struct TurnPlan {
+    /// The system prompt.
     pub system: String,
+    /// The history up to the turn's message.
     pub messages: Vec<ModelMessage>,
+    /// The tools the model may call.
     pub tools: ToolSet,
+    /// How many model calls the turn may make.
     pub max_steps: usize,
+    /// The `tool_choice` sent to the model, if any.
     pub tool_choice: Option<String>,
     /// Makes approval request ids; the glue supplies random ones.
     pub new_id: Box<dyn Fn() -> String>,
@@ -45,7 +52,9 @@ pub enum TurnOutcome {
     Finished(FinishReason),
     /// A call waits for a human: an approval or a client-side tool.
     AwaitingHuman,
+    /// The turn was cancelled.
     Aborted,
+    /// The model or the turn failed with this error.
     Failed(String),
 }
 
