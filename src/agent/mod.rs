@@ -32,7 +32,7 @@ use crate::tools::workspace::bash::BashEngine;
 use crate::workspace::{Workspace, WorkspaceOptions};
 use serde::Serialize;
 
-pub use spec::{AgentSpec, MessageConcurrency, ModelChoice, TurnConfig, TurnContext};
+pub use spec::{AgentSpec, CallError, MessageConcurrency, ModelChoice, TurnConfig, TurnContext};
 use store::ChatStore;
 use streams::StreamBuffer;
 use turn::ActiveStream;
@@ -411,20 +411,20 @@ impl Agent {
     }
 
     /// Calls a callable by name: the app's own first, then the built-in MCP ones.
-    pub async fn call(self: &Rc<Self>, method: &str, args: Vec<Value>) -> Result<Value, String> {
+    pub async fn call(self: &Rc<Self>, method: &str, args: Vec<Value>) -> Result<Value, CallError> {
         if let Some(f) = self.spec.callables.get(method).cloned() {
             return f(args).await;
         }
         match self.mcp_callable(method, &args).await {
             Some(result) => result,
-            None => Err(format!("Method {method} does not exist")),
+            None => Err(CallError::NoSuchMethod(method.to_owned())),
         }
     }
 
     async fn on_rpc(self: &Rc<Self>, conn: &str, id: &str, method: &str, args: Vec<Value>) {
         match self.call(method, args).await {
             Ok(result) => self.send(conn, &frames::RpcResult::new(id, &result)),
-            Err(e) => self.send(conn, &frames::RpcError::new(id, &e)),
+            Err(e) => self.send(conn, &frames::RpcError::new(id, &e.to_string())),
         }
     }
 

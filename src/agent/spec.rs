@@ -101,7 +101,64 @@ pub struct TurnConfig {
 pub type BeforeTurn = Rc<dyn Fn(&TurnContext) -> TurnConfig>;
 
 /// A method clients may call with an `rpc` frame (a `@callable` in Think).
-pub type Callable = Rc<dyn Fn(Vec<Value>) -> LocalBoxFuture<'static, Result<Value, String>>>;
+pub type Callable = Rc<dyn Fn(Vec<Value>) -> LocalBoxFuture<'static, Result<Value, CallError>>>;
+
+/// Why a call failed: an `rpc` method, or a client tool a programmatic caller runs. The text
+/// is what the caller is told.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum CallError {
+    /// No callable has this name.
+    NoSuchMethod(String),
+    /// The arguments are not what the callable takes.
+    BadArguments(String),
+    /// Something the callable needs is unavailable.
+    Unavailable(String),
+    /// The callable ran and failed with this message.
+    Failed(String),
+}
+
+impl std::fmt::Display for CallError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            CallError::NoSuchMethod(m) => write!(f, "Method {m} does not exist"),
+            CallError::BadArguments(m) | CallError::Unavailable(m) | CallError::Failed(m) => {
+                f.write_str(m)
+            }
+        }
+    }
+}
+
+impl std::error::Error for CallError {}
+
+/// An app callable's own error text.
+impl From<String> for CallError {
+    fn from(message: String) -> Self {
+        CallError::Failed(message)
+    }
+}
+
+impl From<&str> for CallError {
+    fn from(message: &str) -> Self {
+        CallError::Failed(message.to_owned())
+    }
+}
+
+/// Why a `THINK_MESSAGE_CONCURRENCY` value was refused.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct UnknownConcurrency(pub String);
+
+impl std::fmt::Display for UnknownConcurrency {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "unknown message concurrency {:?} (queue, latest, merge, drop, debounce[:ms])",
+            self.0
+        )
+    }
+}
+
+impl std::error::Error for UnknownConcurrency {}
 
 /// The configuration of one agent class.
 #[derive(Clone)]
@@ -143,7 +200,7 @@ pub const DEFAULT_DEBOUNCE_MS: u64 = 750;
 
 impl MessageConcurrency {
     /// Parses `queue`, `latest`, `merge`, `drop`, `debounce` or `debounce:<ms>`.
-    pub fn parse(s: &str) -> Result<Self, String> {
+    pub fn parse(s: &str) -> Result<Self, UnknownConcurrency> {
         let s = s.trim();
         Ok(match s {
             "" | "queue" => MessageConcurrency::Queue,
@@ -153,7 +210,7 @@ impl MessageConcurrency {
             "debounce" => MessageConcurrency::Debounce(DEFAULT_DEBOUNCE_MS),
             other => match other.strip_prefix("debounce:").map(|ms| ms.trim().parse::<u64>()) {
                 Some(Ok(ms)) => MessageConcurrency::Debounce(ms),
-                _ => return Err(format!("unknown message concurrency {other:?} (queue, latest, merge, drop, debounce[:ms])")),
+                _ => return Err(UnknownConcurrency(other.to_owned())),
             },
         })
     }
@@ -256,13 +313,22 @@ impl AgentSpec {
         self
     }
 
-    /// Registers an `rpc`-callable method.
-    pub fn callable<F, Fut>(mut self, name: &str, f: F) -> Self
+    /// Registers an `rpc`-callable method. Its error may be a [`CallError`] or anything
+    /// that converts into one, such as the `String` the client is shown.
+    pub fn callable<F, Fut, E>(mut self, name: &str, f: F) -> Self
     where
         F: Fn(Vec<Value>) -> Fut + 'static,
-        Fut: std::future::Future<Output = Result<Value, String>> + 'static,
+        Fut: std::future::Future<Output = Result<Value, E>> + 'static,
+        E: Into<CallError> + 'static,
     {
-        self.callables.insert(name.to_owned(), Rc::new(move |args| Box::pin(f(args))));
+        let f = Rc::new(f);
+        self.callables.insert(
+            name.to_owned(),
+            Rc::new(move |args| {
+                let fut = f(args);
+                Box::pin(async move { fut.await.map_err(Into::into) })
+            }),
+        );
         self
     }
 }

@@ -10,7 +10,7 @@ use serde_json::{json, Map, Value};
 use super::ledger::LedgeredTool;
 use super::spec::MessageConcurrency;
 use super::streams::{FlushCursor, StreamBuffer, StreamStatus};
-use super::{Agent, TurnContext, CONFIG_BODY};
+use super::{Agent, CallError, TurnContext, CONFIG_BODY};
 use crate::platform::{random_id, random_uuid};
 use crate::protocol::accumulator::{ChunkAction, StreamAccumulator};
 use crate::protocol::chunk;
@@ -100,7 +100,7 @@ pub trait ClientToolExecutor {
         tool_name: &str,
         input: Value,
         tool_call_id: &str,
-    ) -> Result<Value, String>;
+    ) -> Result<Value, CallError>;
 }
 
 /// What a programmatic turn brings: an observer, and client tools that live for this turn
@@ -287,7 +287,7 @@ impl Agent {
                                 async move {
                                     exec.call(&name, input, &ctx.tool_call_id)
                                         .await
-                                        .map_err(ToolError)
+                                        .map_err(|e| ToolError(e.to_string()))
                                 }
                             },
                         )) as ToolRef

@@ -354,32 +354,39 @@ fn parse_rpc(obj: &Map<String, Value>) -> Result<RpcRequest, FrameError> {
 }
 
 /// Reads `clientTools`: absent → `None`, null → `Some([])` (clear), array of `{name, ...}`.
-fn parse_client_tools(v: Option<&Value>) -> Result<Option<Vec<ClientToolSchema>>, String> {
+/// `fail` turns a problem into the error the enclosing frame deserves.
+fn parse_client_tools(
+    v: Option<&Value>,
+    fail: impl Fn(String) -> FrameError,
+) -> Result<Option<Vec<ClientToolSchema>>, FrameError> {
     let items = match v {
         None => return Ok(None),
         Some(Value::Null) => return Ok(Some(Vec::new())),
         Some(Value::Array(items)) => items,
         Some(other) => {
-            return Err(format!("clientTools must be an array (got {})", json_kind(other)))
+            return Err(fail(format!("clientTools must be an array (got {})", json_kind(other))))
         }
     };
     let mut tools = Vec::with_capacity(items.len());
     for (i, item) in items.iter().enumerate() {
         let Value::Object(o) = item else {
-            return Err(format!("clientTools[{i}] is not an object (got {})", json_kind(item)));
+            return Err(fail(format!(
+                "clientTools[{i}] is not an object (got {})",
+                json_kind(item)
+            )));
         };
         let name = match o.get("name") {
             Some(Value::String(n)) if !n.is_empty() => n.clone(),
-            _ => return Err(format!("clientTools[{i}] has no name")),
+            _ => return Err(fail(format!("clientTools[{i}] has no name"))),
         };
         let description = match o.get("description") {
             None | Some(Value::Null) => None,
             Some(Value::String(d)) => Some(d.clone()),
             Some(other) => {
-                return Err(format!(
+                return Err(fail(format!(
                     "clientTools[{i}].description must be a string (got {})",
                     json_kind(other)
-                ))
+                )))
             }
         };
         let parameters = o.get("parameters").filter(|p| !p.is_null()).cloned();
@@ -407,8 +414,9 @@ fn parse_tool_result(obj: &Map<String, Value>) -> Result<ToolResultFrame, FrameE
         state: opt_str("state")?,
         error_text: opt_str("errorText")?,
         auto_continue: truthy(obj.get("autoContinue")),
-        client_tools: parse_client_tools(obj.get("clientTools"))
-            .map_err(|e| FrameError::protocol(format!("{kind}: {e}")))?,
+        client_tools: parse_client_tools(obj.get("clientTools"), |e| {
+            FrameError::protocol(format!("{kind}: {e}"))
+        })?,
         tool_call_id,
     })
 }
@@ -492,8 +500,7 @@ pub fn parse_chat_body(id: &str, body: &str) -> Result<ChatRequest, FrameError> 
         Some(Value::String(t)) if t == "regenerate-message" => Trigger::RegenerateMessage,
         _ => Trigger::SubmitMessage,
     };
-    let client_tools =
-        parse_client_tools(fields.get("clientTools")).map_err(|e| FrameError::chat(id, e))?;
+    let client_tools = parse_client_tools(fields.get("clientTools"), |e| FrameError::chat(id, e))?;
     fields.shift_remove("clientTools");
     Ok(ChatRequest { id: id.to_owned(), messages, trigger, client_tools, body: fields })
 }

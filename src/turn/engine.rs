@@ -237,11 +237,12 @@ enum Resolved {
     Waiting,
 }
 
-fn parse_args(args: &str) -> Result<Value, String> {
+/// A call's arguments as JSON; empty arguments are an empty object.
+fn parse_args(args: &str) -> Result<Value, serde_json::Error> {
     if args.trim().is_empty() {
         return Ok(Value::Object(Map::new()));
     }
-    serde_json::from_str(args).map_err(|e| e.to_string())
+    serde_json::from_str(args)
 }
 
 fn resolve_calls(
