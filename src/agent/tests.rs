@@ -126,7 +126,26 @@ impl Harness {
     }
 
     fn frames(&self) -> Vec<Value> {
-        self.sockets.0.borrow()["tab"].clone()
+        self.frames_of("tab")
+    }
+
+    fn frames_of(&self, conn: &str) -> Vec<Value> {
+        self.sockets.0.borrow()[conn].clone()
+    }
+
+    /// Opens another connection, as a tab that connects now.
+    fn connect(&mut self, conn: &str) {
+        self.sockets.0.borrow_mut().insert(conn.into(), Vec::new());
+        self.agent.on_connect(conn);
+        self.pool.run_until_stalled();
+    }
+
+    /// Delivers a frame from connection `conn`.
+    fn send_from(&mut self, conn: &str, frame: Value) {
+        let (agent, conn, text) = (self.agent.clone(), conn.to_owned(), frame.to_string());
+        let _ =
+            self.pool.spawner().spawn_local(async move { agent.on_message(&conn, &text).await });
+        self.pool.run_until_stalled();
     }
 }
 
@@ -288,11 +307,118 @@ fn queued_messages_left_by_a_crash_are_answered_in_order_on_start() {
     };
     assert!(last_user(1).contains("q1"), "{}", last_user(1));
     assert!(last_user(2).contains("q2"), "{}", last_user(2));
-    let texts: Vec<String> = h
-        .agent
+    assert_eq!(
+        transcript_texts(&h),
+        ["first", "first answer", "q1", "answer to q1", "q2", "answer to q2"]
+    );
+}
+
+/// A chat request frame for `text` from a tab whose transcript is `earlier` plus `text`.
+fn chat_frame(text: &str, earlier: &[&str]) -> Value {
+    let mut messages: Vec<Value> = earlier
+        .iter()
+        .map(|t| json!({"id": format!("u-{t}"), "role": "user", "parts": [{"type": "text", "text": t}]}))
+        .collect();
+    messages.push(json!({"id": format!("u-{text}"), "role": "user", "parts": [{"type": "text", "text": text}]}));
+    let body = json!({"messages": messages, "trigger": "submit-message"});
+    json!({"type": "cf_agent_use_chat_request", "id": format!("r-{text}"), "init": {"method": "POST", "body": body.to_string()}})
+}
+
+fn responses_of(frames: &[Value], id: &str) -> Vec<Value> {
+    frames
+        .iter()
+        .filter(|f| f["type"] == "cf_agent_use_chat_response" && f["id"] == id)
+        .cloned()
+        .collect()
+}
+
+/// A turn streams (each stream waits 100 ms before it ends) and tab `silent` connects
+/// meanwhile, so it is offered the stream; the next turn answers `next`.
+fn silent_tab_joins_a_stream(next: &str) -> Harness {
+    let mut h = Harness::new(AgentSpec::new);
+    h.model.delay_streams(h.clock.clone(), 100);
+    h.model.push([text("first answer"), text(next)]);
+    h.chat("first", json!({}));
+    h.connect("silent");
+    h
+}
+
+/// The text of every message of the transcript the tabs see.
+fn transcript_texts(h: &Harness) -> Vec<String> {
+    h.agent
         .messages()
         .iter()
         .map(|m| m.parts.iter().filter_map(|p| p["text"].as_str()).collect())
+        .collect()
+}
+
+#[test]
+fn a_tab_that_never_acks_gets_the_transcript_when_the_stream_ends_and_its_own_turn() {
+    let mut h = silent_tab_joins_a_stream("answer for the silent tab");
+    let offer = h.frames_of("silent")[0].clone();
+    assert_eq!(offer, json!({"type": "cf_agent_stream_resuming", "id": "r-first"}));
+    h.advance(100.0);
+    let silent = h.frames_of("silent");
+    assert!(responses_of(&silent, "r-first").is_empty(), "nothing of the offered stream, unasked");
+    let last = silent.last().unwrap();
+    assert_eq!(last["type"], "cf_agent_chat_messages", "the offer ended with the stream");
+    assert_eq!(last["messages"].as_array().unwrap().len(), 2);
+
+    h.send_from("silent", chat_frame("mine", &["first"]));
+    h.advance(100.0);
+    let own = responses_of(&h.frames_of("silent"), "r-mine");
+    assert!(own.iter().any(|f| f["body"].as_str().unwrap_or("").contains("answer for the silent")));
+    assert_eq!(own.last().unwrap()["done"], true);
+}
+
+#[test]
+fn a_tab_that_never_acks_follows_the_live_stream_once_it_sends_a_message() {
+    let mut h = silent_tab_joins_a_stream("second answer");
+    h.send_from("silent", chat_frame("mine", &["first"]));
+    h.advance(100.0);
+    let silent = h.frames_of("silent");
+    let live = responses_of(&silent, "r-first");
+    // The text streamed before it joined; the rest of the stream reaches it live.
+    let bodies: Vec<&str> = live.iter().filter_map(|f| f["body"].as_str()).collect();
+    assert!(bodies.iter().any(|b| b.contains(r#""type":"finish""#)), "{bodies:?}");
+    assert_eq!(live.last().unwrap()["done"], true);
+    h.advance(100.0);
+    let own = responses_of(&h.frames_of("silent"), "r-mine");
+    assert_eq!(own.last().unwrap()["done"], true);
+}
+
+#[test]
+fn queue_mode_sends_each_turn_the_history_up_to_its_own_message() {
+    let mut h = Harness::new(AgentSpec::new);
+    h.model.delay_streams(h.clock.clone(), 50);
+    h.model.push([text("answer one"), text("answer two"), text("answer three")]);
+    h.chat("one", json!({}));
+    h.connect("other");
+    h.send_from("other", chat_frame("two", &[]));
+    h.send_from("tab", chat_frame("three", &["one"]));
+    assert_eq!(
+        transcript_texts(&h),
+        ["one", "two", "three"],
+        "queued messages are shown at the end"
+    );
+    for _ in 0..3 {
+        h.advance(50.0);
+    }
+    let last_user: Vec<String> = h
+        .model
+        .seen()
+        .iter()
+        .map(|r| match r.messages.last() {
+            Some(ModelMessage::User { content }) => format!("{content:?}"),
+            other => format!("{other:?}"),
+        })
         .collect();
-    assert_eq!(texts, ["first", "first answer", "q1", "answer to q1", "q2", "answer to q2"]);
+    assert_eq!(last_user.len(), 3);
+    for (seen, want) in last_user.iter().zip(["one", "two", "three"]) {
+        assert!(seen.contains(want), "{seen} should end with {want}");
+    }
+    assert_eq!(
+        transcript_texts(&h),
+        ["one", "answer one", "two", "answer two", "three", "answer three"]
+    );
 }

@@ -139,6 +139,9 @@ pub struct ScriptedModel {
     calls: RefCell<VecDeque<Vec<ModelEvent>>>,
     fallback: Option<Vec<ModelEvent>>,
     seen: RefCell<Vec<ModelRequest>>,
+    /// Each call's stream waits this long on this clock before it ends, so a test can act
+    /// while a turn streams.
+    delay: RefCell<Option<(Rc<dyn Clock>, u64)>>,
 }
 
 impl ScriptedModel {
@@ -155,6 +158,12 @@ impl ScriptedModel {
     /// Queues the events of further calls.
     pub fn push(&self, calls: impl IntoIterator<Item = Vec<ModelEvent>>) {
         self.calls.borrow_mut().extend(calls);
+    }
+
+    /// Makes every further call stream its first event, then wait `ms` on `clock` before
+    /// the rest.
+    pub fn delay_streams(&self, clock: Rc<dyn Clock>, ms: u64) {
+        *self.delay.borrow_mut() = Some((clock, ms));
     }
 
     /// Every request the model was sent, in order.
@@ -177,7 +186,17 @@ impl Model for ScriptedModel {
             .pop_front()
             .or_else(|| self.fallback.clone())
             .ok_or_else(|| ModelError("no script".into()))?;
-        Ok(futures::stream::iter(events.into_iter().map(Ok)).boxed_local())
+        let Some((clock, ms)) = self.delay.borrow().clone() else {
+            return Ok(futures::stream::iter(events.into_iter().map(Ok)).boxed_local());
+        };
+        let mut events = events.into_iter();
+        let first: Vec<_> = events.next().into_iter().collect();
+        let rest = async move {
+            clock.sleep(ms).await;
+            futures::stream::iter(events)
+        };
+        let stream = futures::stream::iter(first).chain(futures::stream::once(rest).flatten());
+        Ok(stream.map(Ok).boxed_local())
     }
 }
 
