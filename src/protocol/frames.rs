@@ -259,6 +259,158 @@ impl fmt::Display for FrameError {
 
 impl std::error::Error for FrameError {}
 
+/// One field of a client frame as sent: absent, or any JSON value (null included). The
+/// frame shapes below are serde types built from these, so which keys a frame has is
+/// declared once; a field is typed when it is read, so a wrong one is named in the reply
+/// instead of failing the frame with serde's generic text.
+#[derive(Debug, Default)]
+struct Field(Option<Value>);
+
+impl<'de> Deserialize<'de> for Field {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        Value::deserialize(d).map(|v| Field(Some(v)))
+    }
+}
+
+impl Field {
+    fn get(&self) -> Option<&Value> {
+        self.0.as_ref()
+    }
+
+    /// A required string; the error names frame `kind` and field `key`.
+    fn string(&self, kind: &str, key: &str) -> Result<String, FrameError> {
+        match self.get() {
+            Some(Value::String(s)) => Ok(s.clone()),
+            Some(other) => Err(FrameError::protocol(format!(
+                "{kind}: {key} must be a string (got {})",
+                json_kind(other)
+            ))),
+            None => Err(FrameError::protocol(format!("{kind}: missing {key}"))),
+        }
+    }
+
+    /// An optional string: absent and null are `None`.
+    fn opt_string(&self, kind: &str, key: &str) -> Result<Option<String>, FrameError> {
+        match self.get() {
+            None | Some(Value::Null) => Ok(None),
+            _ => self.string(kind, key).map(Some),
+        }
+    }
+
+    /// JavaScript truthiness, as the clients' `if (autoContinue)`.
+    fn truthy(&self) -> bool {
+        truthy(self.get())
+    }
+}
+
+/// `cf_agent_chat_request_cancel` and `cf_agent_stream_resume_ack`.
+#[derive(Deserialize)]
+struct IdWire {
+    #[serde(default)]
+    id: Field,
+}
+
+/// `cf_agent_tool_approval`.
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct ToolApprovalWire {
+    #[serde(default)]
+    tool_call_id: Field,
+    #[serde(default)]
+    approved: Field,
+    #[serde(default)]
+    auto_continue: Field,
+}
+
+/// `cf_agent_tool_result`.
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct ToolResultWire {
+    #[serde(default)]
+    tool_call_id: Field,
+    #[serde(default)]
+    tool_name: Field,
+    #[serde(default)]
+    output: Field,
+    #[serde(default)]
+    state: Field,
+    #[serde(default)]
+    error_text: Field,
+    #[serde(default)]
+    auto_continue: Field,
+    #[serde(default)]
+    client_tools: Field,
+}
+
+/// `cf_agent_stream_resume_request`.
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct ResumeRequestWire {
+    #[serde(default)]
+    probe_id: Field,
+}
+
+/// `cf_agent_chat_messages` (a client pushing its transcript) and `cf_agent_state`.
+#[derive(Deserialize)]
+struct PushWire {
+    #[serde(default)]
+    messages: Field,
+    #[serde(default)]
+    state: Field,
+}
+
+/// `rpc`.
+#[derive(Deserialize)]
+struct RpcWire {
+    #[serde(default)]
+    id: Field,
+    #[serde(default)]
+    method: Field,
+    #[serde(default)]
+    args: Field,
+}
+
+/// `cf_agent_use_chat_request`, and the `init` it carries.
+#[derive(Deserialize)]
+struct ChatRequestWire {
+    #[serde(default)]
+    id: Field,
+    #[serde(default)]
+    init: Field,
+}
+
+/// The `init` of a chat request: a fetch `RequestInit`.
+#[derive(Deserialize)]
+struct InitWire {
+    #[serde(default)]
+    method: Field,
+    #[serde(default)]
+    body: Field,
+}
+
+/// The JSON-string body of a chat request; every other field is the app's custom body.
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct ChatBodyWire {
+    #[serde(default)]
+    messages: Field,
+    #[serde(default)]
+    trigger: Field,
+    #[serde(default)]
+    client_tools: Field,
+    #[serde(flatten)]
+    rest: Map<String, Value>,
+}
+
+/// Reads a frame object as wire shape `W` (only [`Field`]s, so any object fits).
+fn wire<W: serde::de::DeserializeOwned>(
+    obj: Map<String, Value>,
+    kind: &str,
+) -> Result<W, FrameError> {
+    serde_json::from_value(Value::Object(obj))
+        .map_err(|e| FrameError::protocol(format!("{kind}: {e}")))
+}
+
 /// Parses one text frame. Never panics; anything malformed becomes a [`FrameError`] that
 /// says how to answer.
 pub fn parse_client_frame(raw: &str) -> Result<ClientFrame, FrameError> {
@@ -270,18 +422,22 @@ pub fn parse_client_frame(raw: &str) -> Result<ClientFrame, FrameError> {
             json_kind(&value)
         )));
     };
-    let Some(kind) = obj.get("type").and_then(Value::as_str) else {
+    let Some(kind) = obj.get("type").and_then(Value::as_str).map(str::to_owned) else {
         return Ok(ClientFrame::Other(obj));
     };
+    let kind = kind.as_str();
     match kind {
-        types::USE_CHAT_REQUEST => parse_chat_request(&obj).map(ClientFrame::ChatRequest),
-        types::CHAT_REQUEST_CANCEL => {
-            Ok(ClientFrame::Cancel { id: required_str(&obj, "id", kind)? })
+        types::USE_CHAT_REQUEST => {
+            parse_chat_request(wire(obj, kind)?).map(ClientFrame::ChatRequest)
         }
-        types::TOOL_RESULT => parse_tool_result(&obj).map(ClientFrame::ToolResult),
+        types::CHAT_REQUEST_CANCEL => {
+            Ok(ClientFrame::Cancel { id: wire::<IdWire>(obj, kind)?.id.string(kind, "id")? })
+        }
+        types::TOOL_RESULT => parse_tool_result(wire(obj, kind)?).map(ClientFrame::ToolResult),
         types::TOOL_APPROVAL => {
-            let tool_call_id = required_str(&obj, "toolCallId", kind)?;
-            let approved = match obj.get("approved") {
+            let w: ToolApprovalWire = wire(obj, kind)?;
+            let tool_call_id = w.tool_call_id.string(kind, "toolCallId")?;
+            let approved = match w.approved.get() {
                 Some(Value::Bool(b)) => *b,
                 Some(other) => {
                     return Err(FrameError::protocol(format!(
@@ -294,58 +450,52 @@ pub fn parse_client_frame(raw: &str) -> Result<ClientFrame, FrameError> {
             Ok(ClientFrame::ToolApproval(ToolApprovalFrame {
                 tool_call_id,
                 approved,
-                auto_continue: truthy(obj.get("autoContinue")),
+                auto_continue: w.auto_continue.truthy(),
             }))
         }
         types::CHAT_CLEAR => Ok(ClientFrame::Clear),
-        types::STREAM_RESUME_REQUEST => Ok(ClientFrame::StreamResumeRequest {
-            probe_id: obj.get("probeId").and_then(Value::as_str).map(str::to_owned),
-        }),
-        types::STREAM_RESUME_ACK => {
-            Ok(ClientFrame::StreamResumeAck { id: required_str(&obj, "id", kind)? })
+        types::STREAM_RESUME_REQUEST => {
+            let w: ResumeRequestWire = wire(obj, kind)?;
+            // A probe id of the wrong type is dropped, not refused: the answer still comes.
+            let probe_id = w.probe_id.get().and_then(Value::as_str).map(str::to_owned);
+            Ok(ClientFrame::StreamResumeRequest { probe_id })
         }
-        types::CHAT_MESSAGES => Ok(ClientFrame::ChatMessages {
-            messages: obj.get("messages").and_then(Value::as_array).cloned().unwrap_or_default(),
+        types::STREAM_RESUME_ACK => Ok(ClientFrame::StreamResumeAck {
+            id: wire::<IdWire>(obj, kind)?.id.string(kind, "id")?,
         }),
-        types::STATE => match obj.get("state") {
-            Some(state) => Ok(ClientFrame::State { state: state.clone() }),
+        types::CHAT_MESSAGES => {
+            let w: PushWire = wire(obj, kind)?;
+            let messages = w.messages.get().and_then(Value::as_array).cloned().unwrap_or_default();
+            Ok(ClientFrame::ChatMessages { messages })
+        }
+        types::STATE => match wire::<PushWire>(obj, kind)?.state.0 {
+            Some(state) => Ok(ClientFrame::State { state }),
             None => Err(FrameError::protocol(format!("{kind}: missing state"))),
         },
-        types::RPC => parse_rpc(&obj).map(ClientFrame::Rpc),
+        types::RPC => parse_rpc(wire(obj, kind)?).map(ClientFrame::Rpc),
         _ => Ok(ClientFrame::Other(obj)),
     }
 }
 
-fn required_str(obj: &Map<String, Value>, key: &str, kind: &str) -> Result<String, FrameError> {
-    match obj.get(key) {
-        Some(Value::String(s)) => Ok(s.clone()),
-        Some(other) => Err(FrameError::protocol(format!(
-            "{kind}: {key} must be a string (got {})",
-            json_kind(other)
-        ))),
-        None => Err(FrameError::protocol(format!("{kind}: missing {key}"))),
-    }
-}
-
-fn parse_rpc(obj: &Map<String, Value>) -> Result<RpcRequest, FrameError> {
-    let id = required_str(obj, "id", types::RPC)?;
-    let method = match obj.get("method") {
-        Some(Value::String(m)) if !m.is_empty() => m.clone(),
+fn parse_rpc(w: RpcWire) -> Result<RpcRequest, FrameError> {
+    let id = w.id.string(types::RPC, "id")?;
+    let method = match w.method.0 {
+        Some(Value::String(m)) if !m.is_empty() => m,
         Some(Value::String(_)) => return Err(FrameError::rpc(&id, "rpc: method is empty")),
         Some(other) => {
             return Err(FrameError::rpc(
                 &id,
-                format!("rpc: method must be a string (got {})", json_kind(other)),
+                format!("rpc: method must be a string (got {})", json_kind(&other)),
             ))
         }
         None => return Err(FrameError::rpc(&id, "rpc: missing method")),
     };
-    let args = match obj.get("args") {
-        Some(Value::Array(a)) => a.clone(),
+    let args = match w.args.0 {
+        Some(Value::Array(a)) => a,
         Some(other) => {
             return Err(FrameError::rpc(
                 &id,
-                format!("rpc: args must be an array (got {})", json_kind(other)),
+                format!("rpc: args must be an array (got {})", json_kind(&other)),
             ))
         }
         None => return Err(FrameError::rpc(&id, "rpc: missing args (must be an array)")),
@@ -395,56 +545,38 @@ fn parse_client_tools(
     Ok(Some(tools))
 }
 
-fn parse_tool_result(obj: &Map<String, Value>) -> Result<ToolResultFrame, FrameError> {
+fn parse_tool_result(w: ToolResultWire) -> Result<ToolResultFrame, FrameError> {
     let kind = types::TOOL_RESULT;
-    let tool_call_id = required_str(obj, "toolCallId", kind)?;
-    let opt_str = |key: &str| -> Result<Option<String>, FrameError> {
-        match obj.get(key) {
-            None | Some(Value::Null) => Ok(None),
-            Some(Value::String(s)) => Ok(Some(s.clone())),
-            Some(other) => Err(FrameError::protocol(format!(
-                "{kind}: {key} must be a string (got {})",
-                json_kind(other)
-            ))),
-        }
-    };
     Ok(ToolResultFrame {
-        tool_name: opt_str("toolName")?.unwrap_or_default(),
-        output: obj.get("output").cloned(),
-        state: opt_str("state")?,
-        error_text: opt_str("errorText")?,
-        auto_continue: truthy(obj.get("autoContinue")),
-        client_tools: parse_client_tools(obj.get("clientTools"), |e| {
+        tool_call_id: w.tool_call_id.string(kind, "toolCallId")?,
+        tool_name: w.tool_name.opt_string(kind, "toolName")?.unwrap_or_default(),
+        state: w.state.opt_string(kind, "state")?,
+        error_text: w.error_text.opt_string(kind, "errorText")?,
+        auto_continue: w.auto_continue.truthy(),
+        client_tools: parse_client_tools(w.client_tools.get(), |e| {
             FrameError::protocol(format!("{kind}: {e}"))
         })?,
-        tool_call_id,
+        output: w.output.0,
     })
 }
 
-fn parse_chat_request(obj: &Map<String, Value>) -> Result<ChatRequest, FrameError> {
+fn parse_chat_request(w: ChatRequestWire) -> Result<ChatRequest, FrameError> {
     let kind = types::USE_CHAT_REQUEST;
-    let id = match obj.get("id") {
-        Some(Value::String(s)) if !s.is_empty() => s.clone(),
-        Some(Value::String(_)) => return Err(FrameError::protocol(format!("{kind}: id is empty"))),
-        Some(other) => {
-            return Err(FrameError::protocol(format!(
-                "{kind}: id must be a string (got {})",
-                json_kind(other)
-            )))
-        }
-        None => return Err(FrameError::protocol(format!("{kind}: missing id"))),
-    };
-    let init = match obj.get("init") {
-        Some(Value::Object(init)) => init,
+    let id = w.id.string(kind, "id")?;
+    if id.is_empty() {
+        return Err(FrameError::protocol(format!("{kind}: id is empty")));
+    }
+    let init: InitWire = match w.init.0 {
+        Some(Value::Object(init)) => wire(init, kind)?,
         Some(other) => {
             return Err(FrameError::chat(
                 &id,
-                format!("init must be an object (got {})", json_kind(other)),
+                format!("init must be an object (got {})", json_kind(&other)),
             ))
         }
         None => return Err(FrameError::chat(&id, "missing init")),
     };
-    match init.get("method") {
+    match init.method.get() {
         Some(Value::String(m)) if m == "POST" => {}
         Some(Value::String(m)) => {
             return Err(FrameError::chat(
@@ -454,32 +586,31 @@ fn parse_chat_request(obj: &Map<String, Value>) -> Result<ChatRequest, FrameErro
         }
         _ => return Err(FrameError::chat(&id, "missing method; only POST is accepted")),
     }
-    let body = match init.get("body") {
-        Some(Value::String(b)) if !b.trim().is_empty() => b,
+    match init.body.get() {
+        Some(Value::String(b)) if !b.trim().is_empty() => parse_chat_body(&id, b),
         Some(Value::String(_)) | None | Some(Value::Null) => {
-            return Err(FrameError::chat(&id, "missing request body"))
+            Err(FrameError::chat(&id, "missing request body"))
         }
-        Some(other) => {
-            return Err(FrameError::chat(
-                &id,
-                format!("body must be a JSON string (got {})", json_kind(other)),
-            ))
-        }
-    };
-    parse_chat_body(&id, body)
+        Some(other) => Err(FrameError::chat(
+            &id,
+            format!("body must be a JSON string (got {})", json_kind(other)),
+        )),
+    }
 }
 
 /// Parses the JSON-string body of a chat request.
 pub fn parse_chat_body(id: &str, body: &str) -> Result<ChatRequest, FrameError> {
     let parsed: Value = serde_json::from_str(body)
         .map_err(|e| FrameError::chat(id, format!("request body is not valid JSON: {e}")))?;
-    let Value::Object(mut fields) = parsed else {
+    let Value::Object(fields) = parsed else {
         return Err(FrameError::chat(
             id,
             format!("request body is not a JSON object (got {})", json_kind(&parsed)),
         ));
     };
-    let raw_messages = match fields.shift_remove("messages") {
+    let w: ChatBodyWire = serde_json::from_value(Value::Object(fields))
+        .map_err(|e| FrameError::chat(id, format!("request body: {e}")))?;
+    let raw_messages = match w.messages.0 {
         Some(Value::Array(m)) => m,
         Some(other) => {
             return Err(FrameError::chat(
@@ -496,13 +627,12 @@ pub fn parse_chat_body(id: &str, body: &str) -> Result<ChatRequest, FrameError> 
                 .map_err(|e| FrameError::chat(id, format!("messages[{i}]: {e}")))?,
         );
     }
-    let trigger = match fields.shift_remove("trigger") {
+    let trigger = match w.trigger.get() {
         Some(Value::String(t)) if t == "regenerate-message" => Trigger::RegenerateMessage,
         _ => Trigger::SubmitMessage,
     };
-    let client_tools = parse_client_tools(fields.get("clientTools"), |e| FrameError::chat(id, e))?;
-    fields.shift_remove("clientTools");
-    Ok(ChatRequest { id: id.to_owned(), messages, trigger, client_tools, body: fields })
+    let client_tools = parse_client_tools(w.client_tools.get(), |e| FrameError::chat(id, e))?;
+    Ok(ChatRequest { id: id.to_owned(), messages, trigger, client_tools, body: w.rest })
 }
 
 // ── Outgoing ────────────────────────────────────────────────────────────────
