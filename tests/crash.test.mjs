@@ -281,6 +281,40 @@ test("kill -9 mid-stream: a tab that connects during the recovered turn, never A
   }
 });
 
+test("kill -9 with messages waiting in the queue: after recovery each is answered in order, over the history up to it", async () => {
+  const worker = await startWorker({ vars: modelVars(model) });
+  try {
+    await repeat("queued", async (i, name) => {
+      const tab = await earlierTurn(worker, name);
+      const lastUser = (body) => body.messages.filter((m) => m.role === "user").at(-1)?.content;
+      reply = () => ({ text: "Cut by the crash", hang: true });
+      const start = model.requests.length;
+      const earlier = await getMessages(worker.url, name);
+      const one = tab.chat("one", { messages: earlier });
+      await model.waitForRequests(start + 1);
+      const two = tab.chat("two", { messages: [...earlier, one.userMessage] });
+      tab.chat("three", { messages: [...earlier, one.userMessage, two.userMessage] });
+      // Both are shown (queued) before the kill.
+      await waitForTranscript(worker.url, name, (ms) => ms.at(-1)?.parts[0]?.text === "three", "the queued messages");
+      await worker.kill();
+      tab.close();
+      const atRestart = model.requests.length;
+      reply = (body) => ({ text: `answer to ${lastUser(body)}` });
+
+      await open(worker, name);
+      const after = await waitForTranscript(worker.url, name, (ms) => ms.some((m) => textOf(m) === "answer to three"), "the queued turns", 20000);
+      const calls = model.requests.slice(atRestart);
+      assert.deepEqual(calls.map(lastUser), ["one", "two", "three"], "recovery, then one turn per queued message, each ending with its own message");
+      // A kept partial answer of "one" may precede its recovered answer (or hold it, continued).
+      const said = (m) => (m.role === "user" ? m.parts[0].text : textOf(m).match(/answer to \w+/)?.[0]);
+      const tail = after.slice(earlier.length).map(said).filter(Boolean);
+      assert.deepEqual(tail, ["one", "answer to one", "two", "answer to two", "three", "answer to three"]);
+    }, 3);
+  } finally {
+    await worker.dispose();
+  }
+});
+
 // ---------------------------------------------------------------------------------------------
 // 2. Mid-tool
 
