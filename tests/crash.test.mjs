@@ -9,7 +9,7 @@ import http from "node:http";
 import path from "node:path";
 import { startScriptedModel } from "./helpers/scripted-model.mjs";
 import { startWorker, modelVars, ROOT } from "./helpers/worker.mjs";
-import { connect, closeTabs, getMessages, newId } from "./helpers/client.mjs";
+import { connect, connectRaw, closeTabs, getMessages, newId, assertIdle } from "./helpers/client.mjs";
 
 const RUNS = 5;
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
@@ -237,9 +237,79 @@ test("kill -9 mid-stream: the partial answer is kept or dropped, never lost hist
       watcher.close();
 
       await checkAfterRestart(worker, name, before);
-      await sleep(100);
+      await assertIdle(await open(worker, name), "no further recovery turn is pending or running");
       assert.equal(model.requests.length, requestsAtRestart + 3, "no further recovery turn ran");
     });
+  } finally {
+    await worker.dispose();
+  }
+});
+
+test("kill -9 mid-stream: a tab that connects during the recovered turn, never ACKs, and sends a message gets its answer", async () => {
+  const worker = await startWorker({ vars: modelVars(model) });
+  try {
+    const QUESTION = "a question during the recovery";
+    const ANSWER = "The answer for the tab that joined during the recovery.";
+    const SLOW = "The recovered answer streams slowly, so a tab can join while it runs.";
+    await repeat("join-recovery", async (i, name) => {
+      const tab = await earlierTurn(worker, name);
+      reply = () => ({ text: "This answer is cut by the crash, a few letters at a time.", chunkSize: 3, delayMs: 25 });
+      const { id } = tab.chat("tell me something long", { messages: await getMessages(worker.url, name) });
+      await nthChunk(tab, id, "text-delta", 3);
+      await worker.kill();
+      tab.close();
+      const requestsAtRestart = model.requests.length;
+      reply = (body) =>
+        body.messages.filter((m) => m.role === "user").at(-1)?.content === QUESTION ? { text: ANSWER } : { text: SLOW, chunkSize: 2, delayMs: 30 };
+
+      // The first tab wakes the object; the recovery turn is streaming once the model is asked.
+      const watcher = await open(worker, name);
+      await model.waitForRequests(requestsAtRestart + 1);
+      const raw = await connectRaw(worker.host, name);
+      openTabs.push(raw);
+      await raw.waitFor((f) => f.type === "cf_agent_stream_resuming");
+      const own = raw.chat(QUESTION, { messages: await getMessages(worker.url, name) });
+      await raw.waitFor((f) => f.type === "cf_agent_use_chat_response" && f.id === own.id && f.done, { timeout: 20000 });
+      assert.equal(deltas(raw.responses(own.id).filter((f) => f.body?.trim() && !f.error).map((f) => JSON.parse(f.body))), ANSWER);
+      await watcher.waitFor((f) => f.type === "cf_agent_chat_recovering" && f.recovering === false);
+      const after = await getMessages(worker.url, name);
+      assert.equal(textOf(after.at(-1)), ANSWER, "the answer follows the question in the transcript");
+      assert.equal(textOf(after.at(-2)), QUESTION);
+    }, 3);
+  } finally {
+    await worker.dispose();
+  }
+});
+
+test("kill -9 with messages waiting in the queue: after recovery each is answered in order, over the history up to it", async () => {
+  const worker = await startWorker({ vars: modelVars(model) });
+  try {
+    await repeat("queued", async (i, name) => {
+      const tab = await earlierTurn(worker, name);
+      const lastUser = (body) => body.messages.filter((m) => m.role === "user").at(-1)?.content;
+      reply = () => ({ text: "Cut by the crash", hang: true });
+      const start = model.requests.length;
+      const earlier = await getMessages(worker.url, name);
+      const one = tab.chat("one", { messages: earlier });
+      await model.waitForRequests(start + 1);
+      const two = tab.chat("two", { messages: [...earlier, one.userMessage] });
+      tab.chat("three", { messages: [...earlier, one.userMessage, two.userMessage] });
+      // Both are shown (queued) before the kill.
+      await waitForTranscript(worker.url, name, (ms) => ms.at(-1)?.parts[0]?.text === "three", "the queued messages");
+      await worker.kill();
+      tab.close();
+      const atRestart = model.requests.length;
+      reply = (body) => ({ text: `answer to ${lastUser(body)}` });
+
+      await open(worker, name);
+      const after = await waitForTranscript(worker.url, name, (ms) => ms.some((m) => textOf(m) === "answer to three"), "the queued turns", 20000);
+      const calls = model.requests.slice(atRestart);
+      assert.deepEqual(calls.map(lastUser), ["one", "two", "three"], "recovery, then one turn per queued message, each ending with its own message");
+      // A kept partial answer of "one" may precede its recovered answer (or hold it, continued).
+      const said = (m) => (m.role === "user" ? m.parts[0].text : textOf(m).match(/answer to \w+/)?.[0]);
+      const tail = after.slice(earlier.length).map(said).filter(Boolean);
+      assert.deepEqual(tail, ["one", "answer to one", "two", "answer to two", "three", "answer to three"]);
+    }, 3);
   } finally {
     await worker.dispose();
   }
@@ -416,8 +486,8 @@ test("kill -9 while an approval is pending: it survives, can be approved, and th
           (ms) => ms.some((m) => m.parts.some((p) => p.toolCallId === callId && p.state === "approval-requested")),
           "the pending approval",
         );
-        await sleep(300);
-        assert.equal(model.requests.length, requestsAtRestart, "nothing runs while the approval is pending");
+        await assertIdle(watcher, "nothing runs while the approval is pending");
+        assert.equal(model.requests.length, requestsAtRestart, "nothing ran while the approval is pending");
         const now = await getMessages(worker.url, name);
         assertKept(before, now);
         assert.deepEqual(unsettled(now), []);
@@ -465,14 +535,13 @@ test("a turn whose recovery crashes every time is given up after three attempts"
         const at = model.requests.length;
         const watcher = await open(worker, name);
         if (k < 3) await model.waitForRequests(at + 1);
-        else await sleep(300);
+        else await assertIdle(watcher, "the given-up turn is not continued");
         continuations.push(model.requests.length - at);
         watcher.close();
       }
       assert.deepEqual(continuations, [1, 1, 1, 0], "three recovery continuations, then none");
       await worker.kill();
-      await open(worker, name);
-      await sleep(200);
+      await assertIdle(await open(worker, name), "a later restart does not continue the turn");
       assert.equal(model.requests.length, start + 4, "a later restart does not pick the turn up again");
       await checkAfterRestart(worker, name, before);
     }, 3);

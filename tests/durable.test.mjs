@@ -5,7 +5,7 @@ import { test, before, after } from "node:test";
 import assert from "node:assert/strict";
 import { startScriptedModel } from "./helpers/scripted-model.mjs";
 import { startWorker, modelVars } from "./helpers/worker.mjs";
-import { connect, closeTabs, getMessages, newId } from "./helpers/client.mjs";
+import { connect, closeTabs, getMessages, newId, assertIdle } from "./helpers/client.mjs";
 
 let model;
 let worker;
@@ -114,7 +114,7 @@ async function overlap(policy, name, { waitForFirst = true } = {}) {
     const two = tab.chat("two", { messages: [one.userMessage] });
     const three = tab.chat("three", { messages: [one.userMessage, two.userMessage] });
     for (const r of [one, two, three]) await tab.turn(r.id);
-    await new Promise((r) => setTimeout(r, 100));
+    await assertIdle(tab, "no turn is left to run");
     const stored = await getMessages(w.url, name);
     const calls = model.requests.slice(before);
     tab.close();

@@ -4,7 +4,7 @@ import { test, before, after } from "node:test";
 import assert from "node:assert/strict";
 import { startScriptedModel, lastMessage } from "./helpers/scripted-model.mjs";
 import { startWorker, modelVars } from "./helpers/worker.mjs";
-import { connect, closeTabs, getMessages, newId } from "./helpers/client.mjs";
+import { connect, closeTabs, getMessages, assertIdle } from "./helpers/client.mjs";
 
 let model;
 let worker;
@@ -142,10 +142,8 @@ test("a client tool round trip: the turn pauses, the result continues it", async
   const requestsBefore = model.requests.length;
   const framesBefore = tab.frames.length;
   tab.send({ type: "cf_agent_tool_result", toolCallId: "call_tz", toolName: "getUserTimezone", output: "Europe/Paris", autoContinue: true });
-  const probe = newId("probe");
-  tab.send({ type: "rpc", id: probe, method: "nothing", args: [] });
-  await tab.waitFor((f) => f.type === "rpc" && f.id === probe);
-  await new Promise((r) => setTimeout(r, 150));
+  // A continuation would be pending from the moment the result was applied.
+  await assertIdle(tab, "the repeated result scheduled no continuation");
   assert.equal(model.requests.length, requestsBefore);
   assert.ok(!tab.frames.slice(framesBefore).some((f) => f.type === "cf_agent_message_updated"));
   tab.close();
@@ -168,7 +166,7 @@ test("two parallel client calls answered 100 ms apart give exactly one continuat
   await new Promise((r) => setTimeout(r, 100));
   tab.send({ type: "cf_agent_tool_result", toolCallId: "call_p2", toolName: "getUserTimezone", output: "Asia/Tokyo", autoContinue: true });
   await tab.followContinuation();
-  await new Promise((r) => setTimeout(r, 300));
+  await assertIdle(tab, "no second continuation is pending, queued or streaming");
   assert.equal(model.requests.length, requestsBefore + 1, "exactly one continuation called the model");
   const streams = new Set(tab.frames.slice(from).filter((f) => f.type === "cf_agent_use_chat_response").map((f) => f.id));
   assert.equal(streams.size, 1, "one continuation stream");

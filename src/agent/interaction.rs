@@ -47,7 +47,7 @@ impl Agent {
             if acc.borrow_mut().apply_tool_update(update) {
                 let message = acc.borrow().message();
                 self.save_message(&message);
-                self.broadcast(&frames::message_updated_frame(&message), None);
+                self.broadcast(&frames::MessageUpdated::new(&message), None);
                 return true;
             }
         }
@@ -99,7 +99,7 @@ impl Agent {
             }
             rt.continuation.owner.clone()
         };
-        if has_incomplete_tool_batch(&self.messages()) {
+        if has_incomplete_tool_batch(&self.history()) {
             return;
         }
         self.rt.borrow_mut().continuation = Continuation::default();
@@ -165,7 +165,7 @@ impl Agent {
             for (conn, probe) in parked {
                 self.send(
                     &conn,
-                    &frames::stream_resume_none_frame(
+                    &frames::StreamResumeNone::new(
                         frames::ResumeNoneReason::Idle,
                         probe.as_deref(),
                     ),

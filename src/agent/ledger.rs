@@ -25,17 +25,20 @@ pub const INTERRUPTED_DURING_RUN: &str =
 /// A ledger entry.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Entry {
+    /// The call was recorded as started and has no result (it may have run).
     Started,
+    /// The call finished with this output.
     Succeeded(Value),
+    /// The call failed with this error text.
     Failed(String),
 }
 
-const SCHEMA: &str = "CREATE TABLE IF NOT EXISTS think_tool_ledger (
+const SCHEMA: &[&str] = &["CREATE TABLE IF NOT EXISTS think_tool_ledger (
     tool_call_id TEXT PRIMARY KEY,
     tool_name TEXT NOT NULL,
     status TEXT NOT NULL,
     result TEXT,
-    updated_at INTEGER NOT NULL)";
+    updated_at INTEGER NOT NULL)"];
 
 /// The ledger over one SQL database.
 pub struct Ledger<'a> {
@@ -45,8 +48,7 @@ pub struct Ledger<'a> {
 impl<'a> Ledger<'a> {
     /// Creates the table if it does not exist; once per instance, not per use.
     pub fn create_table(sql: &dyn Sql) -> Result<(), StoreError> {
-        sql.exec(SCHEMA, &[])?;
-        Ok(())
+        crate::store::create_tables(sql, SCHEMA)
     }
 
     /// The ledger over the table made by [`Ledger::create_table`].
@@ -54,6 +56,7 @@ impl<'a> Ledger<'a> {
         Self { sql }
     }
 
+    /// The entry of a call, if the ledger has one.
     pub fn get(&self, tool_call_id: &str) -> Result<Option<Entry>, StoreError> {
         let rows = self.sql.exec(
             "SELECT status, result FROM think_tool_ledger WHERE tool_call_id = ?",
@@ -70,6 +73,7 @@ impl<'a> Ledger<'a> {
         }))
     }
 
+    /// Records where a call stands, replacing what was recorded before.
     pub fn record(
         &self,
         tool_call_id: &str,
@@ -97,6 +101,7 @@ impl<'a> Ledger<'a> {
         Ok(())
     }
 
+    /// Drops entries older than [`RETENTION_MS`].
     pub fn cleanup(&self, now: f64) -> Result<(), StoreError> {
         self.sql.exec(
             "DELETE FROM think_tool_ledger WHERE updated_at < ?",
@@ -105,6 +110,7 @@ impl<'a> Ledger<'a> {
         Ok(())
     }
 
+    /// Drops every entry (a chat clear).
     pub fn clear(&self) -> Result<(), StoreError> {
         self.sql.exec("DELETE FROM think_tool_ledger", &[])?;
         Ok(())
@@ -119,6 +125,7 @@ pub struct LedgeredTool {
 }
 
 impl LedgeredTool {
+    /// Wraps `inner` if it runs on the server; client tools pass through unchanged.
     pub fn wrap(inner: ToolRef, sql: Rc<dyn Sql>, now: Rc<dyn Fn() -> f64>) -> ToolRef {
         if !inner.executes_on_server() {
             return inner;

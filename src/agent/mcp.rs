@@ -6,7 +6,7 @@ use std::rc::Rc;
 
 use serde_json::{json, Map, Value};
 
-use super::Agent;
+use super::{Agent, CallError};
 use crate::mcp::{AddServerOptions, ConnectionState, ListenEnd, McpClient, TransportKind};
 
 /// How long a listener waits before reopening a stream that ended.
@@ -25,25 +25,24 @@ impl Agent {
         self: &Rc<Self>,
         method: &str,
         args: &[Value],
-    ) -> Option<Result<Value, String>> {
+    ) -> Option<Result<Value, CallError>> {
         let mcp = match method {
             "addMcpServer" | "removeMcpServer" | "getMcpServers" | "acceptMcpToolChanges" => {
                 match &self.mcp {
                     Some(m) => m,
                     None => {
-                        return Some(Err(
+                        return Some(Err(CallError::Unavailable(
                             "MCP is unavailable in this agent (its storage failed to open)".into(),
-                        ))
+                        )))
                     }
                 }
             }
             _ => return None,
         };
-        let arg_str = |i: usize, what: &str| -> Result<String, String> {
-            args.get(i)
-                .and_then(Value::as_str)
-                .map(str::to_owned)
-                .ok_or_else(|| format!("{method}: {what} must be a string"))
+        let arg_str = |i: usize, what: &str| -> Result<String, CallError> {
+            args.get(i).and_then(Value::as_str).map(str::to_owned).ok_or_else(|| {
+                CallError::BadArguments(format!("{method}: {what} must be a string"))
+            })
         };
         Some(match method {
             "addMcpServer" => {
@@ -58,7 +57,9 @@ impl Agent {
                 let options = match args.get(2) {
                     None | Some(Value::Null) => Ok(AddServerOptions::default()),
                     Some(Value::Object(o)) => add_options(o),
-                    Some(_) => Err("addMcpServer: options must be an object".to_owned()),
+                    Some(_) => Err(CallError::BadArguments(
+                        "addMcpServer: options must be an object".to_owned(),
+                    )),
                 };
                 match options {
                     Err(e) => Err(e),
@@ -73,21 +74,23 @@ impl Agent {
                             }
                             Ok(out)
                         }
-                        Err(e) => Err(e.to_string()),
+                        Err(e) => Err(CallError::Failed(e.to_string())),
                     },
                 }
             }
             "removeMcpServer" => match arg_str(0, "the server id") {
-                Ok(id) => {
-                    mcp.remove_mcp_server(&id).await.map(|_| Value::Null).map_err(|e| e.to_string())
-                }
+                Ok(id) => mcp
+                    .remove_mcp_server(&id)
+                    .await
+                    .map(|_| Value::Null)
+                    .map_err(|e| CallError::Failed(e.to_string())),
                 Err(e) => Err(e),
             },
             "acceptMcpToolChanges" => match arg_str(0, "the server id") {
                 Ok(id) => mcp
                     .accept_mcp_tool_changes(&id)
                     .map(|n| json!({"accepted": n}))
-                    .map_err(|e| e.to_string()),
+                    .map_err(|e| CallError::Failed(e.to_string())),
                 Err(e) => Err(e),
             },
             _ => Ok(mcp.get_mcp_servers()),
@@ -130,7 +133,7 @@ impl Agent {
 
 /// Reads `addMcpServer`'s options: `{transport?: "streamable-http"|"sse"|"auto" |
 /// {type, headers?}, headers?, id?}` (both the flat and the reference's nested form).
-fn add_options(o: &Map<String, Value>) -> Result<AddServerOptions, String> {
+fn add_options(o: &Map<String, Value>) -> Result<AddServerOptions, CallError> {
     let mut options = AddServerOptions::default();
     let mut headers = Map::new();
     match o.get("transport") {
@@ -144,24 +147,35 @@ fn add_options(o: &Map<String, Value>) -> Result<AddServerOptions, String> {
                 headers.extend(h.clone());
             }
         }
-        Some(_) => return Err("addMcpServer: transport must be a string or an object".into()),
+        Some(_) => {
+            return Err(CallError::BadArguments(
+                "addMcpServer: transport must be a string or an object".into(),
+            ))
+        }
     }
     if let Some(Value::Object(h)) = o.get("headers") {
         headers.extend(h.clone());
     }
     for (k, v) in headers {
-        let v = v.as_str().ok_or_else(|| format!("addMcpServer: header {k} must be a string"))?;
+        let v = v.as_str().ok_or_else(|| {
+            CallError::BadArguments(format!("addMcpServer: header {k} must be a string"))
+        })?;
         options.headers.push((k, v.to_owned()));
     }
     if let Some(id) = o.get("id") {
-        options.id = Some(id.as_str().ok_or("addMcpServer: id must be a string")?.to_owned());
+        let id = id
+            .as_str()
+            .ok_or_else(|| CallError::BadArguments("addMcpServer: id must be a string".into()))?;
+        options.id = Some(id.to_owned());
     }
     Ok(options)
 }
 
-fn parse_transport(t: &str) -> Result<TransportKind, String> {
+fn parse_transport(t: &str) -> Result<TransportKind, CallError> {
     TransportKind::parse(t).ok_or_else(|| {
-        format!("addMcpServer: unknown transport {t:?} (use streamable-http, sse or auto)")
+        CallError::BadArguments(format!(
+            "addMcpServer: unknown transport {t:?} (use streamable-http, sse or auto)"
+        ))
     })
 }
 

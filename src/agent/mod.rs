@@ -31,9 +31,10 @@ use crate::protocol::message::UIMessage;
 use crate::store::{BlobStore, Sql, StoreError};
 use crate::tools::workspace::bash::BashEngine;
 use crate::workspace::{Workspace, WorkspaceOptions};
+use serde::Serialize;
 
 pub use settings::spec_from_settings;
-pub use spec::{AgentSpec, MessageConcurrency, ModelChoice, TurnConfig, TurnContext};
+pub use spec::{AgentSpec, CallError, MessageConcurrency, ModelChoice, TurnConfig, TurnContext};
 use store::ChatStore;
 use streams::StreamBuffer;
 use turn::ActiveStream;
@@ -42,12 +43,19 @@ pub use turn::{ClientToolExecutor, RpcTurn, TurnObserver};
 /// The platform pieces an agent runs on.
 #[derive(Clone)]
 pub struct Deps {
+    /// The instance's SQLite: transcript, buffers, ledger, workspace.
     pub sql: Rc<dyn Sql>,
+    /// The connected tabs.
     pub sockets: Rc<dyn Sockets>,
+    /// Time, sleeps and randomness.
     pub clock: Rc<dyn Clock>,
+    /// Outbound fetch, for the model and MCP servers.
     pub http: Rc<dyn HttpClient>,
+    /// Where workspace files too large for a row go (R2); none keeps them in SQLite.
     pub blobs: Option<Rc<dyn BlobStore>>,
+    /// Runs background work (MCP reconnects) past the current event.
     pub tasks: Rc<dyn Tasks>,
+    /// The Durable Object alarm, for heartbeats and cleanup.
     pub alarm: Rc<dyn Alarm>,
     /// Runs `bash` tool scripts (just-bash in the Worker); without one there is no bash tool.
     pub bash_engine: Option<Rc<dyn BashEngine>>,
@@ -58,8 +66,11 @@ pub struct Deps {
 /// A plain HTTP answer for the few non-WebSocket routes (`/get-messages`).
 #[derive(Debug, Clone, PartialEq)]
 pub struct HttpReply {
+    /// The HTTP status.
     pub status: u16,
+    /// The `content-type` header.
     pub content_type: &'static str,
+    /// The response body.
     pub body: String,
 }
 
@@ -81,12 +92,13 @@ const CONFIG_PENDING_CONTINUATION: &str = "pendingContinuation";
 struct Runtime {
     /// The stream being produced now.
     active: Option<ActiveStream>,
-    /// Connections told `stream_resuming` that have not ACKed: no live chunks until they do.
-    awaiting_ack: BTreeSet<String>,
     /// Connections told `stream_pending`, to be told `stream_resuming` when a stream starts.
     parked: Vec<(String, Option<String>)>,
     /// Turns accepted but not yet streaming (waiting for the turn lock).
     queued: usize,
+    /// Request ids of the live turns whose messages wait in the `queue` table; rows of any
+    /// other id were left by a crash.
+    queued_turns: BTreeSet<String>,
     continuation: interaction::Continuation,
     /// Bumped by every submitted message under `latest`, `merge` and `debounce`.
     submit_seq: u64,
@@ -203,10 +215,9 @@ impl Agent {
     fn mcp_frame(&self) -> String {
         match &self.mcp {
             Some(m) => m.frame(),
-            None => frames::mcp_servers_frame(
+            None => frames::to_text(&frames::McpServers::new(
                 &json!({"prompts": [], "resources": [], "servers": {}, "tools": []}),
-            )
-            .to_string(),
+            )),
         }
     }
 
@@ -248,8 +259,19 @@ impl Agent {
             .unwrap_or_else(|| "default".into())
     }
 
-    /// The persisted transcript.
+    /// The transcript as the tabs see it: the persisted messages, then (under `queue`) the
+    /// user messages still waiting for their turn.
     pub fn messages(&self) -> Vec<UIMessage> {
+        let mut messages = self.history();
+        match self.store().and_then(|s| s.queued()) {
+            Ok(queued) => messages.extend(queued.into_iter().map(|(_, m)| m)),
+            Err(e) => self.warn("reading the queued messages failed", e),
+        }
+        messages
+    }
+
+    /// The persisted transcript, which is what the model sees: no queued message is in it.
+    fn history(&self) -> Vec<UIMessage> {
         self.store().and_then(|s| s.messages()).unwrap_or_else(|e| {
             self.warn("reading the transcript failed", e);
             Vec::new()
@@ -303,8 +325,8 @@ impl Agent {
         self.clear(None);
     }
 
-    fn send(&self, conn: &str, frame: &Value) {
-        self.deps.sockets.send(conn, &frame.to_string());
+    fn send(&self, conn: &str, frame: &impl Serialize) {
+        self.deps.sockets.send(conn, &frames::to_text(frame));
     }
 
     fn broadcast_text(&self, text: &str) {
@@ -314,8 +336,8 @@ impl Agent {
     }
 
     /// Sends `frame` to every connection except `except`.
-    fn broadcast(&self, frame: &Value, except: Option<&str>) {
-        let text = frame.to_string();
+    fn broadcast(&self, frame: &impl Serialize, except: Option<&str>) {
+        let text = frames::to_text(frame);
         for id in self.deps.sockets.ids() {
             if Some(id.as_str()) != except {
                 self.deps.sockets.send(&id, &text);
@@ -323,32 +345,38 @@ impl Agent {
         }
     }
 
-    fn transcript_frame(&self) -> Value {
-        frames::chat_messages_frame(&self.messages())
+    /// Sends the transcript to one connection.
+    fn send_transcript(&self, conn: &str) {
+        self.send(conn, &frames::ChatMessages::new(&self.messages()));
     }
 
-    /// Frames for a newly connected socket. While a stream is live the socket is told to
-    /// resume it instead of getting the transcript (and gets no live chunks until it ACKs).
+    /// Sends the transcript to every connection except `except`.
+    fn broadcast_transcript(&self, except: Option<&str>) {
+        self.broadcast(&frames::ChatMessages::new(&self.messages()), except);
+    }
+
+    /// Frames for a newly connected socket. While a stream is live the socket is offered to
+    /// resume it instead of getting the transcript (and gets no live chunks of that stream
+    /// until it ACKs; the offer ends with the stream).
     pub fn on_connect(&self, conn: &str) {
-        let streaming = self.rt.borrow().active.as_ref().map(|a| a.request_id.clone());
+        let streaming = self.rt.borrow_mut().active.as_mut().map(|a| a.offer_resume(conn));
         match streaming {
-            Some(id) => {
-                self.rt.borrow_mut().awaiting_ack.insert(conn.to_owned());
-                self.send(conn, &frames::stream_resuming_frame(&id, None));
-            }
-            None => self.send(conn, &self.transcript_frame()),
+            Some(id) => self.send(conn, &frames::StreamResuming::new(&id, None)),
+            None => self.send_transcript(conn),
         }
         if self.rt.borrow().recovering {
-            self.send(conn, &frames::chat_recovering_frame(true, None));
+            self.send(conn, &frames::ChatRecovering::started(None));
         }
-        self.send(conn, &frames::identity_frame(&self.name(), &self.agent_kebab));
+        self.send(conn, &frames::Identity::new(&self.name(), &self.agent_kebab));
         self.deps.sockets.send(conn, &self.mcp_frame());
     }
 
     /// Forgets a closed connection's handshake state.
     pub fn on_close(&self, conn: &str) {
         let mut rt = self.rt.borrow_mut();
-        rt.awaiting_ack.remove(conn);
+        if let Some(active) = rt.active.as_mut() {
+            active.awaiting_ack.remove(conn);
+        }
         rt.parked.retain(|(c, _)| c != conn);
     }
 
@@ -388,22 +416,21 @@ impl Agent {
     }
 
     /// Calls a callable by name: the app's own first, then the built-in MCP ones.
-    pub async fn call(self: &Rc<Self>, method: &str, args: Vec<Value>) -> Result<Value, String> {
+    pub async fn call(self: &Rc<Self>, method: &str, args: Vec<Value>) -> Result<Value, CallError> {
         if let Some(f) = self.spec.callables.get(method).cloned() {
             return f(args).await;
         }
         match self.mcp_callable(method, &args).await {
             Some(result) => result,
-            None => Err(format!("Method {method} does not exist")),
+            None => Err(CallError::NoSuchMethod(method.to_owned())),
         }
     }
 
     async fn on_rpc(self: &Rc<Self>, conn: &str, id: &str, method: &str, args: Vec<Value>) {
-        let reply = match self.call(method, args).await {
-            Ok(result) => frames::rpc_result_frame(id, &result, true),
-            Err(e) => frames::rpc_error_frame(id, &e),
-        };
-        self.send(conn, &reply);
+        match self.call(method, args).await {
+            Ok(result) => self.send(conn, &frames::RpcResult::new(id, &result)),
+            Err(e) => self.send(conn, &frames::RpcError::new(id, &e.to_string())),
+        }
     }
 
     fn cancel(&self, request_id: &str) {
@@ -436,7 +463,7 @@ impl Agent {
         if let Err(e) = result {
             self.warn("clearing failed", e);
         }
-        self.broadcast(&frames::chat_clear_frame(), origin);
+        self.broadcast(&frames::ChatClear::new(), origin);
     }
 }
 

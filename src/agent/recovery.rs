@@ -3,7 +3,8 @@
 //! tool calls without a result are settled from the execution ledger (or marked interrupted,
 //! never re-run), the answer is persisted, and unless it waits for a human the model is
 //! asked to continue. A continuation that a tool result or approval asked for just before a
-//! crash (persisted as pending) is run too.
+//! crash (persisted as pending) is run too, and then the turns of messages a crash left in
+//! the `queue`, in order.
 
 use std::rc::Rc;
 
@@ -53,13 +54,41 @@ impl Agent {
             let waiting = message.as_ref().is_some_and(|m| {
                 crate::protocol::tool_state::message_has_pending_interaction(m, &client_tools)
             });
-            self.broadcast(&self.transcript_frame(), None);
+            self.broadcast_transcript(None);
             if waiting || attempts > MAX_RECOVERY_ATTEMPTS {
                 continue;
             }
             self.continue_after_crash(Some(&record.id), attempts).await;
         }
         self.resume_pending_continuation().await;
+        self.run_left_queue().await;
+    }
+
+    /// Runs, one after another, the turns whose messages a crash left waiting in the queue
+    /// (rows of no live turn), each over the transcript up to its own messages.
+    async fn run_left_queue(self: &Rc<Self>) {
+        let left: Vec<String> = match self.store().and_then(|s| s.queued()) {
+            Ok(rows) => {
+                let mut rt = self.rt.borrow_mut();
+                let mut ids = Vec::new();
+                for (request_id, _) in rows {
+                    if rt.queued_turns.insert(request_id.clone()) {
+                        ids.push(request_id);
+                    }
+                }
+                ids
+            }
+            Err(e) => return self.warn("reading the queued messages failed", e),
+        };
+        for request_id in left {
+            let turn = TurnRequest {
+                request_id,
+                body: self.last_body(),
+                queued: true,
+                ..Default::default()
+            };
+            self.run_turn(turn).await;
+        }
     }
 
     /// Runs the continuation of a turn a crash cut short; `attempts` counts this recovery.
@@ -68,7 +97,7 @@ impl Agent {
     /// [`MAX_RECOVERY_ATTEMPTS`] (each continuation has a new stream id).
     async fn continue_after_crash(self: &Rc<Self>, stream_id: Option<&str>, attempts: u32) {
         self.rt.borrow_mut().recovering = true;
-        self.broadcast(&frames::chat_recovering_frame(true, stream_id), None);
+        self.broadcast(&frames::ChatRecovering::started(stream_id), None);
         let request_id = random_id(self.deps.clock.as_ref(), 8);
         if attempts > 0 {
             self.set_attempts(&request_id, attempts);
@@ -82,7 +111,7 @@ impl Agent {
         self.run_turn(turn).await;
         self.forget_attempts(&request_id);
         self.rt.borrow_mut().recovering = false;
-        self.broadcast(&frames::chat_recovering_frame(false, stream_id), None);
+        self.broadcast(&frames::ChatRecovering::settled(stream_id), None);
     }
 
     /// How many times the turn behind this stream has been recovered, counting this time

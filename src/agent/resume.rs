@@ -4,46 +4,49 @@
 
 use super::streams::StreamStatus;
 use super::Agent;
-use crate::protocol::frames::{self, ResumeNoneReason};
+use crate::protocol::frames::{
+    Replay, ResumeNoneReason, StreamPending, StreamResumeNone, StreamResuming, TerminalError,
+};
 
 impl Agent {
     pub(super) fn on_resume_request(&self, conn: &str, probe_id: Option<String>) {
         let probe = probe_id.as_deref();
         let mut rt = self.rt.borrow_mut();
-        if let Some(active) = rt.active.as_ref() {
+        if let Some(active) = rt.active.as_mut() {
             let owned_elsewhere = active.continuation
                 && active
                     .owner
                     .as_deref()
                     .is_some_and(|o| o != conn && self.deps.sockets.ids().iter().any(|id| id == o));
-            let frame = if owned_elsewhere {
-                frames::stream_resume_none_frame(ResumeNoneReason::ContinuationOwned, probe)
+            if owned_elsewhere {
+                drop(rt);
+                self.send(conn, &StreamResumeNone::new(ResumeNoneReason::ContinuationOwned, probe));
             } else {
-                let frame = frames::stream_resuming_frame(&active.request_id, probe);
-                rt.awaiting_ack.insert(conn.to_owned());
-                frame
-            };
-            drop(rt);
-            self.send(conn, &frame);
+                let id = active.offer_resume(conn);
+                drop(rt);
+                self.send(conn, &StreamResuming::new(&id, probe));
+            }
             return;
         }
         if rt.continuation.pending || rt.queued > 0 {
             rt.parked.retain(|(c, _)| c != conn);
             rt.parked.push((conn.to_owned(), probe_id.clone()));
             drop(rt);
-            self.send(conn, &frames::stream_pending_frame(None, probe));
+            self.send(conn, &StreamPending::new(None, probe));
             return;
         }
         drop(rt);
-        self.send(conn, &frames::stream_resume_none_frame(ResumeNoneReason::Idle, probe));
+        self.send(conn, &StreamResumeNone::new(ResumeNoneReason::Idle, probe));
     }
 
     pub(super) fn on_resume_ack(&self, conn: &str, id: &str) {
         let live = {
             let mut rt = self.rt.borrow_mut();
-            rt.awaiting_ack.remove(conn);
-            match rt.active.as_ref() {
-                Some(active) if active.request_id == id => Some(active.chunks.clone()),
+            match rt.active.as_mut() {
+                Some(active) if active.request_id == id => {
+                    active.awaiting_ack.remove(conn);
+                    Some(active.chunks.clone())
+                }
                 // An ACK for a stream other than the live one is stale: ignore it.
                 Some(_) => return,
                 None => None,
@@ -51,26 +54,26 @@ impl Agent {
         };
         if let Some(chunks) = live {
             for body in &chunks {
-                self.send(conn, &frames::replay_chunk_frame(id, body, false));
+                self.send(conn, &Replay::chunk(id, body));
             }
-            self.send(conn, &frames::replay_complete_frame(id, false));
+            self.send(conn, &Replay::complete(id));
             return;
         }
         let stored = self.streams().ok().and_then(|b| Some((b.get(id).ok()??, b.chunks(id).ok()?)));
         match stored {
             Some((record, chunks)) => {
                 for body in &chunks {
-                    self.send(conn, &frames::replay_chunk_frame(id, body, false));
+                    self.send(conn, &Replay::chunk(id, body));
                 }
                 match record.status {
                     StreamStatus::Error => {
-                        self.send(conn, &frames::terminal_error_frame(id, "The turn failed."))
+                        self.send(conn, &TerminalError::new(id, "The turn failed."))
                     }
-                    _ => self.send(conn, &frames::replay_done_frame(id, false)),
+                    _ => self.send(conn, &Replay::done(id)),
                 }
-                self.send(conn, &self.transcript_frame());
+                self.send_transcript(conn);
             }
-            None => self.send(conn, &frames::replay_done_frame(id, false)),
+            None => self.send(conn, &Replay::done(id)),
         }
     }
 }

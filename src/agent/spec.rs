@@ -71,7 +71,9 @@ impl ModelChoice {
 
 /// What a `before_turn` hook sees.
 pub struct TurnContext {
+    /// The system prompt the turn will send.
     pub system: String,
+    /// The history the model will be sent.
     pub messages: Vec<ModelMessage>,
     /// The merged tools of this turn, in Think's layer order.
     pub tools: ToolSet,
@@ -88,8 +90,11 @@ pub struct TurnConfig {
     pub active_tools: Option<Vec<String>>,
     /// Tools added for this turn only; they win over every layer.
     pub tools: Vec<ToolRef>,
+    /// Replaces the system prompt for this turn.
     pub system: Option<String>,
+    /// Replaces the step limit for this turn.
     pub max_steps: Option<usize>,
+    /// The `tool_choice` sent to the model for this turn (`auto`, `required` or `none`).
     pub tool_choice: Option<String>,
 }
 
@@ -97,7 +102,64 @@ pub struct TurnConfig {
 pub type BeforeTurn = Rc<dyn Fn(&TurnContext) -> TurnConfig>;
 
 /// A method clients may call with an `rpc` frame (a `@callable` in Think).
-pub type Callable = Rc<dyn Fn(Vec<Value>) -> LocalBoxFuture<'static, Result<Value, String>>>;
+pub type Callable = Rc<dyn Fn(Vec<Value>) -> LocalBoxFuture<'static, Result<Value, CallError>>>;
+
+/// Why a call failed: an `rpc` method, or a client tool a programmatic caller runs. The text
+/// is what the caller is told.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum CallError {
+    /// No callable has this name.
+    NoSuchMethod(String),
+    /// The arguments are not what the callable takes.
+    BadArguments(String),
+    /// Something the callable needs is unavailable.
+    Unavailable(String),
+    /// The callable ran and failed with this message.
+    Failed(String),
+}
+
+impl std::fmt::Display for CallError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            CallError::NoSuchMethod(m) => write!(f, "Method {m} does not exist"),
+            CallError::BadArguments(m) | CallError::Unavailable(m) | CallError::Failed(m) => {
+                f.write_str(m)
+            }
+        }
+    }
+}
+
+impl std::error::Error for CallError {}
+
+/// An app callable's own error text.
+impl From<String> for CallError {
+    fn from(message: String) -> Self {
+        CallError::Failed(message)
+    }
+}
+
+impl From<&str> for CallError {
+    fn from(message: &str) -> Self {
+        CallError::Failed(message.to_owned())
+    }
+}
+
+/// Why a `THINK_MESSAGE_CONCURRENCY` value was refused.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct UnknownConcurrency(pub String);
+
+impl std::fmt::Display for UnknownConcurrency {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "unknown message concurrency {:?} (queue, latest, merge, drop, debounce[:ms])",
+            self.0
+        )
+    }
+}
+
+impl std::error::Error for UnknownConcurrency {}
 
 /// The configuration of one agent class.
 #[derive(Clone)]
@@ -141,7 +203,7 @@ pub const DEFAULT_DEBOUNCE_MS: u64 = 750;
 
 impl MessageConcurrency {
     /// Parses `queue`, `latest`, `merge`, `drop`, `debounce` or `debounce:<ms>`.
-    pub fn parse(s: &str) -> Result<Self, String> {
+    pub fn parse(s: &str) -> Result<Self, UnknownConcurrency> {
         let s = s.trim();
         Ok(match s {
             "" | "queue" => MessageConcurrency::Queue,
@@ -151,7 +213,7 @@ impl MessageConcurrency {
             "debounce" => MessageConcurrency::Debounce(DEFAULT_DEBOUNCE_MS),
             other => match other.strip_prefix("debounce:").map(|ms| ms.trim().parse::<u64>()) {
                 Some(Ok(ms)) => MessageConcurrency::Debounce(ms),
-                _ => return Err(format!("unknown message concurrency {other:?} (queue, latest, merge, drop, debounce[:ms])")),
+                _ => return Err(UnknownConcurrency(other.to_owned())),
             },
         })
     }
@@ -227,11 +289,13 @@ impl AgentSpec {
         self
     }
 
+    /// Sets the system prompt every turn starts from.
     pub fn system_prompt(mut self, prompt: impl Into<String>) -> Self {
         self.system_prompt = prompt.into();
         self
     }
 
+    /// Sets how many model calls one turn may make (tool round trips included).
     pub fn max_steps(mut self, steps: usize) -> Self {
         self.max_steps = steps.max(1);
         self
@@ -243,28 +307,40 @@ impl AgentSpec {
         self
     }
 
+    /// Adds an already built tool to the agent layer.
     pub fn tool_ref(mut self, tool: ToolRef) -> Self {
         self.tools.push(tool);
         self
     }
 
+    /// Sets which tool calls wait for a human's approval.
     pub fn approval(mut self, policy: ApprovalPolicy) -> Self {
         self.approval = policy;
         self
     }
 
+    /// Sets a hook that sees each turn's context and may change its tools, prompt and limits.
     pub fn before_turn(mut self, hook: impl Fn(&TurnContext) -> TurnConfig + 'static) -> Self {
         self.before_turn = Some(Rc::new(hook));
         self
     }
 
-    /// Registers an `rpc`-callable method.
-    pub fn callable<F, Fut>(mut self, name: &str, f: F) -> Self
+    /// Registers an `rpc`-callable method. Its error may be a [`CallError`] or anything
+    /// that converts into one, such as the `String` the client is shown.
+    pub fn callable<F, Fut, E>(mut self, name: &str, f: F) -> Self
     where
         F: Fn(Vec<Value>) -> Fut + 'static,
-        Fut: std::future::Future<Output = Result<Value, String>> + 'static,
+        Fut: std::future::Future<Output = Result<Value, E>> + 'static,
+        E: Into<CallError> + 'static,
     {
-        self.callables.insert(name.to_owned(), Rc::new(move |args| Box::pin(f(args))));
+        let f = Rc::new(f);
+        self.callables.insert(
+            name.to_owned(),
+            Rc::new(move |args| {
+                let fut = f(args);
+                Box::pin(async move { fut.await.map_err(Into::into) })
+            }),
+        );
         self
     }
 }

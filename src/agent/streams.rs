@@ -33,8 +33,11 @@ const SCHEMA: &[&str] = &[
 /// Where a stream stands.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum StreamStatus {
+    /// Chunks are still being written (or the process died while they were).
     Streaming,
+    /// The stream ended normally, cancelled or waiting for a human.
     Completed,
+    /// The turn failed; a resume gets the terminal error.
     Error,
 }
 
@@ -59,10 +62,15 @@ impl StreamStatus {
 /// One stored stream.
 #[derive(Debug, Clone, PartialEq)]
 pub struct StreamRecord {
+    /// The stream's request id.
     pub id: String,
+    /// The id of the assistant message it builds.
     pub message_id: String,
+    /// Where it stands.
     pub status: StreamStatus,
+    /// It continues the previous assistant message.
     pub continuation: bool,
+    /// When its status last changed, for retention.
     pub updated_at: f64,
 }
 
@@ -92,10 +100,7 @@ pub struct StreamBuffer<'a> {
 impl<'a> StreamBuffer<'a> {
     /// Creates the tables if they do not exist; once per instance, not per use.
     pub fn create_tables(sql: &dyn Sql) -> Result<(), StoreError> {
-        for s in SCHEMA {
-            sql.exec(s, &[])?;
-        }
-        Ok(())
+        crate::store::create_tables(sql, SCHEMA)
     }
 
     /// The buffer over tables made by [`StreamBuffer::create_tables`].
@@ -103,6 +108,7 @@ impl<'a> StreamBuffer<'a> {
         Self { sql }
     }
 
+    /// Opens the buffer of stream `id`, dropping any chunks an earlier stream of that id left.
     pub fn start(
         &self,
         id: &str,
@@ -158,7 +164,7 @@ impl<'a> StreamBuffer<'a> {
         if pack.is_empty() {
             return Ok(());
         }
-        let body = serde_json::to_string(&pack).map_err(|e| StoreError(e.to_string()))?;
+        let body = serde_json::to_string(&pack)?;
         pack.clear();
         self.insert_row(id, seq, "pack", &body)
     }
@@ -206,6 +212,7 @@ impl<'a> StreamBuffer<'a> {
         Ok(out)
     }
 
+    /// Marks a stream finished (its chunks stay for late resumes).
     pub fn finish(&self, id: &str, status: StreamStatus, now: f64) -> Result<(), StoreError> {
         self.sql.exec(
             "UPDATE think_streams SET status = ?, updated_at = ? WHERE id = ?",
@@ -214,6 +221,7 @@ impl<'a> StreamBuffer<'a> {
         Ok(())
     }
 
+    /// The record of stream `id`, if kept.
     pub fn get(&self, id: &str) -> Result<Option<StreamRecord>, StoreError> {
         Ok(self.query("WHERE id = ?", &[id.into()])?.into_iter().next())
     }
@@ -261,12 +269,14 @@ impl<'a> StreamBuffer<'a> {
         Ok(ids.len())
     }
 
+    /// Deletes one stream and its chunks.
     pub fn delete(&self, id: &str) -> Result<(), StoreError> {
         self.sql.exec("DELETE FROM think_stream_chunks WHERE stream_id = ?", &[id.into()])?;
         self.sql.exec("DELETE FROM think_streams WHERE id = ?", &[id.into()])?;
         Ok(())
     }
 
+    /// Deletes every stream (a chat clear).
     pub fn clear(&self) -> Result<(), StoreError> {
         self.sql.exec("DELETE FROM think_stream_chunks", &[])?;
         self.sql.exec("DELETE FROM think_streams", &[])?;

@@ -1,27 +1,20 @@
 //! Host tests of the agent's own logic (the continuation barrier, the turn body, tool merge
 //! order) over real SQLite, with test doubles for the sockets, the clock and the model.
 
-use std::cell::{Cell, RefCell};
-use std::collections::{BTreeMap, VecDeque};
-use std::future::Future;
-use std::pin::Pin;
+use std::cell::RefCell;
+use std::collections::BTreeMap;
 use std::rc::Rc;
-use std::task::{Context, Poll, Waker};
 
 use async_trait::async_trait;
 use futures::executor::{LocalPool, LocalSpawner};
 use futures::task::LocalSpawnExt;
-use futures::StreamExt;
 use serde_json::{json, Value};
 
 use super::{Agent, AgentSpec, Deps, ModelChoice, TurnConfig};
-use crate::model::{
-    FinishReason, Model, ModelError, ModelEvent, ModelMessage, ModelRequest, ModelStream,
-};
-use crate::platform::{
-    Alarm, Clock, HttpClient, HttpError, HttpRequest, HttpResponse, Sockets, Tasks,
-};
+use crate::model::{FinishReason, ModelEvent, ModelMessage};
+use crate::platform::{Alarm, HttpClient, HttpError, HttpRequest, HttpResponse, Sockets, Tasks};
 use crate::store::sqlite::SqliteSql;
+use crate::test_support::{text, ManualClock, ScriptedModel};
 
 /// Records every frame sent to each connection.
 #[derive(Default)]
@@ -34,72 +27,6 @@ impl Sockets for TestSockets {
     fn send(&self, id: &str, text: &str) {
         if let Some(frames) = self.0.borrow_mut().get_mut(id) {
             frames.push(serde_json::from_str(text).unwrap_or(Value::Null));
-        }
-    }
-}
-
-/// A pending sleep: when it is due, whether it fired, and who to wake.
-type Timer = (f64, Rc<Cell<bool>>, Option<Waker>);
-
-/// Time that moves only when the test says so.
-#[derive(Default)]
-struct ManualClock {
-    now: Cell<f64>,
-    timers: RefCell<Vec<Timer>>,
-}
-
-impl ManualClock {
-    fn advance(&self, ms: f64) {
-        self.now.set(self.now.get() + ms);
-        let now = self.now.get();
-        for (at, done, waker) in self.timers.borrow_mut().iter_mut() {
-            if *at <= now && !done.get() {
-                done.set(true);
-                if let Some(w) = waker.take() {
-                    w.wake();
-                }
-            }
-        }
-    }
-}
-
-struct Sleep {
-    done: Rc<Cell<bool>>,
-    index: usize,
-    clock: Rc<ManualClock>,
-}
-
-impl Future for Sleep {
-    type Output = ();
-    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<()> {
-        if self.done.get() {
-            return Poll::Ready(());
-        }
-        self.clock.timers.borrow_mut()[self.index].2 = Some(cx.waker().clone());
-        Poll::Pending
-    }
-}
-
-struct ClockHandle(Rc<ManualClock>);
-
-#[async_trait(?Send)]
-impl Clock for ClockHandle {
-    fn now_ms(&self) -> f64 {
-        self.0.now.get()
-    }
-    async fn sleep(&self, ms: u64) {
-        let done = Rc::new(Cell::new(ms == 0));
-        let index = {
-            let mut timers = self.0.timers.borrow_mut();
-            timers.push((self.0.now.get() + ms as f64, done.clone(), None));
-            timers.len() - 1
-        };
-        Sleep { done, index, clock: self.0.clone() }.await
-    }
-    fn random_bytes(&self, buf: &mut [u8]) {
-        let seed = self.0.timers.borrow().len() as u8;
-        for (i, b) in buf.iter_mut().enumerate() {
-            *b = seed.wrapping_mul(31).wrapping_add(i as u8 * 7);
         }
     }
 }
@@ -125,32 +52,6 @@ impl HttpClient for NoHttp {
     }
 }
 
-/// Plays one event list per model call and records each request.
-#[derive(Default)]
-struct ScriptedModel {
-    calls: RefCell<VecDeque<Vec<ModelEvent>>>,
-    seen: RefCell<Vec<ModelRequest>>,
-}
-
-#[async_trait(?Send)]
-impl Model for ScriptedModel {
-    fn id(&self) -> &str {
-        "scripted"
-    }
-    async fn stream(&self, request: &ModelRequest) -> Result<ModelStream, ModelError> {
-        self.seen.borrow_mut().push(request.clone());
-        let events = self.calls.borrow_mut().pop_front().unwrap_or_else(|| text("(unscripted)"));
-        Ok(futures::stream::iter(events.into_iter().map(Ok)).boxed_local())
-    }
-}
-
-fn text(t: &str) -> Vec<ModelEvent> {
-    vec![
-        ModelEvent::TextDelta(t.into()),
-        ModelEvent::Finish { reason: FinishReason::Stop, usage: None },
-    ]
-}
-
 fn client_calls(ids: &[&str]) -> Vec<ModelEvent> {
     let mut events = Vec::new();
     for (i, id) in ids.iter().enumerate() {
@@ -174,13 +75,12 @@ impl Harness {
         let pool = LocalPool::new();
         let sockets = Rc::new(TestSockets::default());
         sockets.0.borrow_mut().insert("tab".into(), Vec::new());
-        let clock = Rc::new(ManualClock::default());
-        clock.now.set(1_000_000.0);
-        let model = Rc::new(ScriptedModel::default());
+        let clock = ManualClock::new();
+        let model = ScriptedModel::with_fallback(text("(unscripted)"));
         let deps = Deps {
             sql: Rc::new(SqliteSql::new()),
             sockets: sockets.clone(),
-            clock: Rc::new(ClockHandle(clock.clone())),
+            clock: clock.clone(),
             http: Rc::new(NoHttp),
             blobs: None,
             bash_engine: None,
@@ -222,11 +122,30 @@ impl Harness {
     }
 
     fn model_calls(&self) -> usize {
-        self.model.seen.borrow().len()
+        self.model.seen().len()
     }
 
     fn frames(&self) -> Vec<Value> {
-        self.sockets.0.borrow()["tab"].clone()
+        self.frames_of("tab")
+    }
+
+    fn frames_of(&self, conn: &str) -> Vec<Value> {
+        self.sockets.0.borrow()[conn].clone()
+    }
+
+    /// Opens another connection, as a tab that connects now.
+    fn connect(&mut self, conn: &str) {
+        self.sockets.0.borrow_mut().insert(conn.into(), Vec::new());
+        self.agent.on_connect(conn);
+        self.pool.run_until_stalled();
+    }
+
+    /// Delivers a frame from connection `conn`.
+    fn send_from(&mut self, conn: &str, frame: Value) {
+        let (agent, conn, text) = (self.agent.clone(), conn.to_owned(), frame.to_string());
+        let _ =
+            self.pool.spawner().spawn_local(async move { agent.on_message(&conn, &text).await });
+        self.pool.run_until_stalled();
     }
 }
 
@@ -237,7 +156,7 @@ fn pick_tool() -> Value {
 #[test]
 fn parallel_client_results_fire_one_continuation_after_the_last() {
     let mut h = Harness::new(AgentSpec::new);
-    h.model.calls.borrow_mut().push_back(client_calls(&["a", "b", "c"]));
+    h.model.push([client_calls(&["a", "b", "c"])]);
     h.chat("go", json!({"clientTools": pick_tool()}));
     assert_eq!(h.model_calls(), 1);
     h.result("a", "1", true);
@@ -250,7 +169,7 @@ fn parallel_client_results_fire_one_continuation_after_the_last() {
     assert_eq!(h.model_calls(), 1, "still inside the coalescing window of the last result");
     h.advance(40.0);
     assert_eq!(h.model_calls(), 2, "exactly one continuation after the last result");
-    let seen = h.model.seen.borrow()[1].messages.clone();
+    let seen = h.model.seen()[1].messages.clone();
     let tools: Vec<&ModelMessage> =
         seen.iter().filter(|m| matches!(m, ModelMessage::Tool { .. })).collect();
     assert_eq!(tools.len(), 3);
@@ -267,7 +186,7 @@ fn parallel_client_results_fire_one_continuation_after_the_last() {
 #[test]
 fn results_without_auto_continue_and_repeats_start_nothing() {
     let mut h = Harness::new(AgentSpec::new);
-    h.model.calls.borrow_mut().push_back(client_calls(&["a"]));
+    h.model.push([client_calls(&["a"])]);
     h.chat("go", json!({"clientTools": pick_tool()}));
     h.result("a", "1", false);
     h.advance(500.0);
@@ -287,7 +206,7 @@ fn results_without_auto_continue_and_repeats_start_nothing() {
 #[test]
 fn a_result_without_auto_continue_rearms_a_pending_continuation() {
     let mut h = Harness::new(AgentSpec::new);
-    h.model.calls.borrow_mut().push_back(client_calls(&["a", "b"]));
+    h.model.push([client_calls(&["a", "b"])]);
     h.chat("go", json!({"clientTools": pick_tool()}));
     h.result("a", "1", true);
     h.advance(60.0);
@@ -313,24 +232,23 @@ fn before_turn_sees_the_body_and_narrows_the_tools() {
             }
         })
     });
-    h.model.calls.borrow_mut().push_back(text("ok"));
+    h.model.push([text("ok")]);
     h.chat(
         "hello",
         json!({"clientTools": pick_tool(), "userTimezone": "Europe/Paris", "plan": {"tier": 2}}),
     );
     assert_eq!(*seen_body.borrow(), json!({"userTimezone": "Europe/Paris", "plan": {"tier": 2}}));
-    let tools: Vec<String> =
-        h.model.seen.borrow()[0].tools.iter().map(|t| t.name.clone()).collect();
+    let tools: Vec<String> = h.model.seen()[0].tools.iter().map(|t| t.name.clone()).collect();
     assert_eq!(tools, ["read", "pick"]);
 }
 
 #[test]
 fn client_tools_override_workspace_tools_of_the_same_name() {
     let mut h = Harness::new(AgentSpec::new);
-    h.model.calls.borrow_mut().push_back(text("ok"));
+    h.model.push([text("ok")]);
     let read = json!([{"name": "read", "description": "Read from the browser", "parameters": {"type": "object"}}]);
     h.chat("hello", json!({"clientTools": read}));
-    let req = &h.model.seen.borrow()[0];
+    let req = &h.model.seen()[0];
     let read_defs: Vec<_> = req.tools.iter().filter(|t| t.name == "read").collect();
     assert_eq!(read_defs.len(), 1);
     assert_eq!(read_defs[0].description, "Read from the browser");
@@ -351,7 +269,7 @@ fn an_answer_larger_than_a_row_is_compacted_before_it_is_stored() {
     let mut step = write(0, "/a.txt");
     step.extend(write(1, "/b.txt"));
     step.push(ModelEvent::Finish { reason: FinishReason::ToolCalls, usage: None });
-    h.model.calls.borrow_mut().extend([step, text("both written")]);
+    h.model.push([step, text("both written")]);
     h.chat("write two big files", json!({}));
     let messages = h.agent.messages();
     assert_eq!(messages.len(), 2, "the answer was stored");
@@ -361,4 +279,146 @@ fn an_answer_larger_than_a_row_is_compacted_before_it_is_stored() {
     let file =
         futures::executor::block_on(h.agent.workspace().read_file("/b.txt")).unwrap().unwrap();
     assert_eq!(file.len(), 1_200_000, "the content itself is in the workspace");
+}
+
+#[test]
+fn queued_messages_left_by_a_crash_are_answered_in_order_on_start() {
+    let mut h = Harness::new(AgentSpec::new);
+    h.model.push([text("first answer"), text("answer to q1"), text("answer to q2")]);
+    h.chat("first", json!({}));
+    // What a crash leaves: two messages in the queue whose turns never started.
+    let store = super::store::ChatStore::new(h.agent.deps.sql.as_ref());
+    for (request, text) in [("r-q1", "q1"), ("r-q2", "q2")] {
+        let m = crate::protocol::message::UIMessage::new(
+            format!("u-{text}"),
+            crate::protocol::message::Role::User,
+            vec![json!({"type": "text", "text": text})],
+        );
+        store.enqueue(request, &m).unwrap();
+    }
+    assert_eq!(h.model_calls(), 1);
+    let agent = h.agent.clone();
+    let _ = h.pool.spawner().spawn_local(agent.start());
+    h.pool.run_until_stalled();
+    assert_eq!(h.model_calls(), 3, "each queued message gets its own turn");
+    let last_user = |i: usize| match h.model.seen()[i].messages.last() {
+        Some(ModelMessage::User { content }) => format!("{content:?}"),
+        other => panic!("{other:?}"),
+    };
+    assert!(last_user(1).contains("q1"), "{}", last_user(1));
+    assert!(last_user(2).contains("q2"), "{}", last_user(2));
+    assert_eq!(
+        transcript_texts(&h),
+        ["first", "first answer", "q1", "answer to q1", "q2", "answer to q2"]
+    );
+}
+
+/// A chat request frame for `text` from a tab whose transcript is `earlier` plus `text`.
+fn chat_frame(text: &str, earlier: &[&str]) -> Value {
+    let mut messages: Vec<Value> = earlier
+        .iter()
+        .map(|t| json!({"id": format!("u-{t}"), "role": "user", "parts": [{"type": "text", "text": t}]}))
+        .collect();
+    messages.push(json!({"id": format!("u-{text}"), "role": "user", "parts": [{"type": "text", "text": text}]}));
+    let body = json!({"messages": messages, "trigger": "submit-message"});
+    json!({"type": "cf_agent_use_chat_request", "id": format!("r-{text}"), "init": {"method": "POST", "body": body.to_string()}})
+}
+
+fn responses_of(frames: &[Value], id: &str) -> Vec<Value> {
+    frames
+        .iter()
+        .filter(|f| f["type"] == "cf_agent_use_chat_response" && f["id"] == id)
+        .cloned()
+        .collect()
+}
+
+/// A turn streams (each stream waits 100 ms before it ends) and tab `silent` connects
+/// meanwhile, so it is offered the stream; the next turn answers `next`.
+fn silent_tab_joins_a_stream(next: &str) -> Harness {
+    let mut h = Harness::new(AgentSpec::new);
+    h.model.delay_streams(h.clock.clone(), 100);
+    h.model.push([text("first answer"), text(next)]);
+    h.chat("first", json!({}));
+    h.connect("silent");
+    h
+}
+
+/// The text of every message of the transcript the tabs see.
+fn transcript_texts(h: &Harness) -> Vec<String> {
+    h.agent
+        .messages()
+        .iter()
+        .map(|m| m.parts.iter().filter_map(|p| p["text"].as_str()).collect())
+        .collect()
+}
+
+#[test]
+fn a_tab_that_never_acks_gets_the_transcript_when_the_stream_ends_and_its_own_turn() {
+    let mut h = silent_tab_joins_a_stream("answer for the silent tab");
+    let offer = h.frames_of("silent")[0].clone();
+    assert_eq!(offer, json!({"type": "cf_agent_stream_resuming", "id": "r-first"}));
+    h.advance(100.0);
+    let silent = h.frames_of("silent");
+    assert!(responses_of(&silent, "r-first").is_empty(), "nothing of the offered stream, unasked");
+    let last = silent.last().unwrap();
+    assert_eq!(last["type"], "cf_agent_chat_messages", "the offer ended with the stream");
+    assert_eq!(last["messages"].as_array().unwrap().len(), 2);
+
+    h.send_from("silent", chat_frame("mine", &["first"]));
+    h.advance(100.0);
+    let own = responses_of(&h.frames_of("silent"), "r-mine");
+    assert!(own.iter().any(|f| f["body"].as_str().unwrap_or("").contains("answer for the silent")));
+    assert_eq!(own.last().unwrap()["done"], true);
+}
+
+#[test]
+fn a_tab_that_never_acks_follows_the_live_stream_once_it_sends_a_message() {
+    let mut h = silent_tab_joins_a_stream("second answer");
+    h.send_from("silent", chat_frame("mine", &["first"]));
+    h.advance(100.0);
+    let silent = h.frames_of("silent");
+    let live = responses_of(&silent, "r-first");
+    // The text streamed before it joined; the rest of the stream reaches it live.
+    let bodies: Vec<&str> = live.iter().filter_map(|f| f["body"].as_str()).collect();
+    assert!(bodies.iter().any(|b| b.contains(r#""type":"finish""#)), "{bodies:?}");
+    assert_eq!(live.last().unwrap()["done"], true);
+    h.advance(100.0);
+    let own = responses_of(&h.frames_of("silent"), "r-mine");
+    assert_eq!(own.last().unwrap()["done"], true);
+}
+
+#[test]
+fn queue_mode_sends_each_turn_the_history_up_to_its_own_message() {
+    let mut h = Harness::new(AgentSpec::new);
+    h.model.delay_streams(h.clock.clone(), 50);
+    h.model.push([text("answer one"), text("answer two"), text("answer three")]);
+    h.chat("one", json!({}));
+    h.connect("other");
+    h.send_from("other", chat_frame("two", &[]));
+    h.send_from("tab", chat_frame("three", &["one"]));
+    assert_eq!(
+        transcript_texts(&h),
+        ["one", "two", "three"],
+        "queued messages are shown at the end"
+    );
+    for _ in 0..3 {
+        h.advance(50.0);
+    }
+    let last_user: Vec<String> = h
+        .model
+        .seen()
+        .iter()
+        .map(|r| match r.messages.last() {
+            Some(ModelMessage::User { content }) => format!("{content:?}"),
+            other => format!("{other:?}"),
+        })
+        .collect();
+    assert_eq!(last_user.len(), 3);
+    for (seen, want) in last_user.iter().zip(["one", "two", "three"]) {
+        assert!(seen.contains(want), "{seen} should end with {want}");
+    }
+    assert_eq!(
+        transcript_texts(&h),
+        ["one", "answer one", "two", "answer two", "three", "answer three"]
+    );
 }

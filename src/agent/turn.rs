@@ -2,6 +2,7 @@
 //! streaming chunks to the tabs (and into the resumable buffer), and persisting the answer.
 
 use std::cell::RefCell;
+use std::collections::BTreeSet;
 use std::rc::Rc;
 
 use serde_json::{json, Map, Value};
@@ -9,11 +10,13 @@ use serde_json::{json, Map, Value};
 use super::ledger::LedgeredTool;
 use super::spec::MessageConcurrency;
 use super::streams::{FlushCursor, StreamBuffer, StreamStatus};
-use super::{Agent, TurnContext, CONFIG_BODY};
+use super::{Agent, CallError, TurnContext, CONFIG_BODY};
 use crate::platform::{random_id, random_uuid};
 use crate::protocol::accumulator::{ChunkAction, StreamAccumulator};
 use crate::protocol::chunk;
-use crate::protocol::frames::{self, ChatRequest, ClientToolSchema, Trigger};
+use crate::protocol::frames::{
+    self, ChatRequest, ChatResponse, ClientToolSchema, MessageUpdated, StreamResuming, Trigger,
+};
 use crate::protocol::message::{
     part_type, state_of, tool_call_id_of, tool_name_of, Role, UIMessage,
 };
@@ -31,12 +34,32 @@ pub(super) struct ActiveStream {
     pub continuation: bool,
     /// The connection whose tool result started this continuation, if any.
     pub owner: Option<String>,
+    /// The connection whose chat request started this turn: its own turn's frames always
+    /// reach it, whatever resume offer it has not answered.
+    pub origin: Option<String>,
+    /// Connections offered `stream_resuming` for this stream that have not ACKed: they get
+    /// no live frames of it until they do. The offer lives and dies with the stream.
+    pub awaiting_ack: BTreeSet<String>,
     pub abort: AbortSignal,
     pub acc: Rc<RefCell<StreamAccumulator>>,
     /// Every chunk body so far, for replay to tabs that resume and for the buffer.
     pub chunks: Vec<String>,
     /// How many of `chunks` are in the buffer.
     pub cursor: FlushCursor,
+}
+
+impl ActiveStream {
+    /// Offers `conn` to resume this stream (it is muted for it until it ACKs); returns the
+    /// stream's request id for the `stream_resuming` frame.
+    pub fn offer_resume(&mut self, conn: &str) -> String {
+        self.awaiting_ack.insert(conn.to_owned());
+        self.request_id.clone()
+    }
+
+    /// Whether live frames of this stream go to `conn`.
+    fn follows(&self, conn: &str) -> bool {
+        !self.awaiting_ack.contains(conn) || self.origin.as_deref() == Some(conn)
+    }
 }
 
 /// A request for a turn.
@@ -52,57 +75,76 @@ pub(super) struct TurnRequest {
     pub submit_seq: Option<u64>,
     /// Set for programmatic `chat()` turns.
     pub rpc: Option<RpcTurn>,
+    /// Under `queue`: the turn's messages wait in the queue until the turn starts.
+    pub queued: bool,
 }
 
 /// Receives a programmatic turn's stream (the DO RPC `chat()` callback).
 pub trait TurnObserver {
+    /// The turn got its slot and starts streaming under `request_id`.
     fn on_start(&self, request_id: &str);
     /// One UIMessageChunk, as JSON text.
     fn on_event(&self, chunk: &str);
+    /// The turn failed with `error`; `on_done` follows.
     fn on_error(&self, error: &str);
+    /// The turn ended (always called last).
     fn on_done(&self);
 }
 
 /// Runs the client tools of a programmatic turn in the caller (`onClientToolCall`).
 #[async_trait::async_trait(?Send)]
 pub trait ClientToolExecutor {
+    /// Runs client tool `tool_name` on `input` and returns its output or error text.
     async fn call(
         &self,
         tool_name: &str,
         input: Value,
         tool_call_id: &str,
-    ) -> Result<Value, String>;
+    ) -> Result<Value, CallError>;
 }
 
 /// What a programmatic turn brings: an observer, and client tools that live for this turn
 /// only (never persisted) with the executor that runs them.
 #[derive(Clone)]
 pub struct RpcTurn {
+    /// Receives the turn's stream.
     pub observer: Rc<dyn TurnObserver>,
+    /// The caller's tools, offered to the model for this turn only.
     pub client_tools: Vec<ClientToolSchema>,
+    /// Runs the caller's tools; without one their calls pause the turn as in a tab.
     pub executor: Option<Rc<dyn ClientToolExecutor>>,
+    /// Lets the caller cancel the turn.
     pub abort: Option<AbortSignal>,
 }
 
 impl Agent {
     pub(super) async fn on_chat_request(self: Rc<Self>, conn: &str, req: ChatRequest) {
+        // A tab that sends a chat request of its own follows live frames again, whatever
+        // resume offer it left unanswered.
+        if let Some(active) = self.rt.borrow_mut().active.as_mut() {
+            active.awaiting_ack.remove(conn);
+        }
         let policy = self.spec.message_concurrency;
         let submit = req.trigger == Trigger::SubmitMessage;
         if submit && policy == MessageConcurrency::Drop && self.busy() {
-            self.send(conn, &self.transcript_frame());
-            self.send(conn, &frames::chat_done_frame(&req.id, false));
+            self.send_transcript(conn);
+            self.send(conn, &ChatResponse::done(&req.id));
             return;
         }
-        if let Err(e) = self.reconcile(&req) {
-            self.send(
-                conn,
-                &frames::chat_request_error_frame(
-                    &req.id,
-                    &format!("Could not save the message: {e}"),
-                ),
-            );
-            return;
-        }
+        let queue = submit && policy == MessageConcurrency::Queue;
+        let queued = match self.reconcile(&req, queue) {
+            Ok(queued) => queued,
+            Err(e) => {
+                self.send(
+                    conn,
+                    &ChatResponse::request_error(
+                        &req.id,
+                        &format!("Could not save the message: {e}"),
+                    ),
+                );
+                return;
+            }
+        };
         self.update_client_tools(&req.client_tools);
         if let Err(e) = self
             .store()
@@ -110,7 +152,7 @@ impl Agent {
         {
             self.warn("saving the request body failed", e);
         }
-        self.broadcast(&self.transcript_frame(), Some(conn));
+        self.broadcast_transcript(Some(conn));
         let submit_seq = (submit && policy != MessageConcurrency::Queue).then(|| {
             let mut rt = self.rt.borrow_mut();
             rt.submit_seq += 1;
@@ -121,6 +163,7 @@ impl Agent {
             body: req.body,
             origin: Some(conn.to_owned()),
             submit_seq,
+            queued,
             ..Default::default()
         };
         self.run_turn(turn).await;
@@ -136,16 +179,28 @@ impl Agent {
     /// shown to every tab like a typed one, and the stream goes to `rpc.observer` as well.
     pub async fn chat(self: &Rc<Self>, message: UIMessage, rpc: RpcTurn) {
         let request_id = random_id(self.deps.clock.as_ref(), 8);
-        if let Err(e) = self.store().and_then(|s| s.upsert(&message, self.now())) {
+        let queued = self.spec.message_concurrency == MessageConcurrency::Queue;
+        let saved = self.store().and_then(|s| {
+            if queued {
+                s.enqueue(&request_id, &message)
+            } else {
+                s.upsert(&message, self.now())
+            }
+        });
+        if let Err(e) = saved {
             rpc.observer.on_error(&format!("Could not save the message: {e}"));
             rpc.observer.on_done();
             return;
         }
-        self.broadcast(&self.transcript_frame(), None);
+        if queued {
+            self.rt.borrow_mut().queued_turns.insert(request_id.clone());
+        }
+        self.broadcast_transcript(None);
         let turn = TurnRequest {
             request_id,
             body: self.last_body(),
             rpc: Some(rpc),
+            queued,
             ..Default::default()
         };
         self.run_turn(turn).await;
@@ -156,9 +211,10 @@ impl Agent {
         seq.is_some_and(|s| s != self.rt.borrow().submit_seq)
     }
 
-    /// Stores the new user messages of an incoming transcript. A regenerate drops what follows
+    /// Stores the new user messages of an incoming transcript, or with `queue` puts them in
+    /// the queue of this request's turn (true when it did). A regenerate drops what follows
     /// the last message the client kept.
-    fn reconcile(&self, req: &ChatRequest) -> Result<(), StoreError> {
+    fn reconcile(&self, req: &ChatRequest, queue: bool) -> Result<bool, StoreError> {
         let store = self.store()?;
         if req.trigger == Trigger::RegenerateMessage {
             if let Some(last) = req.messages.last() {
@@ -166,12 +222,34 @@ impl Agent {
             }
         }
         let now = self.now();
+        let mut queued = false;
         for m in &req.messages {
             if m.role == Role::User && !store.has_message(&m.id)? {
-                store.upsert(m, now)?;
+                if queue {
+                    store.enqueue(&req.id, m)?;
+                    queued = true;
+                } else {
+                    store.upsert(m, now)?;
+                }
             }
         }
-        Ok(())
+        if queued {
+            self.rt.borrow_mut().queued_turns.insert(req.id.clone());
+        }
+        Ok(queued)
+    }
+
+    /// Moves a queued turn's messages into the transcript now that its turn has come; false
+    /// when a clear dropped them meanwhile (the turn then has nothing to answer).
+    fn admit_queued(&self, request_id: &str) -> bool {
+        self.rt.borrow_mut().queued_turns.remove(request_id);
+        match self.store().and_then(|s| s.take_queued(request_id, self.now())) {
+            Ok(taken) => !taken.is_empty(),
+            Err(e) => {
+                self.warn("moving queued messages into the transcript failed", e);
+                false
+            }
+        }
     }
 
     /// The merged tools of a turn, in Think's layer order. Server tools go through the
@@ -209,7 +287,7 @@ impl Agent {
                                 async move {
                                     exec.call(&name, input, &ctx.tool_call_id)
                                         .await
-                                        .map_err(ToolError)
+                                        .map_err(|e| ToolError(e.to_string()))
                                 }
                             },
                         )) as ToolRef
@@ -244,9 +322,15 @@ impl Agent {
             if self.superseded(turn.submit_seq) { None } else { Some(self.turn_lock.lock().await) };
         self.rt.borrow_mut().queued -= 1;
         let request_id = turn.request_id.clone();
-        if slot.is_none() || self.superseded(turn.submit_seq) {
+        let skip = slot.is_none()
+            || self.superseded(turn.submit_seq)
+            || (turn.queued && !self.admit_queued(&request_id));
+        if skip {
             if let Some(origin) = &turn.origin {
-                self.send(origin, &frames::chat_done_frame(&request_id, false));
+                self.send(origin, &ChatResponse::done(&request_id));
+            }
+            if let Some(r) = &turn.rpc {
+                r.observer.on_done();
             }
             return;
         }
@@ -258,10 +342,13 @@ impl Agent {
             Ok(m) => m.clone(),
             Err(msg) => {
                 self.broadcast(
-                    &frames::chat_error_frame(&request_id, msg, turn.continuation),
+                    &ChatResponse::error(&request_id, msg).in_continuation(turn.continuation),
                     None,
                 );
-                self.broadcast(&frames::chat_done_frame(&request_id, turn.continuation), None);
+                self.broadcast(
+                    &ChatResponse::done(&request_id).in_continuation(turn.continuation),
+                    None,
+                );
                 if let Some(r) = &rpc {
                     r.observer.on_error(msg);
                     r.observer.on_done();
@@ -296,7 +383,7 @@ impl Agent {
         stream.emit(chunk::start((!turn.continuation).then_some(message_id.as_str()), None));
         self.run_approved_tools(&tools, &*stream, &abort).await;
 
-        let messages = self.messages();
+        let messages = self.history();
         let mut ctx = TurnContext {
             system: self.spec.system_prompt.clone(),
             messages: to_model_messages(&messages, &tools),
@@ -343,7 +430,9 @@ impl Agent {
                 StreamStatus::Completed
             }
             TurnOutcome::Failed(msg) => {
-                self.broadcast_live(&frames::chat_error_frame(&request_id, msg, turn.continuation));
+                self.broadcast_live(
+                    &ChatResponse::error(&request_id, msg).in_continuation(turn.continuation),
+                );
                 if let Some(r) = &rpc {
                     r.observer.on_error(msg);
                 }
@@ -374,23 +463,22 @@ impl Agent {
         self.deps.alarm.set(self.now() + super::HEARTBEAT_MS);
         let parked = {
             let mut rt = self.rt.borrow_mut();
+            let parked = std::mem::take(&mut rt.parked);
             rt.active = Some(ActiveStream {
                 request_id: request_id.to_owned(),
                 continuation: turn.continuation,
                 owner: turn.owner.clone(),
+                origin: turn.origin.clone(),
+                awaiting_ack: parked.iter().map(|(conn, _)| conn.clone()).collect(),
                 abort,
                 acc: Rc::new(RefCell::new(StreamAccumulator::new(message_id, turn.continuation))),
                 chunks: Vec::new(),
                 cursor: FlushCursor::default(),
             });
-            let parked = std::mem::take(&mut rt.parked);
-            for (conn, _) in &parked {
-                rt.awaiting_ack.insert(conn.clone());
-            }
             parked
         };
         for (conn, _) in parked {
-            self.send(&conn, &frames::stream_resuming_frame(request_id, None));
+            self.send(&conn, &StreamResuming::new(request_id, None));
         }
     }
 
@@ -406,22 +494,30 @@ impl Agent {
                 self.warn("closing the stream buffer failed", e);
             }
         }
-        self.broadcast_live(&frames::chat_done_frame(&active.request_id, active.continuation));
+        let done = frames::to_text(
+            &ChatResponse::done(&active.request_id).in_continuation(active.continuation),
+        );
+        for id in self.deps.sockets.ids() {
+            if active.follows(&id) {
+                self.deps.sockets.send(&id, &done);
+            }
+        }
         let message = active.acc.borrow().message();
         if message.parts.iter().any(|p| part_type(p) != Some("step-start")) {
             self.save_message(&message);
         }
-        // Tabs still to ACK get the transcript after their replay, not before it.
-        self.broadcast_live(&self.transcript_frame());
+        // The offer ended with the stream: every tab, ACKed or not, follows the transcript
+        // again. One that ACKs late is replayed the stored stream, then the transcript.
+        self.broadcast_transcript(None);
         self.after_stream().await;
     }
 
     /// Sends a frame to every connection that follows the live stream.
-    pub(super) fn broadcast_live(&self, frame: &Value) {
-        let text = frame.to_string();
+    pub(super) fn broadcast_live(&self, frame: &impl serde::Serialize) {
+        let text = frames::to_text(frame);
         let rt = self.rt.borrow();
         for id in self.deps.sockets.ids() {
-            if !rt.awaiting_ack.contains(&id) {
+            if rt.active.as_ref().is_none_or(|a| a.follows(&id)) {
                 self.deps.sockets.send(&id, &text);
             }
         }
@@ -430,7 +526,7 @@ impl Agent {
     /// Runs the calls a human approved in the last assistant message before the model is
     /// called again; their results patch that earlier message.
     async fn run_approved_tools(&self, tools: &ToolSet, sink: &dyn ChunkSink, abort: &AbortSignal) {
-        let messages = self.messages();
+        let messages = self.history();
         let Some(leaf) = leaf_assistant(&messages) else { return };
         let approved: Vec<(String, String, Value)> = leaf
             .parts
@@ -464,11 +560,11 @@ impl Agent {
 
     /// Applies a tool update to an earlier persisted message (first write wins) and tells the tabs.
     pub(super) fn apply_to_stored(&self, update: &ToolPartUpdate) -> bool {
-        let mut messages = self.messages();
+        let mut messages = self.history();
         match apply_to_messages(&mut messages, update) {
             Some(i) => {
                 self.save_message(&messages[i]);
-                self.broadcast(&frames::message_updated_frame(&messages[i]), None);
+                self.broadcast(&MessageUpdated::new(&messages[i]), None);
                 true
             }
             None => false,
@@ -521,11 +617,9 @@ impl ChunkSink for TurnStream {
         if let ChunkAction::CrossMessageToolUpdate { tool_call_id, update } = action {
             self.agent.apply_to_stored(&ToolPartUpdate::cross_message(tool_call_id, update));
         }
-        self.agent.broadcast_live(&frames::chat_chunk_frame(
-            &self.request_id,
-            &body,
-            self.continuation,
-        ));
+        self.agent.broadcast_live(
+            &ChatResponse::chunk(&self.request_id, &body).in_continuation(self.continuation),
+        );
         if let Some(observer) = &self.observer {
             observer.on_event(&body);
         }

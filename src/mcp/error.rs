@@ -91,7 +91,7 @@ impl From<NetError> for McpError {
 
 impl From<crate::store::StoreError> for McpError {
     fn from(e: crate::store::StoreError) -> Self {
-        McpError::Store(e.0)
+        McpError::Store(e.to_string())
     }
 }
 

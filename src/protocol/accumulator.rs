@@ -34,16 +34,37 @@ pub enum ChunkAction {
     /// Not a chunk type the accumulator knows; it is still forwarded to clients.
     Ignored,
     /// `start`: the message id it carried (already adopted unless continuing) and its metadata.
-    Start { message_id: Option<String>, metadata: Option<Map<String, Value>> },
+    Start {
+        /// The id the chunk named, if any.
+        message_id: Option<String>,
+        /// Its metadata, if any.
+        metadata: Option<Map<String, Value>>,
+    },
     /// `finish`, with its reason and metadata.
-    Finish { finish_reason: Option<String>, metadata: Option<Map<String, Value>> },
+    Finish {
+        /// Why the model stopped.
+        finish_reason: Option<String>,
+        /// Its metadata, if any.
+        metadata: Option<Map<String, Value>>,
+    },
     /// `message-metadata`, merged already.
-    MessageMetadata { metadata: Map<String, Value> },
+    MessageMetadata {
+        /// The metadata merged.
+        metadata: Map<String, Value>,
+    },
     /// An approval was requested: persist early so the request survives eviction.
-    ToolApprovalRequest { tool_call_id: String },
+    ToolApprovalRequest {
+        /// The call waiting for approval.
+        tool_call_id: String,
+    },
     /// A tool output for a call this message does not hold: apply it to the earlier message
     /// that does (first write wins), persist, and broadcast `cf_agent_message_updated`.
-    CrossMessageToolUpdate { tool_call_id: String, update: CrossMessageUpdate },
+    CrossMessageToolUpdate {
+        /// The call the output is for.
+        tool_call_id: String,
+        /// The output or error to apply.
+        update: CrossMessageUpdate,
+    },
     /// An `error` chunk: end the turn with an error frame carrying this text.
     Error(String),
 }

@@ -124,7 +124,7 @@ pub fn message_metadata(metadata: Value) -> Value {
 }
 
 /// `{"type":"error","errorText"}`. The server does not forward this chunk; the turn ends
-/// with an error frame instead (see `frames::chat_error`).
+/// with an error frame instead (see `frames::ChatResponse::error`).
 pub fn error(error_text: &str) -> Value {
     json!({"type": "error", "errorText": error_text})
 }

@@ -1,63 +1,86 @@
 //! WebSocket frames between the npm `agents` clients and the agent: a tolerant parser for
-//! what clients send, and builders for every frame the server sends.
+//! what clients send, and a serde type for every frame the server sends.
 //!
-//! Builders return `serde_json::Value` objects whose key order matches what the TypeScript
-//! server emits (serde_json keeps insertion order here), so captured transcripts compare
-//! byte for byte. Clients only care about keys, not order.
+//! Each server frame's fields are declared in the order the TypeScript server emits its keys
+//! (serde writes them in declaration order), so captured transcripts compare byte for byte.
+//! Clients only care about keys, not order.
 
 use super::message::{json_kind, truthy, UIMessage};
 use super::tool_state::ToolResultOutcome;
 use serde::{Deserialize, Serialize};
-use serde_json::{json, Map, Value};
+use serde_json::{Map, Value};
 use std::fmt;
 
 /// Frame `type` strings.
 pub mod types {
+    /// The whole transcript (server to client; a client's copy is ignored).
     pub const CHAT_MESSAGES: &str = "cf_agent_chat_messages";
+    /// A chat request from `useAgentChat`'s transport.
     pub const USE_CHAT_REQUEST: &str = "cf_agent_use_chat_request";
+    /// One frame of a chat stream (live or replayed).
     pub const USE_CHAT_RESPONSE: &str = "cf_agent_use_chat_response";
+    /// Clear the transcript (both ways).
     pub const CHAT_CLEAR: &str = "cf_agent_chat_clear";
+    /// Cancel a running chat request.
     pub const CHAT_REQUEST_CANCEL: &str = "cf_agent_chat_request_cancel";
+    /// A stream is live: ACK to be replayed it.
     pub const STREAM_RESUMING: &str = "cf_agent_stream_resuming";
+    /// The client accepts a resume offer.
     pub const STREAM_RESUME_ACK: &str = "cf_agent_stream_resume_ack";
+    /// The client asks whether a stream can be resumed.
     pub const STREAM_RESUME_REQUEST: &str = "cf_agent_stream_resume_request";
+    /// Nothing to resume.
     pub const STREAM_RESUME_NONE: &str = "cf_agent_stream_resume_none";
+    /// A turn is accepted but not streaming yet.
     pub const STREAM_PENDING: &str = "cf_agent_stream_pending";
+    /// A client tool's result.
     pub const TOOL_RESULT: &str = "cf_agent_tool_result";
+    /// A human's answer to an approval request.
     pub const TOOL_APPROVAL: &str = "cf_agent_tool_approval";
+    /// One message changed in place.
     pub const MESSAGE_UPDATED: &str = "cf_agent_message_updated";
+    /// Recovery of a crashed turn started or settled.
     pub const CHAT_RECOVERING: &str = "cf_agent_chat_recovering";
+    /// Who the client is connected to.
     pub const IDENTITY: &str = "cf_agent_identity";
+    /// The agent's state (client updates are accepted and ignored).
     pub const STATE: &str = "cf_agent_state";
+    /// A refused state update (not sent by think-rs).
     pub const STATE_ERROR: &str = "cf_agent_state_error";
+    /// The MCP servers, tools, prompts and resources.
     pub const MCP_SERVERS: &str = "cf_agent_mcp_servers";
+    /// Session phase (not sent by think-rs).
     pub const SESSION: &str = "cf_agent_session";
+    /// Session failure (not sent by think-rs).
     pub const SESSION_ERROR: &str = "cf_agent_session_error";
+    /// A callable's call or its answer.
     pub const RPC: &str = "rpc";
+    /// Sub-agent progress (not sent by think-rs).
     pub const AGENT_TOOL_EVENT: &str = "agent-tool-event";
     /// think-rs extension: the answer to a frame that could not be understood. Clients
     /// ignore unknown types.
     pub const PROTOCOL_ERROR: &str = "cf_agent_protocol_error";
 }
 
-/// Body text of the frame that ends a turn which produced nothing.
-pub const NO_RESPONSE_BODY: &str = "No response was generated.";
-
 // ── Incoming ────────────────────────────────────────────────────────────────
 
 /// A tool the client can run, as declared in `clientTools`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ClientToolSchema {
+    /// The tool's name, as the model calls it.
     pub name: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    /// What the tool does, for the model.
     pub description: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    /// The JSON Schema of its input.
     pub parameters: Option<Value>,
 }
 
 /// Why the client sent a chat request.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Trigger {
+    /// Answer the new user message.
     SubmitMessage,
     /// Branch a new answer from the last message sent instead of appending.
     RegenerateMessage,
@@ -66,9 +89,11 @@ pub enum Trigger {
 /// A `cf_agent_use_chat_request` with its JSON-string body parsed.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ChatRequest {
+    /// The request id every frame of its stream carries.
     pub id: String,
     /// The client's full transcript.
     pub messages: Vec<UIMessage>,
+    /// Why the request was sent.
     pub trigger: Trigger,
     /// `None`: field absent, keep the persisted schemas. `Some(empty)`: present but empty
     /// (or null), clear them. Otherwise replace them.
@@ -80,12 +105,19 @@ pub struct ChatRequest {
 /// A client's result for a client tool.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ToolResultFrame {
+    /// The call this answers.
     pub tool_call_id: String,
+    /// The tool's name (may be empty).
     pub tool_name: String,
+    /// The output, when the tool succeeded.
     pub output: Option<Value>,
+    /// `output-available` or `output-error`, when the client says.
     pub state: Option<String>,
+    /// The error, when the tool failed.
     pub error_text: Option<String>,
+    /// Continue the turn once every call of the batch has its answer.
     pub auto_continue: bool,
+    /// The client's current tool schemas, when it sends them (as in a chat request).
     pub client_tools: Option<Vec<ClientToolSchema>>,
 }
 
@@ -103,42 +135,62 @@ impl ToolResultFrame {
 /// A user's answer to an approval request.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ToolApprovalFrame {
+    /// The call this answers.
     pub tool_call_id: String,
+    /// Whether the human approved the call.
     pub approved: bool,
+    /// Continue the turn once every call of the batch has its answer.
     pub auto_continue: bool,
 }
 
 /// A call of a `@callable` method.
 #[derive(Debug, Clone, PartialEq)]
 pub struct RpcRequest {
+    /// The call id its answer carries.
     pub id: String,
+    /// The callable's name.
     pub method: String,
+    /// Its positional arguments.
     pub args: Vec<Value>,
 }
 
 /// Everything a client can send.
 #[derive(Debug, Clone, PartialEq)]
 pub enum ClientFrame {
+    /// `cf_agent_use_chat_request`.
     ChatRequest(ChatRequest),
+    /// `cf_agent_chat_request_cancel`.
     Cancel {
+        /// The request to cancel.
         id: String,
     },
+    /// `cf_agent_tool_result`.
     ToolResult(ToolResultFrame),
+    /// `cf_agent_tool_approval`.
     ToolApproval(ToolApprovalFrame),
+    /// `cf_agent_chat_clear`.
     Clear,
+    /// `cf_agent_stream_resume_request`.
     StreamResumeRequest {
+        /// Echoed in the answer so the client can match it.
         probe_id: Option<String>,
     },
+    /// `cf_agent_stream_resume_ack`.
     StreamResumeAck {
+        /// The stream the offer was for.
         id: String,
     },
     /// A client pushing its transcript; the server is authoritative and ignores it.
     ChatMessages {
+        /// The client's messages (ignored).
         messages: Vec<Value>,
     },
+    /// `cf_agent_state`: a client state update.
     State {
+        /// The state the client sent.
         state: Value,
     },
+    /// `rpc`: a callable's call.
     Rpc(RpcRequest),
     /// A JSON object of no known type: the app's own message, for its `onMessage`.
     Other(Map<String, Value>),
@@ -149,9 +201,15 @@ pub enum ClientFrame {
 pub enum ErrorReply {
     /// A chat request with an id: end that request with an error response so the client's
     /// `useChat` surfaces it instead of waiting.
-    ChatResponse { id: String },
+    ChatResponse {
+        /// The chat request to end.
+        id: String,
+    },
     /// An rpc call with an id: fail that call so the client does not wait for its timeout.
-    Rpc { id: String },
+    Rpc {
+        /// The call to fail.
+        id: String,
+    },
     /// No id to answer: send a `cf_agent_protocol_error` frame.
     ProtocolError,
 }
@@ -159,7 +217,9 @@ pub enum ErrorReply {
 /// A frame that could not be understood, and how to answer it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct FrameError {
+    /// What was wrong, for the reply.
     pub message: String,
+    /// Which reply the frame deserves.
     pub reply: ErrorReply,
 }
 
@@ -180,11 +240,13 @@ impl FrameError {
     }
 
     /// The frame to send back to the sender.
-    pub fn reply_frame(&self) -> Value {
+    pub fn reply_frame(&self) -> ErrorFrame<'_> {
         match &self.reply {
-            ErrorReply::ChatResponse { id } => chat_request_error_frame(id, &self.message),
-            ErrorReply::Rpc { id } => rpc_error_frame(id, &self.message),
-            ErrorReply::ProtocolError => protocol_error_frame(&self.message),
+            ErrorReply::ChatResponse { id } => {
+                ErrorFrame::Chat(ChatResponse::request_error(id, &self.message))
+            }
+            ErrorReply::Rpc { id } => ErrorFrame::Rpc(RpcError::new(id, &self.message)),
+            ErrorReply::ProtocolError => ErrorFrame::Protocol(ProtocolError::new(&self.message)),
         }
     }
 }
@@ -197,6 +259,158 @@ impl fmt::Display for FrameError {
 
 impl std::error::Error for FrameError {}
 
+/// One field of a client frame as sent: absent, or any JSON value (null included). The
+/// frame shapes below are serde types built from these, so which keys a frame has is
+/// declared once; a field is typed when it is read, so a wrong one is named in the reply
+/// instead of failing the frame with serde's generic text.
+#[derive(Debug, Default)]
+struct Field(Option<Value>);
+
+impl<'de> Deserialize<'de> for Field {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        Value::deserialize(d).map(|v| Field(Some(v)))
+    }
+}
+
+impl Field {
+    fn get(&self) -> Option<&Value> {
+        self.0.as_ref()
+    }
+
+    /// A required string; the error names frame `kind` and field `key`.
+    fn string(&self, kind: &str, key: &str) -> Result<String, FrameError> {
+        match self.get() {
+            Some(Value::String(s)) => Ok(s.clone()),
+            Some(other) => Err(FrameError::protocol(format!(
+                "{kind}: {key} must be a string (got {})",
+                json_kind(other)
+            ))),
+            None => Err(FrameError::protocol(format!("{kind}: missing {key}"))),
+        }
+    }
+
+    /// An optional string: absent and null are `None`.
+    fn opt_string(&self, kind: &str, key: &str) -> Result<Option<String>, FrameError> {
+        match self.get() {
+            None | Some(Value::Null) => Ok(None),
+            _ => self.string(kind, key).map(Some),
+        }
+    }
+
+    /// JavaScript truthiness, as the clients' `if (autoContinue)`.
+    fn truthy(&self) -> bool {
+        truthy(self.get())
+    }
+}
+
+/// `cf_agent_chat_request_cancel` and `cf_agent_stream_resume_ack`.
+#[derive(Deserialize)]
+struct IdWire {
+    #[serde(default)]
+    id: Field,
+}
+
+/// `cf_agent_tool_approval`.
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct ToolApprovalWire {
+    #[serde(default)]
+    tool_call_id: Field,
+    #[serde(default)]
+    approved: Field,
+    #[serde(default)]
+    auto_continue: Field,
+}
+
+/// `cf_agent_tool_result`.
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct ToolResultWire {
+    #[serde(default)]
+    tool_call_id: Field,
+    #[serde(default)]
+    tool_name: Field,
+    #[serde(default)]
+    output: Field,
+    #[serde(default)]
+    state: Field,
+    #[serde(default)]
+    error_text: Field,
+    #[serde(default)]
+    auto_continue: Field,
+    #[serde(default)]
+    client_tools: Field,
+}
+
+/// `cf_agent_stream_resume_request`.
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct ResumeRequestWire {
+    #[serde(default)]
+    probe_id: Field,
+}
+
+/// `cf_agent_chat_messages` (a client pushing its transcript) and `cf_agent_state`.
+#[derive(Deserialize)]
+struct PushWire {
+    #[serde(default)]
+    messages: Field,
+    #[serde(default)]
+    state: Field,
+}
+
+/// `rpc`.
+#[derive(Deserialize)]
+struct RpcWire {
+    #[serde(default)]
+    id: Field,
+    #[serde(default)]
+    method: Field,
+    #[serde(default)]
+    args: Field,
+}
+
+/// `cf_agent_use_chat_request`, and the `init` it carries.
+#[derive(Deserialize)]
+struct ChatRequestWire {
+    #[serde(default)]
+    id: Field,
+    #[serde(default)]
+    init: Field,
+}
+
+/// The `init` of a chat request: a fetch `RequestInit`.
+#[derive(Deserialize)]
+struct InitWire {
+    #[serde(default)]
+    method: Field,
+    #[serde(default)]
+    body: Field,
+}
+
+/// The JSON-string body of a chat request; every other field is the app's custom body.
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct ChatBodyWire {
+    #[serde(default)]
+    messages: Field,
+    #[serde(default)]
+    trigger: Field,
+    #[serde(default)]
+    client_tools: Field,
+    #[serde(flatten)]
+    rest: Map<String, Value>,
+}
+
+/// Reads a frame object as wire shape `W` (only [`Field`]s, so any object fits).
+fn wire<W: serde::de::DeserializeOwned>(
+    obj: Map<String, Value>,
+    kind: &str,
+) -> Result<W, FrameError> {
+    serde_json::from_value(Value::Object(obj))
+        .map_err(|e| FrameError::protocol(format!("{kind}: {e}")))
+}
+
 /// Parses one text frame. Never panics; anything malformed becomes a [`FrameError`] that
 /// says how to answer.
 pub fn parse_client_frame(raw: &str) -> Result<ClientFrame, FrameError> {
@@ -208,18 +422,22 @@ pub fn parse_client_frame(raw: &str) -> Result<ClientFrame, FrameError> {
             json_kind(&value)
         )));
     };
-    let Some(kind) = obj.get("type").and_then(Value::as_str) else {
+    let Some(kind) = obj.get("type").and_then(Value::as_str).map(str::to_owned) else {
         return Ok(ClientFrame::Other(obj));
     };
+    let kind = kind.as_str();
     match kind {
-        types::USE_CHAT_REQUEST => parse_chat_request(&obj).map(ClientFrame::ChatRequest),
-        types::CHAT_REQUEST_CANCEL => {
-            Ok(ClientFrame::Cancel { id: required_str(&obj, "id", kind)? })
+        types::USE_CHAT_REQUEST => {
+            parse_chat_request(wire(obj, kind)?).map(ClientFrame::ChatRequest)
         }
-        types::TOOL_RESULT => parse_tool_result(&obj).map(ClientFrame::ToolResult),
+        types::CHAT_REQUEST_CANCEL => {
+            Ok(ClientFrame::Cancel { id: wire::<IdWire>(obj, kind)?.id.string(kind, "id")? })
+        }
+        types::TOOL_RESULT => parse_tool_result(wire(obj, kind)?).map(ClientFrame::ToolResult),
         types::TOOL_APPROVAL => {
-            let tool_call_id = required_str(&obj, "toolCallId", kind)?;
-            let approved = match obj.get("approved") {
+            let w: ToolApprovalWire = wire(obj, kind)?;
+            let tool_call_id = w.tool_call_id.string(kind, "toolCallId")?;
+            let approved = match w.approved.get() {
                 Some(Value::Bool(b)) => *b,
                 Some(other) => {
                     return Err(FrameError::protocol(format!(
@@ -232,58 +450,52 @@ pub fn parse_client_frame(raw: &str) -> Result<ClientFrame, FrameError> {
             Ok(ClientFrame::ToolApproval(ToolApprovalFrame {
                 tool_call_id,
                 approved,
-                auto_continue: truthy(obj.get("autoContinue")),
+                auto_continue: w.auto_continue.truthy(),
             }))
         }
         types::CHAT_CLEAR => Ok(ClientFrame::Clear),
-        types::STREAM_RESUME_REQUEST => Ok(ClientFrame::StreamResumeRequest {
-            probe_id: obj.get("probeId").and_then(Value::as_str).map(str::to_owned),
-        }),
-        types::STREAM_RESUME_ACK => {
-            Ok(ClientFrame::StreamResumeAck { id: required_str(&obj, "id", kind)? })
+        types::STREAM_RESUME_REQUEST => {
+            let w: ResumeRequestWire = wire(obj, kind)?;
+            // A probe id of the wrong type is dropped, not refused: the answer still comes.
+            let probe_id = w.probe_id.get().and_then(Value::as_str).map(str::to_owned);
+            Ok(ClientFrame::StreamResumeRequest { probe_id })
         }
-        types::CHAT_MESSAGES => Ok(ClientFrame::ChatMessages {
-            messages: obj.get("messages").and_then(Value::as_array).cloned().unwrap_or_default(),
+        types::STREAM_RESUME_ACK => Ok(ClientFrame::StreamResumeAck {
+            id: wire::<IdWire>(obj, kind)?.id.string(kind, "id")?,
         }),
-        types::STATE => match obj.get("state") {
-            Some(state) => Ok(ClientFrame::State { state: state.clone() }),
+        types::CHAT_MESSAGES => {
+            let w: PushWire = wire(obj, kind)?;
+            let messages = w.messages.get().and_then(Value::as_array).cloned().unwrap_or_default();
+            Ok(ClientFrame::ChatMessages { messages })
+        }
+        types::STATE => match wire::<PushWire>(obj, kind)?.state.0 {
+            Some(state) => Ok(ClientFrame::State { state }),
             None => Err(FrameError::protocol(format!("{kind}: missing state"))),
         },
-        types::RPC => parse_rpc(&obj).map(ClientFrame::Rpc),
+        types::RPC => parse_rpc(wire(obj, kind)?).map(ClientFrame::Rpc),
         _ => Ok(ClientFrame::Other(obj)),
     }
 }
 
-fn required_str(obj: &Map<String, Value>, key: &str, kind: &str) -> Result<String, FrameError> {
-    match obj.get(key) {
-        Some(Value::String(s)) => Ok(s.clone()),
-        Some(other) => Err(FrameError::protocol(format!(
-            "{kind}: {key} must be a string (got {})",
-            json_kind(other)
-        ))),
-        None => Err(FrameError::protocol(format!("{kind}: missing {key}"))),
-    }
-}
-
-fn parse_rpc(obj: &Map<String, Value>) -> Result<RpcRequest, FrameError> {
-    let id = required_str(obj, "id", types::RPC)?;
-    let method = match obj.get("method") {
-        Some(Value::String(m)) if !m.is_empty() => m.clone(),
+fn parse_rpc(w: RpcWire) -> Result<RpcRequest, FrameError> {
+    let id = w.id.string(types::RPC, "id")?;
+    let method = match w.method.0 {
+        Some(Value::String(m)) if !m.is_empty() => m,
         Some(Value::String(_)) => return Err(FrameError::rpc(&id, "rpc: method is empty")),
         Some(other) => {
             return Err(FrameError::rpc(
                 &id,
-                format!("rpc: method must be a string (got {})", json_kind(other)),
+                format!("rpc: method must be a string (got {})", json_kind(&other)),
             ))
         }
         None => return Err(FrameError::rpc(&id, "rpc: missing method")),
     };
-    let args = match obj.get("args") {
-        Some(Value::Array(a)) => a.clone(),
+    let args = match w.args.0 {
+        Some(Value::Array(a)) => a,
         Some(other) => {
             return Err(FrameError::rpc(
                 &id,
-                format!("rpc: args must be an array (got {})", json_kind(other)),
+                format!("rpc: args must be an array (got {})", json_kind(&other)),
             ))
         }
         None => return Err(FrameError::rpc(&id, "rpc: missing args (must be an array)")),
@@ -292,32 +504,39 @@ fn parse_rpc(obj: &Map<String, Value>) -> Result<RpcRequest, FrameError> {
 }
 
 /// Reads `clientTools`: absent → `None`, null → `Some([])` (clear), array of `{name, ...}`.
-fn parse_client_tools(v: Option<&Value>) -> Result<Option<Vec<ClientToolSchema>>, String> {
+/// `fail` turns a problem into the error the enclosing frame deserves.
+fn parse_client_tools(
+    v: Option<&Value>,
+    fail: impl Fn(String) -> FrameError,
+) -> Result<Option<Vec<ClientToolSchema>>, FrameError> {
     let items = match v {
         None => return Ok(None),
         Some(Value::Null) => return Ok(Some(Vec::new())),
         Some(Value::Array(items)) => items,
         Some(other) => {
-            return Err(format!("clientTools must be an array (got {})", json_kind(other)))
+            return Err(fail(format!("clientTools must be an array (got {})", json_kind(other))))
         }
     };
     let mut tools = Vec::with_capacity(items.len());
     for (i, item) in items.iter().enumerate() {
         let Value::Object(o) = item else {
-            return Err(format!("clientTools[{i}] is not an object (got {})", json_kind(item)));
+            return Err(fail(format!(
+                "clientTools[{i}] is not an object (got {})",
+                json_kind(item)
+            )));
         };
         let name = match o.get("name") {
             Some(Value::String(n)) if !n.is_empty() => n.clone(),
-            _ => return Err(format!("clientTools[{i}] has no name")),
+            _ => return Err(fail(format!("clientTools[{i}] has no name"))),
         };
         let description = match o.get("description") {
             None | Some(Value::Null) => None,
             Some(Value::String(d)) => Some(d.clone()),
             Some(other) => {
-                return Err(format!(
+                return Err(fail(format!(
                     "clientTools[{i}].description must be a string (got {})",
                     json_kind(other)
-                ))
+                )))
             }
         };
         let parameters = o.get("parameters").filter(|p| !p.is_null()).cloned();
@@ -326,55 +545,38 @@ fn parse_client_tools(v: Option<&Value>) -> Result<Option<Vec<ClientToolSchema>>
     Ok(Some(tools))
 }
 
-fn parse_tool_result(obj: &Map<String, Value>) -> Result<ToolResultFrame, FrameError> {
+fn parse_tool_result(w: ToolResultWire) -> Result<ToolResultFrame, FrameError> {
     let kind = types::TOOL_RESULT;
-    let tool_call_id = required_str(obj, "toolCallId", kind)?;
-    let opt_str = |key: &str| -> Result<Option<String>, FrameError> {
-        match obj.get(key) {
-            None | Some(Value::Null) => Ok(None),
-            Some(Value::String(s)) => Ok(Some(s.clone())),
-            Some(other) => Err(FrameError::protocol(format!(
-                "{kind}: {key} must be a string (got {})",
-                json_kind(other)
-            ))),
-        }
-    };
     Ok(ToolResultFrame {
-        tool_name: opt_str("toolName")?.unwrap_or_default(),
-        output: obj.get("output").cloned(),
-        state: opt_str("state")?,
-        error_text: opt_str("errorText")?,
-        auto_continue: truthy(obj.get("autoContinue")),
-        client_tools: parse_client_tools(obj.get("clientTools"))
-            .map_err(|e| FrameError::protocol(format!("{kind}: {e}")))?,
-        tool_call_id,
+        tool_call_id: w.tool_call_id.string(kind, "toolCallId")?,
+        tool_name: w.tool_name.opt_string(kind, "toolName")?.unwrap_or_default(),
+        state: w.state.opt_string(kind, "state")?,
+        error_text: w.error_text.opt_string(kind, "errorText")?,
+        auto_continue: w.auto_continue.truthy(),
+        client_tools: parse_client_tools(w.client_tools.get(), |e| {
+            FrameError::protocol(format!("{kind}: {e}"))
+        })?,
+        output: w.output.0,
     })
 }
 
-fn parse_chat_request(obj: &Map<String, Value>) -> Result<ChatRequest, FrameError> {
+fn parse_chat_request(w: ChatRequestWire) -> Result<ChatRequest, FrameError> {
     let kind = types::USE_CHAT_REQUEST;
-    let id = match obj.get("id") {
-        Some(Value::String(s)) if !s.is_empty() => s.clone(),
-        Some(Value::String(_)) => return Err(FrameError::protocol(format!("{kind}: id is empty"))),
-        Some(other) => {
-            return Err(FrameError::protocol(format!(
-                "{kind}: id must be a string (got {})",
-                json_kind(other)
-            )))
-        }
-        None => return Err(FrameError::protocol(format!("{kind}: missing id"))),
-    };
-    let init = match obj.get("init") {
-        Some(Value::Object(init)) => init,
+    let id = w.id.string(kind, "id")?;
+    if id.is_empty() {
+        return Err(FrameError::protocol(format!("{kind}: id is empty")));
+    }
+    let init: InitWire = match w.init.0 {
+        Some(Value::Object(init)) => wire(init, kind)?,
         Some(other) => {
             return Err(FrameError::chat(
                 &id,
-                format!("init must be an object (got {})", json_kind(other)),
+                format!("init must be an object (got {})", json_kind(&other)),
             ))
         }
         None => return Err(FrameError::chat(&id, "missing init")),
     };
-    match init.get("method") {
+    match init.method.get() {
         Some(Value::String(m)) if m == "POST" => {}
         Some(Value::String(m)) => {
             return Err(FrameError::chat(
@@ -384,32 +586,31 @@ fn parse_chat_request(obj: &Map<String, Value>) -> Result<ChatRequest, FrameErro
         }
         _ => return Err(FrameError::chat(&id, "missing method; only POST is accepted")),
     }
-    let body = match init.get("body") {
-        Some(Value::String(b)) if !b.trim().is_empty() => b,
+    match init.body.get() {
+        Some(Value::String(b)) if !b.trim().is_empty() => parse_chat_body(&id, b),
         Some(Value::String(_)) | None | Some(Value::Null) => {
-            return Err(FrameError::chat(&id, "missing request body"))
+            Err(FrameError::chat(&id, "missing request body"))
         }
-        Some(other) => {
-            return Err(FrameError::chat(
-                &id,
-                format!("body must be a JSON string (got {})", json_kind(other)),
-            ))
-        }
-    };
-    parse_chat_body(&id, body)
+        Some(other) => Err(FrameError::chat(
+            &id,
+            format!("body must be a JSON string (got {})", json_kind(other)),
+        )),
+    }
 }
 
 /// Parses the JSON-string body of a chat request.
 pub fn parse_chat_body(id: &str, body: &str) -> Result<ChatRequest, FrameError> {
     let parsed: Value = serde_json::from_str(body)
         .map_err(|e| FrameError::chat(id, format!("request body is not valid JSON: {e}")))?;
-    let Value::Object(mut fields) = parsed else {
+    let Value::Object(fields) = parsed else {
         return Err(FrameError::chat(
             id,
             format!("request body is not a JSON object (got {})", json_kind(&parsed)),
         ));
     };
-    let raw_messages = match fields.shift_remove("messages") {
+    let w: ChatBodyWire = serde_json::from_value(Value::Object(fields))
+        .map_err(|e| FrameError::chat(id, format!("request body: {e}")))?;
+    let raw_messages = match w.messages.0 {
         Some(Value::Array(m)) => m,
         Some(other) => {
             return Err(FrameError::chat(
@@ -426,224 +627,349 @@ pub fn parse_chat_body(id: &str, body: &str) -> Result<ChatRequest, FrameError> 
                 .map_err(|e| FrameError::chat(id, format!("messages[{i}]: {e}")))?,
         );
     }
-    let trigger = match fields.shift_remove("trigger") {
+    let trigger = match w.trigger.get() {
         Some(Value::String(t)) if t == "regenerate-message" => Trigger::RegenerateMessage,
         _ => Trigger::SubmitMessage,
     };
-    let client_tools =
-        parse_client_tools(fields.get("clientTools")).map_err(|e| FrameError::chat(id, e))?;
-    fields.shift_remove("clientTools");
-    Ok(ChatRequest { id: id.to_owned(), messages, trigger, client_tools, body: fields })
+    let client_tools = parse_client_tools(w.client_tools.get(), |e| FrameError::chat(id, e))?;
+    Ok(ChatRequest { id: id.to_owned(), messages, trigger, client_tools, body: w.rest })
 }
 
-// ── Outgoing: base agent frames ─────────────────────────────────────────────
+// ── Outgoing ────────────────────────────────────────────────────────────────
 
-/// `{"name","agent","type":"cf_agent_identity"}`, sent on connect.
-pub fn identity_frame(name: &str, agent: &str) -> Value {
-    json!({"name": name, "agent": agent, "type": types::IDENTITY})
-}
-
-/// `{"state","type":"cf_agent_state"}`: the agent's state, on connect and after changes.
-pub fn state_frame(state: &Value) -> Value {
-    json!({"state": state, "type": types::STATE})
-}
-
-/// `{"type":"cf_agent_state_error","error"}`: a client's state update was refused.
-pub fn state_error_frame(error: &str) -> Value {
-    json!({"type": types::STATE_ERROR, "error": error})
-}
-
-/// `{"mcp":{servers,tools,prompts,resources},"type":"cf_agent_mcp_servers"}`.
-pub fn mcp_servers_frame(mcp: &Value) -> Value {
-    json!({"mcp": mcp, "type": types::MCP_SERVERS})
-}
-
-/// `{"done","id","result","success":true,"type":"rpc"}`; `done:false` for streamed chunks.
-pub fn rpc_result_frame(id: &str, result: &Value, done: bool) -> Value {
-    json!({"done": done, "id": id, "result": result, "success": true, "type": types::RPC})
-}
-
-/// `{"error","id","success":false,"type":"rpc"}`.
-pub fn rpc_error_frame(id: &str, error: &str) -> Value {
-    json!({"error": error, "id": id, "success": false, "type": types::RPC})
-}
-
-/// Session phase reported to clients after appends and compaction.
+/// The `type` key of a server frame. Each frame type declares it among its fields where the
+/// TypeScript server puts it, since serde writes fields in declaration order.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum SessionPhase {
-    Idle,
-    Compacting,
+enum FrameType {
+    Identity,
+    McpServers,
+    Rpc,
+    ProtocolError,
+    UseChatResponse,
+    ChatMessages,
+    MessageUpdated,
+    ChatClear,
+    StreamResuming,
+    StreamResumeNone,
+    StreamPending,
+    ChatRecovering,
 }
 
-/// `{"type":"cf_agent_session","phase","tokenEstimate","tokenThreshold"[,"compacted":{"tokensBefore"}]}`.
-pub fn session_frame(
-    phase: SessionPhase,
-    token_estimate: u64,
-    token_threshold: Option<u64>,
-    compacted_tokens_before: Option<u64>,
-) -> Value {
-    let mut m = Map::new();
-    m.insert("type".into(), types::SESSION.into());
-    m.insert(
-        "phase".into(),
-        if phase == SessionPhase::Idle { "idle" } else { "compacting" }.into(),
-    );
-    m.insert("tokenEstimate".into(), json!(token_estimate));
-    m.insert("tokenThreshold".into(), json!(token_threshold));
-    if let Some(before) = compacted_tokens_before {
-        m.insert("compacted".into(), json!({"tokensBefore": before}));
+impl Serialize for FrameType {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.serialize_str(match self {
+            FrameType::Identity => types::IDENTITY,
+            FrameType::McpServers => types::MCP_SERVERS,
+            FrameType::Rpc => types::RPC,
+            FrameType::ProtocolError => types::PROTOCOL_ERROR,
+            FrameType::UseChatResponse => types::USE_CHAT_RESPONSE,
+            FrameType::ChatMessages => types::CHAT_MESSAGES,
+            FrameType::MessageUpdated => types::MESSAGE_UPDATED,
+            FrameType::ChatClear => types::CHAT_CLEAR,
+            FrameType::StreamResuming => types::STREAM_RESUMING,
+            FrameType::StreamResumeNone => types::STREAM_RESUME_NONE,
+            FrameType::StreamPending => types::STREAM_PENDING,
+            FrameType::ChatRecovering => types::CHAT_RECOVERING,
+        })
     }
-    Value::Object(m)
 }
 
-/// `{"type":"cf_agent_session_error","error"}`.
-pub fn session_error_frame(error: &str) -> Value {
-    json!({"type": types::SESSION_ERROR, "error": error})
+/// The text of a server frame. These frames hold only strings, booleans and JSON values, so
+/// serializing them cannot fail.
+pub fn to_text(frame: &impl Serialize) -> String {
+    serde_json::to_string(frame).unwrap_or_default()
 }
 
-/// `{"type":"agent-tool-event"[,"parentToolCallId"],"sequence","event"[,"replay":true]}`:
-/// progress of a sub-agent run as a tool.
-pub fn agent_tool_event_frame(
-    parent_tool_call_id: Option<&str>,
-    sequence: u64,
-    event: &Value,
-    replay: bool,
-) -> Value {
-    let mut m = Map::new();
-    m.insert("type".into(), types::AGENT_TOOL_EVENT.into());
-    if let Some(p) = parent_tool_call_id {
-        m.insert("parentToolCallId".into(), p.into());
+fn is_false(b: &bool) -> bool {
+    !*b
+}
+
+/// Optional ids are left out when absent or empty, as the TypeScript server does.
+fn is_blank(v: &Option<&str>) -> bool {
+    v.is_none_or(str::is_empty)
+}
+
+/// `{"name","agent","type":"cf_agent_identity"}`: who the client is talking to, on connect.
+#[derive(Debug, Clone, Serialize)]
+pub struct Identity<'a> {
+    /// The instance name from the URL.
+    pub name: &'a str,
+    /// The agent's URL namespace (its kebab-case class name).
+    pub agent: &'a str,
+    #[serde(rename = "type")]
+    kind: FrameType,
+}
+
+impl<'a> Identity<'a> {
+    /// The identity of instance `name` of agent `agent`.
+    pub fn new(name: &'a str, agent: &'a str) -> Self {
+        Self { name, agent, kind: FrameType::Identity }
     }
-    m.insert("sequence".into(), json!(sequence));
-    m.insert("event".into(), event.clone());
-    if replay {
-        m.insert("replay".into(), Value::Bool(true));
+}
+
+/// `{"mcp":{prompts,resources,servers,tools},"type":"cf_agent_mcp_servers"}`: the MCP state.
+#[derive(Debug, Clone, Serialize)]
+pub struct McpServers<'a> {
+    /// The state, as `getMcpServers()` returns it.
+    pub mcp: &'a Value,
+    #[serde(rename = "type")]
+    kind: FrameType,
+}
+
+impl<'a> McpServers<'a> {
+    /// The frame for MCP state `mcp`.
+    pub fn new(mcp: &'a Value) -> Self {
+        Self { mcp, kind: FrameType::McpServers }
     }
-    Value::Object(m)
 }
 
-/// `{"type":"cf_agent_protocol_error","error"}`, think-rs's answer to an unparseable frame.
-pub fn protocol_error_frame(error: &str) -> Value {
-    json!({"type": types::PROTOCOL_ERROR, "error": error})
-}
-
-// ── Outgoing: chat frames ───────────────────────────────────────────────────
-
-fn chat_response(id: &str, body: &str, done: bool, error: bool, continuation: bool) -> Value {
-    let mut m = Map::new();
-    m.insert("type".into(), types::USE_CHAT_RESPONSE.into());
-    m.insert("id".into(), id.into());
-    m.insert("body".into(), body.into());
-    m.insert("done".into(), Value::Bool(done));
-    if error {
-        m.insert("error".into(), Value::Bool(true));
-    }
-    if continuation {
-        m.insert("continuation".into(), Value::Bool(true));
-    }
-    Value::Object(m)
-}
-
-/// One live stream chunk; `body` is the chunk's JSON text (as stored for replay).
-pub fn chat_chunk_frame(id: &str, body: &str, continuation: bool) -> Value {
-    chat_response(id, body, false, false, continuation)
-}
-
-/// One live stream chunk from its JSON value.
-pub fn chat_chunk_value_frame(id: &str, chunk: &Value, continuation: bool) -> Value {
-    chat_chunk_frame(id, &chunk.to_string(), continuation)
-}
-
-/// The end of a stream, after completion or cancel.
-pub fn chat_done_frame(id: &str, continuation: bool) -> Value {
-    chat_response(id, "", true, false, continuation)
-}
-
-/// An in-stream error; the client errors its stream with `text`. Followed by the done frame.
-pub fn chat_error_frame(id: &str, text: &str, continuation: bool) -> Value {
-    chat_response(id, text, false, true, continuation)
-}
-
-/// Ends a request that failed before streaming: a single `done:true, error:true` frame.
-pub fn chat_request_error_frame(id: &str, text: &str) -> Value {
-    chat_response(id, text, true, true, false)
-}
-
-/// Ends a turn whose inference produced nothing.
-pub fn chat_no_response_frame(id: &str) -> Value {
-    chat_response(id, NO_RESPONSE_BODY, true, false, false)
-}
-
-/// A stored chunk replayed after a resume ACK.
-pub fn replay_chunk_frame(id: &str, body: &str, continuation: bool) -> Value {
-    replay_frame(id, body, false, false, continuation)
-}
-
-/// The end of a replay of a stream still live: the client flushes and keeps listening.
-pub fn replay_complete_frame(id: &str, continuation: bool) -> Value {
-    replay_frame(id, "", false, true, continuation)
-}
-
-/// The end of a replay of a finished or orphaned stream; with `continuation:false` this is
-/// the golden `replayDoneFrame` (also the ACK fallback when nothing is left to replay).
-pub fn replay_done_frame(id: &str, continuation: bool) -> Value {
-    replay_frame(id, "", true, false, continuation)
-}
-
-fn replay_frame(
-    id: &str,
-    body: &str,
+/// `{"done":true,"id","result","success":true,"type":"rpc"}`: a callable's result.
+#[derive(Debug, Clone, Serialize)]
+pub struct RpcResult<'a> {
     done: bool,
-    replay_complete: bool,
-    continuation: bool,
-) -> Value {
-    let mut m = Map::new();
-    m.insert("body".into(), body.into());
-    m.insert("done".into(), Value::Bool(done));
-    m.insert("id".into(), id.into());
-    m.insert("type".into(), types::USE_CHAT_RESPONSE.into());
-    m.insert("replay".into(), Value::Bool(true));
-    if replay_complete {
-        m.insert("replayComplete".into(), Value::Bool(true));
-    }
-    if continuation {
-        m.insert("continuation".into(), Value::Bool(true));
-    }
-    Value::Object(m)
+    /// The call's id.
+    pub id: &'a str,
+    /// What the callable returned.
+    pub result: &'a Value,
+    success: bool,
+    #[serde(rename = "type")]
+    kind: FrameType,
 }
 
-/// The terminal error of a turn that failed while nobody was connected, delivered after the
-/// ACK. No `replay` flag: it must look like a live terminal so `useChat` shows the error.
-pub fn terminal_error_frame(id: &str, body: &str) -> Value {
-    json!({"body": body, "done": true, "error": true, "id": id, "type": types::USE_CHAT_RESPONSE})
+impl<'a> RpcResult<'a> {
+    /// The final (and only) result of call `id`.
+    pub fn new(id: &'a str, result: &'a Value) -> Self {
+        Self { done: true, id, result, success: true, kind: FrameType::Rpc }
+    }
+}
+
+/// `{"error","id","success":false,"type":"rpc"}`: a callable failed or does not exist.
+#[derive(Debug, Clone, Serialize)]
+pub struct RpcError<'a> {
+    /// Why the call failed.
+    pub error: &'a str,
+    /// The call's id.
+    pub id: &'a str,
+    success: bool,
+    #[serde(rename = "type")]
+    kind: FrameType,
+}
+
+impl<'a> RpcError<'a> {
+    /// The failure of call `id`.
+    pub fn new(id: &'a str, error: &'a str) -> Self {
+        Self { error, id, success: false, kind: FrameType::Rpc }
+    }
+}
+
+/// `{"type":"cf_agent_protocol_error","error"}`, think-rs's answer to a frame it could not
+/// understand and cannot answer on a request id.
+#[derive(Debug, Clone, Serialize)]
+pub struct ProtocolError<'a> {
+    #[serde(rename = "type")]
+    kind: FrameType,
+    /// What was wrong with the frame.
+    pub error: &'a str,
+}
+
+impl<'a> ProtocolError<'a> {
+    /// The answer to a frame that was wrong because of `error`.
+    pub fn new(error: &'a str) -> Self {
+        Self { kind: FrameType::ProtocolError, error }
+    }
+}
+
+/// `{"type":"cf_agent_use_chat_response","id","body","done"[,"error"][,"continuation"]}`: one
+/// live frame of a chat stream: a chunk, its end, or an error.
+#[derive(Debug, Clone, Serialize)]
+pub struct ChatResponse<'a> {
+    #[serde(rename = "type")]
+    kind: FrameType,
+    /// The chat request's id.
+    pub id: &'a str,
+    /// One UIMessageChunk as JSON text, an error text, or empty.
+    pub body: &'a str,
+    /// The stream ends with this frame.
+    pub done: bool,
+    /// `body` is an error the client shows instead of a chunk.
+    #[serde(skip_serializing_if = "is_false")]
+    pub error: bool,
+    /// The stream continues the last assistant message (an auto-continuation).
+    #[serde(skip_serializing_if = "is_false")]
+    pub continuation: bool,
+}
+
+impl<'a> ChatResponse<'a> {
+    fn frame(id: &'a str, body: &'a str, done: bool, error: bool) -> Self {
+        Self { kind: FrameType::UseChatResponse, id, body, done, error, continuation: false }
+    }
+
+    /// One live chunk; `body` is the chunk's JSON text (as stored for replay).
+    pub fn chunk(id: &'a str, body: &'a str) -> Self {
+        Self::frame(id, body, false, false)
+    }
+
+    /// The end of a stream, after completion or cancel.
+    pub fn done(id: &'a str) -> Self {
+        Self::frame(id, "", true, false)
+    }
+
+    /// An in-stream error; the client errors its stream with `text`. The done frame follows.
+    pub fn error(id: &'a str, text: &'a str) -> Self {
+        Self::frame(id, text, false, true)
+    }
+
+    /// Ends a request that failed before streaming: a single `done:true, error:true` frame.
+    pub fn request_error(id: &'a str, text: &'a str) -> Self {
+        Self::frame(id, text, true, true)
+    }
+
+    /// Marks the frame as part of a continuation stream (or not).
+    pub fn in_continuation(mut self, continuation: bool) -> Self {
+        self.continuation = continuation;
+        self
+    }
+}
+
+/// `{"body","done","id","type":"cf_agent_use_chat_response","replay":true[,"replayComplete"]}`:
+/// a stored chunk replayed after a resume ACK, or the end of that replay. Replays never
+/// carry `continuation`; only live frames do.
+#[derive(Debug, Clone, Serialize)]
+pub struct Replay<'a> {
+    /// A stored chunk's JSON text, or empty for the end frames.
+    pub body: &'a str,
+    /// The replayed stream has ended (finished or orphaned).
+    pub done: bool,
+    /// The stream's request id.
+    pub id: &'a str,
+    #[serde(rename = "type")]
+    kind: FrameType,
+    replay: bool,
+    /// The replay of a still live stream is over; live chunks follow.
+    #[serde(rename = "replayComplete", skip_serializing_if = "is_false")]
+    pub replay_complete: bool,
+}
+
+impl<'a> Replay<'a> {
+    fn frame(id: &'a str, body: &'a str, done: bool, replay_complete: bool) -> Self {
+        Self { body, done, id, kind: FrameType::UseChatResponse, replay: true, replay_complete }
+    }
+
+    /// One stored chunk of stream `id`.
+    pub fn chunk(id: &'a str, body: &'a str) -> Self {
+        Self::frame(id, body, false, false)
+    }
+
+    /// The end of a replay of a stream still live: the client flushes and keeps listening.
+    pub fn complete(id: &'a str) -> Self {
+        Self::frame(id, "", false, true)
+    }
+
+    /// The end of a replay of a finished or orphaned stream (the golden `replayDoneFrame`,
+    /// also the ACK fallback when nothing is left to replay).
+    pub fn done(id: &'a str) -> Self {
+        Self::frame(id, "", true, false)
+    }
+}
+
+/// `{"body","done":true,"error":true,"id","type":"cf_agent_use_chat_response"}`: the terminal
+/// error of a turn that failed while nobody was connected, delivered after the ACK. No
+/// `replay` flag: it must look like a live terminal so `useChat` shows the error.
+#[derive(Debug, Clone, Serialize)]
+pub struct TerminalError<'a> {
+    /// The error text.
+    pub body: &'a str,
+    done: bool,
+    error: bool,
+    /// The failed stream's request id.
+    pub id: &'a str,
+    #[serde(rename = "type")]
+    kind: FrameType,
+}
+
+impl<'a> TerminalError<'a> {
+    /// The terminal error `body` of stream `id`.
+    pub fn new(id: &'a str, body: &'a str) -> Self {
+        Self { body, done: true, error: true, id, kind: FrameType::UseChatResponse }
+    }
 }
 
 /// `{"type":"cf_agent_chat_messages","messages"}`: the whole transcript.
-pub fn chat_messages_frame(messages: &[UIMessage]) -> Value {
-    json!({"type": types::CHAT_MESSAGES, "messages": messages})
+#[derive(Debug, Clone, Serialize)]
+pub struct ChatMessages<'a> {
+    #[serde(rename = "type")]
+    kind: FrameType,
+    /// The transcript, in order.
+    pub messages: &'a [UIMessage],
 }
 
-/// `{"type":"cf_agent_message_updated","message"}` after a tool result or approval apply.
-pub fn message_updated_frame(message: &UIMessage) -> Value {
-    json!({"type": types::MESSAGE_UPDATED, "message": message})
+impl<'a> ChatMessages<'a> {
+    /// The frame for transcript `messages`.
+    pub fn new(messages: &'a [UIMessage]) -> Self {
+        Self { kind: FrameType::ChatMessages, messages }
+    }
+}
+
+/// `{"type":"cf_agent_message_updated","message"}`: one message changed in place (a tool
+/// result or approval was applied).
+#[derive(Debug, Clone, Serialize)]
+pub struct MessageUpdated<'a> {
+    #[serde(rename = "type")]
+    kind: FrameType,
+    /// The message as it is now.
+    pub message: &'a UIMessage,
+}
+
+impl<'a> MessageUpdated<'a> {
+    /// The frame for the updated `message`.
+    pub fn new(message: &'a UIMessage) -> Self {
+        Self { kind: FrameType::MessageUpdated, message }
+    }
 }
 
 /// `{"type":"cf_agent_chat_clear"}`, sent to the other tabs after a clear.
-pub fn chat_clear_frame() -> Value {
-    json!({"type": types::CHAT_CLEAR})
+#[derive(Debug, Clone, Serialize)]
+pub struct ChatClear {
+    #[serde(rename = "type")]
+    kind: FrameType,
 }
 
-/// `{"type":"cf_agent_stream_resuming","id"[,"probeId"]}`: ACK to receive the replay.
-pub fn stream_resuming_frame(id: &str, probe_id: Option<&str>) -> Value {
-    let mut m = Map::new();
-    m.insert("type".into(), types::STREAM_RESUMING.into());
-    m.insert("id".into(), id.into());
-    insert_nonempty(&mut m, "probeId", probe_id);
-    Value::Object(m)
+impl ChatClear {
+    /// The clear frame.
+    pub fn new() -> Self {
+        Self { kind: FrameType::ChatClear }
+    }
+}
+
+impl Default for ChatClear {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+/// `{"type":"cf_agent_stream_resuming","id"[,"probeId"]}`: a stream is live; ACK it to be
+/// replayed what was missed.
+#[derive(Debug, Clone, Serialize)]
+pub struct StreamResuming<'a> {
+    #[serde(rename = "type")]
+    kind: FrameType,
+    /// The live stream's request id.
+    pub id: &'a str,
+    /// The probe this answers, if it answers one.
+    #[serde(rename = "probeId", skip_serializing_if = "is_blank")]
+    pub probe_id: Option<&'a str>,
+}
+
+impl<'a> StreamResuming<'a> {
+    /// The offer of stream `id`, answering `probe_id` if given.
+    pub fn new(id: &'a str, probe_id: Option<&'a str>) -> Self {
+        Self { kind: FrameType::StreamResuming, id, probe_id }
+    }
 }
 
 /// Why no stream was offered to a resume probe.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
 pub enum ResumeNoneReason {
     /// Nothing is active, pending or terminal: the agent is globally idle.
     Idle,
@@ -651,95 +977,95 @@ pub enum ResumeNoneReason {
     ContinuationOwned,
 }
 
-impl ResumeNoneReason {
-    /// The wire string.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            ResumeNoneReason::Idle => "idle",
-            ResumeNoneReason::ContinuationOwned => "continuation-owned",
-        }
-    }
+/// `{"type":"cf_agent_stream_resume_none","reason"[,"probeId"]}`: nothing to resume.
+#[derive(Debug, Clone, Serialize)]
+pub struct StreamResumeNone<'a> {
+    #[serde(rename = "type")]
+    kind: FrameType,
+    /// Why nothing is offered.
+    pub reason: ResumeNoneReason,
+    /// The probe this answers.
+    #[serde(rename = "probeId", skip_serializing_if = "is_blank")]
+    pub probe_id: Option<&'a str>,
 }
 
-/// `{"type":"cf_agent_stream_resume_none","reason"[,"probeId"]}`.
-pub fn stream_resume_none_frame(reason: ResumeNoneReason, probe_id: Option<&str>) -> Value {
-    let mut m = Map::new();
-    m.insert("type".into(), types::STREAM_RESUME_NONE.into());
-    m.insert("reason".into(), reason.as_str().into());
-    insert_nonempty(&mut m, "probeId", probe_id);
-    Value::Object(m)
+impl<'a> StreamResumeNone<'a> {
+    /// The answer to `probe_id`: nothing to resume, because of `reason`.
+    pub fn new(reason: ResumeNoneReason, probe_id: Option<&'a str>) -> Self {
+        Self { kind: FrameType::StreamResumeNone, reason, probe_id }
+    }
 }
 
 /// `{"type":"cf_agent_stream_pending"[,"id"][,"probeId"]}`: a turn is accepted but not yet
-/// streaming, keep waiting.
-pub fn stream_pending_frame(id: Option<&str>, probe_id: Option<&str>) -> Value {
-    let mut m = Map::new();
-    m.insert("type".into(), types::STREAM_PENDING.into());
-    insert_nonempty(&mut m, "id", id);
-    insert_nonempty(&mut m, "probeId", probe_id);
-    Value::Object(m)
+/// streaming; keep waiting for its `stream_resuming`.
+#[derive(Debug, Clone, Serialize)]
+pub struct StreamPending<'a> {
+    #[serde(rename = "type")]
+    kind: FrameType,
+    /// The accepted request's id, when known.
+    #[serde(skip_serializing_if = "is_blank")]
+    pub id: Option<&'a str>,
+    /// The probe this answers.
+    #[serde(rename = "probeId", skip_serializing_if = "is_blank")]
+    pub probe_id: Option<&'a str>,
 }
 
-/// `{"type":"cf_agent_chat_recovering","recovering"[,"id"]}`: durable recovery started
-/// (`true`) or settled (`false`).
-pub fn chat_recovering_frame(recovering: bool, id: Option<&str>) -> Value {
-    let mut m = Map::new();
-    m.insert("type".into(), types::CHAT_RECOVERING.into());
-    m.insert("recovering".into(), Value::Bool(recovering));
-    insert_nonempty(&mut m, "id", id);
-    Value::Object(m)
-}
-
-/// The golden "recovering…" hint: [`chat_recovering_frame`] with `recovering:true`.
-pub fn recovering_frame(id: Option<&str>) -> Value {
-    chat_recovering_frame(true, id)
-}
-
-fn insert_nonempty(m: &mut Map<String, Value>, key: &str, v: Option<&str>) {
-    if let Some(v) = v.filter(|s| !s.is_empty()) {
-        m.insert(key.to_owned(), v.into());
+impl<'a> StreamPending<'a> {
+    /// The answer to `probe_id`: turn `id` (if known) is on its way.
+    pub fn new(id: Option<&'a str>, probe_id: Option<&'a str>) -> Self {
+        Self { kind: FrameType::StreamPending, id, probe_id }
     }
 }
 
-/// The chat side of a connection's greeting.
-#[derive(Debug, Clone, Copy)]
-pub enum ConnectChatState<'a> {
-    /// No stream is live: send the transcript, then the recovering hint (with its request
-    /// id, if known) and the pending notice (with the accepted request id, if known).
-    Idle {
-        messages: &'a [UIMessage],
-        recovering: Option<Option<&'a str>>,
-        pending: Option<Option<&'a str>>,
-    },
-    /// A stream is live: only offer it; the connection gets no live chunks until it ACKs.
-    Streaming { request_id: &'a str },
+/// `{"type":"cf_agent_chat_recovering","recovering"[,"id"]}`: recovery of a turn a crash cut
+/// short started (`true`) or settled (`false`).
+#[derive(Debug, Clone, Serialize)]
+pub struct ChatRecovering<'a> {
+    #[serde(rename = "type")]
+    kind: FrameType,
+    /// Whether recovery is under way.
+    pub recovering: bool,
+    /// The interrupted stream's id, when known.
+    #[serde(skip_serializing_if = "is_blank")]
+    pub id: Option<&'a str>,
 }
 
-/// The chat frames sent on connect, before identity, state and MCP frames. A pending
-/// terminal error is never part of them; it is delivered only through the resume handshake.
-pub fn connect_chat_frames(state: ConnectChatState<'_>) -> Vec<Value> {
-    match state {
-        ConnectChatState::Streaming { request_id } => vec![stream_resuming_frame(request_id, None)],
-        ConnectChatState::Idle { messages, recovering, pending } => {
-            let mut frames = vec![chat_messages_frame(messages)];
-            if let Some(id) = recovering {
-                frames.push(recovering_frame(id));
-            }
-            if let Some(id) = pending {
-                frames.push(stream_pending_frame(id, None));
-            }
-            frames
-        }
+impl<'a> ChatRecovering<'a> {
+    /// Recovery of stream `id` (if known) started.
+    pub fn started(id: Option<&'a str>) -> Self {
+        Self { kind: FrameType::ChatRecovering, recovering: true, id }
     }
+
+    /// Recovery of stream `id` (if known) settled.
+    pub fn settled(id: Option<&'a str>) -> Self {
+        Self { kind: FrameType::ChatRecovering, recovering: false, id }
+    }
+}
+
+/// The answer to a malformed frame: on its chat request, on its rpc call, or a protocol error.
+#[derive(Debug, Clone, Serialize)]
+#[serde(untagged)]
+pub enum ErrorFrame<'a> {
+    /// Ends the chat request with an error.
+    Chat(ChatResponse<'a>),
+    /// Fails the rpc call.
+    Rpc(RpcError<'a>),
+    /// No id to answer on.
+    Protocol(ProtocolError<'a>),
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::protocol::message::Role;
+    use serde_json::json;
 
-    fn s(v: &Value) -> String {
+    fn s(v: &impl Serialize) -> String {
         serde_json::to_string(v).unwrap()
+    }
+
+    fn val(v: &impl Serialize) -> Value {
+        serde_json::to_value(v).unwrap()
     }
 
     fn frame(v: Value) -> String {
@@ -875,8 +1201,8 @@ mod tests {
         ] {
             let e = chat_err(&raw);
             assert_eq!(e.reply, ErrorReply::ProtocolError);
-            assert_eq!(e.reply_frame()["type"], "cf_agent_protocol_error");
-            assert_eq!(e.reply_frame()["error"], json!(e.message));
+            assert_eq!(val(&e.reply_frame())["type"], "cf_agent_protocol_error");
+            assert_eq!(val(&e.reply_frame())["error"], json!(e.message));
         }
     }
 
@@ -1081,99 +1407,59 @@ mod tests {
     #[test]
     fn base_agent_frames_key_order() {
         assert_eq!(
-            s(&identity_frame("default", "my-agent")),
+            s(&Identity::new("default", "my-agent")),
             r#"{"name":"default","agent":"my-agent","type":"cf_agent_identity"}"#
         );
         assert_eq!(
-            s(&state_frame(&json!({"a": 1}))),
-            r#"{"state":{"a":1},"type":"cf_agent_state"}"#
-        );
-        assert_eq!(
-            s(&state_error_frame("Connection is readonly")),
-            r#"{"type":"cf_agent_state_error","error":"Connection is readonly"}"#
-        );
-        assert_eq!(
-            s(&mcp_servers_frame(
+            s(&McpServers::new(
                 &json!({"servers": {}, "tools": [], "prompts": [], "resources": []})
             )),
             r#"{"mcp":{"servers":{},"tools":[],"prompts":[],"resources":[]},"type":"cf_agent_mcp_servers"}"#
         );
         assert_eq!(
-            s(&rpc_result_frame("i", &json!(3), true)),
+            s(&RpcResult::new("i", &json!(3))),
             r#"{"done":true,"id":"i","result":3,"success":true,"type":"rpc"}"#
         );
         assert_eq!(
-            s(&rpc_result_frame("i", &json!("c"), false)),
-            r#"{"done":false,"id":"i","result":"c","success":true,"type":"rpc"}"#
-        );
-        assert_eq!(
-            s(&rpc_error_frame("i", "Method x does not exist")),
+            s(&RpcError::new("i", "Method x does not exist")),
             r#"{"error":"Method x does not exist","id":"i","success":false,"type":"rpc"}"#
         );
         assert_eq!(
-            s(&session_frame(SessionPhase::Idle, 120, None, None)),
-            r#"{"type":"cf_agent_session","phase":"idle","tokenEstimate":120,"tokenThreshold":null}"#
-        );
-        assert_eq!(
-            s(&session_frame(SessionPhase::Compacting, 9, Some(100), Some(500))),
-            r#"{"type":"cf_agent_session","phase":"compacting","tokenEstimate":9,"tokenThreshold":100,"compacted":{"tokensBefore":500}}"#
-        );
-        assert_eq!(
-            s(&session_error_frame("x")),
-            r#"{"type":"cf_agent_session_error","error":"x"}"#
-        );
-        assert_eq!(
-            s(&agent_tool_event_frame(Some("p"), 3, &json!({"k": 1}), true)),
-            r#"{"type":"agent-tool-event","parentToolCallId":"p","sequence":3,"event":{"k":1},"replay":true}"#
-        );
-        assert_eq!(
-            s(&agent_tool_event_frame(None, 0, &json!({}), false)),
-            r#"{"type":"agent-tool-event","sequence":0,"event":{}}"#
-        );
-        assert_eq!(
-            s(&protocol_error_frame("bad")),
+            s(&ProtocolError::new("bad")),
             r#"{"type":"cf_agent_protocol_error","error":"bad"}"#
         );
     }
 
     #[test]
     fn chat_stream_frames() {
-        let chunk = crate::protocol::chunk::start(Some("srv"), None);
+        let chunk = crate::protocol::chunk::start(Some("srv"), None).to_string();
         assert_eq!(
-            s(&chat_chunk_value_frame("V1StGXR8", &chunk, false)),
+            s(&ChatResponse::chunk("V1StGXR8", &chunk)),
             r#"{"type":"cf_agent_use_chat_response","id":"V1StGXR8","body":"{\"type\":\"start\",\"messageId\":\"srv\"}","done":false}"#
         );
         assert_eq!(
-            s(&chat_chunk_frame("r", "{}", true)),
+            s(&ChatResponse::chunk("r", "{}").in_continuation(true)),
             r#"{"type":"cf_agent_use_chat_response","id":"r","body":"{}","done":false,"continuation":true}"#
         );
         assert_eq!(
-            s(&chat_done_frame("r", false)),
+            s(&ChatResponse::done("r")),
             r#"{"type":"cf_agent_use_chat_response","id":"r","body":"","done":true}"#
         );
         assert_eq!(
-            s(&chat_done_frame("r", true)),
+            s(&ChatResponse::done("r").in_continuation(true)),
             r#"{"type":"cf_agent_use_chat_response","id":"r","body":"","done":true,"continuation":true}"#
         );
         assert_eq!(
-            s(&chat_error_frame("r", "boom", true)),
+            s(&ChatResponse::error("r", "boom").in_continuation(true)),
             r#"{"type":"cf_agent_use_chat_response","id":"r","body":"boom","done":false,"error":true,"continuation":true}"#
         );
         assert_eq!(
-            s(&chat_no_response_frame("r")),
-            r#"{"type":"cf_agent_use_chat_response","id":"r","body":"No response was generated.","done":true}"#
-        );
-        assert_eq!(
-            s(&replay_chunk_frame("r", "{\"type\":\"text-start\"}", false)),
+            s(&Replay::chunk("r", "{\"type\":\"text-start\"}")),
             r#"{"body":"{\"type\":\"text-start\"}","done":false,"id":"r","type":"cf_agent_use_chat_response","replay":true}"#
         );
         assert_eq!(
-            s(&replay_complete_frame("r", true)),
-            r#"{"body":"","done":false,"id":"r","type":"cf_agent_use_chat_response","replay":true,"replayComplete":true,"continuation":true}"#
-        );
-        assert_eq!(
-            s(&replay_done_frame("r", true)),
-            r#"{"body":"","done":true,"id":"r","type":"cf_agent_use_chat_response","replay":true,"continuation":true}"#
+            s(&Replay::complete("r")),
+            r#"{"body":"","done":false,"id":"r","type":"cf_agent_use_chat_response","replay":true,"replayComplete":true}"#
         );
     }
 
@@ -1181,16 +1467,16 @@ mod tests {
     fn transcript_frames() {
         let m = UIMessage::new("m1", Role::User, vec![json!({"type": "text", "text": "hi"})]);
         assert_eq!(
-            s(&chat_messages_frame(std::slice::from_ref(&m))),
+            s(&ChatMessages::new(std::slice::from_ref(&m))),
             r#"{"type":"cf_agent_chat_messages","messages":[{"id":"m1","role":"user","parts":[{"type":"text","text":"hi"}]}]}"#
         );
         assert_eq!(
-            s(&message_updated_frame(&m)),
+            s(&MessageUpdated::new(&m)),
             r#"{"type":"cf_agent_message_updated","message":{"id":"m1","role":"user","parts":[{"type":"text","text":"hi"}]}}"#
         );
-        assert_eq!(s(&chat_clear_frame()), r#"{"type":"cf_agent_chat_clear"}"#);
+        assert_eq!(s(&ChatClear::new()), r#"{"type":"cf_agent_chat_clear"}"#);
         assert_eq!(
-            s(&chat_recovering_frame(false, None)),
+            s(&ChatRecovering::settled(None)),
             r#"{"type":"cf_agent_chat_recovering","recovering":false}"#
         );
     }
@@ -1200,63 +1486,63 @@ mod tests {
     #[test]
     fn golden_stream_resuming() {
         assert_eq!(
-            s(&stream_resuming_frame("req-1", None)),
+            s(&StreamResuming::new("req-1", None)),
             r#"{"type":"cf_agent_stream_resuming","id":"req-1"}"#
         );
         assert_eq!(
-            s(&stream_resuming_frame("req-1", Some("p"))),
+            s(&StreamResuming::new("req-1", Some("p"))),
             r#"{"type":"cf_agent_stream_resuming","id":"req-1","probeId":"p"}"#
         );
     }
 
     #[test]
     fn golden_stream_resume_none() {
-        let idle = stream_resume_none_frame(ResumeNoneReason::Idle, None);
+        let idle = StreamResumeNone::new(ResumeNoneReason::Idle, None);
         assert_eq!(s(&idle), r#"{"type":"cf_agent_stream_resume_none","reason":"idle"}"#);
-        assert!(idle.get("id").is_none());
+        assert!(val(&idle).get("id").is_none());
         assert_eq!(
-            s(&stream_resume_none_frame(ResumeNoneReason::ContinuationOwned, None)),
+            s(&StreamResumeNone::new(ResumeNoneReason::ContinuationOwned, None)),
             r#"{"type":"cf_agent_stream_resume_none","reason":"continuation-owned"}"#
         );
         assert_eq!(
-            s(&stream_resume_none_frame(ResumeNoneReason::Idle, Some("probe-1"))),
+            s(&StreamResumeNone::new(ResumeNoneReason::Idle, Some("probe-1"))),
             r#"{"type":"cf_agent_stream_resume_none","reason":"idle","probeId":"probe-1"}"#
         );
     }
 
     #[test]
     fn golden_replay_done_is_clean_close() {
-        let f = replay_done_frame("req-1", false);
+        let f = Replay::done("req-1");
         assert_eq!(
             s(&f),
             r#"{"body":"","done":true,"id":"req-1","type":"cf_agent_use_chat_response","replay":true}"#
         );
-        assert!(f.get("error").is_none());
+        assert!(val(&f).get("error").is_none());
     }
 
     #[test]
     fn golden_terminal_error_has_no_replay_flag() {
-        let f = terminal_error_frame("req-1", "boom");
+        let f = TerminalError::new("req-1", "boom");
         assert_eq!(
             s(&f),
             r#"{"body":"boom","done":true,"error":true,"id":"req-1","type":"cf_agent_use_chat_response"}"#
         );
-        assert!(f.get("replay").is_none());
+        assert!(val(&f).get("replay").is_none());
     }
 
     #[test]
     fn golden_stream_pending_id_only_when_present() {
         assert_eq!(
-            s(&stream_pending_frame(Some("req-1"), None)),
+            s(&StreamPending::new(Some("req-1"), None)),
             r#"{"type":"cf_agent_stream_pending","id":"req-1"}"#
         );
-        assert_eq!(s(&stream_pending_frame(None, None)), r#"{"type":"cf_agent_stream_pending"}"#);
+        assert_eq!(s(&StreamPending::new(None, None)), r#"{"type":"cf_agent_stream_pending"}"#);
         assert_eq!(
-            s(&stream_pending_frame(Some(""), Some("p"))),
+            s(&StreamPending::new(Some(""), Some("p"))),
             r#"{"type":"cf_agent_stream_pending","probeId":"p"}"#
         );
         assert_eq!(
-            s(&stream_pending_frame(Some("c"), Some("p"))),
+            s(&StreamPending::new(Some("c"), Some("p"))),
             r#"{"type":"cf_agent_stream_pending","id":"c","probeId":"p"}"#
         );
     }
@@ -1264,62 +1550,26 @@ mod tests {
     #[test]
     fn golden_recovering_id_only_when_present() {
         assert_eq!(
-            s(&recovering_frame(Some("req-1"))),
+            s(&ChatRecovering::started(Some("req-1"))),
             r#"{"type":"cf_agent_chat_recovering","recovering":true,"id":"req-1"}"#
         );
-        let no_id = recovering_frame(None);
+        let no_id = ChatRecovering::started(None);
         assert_eq!(s(&no_id), r#"{"type":"cf_agent_chat_recovering","recovering":true}"#);
-        assert!(no_id.get("id").is_none());
+        assert!(val(&no_id).get("id").is_none());
     }
 
     #[test]
     fn golden_frame_types_match_constants() {
-        assert_eq!(stream_resuming_frame("x", None)["type"], types::STREAM_RESUMING);
+        let kind = |v: Value| v["type"].as_str().unwrap_or_default().to_owned();
+        assert_eq!(kind(val(&StreamResuming::new("x", None))), types::STREAM_RESUMING);
         assert_eq!(
-            stream_resume_none_frame(ResumeNoneReason::Idle, None)["type"],
+            kind(val(&StreamResumeNone::new(ResumeNoneReason::Idle, None))),
             types::STREAM_RESUME_NONE
         );
-        assert_eq!(replay_done_frame("x", false)["type"], types::USE_CHAT_RESPONSE);
-        assert_eq!(terminal_error_frame("x", "y")["type"], types::USE_CHAT_RESPONSE);
-        assert_eq!(recovering_frame(Some("x"))["type"], types::CHAT_RECOVERING);
-        assert_eq!(stream_pending_frame(Some("x"), None)["type"], types::STREAM_PENDING);
-    }
-
-    #[test]
-    fn invariant_resuming_sent_on_both_notify_and_request() {
-        // #1733: the proactive connect notify and the explicit answer are both resuming frames
-        // for the same id; builders keep no state, so nothing dedupes the second one.
-        let notify = connect_chat_frames(ConnectChatState::Streaming { request_id: "req-1" });
-        assert_eq!(notify, vec![stream_resuming_frame("req-1", None)]);
-        let answer = stream_resuming_frame("req-1", Some("probe"));
-        assert_eq!(answer["type"], notify[0]["type"]);
-        assert_eq!(answer["id"], notify[0]["id"]);
-        assert_eq!(
-            connect_chat_frames(ConnectChatState::Streaming { request_id: "req-1" }),
-            notify
-        );
-    }
-
-    #[test]
-    fn invariant_idle_connect_is_transcript_plus_recovering_without_terminal() {
-        let m = [UIMessage::new("u", Role::User, vec![json!({"type": "text", "text": "x"})])];
-        let frames = connect_chat_frames(ConnectChatState::Idle {
-            messages: &m,
-            recovering: Some(Some("req-9")),
-            pending: Some(None),
-        });
-        assert_eq!(frames.len(), 3);
-        assert_eq!(frames[0]["type"], types::CHAT_MESSAGES);
-        assert_eq!(frames[1], recovering_frame(Some("req-9")));
-        assert_eq!(frames[2], stream_pending_frame(None, None));
-        // #1645: no use-chat-response (terminal) frame is ever part of the connect payload.
-        assert!(frames.iter().all(|f| f["type"] != types::USE_CHAT_RESPONSE));
-        let plain = connect_chat_frames(ConnectChatState::Idle {
-            messages: &[],
-            recovering: None,
-            pending: None,
-        });
-        assert_eq!(plain, vec![json!({"type": "cf_agent_chat_messages", "messages": []})]);
+        assert_eq!(kind(val(&Replay::done("x"))), types::USE_CHAT_RESPONSE);
+        assert_eq!(kind(val(&TerminalError::new("x", "y"))), types::USE_CHAT_RESPONSE);
+        assert_eq!(kind(val(&ChatRecovering::started(Some("x")))), types::CHAT_RECOVERING);
+        assert_eq!(kind(val(&StreamPending::new(Some("x"), None))), types::STREAM_PENDING);
     }
 
     /// Deterministic xorshift so the fuzz corpus is the same on every run.
@@ -1427,7 +1677,7 @@ mod tests {
             match parse_client_frame(input) {
                 Ok(_) => ok += 1,
                 Err(e) => {
-                    let reply = e.reply_frame();
+                    let reply = val(&e.reply_frame());
                     assert!(reply.get("type").and_then(Value::as_str).is_some(), "{input:?}");
                     assert!(!e.message.is_empty());
                 }

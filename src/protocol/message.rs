@@ -11,8 +11,11 @@ use serde_json::{Map, Value};
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Role {
+    /// A system message.
     System,
+    /// A message the user sent.
     User,
+    /// An answer of the model.
     Assistant,
 }
 
@@ -31,14 +34,87 @@ impl Role {
 /// are kept in `extra` so they are written back as they came.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct UIMessage {
+    /// The message id, unique in the transcript.
     pub id: String,
+    /// Who wrote it.
     pub role: Role,
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    /// App metadata, merged from the stream's start, finish and metadata chunks.
     pub metadata: Option<Value>,
+    /// The parts (text, reasoning, tool calls, files, steps), kept as JSON.
     pub parts: Vec<Value>,
     #[serde(flatten)]
+    /// Fields this crate does not know, kept so they round-trip.
     pub extra: Map<String, Value>,
 }
+
+/// Why client JSON is not a UI message; the text names the offending field.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum MessageError {
+    /// The message is not a JSON object.
+    NotAnObject {
+        /// The JSON kind it is.
+        got: &'static str,
+    },
+    /// A required field (`id`, `role` or `parts`) is absent.
+    Missing(&'static str),
+    /// A field has the wrong JSON kind.
+    WrongType {
+        /// The field.
+        field: &'static str,
+        /// What it must be ("a string", "an array").
+        expected: &'static str,
+        /// The JSON kind it is.
+        got: &'static str,
+    },
+    /// The role is none of system, user and assistant.
+    UnknownRole(String),
+    /// A part is not a JSON object.
+    PartNotAnObject {
+        /// The part's index.
+        index: usize,
+        /// The JSON kind it is.
+        got: &'static str,
+    },
+    /// A part has no string `type`.
+    PartWithoutType {
+        /// The part's index.
+        index: usize,
+    },
+    /// The message passed the checks but serde refused it.
+    Invalid(String),
+}
+
+impl MessageError {
+    fn not_a_string(field: &'static str, v: &Value) -> Self {
+        MessageError::WrongType { field, expected: "a string", got: json_kind(v) }
+    }
+}
+
+impl std::fmt::Display for MessageError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            MessageError::NotAnObject { got } => write!(f, "message is not an object (got {got})"),
+            MessageError::Missing(field) => write!(f, "message has no {field}"),
+            MessageError::WrongType { field, expected, got } => {
+                write!(f, "message {field} is not {expected} (got {got})")
+            }
+            MessageError::UnknownRole(r) => {
+                write!(f, "message role \"{r}\" is not system, user or assistant")
+            }
+            MessageError::PartNotAnObject { index, got } => {
+                write!(f, "parts[{index}] is not an object (got {got})")
+            }
+            MessageError::PartWithoutType { index } => {
+                write!(f, "parts[{index}] has no string type")
+            }
+            MessageError::Invalid(e) => write!(f, "invalid message: {e}"),
+        }
+    }
+}
+
+impl std::error::Error for MessageError {}
 
 impl UIMessage {
     /// A message with no metadata, as the accumulator and tests build them.
@@ -48,51 +124,49 @@ impl UIMessage {
 
     /// Parses one message from client JSON and checks what serde cannot: every part is an
     /// object with a string `type`. The error names the offending field.
-    pub fn from_value(value: Value) -> Result<Self, String> {
+    pub fn from_value(value: Value) -> Result<Self, MessageError> {
         let obj = match value {
             Value::Object(o) => o,
-            other => return Err(format!("message is not an object (got {})", json_kind(&other))),
+            other => return Err(MessageError::NotAnObject { got: json_kind(&other) }),
         };
         match obj.get("id") {
             Some(Value::String(_)) => {}
-            Some(other) => {
-                return Err(format!("message id is not a string (got {})", json_kind(other)))
-            }
-            None => return Err("message has no id".into()),
+            Some(other) => return Err(MessageError::not_a_string("id", other)),
+            None => return Err(MessageError::Missing("id")),
         }
         match obj.get("role") {
             Some(Value::String(r)) if matches!(r.as_str(), "system" | "user" | "assistant") => {}
-            Some(Value::String(r)) => {
-                return Err(format!("message role \"{r}\" is not system, user or assistant"))
-            }
-            Some(other) => {
-                return Err(format!("message role is not a string (got {})", json_kind(other)))
-            }
-            None => return Err("message has no role".into()),
+            Some(Value::String(r)) => return Err(MessageError::UnknownRole(r.clone())),
+            Some(other) => return Err(MessageError::not_a_string("role", other)),
+            None => return Err(MessageError::Missing("role")),
         }
         match obj.get("parts") {
             Some(Value::Array(parts)) => {
-                for (i, part) in parts.iter().enumerate() {
+                for (index, part) in parts.iter().enumerate() {
                     match part {
                         Value::Object(p) => match p.get("type") {
                             Some(Value::String(_)) => {}
-                            _ => return Err(format!("parts[{i}] has no string type")),
+                            _ => return Err(MessageError::PartWithoutType { index }),
                         },
                         other => {
-                            return Err(format!(
-                                "parts[{i}] is not an object (got {})",
-                                json_kind(other)
-                            ))
+                            return Err(MessageError::PartNotAnObject {
+                                index,
+                                got: json_kind(other),
+                            })
                         }
                     }
                 }
             }
             Some(other) => {
-                return Err(format!("message parts is not an array (got {})", json_kind(other)))
+                return Err(MessageError::WrongType {
+                    field: "parts",
+                    expected: "an array",
+                    got: json_kind(other),
+                })
             }
-            None => return Err("message has no parts".into()),
+            None => return Err(MessageError::Missing("parts")),
         }
-        serde_json::from_value(Value::Object(obj)).map_err(|e| format!("invalid message: {e}"))
+        serde_json::from_value(Value::Object(obj)).map_err(|e| MessageError::Invalid(e.to_string()))
     }
 
     /// The JSON form sent on the wire and stored in SQLite.
@@ -113,12 +187,19 @@ impl UIMessage {
 
 /// Tool part states of the AI SDK, as strings on the wire.
 pub mod state {
+    /// The call's input is still streaming.
     pub const INPUT_STREAMING: &str = "input-streaming";
+    /// The input is complete; the call waits to run (or for the client).
     pub const INPUT_AVAILABLE: &str = "input-available";
+    /// The call waits for a human's approval.
     pub const APPROVAL_REQUESTED: &str = "approval-requested";
+    /// The human answered; an approved call runs next.
     pub const APPROVAL_RESPONDED: &str = "approval-responded";
+    /// The call succeeded.
     pub const OUTPUT_AVAILABLE: &str = "output-available";
+    /// The call failed.
     pub const OUTPUT_ERROR: &str = "output-error";
+    /// The human denied the call.
     pub const OUTPUT_DENIED: &str = "output-denied";
 }
 
@@ -245,7 +326,7 @@ mod tests {
             ),
         ];
         for (raw, want) in cases {
-            let err = UIMessage::from_value(raw.clone()).unwrap_err();
+            let err = UIMessage::from_value(raw.clone()).unwrap_err().to_string();
             assert!(err.contains(want), "{raw}: {err}");
         }
     }

@@ -50,6 +50,7 @@ pub enum PendingPolicy<'a> {
 /// The repaired transcript and what changed.
 #[derive(Debug, Clone, PartialEq)]
 pub struct RepairResult {
+    /// The repaired transcript.
     pub messages: Vec<UIMessage>,
     /// Indices of the messages that changed and need persisting.
     pub changed: Vec<usize>,

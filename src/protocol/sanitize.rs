@@ -181,7 +181,9 @@ fn truncate_text_parts(mut message: UIMessage) -> UIMessage {
 /// A tool output shrunk to a character budget, keeping its JSON shape where possible.
 #[derive(Debug, Clone, PartialEq)]
 pub struct TruncatedToolOutput {
+    /// The output, cut to fit.
     pub output: Value,
+    /// Whether anything was cut.
     pub truncated: bool,
     /// Length of the original output (the string itself, or its JSON).
     pub original_length: usize,

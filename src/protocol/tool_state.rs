@@ -44,8 +44,18 @@ impl ToolResultOutcome {
 /// of a continuation) for a part stored in an earlier message.
 #[derive(Debug, Clone, PartialEq)]
 pub enum CrossMessageUpdate {
-    Output { output: Option<Value>, preliminary: Option<bool> },
-    Error { error_text: Option<String> },
+    /// The call succeeded.
+    Output {
+        /// Its output.
+        output: Option<Value>,
+        /// Set while the tool streams partial outputs.
+        preliminary: Option<bool>,
+    },
+    /// The call failed.
+    Error {
+        /// Its error.
+        error_text: Option<String>,
+    },
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -60,6 +70,7 @@ enum Kind {
 /// it rewrites the part.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ToolPartUpdate {
+    /// The call whose part the update is for.
     pub tool_call_id: String,
     kind: Kind,
 }

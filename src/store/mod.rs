@@ -10,27 +10,68 @@ pub mod sqlite;
 /// One SQL value, the intersection of what DO SQLite and rusqlite can carry.
 #[derive(Debug, Clone, PartialEq)]
 pub enum SqlValue {
+    /// SQL NULL.
     Null,
+    /// A 64-bit integer.
     Integer(i64),
+    /// A float.
     Real(f64),
+    /// UTF-8 text.
     Text(String),
+    /// Bytes.
     Blob(Vec<u8>),
 }
 
 /// A result row, in column order.
 pub type Row = Vec<SqlValue>;
 
-/// A storage failure, carried as text because both backends report strings.
+/// A storage failure. The variants say why, so a caller can tell a limit it hit from a
+/// database that failed; each displays as the backend's own message (tools show it as is).
 #[derive(Debug, Clone, PartialEq)]
-pub struct StoreError(pub String);
+#[non_exhaustive]
+pub enum StoreError {
+    /// The database failed or refused a statement; the text is the backend's message.
+    Sql(String),
+    /// A statement passes a platform limit (bound parameters or statement length).
+    Limit(String),
+    /// A value could not be encoded for storage or decoded from it.
+    Encoding(String),
+    /// The blob store (R2) failed.
+    Blob(String),
+    /// A transaction was rolled back because its body failed with this message.
+    Aborted(String),
+    /// The platform lacks a storage API the agent needs.
+    Unavailable(String),
+}
 
 impl std::fmt::Display for StoreError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(&self.0)
+        match self {
+            StoreError::Sql(m)
+            | StoreError::Limit(m)
+            | StoreError::Encoding(m)
+            | StoreError::Blob(m)
+            | StoreError::Aborted(m)
+            | StoreError::Unavailable(m) => f.write_str(m),
+        }
     }
 }
 
 impl std::error::Error for StoreError {}
+
+impl From<serde_json::Error> for StoreError {
+    fn from(e: serde_json::Error) -> Self {
+        StoreError::Encoding(e.to_string())
+    }
+}
+
+/// Runs each `CREATE … IF NOT EXISTS` statement of a schema; once per instance, not per use.
+pub fn create_tables(sql: &dyn Sql, schema: &[&str]) -> Result<(), StoreError> {
+    for statement in schema {
+        sql.exec(statement, &[])?;
+    }
+    Ok(())
+}
 
 /// Synchronous SQL, as the Durable Object's SQLite API is synchronous.
 ///
@@ -47,14 +88,18 @@ pub trait Sql {
 /// Object storage for content too large for a SQLite row (R2 in production).
 #[async_trait(?Send)]
 pub trait BlobStore {
+    /// Stores `bytes` under `key`, replacing what was there.
     async fn put(&self, key: &str, bytes: Vec<u8>, content_type: &str) -> Result<(), StoreError>;
+    /// The bytes under `key`, if any.
     async fn get(&self, key: &str) -> Result<Option<Vec<u8>>, StoreError>;
+    /// Deletes the given keys (missing ones are fine).
     async fn delete(&self, keys: &[String]) -> Result<(), StoreError>;
     /// Every key under `prefix`, for cleanup and for tests that check for orphans.
     async fn list(&self, prefix: &str) -> Result<Vec<String>, StoreError>;
 }
 
 impl SqlValue {
+    /// The value as an integer (a real is truncated).
     pub fn as_i64(&self) -> Option<i64> {
         match self {
             SqlValue::Integer(i) => Some(*i),
@@ -63,6 +108,7 @@ impl SqlValue {
         }
     }
 
+    /// The text, if it is text.
     pub fn as_str(&self) -> Option<&str> {
         match self {
             SqlValue::Text(s) => Some(s),
@@ -70,6 +116,7 @@ impl SqlValue {
         }
     }
 
+    /// The text, if it is text.
     pub fn into_string(self) -> Option<String> {
         match self {
             SqlValue::Text(s) => Some(s),
@@ -77,6 +124,7 @@ impl SqlValue {
         }
     }
 
+    /// The bytes of a blob or of text.
     pub fn into_bytes(self) -> Option<Vec<u8>> {
         match self {
             SqlValue::Blob(b) => Some(b),
@@ -85,6 +133,7 @@ impl SqlValue {
         }
     }
 
+    /// Whether it is NULL.
     pub fn is_null(&self) -> bool {
         matches!(self, SqlValue::Null)
     }

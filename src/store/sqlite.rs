@@ -32,26 +32,28 @@ fn to_value(v: &SqlValue) -> Value {
     }
 }
 
+fn sql_error(e: rusqlite::Error) -> StoreError {
+    StoreError::Sql(e.to_string())
+}
+
 impl Sql for SqliteSql {
     fn exec(&self, sql: &str, params: &[SqlValue]) -> Result<Vec<Row>, StoreError> {
         if params.len() > 100 {
-            return Err(StoreError(format!("too many SQL variables: {}", params.len())));
+            return Err(StoreError::Limit(format!("too many SQL variables: {}", params.len())));
         }
         if sql.len() > 100_000 {
-            return Err(StoreError("statement too long".into()));
+            return Err(StoreError::Limit("statement too long".into()));
         }
         let conn = self.conn.borrow();
-        let mut stmt = conn.prepare(sql).map_err(|e| StoreError(e.to_string()))?;
+        let mut stmt = conn.prepare(sql).map_err(sql_error)?;
         let values: Vec<Value> = params.iter().map(to_value).collect();
         let cols = stmt.column_count();
-        let mut rows = stmt
-            .query(rusqlite::params_from_iter(values.iter()))
-            .map_err(|e| StoreError(e.to_string()))?;
+        let mut rows = stmt.query(rusqlite::params_from_iter(values.iter())).map_err(sql_error)?;
         let mut out = Vec::new();
-        while let Some(row) = rows.next().map_err(|e| StoreError(e.to_string()))? {
+        while let Some(row) = rows.next().map_err(sql_error)? {
             let mut r = Vec::with_capacity(cols);
             for i in 0..cols {
-                let v = row.get_ref(i).map_err(|e| StoreError(e.to_string()))?;
+                let v = row.get_ref(i).map_err(sql_error)?;
                 r.push(match v {
                     ValueRef::Null => SqlValue::Null,
                     ValueRef::Integer(i) => SqlValue::Integer(i),

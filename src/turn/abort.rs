@@ -18,10 +18,12 @@ struct Inner {
 pub struct AbortSignal(Rc<Inner>);
 
 impl AbortSignal {
+    /// A signal not yet raised.
     pub fn new() -> Self {
         Self::default()
     }
 
+    /// Raises the signal: every run under it stops at its next await.
     pub fn abort(&self) {
         if !self.0.aborted.replace(true) {
             for w in self.0.wakers.borrow_mut().drain(..) {
@@ -30,6 +32,7 @@ impl AbortSignal {
         }
     }
 
+    /// Whether the signal was raised.
     pub fn is_aborted(&self) -> bool {
         self.0.aborted.get()
     }

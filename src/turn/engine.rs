@@ -13,11 +13,13 @@ use crate::tools::{ToolContext, ToolRef, ToolSet};
 
 /// Receives every chunk the turn produces, in order.
 pub trait ChunkSink {
+    /// Takes one UIMessageChunk, in stream order.
     fn emit(&self, chunk: Value);
 }
 
 /// Decides whether a call needs a human's approval before it runs (beyond the tool's own rule).
 pub trait ApprovalCheck {
+    /// Whether this call must wait for a human before it runs.
     fn needs_approval(&self, tool_name: &str, input: &Value) -> bool;
 }
 
@@ -29,10 +31,15 @@ impl<F: Fn(&str, &Value) -> bool> ApprovalCheck for F {
 
 /// Everything a turn needs besides the model.
 pub struct TurnPlan {
+    /// The system prompt.
     pub system: String,
+    /// The history up to the turn's message.
     pub messages: Vec<ModelMessage>,
+    /// The tools the model may call.
     pub tools: ToolSet,
+    /// How many model calls the turn may make.
     pub max_steps: usize,
+    /// The `tool_choice` sent to the model, if any.
     pub tool_choice: Option<String>,
     /// Makes approval request ids; the glue supplies random ones.
     pub new_id: Box<dyn Fn() -> String>,
@@ -45,7 +52,9 @@ pub enum TurnOutcome {
     Finished(FinishReason),
     /// A call waits for a human: an approval or a client-side tool.
     AwaitingHuman,
+    /// The turn was cancelled.
     Aborted,
+    /// The model or the turn failed with this error.
     Failed(String),
 }
 
@@ -228,11 +237,12 @@ enum Resolved {
     Waiting,
 }
 
-fn parse_args(args: &str) -> Result<Value, String> {
+/// A call's arguments as JSON; empty arguments are an empty object.
+fn parse_args(args: &str) -> Result<Value, serde_json::Error> {
     if args.trim().is_empty() {
         return Ok(Value::Object(Map::new()));
     }
-    serde_json::from_str(args).map_err(|e| e.to_string())
+    serde_json::from_str(args)
 }
 
 fn resolve_calls(
@@ -335,34 +345,10 @@ async fn execute(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::model::{ModelError, ModelStream};
+    use crate::test_support::ScriptedModel;
     use crate::tools::{typed_tool, DynamicTool, Layer, ToolError};
-    use async_trait::async_trait;
     use std::cell::RefCell;
-    use std::collections::VecDeque;
     use std::rc::Rc;
-
-    /// Plays one list of events per model call and records each request.
-    struct Scripted {
-        calls: RefCell<VecDeque<Vec<ModelEvent>>>,
-        seen: RefCell<Vec<ModelRequest>>,
-    }
-
-    #[async_trait(?Send)]
-    impl Model for Scripted {
-        fn id(&self) -> &str {
-            "scripted"
-        }
-        async fn stream(&self, request: &ModelRequest) -> Result<ModelStream, ModelError> {
-            self.seen.borrow_mut().push(request.clone());
-            let events = self
-                .calls
-                .borrow_mut()
-                .pop_front()
-                .ok_or_else(|| ModelError::other("no script"))?;
-            Ok(futures::stream::iter(events.into_iter().map(Ok)).boxed_local())
-        }
-    }
 
     #[derive(Default)]
     struct Sink(RefCell<Vec<Value>>);
@@ -432,9 +418,8 @@ mod tests {
     fn run_with(
         script: Vec<Vec<ModelEvent>>,
         approval: &dyn ApprovalCheck,
-    ) -> (TurnOutcome, Sink, Rc<Scripted>) {
-        let model =
-            Rc::new(Scripted { calls: RefCell::new(script.into()), seen: RefCell::new(vec![]) });
+    ) -> (TurnOutcome, Sink, Rc<ScriptedModel>) {
+        let model = ScriptedModel::new(script);
         let sink = Sink::default();
         let out = futures::executor::block_on(run(
             model.as_ref(),
@@ -484,7 +469,7 @@ mod tests {
             json!({"type": "tool-output-available", "toolCallId": "c1", "output": {"sum": 5}})
         );
         assert_eq!(chunks[11]["errorText"], "boom");
-        let second = &model.seen.borrow()[1];
+        let second = &model.seen()[1];
         assert_eq!(second.messages.len(), 4);
         assert_eq!(
             second.messages[2],
@@ -522,7 +507,7 @@ mod tests {
         assert_eq!(errors[1]["dynamic"], true);
         assert!(errors[1]["errorText"].as_str().unwrap().contains("unavailable tool 'nope'"));
         assert!(errors[2]["errorText"].as_str().unwrap().contains("not valid JSON"));
-        let second = &model.seen.borrow()[1];
+        let second = &model.seen()[1];
         assert_eq!(
             second.messages.iter().filter(|m| matches!(m, ModelMessage::Tool { .. })).count(),
             3
@@ -553,10 +538,7 @@ mod tests {
             s.push(finish(FinishReason::ToolCalls));
             s
         };
-        let model = Rc::new(Scripted {
-            calls: RefCell::new((0..5).map(|_| looping()).collect()),
-            seen: RefCell::new(vec![]),
-        });
+        let model = ScriptedModel::new((0..5).map(|_| looping()).collect());
         let sink = Sink::default();
         let mut p = plan(tools());
         p.max_steps = 3;
@@ -568,7 +550,7 @@ mod tests {
             &AbortSignal::new(),
         ));
         assert_eq!(out, TurnOutcome::Finished(FinishReason::ToolCalls));
-        assert_eq!(model.seen.borrow().len(), 3);
+        assert_eq!(model.seen().len(), 3);
 
         let (out, _, _) = run_with(vec![], &|_: &str, _: &Value| false);
         assert_eq!(out, TurnOutcome::Failed("no script".into()));

@@ -8,7 +8,7 @@ use crate::store::{BlobStore, StoreError};
 pub struct R2Blobs(pub Bucket);
 
 fn err(e: worker::Error) -> StoreError {
-    StoreError(format!("R2: {e}"))
+    StoreError::Blob(format!("R2: {e}"))
 }
 
 #[async_trait(?Send)]

@@ -11,7 +11,7 @@ use serde_json::{json, Value};
 use wasm_bindgen::{closure::Closure, JsCast, JsValue};
 use wasm_bindgen_futures::JsFuture;
 
-use crate::agent::{Agent, ClientToolExecutor, RpcTurn, TurnObserver};
+use crate::agent::{Agent, CallError, ClientToolExecutor, RpcTurn, TurnObserver};
 use crate::protocol::frames::ClientToolSchema;
 use crate::protocol::message::{Role, UIMessage};
 use crate::turn::abort::AbortSignal;
@@ -113,15 +113,16 @@ impl ClientToolExecutor for JsClientTools {
         tool_name: &str,
         input: Value,
         tool_call_id: &str,
-    ) -> Result<Value, String> {
+    ) -> Result<Value, CallError> {
+        let failed = |e: JsValue| CallError::Failed(error_text(e));
         let arg =
             to_js(&json!({"toolName": tool_name, "input": input, "toolCallId": tool_call_id}))
-                .map_err(|e| format!("{e:?}"))?;
+                .map_err(|e| CallError::Failed(format!("{e:?}")))?;
         let f: &Function = self.0.unchecked_ref();
-        let out = Reflect::apply(f, &JsValue::UNDEFINED, &js_sys::Array::of1(&arg))
-            .map_err(error_text)?;
-        let out = settle(out).await.map_err(error_text)?;
-        to_json(&out).map_err(error_text)
+        let out =
+            Reflect::apply(f, &JsValue::UNDEFINED, &js_sys::Array::of1(&arg)).map_err(failed)?;
+        let out = settle(out).await.map_err(failed)?;
+        to_json(&out).map_err(failed)
     }
 }
 
@@ -202,6 +203,6 @@ pub async fn call_method(
     };
     match agent.call(&name, args).await {
         Ok(v) => to_js(&v),
-        Err(e) => Err(js_sys::Error::new(&e).into()),
+        Err(e) => Err(js_sys::Error::new(&e.to_string()).into()),
     }
 }

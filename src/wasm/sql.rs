@@ -194,7 +194,7 @@ fn pack(params: &[SqlValue]) -> Vec<u8> {
 
 /// Reads the buffer `execPacked` wrote.
 fn decode(buf: &[u8]) -> Result<Vec<Row>, StoreError> {
-    let bad = || StoreError("malformed result buffer".into());
+    let bad = || StoreError::Encoding("malformed result buffer".into());
     let mut pos = 0usize;
     let mut take = |n: usize| -> Result<&[u8], StoreError> {
         let s = buf.get(pos..pos + n).ok_or_else(bad)?;
@@ -239,7 +239,7 @@ fn decode(buf: &[u8]) -> Result<Vec<Row>, StoreError> {
 
 fn js_error(e: JsValue) -> StoreError {
     let msg = Reflect::get(&e, &"message".into()).ok().and_then(|m| m.as_string());
-    StoreError(
+    StoreError::Sql(
         msg.map(|m| format!("Error: {m}"))
             .or_else(|| e.as_string())
             .unwrap_or_else(|| format!("{e:?}")),
@@ -256,13 +256,13 @@ impl Sql for DoSql {
         let tx: Function = Reflect::get(&self.storage, &"transactionSync".into())
             .ok()
             .and_then(|f| f.dyn_into::<Function>().ok())
-            .ok_or_else(|| StoreError("transactionSync is not available".into()))?;
+            .ok_or_else(|| StoreError::Unavailable("transactionSync is not available".into()))?;
         let mut failure: Option<StoreError> = None;
         let outcome = {
             // transactionSync rolls back when its callback throws, so an Err is thrown.
             let mut body = || -> Result<JsValue, JsValue> {
                 f().map_err(|e| {
-                    let js = JsValue::from_str(&e.0);
+                    let js = JsValue::from_str(&e.to_string());
                     failure = Some(e);
                     js
                 })?;
@@ -277,7 +277,9 @@ impl Sql for DoSql {
         match (outcome, failure) {
             (_, Some(e)) => Err(e),
             (Ok(_), None) => Ok(()),
-            (Err(e), None) => Err(StoreError(e.as_string().unwrap_or_else(|| format!("{e:?}")))),
+            (Err(e), None) => {
+                Err(StoreError::Sql(e.as_string().unwrap_or_else(|| format!("{e:?}"))))
+            }
         }
     }
 }

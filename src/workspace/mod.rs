@@ -454,7 +454,7 @@ impl Workspace {
             Err(e) => {
                 let msg = e.to_string();
                 inner_err = Some(e);
-                Err(StoreError(msg))
+                Err(StoreError::Aborted(msg))
             }
         });
         match (result, inner_err) {

@@ -2,24 +2,7 @@
 
 use super::*;
 use crate::store::sqlite::{MemoryBlobs, SqliteSql};
-use std::cell::Cell;
 use std::future::Future;
-
-/// A clock that advances one millisecond per reading, so timestamps are distinct.
-pub(crate) struct TestClock(Cell<f64>);
-
-#[async_trait::async_trait(?Send)]
-impl Clock for TestClock {
-    fn now_ms(&self) -> f64 {
-        let t = self.0.get() + 1.0;
-        self.0.set(t);
-        t
-    }
-    async fn sleep(&self, _ms: u64) {}
-    fn random_bytes(&self, buf: &mut [u8]) {
-        buf.fill(7);
-    }
-}
 
 /// Drives a future whose awaits are all immediately ready (SQLite and `MemoryBlobs`).
 pub(crate) fn block_on<F: Future>(f: F) -> F::Output {
@@ -32,8 +15,9 @@ pub(crate) fn block_on<F: Future>(f: F) -> F::Output {
     }
 }
 
+/// A clock that advances one millisecond per reading, so timestamps are distinct.
 pub(crate) fn clock() -> Rc<dyn Clock> {
-    Rc::new(TestClock(Cell::new(1_700_000_000_000.0)))
+    crate::test_support::ManualClock::ticking(1_700_000_000_000.0, 1.0)
 }
 
 pub(crate) fn ws() -> (Rc<SqliteSql>, Workspace) {

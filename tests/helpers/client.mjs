@@ -2,6 +2,7 @@
 // package, with helpers to send chat frames and wait for the frames that come back.
 import { AgentClient } from "agents/client";
 import WebSocket from "ws";
+import assert from "node:assert/strict";
 
 let counter = 0;
 export const newId = (prefix = "req") => `${prefix}_${Date.now().toString(36)}_${counter++}`;
@@ -43,24 +44,7 @@ export async function connect(host, name, { agent = "ThinkAgent", ...rest } = {}
       client.send(typeof frame === "string" ? frame : JSON.stringify(frame));
     },
     /** Resolves with the first frame (already received or future) matching `pred`. */
-    waitFor(pred, { timeout = 10000, from = 0 } = {}) {
-      const seen = frames.slice(from).find(pred);
-      if (seen) return Promise.resolve(seen);
-      return new Promise((resolve, reject) => {
-        const timer = setTimeout(() => {
-          listeners.delete(l);
-          reject(new Error(`timed out waiting for a frame; got ${JSON.stringify(frames.slice(-5))}`));
-        }, timeout);
-        const l = (f) => {
-          if (pred(f)) {
-            clearTimeout(timer);
-            listeners.delete(l);
-            resolve(f);
-          }
-        };
-        listeners.add(l);
-      });
-    },
+    waitFor: (pred, opts) => waitForFrame(frames, listeners, pred, opts),
     /** Sends a chat request as useAgentChat's transport does and returns its request id. */
     chat(text, { messages, id = newId(), body = {}, trigger = "submit-message" } = {}) {
       const userMessage = { id: newId("msg"), role: "user", parts: [{ type: "text", text }] };
@@ -105,6 +89,87 @@ export async function connect(host, name, { agent = "ThinkAgent", ...rest } = {}
   };
   openTabs.add(tab);
   return tab;
+}
+
+/** Resolves with the first frame of `frames` (already received or future) matching `pred`. */
+function waitForFrame(frames, listeners, pred, { timeout = 10000, from = 0 } = {}) {
+  const seen = frames.slice(from).find(pred);
+  if (seen) return Promise.resolve(seen);
+  return new Promise((resolve, reject) => {
+    const timer = setTimeout(() => {
+      listeners.delete(l);
+      reject(new Error(`timed out waiting for a frame; got ${JSON.stringify(frames.slice(-5))}`));
+    }, timeout);
+    const l = (f) => {
+      if (pred(f)) {
+        clearTimeout(timer);
+        listeners.delete(l);
+        resolve(f);
+      }
+    };
+    listeners.add(l);
+  });
+}
+
+/**
+ * A bare WebSocket to the agent (the `ws` package, no `agents` client): it answers nothing on
+ * its own, so it never ACKs a resume offer, as a client without resume or a lost frame would.
+ */
+export async function connectRaw(host, name) {
+  const frames = [];
+  const listeners = new Set();
+  const ws = new WebSocket(`ws://${host}/agents/think-agent/${name}?_pk=${newId("raw")}`);
+  ws.on("message", (data, isBinary) => {
+    if (isBinary) return;
+    let frame;
+    try {
+      frame = JSON.parse(data.toString("utf8"));
+    } catch {
+      return;
+    }
+    frames.push(frame);
+    for (const l of listeners) l(frame);
+  });
+  await new Promise((resolve, reject) => {
+    ws.once("open", resolve);
+    ws.once("error", reject);
+  });
+  const tab = {
+    frames,
+    send(frame) {
+      ws.send(typeof frame === "string" ? frame : JSON.stringify(frame));
+    },
+    waitFor: (pred, opts) => waitForFrame(frames, listeners, pred, opts),
+    /** Sends a chat request as useAgentChat's transport does and returns its request id. */
+    chat(text, { messages = [] } = {}) {
+      const userMessage = { id: newId("msg"), role: "user", parts: [{ type: "text", text }] };
+      const id = newId();
+      tab.send({ id, init: { method: "POST", body: JSON.stringify({ messages: [...messages, userMessage], trigger: "submit-message" }) }, type: "cf_agent_use_chat_request" });
+      return { id, userMessage };
+    },
+    responses(id) {
+      return frames.filter((f) => f.type === "cf_agent_use_chat_response" && f.id === id);
+    },
+    close() {
+      openTabs.delete(tab);
+      ws.close();
+    },
+  };
+  openTabs.add(tab);
+  return tab;
+}
+
+/**
+ * Asserts that the agent is idle: nothing streaming, queued or about to continue. It asks
+ * with a resume probe, which only an idle agent answers `resume_none {reason:"idle"}`; frames
+ * on one socket are handled in order, so the answer also proves that every earlier frame was
+ * handled. An idle agent offers nothing to ACK, so the probe leaves the tab as it was.
+ */
+export async function assertIdle(tab, message = "the agent is idle") {
+  const probeId = newId("probe");
+  tab.send({ type: "cf_agent_stream_resume_request", probeId });
+  const answer = await tab.waitFor((f) => f.probeId === probeId);
+  assert.deepEqual(answer, { type: "cf_agent_stream_resume_none", reason: "idle", probeId }, message);
 }
 
 /** GET /agents/think-agent/<name>/get-messages. */
