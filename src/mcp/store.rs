@@ -88,10 +88,7 @@ pub(crate) struct Pin {
 }
 
 pub(crate) fn init(sql: &dyn Sql) -> Result<(), StoreError> {
-    for stmt in SCHEMA {
-        sql.exec(stmt, &[])?;
-    }
-    Ok(())
+    crate::store::create_tables(sql, SCHEMA)
 }
 
 fn text(v: Option<&SqlValue>) -> Option<String> {

@@ -11,14 +11,14 @@ use std::cell::RefCell;
 use std::rc::Rc;
 
 struct Env {
-    clock: Rc<FakeClock>,
+    clock: Rc<ManualClock>,
     http: Rc<FakeHttp>,
     sql: Rc<SqliteSql>,
 }
 
 impl Env {
     fn new() -> Env {
-        Env { clock: FakeClock::new(), http: FakeHttp::new(), sql: Rc::new(SqliteSql::new()) }
+        Env { clock: ManualClock::new(), http: FakeHttp::new(), sql: Rc::new(SqliteSql::new()) }
     }
 
     fn client(&self) -> McpClient {
@@ -643,7 +643,7 @@ fn wait_for_connections_drives_restored_servers_and_honours_its_timeout() {
     let other = Env::new();
     let idle = other.client();
     other.run(idle.wait_for_connections(5_000));
-    assert_eq!(other.clock.now(), FakeClock::new().now());
+    assert_eq!(other.clock.now(), ManualClock::new().now());
 }
 
 #[test]

@@ -1,8 +1,9 @@
-//! Host test doubles: a virtual clock with an executor that advances time only when every
-//! future is stuck (so timeouts are exact and instant), and an `HttpClient` that routes to
+//! Host test doubles for MCP: an executor that advances the crate's [`ManualClock`] only when
+//! every future is stuck (so timeouts are exact and instant), and an `HttpClient` that routes to
 //! fake MCP servers speaking either transport, with bodies split into arbitrary chunks.
 
-use crate::platform::{Clock, HttpClient, HttpError, HttpRequest, HttpResponse};
+use crate::platform::{HttpClient, HttpError, HttpRequest, HttpResponse};
+pub use crate::test_support::ManualClock;
 use async_trait::async_trait;
 use futures::channel::mpsc::{unbounded, UnboundedSender};
 use futures::task::ArcWake;
@@ -10,104 +11,13 @@ use futures::StreamExt;
 use serde_json::{json, Value};
 use std::cell::{Cell, RefCell};
 use std::future::Future;
-use std::pin::Pin;
-use std::rc::{Rc, Weak};
+
+use std::rc::Rc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
-use std::task::{Context, Poll, Waker};
+use std::task::{Context, Poll};
 
 // ------------------------------------------------------------------------------------------
-// Virtual time
-
-#[derive(Default)]
-struct SleepState {
-    fired: bool,
-    waker: Option<Waker>,
-}
-
-#[derive(Default)]
-pub struct FakeClock {
-    now: Cell<f64>,
-    timers: RefCell<Vec<(f64, Weak<RefCell<SleepState>>)>>,
-    seed: Cell<u64>,
-}
-
-impl FakeClock {
-    pub fn new() -> Rc<FakeClock> {
-        let c = FakeClock::default();
-        c.now.set(1_000_000.0);
-        c.seed.set(0x9E37_79B9_7F4A_7C15);
-        Rc::new(c)
-    }
-
-    pub fn now(&self) -> f64 {
-        self.now.get()
-    }
-
-    /// Jumps to the earliest live timer and fires everything due; false if none is left.
-    fn advance(&self) -> bool {
-        let mut timers = self.timers.borrow_mut();
-        timers.retain(|(_, w)| w.upgrade().is_some_and(|s| !s.borrow().fired));
-        let Some(next) = timers.iter().map(|(d, _)| *d).reduce(f64::min) else { return false };
-        if next > self.now.get() {
-            self.now.set(next);
-        }
-        for (d, w) in timers.iter() {
-            if *d <= self.now.get() {
-                if let Some(s) = w.upgrade() {
-                    let mut s = s.borrow_mut();
-                    s.fired = true;
-                    if let Some(wk) = s.waker.take() {
-                        wk.wake();
-                    }
-                }
-            }
-        }
-        true
-    }
-}
-
-struct Sleep {
-    state: Rc<RefCell<SleepState>>,
-}
-
-impl Future for Sleep {
-    type Output = ();
-    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<()> {
-        let mut s = self.state.borrow_mut();
-        if s.fired {
-            Poll::Ready(())
-        } else {
-            s.waker = Some(cx.waker().clone());
-            Poll::Pending
-        }
-    }
-}
-
-#[async_trait(?Send)]
-impl Clock for FakeClock {
-    fn now_ms(&self) -> f64 {
-        self.now.get()
-    }
-
-    async fn sleep(&self, ms: u64) {
-        let state = Rc::new(RefCell::new(SleepState::default()));
-        self.timers.borrow_mut().push((self.now.get() + ms as f64, Rc::downgrade(&state)));
-        Sleep { state }.await
-    }
-
-    fn random_bytes(&self, buf: &mut [u8]) {
-        for b in buf {
-            let mut x = self.seed.get();
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            self.seed.set(x);
-            *b = (x >> 24) as u8;
-        }
-    }
-}
-
 struct Flag(AtomicBool);
 
 impl ArcWake for Flag {
@@ -118,7 +28,7 @@ impl ArcWake for Flag {
 
 /// Drives `fut` to completion; when nothing can make progress, virtual time jumps to the
 /// next timer. Panics if the future is stuck with no timer left.
-pub fn run<F: Future>(clock: &FakeClock, fut: F) -> F::Output {
+pub fn run<F: Future>(clock: &ManualClock, fut: F) -> F::Output {
     let flag = Arc::new(Flag(AtomicBool::new(true)));
     let waker = futures::task::waker(flag.clone());
     let mut cx = Context::from_waker(&waker);
@@ -131,7 +41,7 @@ pub fn run<F: Future>(clock: &FakeClock, fut: F) -> F::Output {
         if flag.0.load(Ordering::SeqCst) {
             continue;
         }
-        assert!(clock.advance(), "the test future is stuck and no timer is pending");
+        assert!(clock.advance_to_next_timer(), "the test future is stuck and no timer is pending");
     }
 }
 
