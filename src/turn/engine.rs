@@ -94,14 +94,17 @@ pub async fn run(
             return TurnOutcome::Aborted;
         }
         sink.emit(chunk::start_step());
+        // The history is lent to the request, not copied: it can hold a large tool argument.
         let request = ModelRequest {
             system: plan.system.clone(),
-            messages: plan.messages.clone(),
+            messages: std::mem::take(&mut plan.messages),
             tools: definitions.clone(),
             tool_choice: plan.tool_choice.clone(),
             ..Default::default()
         };
-        let mut stream = match abort.run(model.stream(&request)).await {
+        let started = abort.run(model.stream(&request)).await;
+        plan.messages = request.messages;
+        let mut stream = match started {
             None => return TurnOutcome::Aborted,
             Some(Err(e)) => return TurnOutcome::Failed(e.0),
             Some(Ok(s)) => s,
@@ -177,21 +180,23 @@ pub async fn run(
             FinishReason::ToolCalls
         });
 
-        let calls: Vec<Call> = calls.into_iter().map(|(_, c)| c).collect();
+        let mut calls: Vec<Call> = calls.into_iter().map(|(_, c)| c).collect();
         let resolved = resolve_calls(&calls, &plan, approval, sink);
         let waiting = resolved.iter().any(|r| matches!(r, Resolved::Waiting));
         let results = execute(&calls, resolved, sink, abort).await;
 
         plan.messages.push(ModelMessage::Assistant {
             content: st.text,
+            // The argument text is parsed into the history and then dropped, not kept twice.
             tool_calls: calls
-                .iter()
+                .iter_mut()
                 .zip(&results)
                 .filter(|(_, r)| r.is_some())
                 .map(|(c, _)| ModelToolCall {
                     id: c.id.clone(),
                     name: c.name.clone(),
-                    arguments: parse_args(&c.args).unwrap_or_else(|_| json!({})),
+                    arguments: parse_args(&std::mem::take(&mut c.args))
+                        .unwrap_or_else(|_| json!({})),
                 })
                 .collect(),
         });
