@@ -2,7 +2,7 @@
 //! waits for a continuation is told whether a stream is live, pending or absent, and after
 //! its ACK is replayed the buffered chunks before live chunks resume.
 
-use super::streams::StreamStatus;
+use super::streams::{StreamBuffer, StreamStatus};
 use super::Agent;
 use crate::protocol::frames::{self, ResumeNoneReason};
 
@@ -42,14 +42,26 @@ impl Agent {
         let live = {
             let mut rt = self.rt.borrow_mut();
             rt.awaiting_ack.remove(conn);
-            match rt.active.as_ref() {
-                Some(active) if active.request_id == id => Some(active.chunks.clone()),
+            match rt.active.as_mut() {
+                Some(active) if active.request_id == id => {
+                    // The chunks so far are replayed from the buffer: write the pending ones.
+                    let buffer = StreamBuffer::new(self.deps.sql.as_ref());
+                    Some(
+                        buffer
+                            .flush(id, &mut active.chunks, &mut active.cursor)
+                            .and_then(|_| buffer.chunks(id)),
+                    )
+                }
                 // An ACK for a stream other than the live one is stale: ignore it.
                 Some(_) => return,
                 None => None,
             }
         };
         if let Some(chunks) = live {
+            let chunks = chunks.unwrap_or_else(|e| {
+                self.warn("reading the stream buffer for a replay failed", e);
+                Vec::new()
+            });
             for body in &chunks {
                 self.send(conn, &frames::replay_chunk_frame(id, body, false));
             }

@@ -42,28 +42,10 @@ impl OpenAiChatModel {
     }
 
     /// The body as bytes, serialized straight from the request (no JSON tree in between) into
-    /// a buffer of the exact size, so a large tool argument in the history is held once in
+    /// a buffer of its exact size, so a large tool argument in the history is held once in
     /// the buffer, not again in a tree and in the slack of a doubled buffer.
     pub fn request_bytes(&self, request: &ModelRequest) -> Result<Vec<u8>, serde_json::Error> {
-        let wire = WireRequest::new(&self.config.model, request);
-        let mut size = ByteCount(0);
-        serde_json::to_writer(&mut size, &wire)?;
-        let mut out = Vec::with_capacity(size.0);
-        serde_json::to_writer(&mut out, &wire)?;
-        Ok(out)
-    }
-}
-
-/// Counts the bytes written to it.
-struct ByteCount(usize);
-
-impl std::io::Write for ByteCount {
-    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        self.0 += buf.len();
-        Ok(buf.len())
-    }
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
+        crate::protocol::json::to_vec_exact(&WireRequest::new(&self.config.model, request))
     }
 }
 
@@ -143,7 +125,7 @@ struct ArgumentsText<'a>(&'a Value);
 
 impl Serialize for ArgumentsText<'_> {
     fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        s.serialize_str(&serde_json::to_string(self.0).unwrap_or_else(|_| "{}".into()))
+        s.serialize_str(&crate::protocol::json::to_string_exact(self.0))
     }
 }
 
@@ -187,14 +169,16 @@ impl<'a> From<&'a ModelMessage> for WireMessage<'a> {
             ModelMessage::System { content } => WireMessage::System { content },
             ModelMessage::User { content } => WireMessage::User { content },
             ModelMessage::Assistant { content, tool_calls } => WireMessage::Assistant {
-                content: (!(content.is_empty() && !tool_calls.is_empty()))
-                    .then_some(content.as_str()),
+                content: (!content.is_empty() || tool_calls.is_empty()).then_some(content.as_str()),
                 tool_calls: tool_calls
                     .iter()
                     .map(|c| WireToolCall {
                         id: &c.id,
                         r#type: "function",
-                        function: WireCall { name: &c.name, arguments: ArgumentsText(&c.arguments) },
+                        function: WireCall {
+                            name: &c.name,
+                            arguments: ArgumentsText(&c.arguments),
+                        },
                     })
                     .collect(),
             },
@@ -428,10 +412,10 @@ fn event_stream(response: HttpResponse) -> ModelStream {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use serde_json::json;
     use crate::model::ModelToolCall;
     use crate::platform::HttpError;
     use crate::tools::ToolDefinition;
+    use serde_json::json;
     use std::cell::RefCell;
 
     /// Replays one canned HTTP response, split into the given chunks, and records the request.

@@ -36,7 +36,7 @@ impl SseParser {
     /// Feeds a chunk and returns the events it completed.
     pub fn push(&mut self, chunk: &[u8]) -> Vec<SseEvent> {
         self.buf.extend_from_slice(chunk);
-        let buf = std::mem::take(&mut self.buf);
+        let mut buf = std::mem::take(&mut self.buf);
         let mut out = Vec::new();
         let mut start = 0;
         let mut from = self.scanned;
@@ -51,14 +51,26 @@ impl SseParser {
                 from = end;
                 break;
             }
-            if let Some(ev) = self.line(&buf[start..end]) {
+            let mut next = end + 1;
+            if buf[end] == b'\r' && buf.get(end + 1) == Some(&b'\n') {
+                next += 1;
+            }
+            let event = if start == 0 && end > KEEP_BUFFER_BYTES {
+                // A long line at the head of the buffer (a large tool argument): the buffer
+                // itself becomes the line, and only what follows it is copied.
+                let rest = buf.split_off(next);
+                let mut line = std::mem::replace(&mut buf, rest);
+                line.truncate(end);
+                next = 0;
+                self.long_line(line)
+            } else {
+                self.line(&buf[start..end])
+            };
+            if let Some(ev) = event {
                 out.push(ev);
             }
-            start = end + 1;
-            if buf[end] == b'\r' && buf.get(end + 1) == Some(&b'\n') {
-                start += 1;
-            }
-            from = start;
+            start = next;
+            from = next;
         }
         self.buf = buf;
         self.buf.drain(..start);
@@ -124,6 +136,19 @@ impl SseParser {
             }
             _ => return None,
         }
+        self.saw_field = true;
+        None
+    }
+
+    /// [`SseParser::line`] for a line it may keep: a `data:` value is cut out of it in place.
+    fn long_line(&mut self, mut line: Vec<u8>) -> Option<SseEvent> {
+        let Some(value) = line.strip_prefix(b"data:") else { return self.line(&line) };
+        let skip = line.len() - value.len() + usize::from(value.first() == Some(&b' '));
+        line.drain(..skip);
+        self.data.push(match String::from_utf8(line) {
+            Ok(s) => s,
+            Err(e) => String::from_utf8_lossy(e.as_bytes()).into_owned(),
+        });
         self.saw_field = true;
         None
     }

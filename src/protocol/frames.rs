@@ -549,6 +549,23 @@ pub fn chat_chunk_frame(id: &str, body: &str, continuation: bool) -> Value {
     chat_response(id, body, false, false, continuation)
 }
 
+/// The text of [`chat_chunk_value_frame`], written straight from `chunk` into a buffer of
+/// its exact size: a chunk that carries a large tool input is not first held as a string
+/// of its own, nor copied into a JSON tree.
+pub fn chat_chunk_frame_text(id: &str, chunk: &Value, continuation: bool) -> String {
+    let prefix = format!(
+        "{{\"type\":\"{}\",\"id\":{},\"body\":\"",
+        types::USE_CHAT_RESPONSE,
+        Value::from(id)
+    );
+    let suffix = if continuation {
+        "\",\"done\":false,\"continuation\":true}"
+    } else {
+        "\",\"done\":false}"
+    };
+    super::json::embed_exact(&prefix, chunk, suffix)
+}
+
 /// One live stream chunk from its JSON value.
 pub fn chat_chunk_value_frame(id: &str, chunk: &Value, continuation: bool) -> Value {
     chat_chunk_frame(id, &chunk.to_string(), continuation)
@@ -737,6 +754,15 @@ pub fn connect_chat_frames(state: ConnectChatState<'_>) -> Vec<Value> {
 mod tests {
     use super::*;
     use crate::protocol::message::Role;
+
+    #[test]
+    fn chunk_frame_text_is_the_frame_as_json() {
+        for continuation in [false, true] {
+            let chunk = json!({"type": "text-delta", "id": "t", "delta": "é\n\"q\\"});
+            let text = chat_chunk_frame_text("req-\"1", &chunk, continuation);
+            assert_eq!(text, chat_chunk_value_frame("req-\"1", &chunk, continuation).to_string());
+        }
+    }
 
     fn s(v: &Value) -> String {
         serde_json::to_string(v).unwrap()

@@ -47,7 +47,9 @@ pub trait Sql {
 /// Object storage for content too large for a SQLite row (R2 in production).
 #[async_trait(?Send)]
 pub trait BlobStore {
-    async fn put(&self, key: &str, bytes: Vec<u8>, content_type: &str) -> Result<(), StoreError>;
+    /// Stores `bytes` under `key`. Borrowed: the store copies them out where it must (R2
+    /// into a JavaScript buffer), so a large file is not first copied for the call.
+    async fn put(&self, key: &str, bytes: &[u8], content_type: &str) -> Result<(), StoreError>;
     async fn get(&self, key: &str) -> Result<Option<Vec<u8>>, StoreError>;
     async fn delete(&self, keys: &[String]) -> Result<(), StoreError>;
     /// Every key under `prefix`, for cleanup and for tests that check for orphans.
