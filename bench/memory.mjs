@@ -115,17 +115,22 @@ async function measuredTurn(agent, model, calls) {
 const fmt = (b) => (Number.isFinite(b) ? `${(b / MB).toFixed(1)}` : "n/a");
 
 function table(rows) {
-  const head = ["workload", "file MB", "V8 peak MB", "V8 after MB", "wasm MB", "(V8 peak + wasm) / file", "workerd RSS peak MB", "s"];
-  const body = rows.map((r) => [
+  const head = ["workload", "file MB", "V8 peak MB", "V8 after MB", "wasm MB", "peak growth / file", "workerd RSS peak MB", "s"];
+  let idle;
+  const body = rows.map((r) => {
+    if (!r.file) idle = r;
+    return [
     r.name,
     r.file ? fmt(r.file) : "",
     r.peak === undefined ? "" : fmt(r.peak),
     fmt(r.heap),
     fmt(r.wasm),
-    r.file ? `${((r.peak + r.wasm) / r.file).toFixed(1)}×` : "",
+    // What the call added over the idle instance before it: V8 peak plus wasm growth.
+    r.file ? `${((r.peak - idle.heap + r.wasm - idle.wasm) / r.file).toFixed(1)}×` : "",
     r.rssPeak === undefined ? fmt(r.rss) : fmt(r.rssPeak),
     r.ms === undefined ? "" : (r.ms / 1000).toFixed(1),
-  ]);
+    ];
+  });
   const widths = head.map((h, i) => Math.max(h.length, ...body.map((b) => b[i].length)));
   const line = (cells) => `| ${cells.map((c, i) => (i === 0 ? c.padEnd(widths[i]) : c.padStart(widths[i]))).join(" | ")} |`;
   console.log(line(head));
@@ -178,7 +183,8 @@ async function main() {
   }
   console.log(
     "\nbench:memory: the agent's isolate (V8 heap plus wasm linear memory) while the scripted model calls write and read through a WebSocket turn.\n" +
-      "V8 peak is sampled during the turn; V8 after is measured after a full GC; wasm is the linear memory after the turn (its high-water mark).\n",
+      "V8 = heap + ArrayBuffer stores; its peak is sampled during the turn, 'after' follows a full GC. wasm = linear memory after the turn (its high-water mark).\n" +
+      "Peak growth / file = (V8 peak − idle V8 + wasm − idle wasm) / file size, over the idle row above it.\n",
   );
   table(rows);
 }
