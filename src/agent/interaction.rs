@@ -46,7 +46,7 @@ impl Agent {
         if let Some(acc) = live {
             if acc.borrow_mut().apply_tool_update(update) {
                 let message = acc.borrow().message();
-                self.save_message(&message);
+                self.save_message(message.clone());
                 self.broadcast(&frames::MessageUpdated::new(&message), None);
                 return true;
             }

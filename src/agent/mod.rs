@@ -279,9 +279,10 @@ impl Agent {
     }
 
     /// Persists a message, sanitized and compacted so its row stays under the 2 MB limit.
-    fn save_message(&self, message: &UIMessage) {
+    /// Takes it by value: a large tool input in it is compacted in place, not copied.
+    fn save_message(&self, message: UIMessage) {
         use crate::protocol::sanitize::{enforce_row_size_limit, sanitize_message};
-        let message = enforce_row_size_limit(&sanitize_message(message));
+        let message = enforce_row_size_limit(sanitize_message(message));
         if let Err(e) = self.store().and_then(|s| s.upsert(&message, self.now())) {
             self.warn("saving a message failed", e);
         }

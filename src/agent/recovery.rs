@@ -48,7 +48,7 @@ impl Agent {
             }
             self.forget_attempts(&record.id);
             if let Some(message) = &message {
-                self.save_message(message);
+                self.save_message(message.clone());
             }
             let client_tools = super::tool_names(&self.client_tools());
             let waiting = message.as_ref().is_some_and(|m| {

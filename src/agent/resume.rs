@@ -2,7 +2,7 @@
 //! waits for a continuation is told whether a stream is live, pending or absent, and after
 //! its ACK is replayed the buffered chunks before live chunks resume.
 
-use super::streams::StreamStatus;
+use super::streams::{StreamBuffer, StreamStatus};
 use super::Agent;
 use crate::protocol::frames::{
     Replay, ResumeNoneReason, StreamPending, StreamResumeNone, StreamResuming, TerminalError,
@@ -45,7 +45,13 @@ impl Agent {
             match rt.active.as_mut() {
                 Some(active) if active.request_id == id => {
                     active.awaiting_ack.remove(conn);
-                    Some(active.chunks.clone())
+                    // The chunks so far are replayed from the buffer: write the pending ones.
+                    let buffer = StreamBuffer::new(self.deps.sql.as_ref());
+                    Some(
+                        buffer
+                            .flush(id, &mut active.chunks, &mut active.cursor)
+                            .and_then(|_| buffer.chunks(id)),
+                    )
                 }
                 // An ACK for a stream other than the live one is stale: ignore it.
                 Some(_) => return,
@@ -53,6 +59,10 @@ impl Agent {
             }
         };
         if let Some(chunks) = live {
+            let chunks = chunks.unwrap_or_else(|e| {
+                self.warn("reading the stream buffer for a replay failed", e);
+                Vec::new()
+            });
             for body in &chunks {
                 self.send(conn, &Replay::chunk(id, body));
             }

@@ -74,21 +74,20 @@ pub struct StreamRecord {
     pub updated_at: f64,
 }
 
-/// How far a stream's chunks (kept by the caller, in order) have been written.
+/// Where a stream's buffer stands: how much the caller holds unwritten, and the next row.
 #[derive(Debug, Default)]
 pub struct FlushCursor {
-    /// Chunks already written.
-    flushed: usize,
     /// Bytes of the chunks not yet written.
     unflushed_bytes: usize,
     next_seq: i64,
 }
 
 impl FlushCursor {
-    /// Notes one more chunk of `len` bytes; true when enough is unwritten to flush now.
-    pub fn note(&mut self, total_chunks: usize, len: usize) -> bool {
+    /// Notes one more pending chunk of `len` bytes (`pending` of them in all); true when
+    /// enough is unwritten to flush now.
+    pub fn note(&mut self, pending: usize, len: usize) -> bool {
         self.unflushed_bytes += len;
-        total_chunks - self.flushed >= CHUNKS_PER_ROW || self.unflushed_bytes >= ROW_BYTES
+        pending >= CHUNKS_PER_ROW || self.unflushed_bytes >= ROW_BYTES
     }
 }
 
@@ -125,39 +124,40 @@ impl<'a> StreamBuffer<'a> {
         Ok(())
     }
 
-    /// Writes the chunks past the cursor as packed rows (splitting a chunk larger than a row).
+    /// Writes the pending chunks as packed rows (splitting a chunk larger than a row) and
+    /// empties `pending`: once written, a chunk lives in SQLite only, so a large one is not
+    /// held in memory for the rest of the turn.
     pub fn flush(
         &self,
         id: &str,
-        chunks: &[String],
+        pending: &mut Vec<String>,
         cursor: &mut FlushCursor,
     ) -> Result<(), StoreError> {
+        let chunks = std::mem::take(pending);
+        cursor.unflushed_bytes = 0;
         let mut pack: Vec<&str> = Vec::new();
         let mut pack_bytes = 0;
-        let start = cursor.flushed.min(chunks.len());
-        cursor.flushed = chunks.len();
-        cursor.unflushed_bytes = 0;
-        let pending = &mut cursor.next_seq;
-        for body in &chunks[start..] {
+        let seq = &mut cursor.next_seq;
+        for body in &chunks {
             if body.len() > ROW_BYTES {
-                self.write_pack(id, pending, &mut pack)?;
+                self.write_pack(id, seq, &mut pack)?;
                 pack_bytes = 0;
                 let pieces = split_utf8(body, ROW_BYTES);
                 let last = pieces.len() - 1;
                 for (i, piece) in pieces.into_iter().enumerate() {
                     let kind = if i == last { "frag-end" } else { "frag" };
-                    self.insert_row(id, pending, kind, piece)?;
+                    self.insert_row(id, seq, kind, piece)?;
                 }
                 continue;
             }
             if pack_bytes + body.len() > ROW_BYTES {
-                self.write_pack(id, pending, &mut pack)?;
+                self.write_pack(id, seq, &mut pack)?;
                 pack_bytes = 0;
             }
             pack_bytes += body.len();
             pack.push(body);
         }
-        self.write_pack(id, pending, &mut pack)
+        self.write_pack(id, seq, &mut pack)
     }
 
     fn write_pack(&self, id: &str, seq: &mut i64, pack: &mut Vec<&str>) -> Result<(), StoreError> {
@@ -318,21 +318,25 @@ mod tests {
         buf.start("r1", "m1", true, 1000.0).unwrap();
         let mut cursor = FlushCursor::default();
         let mut all = Vec::new();
+        let mut pending = Vec::new();
         for i in 0..25 {
             let body = format!("{{\"type\":\"text-delta\",\"id\":\"t\",\"delta\":\"{i}\"}}");
             let len = body.len();
-            all.push(body);
-            if cursor.note(all.len(), len) {
-                buf.flush("r1", &all, &mut cursor).unwrap();
+            all.push(body.clone());
+            pending.push(body);
+            if cursor.note(pending.len(), len) {
+                buf.flush("r1", &mut pending, &mut cursor).unwrap();
+                assert!(pending.is_empty(), "written chunks are not kept");
             }
         }
         let big = format!(
             "{{\"type\":\"tool-output-available\",\"output\":\"{}\"}}",
             "é".repeat(700_000)
         );
-        all.push(big);
+        all.push(big.clone());
         all.push("{\"type\":\"finish\"}".into());
-        buf.flush("r1", &all, &mut cursor).unwrap();
+        pending.extend([big, "{\"type\":\"finish\"}".into()]);
+        buf.flush("r1", &mut pending, &mut cursor).unwrap();
         assert_eq!(buf.chunks("r1").unwrap(), all);
         let max_row = sql
             .exec("SELECT max(length(CAST(body AS BLOB))) FROM think_stream_chunks", &[])

@@ -42,9 +42,10 @@ pub(super) struct ActiveStream {
     pub awaiting_ack: BTreeSet<String>,
     pub abort: AbortSignal,
     pub acc: Rc<RefCell<StreamAccumulator>>,
-    /// Every chunk body so far, for replay to tabs that resume and for the buffer.
+    /// Chunk bodies not yet in the stream buffer. Written ones live in SQLite only; a
+    /// replay flushes these and reads the buffer.
     pub chunks: Vec<String>,
-    /// How many of `chunks` are in the buffer.
+    /// Where the buffer stands.
     pub cursor: FlushCursor,
 }
 
@@ -488,7 +489,7 @@ impl Agent {
         let Some(mut active) = self.rt.borrow_mut().active.take() else { return };
         if let Ok(buffer) = self.streams() {
             if let Err(e) = buffer
-                .flush(&active.request_id, &active.chunks, &mut active.cursor)
+                .flush(&active.request_id, &mut active.chunks, &mut active.cursor)
                 .and_then(|_| buffer.finish(&active.request_id, status, self.now()))
             {
                 self.warn("closing the stream buffer failed", e);
@@ -502,9 +503,10 @@ impl Agent {
                 self.deps.sockets.send(&id, &done);
             }
         }
-        let message = active.acc.borrow().message();
+        // The stream is over: its message is moved out, not copied (it can hold a large input).
+        let message = active.acc.borrow_mut().take_message();
         if message.parts.iter().any(|p| part_type(p) != Some("step-start")) {
-            self.save_message(&message);
+            self.save_message(message);
         }
         // The offer ended with the stream: every tab, ACKed or not, follows the transcript
         // again. One that ACKs late is replayed the stored stream, then the transcript.
@@ -514,11 +516,15 @@ impl Agent {
 
     /// Sends a frame to every connection that follows the live stream.
     pub(super) fn broadcast_live(&self, frame: &impl serde::Serialize) {
-        let text = frames::to_text(frame);
+        self.broadcast_live_text(&frames::to_text(frame));
+    }
+
+    /// [`Agent::broadcast_live`] for a frame already serialized.
+    pub(super) fn broadcast_live_text(&self, text: &str) {
         let rt = self.rt.borrow();
         for id in self.deps.sockets.ids() {
             if rt.active.as_ref().is_none_or(|a| a.follows(&id)) {
-                self.deps.sockets.send(&id, &text);
+                self.deps.sockets.send(&id, text);
             }
         }
     }
@@ -563,7 +569,7 @@ impl Agent {
         let mut messages = self.history();
         match apply_to_messages(&mut messages, update) {
             Some(i) => {
-                self.save_message(&messages[i]);
+                self.save_message(messages[i].clone());
                 self.broadcast(&MessageUpdated::new(&messages[i]), None);
                 true
             }
@@ -595,33 +601,41 @@ struct TurnStream {
 
 impl ChunkSink for TurnStream {
     fn emit(&self, chunk: Value) {
-        let body = chunk.to_string();
-        let action = {
-            let mut rt = self.agent.rt.borrow_mut();
-            let Some(active) = rt.active.as_mut() else { return };
-            let action = active.acc.borrow_mut().apply(&chunk);
-            let len = body.len();
-            active.chunks.push(body.clone());
-            if active.cursor.note(active.chunks.len(), len) || is_milestone(&chunk) {
-                let flushed = StreamBuffer::new(self.agent.deps.sql.as_ref()).flush(
-                    &self.request_id,
-                    &active.chunks,
-                    &mut active.cursor,
-                );
-                if let Err(e) = flushed {
-                    self.agent.warn("buffering stream chunks failed", e);
-                }
-            }
-            action
+        self.emit_ref(&chunk);
+    }
+
+    /// Each chunk is held as few times as possible, since one can carry a whole file (a
+    /// `write`'s input): the frame's text is written straight from the value and dropped
+    /// once sent, then the chunk's own text (for the buffer and a programmatic caller),
+    /// each in a buffer of its exact size.
+    fn emit_ref(&self, chunk: &Value) {
+        let Some(acc) = self.agent.rt.borrow().active.as_ref().map(|a| a.acc.clone()) else {
+            return;
         };
+        let action = acc.borrow_mut().apply(chunk);
         if let ChunkAction::CrossMessageToolUpdate { tool_call_id, update } = action {
             self.agent.apply_to_stored(&ToolPartUpdate::cross_message(tool_call_id, update));
         }
-        self.agent.broadcast_live(
-            &ChatResponse::chunk(&self.request_id, &body).in_continuation(self.continuation),
-        );
+        let frame = frames::chat_chunk_frame_text(&self.request_id, chunk, self.continuation);
+        self.agent.broadcast_live_text(&frame);
+        drop(frame);
+        let body = crate::protocol::json::to_string_exact(chunk);
         if let Some(observer) = &self.observer {
             observer.on_event(&body);
+        }
+        let mut rt = self.agent.rt.borrow_mut();
+        let Some(active) = rt.active.as_mut() else { return };
+        let len = body.len();
+        active.chunks.push(body);
+        if active.cursor.note(active.chunks.len(), len) || is_milestone(chunk) {
+            let flushed = StreamBuffer::new(self.agent.deps.sql.as_ref()).flush(
+                &self.request_id,
+                &mut active.chunks,
+                &mut active.cursor,
+            );
+            if let Err(e) = flushed {
+                self.agent.warn("buffering stream chunks failed", e);
+            }
         }
     }
 }

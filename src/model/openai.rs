@@ -7,7 +7,8 @@ use std::rc::Rc;
 
 use async_trait::async_trait;
 use futures::StreamExt;
-use serde_json::{json, Map, Value};
+use serde::Serialize;
+use serde_json::Value;
 
 use super::{
     FinishReason, Model, ModelError, ModelEvent, ModelMessage, ModelRequest, ModelStream, Usage,
@@ -40,72 +41,153 @@ impl OpenAiChatModel {
 
     /// The JSON body of a streaming request, as sent on the wire.
     pub fn request_body(&self, request: &ModelRequest) -> Value {
-        let mut messages = Vec::with_capacity(request.messages.len() + 1);
-        if !request.system.is_empty() {
-            messages.push(json!({"role": "system", "content": request.system}));
-        }
-        for m in &request.messages {
-            messages.push(message_json(m));
-        }
-        let mut body = Map::new();
-        body.insert("model".into(), json!(self.config.model));
-        body.insert("messages".into(), Value::Array(messages));
-        if !request.tools.is_empty() {
-            let tools: Vec<Value> = request
-                .tools
-                .iter()
-                .map(|t| {
-                    json!({"type": "function", "function": {
-                        "name": t.name, "description": t.description, "parameters": t.input_schema}})
-                })
-                .collect();
-            body.insert("tools".into(), Value::Array(tools));
-            if let Some(choice) = &request.tool_choice {
-                body.insert("tool_choice".into(), json!(choice));
-            }
-        }
-        if let Some(n) = request.max_output_tokens {
-            body.insert("max_tokens".into(), json!(n));
-        }
-        if let Some(t) = request.temperature {
-            body.insert("temperature".into(), json!(t));
-        }
-        body.insert("stream".into(), json!(true));
-        body.insert("stream_options".into(), json!({"include_usage": true}));
-        Value::Object(body)
+        serde_json::to_value(WireRequest::new(&self.config.model, request)).unwrap_or(Value::Null)
+    }
+
+    /// The body as bytes, serialized straight from the request (no JSON tree in between) into
+    /// a buffer of its exact size, so a large tool argument in the history is held once in
+    /// the buffer, not again in a tree and in the slack of a doubled buffer.
+    pub fn request_bytes(&self, request: &ModelRequest) -> Result<Vec<u8>, serde_json::Error> {
+        crate::protocol::json::to_vec_exact(&WireRequest::new(&self.config.model, request))
     }
 }
 
-fn message_json(m: &ModelMessage) -> Value {
-    match m {
-        ModelMessage::System { content } => json!({"role": "system", "content": content}),
-        ModelMessage::User { content } => json!({"role": "user", "content": content}),
-        ModelMessage::Assistant { content, tool_calls } => {
-            let mut o = Map::new();
-            o.insert("role".into(), json!("assistant"));
-            o.insert(
-                "content".into(),
-                if content.is_empty() && !tool_calls.is_empty() {
-                    Value::Null
-                } else {
-                    json!(content)
-                },
-            );
-            if !tool_calls.is_empty() {
-                let calls: Vec<Value> = tool_calls
-                    .iter()
-                    .map(|c| {
-                        json!({"id": c.id, "type": "function", "function": {
-                            "name": c.name,
-                            "arguments": serde_json::to_string(&c.arguments).unwrap_or_else(|_| "{}".into())}})
-                    })
-                    .collect();
-                o.insert("tool_calls".into(), Value::Array(calls));
-            }
-            Value::Object(o)
+/// A Chat Completions request body, borrowing from the [`ModelRequest`].
+#[derive(Serialize)]
+struct WireRequest<'a> {
+    model: &'a str,
+    messages: Vec<WireMessage<'a>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    tools: Option<Vec<WireTool<'a>>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    tool_choice: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    max_tokens: Option<u32>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    temperature: Option<f64>,
+    stream: bool,
+    stream_options: StreamOptions,
+}
+
+#[derive(Serialize)]
+struct StreamOptions {
+    include_usage: bool,
+}
+
+#[derive(Serialize)]
+struct WireTool<'a> {
+    r#type: &'static str,
+    function: WireFunction<'a>,
+}
+
+#[derive(Serialize)]
+struct WireFunction<'a> {
+    name: &'a str,
+    description: &'a str,
+    parameters: &'a Value,
+}
+
+/// One message in the provider's shape.
+#[derive(Serialize)]
+#[serde(tag = "role", rename_all = "lowercase")]
+enum WireMessage<'a> {
+    System {
+        content: &'a str,
+    },
+    User {
+        content: &'a str,
+    },
+    Assistant {
+        /// `null` for a message that only calls tools, as OpenAI sends it.
+        content: Option<&'a str>,
+        #[serde(skip_serializing_if = "Vec::is_empty")]
+        tool_calls: Vec<WireToolCall<'a>>,
+    },
+    Tool {
+        tool_call_id: &'a str,
+        content: &'a str,
+    },
+}
+
+#[derive(Serialize)]
+struct WireToolCall<'a> {
+    id: &'a str,
+    r#type: &'static str,
+    function: WireCall<'a>,
+}
+
+#[derive(Serialize)]
+struct WireCall<'a> {
+    name: &'a str,
+    arguments: ArgumentsText<'a>,
+}
+
+/// Tool-call arguments, sent as JSON text (a string) as the API wants; the text exists only
+/// while it is written.
+struct ArgumentsText<'a>(&'a Value);
+
+impl Serialize for ArgumentsText<'_> {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(&crate::protocol::json::to_string_exact(self.0))
+    }
+}
+
+impl<'a> WireRequest<'a> {
+    fn new(model: &'a str, request: &'a ModelRequest) -> Self {
+        let mut messages = Vec::with_capacity(request.messages.len() + 1);
+        if !request.system.is_empty() {
+            messages.push(WireMessage::System { content: &request.system });
         }
-        ModelMessage::Tool { tool_call_id, content, .. } => {
-            json!({"role": "tool", "tool_call_id": tool_call_id, "content": content})
+        messages.extend(request.messages.iter().map(WireMessage::from));
+        let tools = (!request.tools.is_empty()).then(|| {
+            request
+                .tools
+                .iter()
+                .map(|t| WireTool {
+                    r#type: "function",
+                    function: WireFunction {
+                        name: &t.name,
+                        description: &t.description,
+                        parameters: &t.input_schema,
+                    },
+                })
+                .collect()
+        });
+        WireRequest {
+            model,
+            messages,
+            tool_choice: tools.as_ref().and(request.tool_choice.as_deref()),
+            tools,
+            max_tokens: request.max_output_tokens,
+            temperature: request.temperature,
+            stream: true,
+            stream_options: StreamOptions { include_usage: true },
+        }
+    }
+}
+
+impl<'a> From<&'a ModelMessage> for WireMessage<'a> {
+    fn from(m: &'a ModelMessage) -> Self {
+        match m {
+            ModelMessage::System { content } => WireMessage::System { content },
+            ModelMessage::User { content } => WireMessage::User { content },
+            ModelMessage::Assistant { content, tool_calls } => WireMessage::Assistant {
+                content: (!content.is_empty() || tool_calls.is_empty()).then_some(content.as_str()),
+                tool_calls: tool_calls
+                    .iter()
+                    .map(|c| WireToolCall {
+                        id: &c.id,
+                        r#type: "function",
+                        function: WireCall {
+                            name: &c.name,
+                            arguments: ArgumentsText(&c.arguments),
+                        },
+                    })
+                    .collect(),
+            },
+            ModelMessage::Tool { tool_call_id, content, .. } => {
+                WireMessage::Tool { tool_call_id, content }
+            }
         }
     }
 }
@@ -118,8 +200,7 @@ impl Model for OpenAiChatModel {
 
     async fn stream(&self, request: &ModelRequest) -> Result<ModelStream, ModelError> {
         let url = format!("{}/chat/completions", self.config.base_url.trim_end_matches('/'));
-        let body = serde_json::to_vec(&self.request_body(request))
-            .map_err(|e| ModelError::Encode(e.to_string()))?;
+        let body = self.request_bytes(request).map_err(|e| ModelError::Encode(e.to_string()))?;
         let mut headers = vec![
             ("content-type".to_owned(), "application/json".to_owned()),
             ("accept".to_owned(), "text/event-stream".to_owned()),
@@ -208,7 +289,7 @@ impl ChunkDecoder {
         if data.is_empty() || data == "[DONE]" {
             return Ok(());
         }
-        let v: Value =
+        let mut v: Value =
             serde_json::from_str(data).map_err(|e| ModelError::UnreadableChunk(e.to_string()))?;
         if let Some(err) = v.get("error") {
             let msg = err
@@ -224,9 +305,11 @@ impl ChunkDecoder {
                 output_tokens: u.get("completion_tokens").and_then(Value::as_u64).unwrap_or(0),
             });
         }
-        let Some(choices) = v.get("choices").and_then(Value::as_array) else { return Ok(()) };
+        let Some(choices) = v.get_mut("choices").and_then(Value::as_array_mut) else {
+            return Ok(());
+        };
         for choice in choices {
-            if let Some(delta) = choice.get("delta") {
+            if let Some(delta) = choice.get_mut("delta") {
                 for key in ["reasoning_content", "reasoning"] {
                     if let Some(r) =
                         delta.get(key).and_then(Value::as_str).filter(|s| !s.is_empty())
@@ -239,8 +322,8 @@ impl ChunkDecoder {
                 {
                     out.push(ModelEvent::TextDelta(t.to_owned()));
                 }
-                if let Some(calls) = delta.get("tool_calls").and_then(Value::as_array) {
-                    for (pos, call) in calls.iter().enumerate() {
+                if let Some(calls) = delta.get_mut("tool_calls").and_then(Value::as_array_mut) {
+                    for (pos, call) in calls.iter_mut().enumerate() {
                         self.tool_call(pos, call, out);
                     }
                 }
@@ -258,7 +341,9 @@ impl ChunkDecoder {
         Ok(())
     }
 
-    fn tool_call(&mut self, pos: usize, call: &Value, out: &mut Vec<ModelEvent>) {
+    /// Announces a call the first time its index is seen, and moves its argument text out of
+    /// the parsed chunk (a large argument is not copied).
+    fn tool_call(&mut self, pos: usize, call: &mut Value, out: &mut Vec<ModelEvent>) {
         let index = call.get("index").and_then(Value::as_u64).map(|i| i as usize).unwrap_or(pos);
         let function = call.get("function");
         if !self.started.contains(&index) {
@@ -271,9 +356,9 @@ impl ChunkDecoder {
             let id = if id.is_empty() { format!("call_{index}") } else { id.to_owned() };
             out.push(ModelEvent::ToolCallStart { index, id, name: name.to_owned() });
         }
-        if let Some(args) = function.and_then(|f| f.get("arguments")).and_then(Value::as_str) {
+        if let Some(Value::String(args)) = call.pointer_mut("/function/arguments") {
             if !args.is_empty() {
-                out.push(ModelEvent::ToolCallDelta { index, arguments: args.to_owned() });
+                out.push(ModelEvent::ToolCallDelta { index, arguments: std::mem::take(args) });
             }
         }
     }
@@ -330,6 +415,7 @@ mod tests {
     use crate::model::ModelToolCall;
     use crate::platform::HttpError;
     use crate::tools::definition::ToolDefinition;
+    use serde_json::json;
     use std::cell::RefCell;
 
     /// Replays one canned HTTP response, split into the given chunks, and records the request.

@@ -16,12 +16,19 @@ pub struct SseEvent {
 #[derive(Debug, Default)]
 pub struct SseParser {
     buf: Vec<u8>,
+    /// How much of `buf` is known to hold no line end, so a long line that arrives in many
+    /// chunks is scanned once, not once per chunk.
+    scanned: usize,
     event: String,
     data: Vec<String>,
     id: Option<String>,
     retry: Option<u64>,
     saw_field: bool,
 }
+
+/// A buffer with more room than this is given back once it holds less, so one large event
+/// does not pin its size for the rest of the stream.
+const KEEP_BUFFER_BYTES: usize = 64 * 1024;
 
 impl SseParser {
     /// A parser at the start of a stream.
@@ -32,25 +39,48 @@ impl SseParser {
     /// Feeds a chunk and returns the events it completed.
     pub fn push(&mut self, chunk: &[u8]) -> Vec<SseEvent> {
         self.buf.extend_from_slice(chunk);
+        let mut buf = std::mem::take(&mut self.buf);
         let mut out = Vec::new();
         let mut start = 0;
-        while let Some(rel) = self.buf[start..].iter().position(|b| *b == b'\n' || *b == b'\r') {
-            let end = start + rel;
+        let mut from = self.scanned;
+        loop {
+            let Some(rel) = buf[from..].iter().position(|b| *b == b'\n' || *b == b'\r') else {
+                from = buf.len();
+                break;
+            };
+            let end = from + rel;
             // A CR at the very end may be the first half of CRLF: wait for more input.
-            if self.buf[end] == b'\r' && end + 1 == self.buf.len() {
+            if buf[end] == b'\r' && end + 1 == buf.len() {
+                from = end;
                 break;
             }
-            let line = String::from_utf8_lossy(&self.buf[start..end]).into_owned();
             let mut next = end + 1;
-            if self.buf[end] == b'\r' && self.buf.get(end + 1) == Some(&b'\n') {
+            if buf[end] == b'\r' && buf.get(end + 1) == Some(&b'\n') {
                 next += 1;
             }
-            start = next;
-            if let Some(ev) = self.line(&line) {
+            let event = if start == 0 && end > KEEP_BUFFER_BYTES {
+                // A long line at the head of the buffer (a large tool argument): the buffer
+                // itself becomes the line, and only what follows it is copied.
+                let rest = buf.split_off(next);
+                let mut line = std::mem::replace(&mut buf, rest);
+                line.truncate(end);
+                next = 0;
+                self.long_line(line)
+            } else {
+                self.line(&buf[start..end])
+            };
+            if let Some(ev) = event {
                 out.push(ev);
             }
+            start = next;
+            from = next;
         }
+        self.buf = buf;
         self.buf.drain(..start);
+        self.scanned = from - start;
+        if self.buf.capacity() > KEEP_BUFFER_BYTES && self.buf.len() <= KEEP_BUFFER_BYTES {
+            self.buf.shrink_to(KEEP_BUFFER_BYTES);
+        }
         out
     }
 
@@ -68,7 +98,8 @@ impl SseParser {
     /// Flushes an event left open when the stream ended without a blank line.
     pub fn finish(&mut self) -> Option<SseEvent> {
         if !self.buf.is_empty() {
-            let line = String::from_utf8_lossy(&std::mem::take(&mut self.buf)).into_owned();
+            let line = std::mem::take(&mut self.buf);
+            self.scanned = 0;
             if let Some(ev) = self.line(&line) {
                 return Some(ev);
             }
@@ -76,32 +107,51 @@ impl SseParser {
         self.dispatch()
     }
 
-    fn line(&mut self, line: &str) -> Option<SseEvent> {
+    /// Handles one line (without its end). Only a field's value is copied, once; invalid
+    /// UTF-8 is replaced.
+    fn line(&mut self, line: &[u8]) -> Option<SseEvent> {
         if line.is_empty() {
             return self.dispatch();
         }
-        if line.starts_with(':') {
+        if line[0] == b':' {
             return None;
         }
-        let (field, value) = match line.find(':') {
+        let (field, value) = match line.iter().position(|b| *b == b':') {
             Some(i) => {
                 let v = &line[i + 1..];
-                (&line[..i], v.strip_prefix(' ').unwrap_or(v))
+                (&line[..i], v.strip_prefix(b" ").unwrap_or(v))
             }
-            None => (line, ""),
+            None => (line, &[][..]),
+        };
+        let text = |v: &[u8]| match std::str::from_utf8(v) {
+            Ok(s) => s.to_owned(),
+            Err(_) => String::from_utf8_lossy(v).into_owned(),
         };
         match field {
-            "event" => self.event = value.to_owned(),
-            "data" => self.data.push(value.to_owned()),
-            "id" => self.id = Some(value.to_owned()),
-            "retry" => {
-                if let Ok(ms) = value.parse::<u64>() {
+            b"event" => self.event = text(value),
+            b"data" => self.data.push(text(value)),
+            b"id" => self.id = Some(text(value)),
+            b"retry" => {
+                if let Some(ms) = std::str::from_utf8(value).ok().and_then(|v| v.parse().ok()) {
                     self.retry = Some(ms);
                 }
                 return None;
             }
             _ => return None,
         }
+        self.saw_field = true;
+        None
+    }
+
+    /// [`SseParser::line`] for a line it may keep: a `data:` value is cut out of it in place.
+    fn long_line(&mut self, mut line: Vec<u8>) -> Option<SseEvent> {
+        let Some(value) = line.strip_prefix(b"data:") else { return self.line(&line) };
+        let skip = line.len() - value.len() + usize::from(value.first() == Some(&b' '));
+        line.drain(..skip);
+        self.data.push(match String::from_utf8(line) {
+            Ok(s) => s,
+            Err(e) => String::from_utf8_lossy(e.as_bytes()).into_owned(),
+        });
         self.saw_field = true;
         None
     }
@@ -113,7 +163,11 @@ impl SseParser {
         self.saw_field = false;
         let ev = SseEvent {
             event: std::mem::take(&mut self.event),
-            data: std::mem::take(&mut self.data).join("\n"),
+            data: match self.data.len() {
+                // The usual single `data:` line moves as it is, without a joined copy.
+                1 => self.data.pop().unwrap_or_default(),
+                _ => std::mem::take(&mut self.data).join("\n"),
+            },
             id: self.id.clone(),
         };
         if ev.data.is_empty() && ev.event.is_empty() {
@@ -149,6 +203,22 @@ mod tests {
         assert_eq!(ev, vec![SseEvent { event: String::new(), data: "a\nb".into(), id: None }]);
         assert_eq!(p.finish().unwrap().data, "[DONE]");
         assert_eq!(p.finish(), None);
+    }
+
+    #[test]
+    fn a_long_line_in_many_chunks_is_one_event_and_its_buffer_is_given_back() {
+        let mut p = SseParser::new();
+        let value = "é".repeat(500_000);
+        let text = format!("data: {value}\r\n\r\ndata: next\n\n");
+        let mut events = Vec::new();
+        // Chunks that split the CRLFs and the two-byte characters.
+        for piece in text.as_bytes().chunks(999) {
+            events.extend(p.push(piece));
+        }
+        assert_eq!(events.len(), 2);
+        assert_eq!(events[0].data, value);
+        assert_eq!(events[1].data, "next");
+        assert!(p.buf.capacity() <= KEEP_BUFFER_BYTES, "{}", p.buf.capacity());
     }
 
     #[test]

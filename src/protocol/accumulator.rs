@@ -229,6 +229,18 @@ impl StreamAccumulator {
         m
     }
 
+    /// The message, with the parts moved out rather than copied (they can hold a large tool
+    /// input): for the end of a stream, after which the accumulator is left empty.
+    pub fn take_message(&mut self) -> UIMessage {
+        let mut m = UIMessage::new(
+            self.message_id.clone(),
+            Role::Assistant,
+            std::mem::take(&mut self.parts),
+        );
+        m.metadata = self.metadata.take().map(Value::Object);
+        m
+    }
+
     /// Places the message into a transcript: replaces the message with the same id, or for
     /// a continuation the last assistant message, or appends it.
     pub fn merge_into(&self, messages: &[UIMessage]) -> Vec<UIMessage> {

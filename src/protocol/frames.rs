@@ -831,6 +831,23 @@ impl<'a> ChatResponse<'a> {
     }
 }
 
+/// The text of [`ChatResponse::chunk`] for `chunk`, written straight from the value into a
+/// buffer of its exact size: a chunk that carries a large tool input is not first held as a
+/// string of its own, nor copied into a JSON tree.
+pub fn chat_chunk_frame_text(id: &str, chunk: &Value, continuation: bool) -> String {
+    let prefix = format!(
+        "{{\"type\":\"{}\",\"id\":{},\"body\":\"",
+        types::USE_CHAT_RESPONSE,
+        Value::from(id)
+    );
+    let suffix = if continuation {
+        "\",\"done\":false,\"continuation\":true}"
+    } else {
+        "\",\"done\":false}"
+    };
+    super::json::embed_exact(&prefix, chunk, suffix)
+}
+
 /// `{"body","done","id","type":"cf_agent_use_chat_response","replay":true[,"replayComplete"]}`:
 /// a stored chunk replayed after a resume ACK, or the end of that replay. Replays never
 /// carry `continuation`; only live frames do.
@@ -1059,6 +1076,17 @@ mod tests {
     use super::*;
     use crate::protocol::message::Role;
     use serde_json::json;
+
+    #[test]
+    fn chunk_frame_text_is_the_serde_frame() {
+        for continuation in [false, true] {
+            let chunk = json!({"type": "text-delta", "id": "t", "delta": "é\n\"q\\"});
+            let text = chat_chunk_frame_text("req-\"1", &chunk, continuation);
+            let body = chunk.to_string();
+            let frame = ChatResponse::chunk("req-\"1", &body).in_continuation(continuation);
+            assert_eq!(text, to_text(&frame));
+        }
+    }
 
     fn s(v: &impl Serialize) -> String {
         serde_json::to_string(v).unwrap()

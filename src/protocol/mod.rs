@@ -6,6 +6,7 @@
 pub mod accumulator;
 pub mod chunk;
 pub mod frames;
+pub mod json;
 pub mod message;
 pub mod repair;
 pub mod routing;

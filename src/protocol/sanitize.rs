@@ -24,15 +24,14 @@ const TRUNCATED_CHARS: &str = "__truncatedChars";
 /// Removes data that must not be stored or sent back to a provider: OpenAI's ephemeral
 /// `itemId` and `reasoningEncryptedContent` (in `providerMetadata` and
 /// `callProviderMetadata`), and reasoning parts with no text and no provider metadata left.
-pub fn sanitize_message(message: &UIMessage) -> UIMessage {
-    let mut out = message.clone();
-    out.parts = message
-        .parts
-        .iter()
-        .map(|p| strip_openai(strip_openai(p.clone(), "providerMetadata"), "callProviderMetadata"))
+/// Takes the message by value: it can hold a large tool input, which is then not copied.
+pub fn sanitize_message(mut message: UIMessage) -> UIMessage {
+    message.parts = std::mem::take(&mut message.parts)
+        .into_iter()
+        .map(|p| strip_openai(strip_openai(p, "providerMetadata"), "callProviderMetadata"))
         .filter(|p| !is_empty_reasoning(p))
         .collect();
-    out
+    message
 }
 
 fn strip_openai(mut part: Value, key: &str) -> Value {
@@ -70,23 +69,24 @@ fn is_empty_reasoning(part: &Value) -> bool {
     !matches!(part.get("providerMetadata"), Some(Value::Object(m)) if !m.is_empty())
 }
 
-/// Serialized size of a message in bytes, as it would be stored.
+/// Serialized size of a message in bytes, as it would be stored (counted, not written).
 pub fn message_bytes(message: &UIMessage) -> usize {
-    serde_json::to_vec(message).map(|v| v.len()).unwrap_or(usize::MAX)
+    super::json::json_len(message).unwrap_or(usize::MAX)
 }
 
 /// Makes a message fit a row: first compacts `output-available` tool outputs to
 /// [`COMPACT_TOOL_OUTPUT_CHARS`] (listing their ids in `metadata.compactedToolOutputs`),
 /// then, if still too big, truncates text parts oldest first (listing their indices in
-/// `metadata.compactedTextParts`). Non-assistant messages only get the text step.
-pub fn enforce_row_size_limit(message: &UIMessage) -> UIMessage {
-    if message_bytes(message) <= ROW_MAX_BYTES {
-        return message.clone();
+/// `metadata.compactedTextParts`). Non-assistant messages only get the text step. Works in
+/// place on the message it takes, so a large one is not copied.
+pub fn enforce_row_size_limit(message: UIMessage) -> UIMessage {
+    if message_bytes(&message) <= ROW_MAX_BYTES {
+        return message;
     }
     if message.role != Role::Assistant {
-        return truncate_text_parts(message.clone());
+        return truncate_text_parts(message);
     }
-    let mut result = message.clone();
+    let mut result = message;
     let mut compacted = Vec::new();
     for part in result.parts.iter_mut() {
         if state_of(part) != Some(state::OUTPUT_AVAILABLE) {
@@ -368,7 +368,7 @@ mod input_tests {
             "input": {"path": "/big.txt", "content": big}, "output": {"path": "/big.txt", "bytesWritten": 1_200_000, "lines": 1}})
         };
         let m = UIMessage::new("m", Role::Assistant, vec![part("a"), part("b")]);
-        let out = enforce_row_size_limit(&m);
+        let out = enforce_row_size_limit(m.clone());
         assert!(message_bytes(&out) <= ROW_MAX_BYTES);
         assert_eq!(out.parts[0]["input"]["path"], "/big.txt");
         assert!(out.parts[0]["input"]["content"]
@@ -392,7 +392,7 @@ mod tests {
         let m = asst(vec![
             json!({"type": "text", "text": "Hello!", "providerMetadata": {"openai": {"itemId": "item_abc", "someOtherField": "keep-me"}}}),
         ]);
-        let s = sanitize_message(&m);
+        let s = sanitize_message(m.clone());
         assert_eq!(
             s.parts[0]["providerMetadata"],
             json!({"openai": {"someOtherField": "keep-me"}})
@@ -405,7 +405,7 @@ mod tests {
             json!({"type": "text", "text": "T", "providerMetadata": {"openai": {"itemId": "i", "reasoningEncryptedContent": "enc"}}}),
             json!({"type": "text", "text": "U", "providerMetadata": {"openai": {"itemId": "i"}, "anthropic": {"x": 1}}}),
         ]);
-        let s = sanitize_message(&m);
+        let s = sanitize_message(m.clone());
         assert_eq!(s.parts[0], json!({"type": "text", "text": "T"}));
         assert_eq!(s.parts[1]["providerMetadata"], json!({"anthropic": {"x": 1}}));
     }
@@ -415,7 +415,7 @@ mod tests {
         let m = asst(vec![
             json!({"type": "tool-x", "toolCallId": "c", "state": "output-available", "callProviderMetadata": {"openai": {"itemId": "fc_1"}}}),
         ]);
-        let s = sanitize_message(&m);
+        let s = sanitize_message(m.clone());
         assert!(s.parts[0].get("callProviderMetadata").is_none());
     }
 
@@ -429,7 +429,7 @@ mod tests {
             json!({"type": "reasoning", "text": "", "providerMetadata": {"openai": {"itemId": "r", "reasoningEncryptedContent": "e"}}}),
             json!({"type": "reasoning", "text": "Visible thinking", "state": "done"}),
         ]);
-        let s = sanitize_message(&m);
+        let s = sanitize_message(m.clone());
         assert_eq!(s.parts.len(), 3);
         assert_eq!(s.parts[0]["providerMetadata"]["anthropic"]["redactedData"], "b64");
         assert_eq!(s.parts[1]["type"], "text");
@@ -442,7 +442,7 @@ mod tests {
         let m = asst(vec![
             json!({"type": "tool-bigTool", "toolCallId": "call_ok", "state": "output-available", "input": {}, "output": out}),
         ]);
-        assert_eq!(enforce_row_size_limit(&m), m);
+        assert_eq!(enforce_row_size_limit(m.clone()), m);
     }
 
     #[test]
@@ -450,7 +450,7 @@ mod tests {
         let m = asst(vec![
             json!({"type": "tool-hugeTool", "toolCallId": "call_huge", "state": "output-available", "input": {"q": "big"}, "output": "X".repeat(1_900_000)}),
         ]);
-        let r = enforce_row_size_limit(&m);
+        let r = enforce_row_size_limit(m.clone());
         let out = r.parts[0]["output"].as_str().unwrap();
         assert!(out.contains("[truncated 1900000 chars]"));
         assert_eq!(utf16_len(out), 1000);
@@ -465,7 +465,7 @@ mod tests {
         let m = asst(vec![
             json!({"type": "tool-cjk", "toolCallId": "c", "state": "output-available", "input": {}, "output": "\u{4e00}".repeat(700_000)}),
         ]);
-        let r = enforce_row_size_limit(&m);
+        let r = enforce_row_size_limit(m.clone());
         assert!(r.parts[0]["output"].as_str().unwrap().contains("[truncated"));
         assert!(message_bytes(&r) <= ROW_MAX_BYTES);
     }
@@ -476,7 +476,7 @@ mod tests {
             json!({"type": "tool-t", "toolCallId": "c", "state": "output-available", "output": {"blob": "Y".repeat(1_900_000)}}),
         ]);
         m.metadata = Some(json!({"model": "x"}));
-        let r = enforce_row_size_limit(&m);
+        let r = enforce_row_size_limit(m.clone());
         assert_eq!(r.metadata, Some(json!({"model": "x", "compactedToolOutputs": ["c"]})));
         assert!(json_len(&r.parts[0]["output"]) <= 1000);
     }
@@ -488,7 +488,7 @@ mod tests {
             Role::User,
             vec![json!({"type": "text", "text": "Z".repeat(1_900_000)})],
         );
-        let r = enforce_row_size_limit(&m);
+        let r = enforce_row_size_limit(m.clone());
         let t = r.parts[0]["text"].as_str().unwrap();
         assert!(t.starts_with("[Text truncated for storage (1900000 chars). First 500 chars: ZZZ"));
         assert!(t.ends_with("...]"));
@@ -505,7 +505,7 @@ mod tests {
             json!({"type": "text", "text": big.clone()}),
             json!({"type": "text", "text": big}),
         ]);
-        let r = enforce_row_size_limit(&m);
+        let r = enforce_row_size_limit(m.clone());
         assert_eq!(
             r.metadata,
             Some(json!({"compactedToolOutputs": ["c1"], "compactedTextParts": [1, 3]}))
@@ -519,7 +519,7 @@ mod tests {
         let m = asst(vec![
             json!({"type": "tool-t", "toolCallId": "c1", "state": "output-error", "output": "e".repeat(1_900_000)}),
         ]);
-        let r = enforce_row_size_limit(&m);
+        let r = enforce_row_size_limit(m.clone());
         assert_eq!(r.parts[0], m.parts[0]);
         assert_eq!(r.metadata, None);
     }

@@ -88,8 +88,9 @@ pub trait Sql {
 /// Object storage for content too large for a SQLite row (R2 in production).
 #[async_trait(?Send)]
 pub trait BlobStore {
-    /// Stores `bytes` under `key`, replacing what was there.
-    async fn put(&self, key: &str, bytes: Vec<u8>, content_type: &str) -> Result<(), StoreError>;
+    /// Stores `bytes` under `key`. Borrowed: the store copies them out where it must (R2
+    /// into a JavaScript buffer), so a large file is not first copied for the call.
+    async fn put(&self, key: &str, bytes: &[u8], content_type: &str) -> Result<(), StoreError>;
     /// The bytes under `key`, if any.
     async fn get(&self, key: &str) -> Result<Option<Vec<u8>>, StoreError>;
     /// Deletes the given keys (missing ones are fine).

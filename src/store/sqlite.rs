@@ -88,8 +88,8 @@ pub struct MemoryBlobs {
 
 #[async_trait::async_trait(?Send)]
 impl super::BlobStore for MemoryBlobs {
-    async fn put(&self, key: &str, bytes: Vec<u8>, _content_type: &str) -> Result<(), StoreError> {
-        self.objects.borrow_mut().insert(key.to_owned(), bytes);
+    async fn put(&self, key: &str, bytes: &[u8], _content_type: &str) -> Result<(), StoreError> {
+        self.objects.borrow_mut().insert(key.to_owned(), bytes.to_vec());
         Ok(())
     }
     async fn get(&self, key: &str) -> Result<Option<Vec<u8>>, StoreError> {

@@ -15,6 +15,12 @@ use crate::tools::{ToolContext, ToolRef, ToolSet};
 pub trait ChunkSink {
     /// Takes one UIMessageChunk, in stream order.
     fn emit(&self, chunk: Value);
+
+    /// Emits a chunk the caller keeps (one that holds a tool's input, which then runs):
+    /// a sink that only reads chunks overrides it to spare the copy.
+    fn emit_ref(&self, chunk: &Value) {
+        self.emit(chunk.clone());
+    }
 }
 
 /// Decides whether a call needs a human's approval before it runs (beyond the tool's own rule).
@@ -62,7 +68,11 @@ pub enum TurnOutcome {
 struct Call {
     id: String,
     name: String,
+    /// The argument text, until it is parsed.
     args: String,
+    /// The parsed arguments for the history, once resolved. The text is dropped then: a
+    /// large argument (a `write`'s content) is neither kept twice nor parsed twice.
+    parsed: Option<Value>,
 }
 
 /// Per-step streaming state: which text and reasoning parts are open.
@@ -103,14 +113,17 @@ pub async fn run(
             return TurnOutcome::Aborted;
         }
         sink.emit(chunk::start_step());
+        // The history is lent to the request, not copied: it can hold a large tool argument.
         let request = ModelRequest {
             system: plan.system.clone(),
-            messages: plan.messages.clone(),
+            messages: std::mem::take(&mut plan.messages),
             tools: definitions.clone(),
             tool_choice: plan.tool_choice.clone(),
             ..Default::default()
         };
-        let mut stream = match abort.run(model.stream(&request)).await {
+        let started = abort.run(model.stream(&request)).await;
+        plan.messages = request.messages;
+        let mut stream = match started {
             None => return TurnOutcome::Aborted,
             Some(Err(e)) => return TurnOutcome::Failed(e.to_string()),
             Some(Ok(s)) => s,
@@ -167,12 +180,23 @@ pub async fn run(
                     st.close_text(sink);
                     st.close_reasoning(sink);
                     sink.emit(chunk::tool_input_start(&id, &name));
-                    calls.push((index, Call { id, name, args: String::new() }));
+                    calls.push((index, Call { id, name, args: String::new(), parsed: None }));
                 }
                 ModelEvent::ToolCallDelta { index, arguments } => {
                     if let Some((_, call)) = calls.iter_mut().find(|(i, _)| *i == index) {
-                        sink.emit(chunk::tool_input_delta(&call.id, &arguments));
-                        call.args.push_str(&arguments);
+                        // The text travels in the chunk and is taken back: not copied.
+                        let mut delta = chunk::tool_input_delta(&call.id, "");
+                        delta["inputTextDelta"] = Value::String(arguments);
+                        sink.emit_ref(&delta);
+                        let arguments = match delta["inputTextDelta"].take() {
+                            Value::String(s) => s,
+                            _ => String::new(),
+                        };
+                        if call.args.is_empty() {
+                            call.args = arguments;
+                        } else {
+                            call.args.push_str(&arguments);
+                        }
                     }
                 }
                 ModelEvent::Finish { reason: r, .. } => reason = Some(r),
@@ -186,21 +210,21 @@ pub async fn run(
             FinishReason::ToolCalls
         });
 
-        let calls: Vec<Call> = calls.into_iter().map(|(_, c)| c).collect();
-        let resolved = resolve_calls(&calls, &plan, approval, sink);
+        let mut calls: Vec<Call> = calls.into_iter().map(|(_, c)| c).collect();
+        let resolved = resolve_calls(&mut calls, &plan, approval, sink);
         let waiting = resolved.iter().any(|r| matches!(r, Resolved::Waiting));
         let results = execute(&calls, resolved, sink, abort).await;
 
         plan.messages.push(ModelMessage::Assistant {
             content: st.text,
             tool_calls: calls
-                .iter()
+                .iter_mut()
                 .zip(&results)
                 .filter(|(_, r)| r.is_some())
                 .map(|(c, _)| ModelToolCall {
                     id: c.id.clone(),
                     name: c.name.clone(),
-                    arguments: parse_args(&c.args).unwrap_or_else(|_| json!({})),
+                    arguments: c.parsed.take().unwrap_or_else(|| json!({})),
                 })
                 .collect(),
         });
@@ -246,63 +270,80 @@ fn parse_args(args: &str) -> Result<Value, serde_json::Error> {
 }
 
 fn resolve_calls(
-    calls: &[Call],
+    calls: &mut [Call],
     plan: &TurnPlan,
     approval: &dyn ApprovalCheck,
     sink: &dyn ChunkSink,
 ) -> Vec<Resolved> {
     calls
-        .iter()
+        .iter_mut()
         .map(|call| {
-            let input_error = |input: Value, text: String, dynamic: bool| {
-                let mut c = chunk::tool_input_error(&call.id, &call.name, input, &text);
-                if dynamic {
-                    c = chunk::with_field(c, "dynamic", Value::Bool(true));
-                }
-                sink.emit(c);
-                Resolved::Settled(crate::tools::error_json(&text))
-            };
-            let Some(tool) = plan.tools.get(&call.name).cloned() else {
-                let available: Vec<&str> = plan.tools.names().collect();
-                let text = format!(
-                    "Model tried to call unavailable tool '{}'. Available tools: {}.",
-                    call.name,
-                    available.join(", ")
-                );
-                let input =
-                    parse_args(&call.args).unwrap_or_else(|_| Value::String(call.args.clone()));
-                return input_error(input, text, true);
-            };
-            let input = match parse_args(&call.args) {
-                Ok(v) => v,
-                Err(e) => {
-                    let text = format!(
-                        "Invalid input for tool {}: the arguments are not valid JSON ({e}).",
-                        call.name
-                    );
-                    return input_error(Value::String(call.args.clone()), text, false);
-                }
-            };
-            let schema_check = InputValidator::new(&tool.definition().input_schema)
-                .map_err(|e| format!("Tool {} has an {e}", call.name))
-                .and_then(|v| {
-                    v.validate(&input)
-                        .map_err(|e| format!("Invalid input for tool {}: {e}", call.name))
-                });
-            if let Err(text) = schema_check {
-                return input_error(input, text, false);
-            }
-            sink.emit(chunk::tool_input_available(&call.id, &call.name, input.clone()));
-            if !tool.executes_on_server() {
-                return Resolved::Waiting;
-            }
-            if tool.needs_approval(&input) || approval.needs_approval(&call.name, &input) {
-                sink.emit(chunk::tool_approval_request(&(plan.new_id)(), &call.id));
-                return Resolved::Waiting;
-            }
-            Resolved::Run(tool, input)
+            let resolved = resolve_call(call, plan, approval, sink);
+            call.args = String::new();
+            resolved
         })
         .collect()
+}
+
+/// Decides one call, and leaves its parsed arguments (if they parse) in `call.parsed`.
+fn resolve_call(
+    call: &mut Call,
+    plan: &TurnPlan,
+    approval: &dyn ApprovalCheck,
+    sink: &dyn ChunkSink,
+) -> Resolved {
+    let input_error = |call: &Call, input: Value, text: String, dynamic: bool| {
+        let mut c = chunk::tool_input_error(&call.id, &call.name, input, &text);
+        if dynamic {
+            c = chunk::with_field(c, "dynamic", Value::Bool(true));
+        }
+        sink.emit(c);
+        Resolved::Settled(crate::tools::error_json(&text))
+    };
+    let Some(tool) = plan.tools.get(&call.name).cloned() else {
+        let available: Vec<&str> = plan.tools.names().collect();
+        let text = format!(
+            "Model tried to call unavailable tool '{}'. Available tools: {}.",
+            call.name,
+            available.join(", ")
+        );
+        call.parsed = parse_args(&call.args).ok();
+        let input = call.parsed.clone().unwrap_or_else(|| Value::String(call.args.clone()));
+        return input_error(call, input, text, true);
+    };
+    let input = match parse_args(&call.args) {
+        Ok(v) => v,
+        Err(e) => {
+            let text = format!(
+                "Invalid input for tool {}: the arguments are not valid JSON ({e}).",
+                call.name
+            );
+            return input_error(call, Value::String(call.args.clone()), text, false);
+        }
+    };
+    // The text is not needed once parsed; the history gets a copy of the value.
+    call.args = String::new();
+    call.parsed = Some(input.clone());
+    let schema_check = InputValidator::new(&tool.definition().input_schema)
+        .map_err(|e| format!("Tool {} has an {e}", call.name))
+        .and_then(|v| {
+            v.validate(&input).map_err(|e| format!("Invalid input for tool {}: {e}", call.name))
+        });
+    if let Err(text) = schema_check {
+        return input_error(call, input, text, false);
+    }
+    // The input travels in the chunk and is taken back for the call: not copied.
+    let mut available = chunk::tool_input_available(&call.id, &call.name, input);
+    sink.emit_ref(&available);
+    let input = available.get_mut("input").map(Value::take).unwrap_or_default();
+    if !tool.executes_on_server() {
+        return Resolved::Waiting;
+    }
+    if tool.needs_approval(&input) || approval.needs_approval(&call.name, &input) {
+        sink.emit(chunk::tool_approval_request(&(plan.new_id)(), &call.id));
+        return Resolved::Waiting;
+    }
+    Resolved::Run(tool, input)
 }
 
 /// Runs the resolved calls concurrently. Returns, per call, the text the model sees next

@@ -1,29 +1,46 @@
 //! `BlobStore` over an R2 bucket binding.
+//!
+//! A put copies the bytes once, from wasm memory straight into the JavaScript buffer R2
+//! reads (the `worker` crate's builder would take an owned `Vec` and copy it again), and a
+//! get copies R2's buffer once into the `Vec` it returns.
 
 use async_trait::async_trait;
-use worker::{Bucket, HttpMetadata};
+use js_sys::{Function, Object, Reflect, Uint8Array};
+use wasm_bindgen::{JsCast, JsValue};
+use wasm_bindgen_futures::JsFuture;
+use worker::Bucket;
 
 use crate::store::{BlobStore, StoreError};
 
+/// The workspace's blob store over the `WORKSPACE_R2` bucket.
 pub struct R2Blobs(pub Bucket);
 
 fn err(e: worker::Error) -> StoreError {
     StoreError::Blob(format!("R2: {e}"))
 }
 
+fn js_err(e: JsValue) -> StoreError {
+    let msg = Reflect::get(&e, &"message".into()).ok().and_then(|m| m.as_string());
+    StoreError::Blob(format!(
+        "R2: {}",
+        msg.or_else(|| e.as_string()).unwrap_or_else(|| format!("{e:?}"))
+    ))
+}
+
 #[async_trait(?Send)]
 impl BlobStore for R2Blobs {
-    async fn put(&self, key: &str, bytes: Vec<u8>, content_type: &str) -> Result<(), StoreError> {
-        self.0
-            .put(key, bytes)
-            .http_metadata(HttpMetadata {
-                content_type: Some(content_type.to_owned()),
-                ..Default::default()
-            })
-            .execute()
-            .await
-            .map(|_| ())
-            .map_err(err)
+    async fn put(&self, key: &str, bytes: &[u8], content_type: &str) -> Result<(), StoreError> {
+        let bucket: &JsValue = self.0.as_ref();
+        let put: Function = Reflect::get(bucket, &"put".into()).map_err(js_err)?.unchecked_into();
+        let body = Uint8Array::new_with_length(bytes.len() as u32);
+        body.copy_from(bytes);
+        let metadata = Object::new();
+        Reflect::set(&metadata, &"contentType".into(), &content_type.into()).map_err(js_err)?;
+        let options = Object::new();
+        Reflect::set(&options, &"httpMetadata".into(), &metadata).map_err(js_err)?;
+        let promise = put.call3(bucket, &key.into(), &body, &options).map_err(js_err)?;
+        JsFuture::from(js_sys::Promise::from(promise)).await.map_err(js_err)?;
+        Ok(())
     }
 
     async fn get(&self, key: &str) -> Result<Option<Vec<u8>>, StoreError> {

@@ -7,6 +7,12 @@
 //! (strings as UTF-8 via the native `TextEncoder`), which Rust copies in with one `memcpy`
 //! and decodes. The alternative, passing and reading values one by one through
 //! wasm-bindgen, costs several crossings per value and encodes strings in a JS loop.
+//!
+//! A large value (a file's content, a long message row) does not go through the packed
+//! buffers, which would hold a second copy of it in wasm memory next to the value itself:
+//! a large text binding is passed on its own (JavaScript reads it straight out of wasm
+//! memory), and a large result value is left out of the packed result and fetched by
+//! itself into a buffer of its exact size.
 
 use js_sys::{Function, Reflect, Uint8Array};
 use wasm_bindgen::{closure::ScopedClosure, prelude::wasm_bindgen, JsCast, JsValue};
@@ -16,6 +22,9 @@ use crate::store::{Row, Sql, SqlValue, StoreError};
 #[wasm_bindgen(inline_js = r#"
 const encoder = new TextEncoder();
 const SMALL = 1 << 16;
+// Result values longer than this go out of band (tags 5 and 6), fetched by `takeLarge`.
+const LARGE = 1 << 16;
+let large = [];
 let buf = new Uint8Array(SMALL);
 let view = new DataView(buf.buffer);
 function room(pos, extra) {
@@ -29,9 +38,11 @@ function room(pos, extra) {
 }
 const decoder = new TextDecoder();
 // Values are packed as a tag (0 null, 1 integer, 2 real, 3 text, 4 blob) and a payload
-// (f64, or u32 length + bytes), little-endian. Bindings arrive packed that way (a view of
-// wasm memory); results go back as u32 columns, u32 rows, then the values.
-function unpackParams(p) {
+// (f64, or u32 length + bytes), little-endian. A large value is left out: tag 5 (text) or
+// 6 (blob) and its u32 index for `takeLarge` in results, tag 5 alone for the `big` binding.
+// Bindings arrive packed that way (a view of wasm memory); results go back as u32 columns,
+// u32 rows, then the values.
+function unpackParams(p, big) {
   const pv = new DataView(p.buffer, p.byteOffset, p.byteLength);
   const out = [];
   let at = 0;
@@ -39,6 +50,9 @@ function unpackParams(p) {
     const tag = p[at];
     if (tag === 0) {
       out.push(null);
+      at += 1;
+    } else if (tag === 5) {
+      out.push(big);
       at += 1;
     } else if (tag === 1 || tag === 2) {
       out.push(pv.getFloat64(at + 1, true));
@@ -62,9 +76,16 @@ function unpackParams(p) {
   }
   return out;
 }
-export function execPacked(sql, query, packedParams) {
-  if (buf.length > (1 << 22)) { buf = new Uint8Array(SMALL); view = new DataView(buf.buffer); }
-  const cursor = sql.exec(query, ...unpackParams(packedParams));
+export function takeLarge(i) {
+  const v = large[i];
+  large[i] = undefined;
+  return typeof v === "string" ? encoder.encode(v) : v instanceof ArrayBuffer ? new Uint8Array(v) : new Uint8Array(v.buffer, v.byteOffset, v.byteLength);
+}
+export function execPacked(sql, query, packedParams, big) {
+  // Large values go out of band, so the buffer stays small; one that grew is not kept.
+  if (buf.length > 4 * SMALL) { buf = new Uint8Array(SMALL); view = new DataView(buf.buffer); }
+  large = [];
+  const cursor = sql.exec(query, ...unpackParams(packedParams, big));
   const names = cursor.columnNames;
   const cols = names.length;
   // Rows as objects (`toArray`), read in column order: workerd keeps memory for every
@@ -95,6 +116,12 @@ export function execPacked(sql, query, packedParams) {
         buf[pos] = Number.isSafeInteger(n) ? 1 : 2;
         view.setFloat64(pos + 1, n, true);
         pos += 9;
+      } else if ((typeof v === "string" && v.length > LARGE) || (typeof v === "object" && v.byteLength > LARGE)) {
+        room(pos, 5);
+        buf[pos] = typeof v === "string" ? 5 : 6;
+        view.setUint32(pos + 1, large.length, true);
+        large.push(v);
+        pos += 5;
       } else if (typeof v === "string") {
         const n = v.length;
         room(pos, 5 + n * 3);
@@ -135,9 +162,22 @@ export function execPacked(sql, query, packedParams) {
 "#)]
 extern "C" {
     #[wasm_bindgen(js_name = execPacked, catch)]
-    fn exec_packed(sql: &JsValue, query: &str, params: &[u8]) -> Result<Uint8Array, JsValue>;
+    fn exec_packed(
+        sql: &JsValue,
+        query: &str,
+        params: &[u8],
+        big: &str,
+    ) -> Result<Uint8Array, JsValue>;
+
+    /// The UTF-8 (text) or bytes (blob) of out-of-band result value `i` of the last call.
+    #[wasm_bindgen(js_name = takeLarge)]
+    fn take_large(i: u32) -> Uint8Array;
 }
 
+/// Text bindings longer than this are passed on their own, not packed.
+const LARGE_PARAM: usize = 1 << 16;
+
+/// `Sql` over `ctx.storage.sql`, with `transactionSync` for atomic groups.
 pub struct DoSql {
     /// `ctx.storage.sql`.
     sql: JsValue,
@@ -146,6 +186,7 @@ pub struct DoSql {
 }
 
 impl DoSql {
+    /// The database of the object whose state this is.
     pub fn new(state: &worker::State) -> Self {
         let storage = state.storage();
         let raw: &JsValue = storage.as_raw().as_ref();
@@ -154,11 +195,19 @@ impl DoSql {
     }
 }
 
-/// Packs bindings for `execPacked` (the layout of its results, without the header).
-fn pack(params: &[SqlValue]) -> Vec<u8> {
+/// The first text binding large enough to be passed on its own, if any.
+fn large_param(params: &[SqlValue]) -> Option<usize> {
+    params.iter().position(|p| matches!(p, SqlValue::Text(s) if s.len() > LARGE_PARAM))
+}
+
+/// Packs bindings for `execPacked` (the layout of its results, without the header); the
+/// binding at `big` is left out (tag 5) and passed on its own.
+fn pack(params: &[SqlValue], big: Option<usize>) -> Vec<u8> {
     let size: usize = params
         .iter()
-        .map(|p| match p {
+        .enumerate()
+        .map(|(i, p)| match p {
+            _ if Some(i) == big => 1,
             SqlValue::Null => 1,
             SqlValue::Integer(_) | SqlValue::Real(_) => 9,
             SqlValue::Text(s) => 5 + s.len(),
@@ -166,7 +215,11 @@ fn pack(params: &[SqlValue]) -> Vec<u8> {
         })
         .sum();
     let mut out = Vec::with_capacity(size);
-    for p in params {
+    for (i, p) in params.iter().enumerate() {
+        if Some(i) == big {
+            out.push(5);
+            continue;
+        }
         match p {
             SqlValue::Null => out.push(0),
             SqlValue::Integer(i) => {
@@ -192,8 +245,8 @@ fn pack(params: &[SqlValue]) -> Vec<u8> {
     out
 }
 
-/// Reads the buffer `execPacked` wrote.
-fn decode(buf: &[u8]) -> Result<Vec<Row>, StoreError> {
+/// Reads the buffer `execPacked` wrote; `large(i)` fetches out-of-band value `i`.
+fn decode(buf: &[u8], large: &mut dyn FnMut(u32) -> Vec<u8>) -> Result<Vec<Row>, StoreError> {
     let bad = || StoreError::Encoding("malformed result buffer".into());
     let mut pos = 0usize;
     let mut take = |n: usize| -> Result<&[u8], StoreError> {
@@ -229,6 +282,15 @@ fn decode(buf: &[u8]) -> Result<Vec<Row>, StoreError> {
                     let len = u32_at(take(4)?);
                     SqlValue::Blob(take(len)?.to_vec())
                 }
+                5 | 6 => {
+                    let index = u32::try_from(u32_at(take(4)?)).map_err(|_| bad())?;
+                    let bytes = large(index);
+                    if tag == 5 {
+                        SqlValue::Text(String::from_utf8(bytes).map_err(|_| bad())?)
+                    } else {
+                        SqlValue::Blob(bytes)
+                    }
+                }
                 _ => return Err(bad()),
             });
         }
@@ -248,8 +310,15 @@ fn js_error(e: JsValue) -> StoreError {
 
 impl Sql for DoSql {
     fn exec(&self, sql: &str, params: &[SqlValue]) -> Result<Vec<Row>, StoreError> {
-        let packed = exec_packed(&self.sql, sql, &pack(params)).map_err(js_error)?;
-        decode(&packed.to_vec())
+        let big = large_param(params);
+        let big_text = match big.map(|i| &params[i]) {
+            Some(SqlValue::Text(s)) => s.as_str(),
+            _ => "",
+        };
+        let packed = exec_packed(&self.sql, sql, &pack(params, big), big_text).map_err(js_error)?;
+        // Each large value is copied once, into a buffer of its exact size.
+        let mut large = |i: u32| take_large(i).to_vec();
+        decode(&packed.to_vec(), &mut large)
     }
 
     fn transaction(&self, f: &mut dyn FnMut() -> Result<(), StoreError>) -> Result<(), StoreError> {

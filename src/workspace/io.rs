@@ -23,6 +23,47 @@ enum Placement {
     Chunked,
 }
 
+/// Content on its way in, borrowed from the caller: a large file is copied only where it is
+/// stored (into R2's buffer, or a chunk at a time), never first into a copy of its own.
+#[derive(Clone, Copy)]
+pub(crate) enum ContentRef<'a> {
+    /// Stored as SQLite TEXT when inline.
+    Text(&'a str),
+    /// Stored as a BLOB when inline.
+    Bytes(&'a [u8]),
+}
+
+impl<'a> ContentRef<'a> {
+    fn len(self) -> usize {
+        self.bytes().len()
+    }
+
+    fn bytes(self) -> &'a [u8] {
+        match self {
+            ContentRef::Text(s) => s.as_bytes(),
+            ContentRef::Bytes(b) => b,
+        }
+    }
+
+    /// The value of an inline row (a copy; inline content is at most a row).
+    fn to_sql(self) -> SqlValue {
+        match self {
+            ContentRef::Text(s) => SqlValue::Text(s.to_owned()),
+            ContentRef::Bytes(b) => SqlValue::Blob(b.to_vec()),
+        }
+    }
+}
+
+impl Content {
+    /// The content as a [`ContentRef`].
+    pub(crate) fn as_ref(&self) -> ContentRef<'_> {
+        match self {
+            Content::Text(s) => ContentRef::Text(s),
+            Content::Bytes(b) => ContentRef::Bytes(b),
+        }
+    }
+}
+
 impl Workspace {
     /// Follows symlinks anywhere in `start` (and in the last segment when `follow_last`),
     /// reporting `ENOTDIR` when a file sits where a directory should and `ELOOP` after
@@ -223,7 +264,7 @@ impl Workspace {
     /// Writes text (stored as SQLite TEXT), creating parent directories and following a
     /// symlink at `path`. `mime` defaults to `text/plain` in Think.
     pub async fn write_file(&self, path: &str, content: &str, mime: &str) -> Result<(), FsError> {
-        self.write_content(path, Content::Text(content.to_owned()), mime).await
+        self.write_ref(path, ContentRef::Text(content), mime).await
     }
 
     /// Replaces the text of a file that exists and is stored inline, in one `UPDATE`: about
@@ -263,7 +304,7 @@ impl Workspace {
         bytes: &[u8],
         mime: &str,
     ) -> Result<(), FsError> {
-        self.write_content(path, Content::Bytes(bytes.to_vec()), mime).await
+        self.write_ref(path, ContentRef::Bytes(bytes), mime).await
     }
 
     fn placement(&self, size: usize) -> Placement {
@@ -275,10 +316,21 @@ impl Workspace {
         }
     }
 
+    /// [`Workspace::write_ref`] for content the caller owns.
     pub(crate) async fn write_content(
         &self,
         path: &str,
         content: Content,
+        mime: &str,
+    ) -> Result<(), FsError> {
+        self.write_ref(path, content.as_ref(), mime).await
+    }
+
+    /// Writes content, creating parent directories and following a symlink at `path`.
+    pub(crate) async fn write_ref(
+        &self,
+        path: &str,
+        content: ContentRef<'_>,
         mime: &str,
     ) -> Result<(), FsError> {
         let norm = path::normalize(path, "open")?;
@@ -296,7 +348,7 @@ impl Workspace {
             // or an inline file. Anything else falls through to the general path.
             let parent = path::parent(&norm).unwrap_or("/");
             let t = &self.t;
-            let mut params = vec![
+            let params = vec![
                 text(&norm),
                 text(parent),
                 text(path::basename(&norm)),
@@ -304,7 +356,7 @@ impl Workspace {
                 size,
                 now.clone(),
                 now,
-                content.into_sql(),
+                content.to_sql(),
                 text(parent),
             ];
             let rows = self.exec(
@@ -324,11 +376,7 @@ impl Workspace {
             if !rows.is_empty() {
                 return Ok(());
             }
-            let content = match params.swap_remove(7) {
-                SqlValue::Blob(b) => Content::Bytes(b),
-                SqlValue::Text(s) => Content::Text(s),
-                _ => Content::Text(String::new()),
-            };
+            drop(params);
             return self.write_slow(path, &norm, content, mime, placement).await;
         }
         self.write_slow(path, &norm, content, mime, placement).await
@@ -338,7 +386,7 @@ impl Workspace {
         &self,
         shown: &str,
         norm: &str,
-        content: Content,
+        content: ContentRef<'_>,
         mime: &str,
         placement: Placement,
     ) -> Result<(), FsError> {
@@ -388,7 +436,7 @@ impl Workspace {
         match placement {
             Placement::Inline => {
                 let params =
-                    row_params(Storage::Inline, SqlValue::Null, SqlValue::Null, content.into_sql());
+                    row_params(Storage::Inline, SqlValue::Null, SqlValue::Null, content.to_sql());
                 self.atomically(&mut || {
                     self.exec(&upsert, &params)?;
                     self.drop_chunks(old_chunk)
@@ -398,7 +446,7 @@ impl Workspace {
                 }
             }
             Placement::Chunked => {
-                let bytes = content.into_bytes();
+                let bytes = content.bytes();
                 self.atomically(&mut || {
                     let id = self.next_chunk_id()?;
                     for (seq, piece) in bytes.chunks(CHUNK_BYTES).enumerate() {
@@ -430,7 +478,7 @@ impl Workspace {
             Placement::Blob => {
                 let key = self.blob_key(&target);
                 let blobs = self.blobs(shown)?.clone();
-                blobs.put(&key, content.into_bytes(), mime).await?;
+                blobs.put(&key, content.bytes(), mime).await?;
                 let params = row_params(Storage::Blob, text(&key), SqlValue::Null, SqlValue::Null);
                 let written = self.atomically(&mut || {
                     self.exec(&upsert, &params)?;

@@ -194,13 +194,6 @@ pub(crate) enum Content {
 }
 
 impl Content {
-    fn len(&self) -> usize {
-        match self {
-            Content::Text(s) => s.len(),
-            Content::Bytes(b) => b.len(),
-        }
-    }
-
     fn into_bytes(self) -> Vec<u8> {
         match self {
             Content::Text(s) => s.into_bytes(),
@@ -215,13 +208,6 @@ impl Content {
                 Ok(s) => s,
                 Err(e) => String::from_utf8_lossy(e.as_bytes()).into_owned(),
             },
-        }
-    }
-
-    fn into_sql(self) -> SqlValue {
-        match self {
-            Content::Text(s) => SqlValue::Text(s),
-            Content::Bytes(b) => SqlValue::Blob(b),
         }
     }
 }

@@ -704,7 +704,7 @@ impl Workspace {
                     .first()
                     .map(|r| col_str(r, 0))
                     .unwrap_or_default();
-                blobs.put(&new_key, bytes, &mime).await?;
+                blobs.put(&new_key, &bytes, &mime).await?;
                 copied.push(new_key);
             }
         }

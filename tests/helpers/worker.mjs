@@ -13,7 +13,7 @@ export function tempDir(prefix = "think-rs-") {
   return fs.mkdtempSync(path.join(os.tmpdir(), prefix));
 }
 
-function options({ persistDir, vars, withCaller }) {
+function options({ persistDir, vars, withCaller, inspectorPort }) {
   const agent = {
     name: "think-rs",
     modules: true,
@@ -45,7 +45,7 @@ function options({ persistDir, vars, withCaller }) {
       durableObjects: { AGENT: { className: "ThinkAgent", scriptName: "think-rs" } },
     });
   }
-  return { host: "127.0.0.1", port: 0, defaultPersistRoot: persistDir, workers };
+  return { host: "127.0.0.1", port: 0, defaultPersistRoot: persistDir, workers, ...(inspectorPort ? { inspectorPort } : {}) };
 }
 
 /** Pids of the workerd processes this test process runs (Miniflare spawns them directly). */
@@ -76,9 +76,10 @@ async function launch(opts) {
  * Starts the Worker. `vars` become environment bindings (THINK_MODEL_BASE_URL, …).
  * `restart()` disposes and starts again on the same persist directory; `kill()` first kills
  * workerd with SIGKILL (a crash: nothing is flushed or closed), then starts again.
+ * `inspectorPort` opens the V8 inspector of the isolates there (see `inspector.mjs`).
  */
-export async function startWorker({ vars = {}, persistDir = tempDir(), withCaller = false } = {}) {
-  let { mf, url, pid } = await launch(options({ persistDir, vars, withCaller }));
+export async function startWorker({ vars = {}, persistDir = tempDir(), withCaller = false, inspectorPort } = {}) {
+  let { mf, url, pid } = await launch(options({ persistDir, vars, withCaller, inspectorPort }));
   const handle = {
     persistDir,
     get mf() {
@@ -96,7 +97,7 @@ export async function startWorker({ vars = {}, persistDir = tempDir(), withCalle
     },
     async restart(newVars = vars) {
       await mf.dispose();
-      ({ mf, url, pid } = await launch(options({ persistDir, vars: newVars, withCaller })));
+      ({ mf, url, pid } = await launch(options({ persistDir, vars: newVars, withCaller, inspectorPort })));
       return handle;
     },
     /** SIGKILLs workerd, disposes what is left of Miniflare, and starts again on the same persist dir. */
@@ -104,7 +105,7 @@ export async function startWorker({ vars = {}, persistDir = tempDir(), withCalle
       if (pid === undefined) throw new Error("kill(): the workerd process of this Miniflare is unknown");
       process.kill(pid, "SIGKILL");
       await mf.dispose().catch(() => {});
-      ({ mf, url, pid } = await launch(options({ persistDir, vars: newVars, withCaller })));
+      ({ mf, url, pid } = await launch(options({ persistDir, vars: newVars, withCaller, inspectorPort })));
       return handle;
     },
     async dispose() {
