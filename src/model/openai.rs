@@ -2,18 +2,17 @@
 //! Workers AI's OpenAI-compatible endpoint, Ollama, vLLM and most gateways, so one provider
 //! covers them all.
 
-use std::collections::VecDeque;
 use std::rc::Rc;
 
 use async_trait::async_trait;
-use futures::StreamExt;
 use serde_json::{json, Map, Value};
 
+use super::stream::{decoded, post_for_events};
 use super::{
     FinishReason, Model, ModelError, ModelEvent, ModelMessage, ModelRequest, ModelStream, Usage,
 };
 use crate::platform::sse::SseParser;
-use crate::platform::{HttpClient, HttpRequest, HttpResponse};
+use crate::platform::HttpClient;
 
 /// Where and how to reach an OpenAI-compatible endpoint.
 #[derive(Debug, Clone, PartialEq)]
@@ -40,40 +39,45 @@ impl OpenAiChatModel {
 
     /// The JSON body of a streaming request, as sent on the wire.
     pub fn request_body(&self, request: &ModelRequest) -> Value {
-        let mut messages = Vec::with_capacity(request.messages.len() + 1);
-        if !request.system.is_empty() {
-            messages.push(json!({"role": "system", "content": request.system}));
-        }
-        for m in &request.messages {
-            messages.push(message_json(m));
-        }
-        let mut body = Map::new();
-        body.insert("model".into(), json!(self.config.model));
-        body.insert("messages".into(), Value::Array(messages));
-        if !request.tools.is_empty() {
-            let tools: Vec<Value> = request
-                .tools
-                .iter()
-                .map(|t| {
-                    json!({"type": "function", "function": {
-                        "name": t.name, "description": t.description, "parameters": t.input_schema}})
-                })
-                .collect();
-            body.insert("tools".into(), Value::Array(tools));
-            if let Some(choice) = &request.tool_choice {
-                body.insert("tool_choice".into(), json!(choice));
-            }
-        }
-        if let Some(n) = request.max_output_tokens {
-            body.insert("max_tokens".into(), json!(n));
-        }
-        if let Some(t) = request.temperature {
-            body.insert("temperature".into(), json!(t));
-        }
-        body.insert("stream".into(), json!(true));
-        body.insert("stream_options".into(), json!({"include_usage": true}));
-        Value::Object(body)
+        chat_request_body(&self.config.model, request)
     }
+}
+
+/// The Chat Completions body for `model`, also the shape of the Workers AI binding's inputs.
+pub fn chat_request_body(model: &str, request: &ModelRequest) -> Value {
+    let mut messages = Vec::with_capacity(request.messages.len() + 1);
+    if !request.system.is_empty() {
+        messages.push(json!({"role": "system", "content": request.system}));
+    }
+    for m in &request.messages {
+        messages.push(message_json(m));
+    }
+    let mut body = Map::new();
+    body.insert("model".into(), json!(model));
+    body.insert("messages".into(), Value::Array(messages));
+    if !request.tools.is_empty() {
+        let tools: Vec<Value> = request
+            .tools
+            .iter()
+            .map(|t| {
+                json!({"type": "function", "function": {
+                    "name": t.name, "description": t.description, "parameters": t.input_schema}})
+            })
+            .collect();
+        body.insert("tools".into(), Value::Array(tools));
+        if let Some(choice) = &request.tool_choice {
+            body.insert("tool_choice".into(), json!(choice));
+        }
+    }
+    if let Some(n) = request.max_output_tokens {
+        body.insert("max_tokens".into(), json!(n));
+    }
+    if let Some(t) = request.temperature {
+        body.insert("temperature".into(), json!(t));
+    }
+    body.insert("stream".into(), json!(true));
+    body.insert("stream_options".into(), json!({"include_usage": true}));
+    Value::Object(body)
 }
 
 fn message_json(m: &ModelMessage) -> Value {
@@ -118,47 +122,14 @@ impl Model for OpenAiChatModel {
 
     async fn stream(&self, request: &ModelRequest) -> Result<ModelStream, ModelError> {
         let url = format!("{}/chat/completions", self.config.base_url.trim_end_matches('/'));
-        let body = serde_json::to_vec(&self.request_body(request))
-            .map_err(|e| ModelError::Encode(e.to_string()))?;
-        let mut headers = vec![
-            ("content-type".to_owned(), "application/json".to_owned()),
-            ("accept".to_owned(), "text/event-stream".to_owned()),
-        ];
+        let mut headers = Vec::new();
         if !self.config.api_key.is_empty() {
             headers.push(("authorization".to_owned(), format!("Bearer {}", self.config.api_key)));
         }
-        let response = self
-            .http
-            .fetch(HttpRequest {
-                method: "POST".into(),
-                url: url.clone(),
-                headers,
-                body: Some(body),
-                ..Default::default()
-            })
-            .await
-            .map_err(|source| ModelError::Unreachable { url: url.clone(), source })?;
-        if !(200..300).contains(&response.status) {
-            let status = response.status;
-            let text = response.bytes().await.unwrap_or_default();
-            return Err(ModelError::Status { status, message: error_message(&text) });
-        }
-        Ok(event_stream(response))
+        let response =
+            post_for_events(self.http.as_ref(), url, headers, &self.request_body(request)).await?;
+        Ok(decoded(response.body, ChunkDecoder::new()))
     }
-}
-
-/// The `error.message` of an OpenAI-style error body, or the body itself.
-fn error_message(body: &[u8]) -> String {
-    let text = String::from_utf8_lossy(body);
-    serde_json::from_str::<Value>(&text)
-        .ok()
-        .and_then(|v| {
-            v.pointer("/error/message")
-                .or_else(|| v.get("error"))
-                .or_else(|| v.get("message"))
-                .and_then(|m| m.as_str().map(str::to_owned))
-        })
-        .unwrap_or_else(|| text.chars().take(500).collect())
 }
 
 /// Decoding state for one streamed response.
@@ -279,57 +250,13 @@ impl ChunkDecoder {
     }
 }
 
-struct StreamState {
-    response: HttpResponse,
-    decoder: ChunkDecoder,
-    queue: VecDeque<Result<ModelEvent, ModelError>>,
-    ended: bool,
-}
-
-fn event_stream(response: HttpResponse) -> ModelStream {
-    let state = StreamState {
-        response,
-        decoder: ChunkDecoder::new(),
-        queue: VecDeque::new(),
-        ended: false,
-    };
-    futures::stream::unfold(state, |mut st| async move {
-        loop {
-            if let Some(item) = st.queue.pop_front() {
-                return Some((item, st));
-            }
-            if st.ended {
-                return None;
-            }
-            let decoded = match st.response.body.next().await {
-                Some(Ok(bytes)) => st.decoder.push(&bytes),
-                Some(Err(e)) => {
-                    st.ended = true;
-                    Err(ModelError::StreamBroken(e))
-                }
-                None => {
-                    st.ended = true;
-                    st.decoder.finish()
-                }
-            };
-            match decoded {
-                Ok(events) => st.queue.extend(events.into_iter().map(Ok)),
-                Err(e) => {
-                    st.ended = true;
-                    st.queue.push_back(Err(e));
-                }
-            }
-        }
-    })
-    .boxed_local()
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::model::ModelToolCall;
-    use crate::platform::HttpError;
+    use crate::platform::{HttpError, HttpRequest, HttpResponse};
     use crate::tools::definition::ToolDefinition;
+    use futures::StreamExt;
     use std::cell::RefCell;
 
     /// Replays one canned HTTP response, split into the given chunks, and records the request.
@@ -470,7 +397,11 @@ mod tests {
         let events = collect(&m, &ModelRequest::default());
         assert_eq!(
             events,
-            vec![Err(ModelError::Status { status: 401, message: "bad key".into() })]
+            vec![Err(ModelError::Status {
+                status: 401,
+                message: "bad key".into(),
+                retry_after: None
+            })]
         );
         let text = events[0].as_ref().unwrap_err().to_string();
         assert_eq!(text, "The model request failed with HTTP 401: bad key");
