@@ -406,9 +406,12 @@ mod tests {
     use crate::tools::definition::ToolDefinition;
     use futures::StreamExt;
 
-    /// Answers each request with the next scripted (status, headers, body) and records it.
+    /// A scripted answer: status, headers, body.
+    type Answer = (u16, Vec<(String, String)>, String);
+
+    /// Answers each request with the next scripted answer and records it.
     struct Scripted {
-        answers: RefCell<Vec<(u16, Vec<(String, String)>, String)>>,
+        answers: RefCell<Vec<Answer>>,
         seen: RefCell<Vec<HttpRequest>>,
     }
 

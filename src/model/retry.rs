@@ -195,8 +195,12 @@ mod tests {
         }
     }
 
+    /// What one call yields: its events, or the error `stream` itself returns.
+    type Events = Vec<Result<ModelEvent, ModelError>>;
+    type Outcome = Result<Events, ModelError>;
+
     /// Answers each call with the next scripted outcome and counts the calls.
-    struct Script(RefCell<Vec<Result<Vec<Result<ModelEvent, ModelError>>, ModelError>>>);
+    struct Script(RefCell<Vec<Outcome>>);
 
     #[async_trait(?Send)]
     impl Model for Script {
@@ -214,16 +218,14 @@ mod tests {
         ModelError::Status { status: code, message: "busy".into(), retry_after }
     }
 
-    fn ok() -> Vec<Result<ModelEvent, ModelError>> {
+    fn ok() -> Events {
         vec![
             Ok(ModelEvent::TextDelta("hi".into())),
             Ok(ModelEvent::Finish { reason: FinishReason::Stop, usage: None }),
         ]
     }
 
-    fn run(
-        script: Vec<Result<Vec<Result<ModelEvent, ModelError>>, ModelError>>,
-    ) -> (Result<Vec<Result<ModelEvent, ModelError>>, ModelError>, Vec<u64>, usize) {
+    fn run(script: Vec<Outcome>) -> (Outcome, Vec<u64>, usize) {
         let left = Rc::new(Script(RefCell::new(script)));
         let clock = Rc::new(SleepLog::default());
         let model = Retrying::new(left.clone(), clock.clone());
