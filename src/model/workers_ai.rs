@@ -78,9 +78,17 @@ impl WorkersAiModel {
 }
 
 /// A thrown `run` error as a model error: capacity and rate limits (Workers AI codes 3040
-/// and 3036, or words to that effect) are temporary and get retried.
+/// and 3036, or words to that effect) are temporary and get retried; local dev's "needs to be
+/// run remotely" gets the ways out.
 fn run_error(e: AiRunError) -> ModelError {
     let text = e.0.to_ascii_lowercase();
+    if text.contains("needs to be run remotely") {
+        return ModelError::Reported(format!(
+            "{}: Workers AI runs on Cloudflare only. Deploy, or use `wrangler dev --remote`, or \
+             set THINK_MODEL_BASE_URL (and THINK_MODEL) to a local OpenAI-compatible endpoint.",
+            e.0
+        ));
+    }
     let transient = ["3040", "3036", "capacity", "rate limit", "overloaded", "temporarily"]
         .iter()
         .any(|w| text.contains(w));
@@ -316,6 +324,9 @@ mod tests {
 
     #[test]
     fn thrown_errors_are_reported_and_capacity_is_temporary() {
+        let (events, _) = run(Err("Binding AI needs to be run remotely"), &ModelRequest::default());
+        let text = events[0].as_ref().unwrap_err().to_string();
+        assert!(text.contains("wrangler dev --remote"), "{text}");
         let (events, _) = run(Err("5007: No such model"), &ModelRequest::default());
         assert_eq!(events, vec![Err(ModelError::Reported("5007: No such model".into()))]);
         let (events, _) = run(Err("3040: Capacity temporarily exceeded"), &ModelRequest::default());

@@ -13,7 +13,7 @@ export function tempDir(prefix = "think-rs-") {
   return fs.mkdtempSync(path.join(os.tmpdir(), prefix));
 }
 
-function options({ persistDir, vars, withCaller }) {
+function options({ persistDir, vars, withCaller, ai }) {
   const agent = {
     name: "think-rs",
     modules: true,
@@ -36,6 +36,17 @@ function options({ persistDir, vars, withCaller }) {
     },
   };
   const workers = [agent];
+  if (ai) {
+    // `env.AI`: a wrapped binding (as Miniflare builds the real one) whose `run` forwards to
+    // the test's `ai(request)` handler in Node (see workers-ai-binding.mjs).
+    agent.wrappedBindings = { AI: { scriptName: "scripted-workers-ai" } };
+    workers.push({
+      name: "scripted-workers-ai",
+      modules: true,
+      scriptPath: path.join(ROOT, "tests/helpers/workers-ai-binding.mjs"),
+      serviceBindings: { NODE: ai },
+    });
+  }
   if (withCaller) {
     workers.push({
       name: "caller",
@@ -73,12 +84,13 @@ async function launch(opts) {
 }
 
 /**
- * Starts the Worker. `vars` become environment bindings (THINK_MODEL_BASE_URL, …).
+ * Starts the Worker. `vars` become environment bindings (THINK_MODEL_BASE_URL, …); `ai`, a
+ * Node `(Request) => Response` handler, becomes the `AI` binding (workers-ai-binding.mjs).
  * `restart()` disposes and starts again on the same persist directory; `kill()` first kills
  * workerd with SIGKILL (a crash: nothing is flushed or closed), then starts again.
  */
-export async function startWorker({ vars = {}, persistDir = tempDir(), withCaller = false } = {}) {
-  let { mf, url, pid } = await launch(options({ persistDir, vars, withCaller }));
+export async function startWorker({ vars = {}, persistDir = tempDir(), withCaller = false, ai } = {}) {
+  let { mf, url, pid } = await launch(options({ persistDir, vars, withCaller, ai }));
   const handle = {
     persistDir,
     get mf() {
@@ -96,7 +108,7 @@ export async function startWorker({ vars = {}, persistDir = tempDir(), withCalle
     },
     async restart(newVars = vars) {
       await mf.dispose();
-      ({ mf, url, pid } = await launch(options({ persistDir, vars: newVars, withCaller })));
+      ({ mf, url, pid } = await launch(options({ persistDir, vars: newVars, withCaller, ai })));
       return handle;
     },
     /** SIGKILLs workerd, disposes what is left of Miniflare, and starts again on the same persist dir. */
@@ -104,7 +116,7 @@ export async function startWorker({ vars = {}, persistDir = tempDir(), withCalle
       if (pid === undefined) throw new Error("kill(): the workerd process of this Miniflare is unknown");
       process.kill(pid, "SIGKILL");
       await mf.dispose().catch(() => {});
-      ({ mf, url, pid } = await launch(options({ persistDir, vars: newVars, withCaller })));
+      ({ mf, url, pid } = await launch(options({ persistDir, vars: newVars, withCaller, ai })));
       return handle;
     },
     async dispose() {
