@@ -92,7 +92,7 @@ impl AnthropicModel {
         }
         let mut body = Map::new();
         body.insert("model".into(), json!(self.config.model));
-        let budget = self.config.thinking_budget;
+        let budget = self.config.thinking_budget.filter(|_| self.thinking_is_whole(request));
         let max_tokens = request
             .max_output_tokens
             .unwrap_or(DEFAULT_MAX_TOKENS)
@@ -136,6 +136,24 @@ impl AnthropicModel {
         }
         body.insert("stream".into(), json!(true));
         Value::Object(body)
+    }
+
+    /// Whether every tool-calling step since the last user message still has its thinking
+    /// blocks (kept in memory, so lost when the object restarts mid-turn). Without them the
+    /// API refuses a request that thinks, so such a step is sent without thinking.
+    fn thinking_is_whole(&self, request: &ModelRequest) -> bool {
+        let memo = self.memo.borrow();
+        let since_user = request
+            .messages
+            .iter()
+            .rposition(|m| matches!(m, ModelMessage::User { .. }))
+            .map_or(0, |i| i + 1);
+        request.messages[since_user..].iter().all(|m| match m {
+            ModelMessage::Assistant { tool_calls, .. } => {
+                tool_calls.first().is_none_or(|c| memo.blocks.contains_key(&c.id))
+            }
+            _ => true,
+        })
     }
 
     /// The conversation as alternating user/assistant messages of content blocks: tool results
@@ -592,6 +610,36 @@ mod tests {
                 ]},
             ])
         );
+    }
+
+    #[test]
+    fn a_tool_loop_whose_thinking_was_lost_is_continued_without_thinking() {
+        let (m, http) = model(vec![(200, "")], Some(2000));
+        let req = ModelRequest {
+            messages: vec![
+                ModelMessage::User { content: "go".into() },
+                ModelMessage::Assistant {
+                    content: String::new(),
+                    tool_calls: vec![ModelToolCall {
+                        id: "toolu_before_restart".into(),
+                        name: "list".into(),
+                        arguments: json!({}),
+                    }],
+                },
+                ModelMessage::Tool {
+                    tool_call_id: "toolu_before_restart".into(),
+                    tool_name: "list".into(),
+                    content: "a".into(),
+                },
+            ],
+            ..Default::default()
+        };
+        collect(&m, &req);
+        let sent: Value =
+            serde_json::from_slice(http.seen.borrow()[0].body.as_ref().unwrap()).unwrap();
+        assert_eq!(sent.get("thinking"), None);
+        let fresh = ModelRequest { messages: req.messages[..1].to_vec(), ..Default::default() };
+        assert_eq!(m.request_body(&fresh)["thinking"]["budget_tokens"], 2000);
     }
 
     #[test]
