@@ -292,6 +292,55 @@ mod tests {
         assert_eq!(sleeps, [2000]);
     }
 
+    /// A scripted HTTP answer: status, headers, body.
+    type Answer = (u16, Vec<(String, String)>, &'static str);
+
+    /// Answers each request with the next scripted answer.
+    struct Http(RefCell<Vec<Answer>>);
+
+    #[async_trait(?Send)]
+    impl crate::platform::HttpClient for Http {
+        async fn fetch(
+            &self,
+            _: crate::platform::HttpRequest,
+        ) -> Result<crate::platform::HttpResponse, crate::platform::HttpError> {
+            let (status, headers, body) = self.0.borrow_mut().remove(0);
+            let chunk = Ok(body.as_bytes().to_vec());
+            Ok(crate::platform::HttpResponse {
+                status,
+                headers,
+                body: futures::stream::iter([chunk]).boxed_local(),
+            })
+        }
+    }
+
+    #[test]
+    fn the_openai_provider_honours_retry_after_on_a_429() {
+        let header = vec![("Retry-After".to_owned(), "3".to_owned())];
+        let http = Rc::new(Http(RefCell::new(vec![
+            (429, header, r#"{"error":{"message":"rate limited"}}"#),
+            (
+                200,
+                vec![],
+                "data: {\"choices\":[{\"delta\":{\"content\":\"ok\"}}]}\n\ndata: [DONE]\n\n",
+            ),
+        ])));
+        let config = crate::model::openai::OpenAiConfig {
+            base_url: "http://m/v1".into(),
+            api_key: String::new(),
+            model: "m".into(),
+        };
+        let provider = Rc::new(crate::model::openai::OpenAiChatModel::new(config, http.clone()));
+        let clock = Rc::new(SleepLog::default());
+        let model = Retrying::new(provider, clock.clone());
+        let events = futures::executor::block_on(async {
+            model.stream(&ModelRequest::default()).await.unwrap().collect::<Vec<_>>().await
+        });
+        assert_eq!(events[0], Ok(ModelEvent::TextDelta("ok".into())));
+        assert_eq!(*clock.0.borrow(), [3000]);
+        assert!(http.0.borrow().is_empty());
+    }
+
     #[test]
     fn retry_after_headers_are_read() {
         let h = |k: &str, v: &str| vec![(k.to_owned(), v.to_owned())];
