@@ -130,6 +130,24 @@ describe("Anthropic Messages provider", () => {
     tab.close();
   });
 
+  test("stopping the turn during a retry wait ends it at once, without the retry", async () => {
+    const tab = await connect(worker.host, "anthropic-stop-wait");
+    const before = anthropic.requests.length;
+    anthropic.push({ status: 429, errorType: "rate_limit_error", message: "slow down", headers: { "retry-after": "30" } }, { text: "too late" });
+    const { id } = tab.chat("go");
+    while (anthropic.requests.length === before) await new Promise((r) => setTimeout(r, 20));
+    const started = Date.now();
+    tab.send({ type: "cf_agent_chat_request_cancel", id });
+    await tab.turn(id);
+    assert.ok(Date.now() - started < 5000, "done long before the 30 s wait");
+    assert.equal(anthropic.requests.length, before + 1, "the wait was not followed by the call");
+    assert.equal(anthropic.pending(), 1);
+    const next = tab.chat("again"); // the agent still serves: the queued answer is this turn's
+    await tab.turn(next.id);
+    assert.equal(text(tab.chunks(next.id)), "too late");
+    tab.close();
+  });
+
   test("an overloaded_error event is retried; three overloaded answers reach the client as the error", async () => {
     const tab = await connect(worker.host, "anthropic-overloaded");
     anthropic.push({ streamError: { type: "overloaded_error", message: "Overloaded" } }, { text: "made it" });
