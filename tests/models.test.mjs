@@ -275,6 +275,22 @@ describe("Workers AI provider over the AI binding", () => {
     tab.close();
   });
 
+  test("a capacity error is retried after the 2 s backoff", async () => {
+    const tab = await connect(worker.host, "workers-ai-capacity");
+    const before = calls.length;
+    answers.push(
+      { status: 500, body: "3040: Capacity temporarily exceeded, please try again." },
+      { body: sse({ response: "there you are" }, "[DONE]") },
+    );
+    const started = Date.now();
+    const { id } = tab.chat("busy?");
+    await tab.turn(id);
+    assert.ok(Date.now() - started >= 1900, "waited the AI SDK's first backoff");
+    assert.equal(calls.length, before + 2);
+    assert.equal(text(tab.chunks(id)), "there you are");
+    tab.close();
+  });
+
   test("THINK_MODEL picks another Workers AI model", async () => {
     await worker.restart({ THINK_MODEL: "@cf/openai/gpt-oss-120b" });
     const tab = await connect(worker.host, "workers-ai-model");

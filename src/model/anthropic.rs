@@ -613,6 +613,37 @@ mod tests {
     }
 
     #[test]
+    fn redacted_thinking_goes_back_unchanged() {
+        let step = sse(&[
+            json!({"type": "message_start", "message": {"usage": {"input_tokens": 1}}}),
+            json!({"type": "content_block_start", "index": 0, "content_block": {"type": "redacted_thinking", "data": "opaque=="}}),
+            json!({"type": "content_block_stop", "index": 0}),
+            json!({"type": "content_block_start", "index": 1, "content_block": {"type": "tool_use", "id": "toolu_r", "name": "list", "input": {}}}),
+            json!({"type": "content_block_stop", "index": 1}),
+            json!({"type": "message_delta", "delta": {"stop_reason": "tool_use"}, "usage": {"output_tokens": 3}}),
+            json!({"type": "message_stop"}),
+        ]);
+        let (m, _) = model(vec![(200, &step)], Some(1024));
+        let events = collect(&m, &ModelRequest::default());
+        assert!(events.iter().all(|e| !matches!(e, Ok(ModelEvent::ReasoningDelta(_)))));
+        let call =
+            ModelToolCall { id: "toolu_r".into(), name: "list".into(), arguments: json!({}) };
+        let next = ModelRequest {
+            messages: vec![
+                ModelMessage::User { content: "go".into() },
+                ModelMessage::Assistant { content: String::new(), tool_calls: vec![call] },
+            ],
+            ..Default::default()
+        };
+        let body = m.request_body(&next);
+        assert_eq!(
+            body["messages"][1]["content"][0],
+            json!({"type": "redacted_thinking", "data": "opaque=="})
+        );
+        assert_eq!(body["thinking"]["budget_tokens"], 1024);
+    }
+
+    #[test]
     fn a_tool_loop_whose_thinking_was_lost_is_continued_without_thinking() {
         let (m, http) = model(vec![(200, "")], Some(2000));
         let req = ModelRequest {
