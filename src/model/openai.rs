@@ -39,45 +39,45 @@ impl OpenAiChatModel {
 
     /// The JSON body of a streaming request, as sent on the wire.
     pub fn request_body(&self, request: &ModelRequest) -> Value {
-        chat_request_body(&self.config.model, request)
+        Self::chat_body(&self.config.model, request)
     }
-}
 
-/// The Chat Completions body for `model`, also the shape of the Workers AI binding's inputs.
-pub fn chat_request_body(model: &str, request: &ModelRequest) -> Value {
-    let mut messages = Vec::with_capacity(request.messages.len() + 1);
-    if !request.system.is_empty() {
-        messages.push(json!({"role": "system", "content": request.system}));
-    }
-    for m in &request.messages {
-        messages.push(message_json(m));
-    }
-    let mut body = Map::new();
-    body.insert("model".into(), json!(model));
-    body.insert("messages".into(), Value::Array(messages));
-    if !request.tools.is_empty() {
-        let tools: Vec<Value> = request
-            .tools
-            .iter()
-            .map(|t| {
-                json!({"type": "function", "function": {
-                    "name": t.name, "description": t.description, "parameters": t.input_schema}})
-            })
-            .collect();
-        body.insert("tools".into(), Value::Array(tools));
-        if let Some(choice) = &request.tool_choice {
-            body.insert("tool_choice".into(), json!(choice));
+    /// The Chat Completions body for `model`, also the shape of the Workers AI binding's inputs.
+    pub fn chat_body(model: &str, request: &ModelRequest) -> Value {
+        let mut messages = Vec::with_capacity(request.messages.len() + 1);
+        if !request.system.is_empty() {
+            messages.push(json!({"role": "system", "content": request.system}));
         }
+        for m in &request.messages {
+            messages.push(message_json(m));
+        }
+        let mut body = Map::new();
+        body.insert("model".into(), json!(model));
+        body.insert("messages".into(), Value::Array(messages));
+        if !request.tools.is_empty() {
+            let tools: Vec<Value> = request
+                .tools
+                .iter()
+                .map(|t| {
+                    json!({"type": "function", "function": {
+                        "name": t.name, "description": t.description, "parameters": t.input_schema}})
+                })
+                .collect();
+            body.insert("tools".into(), Value::Array(tools));
+            if let Some(choice) = &request.tool_choice {
+                body.insert("tool_choice".into(), json!(choice));
+            }
+        }
+        if let Some(n) = request.max_output_tokens {
+            body.insert("max_tokens".into(), json!(n));
+        }
+        if let Some(t) = request.temperature {
+            body.insert("temperature".into(), json!(t));
+        }
+        body.insert("stream".into(), json!(true));
+        body.insert("stream_options".into(), json!({"include_usage": true}));
+        Value::Object(body)
     }
-    if let Some(n) = request.max_output_tokens {
-        body.insert("max_tokens".into(), json!(n));
-    }
-    if let Some(t) = request.temperature {
-        body.insert("temperature".into(), json!(t));
-    }
-    body.insert("stream".into(), json!(true));
-    body.insert("stream_options".into(), json!({"include_usage": true}));
-    Value::Object(body)
 }
 
 fn message_json(m: &ModelMessage) -> Value {

@@ -10,7 +10,7 @@ use async_trait::async_trait;
 use futures::stream::LocalBoxStream;
 use serde_json::{json, Value};
 
-use super::openai::{chat_request_body, ChunkDecoder};
+use super::openai::{ChunkDecoder, OpenAiChatModel};
 use super::stream::{decoded, Decode};
 use super::{Model, ModelError, ModelEvent, ModelRequest, ModelStream};
 use crate::platform::sse::SseParser;
@@ -61,7 +61,7 @@ impl WorkersAiModel {
     /// The inputs of `env.AI.run`: the OpenAI body without `model` and `stream_options`, and
     /// no `null` contents (the binding's schema refuses them).
     pub fn inputs(&self, request: &ModelRequest) -> Value {
-        let mut body = chat_request_body(&self.model, request);
+        let mut body = OpenAiChatModel::chat_body(&self.model, request);
         if let Value::Object(o) = &mut body {
             o.remove("model");
             o.remove("stream_options");
