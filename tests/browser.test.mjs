@@ -193,7 +193,7 @@ test("Stop cancels a streaming answer and keeps what arrived", async () => {
 
 test("a model failure is shown as an error", async () => {
   const page = await openChat("error");
-  model.push({ status: 500, message: "the scripted model is down" });
+  model.push({ status: 400, message: "the scripted model is down" }); // 4xx: not retried
   await send(page, "Are you there?");
   const banner = page.getByTestId("error");
   await banner.waitFor();

@@ -23,7 +23,6 @@ use std::rc::Rc;
 
 use serde_json::{json, Map, Value};
 
-use crate::model::openai::OpenAiChatModel;
 use crate::model::Model;
 use crate::platform::{Alarm, Clock, HttpClient, Sockets, Tasks};
 use crate::protocol::frames::{self, ClientFrame, ClientToolSchema};
@@ -122,13 +121,7 @@ pub struct Agent {
 impl Agent {
     /// Builds the agent for class `class_name` (its kebab-case form is the URL namespace).
     pub fn new(class_name: &str, spec: AgentSpec, deps: Deps) -> Rc<Self> {
-        let model: Result<Rc<dyn Model>, String> = match &spec.model {
-            ModelChoice::OpenAi(cfg) => {
-                Ok(Rc::new(OpenAiChatModel::new(cfg.clone(), deps.http.clone())))
-            }
-            ModelChoice::Custom(m) => Ok(m.clone()),
-            ModelChoice::Unconfigured(msg) => Err(msg.clone()),
-        };
+        let model = spec.model.build(deps.http.clone(), deps.clock.clone());
         let workspace = Rc::new(
             Workspace::with_options(
                 deps.sql.clone(),

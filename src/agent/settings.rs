@@ -1,7 +1,12 @@
 //! The shipped agent's configuration from `THINK_*` settings, over any lookup (the Worker's
 //! environment in `wasm`, a map in tests). Every `THINK_*` setting is read here:
 //!
-//! - `THINK_MODEL_BASE_URL`, `THINK_MODEL_API_KEY`, `THINK_MODEL`: the model;
+//! - `THINK_MODEL_PROVIDER`: `openai` (the default when a base URL is set), `anthropic`, or
+//!   `workers-ai` (the default when the `AI` binding exists and no base URL is set);
+//! - `THINK_MODEL_BASE_URL`, `THINK_MODEL_API_KEY`, `THINK_MODEL`: the endpoint, its key and
+//!   the model name (Anthropic's base defaults to `https://api.anthropic.com/v1`, Workers AI's
+//!   model to [`DEFAULT_WORKERS_AI_MODEL`]);
+//! - `THINK_MODEL_THINKING_BUDGET`: Anthropic's extended thinking, in budget tokens;
 //! - `THINK_APPROVAL`: comma-separated names or globs of tools that need approval;
 //! - `THINK_BASH`: the bash tool, like Think's `workspaceBash`: `false` removes it, a JSON
 //!   object sets its options (`{"timeout": 5000, "network": true, "maxWorkspaceFiles": 1000,
@@ -14,7 +19,11 @@
 //! A value that cannot be read is ignored with a logged reason, and the default applies, so a
 //! typo never stops the agent from starting.
 
+use std::rc::Rc;
+
 use super::spec::{AgentSpec, MessageConcurrency, ModelChoice, DEFAULT_MCP_WAIT_MS};
+use crate::model::anthropic::AnthropicConfig;
+use crate::model::workers_ai::{AiBinding, DEFAULT_WORKERS_AI_MODEL};
 use crate::tools::approval::ApprovalPolicy;
 use crate::tools::workspace::bash::BashOptions;
 
@@ -37,7 +46,15 @@ impl std::error::Error for SettingError {}
 
 /// The agent the settings describe; ignored values are logged.
 pub fn spec_from_settings(get: impl Fn(&str) -> Option<String>) -> AgentSpec {
-    let (spec, ignored) = read_settings(get);
+    spec_from_settings_and_ai(get, None)
+}
+
+/// Like [`spec_from_settings`], on a Worker whose `AI` binding is `ai` (when it has one).
+pub fn spec_from_settings_and_ai(
+    get: impl Fn(&str) -> Option<String>,
+    ai: Option<Rc<dyn AiBinding>>,
+) -> AgentSpec {
+    let (spec, ignored) = read_settings_and_ai(get, ai);
     for e in ignored {
         crate::platform::log(&format!("think-rs: {e}"));
     }
@@ -46,14 +63,18 @@ pub fn spec_from_settings(get: impl Fn(&str) -> Option<String>) -> AgentSpec {
 
 /// The agent the settings describe, and the settings whose values were ignored.
 pub fn read_settings(get: impl Fn(&str) -> Option<String>) -> (AgentSpec, Vec<SettingError>) {
+    read_settings_and_ai(get, None)
+}
+
+/// [`read_settings`] on a Worker whose `AI` binding is `ai`.
+pub fn read_settings_and_ai(
+    get: impl Fn(&str) -> Option<String>,
+    ai: Option<Rc<dyn AiBinding>>,
+) -> (AgentSpec, Vec<SettingError>) {
     let mut ignored = Vec::new();
     let mut ignore =
         |name: &'static str, reason: String| ignored.push(SettingError { name, reason });
-    let model = ModelChoice::from_settings(
-        get("THINK_MODEL_BASE_URL").as_deref(),
-        get("THINK_MODEL_API_KEY").as_deref(),
-        get("THINK_MODEL").as_deref(),
-    );
+    let model = model_choice(&get, ai, &mut ignore);
     let approval = ApprovalPolicy::from_list(&get("THINK_APPROVAL").unwrap_or_default())
         .unwrap_or_else(|e| {
             ignore("THINK_APPROVAL", e.to_string());
@@ -101,6 +122,82 @@ pub fn read_settings(get: impl Fn(&str) -> Option<String>) -> (AgentSpec, Vec<Se
     (spec, ignored)
 }
 
+/// Trimmed and non-empty, or `None`.
+fn non_empty(value: Option<String>) -> Option<String> {
+    value.map(|v| v.trim().to_owned()).filter(|v| !v.is_empty())
+}
+
+/// The model from `THINK_MODEL_PROVIDER` and the settings it reads.
+fn model_choice(
+    get: &impl Fn(&str) -> Option<String>,
+    ai: Option<Rc<dyn AiBinding>>,
+    ignore: &mut impl FnMut(&'static str, String),
+) -> ModelChoice {
+    let base_url = non_empty(get("THINK_MODEL_BASE_URL"));
+    let model = non_empty(get("THINK_MODEL"));
+    let api_key = non_empty(get("THINK_MODEL_API_KEY")).unwrap_or_default();
+    let provider = non_empty(get("THINK_MODEL_PROVIDER")).map(|p| p.to_ascii_lowercase());
+    let provider = match provider.as_deref() {
+        None => None,
+        Some(p @ ("openai" | "anthropic" | "workers-ai")) => Some(p),
+        Some(other) => {
+            ignore(
+                "THINK_MODEL_PROVIDER",
+                format!("expected openai, anthropic or workers-ai, not {other:?}"),
+            );
+            None
+        }
+    };
+    let provider = provider.unwrap_or(if base_url.is_none() && ai.is_some() {
+        "workers-ai"
+    } else {
+        "openai"
+    });
+    match provider {
+        "anthropic" => {
+            let thinking_budget = match non_empty(get("THINK_MODEL_THINKING_BUDGET")) {
+                None => None,
+                Some(b) => match b.parse::<u32>() {
+                    Ok(0) => None,
+                    Ok(n) if n >= 1024 => Some(n),
+                    _ => {
+                        ignore(
+                            "THINK_MODEL_THINKING_BUDGET",
+                            format!("expected a token count of at least 1024, not {b:?}"),
+                        );
+                        None
+                    }
+                },
+            };
+            match model {
+                Some(model) => ModelChoice::Anthropic(AnthropicConfig {
+                    base_url: base_url.unwrap_or_else(|| "https://api.anthropic.com/v1".into()),
+                    api_key,
+                    model,
+                    thinking_budget,
+                }),
+                None => ModelChoice::Unconfigured(
+                    "No model is configured: THINK_MODEL_PROVIDER is anthropic but THINK_MODEL \
+                     (e.g. claude-sonnet-4-5) is not set."
+                        .into(),
+                ),
+            }
+        }
+        "workers-ai" => match ai {
+            Some(binding) => ModelChoice::WorkersAi {
+                model: model.unwrap_or_else(|| DEFAULT_WORKERS_AI_MODEL.into()),
+                binding,
+            },
+            None => ModelChoice::Unconfigured(
+                "No model is configured: THINK_MODEL_PROVIDER is workers-ai but the Worker has \
+                 no AI binding (add [ai] binding = \"AI\" to wrangler.toml)."
+                    .into(),
+            ),
+        },
+        _ => ModelChoice::from_settings(base_url.as_deref(), Some(&api_key), model.as_deref()),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -111,6 +208,87 @@ mod tests {
         let map: HashMap<String, String> =
             pairs.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
         read_settings(|name| map.get(name).cloned())
+    }
+
+    /// A binding that is never run: these tests only look at the choice.
+    struct IdleAi;
+
+    #[async_trait::async_trait(?Send)]
+    impl AiBinding for IdleAi {
+        async fn run(
+            &self,
+            _: &str,
+            _: serde_json::Value,
+        ) -> Result<
+            futures::stream::LocalBoxStream<'static, Result<Vec<u8>, crate::platform::HttpError>>,
+            crate::model::workers_ai::AiRunError,
+        > {
+            unreachable!("settings tests do not run models")
+        }
+    }
+
+    fn read_with_ai(pairs: &[(&str, &str)]) -> (AgentSpec, Vec<SettingError>) {
+        let map: HashMap<String, String> =
+            pairs.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
+        read_settings_and_ai(|name| map.get(name).cloned(), Some(Rc::new(IdleAi)))
+    }
+
+    #[test]
+    fn model_provider() {
+        // The binding alone gives Workers AI with the default model; THINK_MODEL picks another.
+        let (spec, _) = read_with_ai(&[]);
+        let ModelChoice::WorkersAi { model, .. } = spec.model else {
+            panic!("expected Workers AI")
+        };
+        assert_eq!(model, DEFAULT_WORKERS_AI_MODEL);
+        let (spec, _) = read_with_ai(&[("THINK_MODEL", "@cf/openai/gpt-oss-120b")]);
+        let ModelChoice::WorkersAi { model, .. } = spec.model else {
+            panic!("expected Workers AI")
+        };
+        assert_eq!(model, "@cf/openai/gpt-oss-120b");
+        // A base URL wins over the binding, unless the provider is named.
+        let url = ("THINK_MODEL_BASE_URL", "http://127.0.0.1:9/v1");
+        let (spec, _) = read_with_ai(&[url, ("THINK_MODEL", "m")]);
+        assert!(matches!(spec.model, ModelChoice::OpenAi(_)));
+        let (spec, _) =
+            read_with_ai(&[url, ("THINK_MODEL", "m"), ("THINK_MODEL_PROVIDER", "workers-ai")]);
+        assert!(matches!(spec.model, ModelChoice::WorkersAi { .. }));
+        let (spec, _) = read(&[("THINK_MODEL_PROVIDER", "workers-ai")]);
+        let ModelChoice::Unconfigured(msg) = spec.model else { panic!("expected unconfigured") };
+        assert!(msg.contains("no AI binding"), "{msg}");
+        // Anthropic: its own base by default, the key and the thinking budget.
+        let (spec, ignored) = read(&[
+            ("THINK_MODEL_PROVIDER", " Anthropic "),
+            ("THINK_MODEL", "claude-sonnet-4-5"),
+            ("THINK_MODEL_API_KEY", "sk-ant"),
+            ("THINK_MODEL_THINKING_BUDGET", "2048"),
+        ]);
+        assert!(ignored.is_empty(), "{ignored:?}");
+        let ModelChoice::Anthropic(cfg) = spec.model else { panic!("expected Anthropic") };
+        assert_eq!(
+            cfg,
+            AnthropicConfig {
+                base_url: "https://api.anthropic.com/v1".into(),
+                api_key: "sk-ant".into(),
+                model: "claude-sonnet-4-5".into(),
+                thinking_budget: Some(2048),
+            }
+        );
+        let (spec, ignored) = read(&[
+            ("THINK_MODEL_PROVIDER", "anthropic"),
+            url,
+            ("THINK_MODEL", "c"),
+            ("THINK_MODEL_THINKING_BUDGET", "lots"),
+        ]);
+        let ModelChoice::Anthropic(cfg) = spec.model else { panic!("expected Anthropic") };
+        assert_eq!((cfg.base_url.as_str(), cfg.thinking_budget), ("http://127.0.0.1:9/v1", None));
+        assert_eq!(ignored[0].name, "THINK_MODEL_THINKING_BUDGET");
+        let (spec, _) = read(&[("THINK_MODEL_PROVIDER", "anthropic")]);
+        assert!(matches!(spec.model, ModelChoice::Unconfigured(_)));
+        // An unknown provider is ignored: the default applies.
+        let (spec, ignored) = read(&[url, ("THINK_MODEL", "m"), ("THINK_MODEL_PROVIDER", "bard")]);
+        assert!(matches!(spec.model, ModelChoice::OpenAi(_)));
+        assert_eq!(ignored[0].name, "THINK_MODEL_PROVIDER");
     }
 
     fn ignored(pairs: &[(&str, &str)]) -> Vec<&'static str> {

@@ -7,9 +7,13 @@ use std::rc::Rc;
 use futures::future::LocalBoxFuture;
 use serde_json::{Map, Value};
 
-use crate::model::openai::OpenAiConfig;
+use crate::model::anthropic::{AnthropicConfig, AnthropicModel};
+use crate::model::openai::{OpenAiChatModel, OpenAiConfig};
+use crate::model::retry::Retrying;
+use crate::model::workers_ai::{AiBinding, WorkersAiModel};
 use crate::model::{Model, ModelMessage};
 use crate::net::NetPolicy;
+use crate::platform::{Clock, HttpClient};
 use crate::tools::approval::ApprovalPolicy;
 use crate::tools::workspace::bash::BashOptions;
 use crate::tools::{ToolRef, ToolSet};
@@ -28,13 +32,41 @@ If a tool fails, read its error and try again with corrected input rather than g
 pub enum ModelChoice {
     /// An OpenAI-compatible Chat Completions endpoint, reached with the Worker's fetch.
     OpenAi(OpenAiConfig),
-    /// Any other implementation of [`Model`].
+    /// The Anthropic Messages API, reached with the Worker's fetch.
+    Anthropic(AnthropicConfig),
+    /// A Workers AI model, run through the `AI` binding.
+    WorkersAi {
+        /// The model name, e.g. `@cf/moonshotai/kimi-k2.7-code`.
+        model: String,
+        /// The binding.
+        binding: Rc<dyn AiBinding>,
+    },
+    /// Any other implementation of [`Model`], used as is (no retries added).
     Custom(Rc<dyn Model>),
     /// No model is configured; every turn answers with this message instead of failing.
     Unconfigured(String),
 }
 
 impl ModelChoice {
+    /// The model this choice names: the built-in providers fetch through `http` and retry
+    /// with the AI SDK's policy, waiting on `clock`; `Unconfigured` gives its message.
+    pub fn build(
+        &self,
+        http: Rc<dyn HttpClient>,
+        clock: Rc<dyn Clock>,
+    ) -> Result<Rc<dyn Model>, String> {
+        let provider: Rc<dyn Model> = match self {
+            ModelChoice::OpenAi(cfg) => Rc::new(OpenAiChatModel::new(cfg.clone(), http)),
+            ModelChoice::Anthropic(cfg) => Rc::new(AnthropicModel::new(cfg.clone(), http)),
+            ModelChoice::WorkersAi { model, binding } => {
+                Rc::new(WorkersAiModel::new(model, binding.clone()))
+            }
+            ModelChoice::Custom(m) => return Ok(m.clone()),
+            ModelChoice::Unconfigured(msg) => return Err(msg.clone()),
+        };
+        Ok(Rc::new(Retrying::new(provider, clock)))
+    }
+
     /// The shipped agent's choice, from `THINK_MODEL_BASE_URL`, `THINK_MODEL_API_KEY` and
     /// `THINK_MODEL`. A missing base URL or model name yields a message naming them.
     pub fn from_settings(
@@ -61,7 +93,8 @@ impl ModelChoice {
                 ModelChoice::Unconfigured(format!(
                     "No model is configured: {} not set. Set THINK_MODEL_BASE_URL (an OpenAI-compatible \
                      base URL such as http://127.0.0.1:11434/v1), THINK_MODEL (the model name) and, if the \
-                     endpoint needs one, THINK_MODEL_API_KEY, in the environment or in .dev.vars, then restart.",
+                     endpoint needs one, THINK_MODEL_API_KEY, in the environment or in .dev.vars, then restart \
+                     (or deploy with the Workers AI binding, [ai] binding = \"AI\", and no base URL).",
                     missing.join(" and ")
                 ))
             }

@@ -1,6 +1,7 @@
 //! The model seam: a provider-neutral request and event stream, and the `Model` trait that
-//! providers implement. `openai` speaks the OpenAI Chat Completions API, which also covers
-//! Workers AI's OpenAI-compatible endpoint, Ollama and vLLM.
+//! providers implement. `openai` speaks the OpenAI Chat Completions API (OpenAI, Ollama, vLLM,
+//! gateways), `anthropic` the Anthropic Messages API, `workers_ai` the Workers AI binding;
+//! `retry` wraps any of them with the AI SDK's retry policy.
 
 use async_trait::async_trait;
 use futures::stream::LocalBoxStream;
@@ -10,7 +11,11 @@ use serde_json::Value;
 use crate::platform::HttpError;
 use crate::tools::definition::ToolDefinition;
 
+pub mod anthropic;
 pub mod openai;
+pub mod retry;
+pub mod stream;
+pub mod workers_ai;
 
 /// One message of the conversation as a model sees it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -152,9 +157,21 @@ pub enum ModelError {
         status: u16,
         /// The provider's error message, or the start of the body.
         message: String,
+        /// The wait the answer asked for (`retry-after-ms` / `retry-after`).
+        retry_after: Option<retry::RetryAfter>,
     },
     /// The stream carried an `error` object from the provider.
     Reported(String),
+    /// The stream carried an error the provider calls temporary (Anthropic's
+    /// `overloaded_error`, `rate_limit_error`, `api_error`); worth another attempt.
+    Transient(String),
+    /// Every attempt failed; `last` is the final attempt's error.
+    RetriesExhausted {
+        /// How many calls were made.
+        attempts: u32,
+        /// What the last one failed with.
+        last: Box<ModelError>,
+    },
     /// A stream chunk was not the JSON the protocol promises.
     UnreadableChunk(String),
     /// The response body broke off mid-stream.
@@ -177,10 +194,15 @@ impl std::fmt::Display for ModelError {
             ModelError::Unreachable { url, source } => {
                 write!(f, "Could not reach the model at {url}: {source}")
             }
-            ModelError::Status { status, message } => {
+            ModelError::Status { status, message, .. } => {
                 write!(f, "The model request failed with HTTP {status}: {message}")
             }
-            ModelError::Reported(m) => write!(f, "The model reported an error: {m}"),
+            ModelError::Reported(m) | ModelError::Transient(m) => {
+                write!(f, "The model reported an error: {m}")
+            }
+            ModelError::RetriesExhausted { attempts, last } => {
+                write!(f, "Failed after {attempts} attempts. Last error: {last}")
+            }
             ModelError::UnreadableChunk(e) => {
                 write!(f, "The model sent an unreadable stream chunk: {e}")
             }
@@ -196,6 +218,7 @@ impl std::error::Error for ModelError {
             ModelError::Unreachable { source, .. } | ModelError::StreamBroken(source) => {
                 Some(source)
             }
+            ModelError::RetriesExhausted { last, .. } => Some(last.as_ref()),
             _ => None,
         }
     }

@@ -2,19 +2,18 @@
 //! Workers AI's OpenAI-compatible endpoint, Ollama, vLLM and most gateways, so one provider
 //! covers them all.
 
-use std::collections::VecDeque;
 use std::rc::Rc;
 
 use async_trait::async_trait;
-use futures::StreamExt;
 use serde::Serialize;
 use serde_json::Value;
 
+use super::stream::{decoded, post_for_events};
 use super::{
     FinishReason, Model, ModelError, ModelEvent, ModelMessage, ModelRequest, ModelStream, Usage,
 };
 use crate::platform::sse::SseParser;
-use crate::platform::{HttpClient, HttpRequest, HttpResponse};
+use crate::platform::HttpClient;
 
 /// Where and how to reach an OpenAI-compatible endpoint.
 #[derive(Debug, Clone, PartialEq)]
@@ -41,7 +40,12 @@ impl OpenAiChatModel {
 
     /// The JSON body of a streaming request, as sent on the wire.
     pub fn request_body(&self, request: &ModelRequest) -> Value {
-        serde_json::to_value(WireRequest::new(&self.config.model, request)).unwrap_or(Value::Null)
+        Self::chat_body(&self.config.model, request)
+    }
+
+    /// The Chat Completions body for `model`, also the shape of the Workers AI binding's inputs.
+    pub fn chat_body(model: &str, request: &ModelRequest) -> Value {
+        serde_json::to_value(WireRequest::new(model, request)).unwrap_or(Value::Null)
     }
 
     /// The body as bytes, serialized straight from the request (no JSON tree in between) into
@@ -201,45 +205,13 @@ impl Model for OpenAiChatModel {
     async fn stream(&self, request: &ModelRequest) -> Result<ModelStream, ModelError> {
         let url = format!("{}/chat/completions", self.config.base_url.trim_end_matches('/'));
         let body = self.request_bytes(request).map_err(|e| ModelError::Encode(e.to_string()))?;
-        let mut headers = vec![
-            ("content-type".to_owned(), "application/json".to_owned()),
-            ("accept".to_owned(), "text/event-stream".to_owned()),
-        ];
+        let mut headers = Vec::new();
         if !self.config.api_key.is_empty() {
             headers.push(("authorization".to_owned(), format!("Bearer {}", self.config.api_key)));
         }
-        let response = self
-            .http
-            .fetch(HttpRequest {
-                method: "POST".into(),
-                url: url.clone(),
-                headers,
-                body: Some(body),
-                ..Default::default()
-            })
-            .await
-            .map_err(|source| ModelError::Unreachable { url: url.clone(), source })?;
-        if !(200..300).contains(&response.status) {
-            let status = response.status;
-            let text = response.bytes().await.unwrap_or_default();
-            return Err(ModelError::Status { status, message: error_message(&text) });
-        }
-        Ok(event_stream(response))
+        let response = post_for_events(self.http.as_ref(), url, headers, body).await?;
+        Ok(decoded(response.body, ChunkDecoder::new()))
     }
-}
-
-/// The `error.message` of an OpenAI-style error body, or the body itself.
-fn error_message(body: &[u8]) -> String {
-    let text = String::from_utf8_lossy(body);
-    serde_json::from_str::<Value>(&text)
-        .ok()
-        .and_then(|v| {
-            v.pointer("/error/message")
-                .or_else(|| v.get("error"))
-                .or_else(|| v.get("message"))
-                .and_then(|m| m.as_str().map(str::to_owned))
-        })
-        .unwrap_or_else(|| text.chars().take(500).collect())
 }
 
 /// Decoding state for one streamed response.
@@ -364,57 +336,13 @@ impl ChunkDecoder {
     }
 }
 
-struct StreamState {
-    response: HttpResponse,
-    decoder: ChunkDecoder,
-    queue: VecDeque<Result<ModelEvent, ModelError>>,
-    ended: bool,
-}
-
-fn event_stream(response: HttpResponse) -> ModelStream {
-    let state = StreamState {
-        response,
-        decoder: ChunkDecoder::new(),
-        queue: VecDeque::new(),
-        ended: false,
-    };
-    futures::stream::unfold(state, |mut st| async move {
-        loop {
-            if let Some(item) = st.queue.pop_front() {
-                return Some((item, st));
-            }
-            if st.ended {
-                return None;
-            }
-            let decoded = match st.response.body.next().await {
-                Some(Ok(bytes)) => st.decoder.push(&bytes),
-                Some(Err(e)) => {
-                    st.ended = true;
-                    Err(ModelError::StreamBroken(e))
-                }
-                None => {
-                    st.ended = true;
-                    st.decoder.finish()
-                }
-            };
-            match decoded {
-                Ok(events) => st.queue.extend(events.into_iter().map(Ok)),
-                Err(e) => {
-                    st.ended = true;
-                    st.queue.push_back(Err(e));
-                }
-            }
-        }
-    })
-    .boxed_local()
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::model::ModelToolCall;
-    use crate::platform::HttpError;
+    use crate::platform::{HttpError, HttpRequest, HttpResponse};
     use crate::tools::definition::ToolDefinition;
+    use futures::StreamExt;
     use serde_json::json;
     use std::cell::RefCell;
 
@@ -556,7 +484,11 @@ mod tests {
         let events = collect(&m, &ModelRequest::default());
         assert_eq!(
             events,
-            vec![Err(ModelError::Status { status: 401, message: "bad key".into() })]
+            vec![Err(ModelError::Status {
+                status: 401,
+                message: "bad key".into(),
+                retry_after: None
+            })]
         );
         let text = events[0].as_ref().unwrap_err().to_string();
         assert_eq!(text, "The model request failed with HTTP 401: bad key");

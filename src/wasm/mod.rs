@@ -2,6 +2,7 @@
 //! host-testable core, routes `/agents/<ns>/<name>` requests like `routeAgentRequest`, and
 //! provides [`think_agent!`](crate::think_agent) to declare an agent class.
 
+mod ai;
 mod bash;
 mod clock;
 mod http;
@@ -20,6 +21,7 @@ use worker::{
 use crate::agent::{Agent, AgentSpec, Deps};
 use crate::protocol::routing::{camel_case_to_kebab_case, parse_agent_path, RouteError};
 
+pub use ai::WorkerAi;
 pub use bash::JustBash;
 pub use clock::WorkerClock;
 pub use http::FetchHttp;
@@ -332,7 +334,8 @@ macro_rules! think_agent {
 mod shipped {
     use worker::{event, Context, Env, Request, Response, Result};
 
-    use crate::agent::{spec_from_settings, AgentSpec};
+    use crate::agent::settings::spec_from_settings_and_ai;
+    use crate::agent::AgentSpec;
 
     /// A var or secret of the Worker's environment.
     fn setting(env: &Env, name: &str) -> Option<String> {
@@ -342,10 +345,12 @@ mod shipped {
             .or_else(|| env.secret(name).ok().map(|v| v.to_string()))
     }
 
-    /// The ready-made agent, configured from the environment's `THINK_*` settings (see
-    /// [`crate::agent::settings`]).
+    /// The ready-made agent, configured from the environment's `THINK_*` settings and its
+    /// `AI` binding (see [`crate::agent::settings`]).
     pub fn spec_from_env(env: &Env) -> AgentSpec {
-        spec_from_settings(|name| setting(env, name))
+        let ai = super::WorkerAi::from_env(env)
+            .map(|ai| std::rc::Rc::new(ai) as std::rc::Rc<dyn crate::model::workers_ai::AiBinding>);
+        spec_from_settings_and_ai(|name| setting(env, name), ai)
     }
 
     crate::think_agent!(ThinkAgent, spec_from_env);

@@ -15,7 +15,7 @@ export async function startScriptedModel() {
   async function respond(entry, body, res) {
     if (typeof entry === "function") entry = await entry(body);
     if (entry.status && entry.status >= 400) {
-      res.writeHead(entry.status, { "content-type": "application/json" });
+      res.writeHead(entry.status, { "content-type": "application/json", ...entry.headers });
       res.end(JSON.stringify({ error: { message: entry.message ?? "scripted failure" } }));
       return;
     }

@@ -13,7 +13,7 @@ export function tempDir(prefix = "think-rs-") {
   return fs.mkdtempSync(path.join(os.tmpdir(), prefix));
 }
 
-function options({ persistDir, vars, withCaller, inspectorPort }) {
+function options({ persistDir, vars, withCaller, inspectorPort, ai }) {
   const agent = {
     name: "think-rs",
     modules: true,
@@ -36,6 +36,17 @@ function options({ persistDir, vars, withCaller, inspectorPort }) {
     },
   };
   const workers = [agent];
+  if (ai) {
+    // `env.AI`: a wrapped binding (as Miniflare builds the real one) whose `run` forwards to
+    // the test's `ai(request)` handler in Node (see workers-ai-binding.mjs).
+    agent.wrappedBindings = { AI: { scriptName: "scripted-workers-ai" } };
+    workers.push({
+      name: "scripted-workers-ai",
+      modules: true,
+      scriptPath: path.join(ROOT, "tests/helpers/workers-ai-binding.mjs"),
+      serviceBindings: { NODE: ai },
+    });
+  }
   if (withCaller) {
     workers.push({
       name: "caller",
@@ -73,13 +84,14 @@ async function launch(opts) {
 }
 
 /**
- * Starts the Worker. `vars` become environment bindings (THINK_MODEL_BASE_URL, …).
+ * Starts the Worker. `vars` become environment bindings (THINK_MODEL_BASE_URL, …); `ai`, a
+ * Node `(Request) => Response` handler, becomes the `AI` binding (workers-ai-binding.mjs).
  * `restart()` disposes and starts again on the same persist directory; `kill()` first kills
  * workerd with SIGKILL (a crash: nothing is flushed or closed), then starts again.
  * `inspectorPort` opens the V8 inspector of the isolates there (see `inspector.mjs`).
  */
-export async function startWorker({ vars = {}, persistDir = tempDir(), withCaller = false, inspectorPort } = {}) {
-  let { mf, url, pid } = await launch(options({ persistDir, vars, withCaller, inspectorPort }));
+export async function startWorker({ vars = {}, persistDir = tempDir(), withCaller = false, inspectorPort, ai } = {}) {
+  let { mf, url, pid } = await launch(options({ persistDir, vars, withCaller, inspectorPort, ai }));
   const handle = {
     persistDir,
     get mf() {
@@ -97,7 +109,7 @@ export async function startWorker({ vars = {}, persistDir = tempDir(), withCalle
     },
     async restart(newVars = vars) {
       await mf.dispose();
-      ({ mf, url, pid } = await launch(options({ persistDir, vars: newVars, withCaller, inspectorPort })));
+      ({ mf, url, pid } = await launch(options({ persistDir, vars: newVars, withCaller, inspectorPort, ai })));
       return handle;
     },
     /** SIGKILLs workerd, disposes what is left of Miniflare, and starts again on the same persist dir. */
@@ -105,7 +117,7 @@ export async function startWorker({ vars = {}, persistDir = tempDir(), withCalle
       if (pid === undefined) throw new Error("kill(): the workerd process of this Miniflare is unknown");
       process.kill(pid, "SIGKILL");
       await mf.dispose().catch(() => {});
-      ({ mf, url, pid } = await launch(options({ persistDir, vars: newVars, withCaller, inspectorPort })));
+      ({ mf, url, pid } = await launch(options({ persistDir, vars: newVars, withCaller, inspectorPort, ai })));
       return handle;
     },
     async dispose() {
