@@ -415,7 +415,8 @@ impl Skills {
     /// One range scan over the skills folder; each folder whose files' sizes and mtimes
     /// changed since the last scan has its `SKILL.md` read again.
     async fn refresh_workspace(&self, ws: &Workspace) -> Result<Vec<Entry>, SkillError> {
-        let dir = self.config.dir.trim_end_matches('/');
+        let dir = format!("/{}", self.config.dir.trim_matches('/'));
+        let dir = dir.trim_end_matches('/');
         let listing = ws.glob(&format!("{dir}/**"))?;
         let mut folders: BTreeMap<String, Vec<(String, u64, i64)>> = BTreeMap::new();
         for info in listing.into_iter().filter(|i| i.kind == EntryType::File) {
@@ -481,7 +482,7 @@ impl Skills {
             None => vec![refusal(
                 Source::R2,
                 prefix,
-                "no R2 bucket is bound to the agent (binding WORKSPACE_FILES)".into(),
+                "no R2 bucket is bound to the agent (binding WORKSPACE_R2)".into(),
             )]
             .into_iter()
             .map(Err)
