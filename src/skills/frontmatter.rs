@@ -32,7 +32,12 @@ pub enum FrontmatterError {
     /// `name` has characters or hyphens the format refuses.
     BadName(String),
     /// `name` differs from the skill's folder.
-    NameMismatch { name: String, folder: String },
+    NameMismatch {
+        /// The frontmatter's `name`.
+        name: String,
+        /// The folder's name.
+        folder: String,
+    },
 }
 
 impl std::fmt::Display for FrontmatterError {

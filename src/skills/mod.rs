@@ -431,14 +431,19 @@ impl Skills {
             ));
         }
         folders.retain(|_, files| files.iter().any(|(p, _, _)| p == "SKILL.md"));
-        let mut cache = self.workspace.borrow_mut();
-        cache.retain(|folder, _| folders.contains_key(folder));
+        self.workspace.borrow_mut().retain(|folder, _| folders.contains_key(folder));
         let mut out = Vec::new();
         for (folder, files) in folders {
             let sizes: Vec<String> = files.iter().map(|(p, s, m)| format!("{p}:{s}:{m}")).collect();
             let digest = fnv(&sizes.iter().map(|s| s.as_bytes()).collect::<Vec<_>>());
-            if let Some(c) = cache.get(&folder).filter(|c| c.digest == digest) {
-                out.push(c.entry.clone());
+            let cached = self
+                .workspace
+                .borrow()
+                .get(&folder)
+                .filter(|c| c.digest == digest)
+                .map(|c| c.entry.clone());
+            if let Some(entry) = cached {
+                out.push(entry);
                 continue;
             }
             let folder_path = format!("{dir}/{folder}");
@@ -464,7 +469,7 @@ impl Skills {
                 }
                 Err(e) => Err(refusal(Source::Workspace, &folder, e.to_string())),
             };
-            cache.insert(folder, Cached { digest, entry: entry.clone() });
+            self.workspace.borrow_mut().insert(folder, Cached { digest, entry: entry.clone() });
             out.push(entry);
         }
         Ok(out)
