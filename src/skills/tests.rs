@@ -272,6 +272,15 @@ fn tools_activate_read_and_refuse() {
         call(&tools, "read_skill_resource", json!({"name": "pdf", "path": "references/none.md"}))
             .unwrap_err();
     assert_eq!(err.0, "Resource not found: pdf/references/none.md");
+    write(&ws, "/skills/pdf/assets/big.txt", &"x".repeat(1_000_001));
+    block_on(skills.refresh(&ws, None, 0.0));
+    let tools = skills.tools(ws.clone(), None);
+    let err =
+        call(&tools, "read_skill_resource", json!({"path": "pdf/assets/big.txt"})).unwrap_err();
+    assert_eq!(
+        err.0,
+        "Resource too large to read: pdf/assets/big.txt (1000001 bytes; the limit is 1000000)"
+    );
     let err = call(&tools, "activate_skill", json!({"name": "nope"})).unwrap_err();
     assert_eq!(err.0, "Skill not found: nope");
     assert!(!skills.needs_approval("bash"));
@@ -381,4 +390,48 @@ fn scripts_run_over_the_skill_files_with_the_input() {
         .unwrap_err();
     assert_eq!(err.0, "Script not found: pdf/scripts/none.sh");
     assert_eq!(block_on(ws.read_file("/notes.txt")).unwrap().as_deref(), Some("workspace file"));
+}
+
+/// Counts the statements a workspace runs.
+struct CountingSql {
+    inner: crate::store::sqlite::SqliteSql,
+    statements: Cell<usize>,
+}
+
+impl crate::store::Sql for CountingSql {
+    fn exec(
+        &self,
+        sql: &str,
+        params: &[crate::store::SqlValue],
+    ) -> Result<Vec<crate::store::Row>, crate::store::StoreError> {
+        self.statements.set(self.statements.get() + 1);
+        self.inner.exec(sql, params)
+    }
+
+    fn transaction(
+        &self,
+        f: &mut dyn FnMut() -> Result<(), crate::store::StoreError>,
+    ) -> Result<(), crate::store::StoreError> {
+        self.inner.transaction(f)
+    }
+}
+
+#[test]
+fn an_unchanged_skills_folder_costs_one_statement() {
+    let sql = Rc::new(CountingSql {
+        inner: crate::store::sqlite::SqliteSql::new(),
+        statements: Cell::new(0),
+    });
+    let ws = Workspace::new(sql.clone(), crate::workspace::tests::clock());
+    for i in 0..50 {
+        write(&ws, &format!("/skills/s{i}/SKILL.md"), &md(&format!("s{i}"), "d"));
+        for j in 0..20 {
+            write(&ws, &format!("/skills/s{i}/references/r{j}.md"), "x");
+        }
+    }
+    let skills = Skills::new(SkillsConfig::default());
+    assert_eq!(block_on(skills.refresh(&ws, None, 0.0)).skills.len(), 50);
+    let before = sql.statements.get();
+    assert_eq!(block_on(skills.refresh(&ws, None, 0.0)).skills.len(), 50);
+    assert_eq!(sql.statements.get() - before, 1, "one range scan over 1,050 files");
 }

@@ -20,6 +20,10 @@ const ACTIVATE: &str =
 const READ: &str = "Read a bundled resource from an available skill by relative path. Pass name and path, or use a qualified path like skill-name/references/file.md.";
 const RUN: &str = "Run a bundled script resource from an available skill. Use only when a skill instructs you to run a script.";
 
+/// The largest resource `read_skill_resource` returns, so one read cannot flood the
+/// context or the transcript row (the platform's rows stop at 2 MB).
+pub const MAX_READ_BYTES: u64 = 1_000_000;
+
 /// Which of the three tools.
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum Kind {
@@ -170,6 +174,14 @@ impl SkillTool {
             }
         };
         let skill = self.skill(name)?;
+        if let Some(r) = skill.resources.iter().find(|r| r.path == rel) {
+            if r.size > MAX_READ_BYTES {
+                return Err(ToolError(format!(
+                    "Resource too large to read: {name}/{rel} ({} bytes; the limit is {MAX_READ_BYTES})",
+                    r.size
+                )));
+            }
+        }
         let bytes = skill
             .read(&self.ws, rel)
             .await
