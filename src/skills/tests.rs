@@ -392,37 +392,9 @@ fn scripts_run_over_the_skill_files_with_the_input() {
     assert_eq!(block_on(ws.read_file("/notes.txt")).unwrap().as_deref(), Some("workspace file"));
 }
 
-/// Counts the statements a workspace runs.
-struct CountingSql {
-    inner: crate::store::sqlite::SqliteSql,
-    statements: Cell<usize>,
-}
-
-impl crate::store::Sql for CountingSql {
-    fn exec(
-        &self,
-        sql: &str,
-        params: &[crate::store::SqlValue],
-    ) -> Result<Vec<crate::store::Row>, crate::store::StoreError> {
-        self.statements.set(self.statements.get() + 1);
-        self.inner.exec(sql, params)
-    }
-
-    fn transaction(
-        &self,
-        f: &mut dyn FnMut() -> Result<(), crate::store::StoreError>,
-    ) -> Result<(), crate::store::StoreError> {
-        self.inner.transaction(f)
-    }
-}
-
 #[test]
 fn an_unchanged_skills_folder_costs_one_statement() {
-    let sql = Rc::new(CountingSql {
-        inner: crate::store::sqlite::SqliteSql::new(),
-        statements: Cell::new(0),
-    });
-    let ws = Workspace::new(sql.clone(), crate::workspace::tests::clock());
+    let (sql, ws) = ws();
     for i in 0..50 {
         write(&ws, &format!("/skills/s{i}/SKILL.md"), &md(&format!("s{i}"), "d"));
         for j in 0..20 {
@@ -431,7 +403,7 @@ fn an_unchanged_skills_folder_costs_one_statement() {
     }
     let skills = Skills::new(SkillsConfig::default());
     assert_eq!(block_on(skills.refresh(&ws, None, 0.0)).skills.len(), 50);
-    let before = sql.statements.get();
+    let before = sql.statements();
     assert_eq!(block_on(skills.refresh(&ws, None, 0.0)).skills.len(), 50);
-    assert_eq!(sql.statements.get() - before, 1, "one range scan over 1,050 files");
+    assert_eq!(sql.statements() - before, 1, "one range scan over 1,050 files");
 }
