@@ -1,10 +1,10 @@
 //! `SKILL.md` frontmatter in the Agent Skills format: a YAML block between `---` lines, then
-//! the Markdown body. The YAML is parsed with `yaml-rust2` (pure Rust, no encoding tables),
-//! so block scalars, quoting and comments read as any YAML tool reads them; the format's
-//! rules are then checked here, and a skill that breaks one is left out with the reason.
+//! the Markdown body. The YAML is read by [`super::yaml`] (the subset the format needs; see
+//! there why not a crate); the format's rules are then checked here, and a skill that breaks
+//! one is left out with the reason.
 
+use super::yaml::{self, Node};
 use std::collections::BTreeMap;
-use yaml_rust2::{Yaml, YamlLoader};
 
 /// Longest `name` the format allows.
 pub const MAX_NAME_CHARS: usize = 64;
@@ -118,23 +118,21 @@ pub fn valid_name(name: &str) -> bool {
         && !name.contains("--")
 }
 
-/// A scalar as text (YAML reads `version: 1.0` as a number; the format wants strings).
-fn scalar_text(v: &Yaml) -> Option<String> {
+/// A scalar's text.
+fn scalar_text(v: &Node) -> Option<String> {
     match v {
-        Yaml::String(s) | Yaml::Real(s) => Some(s.clone()),
-        Yaml::Integer(i) => Some(i.to_string()),
-        Yaml::Boolean(b) => Some(b.to_string()),
+        Node::Scalar(s) => Some(s.clone()),
         _ => None,
     }
 }
 
 fn optional_text(
-    map: &yaml_rust2::yaml::Hash,
+    map: &Node,
     key: &'static str,
     max: Option<usize>,
 ) -> Result<Option<String>, FrontmatterError> {
-    match map.get(&Yaml::String(key.to_owned())) {
-        None | Some(Yaml::Null) => Ok(None),
+    match map.get(key) {
+        None | Some(Node::Null) => Ok(None),
         Some(v) => {
             let text = scalar_text(v).ok_or(FrontmatterError::WrongType(key, "a string"))?;
             let text = text.trim().to_owned();
@@ -148,9 +146,9 @@ fn optional_text(
 
 /// `allowed-tools` as names: a string split on spaces and commas, or a YAML list. A
 /// `Bash(git:*)`-style entry keeps its tool name.
-fn allowed_tools(v: &Yaml) -> Result<Vec<String>, FrontmatterError> {
+fn allowed_tools(v: &Node) -> Result<Vec<String>, FrontmatterError> {
     let items: Vec<String> = match v {
-        Yaml::Array(items) => items
+        Node::List(items) => items
             .iter()
             .map(|i| scalar_text(i).ok_or(FrontmatterError::WrongType("allowed-tools", "a list")))
             .collect::<Result<_, _>>()?,
@@ -170,14 +168,13 @@ fn allowed_tools(v: &Yaml) -> Result<Vec<String>, FrontmatterError> {
 /// Parses and validates `raw`. `folder` is the skill's directory name, which `name` must
 /// equal.
 pub fn parse_skill_md(raw: &str, folder: &str) -> Result<ParsedSkill, FrontmatterError> {
-    let (yaml, body) = split(raw).ok_or(FrontmatterError::Missing)?;
-    let docs =
-        YamlLoader::load_from_str(yaml).map_err(|e| FrontmatterError::Yaml(e.to_string()))?;
-    let map = match docs.into_iter().next() {
-        Some(Yaml::Hash(h)) => h,
-        None | Some(Yaml::Null) => return Err(FrontmatterError::Required("name")),
-        Some(_) => return Err(FrontmatterError::NotAMapping),
-    };
+    let (text, body) = split(raw).ok_or(FrontmatterError::Missing)?;
+    let map = yaml::parse(text).map_err(|e| FrontmatterError::Yaml(e.to_string()))?;
+    match map {
+        Node::Map(_) => {}
+        Node::Null => return Err(FrontmatterError::Required("name")),
+        _ => return Err(FrontmatterError::NotAMapping),
+    }
     let name = optional_text(&map, "name", None)?.ok_or(FrontmatterError::Required("name"))?;
     if !valid_name(&name) {
         return Err(FrontmatterError::BadName(name));
@@ -187,17 +184,17 @@ pub fn parse_skill_md(raw: &str, folder: &str) -> Result<ParsedSkill, Frontmatte
     }
     let description = optional_text(&map, "description", Some(MAX_DESCRIPTION_CHARS))?
         .ok_or(FrontmatterError::Required("description"))?;
-    let allowed_tools = match map.get(&Yaml::String("allowed-tools".into())) {
-        None | Some(Yaml::Null) => None,
+    let allowed_tools = match map.get("allowed-tools") {
+        None | Some(Node::Null) => None,
         Some(v) => Some(allowed_tools(v)?),
     };
-    let metadata = match map.get(&Yaml::String("metadata".into())) {
-        None | Some(Yaml::Null) => BTreeMap::new(),
-        Some(Yaml::Hash(h)) => h
+    let metadata = match map.get("metadata") {
+        None | Some(Node::Null) => BTreeMap::new(),
+        Some(Node::Map(entries)) => entries
             .iter()
-            .map(|(k, v)| match (scalar_text(k), scalar_text(v)) {
-                (Some(k), Some(v)) => Ok((k, v)),
-                _ => Err(FrontmatterError::WrongType("metadata", "a map of strings")),
+            .map(|(k, v)| match scalar_text(v) {
+                Some(v) => Ok((k.clone(), v)),
+                None => Err(FrontmatterError::WrongType("metadata", "a map of strings")),
             })
             .collect::<Result<_, _>>()?,
         Some(_) => return Err(FrontmatterError::WrongType("metadata", "a map of strings")),

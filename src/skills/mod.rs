@@ -19,6 +19,7 @@ mod gate;
 pub mod resources;
 mod script;
 mod tools;
+pub mod yaml;
 
 #[cfg(test)]
 mod tests;

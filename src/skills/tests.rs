@@ -407,3 +407,51 @@ fn an_unchanged_skills_folder_costs_one_statement() {
     assert_eq!(block_on(skills.refresh(&ws, None, 0.0)).skills.len(), 50);
     assert_eq!(sql.statements() - before, 1, "one range scan over 1,050 files");
 }
+
+#[test]
+fn yaml_reads_the_forms_frontmatter_uses() {
+    use super::yaml::{parse, Node};
+    let s = |v: &str| Node::Scalar(v.into());
+    let doc = parse(
+        "# a comment\nname: pdf   # trailing comment\nplain: a: b is fine\ncontinued: one\n  two\n  three\n\
+         single: 'it''s # not a comment'\ndouble: \"tab\\there \\u00e9 \\\"q\\\"\"\n\
+         literal: |\n  line one\n    indented\n\n  line three\nfolded: >-\n  folded\n  text\n\n  para\n\
+         keep: |+\n  k\n\nempty:\nnull: ~\nflow: [a, 'b, c', \"d\"]\nmap: {version: \"1.0\", n: 2}\n\
+         metadata:\n  version: 1.0\n  author: me\nlist:\n- x\n- 'y'\nnested:\n  - z\n\"quoted key\": v\n",
+    )
+    .unwrap();
+    let get = |k: &str| doc.get(k).cloned().unwrap_or_else(|| panic!("no {k}"));
+    assert_eq!(get("name"), s("pdf"));
+    assert_eq!(get("plain"), s("a: b is fine"));
+    assert_eq!(get("continued"), s("one two three"));
+    assert_eq!(get("single"), s("it's # not a comment"));
+    assert_eq!(get("double"), s("tab\there é \"q\""));
+    assert_eq!(get("literal"), s("line one\n  indented\n\nline three\n"));
+    assert_eq!(get("folded"), s("folded text\npara"));
+    assert_eq!(get("keep"), s("k\n\n"));
+    assert_eq!(get("empty"), Node::Null);
+    assert_eq!(get("null"), Node::Null);
+    assert_eq!(get("flow"), Node::List(vec![s("a"), s("b, c"), s("d")]));
+    assert_eq!(get("map"), Node::Map(vec![("version".into(), s("1.0")), ("n".into(), s("2"))]));
+    assert_eq!(
+        get("metadata"),
+        Node::Map(vec![("version".into(), s("1.0")), ("author".into(), s("me"))])
+    );
+    assert_eq!(get("list"), Node::List(vec![s("x"), s("y")]));
+    assert_eq!(get("nested"), Node::List(vec![s("z")]));
+    assert_eq!(get("quoted key"), s("v"));
+    assert_eq!(parse("").unwrap(), Node::Null);
+    let refused = |text: &str| parse(text).unwrap_err().to_string();
+    assert_eq!(refused("a: &x 1"), "line 1: anchors are not supported in frontmatter");
+    assert_eq!(refused("a: *x"), "line 1: aliases are not supported in frontmatter");
+    assert_eq!(refused("a: !!str 1"), "line 1: tags are not supported in frontmatter");
+    assert_eq!(refused("a: 1\na: 2"), "line 2: duplicate key \"a\"");
+    assert_eq!(refused("a: 1\n   b: 2"), "line 2: unexpected indentation");
+    assert_eq!(refused("a: \"open"), "line 1: a quoted value must close on its line");
+    assert_eq!(
+        refused("a: [b, [c]]"),
+        "line 1: nested flow collections are not supported in frontmatter"
+    );
+    assert_eq!(refused("just text"), "line 1: expected `key: value`, found \"just text\"");
+    assert_eq!(refused("a: 'x' y"), "line 1: unexpected text after a quoted value: \" y\"");
+}
