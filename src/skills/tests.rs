@@ -455,3 +455,15 @@ fn yaml_reads_the_forms_frontmatter_uses() {
     assert_eq!(refused("just text"), "line 1: expected `key: value`, found \"just text\"");
     assert_eq!(refused("a: 'x' y"), "line 1: unexpected text after a quoted value: \" y\"");
 }
+
+#[test]
+fn the_readme_example_is_a_valid_skill() {
+    let readme = include_str!("../../README.md");
+    let start = readme.find("```markdown\n---\n").expect("the README shows a SKILL.md") + 12;
+    let end = start + readme[start..].find("```").unwrap();
+    let p = parse_skill_md(&readme[start..end], "pdf").unwrap();
+    assert_eq!(p.meta.description, "Fill PDF forms and merge PDF files.");
+    assert_eq!(p.meta.allowed_tools, Some(vec!["read".into(), "list".into()]));
+    assert_eq!(p.meta.metadata.get("version").map(String::as_str), Some("1.0"));
+    assert_eq!(p.meta.compatibility.as_deref(), Some("needs bash"));
+}
