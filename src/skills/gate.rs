@@ -1,8 +1,9 @@
 //! The `allowed-tools` rule (beyond Think, which parses the field and ignores it): a skill
 //! is *activated* once `activate_skill` returned its content in this conversation (a
-//! `tool-activate_skill` part with an output in the transcript, or a call earlier in the
-//! running turn). While any activated skill declares `allowed-tools`, a call of a tool in
-//! none of the declared lists needs a human's approval. The skill tools are always allowed.
+//! `tool-activate_skill` part with an output in the transcript, or a call in an earlier step
+//! of the running turn; the calls of one step are all decided before any of them runs).
+//! While any activated skill declares `allowed-tools`, a call of a tool in none of the
+//! declared lists needs a human's approval. The skill tools are always allowed.
 
 use std::collections::BTreeSet;
 
