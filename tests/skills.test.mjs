@@ -202,3 +202,29 @@ test("while an activated skill declares allowed-tools, other tools need approval
   const later = tab.chunks(next.id);
   assert.ok(later.some((c) => c.type === "tool-approval-request" && c.toolCallId === "call_delete"), JSON.stringify(later.map((c) => c.type)));
 });
+
+test("fifty skills of 21 files each: all in the catalog; what a scan costs per call", async () => {
+  const tab = await connect(worker.host, "skills-many");
+  const script = `for i in $(seq 0 49); do mkdir -p /skills/s$i/references
+printf -- '---\\nname: s%s\\ndescription: Skill %s.\\n---\\nbody\\n' $i $i > /skills/s$i/SKILL.md
+for j in $(seq 0 19); do echo x > /skills/s$i/references/r$j.md; done; done`;
+  const [made] = await callTools(tab, [{ name: "bash", args: { script } }]);
+  assert.equal(made.output.exitCode, 0, JSON.stringify(made.output));
+  const median = async (method) => {
+    const times = [];
+    for (let i = 0; i < 21; i++) {
+      const t = performance.now();
+      await tab.client.call(method, []);
+      times.push(performance.now() - t);
+    }
+    return times.sort((a, b) => a - b)[10];
+  };
+  const listed = await tab.client.call("skills", []);
+  assert.equal(listed.filter((s) => s.valid).length, 50);
+  const withScan = await median("skills");
+  const without = await median("getMcpServers");
+  console.log(`skills() over 1,050 files: median ${withScan.toFixed(2)} ms; getMcpServers(): ${without.toFixed(2)} ms`);
+  const request = await plainTurn(tab);
+  assert.ok(systemOf(request).includes("- s49: Skill 49."));
+  assert.equal(toolOf(request, "activate_skill").parameters.properties.name.enum.length, 50);
+});

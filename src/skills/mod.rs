@@ -33,7 +33,7 @@ use serde::Serialize;
 use crate::store::BlobStore;
 use crate::tools::workspace::bash::BashEngine;
 use crate::tools::ToolRef;
-use crate::workspace::{EntryType, FsError, Workspace};
+use crate::workspace::{FsError, Workspace};
 use frontmatter::{parse_skill_md, SkillMeta};
 use resources::ResourceInfo;
 
@@ -418,18 +418,13 @@ impl Skills {
     async fn refresh_workspace(&self, ws: &Workspace) -> Result<Vec<Entry>, SkillError> {
         let dir = format!("/{}", self.config.dir.trim_matches('/'));
         let dir = dir.trim_end_matches('/');
-        let listing = ws.glob(&format!("{dir}/**"))?;
         let mut folders: BTreeMap<String, Vec<(String, u64, i64)>> = BTreeMap::new();
-        for info in listing.into_iter().filter(|i| i.kind == EntryType::File) {
-            let Some(rel) = info.path.strip_prefix(dir).and_then(|r| r.strip_prefix('/')) else {
+        for (path, size, mtime) in ws.files_below(if dir.is_empty() { "/" } else { dir })? {
+            let Some(rel) = path.strip_prefix(dir).and_then(|r| r.strip_prefix('/')) else {
                 continue;
             };
             let Some((folder, path)) = rel.split_once('/') else { continue };
-            folders.entry(folder.to_owned()).or_default().push((
-                path.to_owned(),
-                info.size,
-                info.updated_at,
-            ));
+            folders.entry(folder.to_owned()).or_default().push((path.to_owned(), size, mtime));
         }
         folders.retain(|_, files| files.iter().any(|(p, _, _)| p == "SKILL.md"));
         self.workspace.borrow_mut().retain(|folder, _| folders.contains_key(folder));

@@ -103,6 +103,8 @@ fn catalog_lists_valid_skills_and_reports_the_rest() {
     write(&ws, "/skills/broken/SKILL.md", "---\nname: broken\n---\n");
     write(&ws, "/skills/notes/readme.txt", "no SKILL.md here");
     write(&ws, "/elsewhere/x/SKILL.md", &md("x", "not in the folder"));
+    write(&ws, "/skills-old/y/SKILL.md", &md("y", "a sibling folder, not below /skills"));
+    write(&ws, "/skills/SKILL.md", &md("skills", "not in a skill folder"));
     let skills = Skills::new(SkillsConfig::default());
     let catalog = block_on(skills.refresh(&ws, None, 0.0));
     assert_eq!(catalog.prompt().unwrap(), format!("{CATALOG_HEADER}\n\n- pdf: Fill PDF forms."));
