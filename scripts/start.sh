@@ -9,7 +9,7 @@ source scripts/env.sh
 
 # Model settings come from the environment when set; otherwise wrangler reads .dev.vars.
 vars=()
-for name in THINK_MODEL_BASE_URL THINK_MODEL_API_KEY THINK_MODEL THINK_APPROVAL THINK_BASH THINK_MESSAGE_CONCURRENCY THINK_WAIT_FOR_MCP_CONNECTIONS; do
+for name in THINK_MODEL_BASE_URL THINK_MODEL_API_KEY THINK_MODEL THINK_APPROVAL THINK_BASH THINK_MESSAGE_CONCURRENCY THINK_WAIT_FOR_MCP_CONNECTIONS THINK_SKILLS_DIR; do
   if [ -n "${!name:-}" ]; then vars+=(--var "$name:${!name}"); fi
 done
 if [ -z "${THINK_MODEL_BASE_URL:-}" ] && ! grep -qs '^THINK_MODEL_BASE_URL' .dev.vars; then
