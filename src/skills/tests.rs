@@ -469,3 +469,48 @@ fn the_readme_example_is_a_valid_skill() {
     assert_eq!(p.meta.metadata.get("version").map(String::as_str), Some("1.0"));
     assert_eq!(p.meta.compatibility.as_deref(), Some("needs bash"));
 }
+
+#[test]
+fn yaml_never_panics_on_odd_input() {
+    let pieces = [
+        "a:",
+        " b: c",
+        "- x",
+        "  - y",
+        "|",
+        ">-",
+        "'q''",
+        "\"d\\u00",
+        "[1, '2'",
+        "{k: v}",
+        "#",
+        ": ",
+        "\t",
+        "é",
+        "  ",
+        "\n",
+        "\r\n",
+        "key: \"x\" y",
+        "*",
+        "&a",
+        "!t",
+        "'",
+        "\"",
+        "]",
+        "}",
+        ",",
+    ];
+    let mut seed: u64 = 0x9e37_79b9_7f4a_7c15;
+    for _ in 0..5_000 {
+        let mut text = String::new();
+        for _ in 0..(seed % 12) {
+            seed = seed
+                .wrapping_mul(6_364_136_223_846_793_005)
+                .wrapping_add(1_442_695_040_888_963_407);
+            text.push_str(pieces[(seed >> 33) as usize % pieces.len()]);
+        }
+        seed = seed.wrapping_add(1);
+        let _ = super::yaml::parse(&text);
+        let _ = parse_skill_md(&format!("---\n{text}\n---\n"), "a");
+    }
+}
