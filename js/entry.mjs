@@ -63,4 +63,9 @@ export class ThinkAgent extends DurableObject {
   acceptMcpToolChanges(id) {
     return this.#inner.rpcCall("acceptMcpToolChanges", [id]);
   }
+
+  /** Every skill found, valid or not: `[{name, description, source, valid, error?}]`. */
+  skills() {
+    return this.#inner.rpcCall("skills", []);
+  }
 }

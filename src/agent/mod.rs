@@ -116,6 +116,8 @@ pub struct Agent {
     rt: RefCell<Runtime>,
     workspace: Rc<Workspace>,
     mcp: Option<crate::mcp::McpClient>,
+    /// The skills and what was last read of them.
+    skills: crate::skills::Skills,
 }
 
 impl Agent {
@@ -158,6 +160,7 @@ impl Agent {
         .map_err(|e| crate::platform::log(&format!("think-rs: MCP is unavailable: {e}")))
         .ok();
         let agent = Rc::new(Self {
+            skills: crate::skills::Skills::new(spec.skills.clone()),
             mcp,
             workspace,
             agent_kebab: crate::protocol::routing::camel_case_to_kebab_case(class_name),
@@ -409,10 +412,20 @@ impl Agent {
         }
     }
 
-    /// Calls a callable by name: the app's own first, then the built-in MCP ones.
+    /// `skills()`: every skill found, valid or not, after reading what changed.
+    async fn skills_report(&self) -> Value {
+        let catalog =
+            self.skills.refresh(&self.workspace, self.deps.blobs.as_deref(), self.now()).await;
+        serde_json::to_value(&catalog.reports).unwrap_or(Value::Null)
+    }
+
+    /// Calls a callable by name: the app's own first, then the built-in `skills` and MCP ones.
     pub async fn call(self: &Rc<Self>, method: &str, args: Vec<Value>) -> Result<Value, CallError> {
         if let Some(f) = self.spec.callables.get(method).cloned() {
             return f(args).await;
+        }
+        if method == "skills" {
+            return Ok(self.skills_report().await);
         }
         match self.mcp_callable(method, &args).await {
             Some(result) => result,

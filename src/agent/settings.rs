@@ -14,7 +14,8 @@
 //!   defaults);
 //! - `THINK_MESSAGE_CONCURRENCY`: `queue`, `latest`, `merge`, `drop`, `debounce[:ms]`;
 //! - `THINK_WAIT_FOR_MCP_CONNECTIONS`: `true` (Think's 10 s), a number of ms, or off;
-//! - `THINK_ALLOW_PRIVATE_NETWORK`: `true` lets run-time URLs reach private addresses.
+//! - `THINK_ALLOW_PRIVATE_NETWORK`: `true` lets run-time URLs reach private addresses;
+//! - `THINK_SKILLS_DIR`: the workspace folder of skills (an absolute path; `/skills`).
 //!
 //! A value that cannot be read is ignored with a logged reason, and the default applies, so a
 //! typo never stops the agent from starting.
@@ -110,7 +111,19 @@ pub fn read_settings_and_ai(
             false
         }
     };
+    let skills_dir = match get("THINK_SKILLS_DIR").as_deref().map(str::trim) {
+        None | Some("") => crate::skills::DEFAULT_SKILLS_DIR.to_owned(),
+        Some(dir) if dir.starts_with('/') && !dir.split('/').any(|s| s == "..") => dir.to_owned(),
+        Some(other) => {
+            ignore(
+                "THINK_SKILLS_DIR",
+                format!("expected an absolute workspace path without .., not {other:?}"),
+            );
+            crate::skills::DEFAULT_SKILLS_DIR.to_owned()
+        }
+    };
     let spec = AgentSpec::new(model)
+        .skills_dir(skills_dir)
         .approval(approval)
         .wait_for_mcp_connections(mcp_wait)
         .message_concurrency(concurrency)
@@ -389,5 +402,15 @@ mod tests {
             ignored(&[("THINK_ALLOW_PRIVATE_NETWORK", "yes please")]),
             ["THINK_ALLOW_PRIVATE_NETWORK"]
         );
+    }
+
+    #[test]
+    fn skills_dir() {
+        let dir = |v: &str| read(&[("THINK_SKILLS_DIR", v)]).0.skills.dir;
+        assert_eq!(read(&[]).0.skills.dir, "/skills");
+        assert_eq!(dir(" /team/skills "), "/team/skills");
+        assert_eq!(dir("skills"), "/skills");
+        assert_eq!(dir("/a/../b"), "/skills");
+        assert_eq!(ignored(&[("THINK_SKILLS_DIR", "skills")]), ["THINK_SKILLS_DIR"]);
     }
 }

@@ -14,6 +14,7 @@ use crate::model::workers_ai::{AiBinding, WorkersAiModel};
 use crate::model::{Model, ModelMessage};
 use crate::net::NetPolicy;
 use crate::platform::{Clock, HttpClient};
+use crate::skills::{Skill, SkillsConfig};
 use crate::tools::approval::ApprovalPolicy;
 use crate::tools::workspace::bash::BashOptions;
 use crate::tools::{ToolRef, ToolSet};
@@ -212,6 +213,8 @@ pub struct AgentSpec {
     pub(crate) bash: Option<BashOptions>,
     /// What the agent may fetch on others' word (MCP server URLs, ...).
     pub(crate) net: NetPolicy,
+    /// Where skills come from (Rust, R2, the workspace folder).
+    pub(crate) skills: SkillsConfig,
 }
 
 /// What happens to a message sent while a turn is running or queued (Think's
@@ -272,7 +275,27 @@ impl AgentSpec {
             message_concurrency: MessageConcurrency::Queue,
             bash: Some(BashOptions::default()),
             net: NetPolicy::default(),
+            skills: SkillsConfig::default(),
         }
+    }
+
+    /// Adds a skill given in Rust; it wins over R2 and workspace skills of the same name.
+    pub fn skill(mut self, skill: Skill) -> Self {
+        self.skills.rust.push(skill);
+        self
+    }
+
+    /// Reads skills from `<prefix><name>/SKILL.md` in the agent's R2 bucket; they win over
+    /// workspace skills of the same name.
+    pub fn skills_r2(mut self, prefix: impl Into<String>) -> Self {
+        self.skills.r2_prefix = Some(prefix.into());
+        self
+    }
+
+    /// The workspace folder holding one folder per skill (default `/skills`).
+    pub fn skills_dir(mut self, dir: impl Into<String>) -> Self {
+        self.skills.dir = dir.into();
+        self
     }
 
     /// Lets URLs the agent did not configure itself (MCP servers added at run time) reach

@@ -298,6 +298,10 @@ impl Agent {
                 }
             })
             .collect();
+        tools.add_layer(
+            Layer::Skill,
+            self.skills.tools(self.workspace.clone(), self.deps.bash_engine.clone()),
+        );
         if self.spec.include_mcp_tools {
             if let Some(mcp) = &self.mcp {
                 tools.add_layer(Layer::Mcp, mcp.tools());
@@ -369,6 +373,7 @@ impl Agent {
                 self.deps.tasks.spawn(Box::pin(async move { agent.restore_mcp().await }));
             }
         }
+        self.skills.refresh(&self.workspace, self.deps.blobs.as_deref(), self.now()).await;
         let tools = self.turn_tools(rpc.as_ref());
         let message_id = random_uuid(self.deps.clock.as_ref());
         let stream = Rc::new(TurnStream {
@@ -385,8 +390,9 @@ impl Agent {
         self.run_approved_tools(&tools, &*stream, &abort).await;
 
         let messages = self.history();
+        self.skills.note_activations(&messages);
         let mut ctx = TurnContext {
-            system: self.spec.system_prompt.clone(),
+            system: self.skills.system_prompt(&self.spec.system_prompt),
             messages: to_model_messages(&messages, &tools),
             tools,
             continuation: turn.continuation,
@@ -415,7 +421,9 @@ impl Agent {
             tool_choice,
             new_id: Box::new(move || format!("approval_{}", random_id(clock.as_ref(), 16))),
         };
-        let approval = |name: &str, input: &Value| self.spec.approval.needs_approval(name, input);
+        let approval = |name: &str, input: &Value| {
+            self.spec.approval.needs_approval(name, input) || self.skills.needs_approval(name)
+        };
         let outcome = engine::run(model.as_ref(), plan, &approval, &*stream, &abort).await;
         let status = match &outcome {
             TurnOutcome::Finished(reason) => {

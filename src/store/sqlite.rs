@@ -8,11 +8,21 @@ use std::cell::RefCell;
 /// An in-memory SQLite database.
 pub struct SqliteSql {
     conn: RefCell<rusqlite::Connection>,
+    /// Statements run so far: each is one JS/wasm crossing in the Durable Object.
+    statements: std::cell::Cell<usize>,
 }
 
 impl SqliteSql {
     pub fn new() -> Self {
-        Self { conn: RefCell::new(rusqlite::Connection::open_in_memory().expect("open sqlite")) }
+        Self {
+            conn: RefCell::new(rusqlite::Connection::open_in_memory().expect("open sqlite")),
+            statements: std::cell::Cell::new(0),
+        }
+    }
+
+    /// How many statements ran so far, for tests that bound the round trips of an operation.
+    pub fn statements(&self) -> usize {
+        self.statements.get()
     }
 }
 
@@ -38,6 +48,7 @@ fn sql_error(e: rusqlite::Error) -> StoreError {
 
 impl Sql for SqliteSql {
     fn exec(&self, sql: &str, params: &[SqlValue]) -> Result<Vec<Row>, StoreError> {
+        self.statements.set(self.statements.get() + 1);
         if params.len() > 100 {
             return Err(StoreError::Limit(format!("too many SQL variables: {}", params.len())));
         }
