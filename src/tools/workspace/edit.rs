@@ -26,8 +26,8 @@ struct EditTool {
 }
 
 /// Think's `createEditTool`, with the matching cascade of [`super::edit_match`]. Outputs
-/// are Think's; a fuzzy match also reports `matchLevel` (`whitespace`, `unicode` or
-/// `indentation`).
+/// are Think's; a fuzzy match also reports `matchLevel` (`whitespace`, `unicode`,
+/// `indentation` or `blank-lines`).
 pub fn edit_tool(ops: Rc<dyn EditOps>) -> ToolRef {
     let schema = json!({
         "type": "object",
@@ -54,6 +54,9 @@ pub fn ambiguity_message(level: MatchLevel, count: usize) -> String {
         MatchLevel::Indentation => {
             format!("old_string matches multiple locations ({count}) when indentation is ignored. {MORE}")
         }
+        MatchLevel::BlankLines => format!(
+            "old_string matches multiple locations ({count}) when blank lines and indentation are ignored. {MORE}"
+        ),
     }
 }
 

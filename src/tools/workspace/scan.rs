@@ -172,6 +172,11 @@ impl Literal {
         Literal { needle, fold, rare: [first, second] }
     }
 
+    /// The needle's length in bytes.
+    pub(crate) fn len(&self) -> usize {
+        self.needle.len()
+    }
+
     fn probes(&self) -> (ByteProbe, ByteProbe) {
         let [i, j] = self.rare;
         (ByteProbe::new(self.needle[i], self.fold), ByteProbe::new(self.needle[j], self.fold))
@@ -261,10 +266,7 @@ impl Literal {
 
 /// Where `needle` first occurs in `hay` (exactly), as `str::find` would say.
 pub(crate) fn find(hay: &str, needle: &str) -> Option<usize> {
-    if needle.is_empty() {
-        return Some(0);
-    }
-    Literal::new(needle.as_bytes(), false).find(hay.as_bytes(), 0)
+    memchr::memmem::find(hay.as_bytes(), needle.as_bytes())
 }
 
 #[cfg(test)]
