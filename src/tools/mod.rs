@@ -66,15 +66,40 @@ pub enum ModelOutput {
     ErrorText(String),
 }
 
+/// Most bytes of one tool output the model is sent; the rest is cut with a note. It sits
+/// above Think's own largest output (`read`: 2,000 lines of at most 2,000 characters), so
+/// Think-sized outputs pass unchanged, and it keeps a runaway tool (an MCP server, a grep
+/// over huge context) from filling the model's context and the stored transcript.
+pub const MAX_MODEL_OUTPUT_BYTES: usize = 4 * 1024 * 1024;
+
 impl ModelOutput {
-    /// The text form sent to providers whose tool messages carry a string.
+    /// The text form sent to providers whose tool messages carry a string, at most
+    /// [`MAX_MODEL_OUTPUT_BYTES`] (plus the cut note).
     pub fn to_text(&self) -> String {
-        match self {
+        let text = match self {
             ModelOutput::Text(s) => s.clone(),
             ModelOutput::ErrorText(s) => error_json(s),
             ModelOutput::Json(v) => serde_json::to_string(v).unwrap_or_default(),
-        }
+        };
+        bound_output(text, MAX_MODEL_OUTPUT_BYTES)
     }
+}
+
+/// `text` cut at a character boundary to at most `max` bytes, followed by
+/// `\n... (<size> truncated)` (the bash tool's note, e.g. `2.0 KB`) when anything was cut.
+pub fn bound_output(mut text: String, max: usize) -> String {
+    if text.len() <= max {
+        return text;
+    }
+    let mut cut = max;
+    while !text.is_char_boundary(cut) {
+        cut -= 1;
+    }
+    let dropped = text.len() - cut;
+    text.truncate(cut);
+    let size = workspace::bash::output::format_size(dropped as u64);
+    text.push_str(&format!("\n... ({size} truncated)"));
+    text
 }
 
 /// How a failure reads to the model: `{"error": text}`, as the AI SDK's OpenAI provider

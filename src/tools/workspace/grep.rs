@@ -6,9 +6,9 @@ use super::scan::Literal;
 use super::{definition, error_output, fs_err, parse_input, Int};
 use crate::tools::{Tool, ToolContext, ToolDefinition, ToolError, ToolRef};
 use async_trait::async_trait;
-use fancy_regex::{Regex, RegexBuilder};
 use serde::Deserialize;
 use serde_json::{json, Map, Value};
+use std::borrow::Cow;
 use std::rc::Rc;
 
 const DESCRIPTION: &str = "Search file contents using a regular expression or fixed string. Returns matching lines with file paths and line numbers. Searches all files matching the include glob, or all files if not specified.";
@@ -17,6 +17,11 @@ const DESCRIPTION: &str = "Search file contents using a regular expression or fi
 pub const MAX_MATCHES: usize = 200;
 /// Files larger than this are skipped (and counted in `filesSkipped`).
 pub const MAX_FILE_SIZE: u64 = 1_048_576;
+/// A line longer than this many characters is shown cut around its first match (Think's
+/// `read` cuts lines at the same length), as ripgrep's `--max-columns` does.
+pub const MAX_LINE_CHARS: usize = 2000;
+/// Characters of a cut line that are shown, around the start of its first match.
+pub const CUT_LINE_CHARS: usize = 500;
 /// Files fetched per batch read, bounded again by [`BATCH_BYTES`].
 const BATCH_FILES: usize = 99;
 const BATCH_BYTES: u64 = 4 * 1024 * 1024;
@@ -66,6 +71,49 @@ pub struct Matcher {
     kind: Kind,
 }
 
+/// A compiled regular expression: on the `regex` crate's automata when the pattern allows,
+/// on `fancy_regex`'s backtracker when it needs look-around or backreferences.
+enum Regex {
+    Plain(regex::Regex),
+    Fancy(fancy_regex::Regex),
+}
+
+impl Regex {
+    fn build(pattern: &str, fancy: bool, case_insensitive: bool) -> Option<Regex> {
+        Some(if fancy {
+            let built = fancy_regex::RegexBuilder::new(pattern)
+                .case_insensitive(case_insensitive)
+                .multi_line(true)
+                .build();
+            Regex::Fancy(built.ok()?)
+        } else {
+            let built = regex::RegexBuilder::new(pattern)
+                .case_insensitive(case_insensitive)
+                .multi_line(true)
+                .build();
+            Regex::Plain(built.ok()?)
+        })
+    }
+
+    /// Whether `text` contains a match (a backtracking limit hit counts as none).
+    fn is_match(&self, text: &str) -> bool {
+        match self {
+            Regex::Plain(r) => r.is_match(text),
+            Regex::Fancy(r) => r.is_match(text).unwrap_or(false),
+        }
+    }
+
+    /// The first match at or after `pos`, as a byte range.
+    fn find_from(&self, text: &str, pos: usize) -> Option<(usize, usize)> {
+        match self {
+            Regex::Plain(r) => r.find_at(text, pos).map(|m| (m.start(), m.end())),
+            Regex::Fancy(r) => {
+                r.find_from_pos(text, pos).ok().flatten().map(|m| (m.start(), m.end()))
+            }
+        }
+    }
+}
+
 enum Kind {
     Regex {
         regex: Regex,
@@ -94,15 +142,20 @@ impl Matcher {
         let (pattern, per_line) = if fixed {
             (regex::escape(query), false)
         } else {
-            let t = jsregex::translate(query);
+            let t = jsregex::translate(query)?;
             (t.pattern, t.context_sensitive)
         };
-        let regex = RegexBuilder::new(&pattern)
-            .case_insensitive(!case_sensitive)
-            .multi_line(true)
-            .build()
-            .ok()?;
+        let regex = Regex::build(&pattern, per_line, !case_sensitive)?;
         Some(Matcher { kind: Kind::Regex { regex, per_line } })
+    }
+
+    /// The byte range of the first match in one line.
+    pub(crate) fn find_in_line(&self, line: &str) -> Option<(usize, usize)> {
+        match &self.kind {
+            Kind::Never => None,
+            Kind::Literal(f) => f.find(line.as_bytes(), 0).map(|at| (at, at + f.len())),
+            Kind::Regex { regex, .. } => regex.find_from(line, 0),
+        }
     }
 
     /// Zero-based numbers of the lines (split on `\n`) that contain a match, at most `max`.
@@ -115,7 +168,7 @@ impl Matcher {
             Kind::Never => return out,
             Kind::Regex { regex, per_line: true } => {
                 for (i, line) in content.split('\n').enumerate() {
-                    if regex.is_match(line).unwrap_or(false) {
+                    if regex.is_match(line) {
                         out.push(i);
                         if out.len() >= max {
                             break;
@@ -136,7 +189,7 @@ impl Matcher {
         while pos <= content.len() {
             let start = match (&self.kind, regex) {
                 (Kind::Literal(f), _) => f.find(bytes, pos),
-                (_, Some(re)) => re.find_from_pos(content, pos).ok().flatten().map(|m| m.start()),
+                (_, Some(re)) => re.find_from(content, pos).map(|m| m.0),
                 _ => None,
             };
             let Some(start) = start else { break };
@@ -147,7 +200,7 @@ impl Matcher {
             line_no += bytecount::count(&bytes[counted_to..line_start], b'\n');
             counted_to = line_start;
             let confirmed = match regex {
-                Some(re) => re.is_match(&content[line_start..line_end]).unwrap_or(false),
+                Some(re) => re.is_match(&content[line_start..line_end]),
                 None => true,
             };
             if confirmed {
@@ -238,7 +291,7 @@ impl Tool for GrepTool {
                     }
                     with_matches += 1;
                     total += hits.len();
-                    push_matches(&mut matches, &f.path, &content, &hits, ctx);
+                    push_matches(&mut matches, &matcher, &f.path, &content, &hits, ctx);
                 }
                 k = j;
             }
@@ -274,24 +327,61 @@ impl Tool for GrepTool {
 }
 
 /// Appends the matches of one file: `path:line: text`, or `{file, line, context}` objects
-/// with `contextLines` around each hit.
-fn push_matches(matches: &mut Vec<Value>, path: &str, content: &str, hits: &[usize], ctx: usize) {
+/// with `contextLines` around each hit. Lines over [`MAX_LINE_CHARS`] are cut (see
+/// [`cut_line`]).
+fn push_matches(
+    matches: &mut Vec<Value>,
+    matcher: &Matcher,
+    path: &str,
+    content: &str,
+    hits: &[usize],
+    ctx: usize,
+) {
     let lines: Vec<&str> = content.split('\n').collect();
+    let shown = |k: usize, hit: bool| {
+        let line = lines[k];
+        if line.len() <= MAX_LINE_CHARS {
+            return Cow::Borrowed(line);
+        }
+        cut_line(line, if hit { matcher.find_in_line(line) } else { None })
+    };
     for &n in hits {
-        let text = lines.get(n).copied().unwrap_or("");
+        if n >= lines.len() {
+            continue;
+        }
         if ctx == 0 {
-            matches.push(Value::String(format!("{}:{}: {}", path, n + 1, text)));
+            matches.push(Value::String(format!("{}:{}: {}", path, n + 1, shown(n, true))));
             continue;
         }
         let start = n.saturating_sub(ctx);
         let end = (n + ctx + 1).min(lines.len());
         let context: Vec<String> = (start..end)
-            .map(|k| format!("{} {}\t{}", if k == n { ">" } else { " " }, k + 1, lines[k]))
+            .map(|k| format!("{} {}\t{}", if k == n { ">" } else { " " }, k + 1, shown(k, k == n)))
             .collect();
-        let mut o = Map::new();
-        o.insert("file".into(), json!(path));
-        o.insert("line".into(), json!(n + 1));
-        o.insert("context".into(), json!(context.join("\n")));
-        matches.push(Value::Object(o));
+        matches.push(json!({"file": path, "line": n + 1, "context": context.join("\n")}));
     }
+}
+
+/// A line of more than [`MAX_LINE_CHARS`] characters cut to [`CUT_LINE_CHARS`] around the
+/// start of `hit` (its start when there is none), each cut side marked with the number of
+/// characters left out: `[… 1200 characters cut] …text… [… 998300 characters cut]`.
+fn cut_line(line: &str, hit: Option<(usize, usize)>) -> Cow<'_, str> {
+    let total = line.chars().count();
+    if total <= MAX_LINE_CHARS {
+        return Cow::Borrowed(line);
+    }
+    let hit_char = hit.map_or(0, |(at, _)| line[..at].chars().count());
+    let first = hit_char.saturating_sub(CUT_LINE_CHARS / 4).min(total - CUT_LINE_CHARS);
+    let byte_at = |c: usize| line.char_indices().nth(c).map_or(line.len(), |(i, _)| i);
+    let (from, to) = (byte_at(first), byte_at(first + CUT_LINE_CHARS));
+    let mut out = String::with_capacity(CUT_LINE_CHARS * 4 + 64);
+    if first > 0 {
+        out.push_str(&format!("[… {first} characters cut] "));
+    }
+    out.push_str(&line[from..to]);
+    let after = total - first - CUT_LINE_CHARS;
+    if after > 0 {
+        out.push_str(&format!(" [… {after} characters cut]"));
+    }
+    Cow::Owned(out)
 }

@@ -13,23 +13,92 @@
 /// A pattern ready for `fancy_regex`.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Translated {
+    /// The pattern, for the `regex` crate unless `context_sensitive`.
     pub pattern: String,
     /// The pattern uses look-around or backreferences, whose result can depend on text
-    /// outside the current line, so it must be run line by line.
+    /// outside the current line, so it must be run line by line, with `fancy_regex`.
     pub context_sensitive: bool,
 }
 
+/// JS's `\b` (an ASCII word boundary) for `fancy_regex`.
+const WORD_BOUNDARY: &str =
+    "(?:(?<=[A-Za-z0-9_])(?![A-Za-z0-9_])|(?<![A-Za-z0-9_])(?=[A-Za-z0-9_]))";
+/// JS's `\B` (no ASCII word boundary), which the `regex` crate cannot express on `str`.
+const NOT_WORD_BOUNDARY: &str =
+    "(?:(?<=[A-Za-z0-9_])(?=[A-Za-z0-9_])|(?<![A-Za-z0-9_])(?![A-Za-z0-9_]))";
 const ASCII_DIGIT: &str = "0-9";
 const ASCII_WORD: &str = "A-Za-z0-9_";
+/// JS's `\s`: WhiteSpace and LineTerminator (ECMA-262 §22.2.2.9), which differs from
+/// Unicode's White_Space that Rust's `\s` follows (U+FEFF is in, U+0085 is out).
+const JS_SPACE: &str =
+    "\\t\\n\\x0B\\x0C\\r \\x{A0}\\x{1680}\\x{2000}-\\x{200A}\\x{2028}\\x{2029}\\x{202F}\\x{205F}\\x{3000}\\x{FEFF}";
 
-/// Rewrites `js` for `fancy_regex`. Invalid input is passed through so that compiling it
-/// reports the error.
-pub fn translate(js: &str) -> Translated {
+/// The members of a class escape (`\d`, `\w`, `\s`) and whether it is negated (`\D`,
+/// `\W`, `\S`), or `None` for another escape.
+fn class_escape(e: char) -> Option<(&'static str, bool)> {
+    match e {
+        'd' => Some((ASCII_DIGIT, false)),
+        'D' => Some((ASCII_DIGIT, true)),
+        'w' => Some((ASCII_WORD, false)),
+        'W' => Some((ASCII_WORD, true)),
+        's' => Some((JS_SPACE, false)),
+        'S' => Some((JS_SPACE, true)),
+        _ => None,
+    }
+}
+
+/// Rewrites `js` for `fancy_regex`; `None` when JS rejects a pattern that Rust would
+/// accept (bounds out of order, a duplicate group name). Other invalid input is passed
+/// through so that compiling it reports the error.
+pub fn translate(js: &str) -> Option<Translated> {
+    if duplicate_group_names(js) {
+        return None;
+    }
+    let plain = translate_for(js, false)?;
+    if plain.context_sensitive {
+        translate_for(js, true)
+    } else {
+        Some(plain)
+    }
+}
+
+/// The kind of the previous token, for quantifier checks.
+#[derive(Clone, Copy, PartialEq)]
+enum Last {
+    Atom,
+    /// `(` or `|`, after which `?` is group syntax, not a quantifier.
+    Open,
+    Quantifier,
+    /// A quantifier made lazy by `?`.
+    Lazy,
+}
+
+/// The translation for the `regex` crate (`fancy` false: `\b` is `(?-u:\b)`) or for
+/// `fancy_regex`, whose parser rejects that and gets a look-around instead.
+fn translate_for(js: &str, fancy: bool) -> Option<Translated> {
     let c: Vec<char> = js.chars().collect();
     let mut out = String::with_capacity(js.len() + 8);
     let mut context_sensitive = false;
     let mut i = 0;
+    // What the previous token was, to reject a quantifier on a quantifier as JS does
+    // (`a**`, `a+{2}`) while `a*?` stays lazy; the `regex` crate would accept them.
+    let mut last = Last::Atom;
     while i < c.len() {
+        let is_quantifier = match c[i] {
+            '*' | '+' => true,
+            '?' => last != Last::Open,
+            '{' => quantifier_end(&c, i).is_some(),
+            _ => false,
+        };
+        if is_quantifier && (last == Last::Lazy || (last == Last::Quantifier && c[i] != '?')) {
+            return None;
+        }
+        last = match (c[i], last) {
+            ('?', Last::Quantifier) => Last::Lazy,
+            ('(' | '|', _) => Last::Open,
+            _ if is_quantifier => Last::Quantifier,
+            _ => Last::Atom,
+        };
         match c[i] {
             '\\' => {
                 i += 1;
@@ -37,11 +106,21 @@ pub fn translate(js: &str) -> Translated {
                     out.push('\\');
                     break;
                 };
+                if let Some((members, negated)) = class_escape(e) {
+                    out.push_str(if negated { "[^" } else { "[" });
+                    out.push_str(members);
+                    out.push(']');
+                    i += 1;
+                    continue;
+                }
                 match e {
-                    'd' => out.push_str("[0-9]"),
-                    'D' => out.push_str("[^0-9]"),
-                    'w' => out.push_str("[A-Za-z0-9_]"),
-                    'W' => out.push_str("[^A-Za-z0-9_]"),
+                    // JS word boundaries look at ASCII word characters only.
+                    'b' if fancy => out.push_str(WORD_BOUNDARY),
+                    'b' => out.push_str("(?-u:\\b)"),
+                    'B' => {
+                        context_sensitive = true;
+                        out.push_str(NOT_WORD_BOUNDARY);
+                    }
                     '1'..='9' | 'k' => {
                         context_sensitive = true;
                         out.push('\\');
@@ -69,6 +148,7 @@ pub fn translate(js: &str) -> Translated {
                 i += 1;
             }
             '{' => match quantifier_end(&c, i) {
+                Some(end) if !quantifier_in_order(&c[i + 1..end]) => return None,
                 Some(end) => {
                     out.extend(&c[i..=end]);
                     i = end + 1;
@@ -92,7 +172,7 @@ pub fn translate(js: &str) -> Translated {
             }
         }
     }
-    Translated { pattern: out, context_sensitive }
+    Some(Translated { pattern: out, context_sensitive })
 }
 
 /// Emits the escape whose letter is at `c[i]`, returning the index of its last character.
@@ -155,11 +235,32 @@ fn class(c: &[char], open: usize, out: &mut String) -> usize {
             '\\' => {
                 i += 1;
                 let Some(&e) = c.get(i) else { break };
-                match e {
-                    'd' => out.push_str(ASCII_DIGIT),
-                    'w' => out.push_str(ASCII_WORD),
-                    _ => i = escape(c, i, out, true),
+                match class_escape(e) {
+                    // A negated escape inside a class is a nested negated class (Rust
+                    // classes nest and union): `[\D]` is `[[^0-9]]`, `[^\S]` `[^[^…]]`.
+                    Some((members, true)) => {
+                        out.push_str("[^");
+                        out.push_str(members);
+                        out.push(']');
+                    }
+                    Some((members, false)) => out.push_str(members),
+                    None => i = escape(c, i, out, true),
                 }
+                // JS (Annex B) reads a `-` next to a class escape literally; Rust would
+                // take it for a range.
+                if class_escape(e).is_some()
+                    && c.get(i + 1) == Some(&'-')
+                    && c.get(i + 2) != Some(&']')
+                {
+                    out.push_str("\\-");
+                    i += 1;
+                }
+                i += 1;
+            }
+            '-' if c.get(i + 1) == Some(&'\\')
+                && c.get(i + 2).is_some_and(|&e| class_escape(e).is_some()) =>
+            {
+                out.push_str("\\-");
                 i += 1;
             }
             '[' | '&' | '~' => {
@@ -167,9 +268,16 @@ fn class(c: &[char], open: usize, out: &mut String) -> usize {
                 out.push(c[i]);
                 i += 1;
             }
+            // `--` is Rust's set difference; in JS the second `-` ends a range (or, at the
+            // start of the class, the first is a literal).
             '-' if c.get(i + 1) == Some(&'-') => {
-                out.push_str("\\-");
-                i += 1;
+                if out.ends_with('[') || out.ends_with("[^") {
+                    out.push_str("\\-");
+                    i += 1;
+                } else {
+                    out.push_str("-\\-");
+                    i += 2;
+                }
             }
             ch => {
                 out.push(ch);
@@ -179,6 +287,38 @@ fn class(c: &[char], open: usize, out: &mut String) -> usize {
     }
     // Unterminated: leave it to the compiler to reject.
     i
+}
+
+/// Whether the bounds of `{n,m}` (the text between the braces) are in order, which JS
+/// requires and Rust does not.
+fn quantifier_in_order(bounds: &[char]) -> bool {
+    let text: String = bounds.iter().collect();
+    match text.split_once(',') {
+        Some((n, m)) if !m.is_empty() => match (n.parse::<u64>(), m.parse::<u64>()) {
+            (Ok(n), Ok(m)) => n <= m,
+            _ => true,
+        },
+        _ => true,
+    }
+}
+
+/// Whether two named groups share a name, which JS rejects (outside alternatives, which
+/// the translation does not tell apart) and `fancy_regex` accepts.
+fn duplicate_group_names(js: &str) -> bool {
+    let mut names: Vec<&str> = Vec::new();
+    let mut rest = js;
+    while let Some(at) = rest.find("(?<") {
+        rest = &rest[at + 3..];
+        if rest.starts_with('=') || rest.starts_with('!') {
+            continue;
+        }
+        let Some(end) = rest.find('>') else { break };
+        if names.contains(&&rest[..end]) {
+            return true;
+        }
+        names.push(&rest[..end]);
+    }
+    false
 }
 
 /// The index of the `}` closing a `{n}`, `{n,}` or `{n,m}` quantifier starting at `open`.
@@ -205,12 +345,9 @@ fn quantifier_end(c: &[char], open: usize) -> Option<usize> {
 mod tests {
     use super::*;
 
-    fn compile(js: &str) -> fancy_regex::Regex {
-        fancy_regex::Regex::new(&translate(js).pattern).expect(js)
-    }
-
     fn m(js: &str, s: &str) -> bool {
-        compile(js).is_match(s).unwrap()
+        let matcher = super::super::grep::Matcher::new(js, false, true).expect(js);
+        !matcher.matching_lines(s, 1).is_empty()
     }
 
     #[test]
@@ -249,20 +386,111 @@ mod tests {
 
     #[test]
     fn lookaround_and_backrefs_are_supported() {
-        let t = translate("foo(?=bar)");
+        let t = translate("foo(?=bar)").unwrap();
         assert!(t.context_sensitive);
         assert!(m("foo(?=bar)", "foobar"));
         assert!(!m("foo(?=bar)", "foobaz"));
         assert!(m("(?<=\\$)\\d+", "cost $42"));
         assert!(m("(\\w)\\1", "hello"));
         assert!(m("(?<q>['\"]).*\\k<q>", "say 'hi'"));
-        assert!(!translate("a|b").context_sensitive);
+        assert!(!translate("a|b").unwrap().context_sensitive);
     }
 
     #[test]
     fn invalid_patterns_stay_invalid() {
-        for bad in ["(", "a)", "[a", "*a", "a**", "\\"] {
-            assert!(fancy_regex::Regex::new(&translate(bad).pattern).is_err(), "{bad}");
+        for bad in ["(", "a)", "[a", "*a", "a**", "\\", "a{2,1}", "(?<n>a)(?<n>b)"] {
+            assert!(super::super::grep::Matcher::new(bad, false, true).is_none(), "{bad}");
         }
+    }
+}
+
+#[cfg(test)]
+mod corpus {
+    use super::*;
+    use serde_json::Value;
+
+    #[derive(serde::Deserialize)]
+    struct Corpus {
+        cases: Vec<Case>,
+    }
+
+    #[derive(serde::Deserialize)]
+    struct Case {
+        pattern: String,
+        flags: String,
+        inputs: Vec<String>,
+        js: Value,
+    }
+
+    /// Inputs on which the translation knowingly differs from JS (for the given flags), and
+    /// why. Each must still differ somewhere, or the entry is stale.
+    const KNOWN: &[(&str, &str, &str)] = &[
+        ("\u{212A}", "gi", "Rust folds KELVIN SIGN to k; JS without the u flag does not"),
+        ("\u{17F}", "gi", "Rust folds LONG S to s; JS without the u flag does not"),
+        ("STRA\u{1E9E}E", "gi", "Rust folds ẞ to ß; JS without the u flag does not"),
+        ("a\u{1F600}b", "gi", "an astral character is one character in Rust, two code units in JS"),
+        ("\u{1F600}", "g", "an astral character is one character in Rust, two code units in JS"),
+    ];
+
+    /// Our first match per input, or "SyntaxError", in the corpus's `js` shape.
+    fn ours(case: &Case) -> Value {
+        let insensitive = case.flags.contains('i');
+        let matcher = super::super::grep::Matcher::new(&case.pattern, false, !insensitive);
+        let Some(matcher) = matcher else {
+            return Value::from("SyntaxError");
+        };
+        let results = case.inputs.iter().map(|s| {
+            let found = matcher.find_in_line(s).map(|(a, b)| s[a..b].to_owned());
+            // grep's own path must agree on whether the line matches.
+            assert_eq!(
+                !matcher.matching_lines(s, 1).is_empty(),
+                found.is_some(),
+                "{} on {s:?}",
+                case.pattern
+            );
+            found.map_or(Value::Null, Value::from)
+        });
+        Value::Array(results.collect())
+    }
+
+    #[test]
+    fn regex_corpus() {
+        let corpus: Corpus =
+            serde_json::from_str(include_str!("../../../tests/regex-corpus/cases.json")).unwrap();
+        assert!(corpus.cases.len() >= 100);
+        let mut unknown = Vec::new();
+        let mut seen = vec![false; KNOWN.len()];
+        for case in &corpus.cases {
+            let got = ours(case);
+            if got == case.js {
+                continue;
+            }
+            if !got.is_array() || !case.js.is_array() {
+                unknown
+                    .push(format!("/{}/{}: js {} ours {got}", case.pattern, case.flags, case.js));
+                continue;
+            }
+            for (k, input) in case.inputs.iter().enumerate() {
+                if got[k] == case.js[k] {
+                    continue;
+                }
+                match KNOWN.iter().position(|(s, f, _)| s == input && *f == case.flags) {
+                    Some(n) => seen[n] = true,
+                    None => unknown.push(format!(
+                        "/{}/{} on {input:?}: js {} ours {}",
+                        case.pattern, case.flags, case.js[k], got[k]
+                    )),
+                }
+            }
+        }
+        assert!(
+            unknown.is_empty(),
+            "{} results differ from JS:\n{}",
+            unknown.len(),
+            unknown.join("\n")
+        );
+        let stale: Vec<&str> =
+            KNOWN.iter().zip(&seen).filter(|(_, s)| !**s).map(|(k, _)| k.0).collect();
+        assert!(stale.is_empty(), "known differences that went away: {stale:?}");
     }
 }

@@ -584,6 +584,7 @@ struct Case {
     new_string: String,
     expected: Option<String>,
     expected_error: Option<String>,
+    expected_hint: Option<String>,
 }
 
 /// The error kind an edit error message names (shared with bench/edit-corpus/run.mjs).
@@ -623,7 +624,11 @@ fn edit_corpus() {
                 now.as_deref() == Some(expected.as_str())
             }
             (Ok(v), None, Some(kind)) => match v.get("error").and_then(Value::as_str) {
-                Some(msg) => error_kind(msg) == kind && now == case.file,
+                Some(msg) => {
+                    error_kind(msg) == kind
+                        && now == case.file
+                        && case.expected_hint.as_ref().is_none_or(|h| msg.contains(h.as_str()))
+                }
                 None => false,
             },
             _ => false,
@@ -743,4 +748,42 @@ fn statements_per_operation_stay_minimal() {
     // of the three directories, the write.
     assert_eq!(statements(&|| put(&ws, "/new/deep/dir/x.txt", "x")), 4);
     assert_eq!(statements(&|| put(&ws, "/new/deep/dir/y.txt", "y")), 1);
+}
+
+#[test]
+fn grep_cuts_long_lines_around_the_match() {
+    let ws = ws();
+    let long = format!("{}NEEDLE{}", "a".repeat(600_000), "b".repeat(400_000));
+    put(&ws, "/big.txt", &format!("short NEEDLE line\n{long}\nafter\n"));
+    let grep = grep_tool(ws.clone());
+    let out = ok(&grep, json!({"query": "needle"}));
+    let matches = out["matches"].as_array().unwrap();
+    assert_eq!(matches[0], json!("/big.txt:1: short NEEDLE line"), "short lines stay whole");
+    let cut = matches[1].as_str().unwrap();
+    assert!(cut.len() < 1_000, "{} bytes", cut.len());
+    assert!(cut.starts_with("/big.txt:2: [… 599875 characters cut] aaa"), "{}", &cut[..60]);
+    assert!(cut.contains("aNEEDLEb"), "the match is shown");
+    assert!(cut.ends_with("bbb [… 399631 characters cut]"), "{}", &cut[cut.len() - 60..]);
+    // A regex match and a context line (no match of its own: cut from its start).
+    put(&ws, "/ctx.txt", &format!("{}\nkey = 1\n", "z".repeat(5_000)));
+    let out = ok(&grep, json!({"query": "key\\s=", "include": "/ctx.txt", "contextLines": 1}));
+    let context = out["matches"][0]["context"].as_str().unwrap();
+    assert_eq!(
+        context,
+        format!("  1\t{} [… 4500 characters cut]\n> 2\tkey = 1\n  3\t", "z".repeat(500))
+    );
+    // A line of exactly MAX_LINE_CHARS is shown whole.
+    put(&ws, "/edge.txt", &format!("x{}", "y".repeat(grep::MAX_LINE_CHARS - 1)));
+    let out = ok(&grep, json!({"query": "x", "include": "/edge.txt"}));
+    assert_eq!(out["matches"][0].as_str().unwrap().len(), "/edge.txt:1: ".len() + 2000);
+}
+
+#[test]
+fn model_output_is_bounded() {
+    let big = ModelOutput::Text("é".repeat(crate::tools::MAX_MODEL_OUTPUT_BYTES));
+    let text = big.to_text();
+    assert!(text.len() <= crate::tools::MAX_MODEL_OUTPUT_BYTES + 40);
+    assert!(text.ends_with("\n... (4.0 MB truncated)"), "{}", &text[text.len() - 40..]);
+    let small = ModelOutput::Json(json!({"a": 1}));
+    assert_eq!(small.to_text(), r#"{"a":1}"#);
 }
