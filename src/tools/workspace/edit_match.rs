@@ -942,13 +942,8 @@ mod tests {
         assert_eq!(r, EditResult::NotFound { hint: None });
     }
 
-    /// Runs `f`, failing when it takes longer than `secs` (a debug build on a shared core).
     fn within<T>(secs: f64, what: &str, f: impl FnOnce() -> T) -> T {
-        let t = std::time::Instant::now();
-        let out = f();
-        let took = t.elapsed().as_secs_f64();
-        assert!(took < secs, "{what} took {took:.2} s (bound {secs} s)");
-        out
+        super::super::time_bound::within(secs, what, f).0
     }
 
     #[test]

@@ -343,7 +343,7 @@ fn quantifier_end(c: &[char], open: usize) -> Option<usize> {
 
 #[cfg(test)]
 mod tests {
-    use super::*;
+    use super::translate;
 
     fn m(js: &str, s: &str) -> bool {
         let matcher = super::super::grep::Matcher::new(js, false, true).expect(js);
@@ -406,7 +406,6 @@ mod tests {
 
 #[cfg(test)]
 mod corpus {
-    use super::*;
     use serde_json::Value;
 
     #[derive(serde::Deserialize)]

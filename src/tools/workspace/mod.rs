@@ -21,6 +21,8 @@ mod write;
 
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod time_bound;
 
 pub use delete::delete_tool;
 pub use edit::edit_tool;

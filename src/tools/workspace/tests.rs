@@ -27,60 +27,17 @@ fn put(ws: &Workspace, path: &str, content: &str) {
     block_on(ws.write_file(path, content, "text/plain")).unwrap();
 }
 
-/// Think 0.16's input schemas, as its AI SDK tools serialize them (without `$schema`).
-const THINK_SCHEMAS: &[(&str, &str)] = &[
-    (
-        "read",
-        r#"{"type":"object","properties":{"path":{"type":"string","description":"Absolute path to the file"},"offset":{"description":"1-indexed line number to start reading from","type":"integer","minimum":1,"maximum":9007199254740991},"limit":{"description":"Number of lines to read","type":"integer","minimum":1,"maximum":9007199254740991}},"required":["path"],"additionalProperties":false}"#,
-    ),
-    (
-        "write",
-        r#"{"type":"object","properties":{"path":{"type":"string","description":"Absolute path to the file"},"content":{"type":"string","description":"Content to write to the file"}},"required":["path","content"],"additionalProperties":false}"#,
-    ),
-    (
-        "edit",
-        r#"{"type":"object","properties":{"path":{"type":"string","description":"Absolute path to the file"},"old_string":{"type":"string","description":"Exact text to find and replace. Empty string to create a new file."},"new_string":{"type":"string","description":"Replacement text"}},"required":["path","old_string","new_string"],"additionalProperties":false}"#,
-    ),
-    (
-        "list",
-        r#"{"type":"object","properties":{"path":{"default":"/","description":"Absolute path to the directory to list","type":"string"},"limit":{"description":"Maximum number of entries to return (default: 200)","type":"integer","minimum":1,"maximum":1000},"offset":{"description":"Number of entries to skip (for pagination)","type":"integer","minimum":0,"maximum":9007199254740991}},"additionalProperties":false}"#,
-    ),
-    (
-        "find",
-        r#"{"type":"object","properties":{"pattern":{"type":"string","description":"Glob pattern to match (e.g. \"**/*.ts\", \"src/**/*.test.ts\", \"*.md\")"}},"required":["pattern"],"additionalProperties":false}"#,
-    ),
-    (
-        "grep",
-        r#"{"type":"object","properties":{"query":{"type":"string","description":"Search pattern (regex or fixed string)"},"include":{"description":"Glob pattern to filter files (e.g. \"**/*.ts\"). Defaults to \"**/*\"","type":"string"},"fixedString":{"description":"If true, treat query as a literal string instead of regex","type":"boolean"},"caseSensitive":{"description":"If true, search is case-sensitive (default: false)","type":"boolean"},"contextLines":{"description":"Number of context lines around each match (default: 0)","type":"integer","minimum":0,"maximum":10}},"required":["query"],"additionalProperties":false}"#,
-    ),
-    (
-        "delete",
-        r#"{"type":"object","properties":{"path":{"type":"string","description":"Absolute path to the file or directory"},"recursive":{"description":"If true, remove directories and their contents recursively","type":"boolean"}},"required":["path"],"additionalProperties":false}"#,
-    ),
-];
-
+/// The definitions' text and schemas are compared with Think's own, generated from the pinned
+/// package at test time, by tests/tool-schemas.test.mjs; here: the order, and that every
+/// schema compiles for input validation.
 #[test]
-fn definitions_match_think_byte_for_byte() {
+fn definitions_are_in_thinks_order_and_compile() {
     let tools = workspace_tools(ws(), WorkspaceToolsOptions::default());
     let names: Vec<&str> = tools.iter().map(|t| t.definition().name.as_str()).collect();
     assert_eq!(names, ["read", "write", "edit", "list", "find", "grep", "delete"]);
-    for (tool, (name, schema)) in tools.iter().zip(THINK_SCHEMAS) {
-        assert_eq!(&tool.definition().name, name);
-        assert_eq!(
-            serde_json::to_string(&tool.definition().input_schema).unwrap(),
-            *schema,
-            "{name}"
-        );
+    for tool in &tools {
         crate::tools::schema::InputValidator::new(&tool.definition().input_schema).unwrap();
     }
-    assert!(tools[0]
-        .definition()
-        .description
-        .starts_with("Read a workspace file. Text files return line-numbered content."));
-    assert_eq!(
-        tools[6].definition().description,
-        "Delete a file or directory. Set recursive to true to remove non-empty directories."
-    );
 }
 
 #[test]

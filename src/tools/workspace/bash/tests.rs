@@ -539,22 +539,17 @@ fn options_deserialize_from_think_config() {
     assert!(serde_json::from_value::<BashOptions>(json!({"timeoutMs": 5})).is_err());
 }
 
+/// The name, description and schema are compared with Think's own (generated from the
+/// pinned package at test time) by tests/tool-schemas.test.mjs; here: the schema compiles.
 #[test]
-fn tool_definition_matches_think() {
+fn tool_schema_compiles() {
     let tool = bash_tool(
         Rc::new(MemFs::with(&[], &[])),
         Rc::new(FakeEngine::new(|_| (String::new(), 0))),
         BashOptions::default(),
     );
-    let def = tool.definition();
-    assert_eq!(def.name, "bash");
-    assert_eq!(def.description, DESCRIPTION);
-    // Think 0.16's Zod schema as the AI SDK serializes it (`asSchema(tool.inputSchema)`).
-    assert_eq!(
-        serde_json::to_string(&def.input_schema).unwrap(),
-        r#"{"type":"object","properties":{"script":{"type":"string","description":"Bash script to run"},"cwd":{"description":"Working directory for the script. Defaults to / (the workspace root)","type":"string"}},"required":["script"],"additionalProperties":false}"#
-    );
-    crate::tools::schema::InputValidator::new(&def.input_schema).unwrap();
+    assert_eq!(tool.definition().name, "bash");
+    crate::tools::schema::InputValidator::new(&tool.definition().input_schema).unwrap();
 }
 
 #[test]
