@@ -943,7 +943,7 @@ mod tests {
     }
 
     fn within<T>(secs: f64, what: &str, f: impl FnOnce() -> T) -> T {
-        super::super::time_bound::within(secs, what, f).0
+        super::super::bounds::within(secs, what, f).0
     }
 
     #[test]

@@ -69,7 +69,18 @@ pub fn grep_tool(ops: Rc<dyn GrepOps>) -> ToolRef {
 /// A compiled search.
 pub struct Matcher {
     kind: Kind,
+    /// Lines on which a backtracking pattern gave up (see [`BACKTRACK_LIMIT`]).
+    gave_up: std::cell::Cell<usize>,
 }
+
+/// Backtracking steps a pattern with look-around or backreferences may take on one line
+/// (`fancy_regex`'s default is 1,000,000); a line that needs more counts as no match.
+pub const BACKTRACK_LIMIT: usize = 100_000;
+/// Lines that may exceed [`BACKTRACK_LIMIT`] in one search before the search stops, so a
+/// catastrophic pattern costs at most this many limits in all.
+pub const MAX_GIVE_UPS: usize = 16;
+/// The note a search stopped by [`MAX_GIVE_UPS`] carries.
+pub const GAVE_UP_NOTE: &str = "The search stopped early: the regular expression backtracked too much on several lines. Simplify it (avoid nested quantifiers such as (a+)+).";
 
 /// A compiled regular expression: on the `regex` crate's automata when the pattern allows,
 /// on `fancy_regex`'s backtracker when it needs look-around or backreferences.
@@ -82,6 +93,7 @@ impl Regex {
     fn build(pattern: &str, fancy: bool, case_insensitive: bool) -> Option<Regex> {
         Some(if fancy {
             let built = fancy_regex::RegexBuilder::new(pattern)
+                .backtrack_limit(BACKTRACK_LIMIT)
                 .case_insensitive(case_insensitive)
                 .multi_line(true)
                 .build();
@@ -95,11 +107,11 @@ impl Regex {
         })
     }
 
-    /// Whether `text` contains a match (a backtracking limit hit counts as none).
-    fn is_match(&self, text: &str) -> bool {
+    /// Whether `text` contains a match; `None` when the backtracking limit was hit.
+    fn is_match(&self, text: &str) -> Option<bool> {
         match self {
-            Regex::Plain(r) => r.is_match(text),
-            Regex::Fancy(r) => r.is_match(text).unwrap_or(false),
+            Regex::Plain(r) => Some(r.is_match(text)),
+            Regex::Fancy(r) => r.is_match(text).ok(),
         }
     }
 
@@ -119,6 +131,9 @@ enum Kind {
         regex: Regex,
         /// Look-around or backreferences: run per line instead of over the whole file.
         per_line: bool,
+        /// For a per-line pattern, a plain pattern matching at least its lines, which finds
+        /// the candidate lines over the whole file.
+        prefilter: Option<regex::Regex>,
     },
     /// A fixed string, compared bytewise: several times faster than a regex.
     Literal(Literal),
@@ -127,26 +142,49 @@ enum Kind {
 }
 
 impl Matcher {
+    fn of(kind: Kind) -> Matcher {
+        Matcher { kind, gave_up: std::cell::Cell::new(0) }
+    }
+
+    /// Whether the search stopped because the pattern backtracked too much.
+    pub fn gave_up(&self) -> bool {
+        self.gave_up.get() >= MAX_GIVE_UPS
+    }
+
+    /// Whether `text` matches, counting a backtracking limit hit.
+    fn regex_match(&self, regex: &Regex, text: &str) -> bool {
+        match regex.is_match(text) {
+            Some(found) => found,
+            None => {
+                self.gave_up.set(self.gave_up.get() + 1);
+                false
+            }
+        }
+    }
     /// Compiles `query` as Think would (`new RegExp(q, caseSensitive ? "g" : "gi")`);
     /// `None` when it is not a valid pattern.
     pub fn new(query: &str, fixed: bool, case_sensitive: bool) -> Option<Matcher> {
         if fixed && query.contains('\n') {
-            return Some(Matcher { kind: Kind::Never });
+            return Some(Matcher::of(Kind::Never));
         }
         // Case-insensitive JS matching of an ASCII pattern is ASCII case folding exactly;
         // other case-insensitive strings go to the (Unicode-folding) regex.
         if fixed && !query.is_empty() && (case_sensitive || query.is_ascii()) {
             let literal = Literal::new(query.as_bytes(), !case_sensitive);
-            return Some(Matcher { kind: Kind::Literal(literal) });
+            return Some(Matcher::of(Kind::Literal(literal)));
         }
-        let (pattern, per_line) = if fixed {
-            (regex::escape(query), false)
+        let (pattern, per_line, prefilter) = if fixed {
+            (regex::escape(query), false, None)
         } else {
             let t = jsregex::translate(query)?;
-            (t.pattern, t.context_sensitive)
+            (t.pattern, t.context_sensitive, t.prefilter)
         };
         let regex = Regex::build(&pattern, per_line, !case_sensitive)?;
-        Some(Matcher { kind: Kind::Regex { regex, per_line } })
+        let prefilter = prefilter.and_then(|p| match Regex::build(&p, false, !case_sensitive) {
+            Some(Regex::Plain(r)) => Some(r),
+            _ => None,
+        });
+        Some(Matcher::of(Kind::Regex { regex, per_line, prefilter }))
     }
 
     /// The byte range of the first match in one line.
@@ -166,9 +204,12 @@ impl Matcher {
         }
         let regex = match &self.kind {
             Kind::Never => return out,
-            Kind::Regex { regex, per_line: true } => {
+            Kind::Regex { regex, per_line: true, prefilter: None } => {
                 for (i, line) in content.split('\n').enumerate() {
-                    if regex.is_match(line) {
+                    if self.gave_up() {
+                        break;
+                    }
+                    if self.regex_match(regex, line) {
                         out.push(i);
                         if out.len() >= max {
                             break;
@@ -186,9 +227,12 @@ impl Matcher {
         let mut pos = 0;
         let mut line_no = 0;
         let mut counted_to = 0;
-        while pos <= content.len() {
+        while pos <= content.len() && !self.gave_up() {
             let start = match (&self.kind, regex) {
                 (Kind::Literal(f), _) => f.find(bytes, pos),
+                (Kind::Regex { prefilter: Some(pf), .. }, _) => {
+                    pf.find_at(content, pos).map(|m| m.start())
+                }
                 (_, Some(re)) => re.find_from(content, pos).map(|m| m.0),
                 _ => None,
             };
@@ -200,7 +244,7 @@ impl Matcher {
             line_no += bytecount::count(&bytes[counted_to..line_start], b'\n');
             counted_to = line_start;
             let confirmed = match regex {
-                Some(re) => re.is_match(&content[line_start..line_end]),
+                Some(re) => self.regex_match(re, &content[line_start..line_end]),
                 None => true,
             };
             if confirmed {
@@ -276,7 +320,7 @@ impl Tool for GrepTool {
                     }
                 }
                 for f in &mut page[k..j] {
-                    if total >= MAX_MATCHES {
+                    if total >= MAX_MATCHES || matcher.gave_up() {
                         break 'pages;
                     }
                     if f.size > MAX_FILE_SIZE {
@@ -315,12 +359,19 @@ impl Tool for GrepTool {
         m.insert("filesWithMatches".into(), json!(with_matches));
         m.insert("totalMatches".into(), json!(total));
         m.insert("matches".into(), Value::Array(matches));
-        if total >= MAX_MATCHES {
+        if total >= MAX_MATCHES || matcher.gave_up() {
             m.insert("truncated".into(), json!(true));
         }
+        let mut notes = Vec::new();
         if skipped > 0 {
             m.insert("filesSkipped".into(), json!(skipped));
-            m.insert("note".into(), json!(format!("{skipped} file(s) skipped (larger than 1 MB)")));
+            notes.push(format!("{skipped} file(s) skipped (larger than 1 MB)"));
+        }
+        if matcher.gave_up() {
+            notes.push(GAVE_UP_NOTE.to_owned());
+        }
+        if !notes.is_empty() {
+            m.insert("note".into(), json!(notes.join(" ")));
         }
         Ok(Value::Object(m))
     }

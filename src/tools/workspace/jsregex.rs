@@ -18,6 +18,9 @@ pub struct Translated {
     /// The pattern uses look-around or backreferences, whose result can depend on text
     /// outside the current line, so it must be run line by line, with `fancy_regex`.
     pub context_sensitive: bool,
+    /// For a context-sensitive pattern, a `regex`-crate pattern that matches at least every
+    /// line it matches, to find candidate lines fast.
+    pub prefilter: Option<String>,
 }
 
 /// JS's `\b` (an ASCII word boundary) for `fancy_regex`.
@@ -54,12 +57,26 @@ pub fn translate(js: &str) -> Option<Translated> {
     if duplicate_group_names(js) {
         return None;
     }
-    let plain = translate_for(js, false)?;
-    if plain.context_sensitive {
-        translate_for(js, true)
-    } else {
-        Some(plain)
+    let plain = translate_for(js, Mode::Plain)?;
+    if !plain.context_sensitive {
+        return Some(plain);
     }
+    let mut fancy = translate_for(js, Mode::Fancy)?;
+    fancy.prefilter = translate_for(js, Mode::Prefilter).map(|t| t.pattern);
+    Some(fancy)
+}
+
+/// What a translation is for.
+#[derive(Clone, Copy, PartialEq)]
+enum Mode {
+    /// The `regex` crate (`\b` is `(?-u:\b)`).
+    Plain,
+    /// `fancy_regex`, whose parser rejects `(?-u:…)`: `\b` becomes a look-around.
+    Fancy,
+    /// A `regex`-crate pattern matching a superset of the lines the pattern matches:
+    /// look-arounds become optional groups, backreferences any run of the line, `\B`
+    /// nothing. It finds candidate lines in one linear pass over a file.
+    Prefilter,
 }
 
 /// The kind of the previous token, for quantifier checks.
@@ -73,12 +90,13 @@ enum Last {
     Lazy,
 }
 
-/// The translation for the `regex` crate (`fancy` false: `\b` is `(?-u:\b)`) or for
-/// `fancy_regex`, whose parser rejects that and gets a look-around instead.
-fn translate_for(js: &str, fancy: bool) -> Option<Translated> {
+/// The translation of `js` for `mode`.
+fn translate_for(js: &str, mode: Mode) -> Option<Translated> {
     let c: Vec<char> = js.chars().collect();
     let mut out = String::with_capacity(js.len() + 8);
     let mut context_sensitive = false;
+    // For each open group, whether it is a look-around (closed as `)?` in a prefilter).
+    let mut groups: Vec<bool> = Vec::new();
     let mut i = 0;
     // What the previous token was, to reject a quantifier on a quantifier as JS does
     // (`a**`, `a+{2}`) while `a*?` stays lazy; the `regex` crate would accept them.
@@ -115,11 +133,26 @@ fn translate_for(js: &str, fancy: bool) -> Option<Translated> {
                 }
                 match e {
                     // JS word boundaries look at ASCII word characters only.
-                    'b' if fancy => out.push_str(WORD_BOUNDARY),
+                    'b' if mode == Mode::Fancy => out.push_str(WORD_BOUNDARY),
                     'b' => out.push_str("(?-u:\\b)"),
                     'B' => {
                         context_sensitive = true;
-                        out.push_str(NOT_WORD_BOUNDARY);
+                        if mode != Mode::Prefilter {
+                            out.push_str(NOT_WORD_BOUNDARY);
+                        }
+                    }
+                    '1'..='9' | 'k' if mode == Mode::Prefilter => {
+                        context_sensitive = true;
+                        out.push_str("[^\\n]*");
+                        if e == 'k' {
+                            while i + 1 < c.len() && c[i] != '>' {
+                                i += 1;
+                            }
+                        } else {
+                            while c.get(i + 1).is_some_and(char::is_ascii_digit) {
+                                i += 1;
+                            }
+                        }
                     }
                     '1'..='9' | 'k' => {
                         context_sensitive = true;
@@ -137,14 +170,26 @@ fn translate_for(js: &str, fancy: bool) -> Option<Translated> {
             }
             '(' => {
                 let rest: String = c[i..c.len().min(i + 4)].iter().collect();
-                if rest.starts_with("(?=")
-                    || rest.starts_with("(?!")
-                    || rest.starts_with("(?<=")
-                    || rest.starts_with("(?<!")
-                {
-                    context_sensitive = true;
+                let look = if rest.starts_with("(?=") || rest.starts_with("(?!") {
+                    3
+                } else if rest.starts_with("(?<=") || rest.starts_with("(?<!") {
+                    4
+                } else {
+                    0
+                };
+                context_sensitive |= look > 0;
+                groups.push(look > 0);
+                if look > 0 && mode == Mode::Prefilter {
+                    out.push_str("(?:");
+                    i += look;
+                } else {
+                    out.push('(');
+                    i += 1;
                 }
-                out.push('(');
+            }
+            ')' => {
+                let look = groups.pop().unwrap_or(false);
+                out.push_str(if look && mode == Mode::Prefilter { ")?" } else { ")" });
                 i += 1;
             }
             '{' => match quantifier_end(&c, i) {
@@ -172,7 +217,7 @@ fn translate_for(js: &str, fancy: bool) -> Option<Translated> {
             }
         }
     }
-    Some(Translated { pattern: out, context_sensitive })
+    Some(Translated { pattern: out, context_sensitive, prefilter: None })
 }
 
 /// Emits the escape whose letter is at `c[i]`, returning the index of its last character.

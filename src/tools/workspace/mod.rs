@@ -20,9 +20,9 @@ mod scan;
 mod write;
 
 #[cfg(test)]
-mod tests;
+mod bounds;
 #[cfg(test)]
-mod time_bound;
+mod tests;
 
 pub use delete::delete_tool;
 pub use edit::edit_tool;
