@@ -34,26 +34,78 @@ pub struct ToolContext {
     pub tool_name: String,
 }
 
-/// A failed execution. Its message reaches the model as the tool's error text
-/// (`tool-output-error` on the wire) and the turn goes on.
+/// A failed execution. Its text (`Display`) reaches the model as the tool's error
+/// (`tool-output-error` on the wire) and the turn goes on; the variant says why, so a caller
+/// can tell a missing file from a path outside the workspace or a limit hit.
 #[derive(Debug, Clone, PartialEq)]
-pub struct ToolError(pub String);
+#[non_exhaustive]
+pub enum ToolError {
+    /// The input passed the schema but not the tool's own types.
+    InvalidInput {
+        /// The tool's name.
+        tool: String,
+        /// What did not fit, as serde words it.
+        reason: String,
+    },
+    /// A workspace operation failed (not found, a directory, outside the root, too large…);
+    /// worded as Think's `Workspace` words it where the tools meet it.
+    Fs(crate::workspace::FsError),
+    /// A client-side tool was asked to run on the server.
+    ClientSide {
+        /// The tool's name.
+        tool: String,
+    },
+    /// The tool's output could not be serialized to JSON.
+    Output(String),
+    /// A `bash` call failed outside its script.
+    Bash(workspace::bash::BashError),
+    /// Any other failure, already worded for the model (MCP servers, bash, the ledger).
+    Failed(String),
+}
 
 impl std::fmt::Display for ToolError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(&self.0)
+        match self {
+            ToolError::InvalidInput { tool, reason } => {
+                write!(f, "Invalid input for tool \"{tool}\": {reason}")
+            }
+            ToolError::Fs(e) => f.write_str(&workspace::fs_error_text(e)),
+            ToolError::ClientSide { tool } => write!(
+                f,
+                "Tool \"{tool}\" runs on the client and cannot be executed on the server."
+            ),
+            ToolError::Output(e) => write!(f, "Tool output is not JSON: {e}"),
+            ToolError::Bash(e) => e.fmt(f),
+            ToolError::Failed(text) => f.write_str(text),
+        }
+    }
+}
+
+impl std::error::Error for ToolError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            ToolError::Fs(e) => Some(e),
+            ToolError::Bash(e) => Some(e),
+            _ => None,
+        }
+    }
+}
+
+impl From<crate::workspace::FsError> for ToolError {
+    fn from(e: crate::workspace::FsError) -> Self {
+        ToolError::Fs(e)
     }
 }
 
 impl From<String> for ToolError {
     fn from(s: String) -> Self {
-        ToolError(s)
+        ToolError::Failed(s)
     }
 }
 
 impl From<&str> for ToolError {
     fn from(s: &str) -> Self {
-        ToolError(s.to_owned())
+        ToolError::Failed(s.to_owned())
     }
 }
 
@@ -278,10 +330,7 @@ impl Tool for DynamicTool {
     async fn execute(&self, input: Value, ctx: &ToolContext) -> Result<Value, ToolError> {
         match &self.execute {
             Some(f) => f(input, ctx.clone()).await,
-            None => Err(ToolError(format!(
-                "Tool \"{}\" runs on the client and cannot be executed on the server.",
-                self.definition.name
-            ))),
+            None => Err(ToolError::ClientSide { tool: self.definition.name.clone() }),
         }
     }
 
@@ -340,11 +389,12 @@ where
     }
 
     async fn execute(&self, input: Value, ctx: &ToolContext) -> Result<Value, ToolError> {
-        let typed: I = serde_json::from_value(input).map_err(|e| {
-            ToolError(format!("Invalid input for tool \"{}\": {e}", self.definition.name))
+        let typed: I = serde_json::from_value(input).map_err(|e| ToolError::InvalidInput {
+            tool: self.definition.name.clone(),
+            reason: e.to_string(),
         })?;
         let out = (self.execute)(typed, ctx.clone()).await?;
-        serde_json::to_value(out).map_err(|e| ToolError(format!("Tool output is not JSON: {e}")))
+        serde_json::to_value(out).map_err(|e| ToolError::Output(e.to_string()))
     }
 }
 

@@ -1,7 +1,7 @@
 //! `delete`: remove a file or directory.
 
 use super::ops::DeleteOps;
-use super::{definition, fs_err, parse_input};
+use super::{definition, parse_input};
 use crate::tools::{Tool, ToolContext, ToolDefinition, ToolError, ToolRef};
 use async_trait::async_trait;
 use serde::Deserialize;
@@ -45,7 +45,7 @@ impl Tool for DeleteTool {
 
     async fn execute(&self, input: Value, _ctx: &ToolContext) -> Result<Value, ToolError> {
         let Input { path, recursive } = parse_input("delete", input)?;
-        self.ops.rm(&path, recursive.unwrap_or(false), true).await.map_err(fs_err)?;
+        self.ops.rm(&path, recursive.unwrap_or(false), true).await?;
         let mut m = Map::new();
         m.insert("deleted".into(), json!(path));
         Ok(Value::Object(m))

@@ -2,7 +2,7 @@
 
 use super::edit_match::{apply_edit, EditResult, MatchLevel};
 use super::ops::EditOps;
-use super::{definition, error_output, fs_err, line_count, parse_input};
+use super::{definition, error_output, line_count, parse_input};
 use crate::tools::{Tool, ToolContext, ToolDefinition, ToolError, ToolRef};
 use async_trait::async_trait;
 use serde::Deserialize;
@@ -70,23 +70,23 @@ impl Tool for EditTool {
         let Input { path, old_string, new_string } = parse_input("edit", input)?;
         let mut m = Map::new();
         if old_string.is_empty() {
-            if self.ops.read_file(&path).await.map_err(fs_err)?.is_some() {
+            if self.ops.read_file(&path).await?.is_some() {
                 return Ok(error_output(
                     "File already exists. Provide old_string to edit, or use the write tool to overwrite.",
                 ));
             }
-            self.ops.write_file(&path, &new_string).await.map_err(fs_err)?;
+            self.ops.write_file(&path, &new_string).await?;
             m.insert("path".into(), json!(path));
             m.insert("created".into(), json!(true));
             m.insert("lines".into(), json!(line_count(&new_string)));
             return Ok(Value::Object(m));
         }
-        let Some(content) = self.ops.read_file(&path).await.map_err(fs_err)? else {
+        let Some(content) = self.ops.read_file(&path).await? else {
             return Ok(error_output(format!("File not found: {path}")));
         };
         match apply_edit(&content, &old_string, &new_string) {
             EditResult::Replaced { content: updated, level } => {
-                self.ops.rewrite_file(&path, &updated).await.map_err(fs_err)?;
+                self.ops.rewrite_file(&path, &updated).await?;
                 m.insert("path".into(), json!(path));
                 m.insert("replaced".into(), json!(true));
                 if level != MatchLevel::Exact {

@@ -1,7 +1,7 @@
 //! `find`: paths matching a glob.
 
 use super::ops::FindOps;
-use super::{definition, fs_err, parse_input};
+use super::{definition, parse_input};
 use crate::tools::{Tool, ToolContext, ToolDefinition, ToolError, ToolRef};
 use crate::workspace::EntryType;
 use async_trait::async_trait;
@@ -45,7 +45,7 @@ impl Tool for FindTool {
 
     async fn execute(&self, input: Value, _ctx: &ToolContext) -> Result<Value, ToolError> {
         let Input { pattern } = parse_input("find", input)?;
-        let matches = self.ops.glob_paths(&pattern).await.map_err(fs_err)?;
+        let matches = self.ops.glob_paths(&pattern).await?;
         let files: Vec<Value> = matches
             .iter()
             .take(MAX_RESULTS)

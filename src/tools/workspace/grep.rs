@@ -3,7 +3,7 @@
 use super::jsregex;
 use super::ops::GrepOps;
 use super::scan::Literal;
-use super::{definition, error_output, fs_err, parse_input, Int};
+use super::{definition, error_output, parse_input, Int};
 use crate::tools::{Tool, ToolContext, ToolDefinition, ToolError, ToolRef};
 use async_trait::async_trait;
 use serde::Deserialize;
@@ -274,7 +274,7 @@ impl Tool for GrepTool {
             input.case_sensitive.unwrap_or(false),
         ) else {
             // As in Think, a bad glob is reported before a bad regex.
-            self.ops.glob_files(pattern).await.map_err(fs_err)?;
+            self.ops.glob_files(pattern).await?;
             return Ok(error_output(format!("Invalid regex: {}", input.query)));
         };
         let ctx = input.context_lines.map_or(0, |c| c.0 as usize);
@@ -288,11 +288,8 @@ impl Tool for GrepTool {
         let mut largest = 0u64;
         'pages: loop {
             let text_max = (PAGE_BYTES / limit as u64).min(MAX_FILE_SIZE);
-            let (mut page, next) = self
-                .ops
-                .glob_texts(pattern, after.as_deref(), limit, text_max)
-                .await
-                .map_err(fs_err)?;
+            let (mut page, next) =
+                self.ops.glob_texts(pattern, after.as_deref(), limit, text_max).await?;
             let mut k = 0;
             while k < page.len() {
                 // Texts the page did not carry are read in batches.
@@ -314,7 +311,7 @@ impl Tool for GrepTool {
                 }
                 if !need.is_empty() {
                     let paths: Vec<String> = need.iter().map(|&n| page[n].path.clone()).collect();
-                    let texts = self.ops.read_files(&paths).await.map_err(fs_err)?;
+                    let texts = self.ops.read_files(&paths).await?;
                     for (&n, text) in need.iter().zip(texts) {
                         page[n].text = text;
                     }

@@ -2,7 +2,7 @@
 
 use super::media::format_size;
 use super::ops::ListOps;
-use super::{definition, fs_err, parse_input, Int};
+use super::{definition, parse_input, Int};
 use crate::tools::{Tool, ToolContext, ToolDefinition, ToolError, ToolRef};
 use crate::workspace::EntryType;
 use async_trait::async_trait;
@@ -57,7 +57,7 @@ impl Tool for ListTool {
         let Input { path, limit, offset } = parse_input("list", input)?;
         let limit = limit.map_or(DEFAULT_LIMIT, |l| l.0 as usize);
         let offset = offset.map_or(0, |o| o.0 as usize);
-        let entries = self.ops.read_dir_brief(&path, limit, offset).await.map_err(fs_err)?;
+        let entries = self.ops.read_dir_brief(&path, limit, offset).await?;
         let formatted: Vec<Value> = entries
             .iter()
             .map(|(name, kind, size)| {

@@ -86,16 +86,16 @@ fn definition(name: &str, description: &str, input_schema: Value) -> ToolDefinit
 /// Deserializes validated input, reporting a mismatch as the tool's error.
 fn parse_input<T: DeserializeOwned>(tool: &str, input: Value) -> Result<T, ToolError> {
     serde_json::from_value(input)
-        .map_err(|e| ToolError(format!("Invalid input for tool \"{tool}\": {e}")))
+        .map_err(|e| ToolError::InvalidInput { tool: tool.to_owned(), reason: e.to_string() })
 }
 
 /// A thrown error in Think becomes the tool's error text. Where the tools meet them, the
 /// errors are worded as Think's `Workspace` words them; the rest keep the filesystem's
 /// Node-style text (`ENOENT: no such file or directory, open '/x'`).
-fn fs_err(e: FsError) -> ToolError {
-    let FsError::Posix { errno, syscall, path } = &e else { return ToolError(e.to_string()) };
+pub(crate) fn fs_error_text(e: &FsError) -> String {
+    let FsError::Posix { errno, syscall, path } = e else { return e.to_string() };
     let root = crate::workspace::path::normalize(path, syscall).is_ok_and(|p| p == "/");
-    ToolError(match (errno, *syscall) {
+    match (errno, *syscall) {
         (Errno::NotEmpty, "rm") => format!("ENOTEMPTY: directory not empty: {path}"),
         (Errno::Perm, "rm") if root => "EPERM: cannot remove root directory".into(),
         (Errno::IsDir, "open") if root => "EISDIR: cannot write to root directory".into(),
@@ -107,7 +107,7 @@ fn fs_err(e: FsError) -> ToolError {
             )
         }
         _ => e.to_string(),
-    })
+    }
 }
 
 /// `{ "error": msg }`, the shape Think returns for failures the model should read.

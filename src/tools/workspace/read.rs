@@ -2,7 +2,7 @@
 
 use super::media::{is_generic, is_text, looks_like_text, normalize_media_type, sniff};
 use super::ops::ReadOps;
-use super::{definition, error_output, fs_err, parse_input, Int};
+use super::{definition, error_output, parse_input, Int};
 use crate::tools::{ModelOutput, Tool, ToolContext, ToolDefinition, ToolError, ToolRef};
 use async_trait::async_trait;
 use serde::Deserialize;
@@ -51,7 +51,7 @@ impl Tool for ReadTool {
 
     async fn execute(&self, input: Value, _ctx: &ToolContext) -> Result<Value, ToolError> {
         let Input { path, offset, limit } = parse_input("read", input)?;
-        let Some((stat, prefetched)) = self.ops.stat_with_text(&path).await.map_err(fs_err)? else {
+        let Some((stat, prefetched)) = self.ops.stat_with_text(&path).await? else {
             return Ok(error_output(format!("File not found: {path}")));
         };
         if stat.kind == crate::workspace::EntryType::Directory {
@@ -60,7 +60,7 @@ impl Tool for ReadTool {
         let declared = normalize_media_type(&stat.mime_type);
         let media_type = match declared {
             Some(m) if !is_generic(&m) => m,
-            declared => match self.ops.read_file_bytes(&path).await.map_err(fs_err)? {
+            declared => match self.ops.read_file_bytes(&path).await? {
                 None => declared.unwrap_or_else(|| "application/octet-stream".into()),
                 Some(bytes) => match sniff(&bytes) {
                     Some(s) => s.to_owned(),
@@ -91,7 +91,7 @@ impl Tool for ReadTool {
         }
         let content = match prefetched {
             Some(text) => Some(text),
-            None => self.ops.read_file(&path).await.map_err(fs_err)?,
+            None => self.ops.read_file(&path).await?,
         };
         let Some(content) = content else {
             return Ok(error_output(format!("Could not read file: {path}")));

@@ -376,7 +376,7 @@ fn grep_pages_reads_spilled_files_and_filters_globs_sql_cannot() {
     assert_eq!(out["matches"][199], "/q/199.txt:1: hit");
     // A bad glob is reported before a bad regex, as in Think.
     let err = run(&grep, json!({"query": "(", "include": "[z-a]"})).unwrap_err();
-    assert!(err.0.starts_with("EINVAL"), "{}", err.0);
+    assert!(err.to_string().starts_with("EINVAL"), "{}", err.to_string());
 }
 
 #[test]
@@ -442,9 +442,9 @@ fn delete_semantics() {
     put(&ws, "/d/x.txt", "x");
     // Errors are worded as Think's Workspace words them, with the path as given.
     let err = run(&delete, json!({"path": "/d/../d"})).unwrap_err();
-    assert_eq!(err.0, "ENOTEMPTY: directory not empty: /d/../d");
+    assert_eq!(err.to_string(), "ENOTEMPTY: directory not empty: /d/../d");
     let err = run(&delete, json!({"path": "/"})).unwrap_err();
-    assert_eq!(err.0, "EPERM: cannot remove root directory");
+    assert_eq!(err.to_string(), "EPERM: cannot remove root directory");
     assert_eq!(ok(&delete, json!({"path": "/nope"})), json!({"deleted": "/nope"}));
     assert_eq!(ok(&delete, json!({"path": "/d", "recursive": true})), json!({"deleted": "/d"}));
     assert!(!ws.exists("/d/x.txt").unwrap());
@@ -455,7 +455,7 @@ fn tool_errors_use_thinks_wording() {
     let ws = ws();
     let (write, edit) = (write_tool(ws.clone()), edit_tool(ws.clone()));
     put(&ws, "/dir/f.txt", "x");
-    let err = |tool: &ToolRef, input: Value| run(tool, input).unwrap_err().0;
+    let err = |tool: &ToolRef, input: Value| run(tool, input).unwrap_err().to_string();
     assert_eq!(
         err(&write, json!({"path": "/..", "content": "x"})),
         "EISDIR: cannot write to root directory"
@@ -743,4 +743,20 @@ fn model_output_is_bounded() {
     assert!(text.ends_with("\n... (4.0 MB truncated)"), "{}", &text[text.len() - 40..]);
     let small = ModelOutput::Json(json!({"a": 1}));
     assert_eq!(small.to_text(), r#"{"a":1}"#);
+}
+
+#[test]
+fn tool_errors_say_why() {
+    let ws = ws();
+    ws.mkdir("/d", false).unwrap();
+    put(&ws, "/d/f.txt", "x");
+    let err = run(&delete_tool(ws.clone()), json!({"path": "/d"})).unwrap_err();
+    assert!(
+        matches!(&err, crate::tools::ToolError::Fs(e) if e.errno() == Some(crate::workspace::Errno::NotEmpty)),
+        "{err:?}"
+    );
+    assert_eq!(err.to_string(), "ENOTEMPTY: directory not empty: /d");
+    let err = run(&read_tool(ws.clone()), json!({"path": 3})).unwrap_err();
+    assert!(matches!(&err, crate::tools::ToolError::InvalidInput { tool, .. } if tool == "read"));
+    assert!(err.to_string().starts_with("Invalid input for tool \"read\": "), "{err}");
 }

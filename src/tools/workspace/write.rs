@@ -1,7 +1,7 @@
 //! `write`: create or overwrite a file.
 
 use super::ops::WriteOps;
-use super::{definition, fs_err, line_count, parse_input};
+use super::{definition, line_count, parse_input};
 use crate::tools::{Tool, ToolContext, ToolDefinition, ToolError, ToolRef};
 use async_trait::async_trait;
 use serde::Deserialize;
@@ -47,11 +47,11 @@ impl Tool for WriteTool {
             if let Some(i) = path.rfind('/') {
                 let parent = &path[..i];
                 if i + 1 < path.len() && !parent.is_empty() && parent != "/" {
-                    self.ops.mkdir(parent, true).await.map_err(fs_err)?;
+                    self.ops.mkdir(parent, true).await?;
                 }
             }
         }
-        self.ops.write_file(&path, &content).await.map_err(fs_err)?;
+        self.ops.write_file(&path, &content).await?;
         let mut m = Map::new();
         m.insert("path".into(), json!(path));
         m.insert("bytesWritten".into(), json!(content.len()));

@@ -64,5 +64,6 @@ pub struct EngineResponse {
 /// the tool reports as its error; a failing script is an `Ok` with a non-zero exit code.
 #[async_trait(?Send)]
 pub trait BashEngine {
-    async fn run(&self, request: EngineRequest) -> Result<EngineResponse, String>;
+    /// Runs one script over the mounted files; `Err` is [`super::BashError::Engine`].
+    async fn run(&self, request: EngineRequest) -> Result<EngineResponse, super::BashError>;
 }

@@ -8,6 +8,7 @@
 //! The workspace is behind [`BashFs`], a small adapter over the `Workspace`.
 
 use crate::tools::{Tool, ToolContext, ToolDefinition, ToolError, ToolRef};
+use crate::workspace::FsError;
 use async_trait::async_trait;
 use serde::Deserialize;
 use serde_json::{json, Value};
@@ -106,19 +107,54 @@ pub struct DirEntry {
     pub size: u64,
 }
 
-/// The workspace operations the tool needs; errors are messages for the tool output.
+/// Why a `bash` call failed outside the script (a failing script is an output, not this).
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub enum BashError {
+    /// The workspace could not be listed for the snapshot.
+    Fs(FsError),
+    /// The engine could not run the script (for example the bridge could not start), in
+    /// the engine's words.
+    Engine(String),
+}
+
+impl std::fmt::Display for BashError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            BashError::Fs(e) => e.fmt(f),
+            BashError::Engine(text) => f.write_str(text),
+        }
+    }
+}
+
+impl std::error::Error for BashError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            BashError::Fs(e) => Some(e),
+            BashError::Engine(_) => None,
+        }
+    }
+}
+
+impl From<FsError> for BashError {
+    fn from(e: FsError) -> Self {
+        BashError::Fs(e)
+    }
+}
+
+/// The workspace operations the tool needs; their errors' text goes into the tool output.
 #[async_trait(?Send)]
 pub trait BashFs {
     /// Every entry directly inside `dir` (all pages), in the workspace's listing order.
-    async fn read_dir(&self, dir: &str) -> Result<Vec<DirEntry>, String>;
+    async fn read_dir(&self, dir: &str) -> Result<Vec<DirEntry>, FsError>;
     /// The file's bytes, or `None` when it cannot be read as a file.
-    async fn read_file_bytes(&self, path: &str) -> Result<Option<Vec<u8>>, String>;
+    async fn read_file_bytes(&self, path: &str) -> Result<Option<Vec<u8>>, FsError>;
     /// `mkdir -p`: creates missing parents; an existing directory is not an error.
-    async fn mkdir(&self, path: &str) -> Result<(), String>;
+    async fn mkdir(&self, path: &str) -> Result<(), FsError>;
     /// Writes the file, creating missing parent directories.
-    async fn write_file_bytes(&self, path: &str, bytes: &[u8]) -> Result<(), String>;
+    async fn write_file_bytes(&self, path: &str, bytes: &[u8]) -> Result<(), FsError>;
     /// `rm -f` (with `-r` when `recursive`): a missing path is not an error.
-    async fn remove(&self, path: &str, recursive: bool) -> Result<(), String>;
+    async fn remove(&self, path: &str, recursive: bool) -> Result<(), FsError>;
 }
 
 /// Runs one `bash` tool call: snapshot, run, write back, assemble the output. `Err` only for
@@ -128,7 +164,7 @@ pub async fn run_bash(
     engine: &dyn BashEngine,
     options: &BashOptions,
     input: BashInput,
-) -> Result<BashOutput, String> {
+) -> Result<BashOutput, BashError> {
     let Snapshot { files, baseline, skipped } = take_snapshot(fs, options).await?;
     let request = EngineRequest {
         files,
@@ -180,10 +216,13 @@ impl Tool for BashTool {
     }
 
     async fn execute(&self, input: Value, _ctx: &ToolContext) -> Result<Value, ToolError> {
-        let input: BashInput = serde_json::from_value(input)
-            .map_err(|e| ToolError(format!("Invalid input for tool \"bash\": {e}")))?;
-        let output = run_bash(self.fs.as_ref(), self.engine.as_ref(), &self.options, input).await?;
-        serde_json::to_value(output).map_err(|e| ToolError(format!("Tool output is not JSON: {e}")))
+        let input: BashInput = serde_json::from_value(input).map_err(|e| {
+            ToolError::InvalidInput { tool: "bash".to_owned(), reason: e.to_string() }
+        })?;
+        let output = run_bash(self.fs.as_ref(), self.engine.as_ref(), &self.options, input)
+            .await
+            .map_err(ToolError::Bash)?;
+        serde_json::to_value(output).map_err(|e| ToolError::Output(e.to_string()))
     }
 }
 
