@@ -297,7 +297,7 @@ fn js_regex_translation_stays_bounded() {
 
 #[test]
 fn bash_snapshot_stays_bounded() {
-    use bash::snapshot::take_snapshot;
+    use bash::take_snapshot;
     use bash::BashOptions;
     let ws = ws();
     let options = BashOptions::default();

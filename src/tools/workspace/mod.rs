@@ -2,18 +2,17 @@
 //!
 //! `read`, `write`, `list`, `find`, `grep` and `delete` reproduce Think 0.16's tools: the
 //! same descriptions, input schemas, output keys in the same order, and the same strings.
-//! `edit` keeps Think's inputs and outputs but matches more robustly (see [`edit_match`]).
+//! `edit` keeps Think's inputs and outputs but matches more robustly (its matcher's cascade
+//! is documented in `edit/matcher.rs`).
 //! Each tool is built over an operations trait from [`ops`], which [`Workspace`] implements.
 
 pub mod bash;
 mod delete;
 mod edit;
-pub mod edit_match;
 mod find;
 mod grep;
-pub mod jsregex;
 mod list;
-pub mod media;
+pub(crate) mod media;
 pub mod ops;
 mod read;
 mod scan;

@@ -14,17 +14,18 @@ use serde::Deserialize;
 use serde_json::{json, Value};
 use std::rc::Rc;
 
-pub mod engine;
-pub mod output;
-pub mod paths;
-pub mod snapshot;
+mod engine;
+pub(crate) mod output;
+mod paths;
+mod snapshot;
 mod workspace_fs;
-pub mod writeback;
+mod writeback;
 
 pub use engine::{BashEngine, EngineRequest, EngineResponse, FinalEntry, FinalKind};
 pub use output::{BashOutput, TIMEOUT_EXIT_CODE};
-pub use snapshot::{take_snapshot, Baseline, Snapshot};
-pub use writeback::{apply_write_back, plan_write_back, ChangedFiles, WritePlan, EXCLUDED_ROOTS};
+pub(crate) use snapshot::{take_snapshot, Snapshot};
+use writeback::{apply_write_back, plan_write_back};
+pub use writeback::{ChangedFiles, EXCLUDED_ROOTS};
 
 /// Think's description of the tool, word for word.
 pub const DESCRIPTION: &str = "Run a Bash script against the workspace. Use for shell-style workflows that combine multiple file operations. The script runs in a sandboxed virtual filesystem with the workspace mounted at `/` (also the default working directory) — there is no `/workspace` or `/home`; use absolute paths like `/notes.txt`. Changed files are written back to the workspace.";

@@ -391,7 +391,7 @@ mod tests {
     use super::translate;
 
     fn m(js: &str, s: &str) -> bool {
-        let matcher = super::super::grep::Matcher::new(js, false, true).expect(js);
+        let matcher = super::super::Matcher::new(js, false, true).expect(js);
         !matcher.matching_lines(s, 1).is_empty()
     }
 
@@ -444,7 +444,7 @@ mod tests {
     #[test]
     fn invalid_patterns_stay_invalid() {
         for bad in ["(", "a)", "[a", "*a", "a**", "\\", "a{2,1}", "(?<n>a)(?<n>b)"] {
-            assert!(super::super::grep::Matcher::new(bad, false, true).is_none(), "{bad}");
+            assert!(super::super::Matcher::new(bad, false, true).is_none(), "{bad}");
         }
     }
 }
@@ -479,7 +479,7 @@ mod corpus {
     /// Our first match per input, or "SyntaxError", in the corpus's `js` shape.
     fn ours(case: &Case) -> Value {
         let insensitive = case.flags.contains('i');
-        let matcher = super::super::grep::Matcher::new(&case.pattern, false, !insensitive);
+        let matcher = super::super::Matcher::new(&case.pattern, false, !insensitive);
         let Some(matcher) = matcher else {
             return Value::from("SyntaxError");
         };
@@ -500,7 +500,8 @@ mod corpus {
     #[test]
     fn regex_corpus() {
         let corpus: Corpus =
-            serde_json::from_str(include_str!("../../../tests/regex-corpus/cases.json")).unwrap();
+            serde_json::from_str(include_str!("../../../../tests/regex-corpus/cases.json"))
+                .unwrap();
         assert!(corpus.cases.len() >= 100);
         let mut unknown = Vec::new();
         let mut seen = vec![false; KNOWN.len()];

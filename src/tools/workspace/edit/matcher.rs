@@ -73,7 +73,7 @@ pub enum EditResult {
 pub fn apply_edit(content: &str, old: &str, new: &str) -> EditResult {
     let new = adapt_line_endings(content, new);
     // Level 1: exact, counting overlapping occurrences as Think does.
-    let first = if old.is_empty() { None } else { super::scan::find(content, old) };
+    let first = if old.is_empty() { None } else { super::super::scan::find(content, old) };
     let exact = match first {
         Some(at) => 1 + count_overlapping(&content[at + char_len_at(content, at)..], old),
         None => 0,
@@ -615,7 +615,7 @@ fn capped(line: &str) -> &str {
 fn closest_region(content: &str, old: &str, new: &str) -> Option<String> {
     let mut notes = Vec::new();
     if !new.is_empty() {
-        if let Some(at) = super::scan::find(content, new) {
+        if let Some(at) = super::super::scan::find(content, new) {
             if count_overlapping(content, new) == 1 {
                 let line = bytecount::count(&content.as_bytes()[..at], b'\n') + 1;
                 notes.push(format!(
@@ -943,7 +943,7 @@ mod tests {
     }
 
     fn within<T>(secs: f64, what: &str, f: impl FnOnce() -> T) -> T {
-        super::super::bounds::within(secs, what, f).0
+        super::super::super::bounds::within(secs, what, f).0
     }
 
     #[test]

@@ -1,6 +1,7 @@
 //! `grep`: search file contents with a JS-style regular expression or a fixed string.
 
-use super::jsregex;
+mod jsregex;
+
 use super::ops::GrepOps;
 use super::scan::Literal;
 use super::{definition, error_output, parse_input, Int};
@@ -48,7 +49,7 @@ struct GrepTool {
     ops: Rc<dyn GrepOps>,
 }
 
-/// Think's `createGrepTool`. Regular expressions use JavaScript syntax (see [`jsregex`]);
+/// Think's `createGrepTool`. Regular expressions use JavaScript syntax (translated by `grep/jsregex.rs`);
 /// matching is case-insensitive unless `caseSensitive` is true.
 pub fn grep_tool(ops: Rc<dyn GrepOps>) -> ToolRef {
     let schema = json!({

@@ -1,10 +1,12 @@
 //! `edit`: replace one located string in a file, or create a file from an empty `old_string`.
 
-use super::edit_match::{apply_edit, EditResult, MatchLevel};
+mod matcher;
+
 use super::ops::EditOps;
 use super::{definition, error_output, line_count, parse_input};
 use crate::tools::{Tool, ToolContext, ToolDefinition, ToolError, ToolRef};
 use async_trait::async_trait;
+use matcher::{apply_edit, EditResult, MatchLevel};
 use serde::Deserialize;
 use serde_json::{json, Map, Value};
 use std::rc::Rc;
@@ -25,7 +27,7 @@ struct EditTool {
     ops: Rc<dyn EditOps>,
 }
 
-/// Think's `createEditTool`, with the matching cascade of [`super::edit_match`]. Outputs
+/// Think's `createEditTool`, with the matching cascade of `matcher`. Outputs
 /// are Think's; a fuzzy match also reports `matchLevel` (`whitespace`, `unicode`,
 /// `indentation` or `blank-lines`).
 pub fn edit_tool(ops: Rc<dyn EditOps>) -> ToolRef {
