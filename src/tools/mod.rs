@@ -27,6 +27,18 @@ pub struct ToolDefinition {
     pub output_schema: Option<Value>,
 }
 
+impl ToolDefinition {
+    /// A definition without an output schema, the usual case.
+    pub fn new(name: &str, description: &str, input_schema: Value) -> Self {
+        Self {
+            name: name.to_owned(),
+            description: description.to_owned(),
+            input_schema,
+            output_schema: None,
+        }
+    }
+}
+
 /// Per-call information handed to `execute`.
 #[derive(Debug, Clone, Default)]
 pub struct ToolContext {
@@ -292,27 +304,14 @@ impl DynamicTool {
         Fut: Future<Output = Result<Value, ToolError>> + 'static,
     {
         Self {
-            definition: ToolDefinition {
-                name: name.to_owned(),
-                description: description.to_owned(),
-                input_schema,
-                output_schema: None,
-            },
+            definition: ToolDefinition::new(name, description, input_schema),
             execute: Some(Rc::new(move |v, c| Box::pin(execute(v, c)))),
         }
     }
 
     /// A tool with no server-side execution: the turn pauses at its call (client tools).
     pub fn without_execute(name: &str, description: &str, input_schema: Value) -> Self {
-        Self {
-            definition: ToolDefinition {
-                name: name.to_owned(),
-                description: description.to_owned(),
-                input_schema,
-                output_schema: None,
-            },
-            execute: None,
-        }
+        Self { definition: ToolDefinition::new(name, description, input_schema), execute: None }
     }
 
     pub fn with_output_schema(mut self, schema: Value) -> Self {
@@ -357,12 +356,7 @@ where
     Fut: Future<Output = Result<O, ToolError>> + 'static,
 {
     TypedTool {
-        definition: ToolDefinition {
-            name: name.to_owned(),
-            description: description.to_owned(),
-            input_schema: schema::schema_for::<I>(),
-            output_schema: None,
-        },
+        definition: ToolDefinition::new(name, description, schema::schema_for::<I>()),
         execute,
         _types: PhantomData,
     }

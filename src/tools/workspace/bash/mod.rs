@@ -194,13 +194,7 @@ pub fn bash_tool(fs: Rc<dyn BashFs>, engine: Rc<dyn BashEngine>, options: BashOp
         "required": ["script"],
         "additionalProperties": false
     });
-    let def = ToolDefinition {
-        name: "bash".to_owned(),
-        description: DESCRIPTION.to_owned(),
-        input_schema: schema,
-        output_schema: None,
-    };
-    Rc::new(BashTool { def, fs, engine, options })
+    Rc::new(BashTool { def: ToolDefinition::new("bash", DESCRIPTION, schema), fs, engine, options })
 }
 
 struct BashTool {

@@ -4,11 +4,11 @@ mod jsregex;
 
 use super::ops::GrepOps;
 use super::scan::Literal;
-use super::{definition, error_output, parse_input, Int};
-use crate::tools::{Tool, ToolContext, ToolDefinition, ToolError, ToolRef};
+use super::{error_output, file_tool, FileToolKind, Int};
+use crate::tools::{ToolError, ToolRef};
 use async_trait::async_trait;
 use serde::Deserialize;
-use serde_json::{json, Map, Value};
+use serde_json::{json, Value};
 use std::borrow::Cow;
 use std::rc::Rc;
 
@@ -44,27 +44,10 @@ struct Input {
     context_lines: Option<Int>,
 }
 
-struct GrepTool {
-    def: ToolDefinition,
-    ops: Rc<dyn GrepOps>,
-}
-
-/// Think's `createGrepTool`. Regular expressions use JavaScript syntax (translated by `grep/jsregex.rs`);
-/// matching is case-insensitive unless `caseSensitive` is true.
+/// Think's `createGrepTool`. Regular expressions use JavaScript syntax (translated by
+/// `grep/jsregex.rs`); matching is case-insensitive unless `caseSensitive` is true.
 pub fn grep_tool(ops: Rc<dyn GrepOps>) -> ToolRef {
-    let schema = json!({
-        "type": "object",
-        "properties": {
-            "query": {"type": "string", "description": "Search pattern (regex or fixed string)"},
-            "include": {"description": "Glob pattern to filter files (e.g. \"**/*.ts\"). Defaults to \"**/*\"", "type": "string"},
-            "fixedString": {"description": "If true, treat query as a literal string instead of regex", "type": "boolean"},
-            "caseSensitive": {"description": "If true, search is case-sensitive (default: false)", "type": "boolean"},
-            "contextLines": {"description": "Number of context lines around each match (default: 0)", "type": "integer", "minimum": 0, "maximum": 10}
-        },
-        "required": ["query"],
-        "additionalProperties": false
-    });
-    Rc::new(GrepTool { def: definition("grep", DESCRIPTION, schema), ops })
+    file_tool::<Grep>(ops)
 }
 
 /// A compiled search.
@@ -260,14 +243,31 @@ impl Matcher {
     }
 }
 
+struct Grep;
+
 #[async_trait(?Send)]
-impl Tool for GrepTool {
-    fn definition(&self) -> &ToolDefinition {
-        &self.def
+impl FileToolKind for Grep {
+    type Ops = dyn GrepOps;
+    type Input = Input;
+    const NAME: &'static str = "grep";
+    const DESCRIPTION: &'static str = DESCRIPTION;
+
+    fn schema() -> Value {
+        json!({
+            "type": "object",
+            "properties": {
+                "query": {"type": "string", "description": "Search pattern (regex or fixed string)"},
+                "include": {"description": "Glob pattern to filter files (e.g. \"**/*.ts\"). Defaults to \"**/*\"", "type": "string"},
+                "fixedString": {"description": "If true, treat query as a literal string instead of regex", "type": "boolean"},
+                "caseSensitive": {"description": "If true, search is case-sensitive (default: false)", "type": "boolean"},
+                "contextLines": {"description": "Number of context lines around each match (default: 0)", "type": "integer", "minimum": 0, "maximum": 10}
+            },
+            "required": ["query"],
+            "additionalProperties": false
+        })
     }
 
-    async fn execute(&self, input: Value, _ctx: &ToolContext) -> Result<Value, ToolError> {
-        let input: Input = parse_input("grep", input)?;
+    async fn run(ops: &dyn GrepOps, input: Input) -> Result<Value, ToolError> {
         let pattern = input.include.as_deref().unwrap_or("**/*");
         let Some(matcher) = Matcher::new(
             &input.query,
@@ -275,7 +275,7 @@ impl Tool for GrepTool {
             input.case_sensitive.unwrap_or(false),
         ) else {
             // As in Think, a bad glob is reported before a bad regex.
-            self.ops.glob_files(pattern).await?;
+            ops.glob_files(pattern).await?;
             return Ok(error_output(format!("Invalid regex: {}", input.query)));
         };
         let ctx = input.context_lines.map_or(0, |c| c.0 as usize);
@@ -290,7 +290,7 @@ impl Tool for GrepTool {
         'pages: loop {
             let text_max = (PAGE_BYTES / limit as u64).min(MAX_FILE_SIZE);
             let (mut page, next) =
-                self.ops.glob_texts(pattern, after.as_deref(), limit, text_max).await?;
+                ops.glob_texts(pattern, after.as_deref(), limit, text_max).await?;
             let mut k = 0;
             while k < page.len() {
                 // Texts the page did not carry are read in batches.
@@ -312,7 +312,7 @@ impl Tool for GrepTool {
                 }
                 if !need.is_empty() {
                     let paths: Vec<String> = need.iter().map(|&n| page[n].path.clone()).collect();
-                    let texts = self.ops.read_files(&paths).await?;
+                    let texts = ops.read_files(&paths).await?;
                     for (&n, text) in need.iter().zip(texts) {
                         page[n].text = text;
                     }
@@ -351,27 +351,28 @@ impl Tool for GrepTool {
             limit = (PAGE_BYTES / (2 * largest).max(1)).clamp(MIN_PAGE as u64, MAX_PAGE as u64)
                 as usize;
         }
-        let mut m = Map::new();
-        m.insert("query".into(), json!(input.query));
-        m.insert("filesSearched".into(), json!(searched));
-        m.insert("filesWithMatches".into(), json!(with_matches));
-        m.insert("totalMatches".into(), json!(total));
-        m.insert("matches".into(), Value::Array(matches));
+        let mut out = json!({
+            "query": input.query,
+            "filesSearched": searched,
+            "filesWithMatches": with_matches,
+            "totalMatches": total,
+            "matches": matches,
+        });
         if total >= MAX_MATCHES || matcher.gave_up() {
-            m.insert("truncated".into(), json!(true));
+            out["truncated"] = json!(true);
         }
         let mut notes = Vec::new();
         if skipped > 0 {
-            m.insert("filesSkipped".into(), json!(skipped));
+            out["filesSkipped"] = json!(skipped);
             notes.push(format!("{skipped} file(s) skipped (larger than 1 MB)"));
         }
         if matcher.gave_up() {
             notes.push(GAVE_UP_NOTE.to_owned());
         }
         if !notes.is_empty() {
-            m.insert("note".into(), json!(notes.join(" ")));
+            out["note"] = json!(notes.join(" "));
         }
-        Ok(Value::Object(m))
+        Ok(out)
     }
 }
 
