@@ -20,9 +20,13 @@ pub mod workspace;
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct ToolDefinition {
+    /// The name the model calls the tool by.
     pub name: String,
+    /// What the tool does, for the model.
     pub description: String,
+    /// The JSON Schema its input is validated against.
     pub input_schema: Value,
+    /// The JSON Schema of its output, when declared.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub output_schema: Option<Value>,
 }
@@ -42,7 +46,9 @@ impl ToolDefinition {
 /// Per-call information handed to `execute`.
 #[derive(Debug, Clone, Default)]
 pub struct ToolContext {
+    /// The model's id for this call.
     pub tool_call_id: String,
+    /// The tool's name as the model called it.
     pub tool_name: String,
 }
 
@@ -125,8 +131,11 @@ impl From<&str> for ToolError {
 /// (Think's `toModelOutput`): `read` sends file text as plain text, not as JSON.
 #[derive(Debug, Clone, PartialEq)]
 pub enum ModelOutput {
+    /// Plain text (Think's `toModelOutput` `{type: "text"}`).
     Text(String),
+    /// The output as JSON.
     Json(Value),
+    /// A failure the model reads as an error.
     ErrorText(String),
 }
 
@@ -180,6 +189,7 @@ pub fn thrown_error_json(message: &str) -> String {
 /// A tool the model can call.
 #[async_trait(?Send)]
 pub trait Tool {
+    /// What the model sees of the tool.
     fn definition(&self) -> &ToolDefinition;
 
     /// Runs the tool on input that has already been validated against the input schema.
@@ -209,12 +219,19 @@ pub type ToolRef = Rc<dyn Tool>;
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum Layer {
+    /// The workspace tools (lowest precedence).
     Workspace,
+    /// Tools the agent defines.
     Agent,
+    /// Tools of loaded extensions.
     Extension,
+    /// Tools of context providers.
     Context,
+    /// Tools of skills.
     Skill,
+    /// Tools of MCP servers.
     Mcp,
+    /// Tools the browser declares (client tools).
     Client,
     /// Tools a `before_turn` hook adds for one turn only; they win over everything.
     Turn,
@@ -228,6 +245,7 @@ pub struct ToolSet {
 }
 
 impl ToolSet {
+    /// An empty set.
     pub fn new() -> Self {
         Self::default()
     }
@@ -246,10 +264,12 @@ impl ToolSet {
         }
     }
 
+    /// The tool of that name, if any.
     pub fn get(&self, name: &str) -> Option<&ToolRef> {
         self.tools.get(name).map(|(_, t)| t)
     }
 
+    /// The layer the named tool came from.
     pub fn layer_of(&self, name: &str) -> Option<Layer> {
         self.tools.get(name).map(|(l, _)| *l)
     }
@@ -259,10 +279,12 @@ impl ToolSet {
         self.order.iter().map(String::as_str)
     }
 
+    /// How many tools there are.
     pub fn len(&self) -> usize {
         self.order.len()
     }
 
+    /// True when there are no tools.
     pub fn is_empty(&self) -> bool {
         self.order.is_empty()
     }
@@ -314,6 +336,7 @@ impl DynamicTool {
         Self { definition: ToolDefinition::new(name, description, input_schema), execute: None }
     }
 
+    /// Declares the output's JSON Schema.
     pub fn with_output_schema(mut self, schema: Value) -> Self {
         self.definition.output_schema = Some(schema);
         self

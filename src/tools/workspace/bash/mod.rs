@@ -32,8 +32,11 @@ pub const DESCRIPTION: &str = "Run a Bash script against the workspace. Use for 
 
 /// Think's defaults (`DEFAULT_BASH_*` in `tools/workspace.js`).
 pub const DEFAULT_TIMEOUT_MS: u64 = 30_000;
+/// Files mounted at most (Think's `maxWorkspaceFiles`).
 pub const DEFAULT_MAX_WORKSPACE_FILES: usize = 1_000;
+/// Largest file mounted, in bytes (Think's `maxWorkspaceFileBytes`).
 pub const DEFAULT_MAX_WORKSPACE_FILE_BYTES: u64 = 1_000_000;
+/// stdout and stderr are each cut to this many bytes (Think's `maxOutputBytes`).
 pub const DEFAULT_MAX_OUTPUT_BYTES: usize = 64_000;
 
 /// Limits of the tool, configured like Think's `workspaceBash: {timeout, network,
@@ -84,6 +87,7 @@ impl Default for BashOptions {
 /// The tool's input.
 #[derive(Debug, Clone, PartialEq, Deserialize)]
 pub struct BashInput {
+    /// The script to run.
     pub script: String,
     /// Defaults to `/`, the workspace root.
     pub cwd: Option<String>,
@@ -92,7 +96,9 @@ pub struct BashInput {
 /// Kind of a workspace entry as listed by [`BashFs::read_dir`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum EntryKind {
+    /// A regular file: mounted.
     File,
+    /// A directory: walked.
     Directory,
     /// Symlinks and anything else: not mounted.
     Other,
@@ -103,6 +109,7 @@ pub enum EntryKind {
 pub struct DirEntry {
     /// Absolute path.
     pub path: String,
+    /// What the entry is.
     pub kind: EntryKind,
     /// Size in bytes (files).
     pub size: u64,
