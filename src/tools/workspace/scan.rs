@@ -91,9 +91,10 @@ fn word_at(hay: &[u8], at: usize) -> u64 {
 /// The ASCII-case-insensitive search: scans many start positions at a time for the
 /// needle's two least common bytes at their offsets (sixteen with wasm SIMD, eight in a
 /// 64-bit word elsewhere), and compares the whole needle only where both are present. Kept
-/// hand-written because it beats `memchr2` on the rarest byte by about 1.5× on the
-/// `grep literal (1,000 files)` bench row (grep is case-insensitive by default, and a
-/// common letter as the only probe stops the scan every few dozen bytes).
+/// hand-written because it wins the `grep literal (1,000 files)` bench row (grep is
+/// case-insensitive by default): back to back, 15.0 ms and 3.5× Think with it, 16.3 ms and
+/// 2.4× with `memchr2` on the rarest byte, where a common letter as the only probe stops the
+/// scan every few dozen bytes.
 pub(crate) struct FoldedScan {
     /// Lower-cased.
     needle: Vec<u8>,
