@@ -16,7 +16,7 @@
 //! 4. whole lines compared without their indentation, accepted when the indentation differs
 //!    by the same amount on every line: line keys are hashed and windows found by a rolling
 //!    hash, O(n + m + L), then each hash hit is verified in O(k), at most 4 M line
-//!    comparisons in all;
+//!    comparisons in all; levels 4 and 5 run on files up to 8 MiB;
 //! 5. as 4 with blank lines left out on both sides, so a blank line the model dropped or
 //!    added inside the region does not matter; the file's blank lines outside the replaced
 //!    span stay, and `new_string` loses the blank lines `old_string` had around its first
@@ -24,7 +24,7 @@
 //!
 //! The closest-match hint (`closest_region`) ignores blank lines, looks at the first 400
 //! characters of each line, ranks windows in O(L·k) line comparisons within a budget of
-//! 16 M units (skipped with a note past it), and measures its best five candidates, one
+//! 16 M units on at most 2 M characters of the file (skipped with a note past either), and measures its best five candidates, one
 //! line shorter, as long and one line longer than `old_string`, exactly on at most 4,000
 //! characters a side.
 //!
@@ -74,6 +74,10 @@ pub enum EditResult {
 /// bytes per byte (36 MB here), and an isolate has 128 MB. Larger files still get the exact
 /// and line levels.
 const MAX_VIEW_BYTES: usize = 4 * 1024 * 1024;
+
+/// Files up to which the line levels run: they keep a folded key per line (about as large
+/// as the file again, plus 64 bytes a line).
+const MAX_LINE_LEVEL_BYTES: usize = 8 * 1024 * 1024;
 
 /// Replaces the single location of `old` in `content` with `new`.
 pub fn apply_edit(content: &str, old: &str, new: &str) -> EditResult {
@@ -339,6 +343,9 @@ const VERIFY_BUDGET: usize = 4_000_000;
 /// hit, within [`VERIFY_BUDGET`] line comparisons. When that budget runs out with fewer than
 /// two verified hits the level reports no match (it cannot prove uniqueness).
 fn match_lines(content: &str, old: &str, skip_blank: bool) -> Found<(usize, usize)> {
+    if content.len() > MAX_LINE_LEVEL_BYTES {
+        return Found::None;
+    }
     let (old_body, old_ends_nl) = match old.strip_suffix('\n') {
         Some(b) => (b.strip_suffix('\r').unwrap_or(b), true),
         None => (old, false),
@@ -600,6 +607,9 @@ const HINT_BUDGET: usize = 16_000_000;
 /// Characters on each side up to which candidates are measured by a character diff; larger
 /// regions are measured by trigram overlap instead.
 const HINT_CHAR_DIFF: usize = 4_000;
+/// Characters of the file (lines capped at [`HINT_LINE_CHARS`]) up to which the hint is
+/// searched: its trigrams take 4 bytes each.
+const HINT_MAX_FILE_CHARS: usize = 2_000_000;
 /// Lines on each side up to which the hint shows a line diff.
 const HINT_DIFF_LINES: usize = 1_000;
 /// Characters of a line the hint's diff shows.
@@ -664,8 +674,8 @@ fn closest_lines(content: &str, old: &str) -> Option<String> {
     let old_cost: usize = old_grams.iter().map(|g| g.len() + 1).sum();
     // Every file line is compared with up to m old lines.
     let file_chars: usize = file_nb.iter().map(|&i| capped(file_lines[i]).len() + 1).sum();
-    if positions.saturating_mul(old_cost).saturating_add(m.saturating_mul(file_chars)) > HINT_BUDGET
-    {
+    let work = positions.saturating_mul(old_cost).saturating_add(m.saturating_mul(file_chars));
+    if work > HINT_BUDGET || file_chars > HINT_MAX_FILE_CHARS {
         return Some(HINT_SKIPPED.to_owned());
     }
     let file_grams: Vec<Vec<u32>> = file_nb.iter().map(|&i| trigrams(file_lines[i])).collect();
@@ -997,6 +1007,16 @@ mod tests {
         assert_eq!((c.len(), l), (filler.len() + 7, MatchLevel::Indentation));
         let small = "let  total = a + b;\n";
         assert_eq!(replaced(apply_edit(small, "let total = a", "t")).1, MatchLevel::Whitespace);
+    }
+
+    #[test]
+    fn very_large_files_get_the_exact_level_and_no_hint_search() {
+        let filler = "x = 1;\n".repeat(MAX_LINE_LEVEL_BYTES / 7 + 1);
+        let file = format!("{filler}let  total = a + b;\n");
+        let r = within(3.0, "very large file", || apply_edit(&file, "let total = a + b;", "t"));
+        assert_eq!(r, EditResult::NotFound { hint: Some(HINT_SKIPPED.to_owned()) });
+        let (_, l) = replaced(apply_edit(&file, "let  total = a + b;", "t"));
+        assert_eq!(l, MatchLevel::Exact);
     }
 
     #[test]
