@@ -24,9 +24,9 @@
 //!
 //! The closest-match hint (`closest_region`) ignores blank lines, looks at the first 400
 //! characters of each line, ranks windows in O(L·k) line comparisons within a budget of
-//! 16 M units on at most 2 M characters of the file (skipped with a note past either), and measures its best five candidates, one
-//! line shorter, as long and one line longer than `old_string`, exactly on at most 4,000
-//! characters a side.
+//! 16 M units on at most 2 M characters of the file (skipped with a note past either), and
+//! measures its best five candidates, one line shorter, as long and one line longer than
+//! `old_string`, exactly on at most 4,000 characters a side.
 //!
 //! Fuzzy matches map back to byte offsets in the original, and `new_string` is re-indented
 //! to the file's indentation when the model's differed. Replacement is literal, and the
