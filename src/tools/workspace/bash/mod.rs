@@ -61,16 +61,32 @@ impl BashOptions {
     /// Reads a setting written like Think's `workspaceBash`: `true`/`false`, or a JSON object
     /// of options (`{"timeout": 5000, "network": true}`); empty means the default. `None`
     /// turns the tool off.
-    pub fn from_setting(setting: &str) -> Result<Option<Self>, String> {
+    pub fn from_setting(setting: &str) -> Result<Option<Self>, BashSettingError> {
         match setting.trim() {
             "" | "true" => Ok(Some(Self::default())),
             "false" => Ok(None),
             json => serde_json::from_str(json)
                 .map(Some)
-                .map_err(|e| format!("expected true, false or a JSON object of bash options: {e}")),
+                .map_err(|e| BashSettingError { reason: e.to_string() }),
         }
     }
 }
+
+/// A `THINK_BASH`-style setting that is neither `true`, `false` nor a JSON object of
+/// [`BashOptions`].
+#[derive(Debug, Clone, PartialEq)]
+pub struct BashSettingError {
+    /// Why the JSON did not parse as options (serde's words: an unknown field, a wrong type).
+    pub reason: String,
+}
+
+impl std::fmt::Display for BashSettingError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "expected true, false or a JSON object of bash options: {}", self.reason)
+    }
+}
+
+impl std::error::Error for BashSettingError {}
 
 impl Default for BashOptions {
     fn default() -> Self {

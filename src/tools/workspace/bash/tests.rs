@@ -607,9 +607,9 @@ fn options_from_a_setting() {
         BashOptions::from_setting(r#"{"timeout": 500, "network": true}"#),
         Ok(Some(BashOptions { timeout_ms: 500, network: true, ..BashOptions::default() }))
     );
-    assert!(BashOptions::from_setting(r#"{"timeoutMs": 500}"#)
-        .unwrap_err()
-        .contains("unknown field"));
+    let err = BashOptions::from_setting(r#"{"timeoutMs": 500}"#).unwrap_err();
+    assert!(err.reason.contains("unknown field"), "{err}");
+    assert!(err.to_string().starts_with("expected true, false or a JSON object of bash options: "));
     assert!(BashOptions::from_setting("off").is_err());
 }
 
