@@ -115,6 +115,6 @@ impl std::error::Error for FsError {}
 
 impl From<StoreError> for FsError {
     fn from(e: StoreError) -> Self {
-        FsError::Storage(e.0)
+        FsError::Storage(e.to_string())
     }
 }
