@@ -2,8 +2,8 @@
 //! of the workspace, then writes the changes back. Think's behaviour (`createBashTool` in
 //! `@cloudflare/think` 0.16 `tools/workspace.js`), with just-bash 3.4.2.
 //!
-//! Rust owns every decision: which files are mounted ([`snapshot`]), what may be written or
-//! deleted and in which order ([`writeback`]), and the output ([`output`]). The engine that
+//! Rust owns every decision: which files are mounted (`snapshot.rs`), what may be written or
+//! deleted and in which order (`writeback.rs`), and the output (`output.rs`). The engine that
 //! runs the script is behind [`BashEngine`]; in the Worker it is `js/bash/bridge.mjs`.
 //! The workspace is behind [`BashFs`], a small adapter over the `Workspace`.
 
