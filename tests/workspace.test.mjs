@@ -4,6 +4,8 @@
 // `tool-output-error`) and what the model saw next (the `role: tool` message).
 import { test, before, after } from "node:test";
 import assert from "node:assert/strict";
+import { asSchema } from "ai";
+import * as think from "@cloudflare/think/tools/workspace";
 import { startScriptedModel } from "./helpers/scripted-model.mjs";
 import { startWorker, modelVars } from "./helpers/worker.mjs";
 import { connect, closeTabs, newId } from "./helpers/client.mjs";
@@ -422,4 +424,66 @@ test("the model sees failures as Think sends them", async () => {
   assert.equal(missing.seen, JSON.stringify({ error: "File not found: /nope.txt" }));
   assert.equal(notEmpty.seen, JSON.stringify({ error: "Error: ENOTEMPTY: directory not empty: /e" }));
   tab.close();
+});
+
+test("edit and grep answer at once on a 1 MB line (issue 10: this froze workerd)", async () => {
+  const tab = await open("ws-freeze");
+  await callTool(tab, "write", { path: "/r.txt", content: "a".repeat(1_000_000) + "b" });
+  const started = Date.now();
+  const r = await callTool(tab, "edit", { path: "/r.txt", old_string: "q".repeat(10_000), new_string: "z" });
+  assert.deepEqual(r.output, {
+    error: "old_string not found in file. Make sure it matches exactly, including whitespace and indentation. Read the file first to verify.",
+  });
+  const g = await callTool(tab, "grep", { query: "b$", include: "/r.txt" });
+  assert.deepEqual(g.output.matches, [`/r.txt:1: [… 999501 characters cut] ${"a".repeat(499)}b`]);
+  assert.ok(Date.now() - started < 20_000, `${Date.now() - started} ms`);
+  tab.close();
+});
+
+// The tools' model-facing definitions against Think's own: the goldens are made at test time
+// from the pinned @cloudflare/think package (its tool factories, through the same
+// `asSchema(...).jsonSchema` the AI SDK sends), and compared with what the built Worker offers
+// the scripted model in the request body's `tools`. A drift on either side fails.
+/** Think's factories, in createWorkspaceTools's order. */
+const FACTORIES = {
+  read: think.createReadTool,
+  write: think.createWriteTool,
+  edit: think.createEditTool,
+  list: think.createListTool,
+  find: think.createFindTool,
+  grep: think.createGrepTool,
+  delete: think.createDeleteTool,
+  bash: think.createBashTool,
+};
+
+/** Think's definition of one tool, as an OpenAI-style function (without `$schema`). */
+async function thinkDefinition(name) {
+  const tool = FACTORIES[name]({ ops: {} });
+  const { $schema, ...parameters } = await asSchema(tool.inputSchema).jsonSchema;
+  assert.equal($schema, "http://json-schema.org/draft-07/schema#");
+  return { name, description: tool.description, parameters };
+}
+
+test("the workspace tools the model is offered are Think's, byte for byte", async () => {
+  const tab = await open("ws-schemas");
+  const first = model.requests.length;
+  model.push({ text: "ok" });
+  const { id } = tab.chat("hello");
+  await tab.turn(id, { timeout: 60000 });
+  const offered = model.requests[first].tools.map((t) => {
+    assert.equal(t.type, "function");
+    return t.function;
+  });
+  const names = offered.map((f) => f.name);
+  assert.deepEqual(names.slice(0, 7), ["read", "write", "edit", "list", "find", "grep", "delete"]);
+  for (const name of Object.keys(FACTORIES)) {
+    const ours = offered.find((f) => f.name === name);
+    if (name === "bash" && !ours) continue; // only with a bash engine (THINK_BASH)
+    assert.ok(ours, `${name} is offered`);
+    const expected = await thinkDefinition(name);
+    const { strict, ...rest } = ours;
+    assert.ok(strict === undefined || strict === false, `${name}: strict ${strict}`);
+    assert.equal(JSON.stringify(rest), JSON.stringify(expected), name);
+  }
+  assert.ok(names.includes("bash"), "the default Worker offers bash too");
 });

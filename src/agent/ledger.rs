@@ -158,15 +158,15 @@ impl Tool for LedgeredTool {
         let prior = Ledger::new(self.sql.as_ref()).get(&ctx.tool_call_id).ok().flatten();
         match prior {
             Some(Entry::Succeeded(v)) => return Ok(v),
-            Some(Entry::Failed(e)) => return Err(ToolError(e)),
-            Some(Entry::Started) => return Err(ToolError(INTERRUPTED_DURING_RUN.into())),
+            Some(Entry::Failed(e)) => return Err(ToolError::Failed(e)),
+            Some(Entry::Started) => return Err(ToolError::Failed(INTERRUPTED_DURING_RUN.into())),
             None => {}
         }
         self.record(ctx, &Entry::Started);
         let result = self.inner.execute(input, ctx).await;
         match &result {
             Ok(v) => self.record(ctx, &Entry::Succeeded(v.clone())),
-            Err(e) => self.record(ctx, &Entry::Failed(e.0.clone())),
+            Err(e) => self.record(ctx, &Entry::Failed(e.to_string())),
         }
         result
     }
@@ -215,7 +215,7 @@ mod tests {
         ledger.record("c2", "charge", &Entry::Started, 1000.0).unwrap();
         let ctx2 = ToolContext { tool_call_id: "c2".into(), tool_name: "charge".into() };
         let err = futures::executor::block_on(wrapped.execute(json!({}), &ctx2)).unwrap_err();
-        assert_eq!(err.0, INTERRUPTED_DURING_RUN);
+        assert_eq!(err.to_string(), INTERRUPTED_DURING_RUN);
         assert_eq!(runs.get(), 1);
         ledger.cleanup(1000.0 + RETENTION_MS + 1.0).unwrap();
         assert_eq!(ledger.get("c1").unwrap(), None);

@@ -288,7 +288,7 @@ impl Agent {
                                 async move {
                                     exec.call(&name, input, &ctx.tool_call_id)
                                         .await
-                                        .map_err(|e| ToolError(e.to_string()))
+                                        .map_err(|e| ToolError::Failed(e.to_string()))
                                 }
                             },
                         )) as ToolRef
@@ -566,7 +566,7 @@ impl Agent {
             let ctx = ToolContext { tool_call_id: id.clone(), tool_name: name.clone() };
             match abort.run(tool.execute(input, &ctx)).await {
                 Some(Ok(output)) => sink.emit(chunk::tool_output_available(&id, output)),
-                Some(Err(e)) => sink.emit(chunk::tool_output_error(&id, &e.0)),
+                Some(Err(e)) => sink.emit(chunk::tool_output_error(&id, &e.to_string())),
                 None => sink.emit(chunk::tool_output_error(&id, "The tool call was aborted.")),
             }
         }

@@ -721,10 +721,10 @@ impl Inner {
         args: Value,
     ) -> Result<Value, ToolError> {
         let Some(name) = self.with_server(id, |s| s.row.name.clone()) else {
-            return Err(ToolError(format!("MCP server \"{id}\" has been removed.")));
+            return Err(ToolError::Failed(format!("MCP server \"{id}\" has been removed.")));
         };
         let unavailable =
-            |e: &McpError| ToolError(format!("MCP server \"{name}\" is unavailable: {e}"));
+            |e: &McpError| ToolError::Failed(format!("MCP server \"{name}\" is unavailable: {e}"));
         let params = json!({"name": tool, "arguments": args});
         let mut retried = false;
         loop {
@@ -743,7 +743,7 @@ impl Inner {
             match outcome {
                 Ok(result) if result.get("isError").and_then(Value::as_bool) == Some(true) => {
                     let text = tools::content_text(&result);
-                    return Err(ToolError(if text.is_empty() {
+                    return Err(ToolError::Failed(if text.is_empty() {
                         "Tool call failed".into()
                     } else {
                         text
@@ -755,7 +755,7 @@ impl Inner {
                     self.drop_session(id, &session);
                 }
                 Err(McpError::Rpc { message, .. }) => {
-                    return Err(ToolError(format!(
+                    return Err(ToolError::Failed(format!(
                         "MCP tool \"{tool}\" on server \"{name}\" failed: {message}"
                     )))
                 }

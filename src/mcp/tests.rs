@@ -182,9 +182,9 @@ fn is_error_results_become_tool_errors_and_unknown_tools_rpc_errors() {
     let client = env.client();
     env.run(client.add_mcp_server("A", "https://a.example/mcp", opts("a"))).unwrap();
     let fail = find(&client.tools(), "tool_a_fail");
-    assert_eq!(call(&env, &fail, json!({})), Err(ToolError("it broke".into())));
+    assert_eq!(call(&env, &fail, json!({})), Err(ToolError::Failed("it broke".into())));
     let err = env.run(client.call_tool("a", "nope", json!({}))).unwrap_err();
-    assert_eq!(err.0, "MCP tool \"nope\" on server \"A\" failed: Unknown tool: nope");
+    assert_eq!(err.to_string(), "MCP tool \"nope\" on server \"A\" failed: Unknown tool: nope");
     // A tool error is not a server failure.
     assert_eq!(client.servers()[0].state, ConnectionState::Ready);
 }
@@ -336,7 +336,7 @@ fn legacy_sse_stream_end_fails_pending_calls_and_next_use_reconnects() {
         };
         futures::join!(call, crash).0
     });
-    let err = err.unwrap_err().0;
+    let err = err.unwrap_err().to_string();
     assert!(
         err.starts_with("MCP server \"Old\" is unavailable: the server closed the SSE stream"),
         "{err}"
@@ -384,7 +384,10 @@ fn failed_reconnections_cool_down_before_the_next_try() {
     let echo = find(&client.tools(), "tool_a_echo");
     // The broken session fails the call; the immediate reconnection fails too.
     assert!(call(&env, &echo, json!({"text": "x"})).is_err());
-    assert!(call(&env, &echo, json!({"text": "x"})).unwrap_err().0.contains("connection refused"));
+    assert!(call(&env, &echo, json!({"text": "x"}))
+        .unwrap_err()
+        .to_string()
+        .contains("connection refused"));
     let requests = env.http.log.borrow().len();
     // Within the cooldown: fails fast, no traffic.
     assert!(call(&env, &echo, json!({"text": "x"})).is_err());
@@ -503,11 +506,11 @@ fn a_hung_server_times_out_as_a_tool_error_while_others_keep_working() {
         )
     });
     assert_eq!(
-        slow_a.unwrap_err().0,
+        slow_a.unwrap_err().to_string(),
         "MCP server \"A\" is unavailable: no response within 2000 ms"
     );
     assert_eq!(
-        slow_b.unwrap_err().0,
+        slow_b.unwrap_err().to_string(),
         "MCP server \"B\" is unavailable: no response within 2000 ms"
     );
     assert_eq!(echo_a.unwrap()["content"][0]["text"], "a");
@@ -531,7 +534,7 @@ fn a_server_that_goes_down_fails_with_a_clear_error() {
     server.down.set(true);
     let echo = find(&client.tools(), "tool_a_echo");
     let err = call(&env, &echo, json!({"text": "x"})).unwrap_err();
-    assert_eq!(err.0, "MCP server \"A\" is unavailable: connection refused");
+    assert_eq!(err.to_string(), "MCP server \"A\" is unavailable: connection refused");
     assert_eq!(client.servers()[0].state, ConnectionState::Failed);
     // Its tools stay listed so the model keeps getting this explanation.
     assert_eq!(client.tools().len(), 5);
@@ -713,7 +716,7 @@ fn remove_ends_the_session_and_forgets_everything() {
     assert!(client.tools().is_empty());
     assert_eq!(client.get_mcp_servers()["servers"], json!({}));
     assert_eq!(
-        call(&env, &echo, json!({"text": "x"})).unwrap_err().0,
+        call(&env, &echo, json!({"text": "x"})).unwrap_err().to_string(),
         "MCP server \"a\" has been removed."
     );
     assert_eq!(env.run(client.remove_mcp_server("a")), Err(McpError::UnknownServer("a".into())));

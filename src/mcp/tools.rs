@@ -74,7 +74,7 @@ impl Tool for McpTool {
     /// `model_output` decides what the model reads.
     async fn execute(&self, input: Value, _ctx: &ToolContext) -> Result<Value, ToolError> {
         let Some(client) = self.client.upgrade() else {
-            return Err(ToolError("The MCP client has shut down.".into()));
+            return Err(ToolError::Failed("The MCP client has shut down.".into()));
         };
         client.call_tool(&self.server_id, &self.remote_name, input).await
     }

@@ -148,7 +148,8 @@ pub async fn run_script(
     }
     let mut dirs = vec!["/output".to_owned(), "/skill".to_owned(), "/workspace".to_owned()];
     let options = BashOptions::default();
-    let snapshot = take_snapshot(ws, &options).await.map_err(ScriptError::Engine)?;
+    let snapshot =
+        take_snapshot(ws, &options).await.map_err(|e| ScriptError::Engine(e.to_string()))?;
     for (p, bytes) in snapshot.files {
         files.push((format!("/workspace{p}"), bytes));
     }
@@ -165,7 +166,7 @@ pub async fn run_script(
         network: false,
         exclude_roots: vec!["/tmp".to_owned(), "/workspace".to_owned(), "/skill".to_owned()],
     };
-    let response = engine.run(request).await.map_err(ScriptError::Engine)?;
+    let response = engine.run(request).await.map_err(|e| ScriptError::Engine(e.to_string()))?;
     if let Some(error) = response.error {
         return Err(ScriptError::Engine(error));
     }

@@ -267,24 +267,24 @@ fn tools_activate_read_and_refuse() {
     let err =
         call(&tools, "read_skill_resource", json!({"name": "pdf", "path": "../pdf/SKILL.md"}))
             .unwrap_err();
-    assert!(err.0.starts_with("Resource paths cannot use \"../\""), "{err}");
+    assert!(err.to_string().starts_with("Resource paths cannot use \"../\""), "{err}");
     let err = call(&tools, "read_skill_resource", json!({"path": "nope/x.md"})).unwrap_err();
-    assert_eq!(err.0, "Unknown skill in qualified resource path: nope");
+    assert_eq!(err.to_string(), "Unknown skill in qualified resource path: nope");
     let err =
         call(&tools, "read_skill_resource", json!({"name": "pdf", "path": "references/none.md"}))
             .unwrap_err();
-    assert_eq!(err.0, "Resource not found: pdf/references/none.md");
+    assert_eq!(err.to_string(), "Resource not found: pdf/references/none.md");
     write(&ws, "/skills/pdf/assets/big.txt", &"x".repeat(1_000_001));
     block_on(skills.refresh(&ws, None, 0.0));
     let tools = skills.tools(ws.clone(), None);
     let err =
         call(&tools, "read_skill_resource", json!({"path": "pdf/assets/big.txt"})).unwrap_err();
     assert_eq!(
-        err.0,
+        err.to_string(),
         "Resource too large to read: pdf/assets/big.txt (1000001 bytes; the limit is 1000000)"
     );
     let err = call(&tools, "activate_skill", json!({"name": "nope"})).unwrap_err();
-    assert_eq!(err.0, "Skill not found: nope");
+    assert_eq!(err.to_string(), "Skill not found: nope");
     assert!(!skills.needs_approval("bash"));
     call(&tools, "activate_skill", json!({"name": "pdf"})).unwrap();
     assert!(!skills.needs_approval("bash"), "pdf declares no allowed-tools");
@@ -330,7 +330,10 @@ struct EchoEngine(RefCell<Option<EngineRequest>>);
 
 #[async_trait::async_trait(?Send)]
 impl BashEngine for EchoEngine {
-    async fn run(&self, request: EngineRequest) -> Result<EngineResponse, String> {
+    async fn run(
+        &self,
+        request: EngineRequest,
+    ) -> Result<EngineResponse, crate::tools::workspace::bash::BashError> {
         let input = request.files.iter().find(|(p, _)| p == "/input.json").unwrap().1.clone();
         *self.0.borrow_mut() = Some(request);
         let mut entries = vec![FinalEntry {
@@ -387,10 +390,10 @@ fn scripts_run_over_the_skill_files_with_the_input() {
     assert!(request.dirs.contains(&"/output".to_owned()));
     let err = call(&tools, "run_skill_script", json!({"name": "pdf", "path": "scripts/fill.mjs"}))
         .unwrap_err();
-    assert!(err.0.starts_with("JavaScript skill scripts are not supported yet"), "{err}");
+    assert!(err.to_string().starts_with("JavaScript skill scripts are not supported yet"), "{err}");
     let err = call(&tools, "run_skill_script", json!({"name": "pdf", "path": "scripts/none.sh"}))
         .unwrap_err();
-    assert_eq!(err.0, "Script not found: pdf/scripts/none.sh");
+    assert_eq!(err.to_string(), "Script not found: pdf/scripts/none.sh");
     assert_eq!(block_on(ws.read_file("/notes.txt")).unwrap().as_deref(), Some("workspace file"));
 }
 

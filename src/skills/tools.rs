@@ -145,7 +145,7 @@ fn text_arg<'a>(input: &'a Value, key: &str) -> Option<&'a str> {
 
 impl SkillTool {
     fn skill(&self, name: &str) -> Result<&Rc<LoadedSkill>, ToolError> {
-        self.catalog.get(name).ok_or_else(|| ToolError(format!("Skill not found: {name}")))
+        self.catalog.get(name).ok_or_else(|| ToolError::Failed(format!("Skill not found: {name}")))
     }
 
     fn activate(&self, input: &Value) -> Result<Value, ToolError> {
@@ -159,14 +159,14 @@ impl SkillTool {
         let path = text_arg(input, "path").unwrap_or_default();
         let (name, rel) = match text_arg(input, "name") {
             Some(name) => {
-                resources::check_path(path).map_err(|e| ToolError(e.to_string()))?;
+                resources::check_path(path).map_err(|e| ToolError::Failed(e.to_string()))?;
                 (name, path)
             }
             None => {
-                let (name, rel) =
-                    resources::split_qualified(path).map_err(|e| ToolError(e.to_string()))?;
+                let (name, rel) = resources::split_qualified(path)
+                    .map_err(|e| ToolError::Failed(e.to_string()))?;
                 if self.catalog.get(name).is_none() {
-                    return Err(ToolError(format!(
+                    return Err(ToolError::Failed(format!(
                         "Unknown skill in qualified resource path: {name}"
                     )));
                 }
@@ -176,7 +176,7 @@ impl SkillTool {
         let skill = self.skill(name)?;
         if let Some(r) = skill.resources.iter().find(|r| r.path == rel) {
             if r.size > MAX_READ_BYTES {
-                return Err(ToolError(format!(
+                return Err(ToolError::Failed(format!(
                     "Resource too large to read: {name}/{rel} ({} bytes; the limit is {MAX_READ_BYTES})",
                     r.size
                 )));
@@ -185,8 +185,8 @@ impl SkillTool {
         let bytes = skill
             .read(&self.ws, rel)
             .await
-            .map_err(|e| ToolError(e.to_string()))?
-            .ok_or_else(|| ToolError(format!("Resource not found: {name}/{rel}")))?;
+            .map_err(|e| ToolError::Failed(e.to_string()))?
+            .ok_or_else(|| ToolError::Failed(format!("Resource not found: {name}/{rel}")))?;
         let info = resources::ResourceInfo::new(rel, bytes.len() as u64);
         let content = match info.encoding {
             Encoding::Text => String::from_utf8_lossy(&bytes).into_owned(),
@@ -203,17 +203,18 @@ impl SkillTool {
 
     async fn run(&self, input: &Value) -> Result<Value, ToolError> {
         let Some(engine) = &self.engine else {
-            return Err(ToolError("Skill scripts cannot run here: no bash engine".into()));
+            return Err(ToolError::Failed("Skill scripts cannot run here: no bash engine".into()));
         };
         let name = text_arg(input, "name").unwrap_or_default();
         let path = text_arg(input, "path").unwrap_or_default();
-        script::check_script_path(path).map_err(|e| ToolError(e.to_string()))?;
+        script::check_script_path(path).map_err(|e| ToolError::Failed(e.to_string()))?;
         let skill = self.skill(name)?;
         let script_input = input.get("input").cloned().unwrap_or_else(|| json!({}));
         let output = script::run_script(&self.ws, engine.as_ref(), skill, path, script_input)
             .await
-            .map_err(|e| ToolError(e.to_string()))?;
-        serde_json::to_value(output).map_err(|e| ToolError(format!("Tool output is not JSON: {e}")))
+            .map_err(|e| ToolError::Failed(e.to_string()))?;
+        serde_json::to_value(output)
+            .map_err(|e| ToolError::Failed(format!("Tool output is not JSON: {e}")))
     }
 }
 

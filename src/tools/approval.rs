@@ -25,6 +25,7 @@ pub struct ApprovalPolicy {
 }
 
 impl ApprovalPolicy {
+    /// An empty policy: no tool needs approval.
     pub fn new() -> Self {
         Self::default()
     }
@@ -60,6 +61,7 @@ impl ApprovalPolicy {
         Ok(self)
     }
 
+    /// Whether a call of `tool_name` with `input` must wait for a human's approval.
     pub fn needs_approval(&self, tool_name: &str, input: &Value) -> bool {
         self.rules
             .iter()
@@ -71,6 +73,7 @@ impl ApprovalPolicy {
         self.rules.iter().map(|r| r.pattern.as_str())
     }
 
+    /// True when no rule is set.
     pub fn is_empty(&self) -> bool {
         self.rules.is_empty()
     }

@@ -18,3 +18,15 @@ pub struct ToolDefinition {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub output_schema: Option<Value>,
 }
+
+impl ToolDefinition {
+    /// A definition without an output schema, the usual case.
+    pub fn new(name: &str, description: &str, input_schema: Value) -> Self {
+        Self {
+            name: name.to_owned(),
+            description: description.to_owned(),
+            input_schema,
+            output_schema: None,
+        }
+    }
+}

@@ -22,30 +22,84 @@ pub use definition::ToolDefinition;
 /// Per-call information handed to `execute`.
 #[derive(Debug, Clone, Default)]
 pub struct ToolContext {
+    /// The model's id for this call.
     pub tool_call_id: String,
+    /// The tool's name as the model called it.
     pub tool_name: String,
 }
 
-/// A failed execution. Its message reaches the model as the tool's error text
-/// (`tool-output-error` on the wire) and the turn goes on.
+/// A failed execution. Its text (`Display`) reaches the model as the tool's error
+/// (`tool-output-error` on the wire) and the turn goes on; the variant says why, so a caller
+/// can tell a missing file from a path outside the workspace or a limit hit.
 #[derive(Debug, Clone, PartialEq)]
-pub struct ToolError(pub String);
+#[non_exhaustive]
+pub enum ToolError {
+    /// The input passed the schema but not the tool's own types.
+    InvalidInput {
+        /// The tool's name.
+        tool: String,
+        /// What did not fit, as serde words it.
+        reason: String,
+    },
+    /// A workspace operation failed (not found, a directory, outside the root, too large…);
+    /// worded as Think's `Workspace` words it where the tools meet it.
+    Fs(crate::workspace::FsError),
+    /// A client-side tool was asked to run on the server.
+    ClientSide {
+        /// The tool's name.
+        tool: String,
+    },
+    /// The tool's output could not be serialized to JSON.
+    Output(String),
+    /// A `bash` call failed outside its script.
+    Bash(workspace::bash::BashError),
+    /// Any other failure, already worded for the model (MCP servers, bash, the ledger).
+    Failed(String),
+}
 
 impl std::fmt::Display for ToolError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(&self.0)
+        match self {
+            ToolError::InvalidInput { tool, reason } => {
+                write!(f, "Invalid input for tool \"{tool}\": {reason}")
+            }
+            ToolError::Fs(e) => f.write_str(&workspace::fs_error_text(e)),
+            ToolError::ClientSide { tool } => write!(
+                f,
+                "Tool \"{tool}\" runs on the client and cannot be executed on the server."
+            ),
+            ToolError::Output(e) => write!(f, "Tool output is not JSON: {e}"),
+            ToolError::Bash(e) => e.fmt(f),
+            ToolError::Failed(text) => f.write_str(text),
+        }
+    }
+}
+
+impl std::error::Error for ToolError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            ToolError::Fs(e) => Some(e),
+            ToolError::Bash(e) => Some(e),
+            _ => None,
+        }
+    }
+}
+
+impl From<crate::workspace::FsError> for ToolError {
+    fn from(e: crate::workspace::FsError) -> Self {
+        ToolError::Fs(e)
     }
 }
 
 impl From<String> for ToolError {
     fn from(s: String) -> Self {
-        ToolError(s)
+        ToolError::Failed(s)
     }
 }
 
 impl From<&str> for ToolError {
     fn from(s: &str) -> Self {
-        ToolError(s.to_owned())
+        ToolError::Failed(s.to_owned())
     }
 }
 
@@ -53,20 +107,48 @@ impl From<&str> for ToolError {
 /// (Think's `toModelOutput`): `read` sends file text as plain text, not as JSON.
 #[derive(Debug, Clone, PartialEq)]
 pub enum ModelOutput {
+    /// Plain text (Think's `toModelOutput` `{type: "text"}`).
     Text(String),
+    /// The output as JSON.
     Json(Value),
+    /// A failure the model reads as an error.
     ErrorText(String),
 }
 
+/// Most bytes of one tool output the model is sent; the rest is cut with a note. It sits
+/// above Think's own largest output (`read`: 2,000 lines of at most 2,000 characters), so
+/// Think-sized outputs pass unchanged, and it keeps a runaway tool (an MCP server, a grep
+/// over huge context) from filling the model's context and the stored transcript.
+pub const MAX_MODEL_OUTPUT_BYTES: usize = 4 * 1024 * 1024;
+
 impl ModelOutput {
-    /// The text form sent to providers whose tool messages carry a string.
+    /// The text form sent to providers whose tool messages carry a string, at most
+    /// [`MAX_MODEL_OUTPUT_BYTES`] (plus the cut note).
     pub fn to_text(&self) -> String {
-        match self {
+        let text = match self {
             ModelOutput::Text(s) => s.clone(),
             ModelOutput::ErrorText(s) => error_json(s),
             ModelOutput::Json(v) => serde_json::to_string(v).unwrap_or_default(),
-        }
+        };
+        bound_output(text, MAX_MODEL_OUTPUT_BYTES)
     }
+}
+
+/// `text` cut at a character boundary to at most `max` bytes, followed by
+/// `\n... (<size> truncated)` (the bash tool's note, e.g. `2.0 KB`) when anything was cut.
+pub fn bound_output(mut text: String, max: usize) -> String {
+    if text.len() <= max {
+        return text;
+    }
+    let mut cut = max;
+    while !text.is_char_boundary(cut) {
+        cut -= 1;
+    }
+    let dropped = text.len() - cut;
+    text.truncate(cut);
+    let size = workspace::bash::output::format_size(dropped as u64);
+    text.push_str(&format!("\n... ({size} truncated)"));
+    text
 }
 
 /// How a failure reads to the model: `{"error": text}`, as the AI SDK's OpenAI provider
@@ -83,6 +165,7 @@ pub fn thrown_error_json(message: &str) -> String {
 /// A tool the model can call.
 #[async_trait(?Send)]
 pub trait Tool {
+    /// What the model sees of the tool.
     fn definition(&self) -> &ToolDefinition;
 
     /// Runs the tool on input that has already been validated against the input schema.
@@ -112,12 +195,19 @@ pub type ToolRef = Rc<dyn Tool>;
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum Layer {
+    /// The workspace tools (lowest precedence).
     Workspace,
+    /// Tools the agent defines.
     Agent,
+    /// Tools of loaded extensions.
     Extension,
+    /// Tools of context providers.
     Context,
+    /// Tools of skills.
     Skill,
+    /// Tools of MCP servers.
     Mcp,
+    /// Tools the browser declares (client tools).
     Client,
     /// Tools a `before_turn` hook adds for one turn only; they win over everything.
     Turn,
@@ -131,6 +221,7 @@ pub struct ToolSet {
 }
 
 impl ToolSet {
+    /// An empty set.
     pub fn new() -> Self {
         Self::default()
     }
@@ -149,10 +240,12 @@ impl ToolSet {
         }
     }
 
+    /// The tool of that name, if any.
     pub fn get(&self, name: &str) -> Option<&ToolRef> {
         self.tools.get(name).map(|(_, t)| t)
     }
 
+    /// The layer the named tool came from.
     pub fn layer_of(&self, name: &str) -> Option<Layer> {
         self.tools.get(name).map(|(l, _)| *l)
     }
@@ -162,10 +255,12 @@ impl ToolSet {
         self.order.iter().map(String::as_str)
     }
 
+    /// How many tools there are.
     pub fn len(&self) -> usize {
         self.order.len()
     }
 
+    /// True when there are no tools.
     pub fn is_empty(&self) -> bool {
         self.order.is_empty()
     }
@@ -207,29 +302,17 @@ impl DynamicTool {
         Fut: Future<Output = Result<Value, ToolError>> + 'static,
     {
         Self {
-            definition: ToolDefinition {
-                name: name.to_owned(),
-                description: description.to_owned(),
-                input_schema,
-                output_schema: None,
-            },
+            definition: ToolDefinition::new(name, description, input_schema),
             execute: Some(Rc::new(move |v, c| Box::pin(execute(v, c)))),
         }
     }
 
     /// A tool with no server-side execution: the turn pauses at its call (client tools).
     pub fn without_execute(name: &str, description: &str, input_schema: Value) -> Self {
-        Self {
-            definition: ToolDefinition {
-                name: name.to_owned(),
-                description: description.to_owned(),
-                input_schema,
-                output_schema: None,
-            },
-            execute: None,
-        }
+        Self { definition: ToolDefinition::new(name, description, input_schema), execute: None }
     }
 
+    /// Declares the output's JSON Schema.
     pub fn with_output_schema(mut self, schema: Value) -> Self {
         self.definition.output_schema = Some(schema);
         self
@@ -245,10 +328,7 @@ impl Tool for DynamicTool {
     async fn execute(&self, input: Value, ctx: &ToolContext) -> Result<Value, ToolError> {
         match &self.execute {
             Some(f) => f(input, ctx.clone()).await,
-            None => Err(ToolError(format!(
-                "Tool \"{}\" runs on the client and cannot be executed on the server.",
-                self.definition.name
-            ))),
+            None => Err(ToolError::ClientSide { tool: self.definition.name.clone() }),
         }
     }
 
@@ -275,12 +355,7 @@ where
     Fut: Future<Output = Result<O, ToolError>> + 'static,
 {
     TypedTool {
-        definition: ToolDefinition {
-            name: name.to_owned(),
-            description: description.to_owned(),
-            input_schema: schema::schema_for::<I>(),
-            output_schema: None,
-        },
+        definition: ToolDefinition::new(name, description, schema::schema_for::<I>()),
         execute,
         _types: PhantomData,
     }
@@ -307,11 +382,12 @@ where
     }
 
     async fn execute(&self, input: Value, ctx: &ToolContext) -> Result<Value, ToolError> {
-        let typed: I = serde_json::from_value(input).map_err(|e| {
-            ToolError(format!("Invalid input for tool \"{}\": {e}", self.definition.name))
+        let typed: I = serde_json::from_value(input).map_err(|e| ToolError::InvalidInput {
+            tool: self.definition.name.clone(),
+            reason: e.to_string(),
         })?;
         let out = (self.execute)(typed, ctx.clone()).await?;
-        serde_json::to_value(out).map_err(|e| ToolError(format!("Tool output is not JSON: {e}")))
+        serde_json::to_value(out).map_err(|e| ToolError::Output(e.to_string()))
     }
 }
 

@@ -373,8 +373,8 @@ async fn execute(
                         Some(text)
                     }
                     Some(Err(e)) => {
-                        sink.emit(chunk::tool_output_error(&call.id, &e.0));
-                        Some(crate::tools::thrown_error_json(&e.0))
+                        sink.emit(chunk::tool_output_error(&call.id, &e.to_string()));
+                        Some(crate::tools::thrown_error_json(&e.to_string()))
                     }
                 }
             }
@@ -433,7 +433,7 @@ mod tests {
                     "fail",
                     "Fails",
                     json!({"type": "object"}),
-                    |_, _| async { Err(ToolError("boom".into())) },
+                    |_, _| async { Err(ToolError::Failed("boom".into())) },
                 )),
                 Rc::new(DynamicTool::without_execute(
                     "ask_user",

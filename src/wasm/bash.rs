@@ -6,7 +6,7 @@ use js_sys::{Array, Object, Reflect, Uint8Array};
 use wasm_bindgen::prelude::*;
 
 use crate::tools::workspace::bash::{
-    BashEngine, EngineRequest, EngineResponse, FinalEntry, FinalKind,
+    BashEngine, BashError, EngineRequest, EngineResponse, FinalEntry, FinalKind,
 };
 
 #[wasm_bindgen(module = "/js/bash/bridge.mjs")]
@@ -20,11 +20,14 @@ pub struct JustBash;
 
 #[async_trait(?Send)]
 impl BashEngine for JustBash {
-    async fn run(&self, request: EngineRequest) -> Result<EngineResponse, String> {
+    async fn run(&self, request: EngineRequest) -> Result<EngineResponse, BashError> {
+        let engine = BashError::Engine;
         let js_request = to_js(request)
-            .map_err(|e| format!("bash: could not build the request: {}", message(&e)))?;
-        let result = run_bash_js(js_request).await.map_err(|e| format!("bash: {}", message(&e)))?;
-        from_js(&result).map_err(|e| format!("bash: unexpected result from the engine: {e}"))
+            .map_err(|e| engine(format!("bash: could not build the request: {}", message(&e))))?;
+        let result =
+            run_bash_js(js_request).await.map_err(|e| engine(format!("bash: {}", message(&e))))?;
+        from_js(&result)
+            .map_err(|e| engine(format!("bash: unexpected result from the engine: {e}")))
     }
 }
 

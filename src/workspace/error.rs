@@ -5,16 +5,27 @@ use crate::store::StoreError;
 
 /// The POSIX error codes the workspace reports.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
 pub enum Errno {
+    /// No such file or directory.
     NoEnt,
+    /// The path already exists.
     Exist,
+    /// A path component is not a directory.
     NotDir,
+    /// The path is a directory.
     IsDir,
+    /// The directory is not empty.
     NotEmpty,
+    /// Not permitted (e.g. removing the root).
     Perm,
+    /// Too many symbolic links.
     Loop,
+    /// The path is longer than the limit.
     NameTooLong,
+    /// The file is larger than the limit.
     FBig,
+    /// An invalid argument (a NUL in a path, a bad glob).
     Inval,
 }
 
@@ -52,11 +63,19 @@ impl Errno {
     }
 }
 
-/// A failed workspace operation.
+/// A failed workspace operation; match on it (or on [`FsError::errno`]) to tell why.
 #[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
 pub enum FsError {
     /// A POSIX error on `path` (as the caller wrote it) during `syscall` (`open`, `rm`, …).
-    Posix { errno: Errno, syscall: &'static str, path: String },
+    Posix {
+        /// Why.
+        errno: Errno,
+        /// The operation, in Node's words (`open`, `rm`, `mkdir`, `scandir`, `glob`…).
+        syscall: &'static str,
+        /// The path as the caller wrote it.
+        path: String,
+    },
     /// The backing SQL database or blob store failed.
     Storage(String),
 }

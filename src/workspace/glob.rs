@@ -24,8 +24,15 @@ pub struct Glob {
 /// The SQL side of a glob: one exact path, or a key range `lo <= path < hi`.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Prefilter {
+    /// Only this path can match.
     Exact(String),
-    Range { lo: String, hi: String },
+    /// Every path in `lo <= path < hi` (the paths under a literal directory prefix).
+    Range {
+        /// The smallest path in range (inclusive).
+        lo: String,
+        /// The first path past the range (exclusive).
+        hi: String,
+    },
 }
 
 impl Glob {

@@ -52,8 +52,11 @@ const MAX_BATCH_BYTES: usize = 90_000;
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum EntryType {
+    /// A regular file.
     File,
+    /// A directory.
     Directory,
+    /// A symbolic link.
     Symlink,
 }
 
@@ -80,14 +83,22 @@ impl EntryType {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct FileInfo {
+    /// Absolute path.
     pub path: String,
+    /// The last path component.
     pub name: String,
+    /// File, directory or symlink.
     #[serde(rename = "type")]
     pub kind: EntryType,
+    /// The MIME type it was written with.
     pub mime_type: String,
+    /// Size in bytes.
     pub size: u64,
+    /// Creation time, in milliseconds since the epoch.
     pub created_at: i64,
+    /// Last modification time, in milliseconds since the epoch.
     pub updated_at: i64,
+    /// A symlink's target.
     #[serde(skip_serializing_if = "Option::is_none", default)]
     pub target: Option<String>,
 }
@@ -96,7 +107,9 @@ pub struct FileInfo {
 /// its text.
 #[derive(Debug, Clone, PartialEq)]
 pub struct FileText {
+    /// Absolute path.
     pub path: String,
+    /// Size in bytes.
     pub size: u64,
     /// `None` when the file is larger than asked for or not stored inline; read it with
     /// [`Workspace::read_files`].
@@ -107,9 +120,13 @@ pub struct FileText {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct WorkspaceInfo {
+    /// Files in the workspace.
     pub file_count: u64,
+    /// Directories in the workspace.
     pub directory_count: u64,
+    /// Bytes of all files.
     pub total_bytes: u64,
+    /// Files whose content is in R2.
     pub r2_file_count: u64,
 }
 

@@ -123,7 +123,7 @@ impl BenchRust {
                     Ok(v) => outputs.push(v),
                     Err(e) => {
                         errors += 1;
-                        outputs.push(json!({ "thrown": e.0 }));
+                        outputs.push(json!({ "thrown": e.to_string() }));
                     }
                 }
             }
@@ -141,7 +141,7 @@ impl BenchRust {
         let ctx = ToolContext { tool_call_id: "call".into(), tool_name: tool.into() };
         let out = match t.execute(body["input"].clone(), &ctx).await {
             Ok(v) => json!({ "output": v }),
-            Err(e) => json!({ "thrown": e.0 }),
+            Err(e) => json!({ "thrown": e.to_string() }),
         };
         Response::from_json(&out)
     }

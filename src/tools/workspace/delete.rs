@@ -1,11 +1,11 @@
 //! `delete`: remove a file or directory.
 
 use super::ops::DeleteOps;
-use super::{definition, fs_err, parse_input};
-use crate::tools::{Tool, ToolContext, ToolDefinition, ToolError, ToolRef};
+use super::{file_tool, FileToolKind};
+use crate::tools::{ToolError, ToolRef};
 use async_trait::async_trait;
 use serde::Deserialize;
-use serde_json::{json, Map, Value};
+use serde_json::{json, Value};
 use std::rc::Rc;
 
 const DESCRIPTION: &str =
@@ -17,37 +17,38 @@ struct Input {
     recursive: Option<bool>,
 }
 
-struct DeleteTool {
-    def: ToolDefinition,
-    ops: Rc<dyn DeleteOps>,
-}
-
 /// Think's `createDeleteTool`. A missing path succeeds (Think passes `force`); a non-empty
 /// directory without `recursive` and the root are errors.
 pub fn delete_tool(ops: Rc<dyn DeleteOps>) -> ToolRef {
-    let schema = json!({
-        "type": "object",
-        "properties": {
-            "path": {"type": "string", "description": "Absolute path to the file or directory"},
-            "recursive": {"description": "If true, remove directories and their contents recursively", "type": "boolean"}
-        },
-        "required": ["path"],
-        "additionalProperties": false
-    });
-    Rc::new(DeleteTool { def: definition("delete", DESCRIPTION, schema), ops })
+    file_tool::<Delete>(ops)
 }
 
+struct Delete;
+
 #[async_trait(?Send)]
-impl Tool for DeleteTool {
-    fn definition(&self) -> &ToolDefinition {
-        &self.def
+impl FileToolKind for Delete {
+    type Ops = dyn DeleteOps;
+    type Input = Input;
+    const NAME: &'static str = "delete";
+    const DESCRIPTION: &'static str = DESCRIPTION;
+
+    fn schema() -> Value {
+        json!({
+            "type": "object",
+            "properties": {
+                "path": {"type": "string", "description": "Absolute path to the file or directory"},
+                "recursive": {"description": "If true, remove directories and their contents recursively", "type": "boolean"}
+            },
+            "required": ["path"],
+            "additionalProperties": false
+        })
     }
 
-    async fn execute(&self, input: Value, _ctx: &ToolContext) -> Result<Value, ToolError> {
-        let Input { path, recursive } = parse_input("delete", input)?;
-        self.ops.rm(&path, recursive.unwrap_or(false), true).await.map_err(fs_err)?;
-        let mut m = Map::new();
-        m.insert("deleted".into(), json!(path));
-        Ok(Value::Object(m))
+    async fn run(
+        ops: &dyn DeleteOps,
+        Input { path, recursive }: Input,
+    ) -> Result<Value, ToolError> {
+        ops.rm(&path, recursive.unwrap_or(false), true).await?;
+        Ok(json!({ "deleted": path }))
     }
 }

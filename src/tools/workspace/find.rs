@@ -1,12 +1,12 @@
 //! `find`: paths matching a glob.
 
 use super::ops::FindOps;
-use super::{definition, fs_err, parse_input};
-use crate::tools::{Tool, ToolContext, ToolDefinition, ToolError, ToolRef};
+use super::{file_tool, FileToolKind};
+use crate::tools::{ToolError, ToolRef};
 use crate::workspace::EntryType;
 use async_trait::async_trait;
 use serde::Deserialize;
-use serde_json::{json, Map, Value};
+use serde_json::{json, Value};
 use std::rc::Rc;
 
 const DESCRIPTION: &str = "Find files matching a glob pattern. Supports standard glob syntax: * matches any file, ** matches directories recursively, ? matches a single character. Returns matching file paths with types and sizes.";
@@ -19,49 +19,46 @@ struct Input {
     pattern: String,
 }
 
-struct FindTool {
-    def: ToolDefinition,
-    ops: Rc<dyn FindOps>,
-}
-
 /// Think's `createFindTool`.
 pub fn find_tool(ops: Rc<dyn FindOps>) -> ToolRef {
-    let schema = json!({
-        "type": "object",
-        "properties": {
-            "pattern": {"type": "string", "description": "Glob pattern to match (e.g. \"**/*.ts\", \"src/**/*.test.ts\", \"*.md\")"}
-        },
-        "required": ["pattern"],
-        "additionalProperties": false
-    });
-    Rc::new(FindTool { def: definition("find", DESCRIPTION, schema), ops })
+    file_tool::<Find>(ops)
 }
 
+struct Find;
+
 #[async_trait(?Send)]
-impl Tool for FindTool {
-    fn definition(&self) -> &ToolDefinition {
-        &self.def
+impl FileToolKind for Find {
+    type Ops = dyn FindOps;
+    type Input = Input;
+    const NAME: &'static str = "find";
+    const DESCRIPTION: &'static str = DESCRIPTION;
+
+    fn schema() -> Value {
+        json!({
+            "type": "object",
+            "properties": {
+                "pattern": {"type": "string", "description": "Glob pattern to match (e.g. \"**/*.ts\", \"src/**/*.test.ts\", \"*.md\")"}
+            },
+            "required": ["pattern"],
+            "additionalProperties": false
+        })
     }
 
-    async fn execute(&self, input: Value, _ctx: &ToolContext) -> Result<Value, ToolError> {
-        let Input { pattern } = parse_input("find", input)?;
-        let matches = self.ops.glob_paths(&pattern).await.map_err(fs_err)?;
-        let files: Vec<Value> = matches
+    async fn run(ops: &dyn FindOps, Input { pattern }: Input) -> Result<Value, ToolError> {
+        let matches = ops.glob_paths(&pattern).await?;
+        let files: Vec<String> = matches
             .iter()
             .take(MAX_RESULTS)
             .map(|(path, kind)| {
                 let suffix = if *kind == EntryType::Directory { "/" } else { "" };
-                Value::String(format!("{path}{suffix}"))
+                format!("{path}{suffix}")
             })
             .collect();
-        let mut m = Map::new();
-        m.insert("pattern".into(), json!(pattern));
-        m.insert("count".into(), json!(matches.len()));
-        m.insert("files".into(), Value::Array(files));
+        let mut out = json!({"pattern": pattern, "count": matches.len(), "files": files});
         if matches.len() > MAX_RESULTS {
-            m.insert("truncated".into(), json!(true));
-            m.insert("showing".into(), json!(MAX_RESULTS));
+            out["truncated"] = json!(true);
+            out["showing"] = json!(MAX_RESULTS);
         }
-        Ok(Value::Object(m))
+        Ok(out)
     }
 }

@@ -2,23 +2,24 @@
 //!
 //! `read`, `write`, `list`, `find`, `grep` and `delete` reproduce Think 0.16's tools: the
 //! same descriptions, input schemas, output keys in the same order, and the same strings.
-//! `edit` keeps Think's inputs and outputs but matches more robustly (see [`edit_match`]).
+//! `edit` keeps Think's inputs and outputs but matches more robustly (its matcher's cascade
+//! is documented in `edit/matcher.rs`).
 //! Each tool is built over an operations trait from [`ops`], which [`Workspace`] implements.
 
 pub mod bash;
 mod delete;
 mod edit;
-pub mod edit_match;
 mod find;
 mod grep;
-pub mod jsregex;
 mod list;
-pub mod media;
+pub(crate) mod media;
 pub mod ops;
 mod read;
 mod scan;
 mod write;
 
+#[cfg(test)]
+mod bounds;
 #[cfg(test)]
 mod tests;
 
@@ -30,8 +31,9 @@ pub use list::list_tool;
 pub use read::read_tool;
 pub use write::write_tool;
 
-use super::{ToolDefinition, ToolError, ToolRef};
+use super::{ModelOutput, Tool, ToolContext, ToolDefinition, ToolError, ToolRef};
 use crate::workspace::{Errno, FsError, Workspace};
+use async_trait::async_trait;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 use std::rc::Rc;
@@ -72,28 +74,67 @@ pub fn workspace_tools(ws: Rc<Workspace>, options: WorkspaceToolsOptions) -> Vec
     tools
 }
 
-fn definition(name: &str, description: &str, input_schema: Value) -> ToolDefinition {
-    ToolDefinition {
-        name: name.to_owned(),
-        description: description.to_owned(),
-        input_schema,
-        output_schema: None,
+/// What sets one file tool apart: its name, description, schema, input and what it does
+/// over its operations trait. [`FileTool`] supplies the rest of [`Tool`].
+#[async_trait(?Send)]
+trait FileToolKind: 'static {
+    /// The operations trait (object) the tool runs on.
+    type Ops: ?Sized + 'static;
+    /// The input, deserialized after schema validation.
+    type Input: DeserializeOwned;
+    /// The tool's name, as the model calls it.
+    const NAME: &'static str;
+    /// Think's description, word for word.
+    const DESCRIPTION: &'static str;
+    /// Think's input schema, as the AI SDK serializes it.
+    fn schema() -> Value;
+    /// Runs one call.
+    async fn run(ops: &Self::Ops, input: Self::Input) -> Result<Value, ToolError>;
+    /// The model's view of an output (JSON unless the tool says otherwise).
+    fn model_output(output: &Value) -> ModelOutput {
+        ModelOutput::Json(output.clone())
+    }
+}
+
+/// A file tool over its operations.
+struct FileTool<K: FileToolKind> {
+    def: ToolDefinition,
+    ops: Rc<K::Ops>,
+}
+
+/// The tool `K` over `ops`.
+fn file_tool<K: FileToolKind>(ops: Rc<K::Ops>) -> ToolRef {
+    Rc::new(FileTool::<K> { def: ToolDefinition::new(K::NAME, K::DESCRIPTION, K::schema()), ops })
+}
+
+#[async_trait(?Send)]
+impl<K: FileToolKind> Tool for FileTool<K> {
+    fn definition(&self) -> &ToolDefinition {
+        &self.def
+    }
+
+    async fn execute(&self, input: Value, _ctx: &ToolContext) -> Result<Value, ToolError> {
+        K::run(&self.ops, parse_input(K::NAME, input)?).await
+    }
+
+    fn model_output(&self, output: &Value) -> ModelOutput {
+        K::model_output(output)
     }
 }
 
 /// Deserializes validated input, reporting a mismatch as the tool's error.
 fn parse_input<T: DeserializeOwned>(tool: &str, input: Value) -> Result<T, ToolError> {
     serde_json::from_value(input)
-        .map_err(|e| ToolError(format!("Invalid input for tool \"{tool}\": {e}")))
+        .map_err(|e| ToolError::InvalidInput { tool: tool.to_owned(), reason: e.to_string() })
 }
 
 /// A thrown error in Think becomes the tool's error text. Where the tools meet them, the
 /// errors are worded as Think's `Workspace` words them; the rest keep the filesystem's
 /// Node-style text (`ENOENT: no such file or directory, open '/x'`).
-fn fs_err(e: FsError) -> ToolError {
-    let FsError::Posix { errno, syscall, path } = &e else { return ToolError(e.to_string()) };
+pub(crate) fn fs_error_text(e: &FsError) -> String {
+    let FsError::Posix { errno, syscall, path } = e else { return e.to_string() };
     let root = crate::workspace::path::normalize(path, syscall).is_ok_and(|p| p == "/");
-    ToolError(match (errno, *syscall) {
+    match (errno, *syscall) {
         (Errno::NotEmpty, "rm") => format!("ENOTEMPTY: directory not empty: {path}"),
         (Errno::Perm, "rm") if root => "EPERM: cannot remove root directory".into(),
         (Errno::IsDir, "open") if root => "EISDIR: cannot write to root directory".into(),
@@ -105,14 +146,12 @@ fn fs_err(e: FsError) -> ToolError {
             )
         }
         _ => e.to_string(),
-    })
+    }
 }
 
 /// `{ "error": msg }`, the shape Think returns for failures the model should read.
 fn error_output(msg: impl Into<String>) -> Value {
-    let mut m = serde_json::Map::new();
-    m.insert("error".into(), Value::String(msg.into()));
-    Value::Object(m)
+    serde_json::json!({ "error": msg.into() })
 }
 
 /// Number of lines as Think counts them (`split("\n").length`).

@@ -2,11 +2,11 @@
 
 use super::media::{is_generic, is_text, looks_like_text, normalize_media_type, sniff};
 use super::ops::ReadOps;
-use super::{definition, error_output, fs_err, parse_input, Int};
-use crate::tools::{ModelOutput, Tool, ToolContext, ToolDefinition, ToolError, ToolRef};
+use super::{error_output, file_tool, FileToolKind, Int};
+use crate::tools::{ModelOutput, ToolError, ToolRef};
 use async_trait::async_trait;
 use serde::Deserialize;
-use serde_json::{json, Map, Value};
+use serde_json::{json, Value};
 use std::rc::Rc;
 
 /// Most lines returned by one call.
@@ -23,35 +23,36 @@ struct Input {
     limit: Option<Int>,
 }
 
-struct ReadTool {
-    def: ToolDefinition,
-    ops: Rc<dyn ReadOps>,
-}
-
 /// Think's `createReadTool`.
 pub fn read_tool(ops: Rc<dyn ReadOps>) -> ToolRef {
-    let schema = json!({
-        "type": "object",
-        "properties": {
-            "path": {"type": "string", "description": "Absolute path to the file"},
-            "offset": {"description": "1-indexed line number to start reading from", "type": "integer", "minimum": 1, "maximum": 9007199254740991u64},
-            "limit": {"description": "Number of lines to read", "type": "integer", "minimum": 1, "maximum": 9007199254740991u64}
-        },
-        "required": ["path"],
-        "additionalProperties": false
-    });
-    Rc::new(ReadTool { def: definition("read", DESCRIPTION, schema), ops })
+    file_tool::<Read>(ops)
 }
 
+struct Read;
+
 #[async_trait(?Send)]
-impl Tool for ReadTool {
-    fn definition(&self) -> &ToolDefinition {
-        &self.def
+impl FileToolKind for Read {
+    type Ops = dyn ReadOps;
+    type Input = Input;
+    const NAME: &'static str = "read";
+    const DESCRIPTION: &'static str = DESCRIPTION;
+
+    fn schema() -> Value {
+        json!({
+            "type": "object",
+            "properties": {
+                "path": {"type": "string", "description": "Absolute path to the file"},
+                "offset": {"description": "1-indexed line number to start reading from", "type": "integer", "minimum": 1, "maximum": 9007199254740991u64},
+                "limit": {"description": "Number of lines to read", "type": "integer", "minimum": 1, "maximum": 9007199254740991u64}
+            },
+            "required": ["path"],
+            "additionalProperties": false
+        })
     }
 
-    async fn execute(&self, input: Value, _ctx: &ToolContext) -> Result<Value, ToolError> {
-        let Input { path, offset, limit } = parse_input("read", input)?;
-        let Some((stat, prefetched)) = self.ops.stat_with_text(&path).await.map_err(fs_err)? else {
+    async fn run(ops: &dyn ReadOps, input: Input) -> Result<Value, ToolError> {
+        let Input { path, offset, limit } = input;
+        let Some((stat, prefetched)) = ops.stat_with_text(&path).await? else {
             return Ok(error_output(format!("File not found: {path}")));
         };
         if stat.kind == crate::workspace::EntryType::Directory {
@@ -60,7 +61,7 @@ impl Tool for ReadTool {
         let declared = normalize_media_type(&stat.mime_type);
         let media_type = match declared {
             Some(m) if !is_generic(&m) => m,
-            declared => match self.ops.read_file_bytes(&path).await.map_err(fs_err)? {
+            declared => match ops.read_file_bytes(&path).await? {
                 None => declared.unwrap_or_else(|| "application/octet-stream".into()),
                 Some(bytes) => match sniff(&bytes) {
                     Some(s) => s.to_owned(),
@@ -70,28 +71,28 @@ impl Tool for ReadTool {
             },
         };
         let meta = |kind: &str| {
-            let mut m = Map::new();
-            m.insert("kind".into(), json!(kind));
-            m.insert("path".into(), json!(path));
-            m.insert("name".into(), json!(stat.name));
-            m.insert("mediaType".into(), json!(media_type));
-            m.insert("sizeBytes".into(), json!(stat.size));
-            m
+            json!({
+                "kind": kind,
+                "path": path,
+                "name": stat.name,
+                "mediaType": media_type,
+                "sizeBytes": stat.size,
+            })
         };
         if media_type.starts_with("image/") {
-            return Ok(Value::Object(meta("image")));
+            return Ok(meta("image"));
         }
         if media_type == "application/pdf" {
-            return Ok(Value::Object(meta("file")));
+            return Ok(meta("file"));
         }
         if !is_text(&media_type) {
-            let mut m = meta("binary");
-            m.insert("unsupported".into(), json!(true));
-            return Ok(Value::Object(m));
+            let mut out = meta("binary");
+            out["unsupported"] = json!(true);
+            return Ok(out);
         }
         let content = match prefetched {
             Some(text) => Some(text),
-            None => self.ops.read_file(&path).await.map_err(fs_err)?,
+            None => ops.read_file(&path).await?,
         };
         let Some(content) = content else {
             return Ok(error_output(format!("Could not read file: {path}")));
@@ -99,7 +100,7 @@ impl Tool for ReadTool {
         Ok(numbered(&path, &content, offset.map(|i| i.0), limit.map(|i| i.0)))
     }
 
-    fn model_output(&self, output: &Value) -> ModelOutput {
+    fn model_output(output: &Value) -> ModelOutput {
         let Some(obj) = output.as_object() else {
             return ModelOutput::Text(match output {
                 Value::String(s) => s.clone(),
@@ -224,15 +225,12 @@ fn numbered(path: &str, content: &str, offset: Option<u64>, limit: Option<u64>) 
     }
     let out = String::from_utf8(out)
         .unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned());
-    let mut m = Map::new();
-    m.insert("path".into(), json!(path));
-    m.insert("content".into(), Value::String(out));
-    m.insert("totalLines".into(), json!(total));
+    let mut result = json!({"path": path, "content": out, "totalLines": total});
     if offset.is_some_and(|o| o > 0) || limit.is_some_and(|l| l > 0) {
-        m.insert("fromLine".into(), json!(start.saturating_add(1)));
-        m.insert("toLine".into(), json!(end));
+        result["fromLine"] = json!(start.saturating_add(1));
+        result["toLine"] = json!(end);
     }
-    Value::Object(m)
+    result
 }
 
 #[cfg(test)]

@@ -1,11 +1,11 @@
 //! `write`: create or overwrite a file.
 
 use super::ops::WriteOps;
-use super::{definition, fs_err, line_count, parse_input};
-use crate::tools::{Tool, ToolContext, ToolDefinition, ToolError, ToolRef};
+use super::{file_tool, line_count, FileToolKind};
+use crate::tools::{ToolError, ToolRef};
 use async_trait::async_trait;
 use serde::Deserialize;
-use serde_json::{json, Map, Value};
+use serde_json::{json, Value};
 use std::rc::Rc;
 
 const DESCRIPTION: &str = "Write content to a file. Creates the file if it does not exist, overwrites if it does. Parent directories are created automatically.";
@@ -16,46 +16,42 @@ struct Input {
     content: String,
 }
 
-struct WriteTool {
-    def: ToolDefinition,
-    ops: Rc<dyn WriteOps>,
-}
-
 /// Think's `createWriteTool`.
 pub fn write_tool(ops: Rc<dyn WriteOps>) -> ToolRef {
-    let schema = json!({
-        "type": "object",
-        "properties": {
-            "path": {"type": "string", "description": "Absolute path to the file"},
-            "content": {"type": "string", "description": "Content to write to the file"}
-        },
-        "required": ["path", "content"],
-        "additionalProperties": false
-    });
-    Rc::new(WriteTool { def: definition("write", DESCRIPTION, schema), ops })
+    file_tool::<Write>(ops)
 }
 
+struct Write;
+
 #[async_trait(?Send)]
-impl Tool for WriteTool {
-    fn definition(&self) -> &ToolDefinition {
-        &self.def
+impl FileToolKind for Write {
+    type Ops = dyn WriteOps;
+    type Input = Input;
+    const NAME: &'static str = "write";
+    const DESCRIPTION: &'static str = DESCRIPTION;
+
+    fn schema() -> Value {
+        json!({
+            "type": "object",
+            "properties": {
+                "path": {"type": "string", "description": "Absolute path to the file"},
+                "content": {"type": "string", "description": "Content to write to the file"}
+            },
+            "required": ["path", "content"],
+            "additionalProperties": false
+        })
     }
 
-    async fn execute(&self, input: Value, _ctx: &ToolContext) -> Result<Value, ToolError> {
-        let Input { path, content } = parse_input("write", input)?;
-        if !self.ops.creates_parents() {
+    async fn run(ops: &dyn WriteOps, Input { path, content }: Input) -> Result<Value, ToolError> {
+        if !ops.creates_parents() {
             if let Some(i) = path.rfind('/') {
                 let parent = &path[..i];
                 if i + 1 < path.len() && !parent.is_empty() && parent != "/" {
-                    self.ops.mkdir(parent, true).await.map_err(fs_err)?;
+                    ops.mkdir(parent, true).await?;
                 }
             }
         }
-        self.ops.write_file(&path, &content).await.map_err(fs_err)?;
-        let mut m = Map::new();
-        m.insert("path".into(), json!(path));
-        m.insert("bytesWritten".into(), json!(content.len()));
-        m.insert("lines".into(), json!(line_count(&content)));
-        Ok(Value::Object(m))
+        ops.write_file(&path, &content).await?;
+        Ok(json!({"path": path, "bytesWritten": content.len(), "lines": line_count(&content)}))
     }
 }

@@ -16,7 +16,9 @@ pub struct EngineRequest {
     pub files: Vec<(String, Vec<u8>)>,
     /// Every workspace directory (sorted), created before the script runs so empty ones exist.
     pub dirs: Vec<String>,
+    /// The script to run.
     pub script: String,
+    /// The working directory it starts in.
     pub cwd: String,
     /// The engine aborts the script after this long and reports `aborted`.
     pub timeout_ms: u64,
@@ -31,14 +33,18 @@ pub struct EngineRequest {
 /// point to, as Think's `stat`-based sync sees them).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum FinalKind {
+    /// A regular file.
     File,
+    /// A directory.
     Dir,
 }
 
 /// One path of the final filesystem.
 #[derive(Debug, Clone, PartialEq)]
 pub struct FinalEntry {
+    /// Absolute path.
     pub path: String,
+    /// File or directory.
     pub kind: FinalKind,
     /// File bytes; `None` means "identical to the mounted file at this path" (the bridge
     /// elides unchanged content so untouched files are not copied back). Always `None` for
@@ -49,8 +55,11 @@ pub struct FinalEntry {
 /// What the engine reports after a run.
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct EngineResponse {
+    /// What the script printed on stdout.
     pub stdout: String,
+    /// What the script printed on stderr.
     pub stderr: String,
+    /// The script's exit code (124 after a timeout).
     pub exit_code: i32,
     /// The timeout fired during the run.
     pub aborted: bool,
@@ -64,5 +73,6 @@ pub struct EngineResponse {
 /// the tool reports as its error; a failing script is an `Ok` with a non-zero exit code.
 #[async_trait(?Send)]
 pub trait BashEngine {
-    async fn run(&self, request: EngineRequest) -> Result<EngineResponse, String>;
+    /// Runs one script over the mounted files; `Err` is [`super::BashError::Engine`].
+    async fn run(&self, request: EngineRequest) -> Result<EngineResponse, super::BashError>;
 }

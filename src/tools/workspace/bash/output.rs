@@ -12,12 +12,18 @@ pub const TIMEOUT_EXIT_CODE: i32 = 124;
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct BashOutput {
+    /// The script's stdout, cut at `maxOutputBytes`.
     pub stdout: String,
+    /// The script's stderr, cut at `maxOutputBytes`.
     pub stderr: String,
+    /// The script's exit code.
     pub exit_code: i32,
+    /// What was written back to the workspace.
     pub changed_files: ChangedFiles,
+    /// Files that were not mounted (too many or too large), which the script could not see.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub skipped_files: Vec<String>,
+    /// Write-backs that failed or were refused.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub errors: Vec<String>,
 }

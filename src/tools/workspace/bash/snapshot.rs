@@ -5,6 +5,7 @@
 
 use super::paths::normalize_workspace_path;
 use super::{BashFs, BashOptions, DirEntry, EntryKind};
+use crate::workspace::FsError;
 use std::collections::hash_map::DefaultHasher;
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::hash::Hasher;
@@ -150,7 +151,7 @@ impl SnapshotPlanner {
 /// Walks `fs` and reads the files to mount. A directory that cannot be listed fails the
 /// snapshot (the tool cannot know what it would overwrite); a file that cannot be read is
 /// skipped and protected.
-pub async fn take_snapshot(fs: &dyn BashFs, options: &BashOptions) -> Result<Snapshot, String> {
+pub async fn take_snapshot(fs: &dyn BashFs, options: &BashOptions) -> Result<Snapshot, FsError> {
     let mut planner = SnapshotPlanner::new(options);
     while let Some(dir) = planner.next_dir() {
         let entries = fs.read_dir(&dir).await?;

@@ -2,7 +2,7 @@
 
 use super::{BashFs, DirEntry, EntryKind};
 use crate::tools::workspace::media::looks_like_text;
-use crate::workspace::{EntryType, Workspace};
+use crate::workspace::{EntryType, FsError, Workspace};
 use async_trait::async_trait;
 
 /// Entries per `read_dir` page, as Think's snapshot walk pages them.
@@ -10,11 +10,10 @@ const PAGE: usize = 1000;
 
 #[async_trait(?Send)]
 impl BashFs for Workspace {
-    async fn read_dir(&self, dir: &str) -> Result<Vec<DirEntry>, String> {
+    async fn read_dir(&self, dir: &str) -> Result<Vec<DirEntry>, FsError> {
         let mut entries = Vec::new();
         loop {
-            let page =
-                Workspace::read_dir(self, dir, PAGE, entries.len()).map_err(|e| e.to_string())?;
+            let page = Workspace::read_dir(self, dir, PAGE, entries.len())?;
             let full = page.len() == PAGE;
             entries.extend(page.into_iter().map(|info| DirEntry {
                 kind: match info.kind {
@@ -31,27 +30,27 @@ impl BashFs for Workspace {
         }
     }
 
-    async fn read_file_bytes(&self, path: &str) -> Result<Option<Vec<u8>>, String> {
-        Workspace::read_file_bytes(self, path).await.map_err(|e| e.to_string())
+    async fn read_file_bytes(&self, path: &str) -> Result<Option<Vec<u8>>, FsError> {
+        Workspace::read_file_bytes(self, path).await
     }
 
-    async fn mkdir(&self, path: &str) -> Result<(), String> {
-        Workspace::mkdir(self, path, true).map_err(|e| e.to_string())
+    async fn mkdir(&self, path: &str) -> Result<(), FsError> {
+        Workspace::mkdir(self, path, true)
     }
 
     /// Text (valid UTF-8 that looks like text) is stored as text, like the `write` tool's
     /// files; anything else as bytes, so binary output round-trips byte for byte.
-    async fn write_file_bytes(&self, path: &str, bytes: &[u8]) -> Result<(), String> {
+    async fn write_file_bytes(&self, path: &str, bytes: &[u8]) -> Result<(), FsError> {
         let result = match std::str::from_utf8(bytes) {
             Ok(text) if looks_like_text(bytes) => {
                 Workspace::write_file(self, path, text, "text/plain").await
             }
             _ => Workspace::write_file_bytes(self, path, bytes, "application/octet-stream").await,
         };
-        result.map_err(|e| e.to_string())
+        result
     }
 
-    async fn remove(&self, path: &str, recursive: bool) -> Result<(), String> {
-        Workspace::rm(self, path, recursive, true).await.map_err(|e| e.to_string())
+    async fn remove(&self, path: &str, recursive: bool) -> Result<(), FsError> {
+        Workspace::rm(self, path, recursive, true).await
     }
 }

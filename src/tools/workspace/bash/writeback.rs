@@ -24,10 +24,15 @@ pub const EXCLUDED_ROOTS: [&str; 6] = ["/tmp", "/bin", "/usr", "/dev", "/proc", 
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct ChangedFiles {
+    /// Files the script created.
     pub created: Vec<String>,
+    /// Files the script changed.
     pub updated: Vec<String>,
+    /// Files the script deleted.
     pub deleted: Vec<String>,
+    /// Directories the script created.
     pub directories_created: Vec<String>,
+    /// Directories the script deleted.
     pub directories_deleted: Vec<String>,
 }
 

@@ -1,12 +1,14 @@
 //! `edit`: replace one located string in a file, or create a file from an empty `old_string`.
 
-use super::edit_match::{apply_edit, EditResult, MatchLevel};
+mod matcher;
+
 use super::ops::EditOps;
-use super::{definition, error_output, fs_err, line_count, parse_input};
-use crate::tools::{Tool, ToolContext, ToolDefinition, ToolError, ToolRef};
+use super::{error_output, file_tool, line_count, FileToolKind};
+use crate::tools::{ToolError, ToolRef};
 use async_trait::async_trait;
+use matcher::{apply_edit, EditResult, MatchLevel};
 use serde::Deserialize;
-use serde_json::{json, Map, Value};
+use serde_json::{json, Value};
 use std::rc::Rc;
 
 const DESCRIPTION: &str = "Make a targeted edit to a file by replacing an exact string match. Provide the old_string to find and new_string to replace it with. The old_string must match exactly (including whitespace and indentation). Use an empty old_string with new_string to create a new file.";
@@ -20,26 +22,11 @@ struct Input {
     new_string: String,
 }
 
-struct EditTool {
-    def: ToolDefinition,
-    ops: Rc<dyn EditOps>,
-}
-
-/// Think's `createEditTool`, with the matching cascade of [`super::edit_match`]. Outputs
-/// are Think's; a fuzzy match also reports `matchLevel` (`whitespace`, `unicode` or
-/// `indentation`).
+/// Think's `createEditTool`, with the matching cascade of `matcher`. Outputs
+/// are Think's; a fuzzy match also reports `matchLevel` (`whitespace`, `unicode`,
+/// `indentation` or `blank-lines`).
 pub fn edit_tool(ops: Rc<dyn EditOps>) -> ToolRef {
-    let schema = json!({
-        "type": "object",
-        "properties": {
-            "path": {"type": "string", "description": "Absolute path to the file"},
-            "old_string": {"type": "string", "description": "Exact text to find and replace. Empty string to create a new file."},
-            "new_string": {"type": "string", "description": "Replacement text"}
-        },
-        "required": ["path", "old_string", "new_string"],
-        "additionalProperties": false
-    });
-    Rc::new(EditTool { def: definition("edit", DESCRIPTION, schema), ops })
+    file_tool::<Edit>(ops)
 }
 
 /// The message for an ambiguous match at `level`.
@@ -54,46 +41,60 @@ pub fn ambiguity_message(level: MatchLevel, count: usize) -> String {
         MatchLevel::Indentation => {
             format!("old_string matches multiple locations ({count}) when indentation is ignored. {MORE}")
         }
+        MatchLevel::BlankLines => format!(
+            "old_string matches multiple locations ({count}) when blank lines and indentation are ignored. {MORE}"
+        ),
     }
 }
 
+struct Edit;
+
 #[async_trait(?Send)]
-impl Tool for EditTool {
-    fn definition(&self) -> &ToolDefinition {
-        &self.def
+impl FileToolKind for Edit {
+    type Ops = dyn EditOps;
+    type Input = Input;
+    const NAME: &'static str = "edit";
+    const DESCRIPTION: &'static str = DESCRIPTION;
+
+    fn schema() -> Value {
+        json!({
+            "type": "object",
+            "properties": {
+                "path": {"type": "string", "description": "Absolute path to the file"},
+                "old_string": {"type": "string", "description": "Exact text to find and replace. Empty string to create a new file."},
+                "new_string": {"type": "string", "description": "Replacement text"}
+            },
+            "required": ["path", "old_string", "new_string"],
+            "additionalProperties": false
+        })
     }
 
-    async fn execute(&self, input: Value, _ctx: &ToolContext) -> Result<Value, ToolError> {
-        let Input { path, old_string, new_string } = parse_input("edit", input)?;
-        let mut m = Map::new();
+    async fn run(ops: &dyn EditOps, input: Input) -> Result<Value, ToolError> {
+        let Input { path, old_string, new_string } = input;
         if old_string.is_empty() {
-            if self.ops.read_file(&path).await.map_err(fs_err)?.is_some() {
+            if ops.read_file(&path).await?.is_some() {
                 return Ok(error_output(
                     "File already exists. Provide old_string to edit, or use the write tool to overwrite.",
                 ));
             }
-            self.ops.write_file(&path, &new_string).await.map_err(fs_err)?;
-            m.insert("path".into(), json!(path));
-            m.insert("created".into(), json!(true));
-            m.insert("lines".into(), json!(line_count(&new_string)));
-            return Ok(Value::Object(m));
+            ops.write_file(&path, &new_string).await?;
+            return Ok(json!({"path": path, "created": true, "lines": line_count(&new_string)}));
         }
-        let Some(content) = self.ops.read_file(&path).await.map_err(fs_err)? else {
+        let Some(content) = ops.read_file(&path).await? else {
             return Ok(error_output(format!("File not found: {path}")));
         };
         match apply_edit(&content, &old_string, &new_string) {
             EditResult::Replaced { content: updated, level } => {
-                self.ops.rewrite_file(&path, &updated).await.map_err(fs_err)?;
-                m.insert("path".into(), json!(path));
-                m.insert("replaced".into(), json!(true));
+                ops.rewrite_file(&path, &updated).await?;
+                let mut out = json!({"path": path, "replaced": true});
                 if level != MatchLevel::Exact {
-                    m.insert("fuzzyMatch".into(), json!(true));
+                    out["fuzzyMatch"] = json!(true);
                 }
-                m.insert("lines".into(), json!(line_count(&updated)));
+                out["lines"] = json!(line_count(&updated));
                 if level != MatchLevel::Exact {
-                    m.insert("matchLevel".into(), json!(level.as_str()));
+                    out["matchLevel"] = json!(level.as_str());
                 }
-                Ok(Value::Object(m))
+                Ok(out)
             }
             EditResult::Ambiguous { level, count } => {
                 Ok(error_output(ambiguity_message(level, count)))

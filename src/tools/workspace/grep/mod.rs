@@ -1,0 +1,437 @@
+//! `grep`: search file contents with a JS-style regular expression or a fixed string.
+
+mod jsregex;
+
+use super::ops::GrepOps;
+use super::scan::Literal;
+use super::{error_output, file_tool, FileToolKind, Int};
+use crate::tools::{ToolError, ToolRef};
+use async_trait::async_trait;
+use serde::Deserialize;
+use serde_json::{json, Value};
+use std::borrow::Cow;
+use std::rc::Rc;
+
+const DESCRIPTION: &str = "Search file contents using a regular expression or fixed string. Returns matching lines with file paths and line numbers. Searches all files matching the include glob, or all files if not specified.";
+
+/// Matches reported per call.
+pub const MAX_MATCHES: usize = 200;
+/// Files larger than this are skipped (and counted in `filesSkipped`).
+pub const MAX_FILE_SIZE: u64 = 1_048_576;
+/// A line longer than this many characters is shown cut around its first match (Think's
+/// `read` cuts lines at the same length), as ripgrep's `--max-columns` does.
+pub const MAX_LINE_CHARS: usize = 2000;
+/// Characters of a cut line that are shown, around the start of its first match.
+pub const CUT_LINE_CHARS: usize = 500;
+/// Files fetched per batch read, bounded again by [`BATCH_BYTES`].
+const BATCH_FILES: usize = 99;
+const BATCH_BYTES: u64 = 4 * 1024 * 1024;
+/// Files in the first page of a search; later pages hold between [`MIN_PAGE`] and
+/// [`MAX_PAGE`], depending on the sizes seen.
+const FIRST_PAGE: usize = 64;
+const MIN_PAGE: usize = 16;
+const MAX_PAGE: usize = 1024;
+/// Most text one page carries (each file's share is `PAGE_BYTES / limit`).
+const PAGE_BYTES: u64 = 4 * 1024 * 1024;
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct Input {
+    query: String,
+    include: Option<String>,
+    fixed_string: Option<bool>,
+    case_sensitive: Option<bool>,
+    context_lines: Option<Int>,
+}
+
+/// Think's `createGrepTool`. Regular expressions use JavaScript syntax (translated by
+/// `grep/jsregex.rs`); matching is case-insensitive unless `caseSensitive` is true.
+pub fn grep_tool(ops: Rc<dyn GrepOps>) -> ToolRef {
+    file_tool::<Grep>(ops)
+}
+
+/// A compiled search.
+pub struct Matcher {
+    kind: Kind,
+    /// Lines on which a backtracking pattern gave up (see [`BACKTRACK_LIMIT`]).
+    gave_up: std::cell::Cell<usize>,
+}
+
+/// Backtracking steps a pattern with look-around or backreferences may take on one line
+/// (`fancy_regex`'s default is 1,000,000); a line that needs more counts as no match.
+pub const BACKTRACK_LIMIT: usize = 100_000;
+/// Lines that may exceed [`BACKTRACK_LIMIT`] in one search before the search stops, so a
+/// catastrophic pattern costs at most this many limits in all.
+pub const MAX_GIVE_UPS: usize = 16;
+/// The note a search stopped by [`MAX_GIVE_UPS`] carries.
+pub const GAVE_UP_NOTE: &str = "The search stopped early: the regular expression backtracked too much on several lines. Simplify it (avoid nested quantifiers such as (a+)+).";
+
+/// A compiled regular expression: on the `regex` crate's automata when the pattern allows,
+/// on `fancy_regex`'s backtracker when it needs look-around or backreferences.
+enum Regex {
+    Plain(regex::Regex),
+    Fancy(fancy_regex::Regex),
+}
+
+impl Regex {
+    fn build(pattern: &str, fancy: bool, case_insensitive: bool) -> Option<Regex> {
+        Some(if fancy {
+            let built = fancy_regex::RegexBuilder::new(pattern)
+                .backtrack_limit(BACKTRACK_LIMIT)
+                .case_insensitive(case_insensitive)
+                .multi_line(true)
+                .build();
+            Regex::Fancy(built.ok()?)
+        } else {
+            let built = regex::RegexBuilder::new(pattern)
+                .case_insensitive(case_insensitive)
+                .multi_line(true)
+                .build();
+            Regex::Plain(built.ok()?)
+        })
+    }
+
+    /// Whether `text` contains a match; `None` when the backtracking limit was hit.
+    fn is_match(&self, text: &str) -> Option<bool> {
+        match self {
+            Regex::Plain(r) => Some(r.is_match(text)),
+            Regex::Fancy(r) => r.is_match(text).ok(),
+        }
+    }
+
+    /// The first match at or after `pos`, as a byte range.
+    fn find_from(&self, text: &str, pos: usize) -> Option<(usize, usize)> {
+        match self {
+            Regex::Plain(r) => r.find_at(text, pos).map(|m| (m.start(), m.end())),
+            Regex::Fancy(r) => {
+                r.find_from_pos(text, pos).ok().flatten().map(|m| (m.start(), m.end()))
+            }
+        }
+    }
+}
+
+enum Kind {
+    Regex {
+        regex: Regex,
+        /// Look-around or backreferences: run per line instead of over the whole file.
+        per_line: bool,
+        /// For a per-line pattern, a plain pattern matching at least its lines, which finds
+        /// the candidate lines over the whole file.
+        prefilter: Option<regex::Regex>,
+    },
+    /// A fixed string, compared bytewise: several times faster than a regex.
+    Literal(Literal),
+    /// A fixed string with a line break: no single line can contain it.
+    Never,
+}
+
+impl Matcher {
+    fn of(kind: Kind) -> Matcher {
+        Matcher { kind, gave_up: std::cell::Cell::new(0) }
+    }
+
+    /// Whether the search stopped because the pattern backtracked too much.
+    pub fn gave_up(&self) -> bool {
+        self.gave_up.get() >= MAX_GIVE_UPS
+    }
+
+    /// Whether `text` matches, counting a backtracking limit hit.
+    fn regex_match(&self, regex: &Regex, text: &str) -> bool {
+        match regex.is_match(text) {
+            Some(found) => found,
+            None => {
+                self.gave_up.set(self.gave_up.get() + 1);
+                false
+            }
+        }
+    }
+    /// Compiles `query` as Think would (`new RegExp(q, caseSensitive ? "g" : "gi")`);
+    /// `None` when it is not a valid pattern.
+    pub fn new(query: &str, fixed: bool, case_sensitive: bool) -> Option<Matcher> {
+        if fixed && query.contains('\n') {
+            return Some(Matcher::of(Kind::Never));
+        }
+        // Case-insensitive JS matching of an ASCII pattern is ASCII case folding exactly;
+        // other case-insensitive strings go to the (Unicode-folding) regex.
+        if fixed && !query.is_empty() && (case_sensitive || query.is_ascii()) {
+            let literal = Literal::new(query.as_bytes(), !case_sensitive);
+            return Some(Matcher::of(Kind::Literal(literal)));
+        }
+        let (pattern, per_line, prefilter) = if fixed {
+            (regex::escape(query), false, None)
+        } else {
+            let t = jsregex::translate(query)?;
+            (t.pattern, t.context_sensitive, t.prefilter)
+        };
+        let regex = Regex::build(&pattern, per_line, !case_sensitive)?;
+        let prefilter = prefilter.and_then(|p| match Regex::build(&p, false, !case_sensitive) {
+            Some(Regex::Plain(r)) => Some(r),
+            _ => None,
+        });
+        Some(Matcher::of(Kind::Regex { regex, per_line, prefilter }))
+    }
+
+    /// The byte range of the first match in one line.
+    pub(crate) fn find_in_line(&self, line: &str) -> Option<(usize, usize)> {
+        match &self.kind {
+            Kind::Never => None,
+            Kind::Literal(f) => f.find(line.as_bytes(), 0).map(|at| (at, at + f.len())),
+            Kind::Regex { regex, .. } => regex.find_from(line, 0),
+        }
+    }
+
+    /// Zero-based numbers of the lines (split on `\n`) that contain a match, at most `max`.
+    pub fn matching_lines(&self, content: &str, max: usize) -> Vec<usize> {
+        let mut out = Vec::new();
+        if max == 0 {
+            return out;
+        }
+        let regex = match &self.kind {
+            Kind::Never => return out,
+            Kind::Regex { regex, per_line: true, prefilter: None } => {
+                for (i, line) in content.split('\n').enumerate() {
+                    if self.gave_up() {
+                        break;
+                    }
+                    if self.regex_match(regex, line) {
+                        out.push(i);
+                        if out.len() >= max {
+                            break;
+                        }
+                    }
+                }
+                return out;
+            }
+            Kind::Regex { regex, .. } => Some(regex),
+            Kind::Literal(_) => None,
+        };
+        // Find candidates over the whole text, then (for a regex, whose match may span
+        // lines) confirm each on its own line; no line with a match of its own is skipped.
+        let bytes = content.as_bytes();
+        let mut pos = 0;
+        let mut line_no = 0;
+        let mut counted_to = 0;
+        while pos <= content.len() && !self.gave_up() {
+            let start = match (&self.kind, regex) {
+                (Kind::Literal(f), _) => f.find(bytes, pos),
+                (Kind::Regex { prefilter: Some(pf), .. }, _) => {
+                    pf.find_at(content, pos).map(|m| m.start())
+                }
+                (_, Some(re)) => re.find_from(content, pos).map(|m| m.0),
+                _ => None,
+            };
+            let Some(start) = start else { break };
+            let line_start =
+                bytes[pos..start].iter().rposition(|&b| b == b'\n').map_or(pos, |i| pos + i + 1);
+            let line_end =
+                bytes[start..].iter().position(|&b| b == b'\n').map_or(bytes.len(), |i| start + i);
+            line_no += bytecount::count(&bytes[counted_to..line_start], b'\n');
+            counted_to = line_start;
+            let confirmed = match regex {
+                Some(re) => self.regex_match(re, &content[line_start..line_end]),
+                None => true,
+            };
+            if confirmed {
+                out.push(line_no);
+                if out.len() >= max {
+                    break;
+                }
+            }
+            pos = line_end + 1;
+        }
+        out
+    }
+}
+
+struct Grep;
+
+#[async_trait(?Send)]
+impl FileToolKind for Grep {
+    type Ops = dyn GrepOps;
+    type Input = Input;
+    const NAME: &'static str = "grep";
+    const DESCRIPTION: &'static str = DESCRIPTION;
+
+    fn schema() -> Value {
+        json!({
+            "type": "object",
+            "properties": {
+                "query": {"type": "string", "description": "Search pattern (regex or fixed string)"},
+                "include": {"description": "Glob pattern to filter files (e.g. \"**/*.ts\"). Defaults to \"**/*\"", "type": "string"},
+                "fixedString": {"description": "If true, treat query as a literal string instead of regex", "type": "boolean"},
+                "caseSensitive": {"description": "If true, search is case-sensitive (default: false)", "type": "boolean"},
+                "contextLines": {"description": "Number of context lines around each match (default: 0)", "type": "integer", "minimum": 0, "maximum": 10}
+            },
+            "required": ["query"],
+            "additionalProperties": false
+        })
+    }
+
+    async fn run(ops: &dyn GrepOps, input: Input) -> Result<Value, ToolError> {
+        let pattern = input.include.as_deref().unwrap_or("**/*");
+        let Some(matcher) = Matcher::new(
+            &input.query,
+            input.fixed_string.unwrap_or(false),
+            input.case_sensitive.unwrap_or(false),
+        ) else {
+            // As in Think, a bad glob is reported before a bad regex.
+            ops.glob_files(pattern).await?;
+            return Ok(error_output(format!("Invalid regex: {}", input.query)));
+        };
+        let ctx = input.context_lines.map_or(0, |c| c.0 as usize);
+        let mut matches: Vec<Value> = Vec::new();
+        let (mut total, mut searched, mut with_matches, mut skipped) =
+            (0usize, 0usize, 0usize, 0usize);
+        // Pages of files with their texts; a page never holds more than PAGE_BYTES of text,
+        // and holds more files while the files are small.
+        let mut after: Option<String> = None;
+        let mut limit = FIRST_PAGE;
+        let mut largest = 0u64;
+        'pages: loop {
+            let text_max = (PAGE_BYTES / limit as u64).min(MAX_FILE_SIZE);
+            let (mut page, next) =
+                ops.glob_texts(pattern, after.as_deref(), limit, text_max).await?;
+            let mut k = 0;
+            while k < page.len() {
+                // Texts the page did not carry are read in batches.
+                let mut need: Vec<usize> = Vec::new();
+                let mut bytes = 0;
+                let mut j = k;
+                while j < page.len() {
+                    let f = &page[j];
+                    if f.text.is_none() && f.size <= MAX_FILE_SIZE {
+                        if !need.is_empty()
+                            && (need.len() >= BATCH_FILES || bytes + f.size > BATCH_BYTES)
+                        {
+                            break;
+                        }
+                        bytes += f.size;
+                        need.push(j);
+                    }
+                    j += 1;
+                }
+                if !need.is_empty() {
+                    let paths: Vec<String> = need.iter().map(|&n| page[n].path.clone()).collect();
+                    let texts = ops.read_files(&paths).await?;
+                    for (&n, text) in need.iter().zip(texts) {
+                        page[n].text = text;
+                    }
+                }
+                for f in &mut page[k..j] {
+                    if total >= MAX_MATCHES || matcher.gave_up() {
+                        break 'pages;
+                    }
+                    if f.size > MAX_FILE_SIZE {
+                        skipped += 1;
+                        continue;
+                    }
+                    let Some(content) = f.text.take() else { continue };
+                    searched += 1;
+                    let hits = matcher.matching_lines(&content, MAX_MATCHES - total);
+                    if hits.is_empty() {
+                        continue;
+                    }
+                    with_matches += 1;
+                    total += hits.len();
+                    push_matches(&mut matches, &matcher, &f.path, &content, &hits, ctx);
+                }
+                k = j;
+            }
+            if total >= MAX_MATCHES {
+                break;
+            }
+            match next {
+                Some(p) => after = Some(p),
+                None => break,
+            }
+            // Size the next page so files like the largest seen so far still carry their
+            // text (each gets PAGE_BYTES / limit).
+            largest =
+                page.iter().map(|f| f.size).filter(|&s| s <= MAX_FILE_SIZE).fold(largest, u64::max);
+            limit = (PAGE_BYTES / (2 * largest).max(1)).clamp(MIN_PAGE as u64, MAX_PAGE as u64)
+                as usize;
+        }
+        let mut out = json!({
+            "query": input.query,
+            "filesSearched": searched,
+            "filesWithMatches": with_matches,
+            "totalMatches": total,
+            "matches": matches,
+        });
+        if total >= MAX_MATCHES || matcher.gave_up() {
+            out["truncated"] = json!(true);
+        }
+        let mut notes = Vec::new();
+        if skipped > 0 {
+            out["filesSkipped"] = json!(skipped);
+            notes.push(format!("{skipped} file(s) skipped (larger than 1 MB)"));
+        }
+        if matcher.gave_up() {
+            notes.push(GAVE_UP_NOTE.to_owned());
+        }
+        if !notes.is_empty() {
+            out["note"] = json!(notes.join(" "));
+        }
+        Ok(out)
+    }
+}
+
+/// Appends the matches of one file: `path:line: text`, or `{file, line, context}` objects
+/// with `contextLines` around each hit. Lines over [`MAX_LINE_CHARS`] are cut (see
+/// [`cut_line`]).
+fn push_matches(
+    matches: &mut Vec<Value>,
+    matcher: &Matcher,
+    path: &str,
+    content: &str,
+    hits: &[usize],
+    ctx: usize,
+) {
+    let lines: Vec<&str> = content.split('\n').collect();
+    let shown = |k: usize, hit: bool| {
+        let line = lines[k];
+        if line.len() <= MAX_LINE_CHARS {
+            return Cow::Borrowed(line);
+        }
+        cut_line(line, if hit { matcher.find_in_line(line) } else { None })
+    };
+    for &n in hits {
+        if n >= lines.len() {
+            continue;
+        }
+        if ctx == 0 {
+            matches.push(Value::String(format!("{}:{}: {}", path, n + 1, shown(n, true))));
+            continue;
+        }
+        let start = n.saturating_sub(ctx);
+        let end = (n + ctx + 1).min(lines.len());
+        let context: Vec<String> = (start..end)
+            .map(|k| format!("{} {}\t{}", if k == n { ">" } else { " " }, k + 1, shown(k, k == n)))
+            .collect();
+        matches.push(json!({"file": path, "line": n + 1, "context": context.join("\n")}));
+    }
+}
+
+/// A line of more than [`MAX_LINE_CHARS`] characters cut to [`CUT_LINE_CHARS`] around the
+/// start of `hit` (its start when there is none), each cut side marked with the number of
+/// characters left out: `[… 1200 characters cut] …text… [… 998300 characters cut]`.
+fn cut_line(line: &str, hit: Option<(usize, usize)>) -> Cow<'_, str> {
+    let total = line.chars().count();
+    if total <= MAX_LINE_CHARS {
+        return Cow::Borrowed(line);
+    }
+    let hit_char = hit.map_or(0, |(at, _)| line[..at].chars().count());
+    let first = hit_char.saturating_sub(CUT_LINE_CHARS / 4).min(total - CUT_LINE_CHARS);
+    let byte_at = |c: usize| line.char_indices().nth(c).map_or(line.len(), |(i, _)| i);
+    let (from, to) = (byte_at(first), byte_at(first + CUT_LINE_CHARS));
+    let mut out = String::with_capacity(CUT_LINE_CHARS * 4 + 64);
+    if first > 0 {
+        out.push_str(&format!("[… {first} characters cut] "));
+    }
+    out.push_str(&line[from..to]);
+    let after = total - first - CUT_LINE_CHARS;
+    if after > 0 {
+        out.push_str(&format!(" [… {after} characters cut]"));
+    }
+    Cow::Owned(out)
+}
