@@ -1,0 +1,592 @@
+//! The connectors: what the sandbox's globals reach. `state.*` is the workspace (Think's state
+//! API, each method taking one object), `tools.*` the turn's server-side tools, which go
+//! through the same approval policy, ledger and output limits as a direct call.
+
+use std::rc::Rc;
+
+use async_trait::async_trait;
+use serde_json::{json, Map, Value};
+
+use crate::tools::approval::ApprovalPolicy;
+use crate::tools::schema::InputValidator;
+use crate::tools::{ToolContext, ToolRef, ToolSet};
+use crate::workspace::{EntryType, FsError, Workspace};
+
+/// Whether replay serves a call from the journal or runs it again.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CallKind {
+    /// No effect: runs again on replay.
+    Read,
+    /// Has an effect: served from the journal on replay, never run twice.
+    Write,
+}
+
+/// One method of a connector, as `codemode.search` and `codemode.describe` show it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct MethodSpec {
+    /// The method name (`readFile`).
+    pub name: String,
+    /// What it does.
+    pub description: String,
+    /// JSON Schema of its one argument.
+    pub input_schema: Value,
+    /// JSON Schema of its result, when known.
+    pub output_schema: Option<Value>,
+    /// Read or write.
+    pub kind: CallKind,
+}
+
+/// Identifies one call for the tool ledger (stable across passes).
+#[derive(Debug, Clone, PartialEq)]
+pub struct CallContext {
+    /// The execution.
+    pub execution_id: String,
+    /// The call's journal seq.
+    pub seq: i64,
+}
+
+/// A global of the sandbox, backed by the host.
+#[async_trait(?Send)]
+pub trait Connector {
+    /// The global's name.
+    fn name(&self) -> &str;
+    /// One line for the tool description.
+    fn hint(&self) -> &str;
+    /// Its methods.
+    fn methods(&self) -> &[MethodSpec];
+    /// Whether this call, with these arguments, needs a human's approval first.
+    fn needs_approval(&self, _method: &str, _args: &Value) -> bool {
+        false
+    }
+    /// Whether the method may need approval for some arguments (shown by `search`).
+    fn may_need_approval(&self, _method: &str) -> bool {
+        false
+    }
+    /// Runs one call; arguments are validated here.
+    async fn call(&self, method: &str, args: Value, ctx: &CallContext) -> Result<Value, String>;
+}
+
+fn spec(
+    name: &str,
+    description: &str,
+    props: Value,
+    required: &[&str],
+    kind: CallKind,
+) -> MethodSpec {
+    MethodSpec {
+        name: name.to_owned(),
+        description: description.to_owned(),
+        input_schema: json!({
+            "type": "object",
+            "properties": props,
+            "required": required,
+            "additionalProperties": false,
+        }),
+        output_schema: None,
+        kind,
+    }
+}
+
+fn path_prop() -> Value {
+    json!({"type": "string", "description": "Absolute workspace path"})
+}
+
+/// `state.*`: the agent's workspace.
+pub struct StateConnector {
+    ws: Rc<Workspace>,
+    methods: Vec<MethodSpec>,
+}
+
+impl StateConnector {
+    /// The connector over `ws` (the same workspace the file tools use).
+    pub fn new(ws: Rc<Workspace>) -> Self {
+        use CallKind::{Read, Write};
+        let p = path_prop;
+        let s = |d: &str| json!({"type": "string", "description": d});
+        let b = |d: &str| json!({"type": "boolean", "description": d});
+        let methods = vec![
+            spec("getCapabilities", "What this workspace supports.", json!({}), &[], Read),
+            spec("readFile", "Read a text file.", json!({"path": p()}), &["path"], Read),
+            spec(
+                "writeFile",
+                "Create or overwrite a text file (parents are created).",
+                json!({"path": p(), "content": s("The new text")}),
+                &["path", "content"],
+                Write,
+            ),
+            spec(
+                "appendFile",
+                "Append text to a file (created if missing).",
+                json!({"path": p(), "content": s("Text to append")}),
+                &["path", "content"],
+                Write,
+            ),
+            spec("readJson", "Read and parse a JSON file.", json!({"path": p()}), &["path"], Read),
+            spec(
+                "writeJson",
+                "Write a value as JSON.",
+                json!({"path": p(), "value": {"description": "Any JSON value"}, "spaces": {"type": "integer", "description": "Indentation (default 2)"}}),
+                &["path", "value"],
+                Write,
+            ),
+            spec(
+                "queryJson",
+                "Read one value from a JSON file by a dotted path such as `a.b[0].c`.",
+                json!({"path": p(), "query": s("Dotted path")}),
+                &["path", "query"],
+                Read,
+            ),
+            spec("exists", "Whether anything is at a path.", json!({"path": p()}), &["path"], Read),
+            spec(
+                "stat",
+                "Metadata of a path (following symlinks), or null.",
+                json!({"path": p()}),
+                &["path"],
+                Read,
+            ),
+            spec(
+                "lstat",
+                "Metadata of a path itself (not following symlinks), or null.",
+                json!({"path": p()}),
+                &["path"],
+                Read,
+            ),
+            spec(
+                "mkdir",
+                "Create a directory.",
+                json!({"path": p(), "recursive": b("Create missing parents")}),
+                &["path"],
+                Write,
+            ),
+            spec("readdir", "Names in a directory.", json!({"path": p()}), &["path"], Read),
+            spec(
+                "readdirWithFileTypes",
+                "Entries of a directory with their types.",
+                json!({"path": p()}),
+                &["path"],
+                Read,
+            ),
+            spec(
+                "glob",
+                "Paths matching a glob pattern such as `/src/**/*.ts`.",
+                json!({"pattern": s("Glob pattern")}),
+                &["pattern"],
+                Read,
+            ),
+            spec(
+                "find",
+                "Files and directories under a path, optionally filtered by a glob on their path.",
+                json!({"path": p(), "pattern": s("Glob pattern")}),
+                &["path"],
+                Read,
+            ),
+            spec(
+                "summarizeTree",
+                "Counts and total size of the files under a path.",
+                json!({"path": p()}),
+                &["path"],
+                Read,
+            ),
+            spec(
+                "searchText",
+                "Lines of one file containing a string.",
+                json!({"path": p(), "query": s("Text to find")}),
+                &["path", "query"],
+                Read,
+            ),
+            spec(
+                "searchFiles",
+                "Lines containing a string in every file matching a glob.",
+                json!({"pattern": s("Glob pattern"), "query": s("Text to find")}),
+                &["pattern", "query"],
+                Read,
+            ),
+            spec(
+                "replaceInFile",
+                "Replace every occurrence of a string in a file.",
+                json!({"path": p(), "search": s("Text to find"), "replacement": s("Replacement")}),
+                &["path", "search", "replacement"],
+                Write,
+            ),
+            spec(
+                "rm",
+                "Remove a file or directory.",
+                json!({"path": p(), "recursive": b("Remove directories and their contents"), "force": b("Ignore a missing path")}),
+                &["path"],
+                Write,
+            ),
+            spec(
+                "cp",
+                "Copy a file or (recursive) a directory.",
+                json!({"src": p(), "dest": p(), "recursive": b("Copy directories")}),
+                &["src", "dest"],
+                Write,
+            ),
+            spec(
+                "mv",
+                "Move or rename.",
+                json!({"src": p(), "dest": p()}),
+                &["src", "dest"],
+                Write,
+            ),
+            spec(
+                "symlink",
+                "Create a symbolic link.",
+                json!({"target": s("What the link points to"), "linkPath": p()}),
+                &["target", "linkPath"],
+                Write,
+            ),
+            spec(
+                "readlink",
+                "The target of a symbolic link.",
+                json!({"path": p()}),
+                &["path"],
+                Read,
+            ),
+            spec(
+                "diff",
+                "Unified diff between two files.",
+                json!({"pathA": p(), "pathB": p()}),
+                &["pathA", "pathB"],
+                Read,
+            ),
+            spec(
+                "diffContent",
+                "Unified diff between a file and new content.",
+                json!({"path": p(), "newContent": s("Proposed content")}),
+                &["path", "newContent"],
+                Read,
+            ),
+            spec(
+                "removeTree",
+                "Remove a directory and everything under it.",
+                json!({"path": p()}),
+                &["path"],
+                Write,
+            ),
+            spec(
+                "copyTree",
+                "Copy a directory tree.",
+                json!({"src": p(), "dest": p()}),
+                &["src", "dest"],
+                Write,
+            ),
+            spec(
+                "moveTree",
+                "Move a directory tree.",
+                json!({"src": p(), "dest": p()}),
+                &["src", "dest"],
+                Write,
+            ),
+        ];
+        Self { ws, methods }
+    }
+}
+
+fn fs(e: FsError) -> String {
+    e.to_string()
+}
+
+fn arg<'a>(args: &'a Value, key: &str) -> &'a str {
+    args.get(key).and_then(Value::as_str).unwrap_or("")
+}
+
+fn flag(args: &Value, key: &str) -> bool {
+    args.get(key).and_then(Value::as_bool).unwrap_or(false)
+}
+
+async fn read_text(ws: &Workspace, path: &str) -> Result<String, String> {
+    ws.read_file(path)
+        .await
+        .map_err(fs)?
+        .ok_or_else(|| format!("ENOENT: no such file or directory, open '{path}'"))
+}
+
+/// Follows a dotted path (`a.b[0].c`) into a JSON value.
+pub fn query_json<'a>(value: &'a Value, query: &str) -> Option<&'a Value> {
+    let mut cur = value;
+    let normalized = query.replace('[', ".").replace(']', "");
+    for key in normalized.split('.').filter(|k| !k.is_empty()) {
+        cur = match cur {
+            Value::Array(a) => a.get(key.parse::<usize>().ok()?)?,
+            Value::Object(o) => o.get(key)?,
+            _ => return None,
+        };
+    }
+    Some(cur)
+}
+
+fn matches_in(path: &str, text: &str, query: &str) -> Vec<Value> {
+    text.split('\n')
+        .enumerate()
+        .filter(|(_, l)| l.contains(query))
+        .map(|(i, l)| json!({"path": path, "line": i + 1, "text": l}))
+        .collect()
+}
+
+#[async_trait(?Send)]
+impl Connector for StateConnector {
+    fn name(&self) -> &str {
+        "state"
+    }
+
+    fn hint(&self) -> &str {
+        "the workspace filesystem: files, JSON, listing, search and replace, copies and moves, diffs"
+    }
+
+    fn methods(&self) -> &[MethodSpec] {
+        &self.methods
+    }
+
+    async fn call(&self, method: &str, args: Value, _ctx: &CallContext) -> Result<Value, String> {
+        let Some(m) = self.methods.iter().find(|m| m.name == method) else {
+            return Err(format!("state.{method} is not a function"));
+        };
+        let args = if args.is_null() { json!({}) } else { args };
+        InputValidator::new(&m.input_schema)
+            .and_then(|v| v.validate(&args))
+            .map_err(|e| format!("Invalid input for state.{method}: {e}"))?;
+        let ws = self.ws.as_ref();
+        let path = arg(&args, "path");
+        Ok(match method {
+            "getCapabilities" => json!({
+                "files": true, "json": true, "search": true, "symlinks": true, "diffs": true,
+                "archives": false, "compression": false, "hashing": false,
+            }),
+            "readFile" => Value::String(read_text(ws, path).await?),
+            "writeFile" => {
+                ws.write_file(path, arg(&args, "content"), "text/plain").await.map_err(fs)?;
+                Value::Null
+            }
+            "appendFile" => {
+                ws.append_file(path, arg(&args, "content"), "text/plain").await.map_err(fs)?;
+                Value::Null
+            }
+            "readJson" => {
+                let text = read_text(ws, path).await?;
+                serde_json::from_str(&text).map_err(|e| format!("{path} is not JSON: {e}"))?
+            }
+            "writeJson" => {
+                let spaces = args.get("spaces").and_then(Value::as_u64).unwrap_or(2) as usize;
+                let text = pretty(&args["value"], spaces);
+                ws.write_file(path, &text, "application/json").await.map_err(fs)?;
+                Value::Null
+            }
+            "queryJson" => {
+                let text = read_text(ws, path).await?;
+                let value: Value =
+                    serde_json::from_str(&text).map_err(|e| format!("{path} is not JSON: {e}"))?;
+                query_json(&value, arg(&args, "query")).cloned().unwrap_or(Value::Null)
+            }
+            "exists" => Value::Bool(ws.exists(path).map_err(fs)?),
+            "stat" => serde_json::to_value(ws.stat(path).map_err(fs)?).unwrap_or(Value::Null),
+            "lstat" => serde_json::to_value(ws.lstat(path).map_err(fs)?).unwrap_or(Value::Null),
+            "mkdir" => {
+                ws.mkdir(path, flag(&args, "recursive")).map_err(fs)?;
+                Value::Null
+            }
+            "readdir" => {
+                let entries = ws.read_dir_brief(path, usize::MAX >> 1, 0).map_err(fs)?;
+                entries.into_iter().map(|(name, _, _)| Value::String(name)).collect()
+            }
+            "readdirWithFileTypes" => {
+                let entries = ws.read_dir_brief(path, usize::MAX >> 1, 0).map_err(fs)?;
+                entries
+                    .into_iter()
+                    .map(|(name, kind, size)| json!({"name": name, "type": kind.as_str(), "size": size}))
+                    .collect()
+            }
+            "glob" => {
+                let paths = ws.glob_paths(arg(&args, "pattern")).map_err(fs)?;
+                paths.into_iter().map(|(p, _)| Value::String(p)).collect()
+            }
+            "find" => {
+                let root = if path.ends_with('/') { path.to_owned() } else { format!("{path}/") };
+                let pattern = match args.get("pattern").and_then(Value::as_str) {
+                    Some(p) if p.starts_with('/') => p.to_owned(),
+                    Some(p) => format!("{root}**/{p}"),
+                    None => format!("{root}**"),
+                };
+                let paths = ws.glob_paths(&pattern).map_err(fs)?;
+                paths
+                    .into_iter()
+                    .map(|(p, kind)| json!({"path": p, "type": kind.as_str()}))
+                    .collect()
+            }
+            "summarizeTree" => {
+                let root = path.trim_end_matches('/');
+                let files = ws.glob_files(&format!("{root}/**")).map_err(fs)?;
+                let dirs = ws
+                    .glob_paths(&format!("{root}/**"))
+                    .map_err(fs)?
+                    .into_iter()
+                    .filter(|(_, k)| *k == EntryType::Directory)
+                    .count();
+                let bytes: u64 = files.iter().map(|(_, s)| s).sum();
+                json!({"path": path, "files": files.len(), "directories": dirs, "totalBytes": bytes})
+            }
+            "searchText" => {
+                let text = read_text(ws, path).await?;
+                Value::Array(matches_in(path, &text, arg(&args, "query")))
+            }
+            "searchFiles" => {
+                let query = arg(&args, "query");
+                let files = ws.glob_files(arg(&args, "pattern")).map_err(fs)?;
+                let paths: Vec<String> = files.into_iter().map(|(p, _)| p).collect();
+                let texts = ws.read_files(&paths).await.map_err(fs)?;
+                let mut out = Vec::new();
+                for (p, t) in paths.iter().zip(texts) {
+                    let found = matches_in(p, &t.unwrap_or_default(), query);
+                    if !found.is_empty() {
+                        out.push(json!({"path": p, "matches": found}));
+                    }
+                }
+                Value::Array(out)
+            }
+            "replaceInFile" => {
+                let text = read_text(ws, path).await?;
+                let search = arg(&args, "search");
+                if search.is_empty() {
+                    return Err("replaceInFile: search must not be empty".into());
+                }
+                let count = text.matches(search).count();
+                if count > 0 {
+                    let next = text.replace(search, arg(&args, "replacement"));
+                    ws.rewrite_file(path, &next, "text/plain").await.map_err(fs)?;
+                }
+                json!({"path": path, "replacements": count})
+            }
+            "rm" => {
+                ws.rm(path, flag(&args, "recursive"), flag(&args, "force")).await.map_err(fs)?;
+                Value::Null
+            }
+            "removeTree" => {
+                ws.rm(path, true, true).await.map_err(fs)?;
+                Value::Null
+            }
+            "cp" | "copyTree" => {
+                let recursive = method == "copyTree" || flag(&args, "recursive");
+                ws.cp(arg(&args, "src"), arg(&args, "dest"), recursive).await.map_err(fs)?;
+                Value::Null
+            }
+            "mv" | "moveTree" => {
+                ws.mv(arg(&args, "src"), arg(&args, "dest")).await.map_err(fs)?;
+                Value::Null
+            }
+            "symlink" => {
+                ws.symlink(arg(&args, "target"), arg(&args, "linkPath")).map_err(fs)?;
+                Value::Null
+            }
+            "readlink" => Value::String(ws.readlink(path).map_err(fs)?),
+            "diff" => {
+                Value::String(ws.diff(arg(&args, "pathA"), arg(&args, "pathB")).await.map_err(fs)?)
+            }
+            "diffContent" => {
+                Value::String(ws.diff_content(path, arg(&args, "newContent")).await.map_err(fs)?)
+            }
+            other => return Err(format!("state.{other} is not a function")),
+        })
+    }
+}
+
+/// JSON with `spaces` of indentation, as `JSON.stringify(v, null, spaces)`.
+fn pretty(v: &Value, spaces: usize) -> String {
+    if spaces == 0 {
+        return v.to_string();
+    }
+    let indent = vec![b' '; spaces.min(10)];
+    let fmt = serde_json::ser::PrettyFormatter::with_indent(&indent);
+    let mut out = Vec::new();
+    let mut ser = serde_json::Serializer::with_formatter(&mut out, fmt);
+    match serde::Serialize::serialize(v, &mut ser) {
+        Ok(()) => String::from_utf8(out).unwrap_or_default(),
+        Err(_) => v.to_string(),
+    }
+}
+
+/// `tools.*`: the turn's server-side tools, through their ledger wrappers and the agent's
+/// approval policy.
+pub struct ToolsConnector {
+    tools: Vec<ToolRef>,
+    policy: ApprovalPolicy,
+    methods: Vec<MethodSpec>,
+}
+
+impl ToolsConnector {
+    /// Every tool of `set` that runs on the server, except those named in `exclude`.
+    pub fn new(set: &ToolSet, policy: ApprovalPolicy, exclude: &[&str]) -> Self {
+        let tools: Vec<ToolRef> = set
+            .names()
+            .filter(|n| !exclude.contains(n) && is_identifier(n))
+            .filter_map(|n| set.get(n).cloned())
+            .filter(|t| t.executes_on_server())
+            .collect();
+        let methods = tools
+            .iter()
+            .map(|t| {
+                let d = t.definition();
+                MethodSpec {
+                    name: d.name.clone(),
+                    description: d.description.clone(),
+                    input_schema: d.input_schema.clone(),
+                    output_schema: d.output_schema.clone(),
+                    kind: CallKind::Write,
+                }
+            })
+            .collect();
+        Self { tools, policy, methods }
+    }
+
+    fn tool(&self, name: &str) -> Option<&ToolRef> {
+        self.tools.iter().find(|t| t.definition().name == name)
+    }
+}
+
+/// Whether `name` can be a property reached as `tools.name`.
+fn is_identifier(name: &str) -> bool {
+    let mut chars = name.chars();
+    chars.next().is_some_and(|c| c.is_ascii_alphabetic() || c == '_' || c == '$')
+        && chars.all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '$')
+}
+
+#[async_trait(?Send)]
+impl Connector for ToolsConnector {
+    fn name(&self) -> &str {
+        "tools"
+    }
+
+    fn hint(&self) -> &str {
+        "the agent's tools (workspace tools, its own tools, MCP tools), one method per tool"
+    }
+
+    fn methods(&self) -> &[MethodSpec] {
+        &self.methods
+    }
+
+    fn needs_approval(&self, method: &str, args: &Value) -> bool {
+        self.tool(method)
+            .is_some_and(|t| t.needs_approval(args) || self.policy.needs_approval(method, args))
+    }
+
+    fn may_need_approval(&self, method: &str) -> bool {
+        self.policy
+            .patterns()
+            .any(|p| globset::Glob::new(p).is_ok_and(|g| g.compile_matcher().is_match(method)))
+    }
+
+    async fn call(&self, method: &str, args: Value, ctx: &CallContext) -> Result<Value, String> {
+        let Some(tool) = self.tool(method) else {
+            return Err(format!("tools.{method} is not a function"));
+        };
+        let args = if args.is_null() { Value::Object(Map::new()) } else { args };
+        InputValidator::new(&tool.definition().input_schema)
+            .map_err(|e| format!("Tool {method} has an {e}"))?
+            .validate(&args)
+            .map_err(|e| format!("Invalid input for tool {method}: {e}"))?;
+        let ctx = ToolContext {
+            tool_call_id: format!("cm_{}_{}", ctx.execution_id, ctx.seq),
+            tool_name: method.to_owned(),
+        };
+        tool.execute(args, &ctx).await.map_err(|e| e.0)
+    }
+}
