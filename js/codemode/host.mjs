@@ -14,8 +14,9 @@ const PAUSED = "__THINK_CODEMODE_PAUSED__";
 
 function site() {
   const stack = new Error().stack || "";
-  const m = /user\.js:(\d+):(\d+)/.exec(stack);
-  return m ? m[1] + ":" + m[2] : "?";
+  const m = /(user|snippet_\d+)\.js:(\d+):(\d+)/.exec(stack);
+  if (!m) return "?";
+  return (m[1] === "user" ? "" : m[1] + ":") + m[2] + ":" + m[3];
 }
 
 function text(v) {
@@ -65,6 +66,12 @@ export default class Sandbox extends WorkerEntrypoint {
           await call("codemode", "stepDone", { seq: r.seq, value: value === undefined ? null : value }, where);
           return value;
         };
+        obj.run = async (name, input) => {
+          const i = spec.snippets.findIndex((s) => s.name === name);
+          if (i < 0) throw new Error("codemode.run: no snippet named " + JSON.stringify(name));
+          const mod = await import("./snippet_" + i + ".js");
+          return mod.default(input === undefined ? {} : input);
+        };
       }
       globalThis[ns.name] = Object.freeze(obj);
     }
@@ -104,12 +111,16 @@ function userModule(body) {
  */
 export async function runInLoader(loader, requestJson, dispatch) {
   const spec = JSON.parse(requestJson);
+  const modules = { "sandbox.js": SANDBOX_MODULE, "user.js": userModule(spec.body) };
+  spec.snippets.forEach((s, i) => {
+    modules["snippet_" + i + ".js"] = "export default async (input) => {\n" + s.body + "\n};\n";
+  });
   let worker;
   try {
     worker = loader.load({
       compatibilityDate: "2025-06-01",
       mainModule: "sandbox.js",
-      modules: { "sandbox.js": SANDBOX_MODULE, "user.js": userModule(spec.body) },
+      modules,
       env: {},
       globalOutbound: null,
       limits: { cpuMs: spec.timeoutMs },
@@ -120,7 +131,10 @@ export async function runInLoader(loader, requestJson, dispatch) {
   let entrypoint;
   try {
     entrypoint = worker.getEntrypoint();
-    const out = await entrypoint.evaluate({ namespaces: spec.namespaces, timeoutMs: spec.timeoutMs }, dispatch);
+    const out = await entrypoint.evaluate(
+      { namespaces: spec.namespaces, timeoutMs: spec.timeoutMs, snippets: spec.snippets.map((s) => ({ name: s.name })) },
+      dispatch,
+    );
     return { kind: "done", ...out };
   } catch (e) {
     const message = errorText(e);

@@ -3,6 +3,7 @@
 //! the merged tools. Everything here is host-testable; the Workers glue only adapts storage,
 //! sockets, time and fetch to the traits in `store` and `platform`.
 
+mod codemode;
 mod interaction;
 pub mod ledger;
 mod mcp;
@@ -49,6 +50,8 @@ pub struct Deps {
     pub alarm: Rc<dyn Alarm>,
     /// Runs `bash` tool scripts (just-bash in the Worker); without one there is no bash tool.
     pub bash_engine: Option<Rc<dyn BashEngine>>,
+    /// Runs `execute` code (Worker Loader in the Worker); without one there is no `execute`.
+    pub sandbox: Option<Rc<dyn crate::codemode::Sandbox>>,
     /// A stable id of this instance (the Durable Object id), used to keep its R2 keys apart.
     pub instance_id: String,
 }
@@ -103,6 +106,8 @@ pub struct Agent {
     rt: RefCell<Runtime>,
     workspace: Rc<Workspace>,
     mcp: Option<crate::mcp::McpClient>,
+    /// The Code Mode runtime, when `execute` is enabled and a sandbox exists.
+    codemode: Option<Rc<crate::codemode::CodeMode>>,
 }
 
 impl Agent {
@@ -147,7 +152,9 @@ impl Agent {
         )
         .map_err(|e| crate::platform::log(&format!("think-rs: MCP is unavailable: {e}")))
         .ok();
+        let codemode = codemode::runtime(&spec, &deps);
         let agent = Rc::new(Self {
+            codemode,
             mcp,
             workspace,
             agent_kebab: crate::protocol::routing::camel_case_to_kebab_case(class_name),
@@ -171,6 +178,7 @@ impl Agent {
     /// Work to do once per start of the instance: recover a turn a crash interrupted and
     /// reconnect MCP servers. The glue runs it in the background.
     pub async fn start(self: Rc<Self>) {
+        self.codemode_sweep(true);
         futures::join!(self.recover(), self.restore_mcp());
     }
 
@@ -182,6 +190,7 @@ impl Agent {
             return;
         }
         self.recover().await;
+        self.codemode_sweep(false);
         let now = self.now();
         let sweep = self.streams().and_then(|b| {
             b.cleanup(now)?;
@@ -386,6 +395,9 @@ impl Agent {
     pub async fn call(self: &Rc<Self>, method: &str, args: Vec<Value>) -> Result<Value, String> {
         if let Some(f) = self.spec.callables.get(method).cloned() {
             return f(args).await;
+        }
+        if let Some(result) = self.codemode_callable(method, &args).await {
+            return result;
         }
         match self.mcp_callable(method, &args).await {
             Some(result) => result,

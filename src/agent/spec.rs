@@ -114,6 +114,8 @@ pub struct AgentSpec {
     pub(crate) message_concurrency: MessageConcurrency,
     /// The bash tool's limits; `None` removes the tool (Think's `workspaceBash = false`).
     pub(crate) bash: Option<BashOptions>,
+    /// The `execute` tool's limits; `None` removes it (`THINK_EXECUTE=false`).
+    pub(crate) execute: Option<crate::codemode::ExecuteOptions>,
 }
 
 /// What happens to a message sent while a turn is running or queued (Think's
@@ -173,6 +175,7 @@ impl AgentSpec {
             wait_for_mcp_connections: None,
             message_concurrency: MessageConcurrency::Queue,
             bash: Some(BashOptions::default()),
+            execute: Some(crate::codemode::ExecuteOptions::default()),
         }
     }
 
@@ -212,6 +215,20 @@ impl AgentSpec {
     /// options set with [`AgentSpec::bash`].
     pub fn bash_enabled(mut self, enabled: bool) -> Self {
         self.bash = if enabled { self.bash.or_else(|| Some(BashOptions::default())) } else { None };
+        self
+    }
+
+    /// The `execute` tool's limits (Code Mode); this also enables it. It needs a sandbox
+    /// (the Worker's `LOADER` binding); without one there is no `execute` tool.
+    pub fn execute(mut self, options: crate::codemode::ExecuteOptions) -> Self {
+        self.execute = Some(options);
+        self
+    }
+
+    /// Whether the agent offers the `execute` tool (default: yes, when a sandbox exists).
+    pub fn execute_enabled(mut self, enabled: bool) -> Self {
+        self.execute =
+            if enabled { self.execute.or_else(|| Some(Default::default())) } else { None };
         self
     }
 

@@ -53,6 +53,37 @@ impl Default for ExecuteOptions {
     }
 }
 
+impl ExecuteOptions {
+    /// Parses `THINK_EXECUTE`: empty or `true` keeps the defaults, `false` removes the tool
+    /// (`None`), a JSON object sets `timeout`, `maxInFlight`, `retention`, `pausedMaxAgeMs`.
+    pub fn from_setting(s: &str) -> Result<Option<Self>, String> {
+        let s = s.trim();
+        match s {
+            "" | "true" | "1" => return Ok(Some(Self::default())),
+            "false" | "0" => return Ok(None),
+            _ => {}
+        }
+        let v: Value =
+            serde_json::from_str(s).map_err(|e| format!("not false or a JSON object: {e}"))?;
+        let obj = v.as_object().ok_or("not false or a JSON object")?;
+        let mut o = Self::default();
+        for (k, v) in obj {
+            let n = v
+                .as_f64()
+                .filter(|n| *n >= 1.0)
+                .ok_or_else(|| format!("{k} must be a positive number"))?;
+            match k.as_str() {
+                "timeout" => o.timeout_ms = n as u64,
+                "maxInFlight" => o.max_in_flight = n as usize,
+                "retention" => o.retention = n as usize,
+                "pausedMaxAgeMs" => o.paused_max_age_ms = n,
+                other => return Err(format!("unknown key {other:?}")),
+            }
+        }
+        Ok(Some(o))
+    }
+}
+
 /// Extra time the host waits past the sandbox's own limit before it gives up on a pass.
 pub const TIMEOUT_MARGIN_MS: u64 = 2_000;
 

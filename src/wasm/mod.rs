@@ -5,6 +5,7 @@
 mod bash;
 mod clock;
 mod http;
+mod loader;
 mod r2;
 mod rpc;
 mod sockets;
@@ -81,6 +82,8 @@ impl ThinkHost {
                 .ok()
                 .map(|b| Rc::new(R2Blobs(b)) as Rc<dyn crate::store::BlobStore>),
             bash_engine: Some(Rc::new(JustBash)),
+            sandbox: loader::LoaderSandbox::from_env(env)
+                .map(|s| Rc::new(s) as Rc<dyn crate::codemode::Sandbox>),
             tasks: Rc::new(LocalTasks),
             alarm: Rc::new(DoAlarm(state.clone())),
             instance_id: state.id().to_string(),
@@ -343,7 +346,10 @@ mod shipped {
     /// - `THINK_BASH`: the bash tool, like Think's `workspaceBash`: `false` removes it, a
     ///   JSON object sets its options (`{"timeout": 5000, "network": true, "maxWorkspaceFiles":
     ///   1000, "maxWorkspaceFileBytes": 1000000, "maxOutputBytes": 64000}`; missing keys keep
-    ///   Think's defaults).
+    ///   Think's defaults);
+    /// - `THINK_EXECUTE`: the `execute` tool (Code Mode): `false` removes it, a JSON object
+    ///   sets its limits (`{"timeout": 60000, "maxInFlight": 10, "retention": 50,
+    ///   "pausedMaxAgeMs": 86400000}`).
     pub fn spec_from_env(env: &Env) -> AgentSpec {
         let model = ModelChoice::from_settings(
             setting(env, "THINK_MODEL_BASE_URL").as_deref(),
@@ -373,10 +379,21 @@ mod shipped {
                 crate::platform::log(&format!("think-rs: ignoring THINK_BASH: {e}"));
                 Some(BashOptions::default())
             });
+        let execute = crate::codemode::ExecuteOptions::from_setting(
+            &setting(env, "THINK_EXECUTE").unwrap_or_default(),
+        )
+        .unwrap_or_else(|e| {
+            crate::platform::log(&format!("think-rs: ignoring THINK_EXECUTE: {e}"));
+            Some(Default::default())
+        });
         let spec = AgentSpec::new(model)
             .approval(policy)
             .wait_for_mcp_connections(mcp_wait)
             .message_concurrency(concurrency);
+        let spec = match execute {
+            Some(options) => spec.execute(options),
+            None => spec.execute_enabled(false),
+        };
         match bash {
             Some(options) => spec.bash(options),
             None => spec.bash_enabled(false),
