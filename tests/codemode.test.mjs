@@ -16,8 +16,7 @@ let seq = 0;
 before(async () => {
   model = await startScriptedModel();
   worker = await startWorker({
-    vars: modelVars(model, { THINK_APPROVAL: "delete", THINK_EXECUTE: JSON.stringify({ timeout: 3000 }) }),
-    withCaller: true,
+    vars: modelVars(model, { THINK_APPROVAL: "delete,edit", THINK_EXECUTE: JSON.stringify({ timeout: 3000 }) }),
   });
 });
 
@@ -126,4 +125,210 @@ test("fetch from model code fails and no request leaves", async () => {
   await new Promise((r) => listener.close(r));
   assert.equal(hits, 0, "the listener received nothing");
   tab.close();
+});
+
+test("a busy loop ends as an error within the timeout, and other tabs are served meanwhile", async () => {
+  const tab = await connect(worker.host, "cm-busy");
+  const other = await connect(worker.host, "cm-busy-other");
+  const started = Date.now();
+  const run = execute(tab, "while (true) {}");
+  await model.waitForRequests(model.requests.length + 1);
+  await new Promise((r) => setTimeout(r, 300));
+  // Another tab of another object, and an RPC to the busy object itself, answer while it spins.
+  const t0 = Date.now();
+  const files = await getMessages(worker.url, "cm-busy-other");
+  assert.deepEqual(files, []);
+  const pending = await rpc(tab, "pendingExecutions");
+  const served = Date.now() - t0;
+  assert.deepEqual(pending, []);
+  assert.ok(served < 1000, `served in ${served} ms while the loop ran`);
+  const out = await run;
+  const took = Date.now() - started;
+  assert.equal(out.status, "error");
+  assert.equal(out.error, "Execution timed out after 3000 ms");
+  assert.ok(took < 3000 + 4000, `ended after ${took} ms`);
+  // A loop inside a nested synchronous function is stopped too.
+  const nested = await execute(tab, "[1].forEach(() => { for (;;) {} })");
+  assert.equal(nested.error, "Execution timed out after 3000 ms");
+  tab.close();
+  other.close();
+});
+
+/** Runs `code` until it pauses; returns the paused output. */
+async function pausedRun(tab, code) {
+  const out = await execute(tab, code, { text: "Waiting for your approval." });
+  assert.equal(out.status, "paused", JSON.stringify(out));
+  return out;
+}
+
+async function readFiles(tab, paths) {
+  const out = await execute(tab, `return await Promise.all(${JSON.stringify(paths)}.map(async (path) => (await state.exists({ path })) ? state.readFile({ path }) : null))`);
+  assert.equal(out.status, "completed", JSON.stringify(out));
+  return out.result;
+}
+
+const APPROVAL_CODE = `
+  await state.appendFile({ path: "/ap/log", content: "a" });
+  await state.appendFile({ path: "/ap/log", content: "b" });
+  const edited = await tools.edit({ path: "/ap/f.txt", old_string: "v1", new_string: "v1+" });
+  await state.appendFile({ path: "/ap/log", content: "c" });
+  return edited;`;
+
+test("approval pauses durably; after kill -9 approve runs the approved call once and the turn goes on", async () => {
+  let tab = await connect(worker.host, "cm-approve");
+  await execute(tab, `await state.writeFile({ path: "/ap/f.txt", content: "v1" })`);
+  const paused = await pausedRun(tab, APPROVAL_CODE);
+  const id = paused.executionId;
+  assert.deepEqual(paused.pending, [{ executionId: id, seq: 2, connector: "tools", method: "edit", args: { path: "/ap/f.txt", old_string: "v1", new_string: "v1+" } }]);
+  assert.deepEqual(await readFiles(tab, ["/ap/log", "/ap/f.txt"]), ["ab", "v1"]);
+  tab.close();
+
+  await worker.kill();
+  tab = await connect(worker.host, "cm-approve");
+  const other = await connect(worker.host, "cm-approve");
+  const pending = await rpc(tab, "pendingExecutions", [id]);
+  assert.equal(pending.length, 1);
+  assert.equal(pending[0].method, "edit");
+  const approvals = await rpc(tab, "pendingApprovals");
+  assert.equal(approvals[0].source, "codemode");
+
+  const before = model.requests.length;
+  model.push({ text: "Approved and done." });
+  const from = other.frames.length;
+  const approved = await rpc(tab, "approveExecution", [id]);
+  assert.equal(approved.status, "completed", JSON.stringify(approved));
+  assert.equal(approved.result.replaced ?? approved.result.path, approved.result.replaced ?? "/ap/f.txt");
+  const updated = await other.waitFor((f) => f.type === "cf_agent_message_updated" && JSON.stringify(f.message).includes(id), { from });
+  const part = updated.message.parts.find((p) => p.output?.executionId === id);
+  assert.equal(part.output.status, "completed");
+  // The turn continues with the model, which sees the completed output.
+  await model.waitForRequests(before + 1, 20000);
+  const toolMsg = model.requests.at(-1).messages.filter((m) => m.role === "tool").map((m) => m.content).find((c) => c.includes(id));
+  assert.match(toolMsg, /"status":"completed"/);
+  await tab.waitFor((f) => f.type === "cf_agent_chat_messages" && JSON.stringify(f.messages).includes("Approved and done."), { timeout: 20000 });
+  // The edit ran exactly once and the appends before it were not repeated.
+  assert.deepEqual(await readFiles(tab, ["/ap/log", "/ap/f.txt"]), ["abc", "v1+"]);
+  const again = await rpc(tab, "approveExecution", [id]);
+  assert.equal(again.status, "error");
+  assert.match(again.error, /is not paused/);
+  const history = await rpc(tab, "executions", [5]);
+  const row = history.find((e) => e.id === id);
+  assert.equal(row.status, "completed");
+  assert.deepEqual(row.calls.map((c) => [c.method, c.state]), [["appendFile", "applied"], ["appendFile", "applied"], ["edit", "applied"], ["appendFile", "applied"]]);
+  tab.close();
+  other.close();
+});
+
+test("reject settles the run, replaces the paused output, and nothing runs", async () => {
+  const tab = await connect(worker.host, "cm-reject");
+  await execute(tab, `await state.writeFile({ path: "/rj/f.txt", content: "v1" })`);
+  const paused = await pausedRun(tab, `await tools.delete({ path: "/rj/f.txt" }); return "deleted"`);
+  model.push({ text: "Understood, not deleting." });
+  const rejected = await rpc(tab, "rejectExecution", [paused.executionId, "keep it"]);
+  assert.deepEqual(rejected, { status: "rejected", executionId: paused.executionId, reason: "keep it" });
+  const updated = await tab.waitFor((f) => f.type === "cf_agent_message_updated" && JSON.stringify(f.message).includes("keep it"));
+  assert.ok(updated);
+  await tab.waitFor((f) => f.type === "cf_agent_chat_messages" && JSON.stringify(f.messages).includes("not deleting"), { timeout: 20000 });
+  assert.deepEqual(await readFiles(tab, ["/rj/f.txt"]), ["v1"]);
+  const again = await rpc(tab, "rejectExecution", [paused.executionId]);
+  assert.equal(again.status, "error");
+  tab.close();
+});
+
+test("Promise.all with a paused call replays correctly after approval", async () => {
+  const tab = await connect(worker.host, "cm-parallel");
+  await execute(tab, `await state.writeFile({ path: "/pa/f.txt", content: "v1" })`);
+  const paused = await pausedRun(
+    tab,
+    `const [a, e, c] = await Promise.all([
+       state.appendFile({ path: "/pa/log", content: "A" }),
+       tools.edit({ path: "/pa/f.txt", old_string: "v1", new_string: "v1+" }),
+       state.appendFile({ path: "/pa/log", content: "C" }),
+     ]);
+     return await state.readFile({ path: "/pa/log" });`,
+  );
+  model.push({ text: "ok" });
+  const done = await rpc(tab, "approveExecution", [paused.executionId]);
+  assert.equal(done.status, "completed", JSON.stringify(done));
+  assert.equal(done.result.length, 2, "each append ran once");
+  assert.deepEqual([...done.result].sort(), ["A", "C"]);
+  await model.waitForRequests(model.requests.length, 10000);
+  assert.deepEqual(await readFiles(tab, ["/pa/f.txt"]), ["v1+"]);
+  tab.close();
+});
+
+test("a replay whose calls changed fails with a divergence naming the step", async () => {
+  const tab = await connect(worker.host, "cm-diverge");
+  await execute(tab, `await state.writeFile({ path: "/dv/in", content: "first" }); await state.writeFile({ path: "/dv/x", content: "x" })`);
+  const paused = await pausedRun(
+    tab,
+    `const v = await state.readFile({ path: "/dv/in" });
+     await state.writeFile({ path: "/dv/out", content: v });
+     await tools.delete({ path: "/dv/x" });
+     return "ok"`,
+  );
+  await execute(tab, `await state.writeFile({ path: "/dv/in", content: "second" })`);
+  model.push({ text: "ok" });
+  const out = await rpc(tab, "approveExecution", [paused.executionId]);
+  assert.equal(out.status, "error");
+  assert.match(out.error, /^Codemode replay divergence at step 1: the journal has state\.writeFile/);
+  assert.deepEqual(await readFiles(tab, ["/dv/out", "/dv/x"]), ["first", "x"]);
+  tab.close();
+});
+
+test("snippets are saved from an execution and run with codemode.run", async () => {
+  const tab = await connect(worker.host, "cm-snippets");
+  const first = await execute(tab, `return (typeof input === "undefined" ? 1 : input.n) * 2`);
+  assert.equal(first.result, 2);
+  const saved = await rpc(tab, "saveSnippet", ["double", { executionId: first.executionId, description: "Doubles n" }]);
+  assert.equal(saved.name, "double");
+  assert.deepEqual((await rpc(tab, "snippets")).map((s) => s.name), ["double"]);
+  const ran = await execute(tab, `return await codemode.run("double", { n: 21 })`);
+  assert.equal(ran.result, 42, JSON.stringify(ran));
+  assert.equal(await rpc(tab, "deleteSnippet", ["double"]), true);
+  const gone = await execute(tab, `return await codemode.run("double", { n: 1 })`);
+  assert.equal(gone.status, "error");
+  assert.match(gone.error, /no snippet named "double"/);
+  tab.close();
+});
+
+test("at most 10 executions run at once; the others wait", async () => {
+  const tab = await connect(worker.host, "cm-many");
+  const calls = Array.from({ length: 12 }, (_, i) => ({
+    id: `call_many_${i}`,
+    name: "execute",
+    args: { code: `const start = Date.now(); await new Promise((r) => setTimeout(r, 400)); return [start, Date.now()]` },
+  }));
+  model.push({ toolCalls: calls }, { text: "all done" });
+  const { id } = tab.chat("run many");
+  await tab.turn(id, { timeout: 30000 });
+  const outs = tab.chunks(id).filter((c) => c.type === "tool-output-available" && c.toolCallId.startsWith("call_many_")).map((c) => c.output);
+  assert.equal(outs.length, 12);
+  assert.ok(outs.every((o) => o.status === "completed"), JSON.stringify(outs));
+  const spans = outs.map((o) => o.result);
+  const maxOverlap = Math.max(...spans.map(([s]) => spans.filter(([s2, e2]) => s2 <= s && s < e2).length));
+  assert.equal(maxOverlap, 10, `at most 10 at once: ${JSON.stringify(spans)}`);
+  tab.close();
+});
+
+test("code over 1 MB is refused before it runs; THINK_EXECUTE=false removes the tool", async () => {
+  const tab = await connect(worker.host, "cm-caps");
+  const big = await execute(tab, `return "${"x".repeat(1_000_100)}".length`);
+  assert.equal(big.status, "error");
+  assert.match(big.error, /over the 1 MB limit; nothing ran/);
+  const large = await execute(tab, `return "y".repeat(30000)`);
+  assert.equal(large.status, "completed");
+  assert.ok(large.result.length < 24200 && large.result.includes("[truncated"), large.result.length);
+  tab.close();
+  const off = await startWorker({ vars: modelVars(model, { THINK_EXECUTE: "false" }) });
+  try {
+    const t = await connect(off.host, "cm-off");
+    model.push({ text: "hello" });
+    const { id } = t.chat("hi");
+    await t.turn(id);
+    assert.ok(!model.requests.at(-1).tools.some((x) => x.function.name === "execute"));
+    t.close();
+  } finally {
+    await off.dispose();
+  }
 });

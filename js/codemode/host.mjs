@@ -75,9 +75,36 @@ export default class Sandbox extends WorkerEntrypoint {
       }
       globalThis[ns.name] = Object.freeze(obj);
     }
+    // Loop guards (src/codemode/normalize.rs adds the calls): past the deadline every loop
+    // throws; loops in the code's own body also yield to the event loop every ~10 ms, so the
+    // Durable Object that shares this thread keeps serving its other requests.
+    const deadline = Date.now() + spec.timeoutMs;
+    const timeoutMessage = "Execution timed out after " + spec.timeoutMs + " ms";
+    let spins = 0;
+    let expired = false;
+    let lastYield = Date.now();
+    const guard = () => {
+      if (expired || ((++spins & 1023) === 0 && Date.now() > deadline)) {
+        expired = true;
+        throw new Error(timeoutMessage);
+      }
+      return true;
+    };
+    const tick = () => {
+      guard();
+      if ((spins & 1023) === 0 && Date.now() - lastYield > 10) {
+        return new Promise((resolve) => setTimeout(() => {
+          lastYield = Date.now();
+          resolve(true);
+        }, 0));
+      }
+      return true;
+    };
+    Object.defineProperty(globalThis, "__cm_guard", { value: guard });
+    Object.defineProperty(globalThis, "__cm_tick", { value: tick });
     let timer;
     const limit = new Promise((_, reject) => {
-      timer = setTimeout(() => reject(new Error("Execution timed out after " + spec.timeoutMs + " ms")), spec.timeoutMs);
+      timer = setTimeout(() => reject(new Error(timeoutMessage)), spec.timeoutMs);
     });
     try {
       const value = await Promise.race([run(), limit]);

@@ -408,3 +408,191 @@ impl<'a> Lexer<'a> {
         None
     }
 }
+
+/// The guard a loop calls where `await` is allowed (the code's own async body): it throws
+/// past the deadline and now and then yields to the event loop, so the object keeps serving
+/// other requests while a CPU-bound loop runs.
+pub const TICK: &str = "(await __cm_tick())";
+/// The guard a loop calls inside a nested (maybe synchronous) function: it only throws.
+pub const GUARD: &str = "__cm_guard()";
+
+#[derive(Clone, PartialEq)]
+enum Frame {
+    /// `(`; for a loop header, its keyword.
+    Paren {
+        before: Option<String>,
+        header: Option<&'static str>,
+        semis: Vec<usize>,
+        of_in: bool,
+    },
+    Bracket,
+    Brace {
+        function: bool,
+    },
+    Template,
+}
+
+/// Adds a deadline guard to every loop: `while (c)` becomes `while (GUARD && (c))`,
+/// `for (a; c; b)` gets the guard in its condition, and a `for … of/in` body starts with
+/// it. Loops in the code's own body use [`TICK`] (which may `await`), loops in nested
+/// functions [`GUARD`]. This is what stops `while (true) {}` where the isolate has no CPU
+/// limit of its own (local workerd ignores Worker Loader's `limits.cpuMs`).
+pub fn guard_loops(body: &str) -> String {
+    let mut inserts: Vec<(usize, String)> = Vec::new();
+    let mut lexer = Lexer::new(body);
+    let mut frames: Vec<Frame> = Vec::new();
+    let mut last_word: Option<String> = None;
+    let mut last_chars: [char; 2] = [' ', ' '];
+    let mut loop_kw: Option<&'static str> = None;
+    let mut body_guard_pending: Option<String> = None;
+    let mut depth_before;
+    let guard_here = |frames: &[Frame]| {
+        if frames.iter().any(|f| matches!(f, Frame::Brace { function: true })) {
+            GUARD
+        } else {
+            TICK
+        }
+    };
+    loop {
+        depth_before = lexer.depth;
+        let Some(tok) = lexer.next() else { break };
+        match tok {
+            Tok::Newline(_) => continue,
+            Tok::Sig(i, c) => {
+                if c == 'a' {
+                    let word = lexer.prev_word.clone();
+                    let property = last_chars[1] == '.';
+                    match word.as_str() {
+                        "while" | "for" if !property => {
+                            loop_kw = Some(if word == "for" { "for" } else { "while" })
+                        }
+                        "await" if loop_kw == Some("for") => {}
+                        "of" | "in" => {
+                            if let Some(Frame::Paren { header: Some("for"), of_in, .. }) =
+                                frames.last_mut()
+                            {
+                                *of_in = true;
+                            }
+                            loop_kw = None;
+                        }
+                        _ => loop_kw = None,
+                    }
+                    last_word = Some(word);
+                    last_chars = [last_chars[1], 'a'];
+                    continue;
+                }
+                if c == ';' {
+                    if let Some(Frame::Paren { header: Some("for"), semis, .. }) = frames.last_mut()
+                    {
+                        semis.push(i);
+                    }
+                }
+                if c != 'r' && c != '"' {
+                    loop_kw = None;
+                }
+                last_word = None;
+                last_chars = [last_chars[1], c];
+            }
+            Tok::Open(i) => {
+                let ch = body[i..].chars().next().unwrap_or('(');
+                let frame = match ch {
+                    '(' => Frame::Paren {
+                        before: last_word.clone(),
+                        header: loop_kw.take(),
+                        semis: Vec::new(),
+                        of_in: false,
+                    },
+                    '[' => Frame::Bracket,
+                    '{' => {
+                        let arrow = last_chars == ['=', '>'];
+                        let after_params = last_chars[1] == ')';
+                        Frame::Brace {
+                            function: arrow
+                                || (after_params && lexer_prev_paren_is_call(&last_word)),
+                        }
+                    }
+                    _ => Frame::Template,
+                };
+                if let (Frame::Brace { .. }, Some(g)) = (&frame, body_guard_pending.take()) {
+                    inserts.push((i + 1, format!(" {g};")));
+                }
+                frames.push(frame);
+                last_word = None;
+                last_chars = [last_chars[1], ch];
+                loop_kw = None;
+            }
+            Tok::Close(i) => {
+                if lexer.depth == depth_before {
+                    // A template's `}` … `${`: the same expression frame goes on.
+                    continue;
+                }
+                let frame = frames.pop();
+                let ch = body[i..].chars().next().unwrap_or(')');
+                body_guard_pending = None;
+                if let Some(Frame::Paren { header: Some(kw), semis, of_in, .. }) = &frame {
+                    let g = guard_here(&frames);
+                    let open = header_open(body, i);
+                    match (*kw, semis.as_slice(), of_in) {
+                        ("while", _, _) => {
+                            inserts.push((open + 1, format!("{g} && (")));
+                            inserts.push((i, ")".into()));
+                        }
+                        ("for", [a, b], false) => {
+                            if body[a + 1..*b].trim().is_empty() {
+                                inserts.push((a + 1, format!(" {g}")));
+                            } else {
+                                inserts.push((a + 1, format!(" {g} && (")));
+                                inserts.push((*b, ")".into()));
+                            }
+                        }
+                        ("for", _, true) => body_guard_pending = Some(g.to_owned()),
+                        _ => {}
+                    }
+                }
+                // What a `{` right after this `)` opens depends on the word before its `(`.
+                last_word = match frame {
+                    Some(Frame::Paren { before, .. }) => before.map(|b| format!("){b}")),
+                    _ => None,
+                };
+                last_chars = [last_chars[1], if ch == '}' { '}' } else { ')' }];
+            }
+        }
+    }
+    inserts.sort_by(|a, b| b.0.cmp(&a.0));
+    let mut out = body.to_owned();
+    for (at, text) in inserts {
+        out.insert_str(at, &text);
+    }
+    out
+}
+
+/// Whether a `{` after `)` opens a function body: it does unless the `(` followed a control
+/// keyword (`if (…) {`, `for (…) {`, `catch (e) {`, …). `marker` is `)<word before (>`.
+fn lexer_prev_paren_is_call(marker: &Option<String>) -> bool {
+    const CONTROL: &[&str] = &["if", "for", "while", "switch", "catch", "with", "await"];
+    match marker.as_deref().and_then(|m| m.strip_prefix(')')) {
+        Some(word) => !CONTROL.contains(&word),
+        None => marker.is_none(),
+    }
+}
+
+/// The `(` matching the `)` at `close`.
+fn header_open(s: &str, close: usize) -> usize {
+    let mut lexer = Lexer::new(s);
+    let mut opens: Vec<usize> = Vec::new();
+    let mut depth_before;
+    loop {
+        depth_before = lexer.depth;
+        match lexer.next() {
+            Some(Tok::Open(i)) => opens.push(i),
+            Some(Tok::Close(i)) if lexer.depth != depth_before => {
+                let open = opens.pop().unwrap_or(0);
+                if i == close {
+                    return open;
+                }
+            }
+            Some(_) => {}
+            None => return 0,
+        }
+    }
+}

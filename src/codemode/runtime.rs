@@ -19,7 +19,7 @@ use serde_json::{json, Value};
 
 use super::connectors::{CallContext, CallKind, Connector};
 use super::journal::{CallState, ExecStatus, ExecutionRow, Journal, LogEntry, Snippet};
-use super::normalize::{normalize_code, CodeShape};
+use super::normalize::{guard_loops, normalize_code, CodeShape};
 use super::sandbox::{
     CallError, CallRequest, Dispatcher, Namespace, Sandbox, SandboxError, SandboxRequest,
     SnippetModule,
@@ -655,11 +655,14 @@ impl CodeMode {
             .snippets()
             .unwrap_or_default()
             .into_iter()
-            .map(|s| SnippetModule { name: s.name, body: normalize_code(&s.code).body })
+            .map(|s| SnippetModule {
+                name: s.name,
+                body: guard_loops(&normalize_code(&s.code).body),
+            })
             .collect();
         let request = SandboxRequest {
             id: format!("{id}_{}", random_id(self.clock.as_ref(), 6)),
-            body: normalized.body,
+            body: guard_loops(&normalized.body),
             namespaces,
             snippets,
             timeout_ms: self.options.timeout_ms,

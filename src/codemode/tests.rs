@@ -213,6 +213,42 @@ fn normalization_accepts_what_models_send() {
     assert_eq!(normalize_code("async () => 1; 2").shape, CodeShape::Statements);
 }
 
+#[test]
+fn loops_get_a_deadline_guard() {
+    use super::normalize::guard_loops;
+    assert_eq!(guard_loops("while (true) {}"), "while ((await __cm_tick()) && (true)) {}");
+    assert_eq!(guard_loops("for (;;) x++"), "for (; (await __cm_tick());) x++");
+    assert_eq!(
+        guard_loops("for (let i = 0; i < n; i++) {}"),
+        "for (let i = 0; (await __cm_tick()) && ( i < n); i++) {}"
+    );
+    assert_eq!(
+        guard_loops("for (const x of xs) { f(x) }"),
+        "for (const x of xs) { (await __cm_tick()); f(x) }"
+    );
+    assert_eq!(
+        guard_loops("do { x++ } while (x < 3)"),
+        "do { x++ } while ((await __cm_tick()) && (x < 3))"
+    );
+    // Inside a nested function the guard cannot await.
+    assert_eq!(
+        guard_loops("xs.map((x) => { while (x) x-- })"),
+        "xs.map((x) => { while (__cm_guard() && (x)) x-- })"
+    );
+    assert_eq!(
+        guard_loops("function f(a) { for (;;) {} }\nif (a) { while (b) {} }"),
+        "function f(a) { for (; __cm_guard();) {} }\nif (a) { while ((await __cm_tick()) && (b)) {} }"
+    );
+    // Loops in strings, comments, templates and property names are not loops.
+    let quiet = "const s = 'while (1) {}'; // for (;;)\nconst t = `${a.while}`; obj.for(1)";
+    assert_eq!(guard_loops(quiet), quiet);
+    // A `for` in a template expression is still guarded.
+    assert_eq!(
+        guard_loops("`${(() => { for (;;) {} })()}`"),
+        "`${(() => { for (; __cm_guard();) {} })()}`"
+    );
+}
+
 // --- the journal state machine ---
 
 #[test]
