@@ -17,6 +17,7 @@ before(async () => {
   model = await startScriptedModel();
   worker = await startWorker({
     vars: modelVars(model, { THINK_APPROVAL: "delete,edit", THINK_EXECUTE: JSON.stringify({ timeout: 3000 }) }),
+    withCaller: true,
   });
 });
 
@@ -197,7 +198,7 @@ test("approval pauses durably; after kill -9 approve runs the approved call once
   const from = other.frames.length;
   const approved = await rpc(tab, "approveExecution", [id]);
   assert.equal(approved.status, "completed", JSON.stringify(approved));
-  assert.equal(approved.result.replaced ?? approved.result.path, approved.result.replaced ?? "/ap/f.txt");
+  assert.deepEqual(approved.result, { path: "/ap/f.txt", replaced: true, lines: 1 });
   const updated = await other.waitFor((f) => f.type === "cf_agent_message_updated" && JSON.stringify(f.message).includes(id), { from });
   const part = updated.message.parts.find((p) => p.output?.executionId === id);
   assert.equal(part.output.status, "completed");
@@ -247,12 +248,12 @@ test("Promise.all with a paused call replays correctly after approval", async ()
      ]);
      return await state.readFile({ path: "/pa/log" });`,
   );
-  model.push({ text: "ok" });
+  model.push({ text: "Parallel run done." });
   const done = await rpc(tab, "approveExecution", [paused.executionId]);
   assert.equal(done.status, "completed", JSON.stringify(done));
   assert.equal(done.result.length, 2, "each append ran once");
   assert.deepEqual([...done.result].sort(), ["A", "C"]);
-  await model.waitForRequests(model.requests.length, 10000);
+  await tab.waitFor((f) => f.type === "cf_agent_chat_messages" && JSON.stringify(f.messages).includes("Parallel run done."), { timeout: 20000 });
   assert.deepEqual(await readFiles(tab, ["/pa/f.txt"]), ["v1+"]);
   tab.close();
 });
@@ -331,4 +332,21 @@ test("code over 1 MB is refused before it runs; THINK_EXECUTE=false removes the 
   } finally {
     await off.dispose();
   }
+});
+
+test("the callables are reachable over Durable Object RPC", async () => {
+  const tab = await connect(worker.host, "cm-dorpc");
+  await execute(tab, `await state.writeFile({ path: "/do/f.txt", content: "v1" })`);
+  const paused = await pausedRun(tab, `return await tools.delete({ path: "/do/f.txt" })`);
+  const call = (method, args = []) => worker.caller(`/call?name=cm-dorpc`, { method, args });
+  const pending = await call("pendingExecutions", [paused.executionId]);
+  assert.deepEqual(pending.map((p) => [p.connector, p.method, p.args]), [["tools", "delete", { path: "/do/f.txt" }]]);
+  model.push({ text: "Deleted over RPC." });
+  const done = await call("approveExecution", [paused.executionId]);
+  assert.equal(done.status, "completed", JSON.stringify(done));
+  const history = await call("executions", [1]);
+  assert.equal(history[0].id, paused.executionId);
+  assert.deepEqual(await call("snippets"), []);
+  assert.deepEqual(await readFiles(tab, ["/do/f.txt"]), [null]);
+  tab.close();
 });

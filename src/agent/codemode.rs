@@ -32,13 +32,15 @@ impl Agent {
         Some(ExecuteTool::new(runtime, connectors).into_ref())
     }
 
-    /// Settles executions a restart interrupted (`at_start`) or that waited too long.
-    pub(super) fn codemode_sweep(&self, at_start: bool) {
-        let Some(cm) = &self.codemode else { return };
+    /// Settles executions a restart interrupted (`at_start`) or that waited too long, and
+    /// returns when the next paused one expires, so the alarm can wake the object for it.
+    pub(super) fn codemode_sweep(&self, at_start: bool) -> Option<f64> {
+        let cm = self.codemode.as_ref()?;
         let result = if at_start { cm.recover() } else { cm.sweep() };
         if let Err(e) = result {
             self.warn("sweeping code executions failed", e);
         }
+        cm.next_expiry().ok().flatten()
     }
 
     /// The Code Mode callables; `None` when `method` is not one of them.

@@ -178,7 +178,11 @@ impl Agent {
     /// Work to do once per start of the instance: recover a turn a crash interrupted and
     /// reconnect MCP servers. The glue runs it in the background.
     pub async fn start(self: Rc<Self>) {
-        self.codemode_sweep(true);
+        // A paused execution must expire even if nothing else wakes the object; no later
+        // than the cleanup interval, so an alarm already due is not pushed back far.
+        if let Some(at) = self.codemode_sweep(true) {
+            self.deps.alarm.set(at.min(self.now() + CLEANUP_MS));
+        }
         futures::join!(self.recover(), self.restore_mcp());
     }
 
@@ -190,7 +194,7 @@ impl Agent {
             return;
         }
         self.recover().await;
-        self.codemode_sweep(false);
+        let expiry = self.codemode_sweep(false);
         let now = self.now();
         let sweep = self.streams().and_then(|b| {
             b.cleanup(now)?;
@@ -199,7 +203,11 @@ impl Agent {
         });
         match sweep {
             Ok(true) => self.deps.alarm.set(now + CLEANUP_MS),
-            Ok(false) => {}
+            Ok(false) => {
+                if let Some(at) = expiry {
+                    self.deps.alarm.set(at);
+                }
+            }
             Err(e) => self.warn("sweeping stream buffers failed", e),
         }
     }

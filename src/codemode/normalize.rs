@@ -558,7 +558,7 @@ pub fn guard_loops(body: &str) -> String {
             }
         }
     }
-    inserts.sort_by(|a, b| b.0.cmp(&a.0));
+    inserts.sort_by_key(|b| std::cmp::Reverse(b.0));
     let mut out = body.to_owned();
     for (at, text) in inserts {
         out.insert_str(at, &text);

@@ -904,6 +904,15 @@ impl CodeMode {
         journal.prune(self.options.retention)
     }
 
+    /// When the oldest paused execution expires (ms since the epoch), if any is paused.
+    pub fn next_expiry(&self) -> Result<Option<f64>, StoreError> {
+        let paused = self.journal().with_status(ExecStatus::Paused)?;
+        Ok(paused
+            .iter()
+            .map(|r| r.updated_at as f64 + self.options.paused_max_age_ms + 1.0)
+            .reduce(f64::min))
+    }
+
     /// The alarm's sweep: paused executions past their age are rejected, and running ones
     /// far past their time limit are errors.
     pub fn sweep(&self) -> Result<(), StoreError> {

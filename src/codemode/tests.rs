@@ -539,7 +539,10 @@ fn the_sweep_expires_old_paused_runs() {
     approval_program(&f);
     let out = block_on(f.rt.execute("// approve\n", None, &f.connectors));
     let id = out["executionId"].as_str().unwrap();
+    let row = f.rt.execution(id).unwrap().unwrap();
+    assert_eq!(f.rt.next_expiry().unwrap(), Some(row.updated_at as f64 + 1.5));
     f.rt.sweep().unwrap();
+    assert_eq!(f.rt.next_expiry().unwrap(), None);
     let row = f.rt.execution(id).unwrap().unwrap();
     assert_eq!(row.status, journal::ExecStatus::Rejected);
     assert_eq!(row.error.as_deref(), Some("Expired while waiting for approval."));
