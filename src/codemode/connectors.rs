@@ -95,6 +95,29 @@ fn path_prop() -> Value {
 pub struct StateConnector {
     ws: Rc<Workspace>,
     methods: Vec<MethodSpec>,
+    validators: Validators,
+}
+
+/// Compiled input schemas by method, built on first use (compiling one costs more than the
+/// call it checks).
+#[derive(Default)]
+struct Validators(std::cell::RefCell<std::collections::HashMap<String, Rc<InputValidator>>>);
+
+impl Validators {
+    fn check(&self, label: &str, method: &str, schema: &Value, args: &Value) -> Result<(), String> {
+        let cached = self.0.borrow().get(method).cloned();
+        let validator = match cached {
+            Some(v) => v,
+            None => {
+                let v = Rc::new(
+                    InputValidator::new(schema).map_err(|e| format!("{label} has an {e}"))?,
+                );
+                self.0.borrow_mut().insert(method.to_owned(), v.clone());
+                v
+            }
+        };
+        validator.validate(args).map_err(|e| format!("Invalid input for {label}: {e}"))
+    }
 }
 
 impl StateConnector {
@@ -279,7 +302,7 @@ impl StateConnector {
                 Write,
             ),
         ];
-        Self { ws, methods }
+        Self { ws, methods, validators: Validators::default() }
     }
 }
 
@@ -343,9 +366,7 @@ impl Connector for StateConnector {
             return Err(format!("state.{method} is not a function"));
         };
         let args = if args.is_null() { json!({}) } else { args };
-        InputValidator::new(&m.input_schema)
-            .and_then(|v| v.validate(&args))
-            .map_err(|e| format!("Invalid input for state.{method}: {e}"))?;
+        self.validators.check(&format!("state.{method}"), method, &m.input_schema, &args)?;
         let ws = self.ws.as_ref();
         let path = arg(&args, "path");
         Ok(match method {
@@ -510,6 +531,7 @@ pub struct ToolsConnector {
     tools: Vec<ToolRef>,
     policy: ApprovalPolicy,
     methods: Vec<MethodSpec>,
+    validators: Validators,
 }
 
 impl ToolsConnector {
@@ -534,7 +556,7 @@ impl ToolsConnector {
                 }
             })
             .collect();
-        Self { tools, policy, methods }
+        Self { tools, policy, methods, validators: Validators::default() }
     }
 
     fn tool(&self, name: &str) -> Option<&ToolRef> {
@@ -579,10 +601,8 @@ impl Connector for ToolsConnector {
             return Err(format!("tools.{method} is not a function"));
         };
         let args = if args.is_null() { Value::Object(Map::new()) } else { args };
-        InputValidator::new(&tool.definition().input_schema)
-            .map_err(|e| format!("Tool {method} has an {e}"))?
-            .validate(&args)
-            .map_err(|e| format!("Invalid input for tool {method}: {e}"))?;
+        let label = format!("tool {method}");
+        self.validators.check(&label, method, &tool.definition().input_schema, &args)?;
         let ctx = ToolContext {
             tool_call_id: format!("cm_{}_{}", ctx.execution_id, ctx.seq),
             tool_name: method.to_owned(),

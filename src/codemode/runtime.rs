@@ -216,6 +216,12 @@ struct Pass {
     used: HashSet<i64>,
     next_seq: i64,
     site_seen: HashMap<String, usize>,
+    /// Reads (ephemeral entries) recorded in memory only, written at the end of the pass:
+    /// a durable write before each reply would hold it behind a storage flush, and a read is
+    /// run again on replay anyway, so nothing depends on it being logged first.
+    unsaved: HashSet<i64>,
+    /// Reads replayed from an earlier pass whose row must be updated at the end.
+    dirty: HashSet<i64>,
     paused: bool,
     fatal: Option<String>,
     in_flight: usize,
@@ -251,12 +257,48 @@ impl PassDispatcher {
     }
 
     fn set_state(&self, seq: i64, state: CallState, result: Option<&Value>) {
-        if let Err(e) = self.journal().update_call(&self.execution_id, seq, state, result) {
-            self.warn(e);
+        let ephemeral = {
+            let mut pass = self.pass.borrow_mut();
+            let ephemeral = match pass.entry_mut(seq) {
+                Some(entry) => {
+                    entry.state = state;
+                    entry.result = result.cloned();
+                    entry.ephemeral
+                }
+                None => false,
+            };
+            if ephemeral && !pass.unsaved.contains(&seq) {
+                pass.dirty.insert(seq);
+            }
+            ephemeral
+        };
+        if !ephemeral {
+            if let Err(e) = self.journal().update_call(&self.execution_id, seq, state, result) {
+                self.warn(e);
+            }
         }
-        if let Some(entry) = self.pass.borrow_mut().entry_mut(seq) {
-            entry.state = state;
-            entry.result = result.cloned();
+    }
+
+    /// Writes the reads of this pass to the journal (see [`Pass::unsaved`]).
+    fn flush_reads(&self) {
+        let pass = self.pass.borrow();
+        let journal = self.journal();
+        for entry in pass.log.iter().filter(|e| e.ephemeral) {
+            let result = if pass.unsaved.contains(&entry.seq) {
+                journal.log_call(&self.execution_id, entry)
+            } else if pass.dirty.contains(&entry.seq) {
+                journal.update_call(
+                    &self.execution_id,
+                    entry.seq,
+                    entry.state,
+                    entry.result.as_ref(),
+                )
+            } else {
+                Ok(())
+            };
+            if let Err(e) = result {
+                self.warn(e);
+            }
         }
     }
 
@@ -325,8 +367,12 @@ impl PassDispatcher {
         conn: &Rc<dyn Connector>,
         call: &CallRequest,
         seq: i64,
+        fresh: bool,
     ) -> Result<Value, CallError> {
-        self.set_state(seq, CallState::Executing, None);
+        // A new entry is already logged `executing`; a replayed one is marked so now.
+        if !fresh {
+            self.set_state(seq, CallState::Executing, None);
+        }
         let ctx = CallContext { execution_id: self.execution_id.clone(), seq };
         match conn.call(&call.method, call.args.clone(), &ctx).await {
             Ok(v) => {
@@ -373,10 +419,15 @@ impl PassDispatcher {
             };
             pass.log.push(entry.clone());
             pass.used.insert(seq);
+            if ephemeral {
+                pass.unsaved.insert(seq);
+            }
             entry
         };
-        if let Err(e) = self.journal().log_call(&self.execution_id, &entry) {
-            self.warn(e);
+        if !ephemeral {
+            if let Err(e) = self.journal().log_call(&self.execution_id, &entry) {
+                self.warn(e);
+            }
         }
         entry.seq
     }
@@ -484,7 +535,7 @@ impl Dispatcher for PassDispatcher {
                 self.pass.borrow_mut().paused = true;
                 Err(CallError::Paused)
             }
-            Ok(Some(Matched::Run(seq))) => self.run_call(&conn, &call, seq).await,
+            Ok(Some(Matched::Run(seq))) => self.run_call(&conn, &call, seq, false).await,
             Ok(None) => {
                 let approval = conn.needs_approval(&call.method, &call.args);
                 if approval {
@@ -494,7 +545,7 @@ impl Dispatcher for PassDispatcher {
                 } else {
                     let seq =
                         self.new_entry(&call, CallState::Executing, false, kind == CallKind::Read);
-                    self.run_call(&conn, &call, seq).await
+                    self.run_call(&conn, &call, seq, true).await
                 }
             }
         };
@@ -681,6 +732,7 @@ impl CodeMode {
             self.clock.sleep(5).await;
             waited += 5;
         }
+        dispatcher.flush_reads();
         let pass = dispatcher.pass.borrow();
         let (logs, result) = match result {
             Ok(o) => (o.logs, Ok(o.result)),
