@@ -301,6 +301,55 @@ impl StateConnector {
                 &["src", "dest"],
                 Write,
             ),
+            spec(
+                "readFileBytes",
+                "Read a file's bytes, as base64.",
+                json!({"path": p()}),
+                &["path"],
+                Read,
+            ),
+            spec(
+                "writeFileBytes",
+                "Create or overwrite a file with bytes given as base64.",
+                json!({"path": p(), "base64": s("The bytes, base64-encoded")}),
+                &["path", "base64"],
+                Write,
+            ),
+            spec(
+                "realpath",
+                "The path with every symlink resolved.",
+                json!({"path": p()}),
+                &["path"],
+                Read,
+            ),
+            spec(
+                "resolvePath",
+                "Resolve a path against a base directory (`..` and `.` removed).",
+                json!({"base": p(), "path": s("Relative or absolute path")}),
+                &["base", "path"],
+                Read,
+            ),
+            spec(
+                "replaceInFiles",
+                "Replace every occurrence of a string in every file matching a glob.",
+                json!({"pattern": s("Glob pattern"), "search": s("Text to find"), "replacement": s("Replacement")}),
+                &["pattern", "search", "replacement"],
+                Write,
+            ),
+            spec(
+                "walkTree",
+                "The tree of entries under a path, nested.",
+                json!({"path": p()}),
+                &["path"],
+                Read,
+            ),
+            spec(
+                "detectFile",
+                "The media type of a file and whether it is text.",
+                json!({"path": p()}),
+                &["path"],
+                Read,
+            ),
         ];
         Self { ws, methods, validators: Validators::default() }
     }
@@ -372,7 +421,7 @@ impl Connector for StateConnector {
         Ok(match method {
             "getCapabilities" => json!({
                 "files": true, "json": true, "search": true, "symlinks": true, "diffs": true,
-                "archives": false, "compression": false, "hashing": false,
+                "bytes": "base64", "archives": false, "compression": false, "hashing": false,
             }),
             "readFile" => Value::String(read_text(ws, path).await?),
             "writeFile" => {
@@ -505,9 +554,96 @@ impl Connector for StateConnector {
             "diffContent" => {
                 Value::String(ws.diff_content(path, arg(&args, "newContent")).await.map_err(fs)?)
             }
+            "readFileBytes" => {
+                use base64::Engine;
+                let bytes =
+                    ws.read_file_bytes(path).await.map_err(fs)?.ok_or_else(|| {
+                        format!("ENOENT: no such file or directory, open '{path}'")
+                    })?;
+                Value::String(base64::engine::general_purpose::STANDARD.encode(bytes))
+            }
+            "writeFileBytes" => {
+                use base64::Engine;
+                let bytes = base64::engine::general_purpose::STANDARD
+                    .decode(arg(&args, "base64"))
+                    .map_err(|e| format!("writeFileBytes: base64 is not valid: {e}"))?;
+                ws.write_file_bytes(path, &bytes, "application/octet-stream").await.map_err(fs)?;
+                Value::Null
+            }
+            "realpath" => match ws.stat(path).map_err(fs)? {
+                Some(info) => Value::String(info.path),
+                None => {
+                    return Err(format!("ENOENT: no such file or directory, realpath '{path}'"))
+                }
+            },
+            "resolvePath" => {
+                let rel = arg(&args, "path");
+                let joined = if rel.starts_with('/') {
+                    rel.to_owned()
+                } else {
+                    format!("{}/{rel}", arg(&args, "base"))
+                };
+                Value::String(crate::workspace::path::lexical(&joined))
+            }
+            "replaceInFiles" => {
+                let (search, replacement) = (arg(&args, "search"), arg(&args, "replacement"));
+                if search.is_empty() {
+                    return Err("replaceInFiles: search must not be empty".into());
+                }
+                let files = ws.glob_files(arg(&args, "pattern")).map_err(fs)?;
+                let paths: Vec<String> = files.into_iter().map(|(p, _)| p).collect();
+                let texts = ws.read_files(&paths).await.map_err(fs)?;
+                let mut changed = Vec::new();
+                for (p, t) in paths.iter().zip(texts) {
+                    let Some(text) = t else { continue };
+                    let count = text.matches(search).count();
+                    if count > 0 {
+                        let next = text.replace(search, replacement);
+                        ws.rewrite_file(p, &next, "text/plain").await.map_err(fs)?;
+                        changed.push(json!({"path": p, "replacements": count}));
+                    }
+                }
+                json!({ "files": changed })
+            }
+            "walkTree" => {
+                let root = path.trim_end_matches('/');
+                let mut entries = ws.glob_paths(&format!("{root}/**")).map_err(fs)?;
+                entries.sort_by(|a, b| a.0.cmp(&b.0));
+                walk(if root.is_empty() { "/" } else { root }, &entries)
+            }
+            "detectFile" => {
+                let bytes =
+                    ws.read_file_bytes(path).await.map_err(fs)?.ok_or_else(|| {
+                        format!("ENOENT: no such file or directory, open '{path}'")
+                    })?;
+                let text = crate::tools::workspace::media::looks_like_text(&bytes);
+                let sniffed = crate::tools::workspace::media::sniff(&bytes);
+                let fallback = if text { "text/plain" } else { "application/octet-stream" };
+                let mime = sniffed.unwrap_or(fallback);
+                json!({"path": path, "mimeType": mime, "text": text, "size": bytes.len()})
+            }
             other => return Err(format!("state.{other} is not a function")),
         })
     }
+}
+
+/// The nested tree under `root` from a sorted list of every path below it.
+fn walk(root: &str, entries: &[(String, EntryType)]) -> Value {
+    let prefix = if root == "/" { "/".to_owned() } else { format!("{root}/") };
+    let children: Vec<Value> = entries
+        .iter()
+        .filter(|(p, _)| {
+            p.strip_prefix(&prefix).is_some_and(|rest| !rest.is_empty() && !rest.contains('/'))
+        })
+        .map(|(p, kind)| match kind {
+            EntryType::Directory => walk(p, entries),
+            k => {
+                json!({"path": p, "name": crate::workspace::path::basename(p), "type": k.as_str()})
+            }
+        })
+        .collect();
+    let name = crate::workspace::path::basename(root);
+    json!({"path": root, "name": name, "type": "directory", "children": children})
 }
 
 /// JSON with `spaces` of indentation, as `JSON.stringify(v, null, spaces)`.

@@ -614,6 +614,61 @@ fn snippets_are_saved_listed_deleted_and_sent_to_the_sandbox() {
     assert_eq!(f.rt.delete_snippet("double").unwrap(), json!(false));
 }
 
+#[test]
+fn state_methods_reach_the_workspace() {
+    let f = fixture();
+    f.sandbox.program("state", |d| {
+        Box::pin(async move {
+            let c = |m: &'static str, a: Value| {
+                let d = d.clone();
+                async move { call(&d, "state", m, a, m).await }
+            };
+            c("writeFile", json!({"path": "/s/a.txt", "content": "one two one"})).await?;
+            c("writeJson", json!({"path": "/s/c.json", "value": {"a": [1, {"b": "x"}]}})).await?;
+            c("writeFileBytes", json!({"path": "/s/bin", "base64": "AAEC"})).await?;
+            c("mkdir", json!({"path": "/s/d/e", "recursive": true})).await?;
+            c("symlink", json!({"target": "/s/a.txt", "linkPath": "/s/link"})).await?;
+            Ok(json!({
+                "read": c("readFile", json!({"path": "/s/a.txt"})).await?,
+                "json": c("readJson", json!({"path": "/s/c.json"})).await?,
+                "query": c("queryJson", json!({"path": "/s/c.json", "query": "a[1].b"})).await?,
+                "bytes": c("readFileBytes", json!({"path": "/s/bin"})).await?,
+                "dir": c("readdir", json!({"path": "/s"})).await?,
+                "glob": c("glob", json!({"pattern": "/s/*.txt"})).await?,
+                "search": c("searchText", json!({"path": "/s/a.txt", "query": "two"})).await?,
+                "replace": c("replaceInFile", json!({"path": "/s/a.txt", "search": "one", "replacement": "1"})).await?,
+                "after": c("readFile", json!({"path": "/s/a.txt"})).await?,
+                "real": c("realpath", json!({"path": "/s/link"})).await?,
+                "resolve": c("resolvePath", json!({"base": "/s/d", "path": "../x/./y"})).await?,
+                "detect": c("detectFile", json!({"path": "/s/bin"})).await?["text"],
+                "tree": c("walkTree", json!({"path": "/s/d"})).await?,
+                "missing": c("readFile", json!({"path": "/nope"})).await.unwrap_err(),
+            }))
+        })
+    });
+    let out = block_on(f.rt.execute("// state\n", None, &f.connectors));
+    assert_eq!(out["status"], "completed", "{out}");
+    let r = &out["result"];
+    assert_eq!(r["read"], "one two one");
+    assert_eq!(r["json"], json!({"a": [1, {"b": "x"}]}));
+    assert_eq!(r["query"], "x");
+    assert_eq!(r["bytes"], "AAEC");
+    assert_eq!(r["dir"], json!(["d", "a.txt", "bin", "c.json", "link"]));
+    assert_eq!(r["glob"], json!(["/s/a.txt"]));
+    assert_eq!(r["search"], json!([{"path": "/s/a.txt", "line": 1, "text": "one two one"}]));
+    assert_eq!(r["replace"], json!({"path": "/s/a.txt", "replacements": 2}));
+    assert_eq!(r["after"], "1 two 1");
+    assert_eq!(r["real"], "/s/a.txt");
+    assert_eq!(r["resolve"], "/s/x/y");
+    assert_eq!(r["detect"], false);
+    let dir = json!({"path": "/s/d/e", "name": "e", "type": "directory", "children": []});
+    assert_eq!(
+        r["tree"],
+        json!({"path": "/s/d", "name": "d", "type": "directory", "children": [dir]})
+    );
+    assert_eq!(r["missing"], "ENOENT: no such file or directory, open '/nope'");
+}
+
 // --- types and search ---
 
 #[test]
