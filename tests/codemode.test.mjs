@@ -350,3 +350,33 @@ test("the callables are reachable over Durable Object RPC", async () => {
   assert.deepEqual(await readFiles(tab, ["/do/f.txt"]), [null]);
   tab.close();
 });
+
+test("a paused execution past its age is expired as rejected by the alarm", async () => {
+  const w = await startWorker({ vars: modelVars(model, { THINK_APPROVAL: "delete", THINK_EXECUTE: JSON.stringify({ pausedMaxAgeMs: 1500 }) }) });
+  try {
+    let tab = await connect(w.host, "cm-expire");
+    const id = `call_exp_${seq++}`;
+    model.push({ toolCalls: [{ id, name: "execute", args: { code: `await tools.delete({ path: "/x" })` } }] }, { text: "waiting" });
+    const { id: requestId } = tab.chat("expire");
+    await tab.turn(requestId, { timeout: 20000 });
+    const paused = tab.chunks(requestId).find((c) => c.type === "tool-output-available" && c.toolCallId === id).output;
+    assert.equal(paused.status, "paused");
+    tab.close();
+    // After a restart the object arms its alarm for the expiry and rejects the run then.
+    await w.restart();
+    tab = await connect(w.host, "cm-expire");
+    const until = Date.now() + 15000;
+    let row;
+    while (Date.now() < until) {
+      [row] = await rpc(tab, "executions", [1]);
+      if (row.status !== "paused") break;
+      await new Promise((r) => setTimeout(r, 250));
+    }
+    assert.equal(row.status, "rejected");
+    assert.equal(row.error, "Expired while waiting for approval.");
+    assert.deepEqual(await rpc(tab, "pendingExecutions"), []);
+    tab.close();
+  } finally {
+    await w.dispose();
+  }
+});

@@ -62,6 +62,10 @@ pub trait Connector {
     fn may_need_approval(&self, _method: &str) -> bool {
         false
     }
+    /// Checks a call's argument against the method's schema (before any approval is asked).
+    fn validate(&self, _method: &str, _args: &Value) -> Result<(), String> {
+        Ok(())
+    }
     /// Runs one call; arguments are validated here.
     async fn call(&self, method: &str, args: Value, ctx: &CallContext) -> Result<Value, String>;
 }
@@ -410,12 +414,18 @@ impl Connector for StateConnector {
         &self.methods
     }
 
-    async fn call(&self, method: &str, args: Value, _ctx: &CallContext) -> Result<Value, String> {
+    fn validate(&self, method: &str, args: &Value) -> Result<(), String> {
         let Some(m) = self.methods.iter().find(|m| m.name == method) else {
             return Err(format!("state.{method} is not a function"));
         };
+        let empty = json!({});
+        let args = if args.is_null() { &empty } else { args };
+        self.validators.check(&format!("state.{method}"), method, &m.input_schema, args)
+    }
+
+    async fn call(&self, method: &str, args: Value, _ctx: &CallContext) -> Result<Value, String> {
+        self.validate(method, &args)?;
         let args = if args.is_null() { json!({}) } else { args };
-        self.validators.check(&format!("state.{method}"), method, &m.input_schema, &args)?;
         let ws = self.ws.as_ref();
         let path = arg(&args, "path");
         Ok(match method {
@@ -732,13 +742,22 @@ impl Connector for ToolsConnector {
             .any(|p| globset::Glob::new(p).is_ok_and(|g| g.compile_matcher().is_match(method)))
     }
 
+    fn validate(&self, method: &str, args: &Value) -> Result<(), String> {
+        let Some(tool) = self.tool(method) else {
+            return Err(format!("tools.{method} is not a function"));
+        };
+        let empty = Value::Object(Map::new());
+        let args = if args.is_null() { &empty } else { args };
+        let label = format!("tool {method}");
+        self.validators.check(&label, method, &tool.definition().input_schema, args)
+    }
+
     async fn call(&self, method: &str, args: Value, ctx: &CallContext) -> Result<Value, String> {
+        self.validate(method, &args)?;
         let Some(tool) = self.tool(method) else {
             return Err(format!("tools.{method} is not a function"));
         };
         let args = if args.is_null() { Value::Object(Map::new()) } else { args };
-        let label = format!("tool {method}");
-        self.validators.check(&label, method, &tool.definition().input_schema, &args)?;
         let ctx = ToolContext {
             tool_call_id: format!("cm_{}_{}", ctx.execution_id, ctx.seq),
             tool_name: method.to_owned(),

@@ -537,6 +537,11 @@ impl Dispatcher for PassDispatcher {
             }
             Ok(Some(Matched::Run(seq))) => self.run_call(&conn, &call, seq, false).await,
             Ok(None) => {
+                // Bad input fails now, without a journal entry: it never waits for a human.
+                if let Err(e) = conn.validate(&call.method, &call.args) {
+                    self.pass.borrow_mut().in_flight -= 1;
+                    return Err(CallError::Failed(e));
+                }
                 let approval = conn.needs_approval(&call.method, &call.args);
                 if approval {
                     self.new_entry(&call, CallState::Pending, true, false);
@@ -562,7 +567,8 @@ impl PassDispatcher {
         if let Some(conn) = conn {
             let args_key = stable_stringify(&call.args);
             let known = matches!(self.find(call, &args_key), Ok(Some(_)));
-            if !known && conn.needs_approval(&call.method, &call.args) {
+            let valid = conn.validate(&call.method, &call.args).is_ok();
+            if !known && valid && conn.needs_approval(&call.method, &call.args) {
                 self.new_entry(call, CallState::Pending, true, false);
             }
         }

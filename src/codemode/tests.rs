@@ -357,6 +357,22 @@ fn approval_pauses_then_replays_without_repeating_earlier_calls() {
 }
 
 #[test]
+fn pending_args_are_cut_in_the_transcript_but_kept_in_full() {
+    let f = fixture();
+    f.sandbox.program("bigpending", |d| {
+        Box::pin(async move {
+            call(&d, "tools", "charge", json!({"cents": 900, "note": "n".repeat(5000)}), "1:1")
+                .await
+        })
+    });
+    let out = block_on(f.rt.execute("// bigpending\n", None, &f.connectors));
+    let shown = out["pending"][0]["args"].as_str().unwrap();
+    assert!(shown.contains("[truncated: 5023 characters in all]"), "{shown}");
+    let full = f.rt.pending(None).unwrap();
+    assert_eq!(full[0]["args"]["note"].as_str().unwrap().len(), 5000);
+}
+
+#[test]
 fn reject_settles_the_run_and_nothing_runs() {
     let f = fixture();
     approval_program(&f);
