@@ -348,6 +348,20 @@ impl StateConnector {
                 Read,
             ),
             spec(
+                "hashFile",
+                "The SHA-256 of a file, as hex.",
+                json!({"path": p(), "algorithm": {"const": "sha256"}}),
+                &["path"],
+                Read,
+            ),
+            spec(
+                "updateJson",
+                "Apply set/delete operations (dotted paths such as `a.b[0]`) to a JSON file.",
+                json!({"path": p(), "operations": {"type": "array", "items": {"type": "object", "properties": {"op": {"enum": ["set", "delete"]}, "path": s("Dotted path"), "value": {}}, "required": ["op", "path"]}}}),
+                &["path", "operations"],
+                Write,
+            ),
+            spec(
                 "detectFile",
                 "The media type of a file and whether it is text.",
                 json!({"path": p()}),
@@ -431,7 +445,7 @@ impl Connector for StateConnector {
         Ok(match method {
             "getCapabilities" => json!({
                 "files": true, "json": true, "search": true, "symlinks": true, "diffs": true,
-                "bytes": "base64", "archives": false, "compression": false, "hashing": false,
+                "bytes": "base64", "archives": false, "compression": false, "hashing": ["sha256"],
             }),
             "readFile" => Value::String(read_text(ws, path).await?),
             "writeFile" => {
@@ -632,8 +646,116 @@ impl Connector for StateConnector {
                 let mime = sniffed.unwrap_or(fallback);
                 json!({"path": path, "mimeType": mime, "text": text, "size": bytes.len()})
             }
+            "hashFile" => {
+                let bytes =
+                    ws.read_file_bytes(path).await.map_err(fs)?.ok_or_else(|| {
+                        format!("ENOENT: no such file or directory, open '{path}'")
+                    })?;
+                Value::String(super::sha256::sha256_hex(&bytes))
+            }
+            "updateJson" => {
+                let before = read_text(ws, path).await?;
+                let mut value: Value = serde_json::from_str(&before)
+                    .map_err(|e| format!("{path} is not JSON: {e}"))?;
+                let ops = args["operations"].as_array().cloned().unwrap_or_default();
+                for op in &ops {
+                    let at = op["path"].as_str().unwrap_or("");
+                    match op["op"].as_str() {
+                        Some("set") => set_json(
+                            &mut value,
+                            at,
+                            op.get("value").cloned().unwrap_or(Value::Null),
+                        )?,
+                        _ => delete_json(&mut value, at),
+                    }
+                }
+                let content = pretty(&value, 2);
+                let diff = ws.diff_content(path, &content).await.map_err(fs)?;
+                ws.rewrite_file(path, &content, "application/json").await.map_err(fs)?;
+                json!({"value": value, "content": content, "diff": diff, "operationsApplied": ops.len()})
+            }
             other => return Err(format!("state.{other} is not a function")),
         })
+    }
+}
+
+fn json_keys(path: &str) -> Vec<String> {
+    path.replace('[', ".")
+        .replace(']', "")
+        .split('.')
+        .filter(|k| !k.is_empty())
+        .map(str::to_owned)
+        .collect()
+}
+
+/// Sets the value at a dotted path, creating objects (or extending arrays) on the way.
+fn set_json(root: &mut Value, path: &str, value: Value) -> Result<(), String> {
+    let keys = json_keys(path);
+    let Some((last, parents)) = keys.split_last() else {
+        *root = value;
+        return Ok(());
+    };
+    let mut cur = root;
+    for key in parents {
+        if !cur.is_object() && !cur.is_array() {
+            *cur = json!({});
+        }
+        cur = match cur {
+            Value::Array(a) => {
+                let i: usize = key.parse().map_err(|_| format!("{key:?} is not an array index"))?;
+                if a.len() <= i {
+                    a.resize(i + 1, Value::Null);
+                }
+                &mut a[i]
+            }
+            Value::Object(o) => o.entry(key.clone()).or_insert_with(|| json!({})),
+            _ => unreachable!("made a container above"),
+        };
+    }
+    match cur {
+        Value::Array(a) => {
+            let i: usize = last.parse().map_err(|_| format!("{last:?} is not an array index"))?;
+            if a.len() <= i {
+                a.resize(i + 1, Value::Null);
+            }
+            a[i] = value;
+        }
+        Value::Object(o) => {
+            o.insert(last.clone(), value);
+        }
+        other => *other = json!({ last.clone(): value }),
+    }
+    Ok(())
+}
+
+/// Removes the value at a dotted path, if it is there.
+fn delete_json(root: &mut Value, path: &str) {
+    let keys = json_keys(path);
+    let Some((last, parents)) = keys.split_last() else { return };
+    let mut cur = root;
+    for key in parents {
+        let next = match cur {
+            Value::Array(a) => key.parse::<usize>().ok().and_then(|i| a.get_mut(i)),
+            Value::Object(o) => o.get_mut(key),
+            _ => None,
+        };
+        match next {
+            Some(n) => cur = n,
+            None => return,
+        }
+    }
+    match cur {
+        Value::Array(a) => {
+            if let Ok(i) = last.parse::<usize>() {
+                if i < a.len() {
+                    a.remove(i);
+                }
+            }
+        }
+        Value::Object(o) => {
+            o.shift_remove(last);
+        }
+        _ => {}
     }
 }
 

@@ -14,6 +14,7 @@ pub mod normalize;
 pub mod runtime;
 pub mod sandbox;
 pub mod search;
+pub mod sha256;
 pub mod tool;
 pub mod types;
 

@@ -659,6 +659,12 @@ fn state_methods_reach_the_workspace() {
                 "detect": c("detectFile", json!({"path": "/s/bin"})).await?["text"],
                 "tree": c("walkTree", json!({"path": "/s/d"})).await?,
                 "missing": c("readFile", json!({"path": "/nope"})).await.unwrap_err(),
+                "hash": c("hashFile", json!({"path": "/s/a.txt"})).await?,
+                "update": c("updateJson", json!({"path": "/s/c.json", "operations": [
+                    {"op": "set", "path": "a[1].b", "value": "y"},
+                    {"op": "set", "path": "n.m", "value": 1},
+                    {"op": "delete", "path": "a[0]"},
+                ]})).await?["value"],
             }))
         })
     });
@@ -683,6 +689,8 @@ fn state_methods_reach_the_workspace() {
         json!({"path": "/s/d", "name": "d", "type": "directory", "children": [dir]})
     );
     assert_eq!(r["missing"], "ENOENT: no such file or directory, open '/nope'");
+    assert_eq!(r["hash"], super::sha256::sha256_hex(b"1 two 1"));
+    assert_eq!(r["update"], json!({"a": [{"b": "y"}], "n": {"m": 1}}));
 }
 
 // --- types and search ---
@@ -750,7 +758,7 @@ fn describe_and_search_are_reachable_from_the_sandbox() {
         })
     });
     let out = block_on(f.rt.execute("// describe\n", None, &f.connectors));
-    assert_eq!(out["result"]["found"], 3, "{out}");
+    assert_eq!(out["result"]["found"], 4, "{out}");
     assert!(out["result"]["types"]
         .as_str()
         .unwrap()
