@@ -98,15 +98,16 @@ impl Agent {
         }
     }
 
-    /// Replaces the paused `execute` output in the transcript (every tab gets
-    /// `cf_agent_message_updated`) and asks for a continuation, as an approval answer does.
+    /// Replaces the paused `execute` output in the transcript, in the live stream's message or
+    /// a stored one (every tab gets `cf_agent_message_updated`), and asks for a continuation,
+    /// as an approval answer does.
     fn settle_paused_output(self: &Rc<Self>, cm: &CodeMode, id: &str, output: &Value) {
         let Some(tool_call_id) = cm.execution(id).ok().flatten().and_then(|r| r.tool_call_id)
         else {
             return;
         };
         let update = ToolPartUpdate::paused_execution(tool_call_id, id, output.clone());
-        if !self.apply_to_stored(&update) {
+        if !self.apply_interaction(&update) {
             return;
         }
         {
