@@ -12,6 +12,50 @@ use crate::tools::schema::InputValidator;
 use crate::tools::{ToolContext, ToolRef, ToolSet};
 use crate::workspace::{EntryType, FsError, Workspace};
 
+/// Why a connector call failed; its text is what the sandboxed code sees thrown.
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub enum ConnectorError {
+    /// No such method (`state.nope`).
+    UnknownMethod(String),
+    /// The argument does not match the method's schema.
+    InvalidInput(String),
+    /// The workspace refused (`ENOENT`, `EISDIR`, …).
+    Fs(FsError),
+    /// The operation or tool failed with this message.
+    Failed(String),
+}
+
+impl std::fmt::Display for ConnectorError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            ConnectorError::UnknownMethod(path) => write!(f, "{path} is not a function"),
+            ConnectorError::InvalidInput(e) | ConnectorError::Failed(e) => f.write_str(e),
+            ConnectorError::Fs(e) => write!(f, "{e}"),
+        }
+    }
+}
+
+impl std::error::Error for ConnectorError {}
+
+impl From<FsError> for ConnectorError {
+    fn from(e: FsError) -> Self {
+        ConnectorError::Fs(e)
+    }
+}
+
+impl From<String> for ConnectorError {
+    fn from(e: String) -> Self {
+        ConnectorError::Failed(e)
+    }
+}
+
+impl From<&str> for ConnectorError {
+    fn from(e: &str) -> Self {
+        ConnectorError::Failed(e.to_owned())
+    }
+}
+
 /// Whether replay serves a call from the journal or runs it again.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum CallKind {
@@ -63,11 +107,16 @@ pub trait Connector {
         false
     }
     /// Checks a call's argument against the method's schema (before any approval is asked).
-    fn validate(&self, _method: &str, _args: &Value) -> Result<(), String> {
+    fn validate(&self, _method: &str, _args: &Value) -> Result<(), ConnectorError> {
         Ok(())
     }
     /// Runs one call; arguments are validated here.
-    async fn call(&self, method: &str, args: Value, ctx: &CallContext) -> Result<Value, String>;
+    async fn call(
+        &self,
+        method: &str,
+        args: Value,
+        ctx: &CallContext,
+    ) -> Result<Value, ConnectorError>;
 }
 
 fn spec(
@@ -108,7 +157,13 @@ pub struct StateConnector {
 struct Validators(std::cell::RefCell<std::collections::HashMap<String, Rc<InputValidator>>>);
 
 impl Validators {
-    fn check(&self, label: &str, method: &str, schema: &Value, args: &Value) -> Result<(), String> {
+    fn check(
+        &self,
+        label: &str,
+        method: &str,
+        schema: &Value,
+        args: &Value,
+    ) -> Result<(), ConnectorError> {
         let cached = self.0.borrow().get(method).cloned();
         let validator = match cached {
             Some(v) => v,
@@ -120,7 +175,9 @@ impl Validators {
                 v
             }
         };
-        validator.validate(args).map_err(|e| format!("Invalid input for {label}: {e}"))
+        validator
+            .validate(args)
+            .map_err(|e| ConnectorError::InvalidInput(format!("Invalid input for {label}: {e}")))
     }
 }
 
@@ -373,8 +430,12 @@ impl StateConnector {
     }
 }
 
-fn fs(e: FsError) -> String {
-    e.to_string()
+fn fs(e: FsError) -> ConnectorError {
+    ConnectorError::Fs(e)
+}
+
+fn not_found(syscall: &'static str, path: &str) -> ConnectorError {
+    ConnectorError::Fs(FsError::new(crate::workspace::Errno::NoEnt, syscall, path))
 }
 
 fn arg<'a>(args: &'a Value, key: &str) -> &'a str {
@@ -385,11 +446,8 @@ fn flag(args: &Value, key: &str) -> bool {
     args.get(key).and_then(Value::as_bool).unwrap_or(false)
 }
 
-async fn read_text(ws: &Workspace, path: &str) -> Result<String, String> {
-    ws.read_file(path)
-        .await
-        .map_err(fs)?
-        .ok_or_else(|| format!("ENOENT: no such file or directory, open '{path}'"))
+async fn read_text(ws: &Workspace, path: &str) -> Result<String, ConnectorError> {
+    ws.read_file(path).await.map_err(fs)?.ok_or_else(|| not_found("open", path))
 }
 
 /// Follows a dotted path (`a.b[0].c`) into a JSON value.
@@ -428,16 +486,21 @@ impl Connector for StateConnector {
         &self.methods
     }
 
-    fn validate(&self, method: &str, args: &Value) -> Result<(), String> {
+    fn validate(&self, method: &str, args: &Value) -> Result<(), ConnectorError> {
         let Some(m) = self.methods.iter().find(|m| m.name == method) else {
-            return Err(format!("state.{method} is not a function"));
+            return Err(ConnectorError::UnknownMethod(format!("state.{method}")));
         };
         let empty = json!({});
         let args = if args.is_null() { &empty } else { args };
         self.validators.check(&format!("state.{method}"), method, &m.input_schema, args)
     }
 
-    async fn call(&self, method: &str, args: Value, _ctx: &CallContext) -> Result<Value, String> {
+    async fn call(
+        &self,
+        method: &str,
+        args: Value,
+        _ctx: &CallContext,
+    ) -> Result<Value, ConnectorError> {
         self.validate(method, &args)?;
         let args = if args.is_null() { json!({}) } else { args };
         let ws = self.ws.as_ref();
@@ -580,10 +643,11 @@ impl Connector for StateConnector {
             }
             "readFileBytes" => {
                 use base64::Engine;
-                let bytes =
-                    ws.read_file_bytes(path).await.map_err(fs)?.ok_or_else(|| {
-                        format!("ENOENT: no such file or directory, open '{path}'")
-                    })?;
+                let bytes = ws
+                    .read_file_bytes(path)
+                    .await
+                    .map_err(fs)?
+                    .ok_or_else(|| not_found("open", path))?;
                 Value::String(base64::engine::general_purpose::STANDARD.encode(bytes))
             }
             "writeFileBytes" => {
@@ -596,9 +660,7 @@ impl Connector for StateConnector {
             }
             "realpath" => match ws.stat(path).map_err(fs)? {
                 Some(info) => Value::String(info.path),
-                None => {
-                    return Err(format!("ENOENT: no such file or directory, realpath '{path}'"))
-                }
+                None => return Err(not_found("realpath", path)),
             },
             "resolvePath" => {
                 let rel = arg(&args, "path");
@@ -636,10 +698,11 @@ impl Connector for StateConnector {
                 walk(if root.is_empty() { "/" } else { root }, &entries)
             }
             "detectFile" => {
-                let bytes =
-                    ws.read_file_bytes(path).await.map_err(fs)?.ok_or_else(|| {
-                        format!("ENOENT: no such file or directory, open '{path}'")
-                    })?;
+                let bytes = ws
+                    .read_file_bytes(path)
+                    .await
+                    .map_err(fs)?
+                    .ok_or_else(|| not_found("open", path))?;
                 let text = crate::tools::workspace::media::looks_like_text(&bytes);
                 let sniffed = crate::tools::workspace::media::sniff(&bytes);
                 let fallback = if text { "text/plain" } else { "application/octet-stream" };
@@ -647,10 +710,11 @@ impl Connector for StateConnector {
                 json!({"path": path, "mimeType": mime, "text": text, "size": bytes.len()})
             }
             "hashFile" => {
-                let bytes =
-                    ws.read_file_bytes(path).await.map_err(fs)?.ok_or_else(|| {
-                        format!("ENOENT: no such file or directory, open '{path}'")
-                    })?;
+                let bytes = ws
+                    .read_file_bytes(path)
+                    .await
+                    .map_err(fs)?
+                    .ok_or_else(|| not_found("open", path))?;
                 Value::String(super::sha256::sha256_hex(&bytes))
             }
             "updateJson" => {
@@ -674,7 +738,7 @@ impl Connector for StateConnector {
                 ws.rewrite_file(path, &content, "application/json").await.map_err(fs)?;
                 json!({"value": value, "content": content, "diff": diff, "operationsApplied": ops.len()})
             }
-            other => return Err(format!("state.{other} is not a function")),
+            other => return Err(ConnectorError::UnknownMethod(format!("state.{other}"))),
         })
     }
 }
@@ -832,8 +896,8 @@ impl ToolsConnector {
     }
 }
 
-/// Whether `name` can be a property reached as `tools.name`.
-fn is_identifier(name: &str) -> bool {
+/// Whether `name` is a plain JavaScript identifier (reachable as `tools.name`).
+pub(crate) fn is_identifier(name: &str) -> bool {
     let mut chars = name.chars();
     chars.next().is_some_and(|c| c.is_ascii_alphabetic() || c == '_' || c == '$')
         && chars.all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '$')
@@ -864,9 +928,9 @@ impl Connector for ToolsConnector {
             .any(|p| globset::Glob::new(p).is_ok_and(|g| g.compile_matcher().is_match(method)))
     }
 
-    fn validate(&self, method: &str, args: &Value) -> Result<(), String> {
+    fn validate(&self, method: &str, args: &Value) -> Result<(), ConnectorError> {
         let Some(tool) = self.tool(method) else {
-            return Err(format!("tools.{method} is not a function"));
+            return Err(ConnectorError::UnknownMethod(format!("tools.{method}")));
         };
         let empty = Value::Object(Map::new());
         let args = if args.is_null() { &empty } else { args };
@@ -874,16 +938,21 @@ impl Connector for ToolsConnector {
         self.validators.check(&label, method, &tool.definition().input_schema, args)
     }
 
-    async fn call(&self, method: &str, args: Value, ctx: &CallContext) -> Result<Value, String> {
+    async fn call(
+        &self,
+        method: &str,
+        args: Value,
+        ctx: &CallContext,
+    ) -> Result<Value, ConnectorError> {
         self.validate(method, &args)?;
         let Some(tool) = self.tool(method) else {
-            return Err(format!("tools.{method} is not a function"));
+            return Err(ConnectorError::UnknownMethod(format!("tools.{method}")));
         };
         let args = if args.is_null() { Value::Object(Map::new()) } else { args };
         let ctx = ToolContext {
             tool_call_id: format!("cm_{}_{}", ctx.execution_id, ctx.seq),
             tool_name: method.to_owned(),
         };
-        tool.execute(args, &ctx).await.map_err(|e| e.0)
+        tool.execute(args, &ctx).await.map_err(|e| ConnectorError::Failed(e.0))
     }
 }

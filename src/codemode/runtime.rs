@@ -389,6 +389,7 @@ impl PassDispatcher {
                 Ok(v)
             }
             Err(e) => {
+                let e = e.to_string();
                 self.set_state(seq, CallState::Error, Some(&Value::String(e.clone())));
                 Err(CallError::Failed(e))
             }
@@ -540,7 +541,7 @@ impl Dispatcher for PassDispatcher {
                 // Bad input fails now, without a journal entry: it never waits for a human.
                 if let Err(e) = conn.validate(&call.method, &call.args) {
                     self.pass.borrow_mut().in_flight -= 1;
-                    return Err(CallError::Failed(e));
+                    return Err(CallError::Failed(e.to_string()));
                 }
                 let approval = conn.needs_approval(&call.method, &call.args);
                 if approval {

@@ -15,9 +15,7 @@ pub fn schema_to_ts(schema: &Value) -> String {
 }
 
 fn quote_key(k: &str) -> String {
-    let ident = k.chars().next().is_some_and(|c| c.is_ascii_alphabetic() || c == '_' || c == '$')
-        && k.chars().all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '$');
-    if ident {
+    if super::connectors::is_identifier(k) {
         k.to_owned()
     } else {
         Value::String(k.to_owned()).to_string()
