@@ -375,6 +375,9 @@ test("a paused execution past its age is expired as rejected by the alarm", asyn
     assert.equal(row.status, "rejected");
     assert.equal(row.error, "Expired while waiting for approval.");
     assert.deepEqual(await rpc(tab, "pendingExecutions"), []);
+    // The transcript no longer shows the run as paused.
+    const part = (await getMessages(w.url, "cm-expire")).flatMap((m) => m.parts).find((p) => p.toolCallId === id);
+    assert.deepEqual(part.output, { status: "rejected", executionId: paused.executionId, reason: "Expired while waiting for approval." });
     tab.close();
   } finally {
     await w.dispose();

@@ -35,10 +35,16 @@ impl Agent {
     /// Settles executions a restart interrupted (`at_start`) or that waited too long, and
     /// returns when the next paused one expires, so the alarm can wake the object for it.
     pub(super) fn codemode_sweep(&self, at_start: bool) -> Option<f64> {
-        let cm = self.codemode.as_ref()?;
-        let result = if at_start { cm.recover() } else { cm.sweep() };
-        if let Err(e) = result {
-            self.warn("sweeping code executions failed", e);
+        let cm = self.codemode.clone()?;
+        let result = if at_start { cm.recover().map(|_| Vec::new()) } else { cm.sweep() };
+        match result {
+            // An expired run's paused output says so now; the model hears it on the next turn.
+            Ok(expired) => {
+                for (id, output) in expired {
+                    self.replace_paused_output(&cm, &id, &output);
+                }
+            }
+            Err(e) => self.warn("sweeping code executions failed", e),
         }
         cm.next_expiry().ok().flatten()
     }
@@ -102,12 +108,7 @@ impl Agent {
     /// a stored one (every tab gets `cf_agent_message_updated`), and asks for a continuation,
     /// as an approval answer does.
     fn settle_paused_output(self: &Rc<Self>, cm: &CodeMode, id: &str, output: &Value) {
-        let Some(tool_call_id) = cm.execution(id).ok().flatten().and_then(|r| r.tool_call_id)
-        else {
-            return;
-        };
-        let update = ToolPartUpdate::paused_execution(tool_call_id, id, output.clone());
-        if !self.apply_interaction(&update) {
+        if !self.replace_paused_output(cm, id, output) {
             return;
         }
         {
@@ -120,5 +121,15 @@ impl Agent {
         }
         let agent = self.clone();
         self.deps.tasks.spawn(Box::pin(async move { agent.try_continue().await }));
+    }
+
+    /// Puts `output` in place of execution `id`'s paused output; false if there was none.
+    fn replace_paused_output(&self, cm: &CodeMode, id: &str, output: &Value) -> bool {
+        let Some(tool_call_id) = cm.execution(id).ok().flatten().and_then(|r| r.tool_call_id)
+        else {
+            return false;
+        };
+        let update = ToolPartUpdate::paused_execution(tool_call_id, id, output.clone());
+        self.apply_interaction(&update)
     }
 }

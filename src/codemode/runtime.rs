@@ -87,6 +87,9 @@ impl ExecuteOptions {
 /// Extra time the host waits past the sandbox's own limit before it gives up on a pass.
 pub const TIMEOUT_MARGIN_MS: u64 = 2_000;
 
+/// Why the alarm rejected a paused execution.
+pub const EXPIRED: &str = "Expired while waiting for approval.";
+
 /// The text a call gets when the process died while it ran.
 pub const INTERRUPTED_CALL: &str = "This call was interrupted by a restart while it ran; it may or may not have taken effect, so it was not run again.";
 
@@ -974,9 +977,11 @@ impl CodeMode {
 
     /// The alarm's sweep: paused executions past their age are rejected, and running ones
     /// far past their time limit are errors.
-    pub fn sweep(&self) -> Result<(), StoreError> {
+    /// Returns the outputs of the executions it expired, by id, for the transcript.
+    pub fn sweep(&self) -> Result<Vec<(String, Value)>, StoreError> {
         let journal = self.journal();
         let now = self.now();
+        let mut expired = Vec::new();
         for row in journal.with_status(ExecStatus::Paused)? {
             if (row.updated_at as f64) < now - self.options.paused_max_age_ms {
                 journal.move_calls(&row.id, CallState::Pending, CallState::Rejected)?;
@@ -984,10 +989,13 @@ impl CodeMode {
                     &row.id,
                     ExecStatus::Rejected,
                     None,
-                    Some("Expired while waiting for approval."),
+                    Some(EXPIRED),
                     &row.logs,
                     now,
                 )?;
+                let output =
+                    json!({"status": "rejected", "executionId": row.id, "reason": EXPIRED});
+                expired.push((row.id, output));
             }
         }
         let stale = (self.options.timeout_ms + TIMEOUT_MARGIN_MS) as f64 * 2.0;
@@ -1003,7 +1011,8 @@ impl CodeMode {
                 )?;
             }
         }
-        journal.prune(self.options.retention)
+        journal.prune(self.options.retention)?;
+        Ok(expired)
     }
 }
 

@@ -557,7 +557,9 @@ fn the_sweep_expires_old_paused_runs() {
     let id = out["executionId"].as_str().unwrap();
     let row = f.rt.execution(id).unwrap().unwrap();
     assert_eq!(f.rt.next_expiry().unwrap(), Some(row.updated_at as f64 + 1.5));
-    f.rt.sweep().unwrap();
+    let expired = f.rt.sweep().unwrap();
+    let output = json!({"status": "rejected", "executionId": id, "reason": runtime::EXPIRED});
+    assert_eq!(expired, [(id.to_owned(), output)]);
     assert_eq!(f.rt.next_expiry().unwrap(), None);
     let row = f.rt.execution(id).unwrap().unwrap();
     assert_eq!(row.status, journal::ExecStatus::Rejected);
