@@ -281,11 +281,15 @@ test("snippets are saved from an execution and run with codemode.run", async () 
   const tab = await connect(worker.host, "cm-snippets");
   const first = await execute(tab, `return (typeof input === "undefined" ? 1 : input.n) * 2`);
   assert.equal(first.result, 2);
-  const saved = await rpc(tab, "saveSnippet", ["double", { executionId: first.executionId, description: "Doubles n" }]);
+  const inputSchema = { type: "object", properties: { n: { type: "number" } }, required: ["n"] };
+  const saved = await rpc(tab, "saveSnippet", ["double", { executionId: first.executionId, description: "Doubles n", inputSchema }]);
   assert.equal(saved.name, "double");
   assert.deepEqual((await rpc(tab, "snippets")).map((s) => s.name), ["double"]);
   const ran = await execute(tab, `return await codemode.run("double", { n: 21 })`);
   assert.equal(ran.result, 42, JSON.stringify(ran));
+  const invalid = await execute(tab, `return await codemode.run("double", { n: "x" })`);
+  assert.equal(invalid.status, "error");
+  assert.match(invalid.error, /^codemode\.run\("double"\): invalid input: \/n/);
   assert.equal(await rpc(tab, "deleteSnippet", ["double"]), true);
   const gone = await execute(tab, `return await codemode.run("double", { n: 1 })`);
   assert.equal(gone.status, "error");

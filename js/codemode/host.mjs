@@ -69,8 +69,11 @@ export default class Sandbox extends WorkerEntrypoint {
         obj.run = async (name, input) => {
           const i = spec.snippets.findIndex((s) => s.name === name);
           if (i < 0) throw new Error("codemode.run: no snippet named " + JSON.stringify(name));
+          const arg = input === undefined ? {} : input;
+          // The host checks the input against the snippet's inputSchema.
+          await call("codemode", "checkSnippetInput", { name, input: arg }, site());
           const mod = await import("./snippet_" + i + ".js");
-          return mod.default(input === undefined ? {} : input);
+          return mod.default(arg);
         };
       }
       globalThis[ns.name] = Object.freeze(obj);

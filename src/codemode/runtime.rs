@@ -446,6 +446,25 @@ impl PassDispatcher {
             "search" => Ok(serde_json::to_value(search::search(&connectors, &text_arg("query")))
                 .unwrap_or(Value::Null)),
             "describe" => describe(&connectors, &text_arg("target")).map_err(CallError::Failed),
+            "checkSnippetInput" => {
+                let name = text_arg("name");
+                let snippet = self
+                    .journal()
+                    .snippets()
+                    .unwrap_or_default()
+                    .into_iter()
+                    .find(|s| s.name == name);
+                let schema = snippet.and_then(|s| s.input_schema);
+                if let Some(schema) = schema {
+                    let input = call.args.get("input").cloned().unwrap_or(Value::Null);
+                    crate::tools::schema::InputValidator::new(&schema)
+                        .and_then(|v| v.validate(&input))
+                        .map_err(|e| {
+                            CallError::Failed(format!("codemode.run({name:?}): invalid input: {e}"))
+                        })?;
+                }
+                Ok(Value::Null)
+            }
             "step" => match self.find(call, args_key).map_err(|e| self.fail(e))? {
                 Some(Matched::Serve(Ok(v))) => Ok(json!({"replayed": true, "value": v})),
                 Some(Matched::Serve(Err(e))) => Err(CallError::Failed(e)),

@@ -628,6 +628,38 @@ fn snippets_are_saved_listed_deleted_and_sent_to_the_sandbox() {
     assert_eq!(request.snippets[0].name, "double");
     assert_eq!(request.snippets[0].body, "return input.n * 2");
     assert!(f.rt.save_snippet("bad name", &json!({"executionId": id})).is_err());
+    // codemode.run checks the input against the snippet's inputSchema on the host.
+    let schema =
+        json!({"type": "object", "properties": {"n": {"type": "number"}}, "required": ["n"]});
+    f.rt.save_snippet("typed", &json!({"executionId": id, "inputSchema": schema})).unwrap();
+    f.sandbox.program("check", |d| {
+        Box::pin(async move {
+            let ok = call(
+                &d,
+                "codemode",
+                "checkSnippetInput",
+                json!({"name": "typed", "input": {"n": 1}}),
+                "1:1",
+            )
+            .await?;
+            let bad = call(
+                &d,
+                "codemode",
+                "checkSnippetInput",
+                json!({"name": "typed", "input": {}}),
+                "2:1",
+            )
+            .await;
+            Ok(json!([ok, bad.unwrap_err()]))
+        })
+    });
+    let out = block_on(f.rt.execute("// check\n", None, &f.connectors));
+    assert_eq!(out["result"][0], Value::Null, "{out}");
+    assert!(
+        out["result"][1].as_str().unwrap().starts_with("codemode.run(\"typed\"): invalid input"),
+        "{out}"
+    );
+    f.rt.delete_snippet("typed").unwrap();
     assert_eq!(f.rt.delete_snippet("double").unwrap(), json!(true));
     assert_eq!(f.rt.delete_snippet("double").unwrap(), json!(false));
 }
