@@ -148,6 +148,13 @@ test("a busy loop ends as an error within the timeout, and other tabs are served
   assert.equal(out.status, "error");
   assert.equal(out.error, "Execution timed out after 3000 ms");
   assert.ok(took < 3000 + 4000, `ended after ${took} ms`);
+  // A loop inside an async callback yields as well, and ends the same way.
+  const inAsync = execute(tab, "await Promise.all([1, 2].map(async () => { while (true) {} }))");
+  await new Promise((r) => setTimeout(r, 500));
+  const t1 = Date.now();
+  assert.deepEqual(await rpc(tab, "snippets"), []);
+  assert.ok(Date.now() - t1 < 1000, "served while the async loops ran");
+  assert.equal((await inAsync).error, "Execution timed out after 3000 ms");
   // A loop inside a nested synchronous function is stopped too.
   const nested = await execute(tab, "[1].forEach(() => { for (;;) {} })");
   assert.equal(nested.error, "Execution timed out after 3000 ms");

@@ -6,6 +6,8 @@
 //! expression literals and bracket depth, which is enough to find top-level statements.
 //! Syntax errors are left for the sandbox's own parser, which reports them with a position.
 
+use std::collections::VecDeque;
+
 /// How the code was understood.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum CodeShape {
@@ -424,10 +426,13 @@ enum Frame {
         header: Option<&'static str>,
         semis: Vec<usize>,
         of_in: bool,
+        /// The parameters of an `async` function or method.
+        is_async: bool,
     },
     Bracket,
     Brace {
         function: bool,
+        is_async: bool,
     },
     Template,
 }
@@ -446,11 +451,28 @@ pub fn guard_loops(body: &str) -> String {
     let mut loop_kw: Option<&'static str> = None;
     let mut body_guard_pending: Option<String> = None;
     let mut depth_before;
+    // The last few significant tokens, to tell `async (…) =>`, `async x =>`, `async f(…)`.
+    let mut recent: VecDeque<String> = VecDeque::new();
+    let mut last_paren_async = false;
+    let push = |recent: &mut VecDeque<String>, t: String| {
+        if recent.len() == 5 {
+            recent.pop_front();
+        }
+        recent.push_back(t);
+    };
+    let back = |recent: &VecDeque<String>, n: usize| -> bool {
+        recent.len() >= n && recent[recent.len() - n] == "async"
+    };
+    // `await` is allowed where the innermost function is async (or is the code's own body).
     let guard_here = |frames: &[Frame]| {
-        if frames.iter().any(|f| matches!(f, Frame::Brace { function: true })) {
-            GUARD
-        } else {
+        let innermost = frames.iter().rev().find_map(|f| match f {
+            Frame::Brace { function: true, is_async } => Some(*is_async),
+            _ => None,
+        });
+        if innermost.unwrap_or(true) {
             TICK
+        } else {
+            GUARD
         }
     };
     loop {
@@ -459,6 +481,8 @@ pub fn guard_loops(body: &str) -> String {
         match tok {
             Tok::Newline(_) => continue,
             Tok::Sig(i, c) => {
+                // Only a `{` right after the header is the loop's body.
+                body_guard_pending = None;
                 if c == 'a' {
                     let word = lexer.prev_word.clone();
                     let property = last_chars[1] == '.';
@@ -477,6 +501,8 @@ pub fn guard_loops(body: &str) -> String {
                         }
                         _ => loop_kw = None,
                     }
+                    push(&mut recent, word.clone());
+                    last_paren_async = false;
                     last_word = Some(word);
                     last_chars = [last_chars[1], 'a'];
                     continue;
@@ -490,6 +516,10 @@ pub fn guard_loops(body: &str) -> String {
                 if c != 'r' && c != '"' {
                     loop_kw = None;
                 }
+                if c != '=' && c != '>' {
+                    last_paren_async = false;
+                }
+                push(&mut recent, c.to_string());
                 last_word = None;
                 last_chars = [last_chars[1], c];
             }
@@ -501,15 +531,20 @@ pub fn guard_loops(body: &str) -> String {
                         header: loop_kw.take(),
                         semis: Vec::new(),
                         of_in: false,
+                        is_async: back(&recent, 1)
+                            || back(&recent, 2)
+                            || (back(&recent, 3) && recent[recent.len() - 2] == "function"),
                     },
                     '[' => Frame::Bracket,
                     '{' => {
                         let arrow = last_chars == ['=', '>'];
                         let after_params = last_chars[1] == ')';
-                        Frame::Brace {
-                            function: arrow
-                                || (after_params && lexer_prev_paren_is_call(&last_word)),
-                        }
+                        let function =
+                            arrow || (after_params && lexer_prev_paren_is_call(&last_word));
+                        // `async (…) => {`, `async f(…) {`, or `async x => {`.
+                        let is_async =
+                            function && (last_paren_async || (arrow && back(&recent, 4)));
+                        Frame::Brace { function, is_async }
                     }
                     _ => Frame::Template,
                 };
@@ -517,6 +552,8 @@ pub fn guard_loops(body: &str) -> String {
                     inserts.push((i + 1, format!(" {g};")));
                 }
                 frames.push(frame);
+                push(&mut recent, ch.to_string());
+                last_paren_async = false;
                 last_word = None;
                 last_chars = [last_chars[1], ch];
                 loop_kw = None;
@@ -549,6 +586,8 @@ pub fn guard_loops(body: &str) -> String {
                         _ => {}
                     }
                 }
+                last_paren_async = matches!(frame, Some(Frame::Paren { is_async: true, .. }));
+                push(&mut recent, ch.to_string());
                 // What a `{` right after this `)` opens depends on the word before its `(`.
                 last_word = match frame {
                     Some(Frame::Paren { before, .. }) => before.map(|b| format!("){b}")),

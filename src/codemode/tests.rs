@@ -230,7 +230,22 @@ fn loops_get_a_deadline_guard() {
         guard_loops("do { x++ } while (x < 3)"),
         "do { x++ } while ((await __cm_tick()) && (x < 3))"
     );
-    // Inside a nested function the guard cannot await.
+    // A body that is not a block is left as it is (an object literal there is not a body).
+    assert_eq!(guard_loops("for (const x of xs) o = { x }"), "for (const x of xs) o = { x }");
+    // Inside an async function it can, so the object keeps serving there too.
+    assert_eq!(
+        guard_loops("await Promise.all(xs.map(async (x) => { while (x) x-- }))"),
+        "await Promise.all(xs.map(async (x) => { while ((await __cm_tick()) && (x)) x-- }))"
+    );
+    assert_eq!(
+        guard_loops("xs.map(async x => { for (;;) {} })"),
+        "xs.map(async x => { for (; (await __cm_tick());) {} })"
+    );
+    assert_eq!(
+        guard_loops("async function f() { while (1) {} } const o = { async m() { for (;;) {} } }"),
+        "async function f() { while ((await __cm_tick()) && (1)) {} } const o = { async m() { for (; (await __cm_tick());) {} } }"
+    );
+    // Inside a nested synchronous function the guard cannot await.
     assert_eq!(
         guard_loops("xs.map((x) => { while (x) x-- })"),
         "xs.map((x) => { while (__cm_guard() && (x)) x-- })"
