@@ -819,6 +819,19 @@ fn describe_and_search_are_reachable_from_the_sandbox() {
 }
 
 #[test]
+fn think_execute_setting_parses() {
+    assert_eq!(ExecuteOptions::from_setting("").unwrap(), Some(ExecuteOptions::default()));
+    assert_eq!(ExecuteOptions::from_setting(" true ").unwrap(), Some(ExecuteOptions::default()));
+    assert_eq!(ExecuteOptions::from_setting("false").unwrap(), None);
+    let o =
+        ExecuteOptions::from_setting(r#"{"timeout": 5000, "maxInFlight": 2}"#).unwrap().unwrap();
+    assert_eq!((o.timeout_ms, o.max_in_flight, o.retention), (5000, 2, 50));
+    assert!(ExecuteOptions::from_setting(r#"{"bogus": 1}"#).unwrap_err().contains("bogus"));
+    assert!(ExecuteOptions::from_setting(r#"{"timeout": -1}"#).is_err());
+    assert!(ExecuteOptions::from_setting("sometimes").is_err());
+}
+
+#[test]
 fn stable_stringify_ignores_key_order() {
     assert_eq!(
         stable_stringify(&json!({"b": 1, "a": [{"d": 2, "c": 3}]})),
