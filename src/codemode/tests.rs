@@ -264,6 +264,29 @@ fn loops_get_a_deadline_guard() {
     );
 }
 
+#[test]
+fn normalization_never_panics_on_garbage() {
+    // The release build aborts on a panic, so malformed code must never make the lexer panic.
+    let alphabet: Vec<&str> = vec![
+        "a", " ", ";", "{", "}", "(", ")", "[", "]", "`", "'", "\"", "/", "\\", "*", "\n", "${",
+        "=>", ".", ",", "+", "é", "😀", "while", "for", "async", "function", "of", "do", "if",
+        "return", "x", "=", "//", "/*", "*/",
+    ];
+    let mut x: u64 = 0x2545_f491_4f6c_dd1d;
+    for _ in 0..5000 {
+        let mut code = String::new();
+        for _ in 0..(x % 60) {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            code.push_str(alphabet[(x % alphabet.len() as u64) as usize]);
+        }
+        let n = normalize_code(&code);
+        let _ = super::normalize::guard_loops(&n.body);
+        x = x.wrapping_add(0x9e37_79b9_7f4a_7c15);
+    }
+}
+
 // --- the journal state machine ---
 
 #[test]
