@@ -82,7 +82,7 @@ impl Sandbox for LoaderSandbox {
             .map_err(|e| SandboxError::Crashed(error_text(&e)))?;
         let logs: Vec<String> = Reflect::get(&out, &"logs".into())
             .ok()
-            .filter(|v| js_sys::Array::is_array(v))
+            .filter(js_sys::Array::is_array)
             .map(|v| js_sys::Array::from(&v).iter().filter_map(|l| l.as_string()).collect())
             .unwrap_or_default();
         let error = text(&out, "error").unwrap_or_default();
