@@ -426,8 +426,48 @@ impl StateConnector {
                 Read,
             ),
         ];
+        let mut methods = methods;
+        for m in &mut methods {
+            m.output_schema = state_output(&m.name);
+        }
         Self { ws, methods, validators: Validators::default() }
     }
+}
+
+/// The result type of a `state.*` method, for `codemode.describe`.
+fn state_output(method: &str) -> Option<Value> {
+    let string = json!({"type": "string"});
+    let info = json!({"anyOf": [{"type": "object", "properties": {
+        "path": {"type": "string"}, "name": {"type": "string"},
+        "type": {"enum": ["file", "directory", "symlink"]}, "mimeType": {"type": "string"},
+        "size": {"type": "number"}, "createdAt": {"type": "number"}, "updatedAt": {"type": "number"},
+        "target": {"type": "string"}}, "required": ["path", "name", "type", "size"]}, {"type": "null"}]});
+    Some(match method {
+        "readFile" | "readFileBytes" | "readlink" | "realpath" | "resolvePath" | "diff"
+        | "diffContent" | "hashFile" => string,
+        "exists" => json!({"type": "boolean"}),
+        "stat" | "lstat" => info,
+        "readdir" | "glob" => json!({"type": "array", "items": {"type": "string"}}),
+        "readdirWithFileTypes" => {
+            json!({"type": "array", "items": {"type": "object", "properties": {
+            "name": {"type": "string"}, "type": {"enum": ["file", "directory", "symlink"]},
+            "size": {"type": "number"}}, "required": ["name", "type", "size"]}})
+        }
+        "find" => json!({"type": "array", "items": {"type": "object", "properties": {
+            "path": {"type": "string"}, "type": {"enum": ["file", "directory", "symlink"]}},
+            "required": ["path", "type"]}}),
+        "searchText" => json!({"type": "array", "items": {"type": "object", "properties": {
+            "path": {"type": "string"}, "line": {"type": "number"}, "text": {"type": "string"}},
+            "required": ["path", "line", "text"]}}),
+        "replaceInFile" => json!({"type": "object", "properties": {"path": {"type": "string"},
+            "replacements": {"type": "number"}}, "required": ["path", "replacements"]}),
+        "detectFile" => json!({"type": "object", "properties": {"path": {"type": "string"},
+            "mimeType": {"type": "string"}, "text": {"type": "boolean"}, "size": {"type": "number"}},
+            "required": ["path", "mimeType", "text", "size"]}),
+        "writeFile" | "appendFile" | "writeFileBytes" | "writeJson" | "mkdir" | "rm" | "cp"
+        | "mv" | "symlink" | "removeTree" | "copyTree" | "moveTree" => json!({"type": "null"}),
+        _ => return None,
+    })
 }
 
 fn fs(e: FsError) -> ConnectorError {

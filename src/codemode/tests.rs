@@ -793,6 +793,8 @@ fn typescript_declarations_come_from_json_schema() {
     assert!(decl.starts_with("/** the workspace filesystem"), "{decl}");
     assert!(decl.contains("declare namespace state {"));
     assert!(decl.contains("  function readFile(input: {\n"), "{decl}");
+    assert!(decl.contains("}): Promise<string>;"), "{decl}");
+    assert!(decl.contains("function exists(input: {\n    /** Absolute workspace path */\n    path: string;\n  }): Promise<boolean>;"), "{decl}");
 }
 
 #[test]
