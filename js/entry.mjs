@@ -68,4 +68,37 @@ export class ThinkAgent extends DurableObject {
   skills() {
     return this.#inner.rpcCall("skills", []);
   }
+
+  // Code Mode (the `execute` tool): paused executions, the journal and snippets.
+  pendingExecutions(executionId) {
+    return this.#inner.rpcCall("pendingExecutions", [executionId ?? null]);
+  }
+
+  pendingApprovals(executionId) {
+    return this.#inner.rpcCall("pendingApprovals", [executionId ?? null]);
+  }
+
+  approveExecution(executionId) {
+    return this.#inner.rpcCall("approveExecution", [executionId]);
+  }
+
+  rejectExecution(executionId, reason) {
+    return this.#inner.rpcCall("rejectExecution", [executionId, reason ?? null]);
+  }
+
+  executions(limit) {
+    return this.#inner.rpcCall("executions", [limit ?? null]);
+  }
+
+  saveSnippet(name, options) {
+    return this.#inner.rpcCall("saveSnippet", [name, options ?? null]);
+  }
+
+  snippets() {
+    return this.#inner.rpcCall("snippets", []);
+  }
+
+  deleteSnippet(name) {
+    return this.#inner.rpcCall("deleteSnippet", [name]);
+  }
 }

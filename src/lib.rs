@@ -4,6 +4,7 @@
 //! thin Workers glue (Durable Object storage, R2, WebSockets, fetch).
 
 pub mod agent;
+pub mod codemode;
 pub mod mcp;
 pub mod model;
 pub mod net;

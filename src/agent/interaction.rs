@@ -41,7 +41,7 @@ impl Agent {
 
     /// Applies a result or approval to the live stream's message if it is there (a result
     /// that arrives mid-stream), else to the stored transcript. False when it changed nothing.
-    fn apply_interaction(&self, update: &ToolPartUpdate) -> bool {
+    pub(super) fn apply_interaction(&self, update: &ToolPartUpdate) -> bool {
         let live = self.rt.borrow().active.as_ref().map(|a| a.acc.clone());
         if let Some(acc) = live {
             if acc.borrow_mut().apply_tool_update(update) {

@@ -3,6 +3,7 @@
 //! the merged tools. Everything here is host-testable; the Workers glue only adapts storage,
 //! sockets, time and fetch to the traits in `store` and `platform`.
 
+mod codemode;
 mod interaction;
 pub mod ledger;
 mod mcp;
@@ -58,6 +59,8 @@ pub struct Deps {
     pub alarm: Rc<dyn Alarm>,
     /// Runs `bash` tool scripts (just-bash in the Worker); without one there is no bash tool.
     pub bash_engine: Option<Rc<dyn BashEngine>>,
+    /// Runs `execute` code (Worker Loader in the Worker); without one there is no `execute`.
+    pub sandbox: Option<Rc<dyn crate::codemode::Sandbox>>,
     /// A stable id of this instance (the Durable Object id), used to keep its R2 keys apart.
     pub instance_id: String,
 }
@@ -118,6 +121,8 @@ pub struct Agent {
     mcp: Option<crate::mcp::McpClient>,
     /// The skills and what was last read of them.
     skills: crate::skills::Skills,
+    /// The Code Mode runtime, when `execute` is enabled and a sandbox exists.
+    codemode: Option<Rc<crate::codemode::CodeMode>>,
 }
 
 impl Agent {
@@ -159,8 +164,10 @@ impl Agent {
         )
         .map_err(|e| crate::platform::log(&format!("think-rs: MCP is unavailable: {e}")))
         .ok();
+        let codemode = codemode::runtime(&spec, &deps);
         let agent = Rc::new(Self {
             skills: crate::skills::Skills::new(spec.skills.clone()),
+            codemode,
             mcp,
             workspace,
             agent_kebab: crate::protocol::routing::camel_case_to_kebab_case(class_name),
@@ -184,6 +191,11 @@ impl Agent {
     /// Work to do once per start of the instance: recover a turn a crash interrupted and
     /// reconnect MCP servers. The glue runs it in the background.
     pub async fn start(self: Rc<Self>) {
+        // A paused execution must expire even if nothing else wakes the object; no later
+        // than the cleanup interval, so an alarm already due is not pushed back far.
+        if let Some(at) = self.codemode_sweep(true) {
+            self.deps.alarm.set(at.min(self.now() + CLEANUP_MS));
+        }
         futures::join!(self.recover(), self.restore_mcp());
     }
 
@@ -195,6 +207,7 @@ impl Agent {
             return;
         }
         self.recover().await;
+        let expiry = self.codemode_sweep(false);
         let now = self.now();
         let sweep = self.streams().and_then(|b| {
             b.cleanup(now)?;
@@ -203,7 +216,11 @@ impl Agent {
         });
         match sweep {
             Ok(true) => self.deps.alarm.set(now + CLEANUP_MS),
-            Ok(false) => {}
+            Ok(false) => {
+                if let Some(at) = expiry {
+                    self.deps.alarm.set(at);
+                }
+            }
             Err(e) => self.warn("sweeping stream buffers failed", e),
         }
     }
@@ -426,6 +443,9 @@ impl Agent {
         }
         if method == "skills" {
             return Ok(self.skills_report().await);
+        }
+        if let Some(result) = self.codemode_callable(method, &args).await {
+            return result;
         }
         match self.mcp_callable(method, &args).await {
             Some(result) => result,

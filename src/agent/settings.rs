@@ -12,6 +12,9 @@
 //!   object sets its options (`{"timeout": 5000, "network": true, "maxWorkspaceFiles": 1000,
 //!   "maxWorkspaceFileBytes": 1000000, "maxOutputBytes": 64000}`; missing keys keep Think's
 //!   defaults);
+//! - `THINK_EXECUTE`: the `execute` tool (Code Mode): `false` removes it, a JSON object sets
+//!   its limits (`{"timeout": 60000, "maxInFlight": 10, "retention": 50, "pausedMaxAgeMs":
+//!   86400000}`);
 //! - `THINK_MESSAGE_CONCURRENCY`: `queue`, `latest`, `merge`, `drop`, `debounce[:ms]`;
 //! - `THINK_WAIT_FOR_MCP_CONNECTIONS`: `true` (Think's 10 s), a number of ms, or off;
 //! - `THINK_ALLOW_PRIVATE_NETWORK`: `true` lets run-time URLs reach private addresses;
@@ -103,6 +106,12 @@ pub fn read_settings_and_ai(
             ignore("THINK_BASH", e.to_string());
             Some(BashOptions::default())
         });
+    let execute =
+        crate::codemode::ExecuteOptions::from_setting(&get("THINK_EXECUTE").unwrap_or_default())
+            .unwrap_or_else(|e| {
+                ignore("THINK_EXECUTE", e.to_string());
+                Some(Default::default())
+            });
     let private = match get("THINK_ALLOW_PRIVATE_NETWORK").as_deref().map(str::trim) {
         None | Some("" | "false" | "0") => false,
         Some("true" | "1") => true,
@@ -131,6 +140,10 @@ pub fn read_settings_and_ai(
     let spec = match bash {
         Some(options) => spec.bash(options),
         None => spec.bash_enabled(false),
+    };
+    let spec = match execute {
+        Some(options) => spec.execute(options),
+        None => spec.execute_enabled(false),
     };
     (spec, ignored)
 }
@@ -361,6 +374,21 @@ mod tests {
         let (spec, errors) = read(&[("THINK_BASH", r#"{"timeuot": 1}"#)]);
         assert_eq!(spec.bash, Some(BashOptions::default()));
         assert_eq!(errors[0].name, "THINK_BASH");
+    }
+
+    #[test]
+    fn execute() {
+        let (spec, _) = read(&[]);
+        assert_eq!(spec.execute, Some(crate::codemode::ExecuteOptions::default()));
+        let (spec, _) = read(&[("THINK_EXECUTE", "false")]);
+        assert_eq!(spec.execute, None);
+        let (spec, _) = read(&[("THINK_EXECUTE", r#"{"timeout": 5000, "maxInFlight": 3}"#)]);
+        let options = spec.execute.unwrap();
+        assert_eq!((options.timeout_ms, options.max_in_flight), (5000, 3));
+        let (spec, errors) = read(&[("THINK_EXECUTE", r#"{"timeuot": 1}"#)]);
+        assert_eq!(spec.execute, Some(crate::codemode::ExecuteOptions::default()));
+        assert_eq!(errors[0].name, "THINK_EXECUTE");
+        assert_eq!(errors[0].to_string(), r#"ignoring THINK_EXECUTE: unknown key "timeuot""#);
     }
 
     #[test]

@@ -215,6 +215,8 @@ pub struct AgentSpec {
     pub(crate) net: NetPolicy,
     /// Where skills come from (Rust, R2, the workspace folder).
     pub(crate) skills: SkillsConfig,
+    /// The `execute` tool's limits; `None` removes it (`THINK_EXECUTE=false`).
+    pub(crate) execute: Option<crate::codemode::ExecuteOptions>,
 }
 
 /// What happens to a message sent while a turn is running or queued (Think's
@@ -276,6 +278,7 @@ impl AgentSpec {
             bash: Some(BashOptions::default()),
             net: NetPolicy::default(),
             skills: SkillsConfig::default(),
+            execute: Some(crate::codemode::ExecuteOptions::default()),
         }
     }
 
@@ -342,6 +345,20 @@ impl AgentSpec {
     /// options set with [`AgentSpec::bash`].
     pub fn bash_enabled(mut self, enabled: bool) -> Self {
         self.bash = if enabled { self.bash.or_else(|| Some(BashOptions::default())) } else { None };
+        self
+    }
+
+    /// The `execute` tool's limits (Code Mode); this also enables it. It needs a sandbox
+    /// (the Worker's `LOADER` binding); without one there is no `execute` tool.
+    pub fn execute(mut self, options: crate::codemode::ExecuteOptions) -> Self {
+        self.execute = Some(options);
+        self
+    }
+
+    /// Whether the agent offers the `execute` tool (default: yes, when a sandbox exists).
+    pub fn execute_enabled(mut self, enabled: bool) -> Self {
+        self.execute =
+            if enabled { self.execute.or_else(|| Some(Default::default())) } else { None };
         self
     }
 

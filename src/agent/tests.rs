@@ -84,6 +84,7 @@ impl Harness {
             http: Rc::new(NoHttp),
             blobs: None,
             bash_engine: None,
+            sandbox: None,
             tasks: Rc::new(Spawner(pool.spawner())),
             alarm: Rc::new(NoAlarm),
             instance_id: "test".into(),

@@ -255,7 +255,7 @@ impl Agent {
 
     /// The merged tools of a turn, in Think's layer order. Server tools go through the
     /// execution ledger; a programmatic turn's client tools replace the persisted ones.
-    fn turn_tools(&self, rpc: Option<&RpcTurn>) -> ToolSet {
+    pub(super) fn turn_tools(&self, rpc: Option<&RpcTurn>) -> ToolSet {
         let mut tools = ToolSet::new();
         if self.spec.workspace_tools {
             let options = WorkspaceToolsOptions {
@@ -312,6 +312,9 @@ impl Agent {
         let clock = self.deps.clock.clone();
         let now: Rc<dyn Fn() -> f64> = Rc::new(move || clock.now_ms());
         tools.map_tools(|t| LedgeredTool::wrap(t, sql.clone(), now.clone()));
+        if let Some(execute) = self.codemode_tool(&tools) {
+            tools.add_layer(Layer::Agent, [LedgeredTool::wrap(execute, sql, now)]);
+        }
         tools
     }
 

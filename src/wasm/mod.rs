@@ -6,6 +6,7 @@ mod ai;
 mod bash;
 mod clock;
 mod http;
+mod loader;
 mod r2;
 mod rpc;
 mod sockets;
@@ -84,6 +85,8 @@ impl ThinkHost {
                 .ok()
                 .map(|b| Rc::new(R2Blobs(b)) as Rc<dyn crate::store::BlobStore>),
             bash_engine: Some(Rc::new(JustBash)),
+            sandbox: loader::LoaderSandbox::from_env(env)
+                .map(|s| Rc::new(s) as Rc<dyn crate::codemode::Sandbox>),
             tasks: Rc::new(LocalTasks),
             alarm: Rc::new(DoAlarm(state.clone())),
             instance_id: state.id().to_string(),

@@ -27,6 +27,8 @@ function options({ persistDir, vars, withCaller, inspectorPort, ai }) {
     compatibilityFlags: ["nodejs_compat"],
     durableObjects: { ThinkAgent: { className: "ThinkAgent", useSQLite: true } },
     r2Buckets: ["WORKSPACE_R2"],
+    // wrangler.toml's [[worker_loaders]]: the `execute` tool's sandbox isolates.
+    workerLoaders: { LOADER: {} },
     bindings: vars,
     // The chat page, as wrangler.toml's [assets] (run_worker_first = ["/agents/*"]).
     assets: {

@@ -1,0 +1,11 @@
+#!/usr/bin/env bash
+# Bundles the Think side of the Code Mode bench (bench/codemode/ts-worker → dist/index.js)
+# with wrangler, as bench/build.sh does for the workspace bench; skipped when up to date.
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+out=bench/codemode/ts-worker/dist/index.js
+if [ -f "$out" ] && [ -z "$(find bench/codemode/ts-worker/src bench/codemode/ts-worker/wrangler.toml package-lock.json -newer "$out" -print -quit)" ]; then
+  echo "bench build: codemode ts worker up to date"
+else
+  (cd bench/codemode/ts-worker && WRANGLER_LOG=warn "$PWD/../../../node_modules/.bin/wrangler" deploy --dry-run --outdir dist >/dev/null)
+fi

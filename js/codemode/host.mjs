@@ -1,0 +1,188 @@
+// The JS half of think-rs's sandbox (src/wasm/loader.rs): runs one pass of model-written code
+// in a fresh Worker Loader isolate with no network (`globalOutbound: null`) and no bindings.
+// Its only way out is `dispatch`, a function passed over RPC that calls back into the Rust
+// agent. Rust owns everything else: normalization, the journal, approval, limits.
+// Imported from Rust with `#[wasm_bindgen(module = "/js/codemode/host.mjs")]`.
+
+// The fixed entry module of every sandbox isolate. The code runs as `./user.js`, so stack
+// frames there give each connector call its call site (`line:column`).
+const SANDBOX_MODULE = String.raw`
+import { WorkerEntrypoint } from "cloudflare:workers";
+import run from "./user.js";
+
+const PAUSED = "__THINK_CODEMODE_PAUSED__";
+
+function site() {
+  const stack = new Error().stack || "";
+  const m = /(user|snippet_\d+)\.js:(\d+):(\d+)/.exec(stack);
+  if (!m) return "?";
+  return (m[1] === "user" ? "" : m[1] + ":") + m[2] + ":" + m[3];
+}
+
+function text(v) {
+  if (typeof v === "string") return v;
+  try {
+    const s = JSON.stringify(v);
+    return s === undefined ? String(v) : s;
+  } catch {
+    return String(v);
+  }
+}
+
+export default class Sandbox extends WorkerEntrypoint {
+  async evaluate(spec, dispatch) {
+    const logs = [];
+    const log = (prefix) => (...a) => { logs.push(prefix + a.map(text).join(" ")); };
+    console.log = log("");
+    console.info = log("");
+    console.debug = log("");
+    console.warn = log("[warn] ");
+    console.error = log("[error] ");
+    let paused = false;
+    const call = async (connector, method, args, where) => {
+      if (paused) throw new Error(PAUSED);
+      const json = args === undefined ? "null" : JSON.stringify(args);
+      if (json === undefined) throw new TypeError(connector + "." + method + ": the argument is not JSON");
+      const reply = JSON.parse(await dispatch(connector, method, json, where));
+      if (reply.paused) {
+        paused = true;
+        throw new Error(PAUSED);
+      }
+      if ("error" in reply) throw new Error(reply.error);
+      return reply.ok;
+    };
+    for (const ns of spec.namespaces) {
+      const obj = Object.create(null);
+      for (const method of ns.methods) {
+        obj[method] = (args) => call(ns.name, method, args, site());
+      }
+      if (ns.name === "codemode") {
+        obj.step = async (name, fn) => {
+          const where = site();
+          if (typeof fn !== "function") throw new TypeError("codemode.step(name, fn): fn must be a function");
+          const r = await call("codemode", "step", { name: String(name) }, where);
+          if (r.replayed) return r.value;
+          const value = await fn();
+          await call("codemode", "stepDone", { seq: r.seq, value: value === undefined ? null : value }, where);
+          return value;
+        };
+        obj.run = async (name, input) => {
+          const i = spec.snippets.findIndex((s) => s.name === name);
+          if (i < 0) throw new Error("codemode.run: no snippet named " + JSON.stringify(name));
+          const arg = input === undefined ? {} : input;
+          // The host checks the input against the snippet's inputSchema.
+          await call("codemode", "checkSnippetInput", { name, input: arg }, site());
+          const mod = await import("./snippet_" + i + ".js");
+          return mod.default(arg);
+        };
+      }
+      globalThis[ns.name] = Object.freeze(obj);
+    }
+    // Loop guards (src/codemode/normalize.rs adds the calls): past the deadline every loop
+    // throws; loops in the code's own body also yield to the event loop every ~10 ms, so the
+    // Durable Object that shares this thread keeps serving its other requests.
+    const deadline = Date.now() + spec.timeoutMs;
+    const timeoutMessage = "Execution timed out after " + spec.timeoutMs + " ms";
+    let spins = 0;
+    let expired = false;
+    let lastYield = Date.now();
+    const guard = () => {
+      if (expired || ((++spins & 1023) === 0 && Date.now() > deadline)) {
+        expired = true;
+        throw new Error(timeoutMessage);
+      }
+      return true;
+    };
+    const tick = () => {
+      guard();
+      if ((spins & 1023) === 0 && Date.now() - lastYield > 10) {
+        return new Promise((resolve) => setTimeout(() => {
+          lastYield = Date.now();
+          resolve(true);
+        }, 0));
+      }
+      return true;
+    };
+    Object.defineProperty(globalThis, "__cm_guard", { value: guard });
+    Object.defineProperty(globalThis, "__cm_tick", { value: tick });
+    let timer;
+    const limit = new Promise((_, reject) => {
+      timer = setTimeout(() => reject(new Error(timeoutMessage)), spec.timeoutMs);
+    });
+    try {
+      const value = await Promise.race([run(), limit]);
+      if (paused) return { paused: true, logs };
+      const json = value === undefined ? "null" : JSON.stringify(value);
+      return { ok: true, result: json === undefined ? "null" : json, logs };
+    } catch (e) {
+      if (paused) return { paused: true, logs };
+      const message = e instanceof Error ? (e.name && e.name !== "Error" ? e.name + ": " : "") + e.message : String(e);
+      return { ok: false, error: message, logs };
+    } finally {
+      clearTimeout(timer);
+    }
+  }
+}
+`;
+
+/** The code as the body of the module's default export. Line 2 of user.js is its first line. */
+function userModule(body) {
+  return "export default async () => {\n" + body + "\n};\n";
+}
+
+/**
+ * Runs one pass.
+ * @param {WorkerLoader} loader the LOADER binding
+ * @param {string} requestJson a SandboxRequest: {id, body, namespaces:[{name, methods}], timeoutMs}
+ * @param {(connector: string, method: string, argsJson: string, site: string) => Promise<string>} dispatch
+ *   answers `{"ok": value}`, `{"error": message}` or `{"paused": true}`
+ * @returns {Promise<{kind: "done"|"syntax"|"crash", ok?: boolean, result?: string, error?: string,
+ *   paused?: boolean, logs?: string[]}>}
+ */
+export async function runInLoader(loader, requestJson, dispatch) {
+  const spec = JSON.parse(requestJson);
+  const modules = { "sandbox.js": SANDBOX_MODULE, "user.js": userModule(spec.body) };
+  spec.snippets.forEach((s, i) => {
+    modules["snippet_" + i + ".js"] = "export default async (input) => {\n" + s.body + "\n};\n";
+  });
+  let worker;
+  try {
+    worker = loader.load({
+      compatibilityDate: "2025-06-01",
+      mainModule: "sandbox.js",
+      modules,
+      env: {},
+      globalOutbound: null,
+      limits: { cpuMs: spec.timeoutMs },
+    });
+  } catch (e) {
+    return { kind: "crash", error: errorText(e) };
+  }
+  let entrypoint;
+  try {
+    entrypoint = worker.getEntrypoint();
+    const out = await entrypoint.evaluate(
+      { namespaces: spec.namespaces, timeoutMs: spec.timeoutMs, snippets: spec.snippets.map((s) => ({ name: s.name })) },
+      dispatch,
+    );
+    return { kind: "done", ...out };
+  } catch (e) {
+    const message = errorText(e);
+    return { kind: /SyntaxError/.test(message) ? "syntax" : "crash", error: message };
+  } finally {
+    dispose(entrypoint);
+    dispose(worker);
+  }
+}
+
+function errorText(e) {
+  return e instanceof Error ? (e.name && e.name !== "Error" ? e.name + ": " : "") + e.message : String(e);
+}
+
+function dispose(resource) {
+  try {
+    resource?.[Symbol.dispose]?.();
+  } catch {
+    // A handle that cannot be released early is left to the garbage collector.
+  }
+}

@@ -1,0 +1,135 @@
+//! The agent's side of Code Mode: the `execute` tool of each turn, the callables that approve
+//! or reject paused executions (replacing the paused output in the transcript and continuing
+//! the turn, as a normal approval does), and the journal's sweeps at start and on the alarm.
+
+use std::rc::Rc;
+
+use serde_json::{json, Value};
+
+use super::{Agent, AgentSpec, Deps, CONFIG_PENDING_CONTINUATION};
+use crate::codemode::tool::{turn_connectors, ExecuteTool};
+use crate::codemode::CodeMode;
+use crate::protocol::tool_state::ToolPartUpdate;
+use crate::tools::{ToolRef, ToolSet};
+
+/// The runtime, when the spec enables `execute` and the platform has a sandbox.
+pub(super) fn runtime(spec: &AgentSpec, deps: &Deps) -> Option<Rc<CodeMode>> {
+    let (options, sandbox) = (spec.execute.clone()?, deps.sandbox.clone()?);
+    CodeMode::new(deps.sql.clone(), deps.clock.clone(), sandbox, options)
+        .map_err(|e| crate::platform::log(&format!("think-rs: Code Mode is unavailable: {e}")))
+        .ok()
+}
+
+fn arg_str(args: &[Value], i: usize) -> Option<&str> {
+    args.get(i).and_then(Value::as_str)
+}
+
+impl Agent {
+    /// The `execute` tool over this turn's (already merged and ledgered) tools.
+    pub(super) fn codemode_tool(&self, tools: &ToolSet) -> Option<ToolRef> {
+        let runtime = self.codemode.clone()?;
+        let connectors = turn_connectors(tools, &self.spec.approval, &self.workspace);
+        Some(ExecuteTool::new(runtime, connectors).into_ref())
+    }
+
+    /// Settles executions a restart interrupted (`at_start`) or that waited too long, and
+    /// returns when the next paused one expires, so the alarm can wake the object for it.
+    pub(super) fn codemode_sweep(&self, at_start: bool) -> Option<f64> {
+        let cm = self.codemode.clone()?;
+        let result = if at_start { cm.recover().map(|_| Vec::new()) } else { cm.sweep() };
+        match result {
+            // An expired run's paused output says so now; the model hears it on the next turn.
+            Ok(expired) => {
+                for (id, output) in expired {
+                    self.replace_paused_output(&cm, &id, &output);
+                }
+            }
+            Err(e) => self.warn("sweeping code executions failed", e),
+        }
+        cm.next_expiry().ok().flatten()
+    }
+
+    /// The Code Mode callables; `None` when `method` is not one of them.
+    pub(super) async fn codemode_callable(
+        self: &Rc<Self>,
+        method: &str,
+        args: &[Value],
+    ) -> Option<Result<Value, super::CallError>> {
+        let cm = self.codemode.clone()?;
+        let id = arg_str(args, 0);
+        let result = match method {
+            "pendingExecutions" => cm.pending(id),
+            "pendingApprovals" => cm.pending_approvals(id),
+            "executions" => cm.executions(args.first().and_then(Value::as_u64).map(|n| n as usize)),
+            "snippets" => cm.snippets(),
+            "saveSnippet" => cm.save_snippet(id.unwrap_or(""), args.get(1).unwrap_or(&Value::Null)),
+            "deleteSnippet" => cm.delete_snippet(id.unwrap_or("")),
+            "approveExecution" => {
+                return Some(Ok(self.approve_execution(&cm, id.unwrap_or("")).await))
+            }
+            "rejectExecution" => {
+                return Some(Ok(self.reject_execution(&cm, id.unwrap_or(""), arg_str(args, 1))))
+            }
+            _ => return None,
+        };
+        Some(result.map_err(|e| super::CallError::Failed(e.to_string())))
+    }
+
+    /// Runs an approved execution again, puts its outcome in place of the paused output, and
+    /// continues the turn. Errors are returned as `{status:"error"}`, as Think does.
+    async fn approve_execution(self: &Rc<Self>, cm: &Rc<CodeMode>, id: &str) -> Value {
+        let tools = self.turn_tools(None);
+        let connectors = turn_connectors(&tools, &self.spec.approval, &self.workspace);
+        match cm.approve(id, &connectors).await {
+            Ok(output) => {
+                self.settle_paused_output(cm, id, &output);
+                output
+            }
+            Err(e) => json!({"status": "error", "executionId": id, "error": e.to_string()}),
+        }
+    }
+
+    fn reject_execution(
+        self: &Rc<Self>,
+        cm: &Rc<CodeMode>,
+        id: &str,
+        reason: Option<&str>,
+    ) -> Value {
+        match cm.reject(id, reason) {
+            Ok(output) => {
+                self.settle_paused_output(cm, id, &output);
+                output
+            }
+            Err(e) => json!({"status": "error", "executionId": id, "error": e.to_string()}),
+        }
+    }
+
+    /// Replaces the paused `execute` output in the transcript, in the live stream's message or
+    /// a stored one (every tab gets `cf_agent_message_updated`), and asks for a continuation,
+    /// as an approval answer does.
+    fn settle_paused_output(self: &Rc<Self>, cm: &CodeMode, id: &str, output: &Value) {
+        if !self.replace_paused_output(cm, id, output) {
+            return;
+        }
+        {
+            let mut rt = self.rt.borrow_mut();
+            rt.continuation.pending = true;
+            rt.continuation.generation += 1;
+        }
+        if let Err(e) = self.store().and_then(|s| s.set_config(CONFIG_PENDING_CONTINUATION, "1")) {
+            self.warn("recording the pending continuation failed", e);
+        }
+        let agent = self.clone();
+        self.deps.tasks.spawn(Box::pin(async move { agent.try_continue().await }));
+    }
+
+    /// Puts `output` in place of execution `id`'s paused output; false if there was none.
+    fn replace_paused_output(&self, cm: &CodeMode, id: &str, output: &Value) -> bool {
+        let Some(tool_call_id) = cm.execution(id).ok().flatten().and_then(|r| r.tool_call_id)
+        else {
+            return false;
+        };
+        let update = ToolPartUpdate::paused_execution(tool_call_id, id, output.clone());
+        self.apply_interaction(&update)
+    }
+}

@@ -1,0 +1,107 @@
+//! The sandbox in the Worker: Worker Loader isolates, through `js/codemode/host.mjs`. Each
+//! pass is a fresh isolate with `globalOutbound: null` and no bindings; its connector calls
+//! come back through a function passed over RPC that runs the Rust dispatcher.
+
+use std::rc::Rc;
+
+use async_trait::async_trait;
+use js_sys::{Function, Promise, Reflect};
+use serde_json::{json, Value};
+use wasm_bindgen::prelude::*;
+use wasm_bindgen_futures::future_to_promise;
+
+use crate::codemode::{
+    CallError, CallRequest, Dispatcher, Sandbox, SandboxError, SandboxOutcome, SandboxRequest,
+};
+
+#[wasm_bindgen(module = "/js/codemode/host.mjs")]
+extern "C" {
+    #[wasm_bindgen(js_name = runInLoader, catch)]
+    async fn run_in_loader(
+        loader: &JsValue,
+        request: String,
+        dispatch: &Function,
+    ) -> Result<JsValue, JsValue>;
+}
+
+/// The binding the sandbox isolates are loaded through (`[[worker_loaders]]`).
+pub const LOADER_BINDING: &str = "LOADER";
+
+/// Runs passes in Worker Loader isolates.
+pub struct LoaderSandbox {
+    loader: JsValue,
+}
+
+impl LoaderSandbox {
+    /// The sandbox over the `LOADER` binding of `env`, when the Worker has one.
+    pub fn from_env(env: &worker::Env) -> Option<Self> {
+        let env: &JsValue = env.as_ref();
+        let loader = Reflect::get(env, &LOADER_BINDING.into()).ok()?;
+        let has_load = Reflect::get(&loader, &"load".into()).ok().is_some_and(|f| f.is_function());
+        has_load.then_some(Self { loader })
+    }
+}
+
+fn text(v: &JsValue, key: &str) -> Option<String> {
+    Reflect::get(v, &key.into()).ok().and_then(|v| v.as_string())
+}
+
+fn error_text(e: &JsValue) -> String {
+    e.dyn_ref::<js_sys::Error>()
+        .map(|err| String::from(err.message()))
+        .or_else(|| e.as_string())
+        .unwrap_or_else(|| format!("{e:?}"))
+}
+
+#[async_trait(?Send)]
+impl Sandbox for LoaderSandbox {
+    async fn run(
+        &self,
+        request: SandboxRequest,
+        dispatcher: Rc<dyn Dispatcher>,
+    ) -> Result<SandboxOutcome, SandboxError> {
+        let request = serde_json::to_string(&request)
+            .map_err(|e| SandboxError::Unavailable(e.to_string()))?;
+        let dispatch = Closure::<dyn FnMut(String, String, String, String) -> Promise>::new(
+            move |connector: String, method: String, args: String, site: String| {
+                let dispatcher = dispatcher.clone();
+                future_to_promise(async move {
+                    let args = serde_json::from_str(&args).unwrap_or(Value::Null);
+                    let call = CallRequest { connector, method, args, site };
+                    let reply = match dispatcher.call(call).await {
+                        Ok(v) => json!({ "ok": v }),
+                        Err(CallError::Paused) => json!({ "paused": true }),
+                        Err(e) => json!({ "error": e.to_string() }),
+                    };
+                    Ok(JsValue::from_str(&reply.to_string()))
+                })
+            },
+        );
+        let out = run_in_loader(&self.loader, request, dispatch.as_ref().unchecked_ref())
+            .await
+            .map_err(|e| SandboxError::Crashed(error_text(&e)))?;
+        let logs: Vec<String> = Reflect::get(&out, &"logs".into())
+            .ok()
+            .filter(js_sys::Array::is_array)
+            .map(|v| js_sys::Array::from(&v).iter().filter_map(|l| l.as_string()).collect())
+            .unwrap_or_default();
+        let error = text(&out, "error").unwrap_or_default();
+        match text(&out, "kind").as_deref() {
+            Some("syntax") => Err(SandboxError::Syntax(error)),
+            Some("done") => {
+                let paused = Reflect::get(&out, &"paused".into()).is_ok_and(|v| v.is_truthy());
+                let ok = Reflect::get(&out, &"ok".into()).is_ok_and(|v| v.is_truthy());
+                let result = if paused {
+                    Err(CallError::Paused.to_string())
+                } else if ok {
+                    let raw = text(&out, "result").unwrap_or_else(|| "null".into());
+                    Ok(serde_json::from_str(&raw).unwrap_or(Value::Null))
+                } else {
+                    Err(error)
+                };
+                Ok(SandboxOutcome { result, logs })
+            }
+            _ => Err(SandboxError::Crashed(error)),
+        }
+    }
+}
