@@ -9,6 +9,7 @@ pub mod model;
 pub mod net;
 pub mod platform;
 pub mod protocol;
+pub mod session;
 pub mod store;
 pub mod tools;
 pub mod turn;

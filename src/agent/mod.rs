@@ -117,6 +117,8 @@ pub struct Agent {
     rt: RefCell<Runtime>,
     workspace: Rc<Workspace>,
     mcp: Option<crate::mcp::McpClient>,
+    /// The context blocks and the compaction summary.
+    session: crate::session::Session,
 }
 
 impl Agent {
@@ -164,7 +166,21 @@ impl Agent {
         )
         .map_err(|e| crate::platform::log(&format!("think-rs: MCP is unavailable: {e}")))
         .ok();
+        let session = crate::session::Session::open(
+            deps.sql.clone(),
+            spec.context.clone(),
+            spec.token_counter.clone(),
+        )
+        .unwrap_or_else(|e| {
+            crate::platform::log(&format!("think-rs: the session context is unavailable: {e}"));
+            crate::session::Session::unopened(
+                deps.sql.clone(),
+                spec.context.clone(),
+                spec.token_counter.clone(),
+            )
+        });
         let agent = Rc::new(Self {
+            session,
             mcp,
             workspace,
             agent_kebab: crate::protocol::routing::camel_case_to_kebab_case(class_name),
@@ -219,6 +235,12 @@ impl Agent {
                 &json!({"prompts": [], "resources": [], "servers": {}, "tools": []}),
             )),
         }
+    }
+
+    /// The agent's context blocks, for the app to read and write them (`set`, `append`,
+    /// `get`, `remove`, `add_entry`, `search`).
+    pub fn session(&self) -> &crate::session::Session {
+        &self.session
     }
 
     /// The agent's workspace (its virtual filesystem), for Rust code and custom tools.
@@ -459,7 +481,8 @@ impl Agent {
         });
         let result = result
             .and_then(|_| self.streams()?.clear())
-            .and_then(|_| ledger::Ledger::new(self.deps.sql.as_ref()).clear());
+            .and_then(|_| ledger::Ledger::new(self.deps.sql.as_ref()).clear())
+            .and_then(|_| self.session.forget_summary());
         if let Err(e) = result {
             self.warn("clearing failed", e);
         }

@@ -10,6 +10,8 @@ use serde_json::{Map, Value};
 use crate::model::openai::OpenAiConfig;
 use crate::model::{Model, ModelMessage};
 use crate::net::NetPolicy;
+use crate::session::compact::DEFAULT_CONTEXT_WINDOW;
+use crate::session::{ContextBlock, TokenCounter};
 use crate::tools::approval::ApprovalPolicy;
 use crate::tools::workspace::bash::BashOptions;
 use crate::tools::{ToolRef, ToolSet};
@@ -179,6 +181,12 @@ pub struct AgentSpec {
     pub(crate) bash: Option<BashOptions>,
     /// What the agent may fetch on others' word (MCP server URLs, ...).
     pub(crate) net: NetPolicy,
+    /// The session's context blocks, in configuration order.
+    pub(crate) context: Vec<ContextBlock>,
+    /// The model's context window in tokens, which sets the compaction budget.
+    pub(crate) context_window: usize,
+    /// Counts tokens for block budgets and compaction; `None` uses Think's estimate.
+    pub(crate) token_counter: Option<TokenCounter>,
 }
 
 /// What happens to a message sent while a turn is running or queued (Think's
@@ -239,7 +247,30 @@ impl AgentSpec {
             message_concurrency: MessageConcurrency::Queue,
             bash: Some(BashOptions::default()),
             net: NetPolicy::default(),
+            context: Vec::new(),
+            context_window: DEFAULT_CONTEXT_WINDOW,
+            token_counter: None,
         }
+    }
+
+    /// Adds a context block to the system prompt (Think's `configureSession` blocks); the
+    /// context tools of its kind join the turns.
+    pub fn context(mut self, block: ContextBlock) -> Self {
+        self.context.retain(|b| b.label != block.label);
+        self.context.push(block);
+        self
+    }
+
+    /// The model's context window in tokens: the conversation is compacted past 75% of it.
+    pub fn context_window(mut self, tokens: usize) -> Self {
+        self.context_window = tokens.max(1);
+        self
+    }
+
+    /// Counts tokens with the app's tokenizer instead of `max(chars/4, words×1.3)`.
+    pub fn token_counter(mut self, counter: impl Fn(&str) -> usize + 'static) -> Self {
+        self.token_counter = Some(Rc::new(counter));
+        self
     }
 
     /// Lets URLs the agent did not configure itself (MCP servers added at run time) reach

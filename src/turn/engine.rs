@@ -5,8 +5,14 @@
 use futures::StreamExt;
 use serde_json::{json, Map, Value};
 
+use std::rc::Rc;
+
+use async_trait::async_trait;
+
 use super::abort::AbortSignal;
-use crate::model::{FinishReason, Model, ModelEvent, ModelMessage, ModelRequest, ModelToolCall};
+use crate::model::{
+    FinishReason, Model, ModelError, ModelEvent, ModelMessage, ModelRequest, ModelToolCall,
+};
 use crate::protocol::chunk;
 use crate::tools::schema::InputValidator;
 use crate::tools::{ToolContext, ToolRef, ToolSet};
@@ -43,6 +49,24 @@ pub struct TurnPlan {
     pub tool_choice: Option<String>,
     /// Makes approval request ids; the glue supplies random ones.
     pub new_id: Box<dyn Fn() -> String>,
+    /// The session's part in each model call (context blocks, compaction), if any.
+    pub context: Option<Rc<dyn StepContext>>,
+}
+
+/// What the session adds to each model call of a turn.
+#[async_trait(?Send)]
+pub trait StepContext {
+    /// The system prompt of this call: `base` and the context blocks as they are now, so
+    /// a write shows from the next call on.
+    fn system(&self, base: &str) -> String;
+    /// After a failed call: the shortened history to retry with when `error` says the
+    /// context is too long, or `None` to fail the turn. The turn retries at most once.
+    async fn on_model_error(
+        &self,
+        error: &ModelError,
+        system: &str,
+        messages: &[ModelMessage],
+    ) -> Option<Vec<ModelMessage>>;
 }
 
 /// How a turn ended.
@@ -98,22 +122,37 @@ pub async fn run(
 ) -> TurnOutcome {
     let definitions = plan.tools.definitions();
     let mut last_reason = FinishReason::Stop;
+    let mut retried = false;
     for step in 0..plan.max_steps.max(1) {
         if abort.is_aborted() {
             return TurnOutcome::Aborted;
         }
         sink.emit(chunk::start_step());
-        let request = ModelRequest {
-            system: plan.system.clone(),
+        let system = match &plan.context {
+            Some(c) => c.system(&plan.system),
+            None => plan.system.clone(),
+        };
+        let mut request = ModelRequest {
+            system,
             messages: plan.messages.clone(),
             tools: definitions.clone(),
             tool_choice: plan.tool_choice.clone(),
             ..Default::default()
         };
-        let mut stream = match abort.run(model.stream(&request)).await {
-            None => return TurnOutcome::Aborted,
-            Some(Err(e)) => return TurnOutcome::Failed(e.to_string()),
-            Some(Ok(s)) => s,
+        let mut stream = loop {
+            let e = match abort.run(model.stream(&request)).await {
+                None => return TurnOutcome::Aborted,
+                Some(Ok(s)) => break s,
+                Some(Err(e)) => e,
+            };
+            let shorter = match (&plan.context, retried) {
+                (Some(c), false) => c.on_model_error(&e, &request.system, &plan.messages).await,
+                _ => None,
+            };
+            let Some(messages) = shorter else { return TurnOutcome::Failed(e.to_string()) };
+            retried = true;
+            plan.messages = messages;
+            request.messages = plan.messages.clone();
         };
         let mut st = StepState::default();
         let mut calls: Vec<(usize, Call)> = Vec::new();
@@ -412,6 +451,7 @@ mod tests {
             max_steps: 10,
             tool_choice: None,
             new_id: Box::new(|| "approval_1".into()),
+            context: None,
         }
     }
 
