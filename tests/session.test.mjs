@@ -87,9 +87,13 @@ test("a 300-message conversation is sent compacted; the transcript keeps all 300
   await tab.turn(id, { timeout: 30000 });
   const seen = model.requests.slice(start);
   const summaries = seen.filter((b) => systemOf(b).startsWith(SUMMARY_START));
+  const turn = seen.filter(isTurn).at(-1);
   assert.ok(summaries.length >= 1, "the model was asked for a summary");
   assert.ok(summaries[0].messages.at(-1).content.includes("message 3:"), "the middle starts after the head");
-  const turn = seen.filter(isTurn).at(-1);
+  const flush = seen.find((b) => systemOf(b).startsWith(FLUSH_START));
+  assert.ok(flush, "the memory flush ran before the summary");
+  assert.deepEqual(toolNames(flush), ["set_context"]);
+  assert.ok(seen.indexOf(flush) < seen.indexOf(summaries[0]));
   const sent = turn.messages.filter((m) => m.role !== "system");
   assert.ok(sent.length < 100, `compacted: ${sent.length} messages sent`);
   assert.deepEqual(sent.slice(0, 3).map((m) => m.content), ["message 0: " + words, "message 1: " + words, "message 2: " + words], "head kept");
@@ -98,6 +102,23 @@ test("a 300-message conversation is sent compacted; the transcript keeps all 300
   const stored = await getMessages(worker.url, "long");
   assert.equal(stored.filter((m) => m.role === "user").length, 300, "the stored transcript keeps every message");
   assert.equal(stored.length, 301);
+  tab.close();
+});
+
+test("a context-length error from the provider compacts once and retries", async () => {
+  const tab = await connect(worker.host, "overflow");
+  const messages = Array.from({ length: 11 }, (_, i) => ({ id: `o-${i}`, role: "user", parts: [{ type: "text", text: `short ${i}` }] }));
+  model.push({ status: 400, message: "This model's maximum context length is 8192 tokens." });
+  const start = model.requests.length;
+  const { id } = tab.chat("short 11", { messages });
+  await tab.turn(id);
+  const turns = model.requests.slice(start).filter(isTurn);
+  assert.equal(turns.length, 2, "the failed call and one retry");
+  const retried = turns[1].messages.filter((m) => m.role !== "system");
+  assert.ok(retried.length < 12, `${retried.length} messages on the retry`);
+  assert.ok(retried[3].content.includes("SUMMARY-OF-THE-EARLIER-MESSAGES"), retried[3].content);
+  assert.equal(tab.chunks(id).filter((c) => c.type === "text-delta").map((c) => c.delta).join(""), "(fallback)");
+  assert.ok(!tab.responses(id).some((f) => f.error), "no error reached the tab");
   tab.close();
 });
 
