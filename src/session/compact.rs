@@ -14,7 +14,8 @@ use crate::store::{SqlValue, StoreError};
 use crate::tools::ToolContext;
 
 pub(super) const SCHEMA: &[&str] = &["CREATE TABLE IF NOT EXISTS think_context_summary \
-     (id INTEGER PRIMARY KEY CHECK (id = 1), covered INTEGER NOT NULL, summary TEXT NOT NULL)"];
+     (id INTEGER PRIMARY KEY CHECK (id = 1), covered INTEGER NOT NULL, fingerprint TEXT NOT NULL, \
+     summary TEXT NOT NULL)"];
 
 /// The context window assumed when the app names none (`THINK_CONTEXT_WINDOW`).
 pub const DEFAULT_CONTEXT_WINDOW: usize = 128_000;
@@ -96,10 +97,7 @@ pub fn plan_cut(
     tail_tokens: usize,
 ) -> Option<Cut> {
     let len = messages.len();
-    let mut head = HEAD_MESSAGES.min(len);
-    while head < len && is_tool_result(&messages[head]) {
-        head += 1;
-    }
+    let head = head_end(messages);
     let mut tail = len;
     let mut sum = 0;
     while tail > head {
@@ -124,11 +122,35 @@ impl Session {
     }
 }
 
+/// The end of the verbatim head: [`HEAD_MESSAGES`], and the results of its last calls.
+fn head_end(messages: &[ModelMessage]) -> usize {
+    let mut head = HEAD_MESSAGES.min(messages.len());
+    while head < messages.len() && is_tool_result(&messages[head]) {
+        head += 1;
+    }
+    head
+}
+
+/// FNV-1a (64 bit) over the messages' text, in hex.
+fn fingerprint(messages: &[ModelMessage]) -> String {
+    let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
+    for m in messages {
+        for b in message_text(m).bytes().chain([0]) {
+            hash ^= u64::from(b);
+            hash = hash.wrapping_mul(0x0100_0000_01b3);
+        }
+    }
+    format!("{hash:016x}")
+}
+
 /// The stored summary: it covers the messages from the head up to `covered`.
 #[derive(Debug, Clone, PartialEq)]
 pub struct StoredSummary {
     /// The end (exclusive) of the messages it covers.
     pub covered: usize,
+    /// A hash of the messages up to `covered`, so a summary of a history that changed since
+    /// (an edit, a regenerate) is not used.
+    pub fingerprint: String,
     /// Its text.
     pub summary: String,
 }
@@ -161,14 +183,15 @@ impl Compactor<'_> {
 
     /// The stored summary, if any.
     pub fn stored(&self) -> Result<Option<StoredSummary>, StoreError> {
-        let rows = self
-            .session
-            .sql()
-            .exec("SELECT covered, summary FROM think_context_summary WHERE id = 1", &[])?;
+        let rows = self.session.sql().exec(
+            "SELECT covered, fingerprint, summary FROM think_context_summary WHERE id = 1",
+            &[],
+        )?;
         Ok(rows.into_iter().next().and_then(|r| {
             let mut it = r.into_iter();
             Some(StoredSummary {
                 covered: it.next()?.as_i64()? as usize,
+                fingerprint: it.next()?.into_string()?,
                 summary: it.next()?.into_string()?,
             })
         }))
@@ -176,9 +199,14 @@ impl Compactor<'_> {
 
     fn store(&self, s: &StoredSummary) -> Result<(), StoreError> {
         self.session.sql().exec(
-            "INSERT INTO think_context_summary (id, covered, summary) VALUES (1, ?, ?) \
-             ON CONFLICT(id) DO UPDATE SET covered = excluded.covered, summary = excluded.summary",
-            &[SqlValue::Integer(s.covered as i64), s.summary.as_str().into()],
+            "INSERT INTO think_context_summary (id, covered, fingerprint, summary) VALUES (1, ?, ?, ?) \
+             ON CONFLICT(id) DO UPDATE SET covered = excluded.covered, \
+             fingerprint = excluded.fingerprint, summary = excluded.summary",
+            &[
+                SqlValue::Integer(s.covered as i64),
+                s.fingerprint.as_str().into(),
+                s.summary.as_str().into(),
+            ],
         )?;
         Ok(())
     }
@@ -194,29 +222,49 @@ impl Compactor<'_> {
         messages: &[ModelMessage],
         force: bool,
     ) -> Option<Vec<ModelMessage>> {
-        let total: usize = self.session.tokens(system)
-            + extra
-            + messages.iter().map(|m| self.tokens(m)).sum::<usize>();
-        if !force && total <= self.budget() {
+        let sum = |ms: &[ModelMessage]| ms.iter().map(|m| self.tokens(m)).sum::<usize>();
+        let fixed = self.session.tokens(system) + extra;
+        if !force && fixed + sum(messages) <= self.budget() {
             return Some(messages.to_vec());
         }
-        let tail_tokens = if force {
-            let current: usize = messages.iter().map(|m| self.tokens(m)).sum();
-            self.tail_tokens().min(current / 2)
-        } else {
-            self.tail_tokens()
-        };
-        let Some(cut) = plan_cut(messages, &|m| self.tokens(m), tail_tokens) else {
-            return (!force).then(|| messages.to_vec());
-        };
+        let head = head_end(messages);
         let mut stored = match self.stored() {
-            Ok(Some(s)) if s.covered > cut.head && s.covered <= cut.tail => Some(s),
+            Ok(Some(s))
+                if s.covered > head
+                    && s.covered <= messages.len()
+                    && s.fingerprint == fingerprint(&messages[..s.covered]) =>
+            {
+                Some(s)
+            }
             Ok(_) => None,
             Err(e) => {
                 crate::platform::log(&format!("think-rs: reading the summary failed: {e}"));
                 None
             }
         };
+        // While the stored summary and what follows it fit, they are sent as they are: the
+        // summary is extended only when the budget is passed again, not on every turn.
+        if let (false, Some(s)) = (force, &stored) {
+            let summary = summary_message(s.covered - head, &s.summary);
+            let reuse = fixed
+                + sum(&messages[..head])
+                + self.tokens(&summary)
+                + sum(&messages[s.covered..]);
+            if reuse <= self.budget() {
+                let mut out = messages[..head].to_vec();
+                out.push(summary);
+                out.extend_from_slice(&messages[s.covered..]);
+                return Some(out);
+            }
+        }
+        let tail_tokens =
+            if force { self.tail_tokens().min(sum(messages) / 2) } else { self.tail_tokens() };
+        let Some(cut) = plan_cut(messages, &|m| self.tokens(m), tail_tokens) else {
+            return (!force).then(|| messages.to_vec());
+        };
+        if stored.as_ref().is_some_and(|s| s.covered > cut.tail) {
+            stored = None;
+        }
         let from = stored.as_ref().map_or(cut.head, |s| s.covered);
         if from < cut.tail {
             self.flush_memory(&messages[from..cut.tail]).await;
@@ -235,7 +283,8 @@ impl Compactor<'_> {
             let previous = stored.as_ref().map(|s| s.summary.as_str());
             match self.summarize(previous, &messages[covered..end]).await {
                 Ok(summary) => {
-                    let s = StoredSummary { covered: end, summary };
+                    let fingerprint = fingerprint(&messages[..end]);
+                    let s = StoredSummary { covered: end, fingerprint, summary };
                     if let Err(e) = self.store(&s) {
                         crate::platform::log(&format!("think-rs: storing the summary failed: {e}"));
                     }

@@ -372,16 +372,31 @@ fn compaction_summarizes_the_middle_stores_it_and_extends_it() {
     assert_eq!(again, sent);
     assert_eq!(model.seen().len(), calls, "not recomputed");
 
+    // A little more: the stored summary and everything after it still fit, no model call.
+    let more = long_conversation(62);
+    let sent_more = block_on(c.prepare("sys", 0, &more, false)).unwrap();
+    assert_eq!(model.seen().len(), calls, "the summary is extended only past the budget");
+    assert_eq!(&sent_more[..4], &sent[..4]);
+    assert_eq!(&sent_more[4..], &more[stored.covered..], "everything after the summary, verbatim");
+
     // Grown: only the new middle is summarized, starting from the stored summary.
-    let grown = long_conversation(80);
+    let grown = long_conversation(100);
     let sent = block_on(c.prepare("sys", 0, &grown, false)).unwrap();
     assert!(model.seen().len() > calls);
-    let ModelMessage::User { content: asked } = &model.seen()[calls].messages[0] else { panic!() };
-    assert!(asked.starts_with("Previous summary:\nSUMMARY"), "{asked}");
+    let asked = compact::message_text(&model.seen()[calls].messages[0]);
+    assert!(asked.starts_with("user: Previous summary:\nSUMMARY"), "{asked}");
     assert!(!asked.contains("m3 "), "the old middle is not sent again");
     assert!(matches!(&sent[3], ModelMessage::User { content } if content.contains("SUMMARY")));
     assert_eq!(sent.last(), grown.last());
     assert!(c.stored().unwrap().unwrap().covered > stored.covered);
+
+    // An earlier message changed (an edit): the stored summary is not used.
+    let calls = model.seen().len();
+    let mut edited = grown.clone();
+    edited[5] = user(5, 3);
+    block_on(c.prepare("sys", 0, &edited, false)).unwrap();
+    let asked = compact::message_text(&model.seen()[calls].messages[0]);
+    assert!(asked.starts_with("user: Conversation excerpt:\n"), "summarized afresh: {asked}");
 }
 
 #[test]
