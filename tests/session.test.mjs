@@ -102,6 +102,16 @@ test("a 300-message conversation is sent compacted; the transcript keeps all 300
   const stored = await getMessages(worker.url, "long");
   assert.equal(stored.filter((m) => m.role === "user").length, 300, "the stored transcript keeps every message");
   assert.equal(stored.length, 301);
+
+  // The next turn uses the stored summary: no summary call, the same summary sent.
+  const next = model.requests.length;
+  const second = tab.chat("message 301: one more");
+  await tab.turn(second.id);
+  const later = model.requests.slice(next);
+  assert.equal(later.filter((b) => !isTurn(b)).length, 0, "the summary is stored, not recomputed");
+  const resent = later.at(-1).messages.filter((m) => m.role !== "system");
+  assert.equal(resent[3].content, sent[3].content);
+  assert.equal(resent.at(-1).content, "message 301: one more");
   tab.close();
 });
 
