@@ -482,7 +482,7 @@ impl Agent {
         let result = result
             .and_then(|_| self.streams()?.clear())
             .and_then(|_| ledger::Ledger::new(self.deps.sql.as_ref()).clear())
-            .and_then(|_| self.session.forget_summary());
+            .and_then(|_| self.session.forget_conversation());
         if let Err(e) = result {
             self.warn("clearing failed", e);
         }

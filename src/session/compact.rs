@@ -115,9 +115,11 @@ pub fn plan_cut(
 }
 
 impl Session {
-    /// Forgets the compaction summary, when the transcript it summarized was cleared.
-    pub fn forget_summary(&self) -> Result<(), StoreError> {
+    /// Forgets what belongs to the conversation (its compaction summary, the skills it
+    /// loaded) when the transcript is cleared; the blocks stay.
+    pub fn forget_conversation(&self) -> Result<(), StoreError> {
         self.sql().exec("DELETE FROM think_context_summary", &[])?;
+        self.sql().exec("DELETE FROM think_context_loaded", &[])?;
         Ok(())
     }
 }

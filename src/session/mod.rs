@@ -465,6 +465,19 @@ impl Session {
         Ok(content)
     }
 
+    /// The loaded skills, as `label:key`, in load order.
+    pub fn loaded(&self) -> Result<Vec<String>, SessionError> {
+        let rows =
+            self.sql.exec("SELECT label, key FROM think_context_loaded ORDER BY rowid", &[])?;
+        Ok(rows
+            .into_iter()
+            .filter_map(|r| {
+                let mut it = r.into_iter();
+                Some(format!("{}:{}", it.next()?.into_string()?, it.next()?.into_string()?))
+            })
+            .collect())
+    }
+
     /// Marks a loaded skill unloaded; false if it was not loaded.
     pub fn unload(&self, label: &str, key: &str) -> Result<bool, SessionError> {
         self.keyed_block(label, BlockKind::Skill)?;

@@ -215,7 +215,15 @@ fn unloading_replaces_the_earlier_load_in_what_the_model_is_sent() {
     );
     assert_eq!(call(&load, json!({"label": "docs", "key": "deploy"})), "LONG DEPLOY GUIDE");
     assert_eq!(call(&load, json!({"label": "docs", "key": "nope"})), "Not found: nope");
+    assert!(tool(&s, "unload_context")
+        .definition()
+        .description
+        .ends_with(" Currently loaded: docs:deploy."));
     let unloaded = call(&unload, json!({"label": "docs", "key": "deploy"}));
+    assert!(tool(&s, "unload_context")
+        .definition()
+        .description
+        .ends_with(" No skills currently loaded."));
     assert_eq!(unloaded, "Unloaded \"deploy\" from docs. Context reclaimed.");
     let mut tools = ToolSet::new();
     tools.add_layer(crate::tools::Layer::Context, context_tools(&s));
@@ -389,6 +397,11 @@ fn compaction_summarizes_the_middle_stores_it_and_extends_it() {
     assert!(matches!(&sent[3], ModelMessage::User { content } if content.contains("SUMMARY")));
     assert_eq!(sent.last(), grown.last());
     assert!(c.stored().unwrap().unwrap().covered > stored.covered);
+
+    // Clearing the chat forgets the summary.
+    s.forget_conversation().unwrap();
+    assert!(c.stored().unwrap().is_none());
+    block_on(c.prepare("sys", 0, &grown, false)).unwrap();
 
     // An earlier message changed (an edit): the stored summary is not used.
     let calls = model.seen().len();

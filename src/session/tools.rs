@@ -114,7 +114,7 @@ pub fn context_tools(session: &Session) -> Vec<ToolRef> {
         out.push(tool(
             Op::Unload,
             "unload_context",
-            "Unload a previously loaded skill to free context space. The skill remains available for re-loading.".into(),
+            unload_description(&session.loaded().unwrap_or_default()),
             schema("Skill key to unload"),
         ));
     }
@@ -138,6 +138,16 @@ pub fn context_tools(session: &Session) -> Vec<ToolRef> {
         ));
     }
     out
+}
+
+/// Think's `unload_context` description, which names what is loaded (`label:key`).
+fn unload_description(loaded: &[String]) -> String {
+    let base = "Unload a previously loaded skill to free context space. The skill remains available for re-loading.";
+    if loaded.is_empty() {
+        format!("{base} No skills currently loaded.")
+    } else {
+        format!("{base} Currently loaded: {}.", loaded.join(", "))
+    }
 }
 
 fn text(input: &Value, field: &str) -> String {
