@@ -60,6 +60,9 @@ test("set_context shows in the next model call's system prompt, and a restart ke
   const next = again.chat("What is my name?");
   await again.turn(next.id);
   assert.ok(systemOf(model.requests[before]).includes("The user's name is Ada."), "the block survived the restart");
+  const blocks = await again.client.call("getContext", []);
+  assert.deepEqual(blocks.map((b) => [b.label, b.type]), [["memory", "writable"], ["notes", "searchable"]]);
+  assert.equal(blocks[0].content, "The user's name is Ada.");
   again.close();
 });
 

@@ -437,10 +437,14 @@ impl Agent {
         }
     }
 
-    /// Calls a callable by name: the app's own first, then the built-in MCP ones.
+    /// Calls a callable by name: the app's own first, then the built-in ones (`getContext`,
+    /// MCP).
     pub async fn call(self: &Rc<Self>, method: &str, args: Vec<Value>) -> Result<Value, CallError> {
         if let Some(f) = self.spec.callables.get(method).cloned() {
             return f(args).await;
+        }
+        if method == "getContext" {
+            return self.session.snapshot().map_err(|e| CallError::Failed(e.to_string()));
         }
         match self.mcp_callable(method, &args).await {
             Some(result) => result,

@@ -531,6 +531,37 @@ impl Session {
         Ok(parts.join("\n\n"))
     }
 
+    /// Every block with its kind, budget, usage and content (entries' keys for keyed
+    /// blocks): the `getContext` callable's answer, for a client to show what the model keeps.
+    pub fn snapshot(&self) -> Result<serde_json::Value, SessionError> {
+        let mut out = Vec::new();
+        for b in self.blocks.iter() {
+            let kind = match b.kind {
+                BlockKind::Readonly => "readonly",
+                BlockKind::Writable => "writable",
+                BlockKind::Skill => "skill",
+                BlockKind::Searchable => "searchable",
+            };
+            let mut v = serde_json::json!({
+                "label": b.label, "description": b.description, "type": kind, "maxTokens": b.max_tokens,
+            });
+            match b.kind {
+                BlockKind::Readonly | BlockKind::Writable => {
+                    let content = self.get(&b.label)?;
+                    v["tokens"] = self.tokens(&content).into();
+                    v["content"] = content.into();
+                }
+                BlockKind::Skill | BlockKind::Searchable => {
+                    let keys: Vec<String> =
+                        self.entries(&b.label)?.into_iter().map(|(k, _)| k).collect();
+                    v["entries"] = keys.into();
+                }
+            }
+            out.push(v);
+        }
+        Ok(serde_json::Value::Array(out))
+    }
+
     /// `system` followed by the rendered blocks: what each model call is sent.
     pub fn system_prompt(&self, system: &str) -> String {
         match self.render() {

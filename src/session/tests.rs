@@ -110,6 +110,13 @@ fn the_prompt_renders_headers_in_a_stable_order_and_survives_a_reopen() {
     );
     assert_eq!(s.render().unwrap(), expected);
     assert!(s.system_prompt("You help.").starts_with("You help.\n\n"));
+    let snapshot = s.snapshot().unwrap();
+    assert_eq!(snapshot[0]["type"], "writable");
+    assert_eq!(
+        (snapshot[0]["tokens"].as_u64(), snapshot[0]["maxTokens"].as_u64()),
+        (Some(420), Some(1000))
+    );
+    assert_eq!(snapshot[2]["entries"], json!(["deploy"]));
     let reopened = Session::open(sql, blocks, None).unwrap();
     assert_eq!(reopened.render().unwrap(), expected, "blocks live in SQLite");
 }
