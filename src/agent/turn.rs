@@ -316,33 +316,17 @@ impl Agent {
         tools.add_layer(Layer::Context, crate::session::tools::context_tools(&self.session));
     }
 
-    /// The history the model is sent (compacted when it passes the budget) and the
-    /// session's part in each model call (the blocks in the system prompt, the retry after a
-    /// context-length error).
-    async fn session_step(
+    /// The session's part in each model call of a turn: the blocks in its system prompt,
+    /// the compaction of a history past the budget, the retry after a context-length error.
+    fn session_step(
         &self,
         model: &Rc<dyn crate::model::Model>,
-        ctx: &TurnContext,
-    ) -> (Vec<crate::model::ModelMessage>, Rc<dyn crate::turn::engine::StepContext>) {
-        let compactor = crate::session::compact::Compactor {
-            session: &self.session,
-            model: model.as_ref(),
-            context_window: self.spec.context_window,
-        };
-        let system = self.session.system_prompt(&ctx.system);
-        let tool_tokens = self
-            .session
-            .tokens(&serde_json::to_string(&ctx.tools.definitions()).unwrap_or_default());
-        let messages = compactor
-            .prepare(&system, tool_tokens, &ctx.messages, false)
-            .await
-            .unwrap_or_else(|| ctx.messages.clone());
-        let step = crate::session::compact::SessionStep {
+    ) -> Rc<dyn crate::turn::engine::StepContext> {
+        Rc::new(crate::session::compact::SessionStep {
             session: self.session.clone(),
             model: model.clone(),
             context_window: self.spec.context_window,
-        };
-        (messages, Rc::new(step))
+        })
     }
 
     /// Runs one turn: waits for its slot, streams it, persists the answer.
@@ -440,12 +424,11 @@ impl Agent {
             max_steps = cfg.max_steps.unwrap_or(max_steps);
             tool_choice = cfg.tool_choice;
         }
-        let (messages, context) = self.session_step(&model, &ctx).await;
         let clock = self.deps.clock.clone();
         let plan = TurnPlan {
-            context: Some(context),
+            context: Some(self.session_step(&model)),
             system: ctx.system,
-            messages,
+            messages: ctx.messages,
             tools: ctx.tools,
             max_steps,
             tool_choice,

@@ -11,7 +11,7 @@ use super::tools::context_tools;
 use super::{BlockKind, Session};
 use crate::model::{Model, ModelError, ModelEvent, ModelMessage, ModelRequest, ModelToolCall};
 use crate::store::{SqlValue, StoreError};
-use crate::tools::ToolContext;
+use crate::tools::{ToolContext, ToolDefinition};
 
 pub(super) const SCHEMA: &[&str] = &["CREATE TABLE IF NOT EXISTS think_context_summary \
      (id INTEGER PRIMARY KEY CHECK (id = 1), covered INTEGER NOT NULL, fingerprint TEXT NOT NULL, \
@@ -446,10 +446,33 @@ pub struct SessionStep {
     pub context_window: usize,
 }
 
+impl SessionStep {
+    fn compactor(&self) -> Compactor<'_> {
+        Compactor {
+            session: &self.session,
+            model: self.model.as_ref(),
+            context_window: self.context_window,
+        }
+    }
+}
+
 #[async_trait::async_trait(?Send)]
 impl crate::turn::engine::StepContext for SessionStep {
     fn system(&self, base: &str) -> String {
         self.session.system_prompt(base)
+    }
+
+    async fn prepare(
+        &self,
+        system: &str,
+        tools: &[ToolDefinition],
+        messages: &[ModelMessage],
+    ) -> Vec<ModelMessage> {
+        let tool_tokens = self.session.tokens(&serde_json::to_string(tools).unwrap_or_default());
+        self.compactor()
+            .prepare(system, tool_tokens, messages, false)
+            .await
+            .unwrap_or_else(|| messages.to_vec())
     }
 
     async fn on_model_error(
@@ -461,11 +484,6 @@ impl crate::turn::engine::StepContext for SessionStep {
         if !is_context_overflow(error) {
             return None;
         }
-        let compactor = Compactor {
-            session: &self.session,
-            model: self.model.as_ref(),
-            context_window: self.context_window,
-        };
-        compactor.prepare(system, 0, messages, true).await
+        self.compactor().prepare(system, 0, messages, true).await
     }
 }

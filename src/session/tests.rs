@@ -531,3 +531,63 @@ fn a_context_length_error_compacts_once_and_retries() {
     assert!(matches!(out, crate::turn::engine::TurnOutcome::Failed(_)));
     assert!(inner.seen().is_empty());
 }
+
+#[test]
+fn a_turn_whose_tool_results_pass_the_budget_is_compacted_at_its_next_call() {
+    let (_, s) = session(vec![]);
+    let inner = ScriptedModel::with_fallback(text("SUMMARY"));
+    let big_call = |id: &str| {
+        vec![
+            ModelEvent::ToolCallStart { index: 0, id: id.into(), name: "big".into() },
+            ModelEvent::ToolCallDelta { index: 0, arguments: "{}".into() },
+            ModelEvent::Finish { reason: FinishReason::ToolCalls, usage: None },
+        ]
+    };
+    inner.push([big_call("b1"), big_call("b2")]);
+    let model: Rc<dyn Model> = inner.clone();
+    let mut tools = ToolSet::new();
+    tools.add_layer(
+        crate::tools::Layer::Agent,
+        [Rc::new(crate::tools::DynamicTool::new(
+            "big",
+            "Big output",
+            json!({"type": "object"}),
+            |_, _| async { Ok(Value::String("x ".repeat(770))) },
+        )) as ToolRef],
+    );
+    let plan = crate::turn::engine::TurnPlan {
+        system: "sys".into(),
+        messages: long_conversation(3),
+        tools,
+        max_steps: 5,
+        tool_choice: None,
+        new_id: Box::new(|| "a".into()),
+        context: Some(Rc::new(SessionStep {
+            session: s.clone(),
+            model: model.clone(),
+            context_window: 2000,
+        })),
+    };
+    let approval = |_: &str, _: &Value| false;
+    let abort = crate::turn::abort::AbortSignal::default();
+    let out = block_on(crate::turn::engine::run(model.as_ref(), plan, &approval, &Sink, &abort));
+    assert_eq!(out, crate::turn::engine::TurnOutcome::Finished(FinishReason::Stop));
+    let seen = inner.seen();
+    let systems: Vec<&str> = seen.iter().map(|r| r.system.as_str()).collect();
+    assert_eq!(&systems[..2], ["sys", "sys"], "one big result still fits");
+    assert_eq!(seen[1].messages.len(), 8);
+    assert!(
+        systems[2..systems.len() - 1].iter().all(|s| *s == SUMMARY_PROMPT),
+        "the third call is compacted first"
+    );
+    assert_eq!(systems.last(), Some(&"sys"));
+    let last = &seen.last().unwrap().messages;
+    assert!(
+        matches!(&last[3], ModelMessage::User { content } if content.contains("SUMMARY")),
+        "{last:?}"
+    );
+    assert!(
+        matches!(last.last(), Some(ModelMessage::Tool { tool_call_id, .. }) if tool_call_id == "b2")
+    );
+    assert!(last.len() < 10, "{} messages", last.len());
+}

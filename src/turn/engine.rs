@@ -14,6 +14,7 @@ use crate::model::{
     FinishReason, Model, ModelError, ModelEvent, ModelMessage, ModelRequest, ModelToolCall,
 };
 use crate::protocol::chunk;
+use crate::tools::definition::ToolDefinition;
 use crate::tools::schema::InputValidator;
 use crate::tools::{ToolContext, ToolRef, ToolSet};
 
@@ -59,6 +60,14 @@ pub trait StepContext {
     /// The system prompt of this call: `base` and the context blocks as they are now, so
     /// a write shows from the next call on.
     fn system(&self, base: &str) -> String;
+    /// The history this call sends: `messages` itself while it fits the model's context,
+    /// else a compacted form (the turn keeps the full history for its next calls).
+    async fn prepare(
+        &self,
+        system: &str,
+        tools: &[ToolDefinition],
+        messages: &[ModelMessage],
+    ) -> Vec<ModelMessage>;
     /// After a failed call: the shortened history to retry with when `error` says the
     /// context is too long, or `None` to fail the turn. The turn retries at most once.
     async fn on_model_error(
@@ -132,9 +141,16 @@ pub async fn run(
             Some(c) => c.system(&plan.system),
             None => plan.system.clone(),
         };
+        let messages = match &plan.context {
+            Some(c) => match abort.run(c.prepare(&system, &definitions, &plan.messages)).await {
+                Some(m) => m,
+                None => return TurnOutcome::Aborted,
+            },
+            None => plan.messages.clone(),
+        };
         let mut request = ModelRequest {
             system,
-            messages: plan.messages.clone(),
+            messages,
             tools: definitions.clone(),
             tool_choice: plan.tool_choice.clone(),
             ..Default::default()
@@ -146,7 +162,7 @@ pub async fn run(
                 Some(Err(e)) => e,
             };
             let shorter = match (&plan.context, retried) {
-                (Some(c), false) => c.on_model_error(&e, &request.system, &plan.messages).await,
+                (Some(c), false) => c.on_model_error(&e, &request.system, &request.messages).await,
                 _ => None,
             };
             let Some(messages) = shorter else { return TurnOutcome::Failed(e.to_string()) };
