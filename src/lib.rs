@@ -10,6 +10,7 @@ pub mod model;
 pub mod net;
 pub mod platform;
 pub mod protocol;
+pub mod session;
 pub mod skills;
 pub mod store;
 pub mod tools;

@@ -230,7 +230,7 @@ test("THINK_BASH=false removes the tool", async () => {
   const tab = await connect(w.host, "bash-off");
   const [r] = await runTools(tab, ["bash", { script: "echo hi > /hi.txt" }]);
   const names = model.requests.at(-2).tools.map((t) => t.function.name);
-  assert.deepEqual(names, ["read", "write", "edit", "list", "find", "grep", "delete", "execute"]);
+  assert.deepEqual(names, ["read", "write", "edit", "list", "find", "grep", "delete", "execute", "set_context"], "the default memory block brings set_context");
   assert.equal(r.type, "tool-input-error", "an unknown tool cannot run");
   assert.match(r.error, /bash/);
 });

@@ -123,6 +123,8 @@ pub struct Agent {
     skills: crate::skills::Skills,
     /// The Code Mode runtime, when `execute` is enabled and a sandbox exists.
     codemode: Option<Rc<crate::codemode::CodeMode>>,
+    /// The context blocks and the compaction summary.
+    session: crate::session::Session,
 }
 
 impl Agent {
@@ -164,10 +166,24 @@ impl Agent {
         )
         .map_err(|e| crate::platform::log(&format!("think-rs: MCP is unavailable: {e}")))
         .ok();
+        let session = crate::session::Session::open(
+            deps.sql.clone(),
+            spec.context.clone(),
+            spec.token_counter.clone(),
+        )
+        .unwrap_or_else(|e| {
+            crate::platform::log(&format!("think-rs: the session context is unavailable: {e}"));
+            crate::session::Session::unopened(
+                deps.sql.clone(),
+                spec.context.clone(),
+                spec.token_counter.clone(),
+            )
+        });
         let codemode = codemode::runtime(&spec, &deps);
         let agent = Rc::new(Self {
             skills: crate::skills::Skills::new(spec.skills.clone()),
             codemode,
+            session,
             mcp,
             workspace,
             agent_kebab: crate::protocol::routing::camel_case_to_kebab_case(class_name),
@@ -232,6 +248,12 @@ impl Agent {
                 &json!({"prompts": [], "resources": [], "servers": {}, "tools": []}),
             )),
         }
+    }
+
+    /// The agent's context blocks, for the app to read and write them (`set`, `append`,
+    /// `get`, `remove`, `add_entry`, `search`).
+    pub fn session(&self) -> &crate::session::Session {
+        &self.session
     }
 
     /// The agent's workspace (its virtual filesystem), for Rust code and custom tools.
@@ -436,7 +458,8 @@ impl Agent {
         serde_json::to_value(&catalog.reports).unwrap_or(Value::Null)
     }
 
-    /// Calls a callable by name: the app's own first, then the built-in `skills` and MCP ones.
+    /// Calls a callable by name: the app's own first, then the built-in ones (`skills`,
+    /// `getContext`, Code Mode's, MCP's).
     pub async fn call(self: &Rc<Self>, method: &str, args: Vec<Value>) -> Result<Value, CallError> {
         if let Some(f) = self.spec.callables.get(method).cloned() {
             return f(args).await;
@@ -446,6 +469,9 @@ impl Agent {
         }
         if let Some(result) = self.codemode_callable(method, &args).await {
             return result;
+        }
+        if method == "getContext" {
+            return self.session.snapshot().map_err(|e| CallError::Failed(e.to_string()));
         }
         match self.mcp_callable(method, &args).await {
             Some(result) => result,
@@ -486,7 +512,8 @@ impl Agent {
         });
         let result = result
             .and_then(|_| self.streams()?.clear())
-            .and_then(|_| ledger::Ledger::new(self.deps.sql.as_ref()).clear());
+            .and_then(|_| ledger::Ledger::new(self.deps.sql.as_ref()).clear())
+            .and_then(|_| self.session.forget_conversation());
         if let Err(e) = result {
             self.warn("clearing failed", e);
         }

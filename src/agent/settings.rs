@@ -19,6 +19,9 @@
 //! - `THINK_WAIT_FOR_MCP_CONNECTIONS`: `true` (Think's 10 s), a number of ms, or off;
 //! - `THINK_ALLOW_PRIVATE_NETWORK`: `true` lets run-time URLs reach private addresses;
 //! - `THINK_SKILLS_DIR`: the workspace folder of skills (an absolute path; `/skills`).
+//! - `THINK_CONTEXT`: the context blocks, a JSON array `[{label, description?, type,
+//!   maxTokens?, content?}]` (default: one writable `memory` block; `[]`: none);
+//! - `THINK_CONTEXT_WINDOW`: the model's context window in tokens (default 128000).
 //!
 //! A value that cannot be read is ignored with a logged reason, and the default applies, so a
 //! typo never stops the agent from starting.
@@ -28,6 +31,8 @@ use std::rc::Rc;
 use super::spec::{AgentSpec, MessageConcurrency, ModelChoice, DEFAULT_MCP_WAIT_MS};
 use crate::model::anthropic::AnthropicConfig;
 use crate::model::workers_ai::{AiBinding, DEFAULT_WORKERS_AI_MODEL};
+use crate::session::compact::DEFAULT_CONTEXT_WINDOW;
+use crate::session::{parse_blocks, DEFAULT_CONTEXT};
 use crate::tools::approval::ApprovalPolicy;
 use crate::tools::workspace::bash::BashOptions;
 
@@ -131,8 +136,26 @@ pub fn read_settings_and_ai(
             crate::skills::DEFAULT_SKILLS_DIR.to_owned()
         }
     };
-    let spec = AgentSpec::new(model)
-        .skills_dir(skills_dir)
+    let context = get("THINK_CONTEXT").filter(|v| !v.trim().is_empty());
+    let blocks = parse_blocks(context.as_deref().unwrap_or(DEFAULT_CONTEXT)).unwrap_or_else(|e| {
+        ignore("THINK_CONTEXT", e.to_string());
+        parse_blocks(DEFAULT_CONTEXT).unwrap_or_default()
+    });
+    let window = match get("THINK_CONTEXT_WINDOW").as_deref().map(str::trim) {
+        None | Some("") => DEFAULT_CONTEXT_WINDOW,
+        Some(v) => match v.parse::<usize>() {
+            Ok(n) if n > 0 => n,
+            _ => {
+                ignore("THINK_CONTEXT_WINDOW", format!("expected a number of tokens, not {v:?}"));
+                DEFAULT_CONTEXT_WINDOW
+            }
+        },
+    };
+    let mut spec = AgentSpec::new(model).context_window(window).skills_dir(skills_dir);
+    for block in blocks {
+        spec = spec.context(block);
+    }
+    let spec = spec
         .approval(approval)
         .wait_for_mcp_connections(mcp_wait)
         .message_concurrency(concurrency)
@@ -227,6 +250,7 @@ fn model_choice(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::session::BlockKind;
     use serde_json::json;
     use std::collections::HashMap;
 
@@ -332,6 +356,45 @@ mod tests {
         assert_eq!(spec.bash, Some(BashOptions::default()));
         assert!(!spec.net.allow_private);
         assert!(spec.net.allow_loopback);
+        assert_eq!(spec.context_window, DEFAULT_CONTEXT_WINDOW);
+        assert_eq!(spec.context.len(), 1, "the default memory block");
+        let memory = &spec.context[0];
+        assert_eq!(
+            (memory.label.as_str(), memory.kind, memory.max_tokens),
+            ("memory", BlockKind::Writable, Some(2000))
+        );
+    }
+
+    #[test]
+    fn context_blocks() {
+        let (spec, errors) = read(&[("THINK_CONTEXT", "[]")]);
+        assert!(spec.context.is_empty() && errors.is_empty());
+        let (spec, _) = read(&[(
+            "THINK_CONTEXT",
+            r#"[{"label":"rules","type":"readonly","content":"Be brief."},{"label":"notes","type":"searchable"}]"#,
+        )]);
+        assert_eq!(spec.context.len(), 2);
+        assert_eq!(spec.context[0].content.as_deref(), Some("Be brief."));
+        assert_eq!(spec.context[1].kind, BlockKind::Searchable);
+        for bad in [
+            r#"[{"label":"x","type":"magic"}]"#,
+            "{",
+            r#"[{"label":"a","type":"writable"},{"label":"a","type":"skill"}]"#,
+        ] {
+            let (spec, errors) = read(&[("THINK_CONTEXT", bad)]);
+            assert_eq!(errors[0].name, "THINK_CONTEXT", "{bad}");
+            assert_eq!(spec.context[0].label, "memory", "the default applies");
+        }
+    }
+
+    #[test]
+    fn context_window() {
+        let window = |v: &str| read(&[("THINK_CONTEXT_WINDOW", v)]).0.context_window;
+        assert_eq!(window("4000"), 4000);
+        assert_eq!(window(""), DEFAULT_CONTEXT_WINDOW);
+        assert_eq!(window("big"), DEFAULT_CONTEXT_WINDOW);
+        assert_eq!(window("0"), DEFAULT_CONTEXT_WINDOW);
+        assert_eq!(ignored(&[("THINK_CONTEXT_WINDOW", "big")]), ["THINK_CONTEXT_WINDOW"]);
     }
 
     #[test]

@@ -14,6 +14,8 @@ use crate::model::workers_ai::{AiBinding, WorkersAiModel};
 use crate::model::{Model, ModelMessage};
 use crate::net::NetPolicy;
 use crate::platform::{Clock, HttpClient};
+use crate::session::compact::DEFAULT_CONTEXT_WINDOW;
+use crate::session::{ContextBlock, TokenCounter};
 use crate::skills::{Skill, SkillsConfig};
 use crate::tools::approval::ApprovalPolicy;
 use crate::tools::workspace::bash::BashOptions;
@@ -217,6 +219,12 @@ pub struct AgentSpec {
     pub(crate) skills: SkillsConfig,
     /// The `execute` tool's limits; `None` removes it (`THINK_EXECUTE=false`).
     pub(crate) execute: Option<crate::codemode::ExecuteOptions>,
+    /// The session's context blocks, in configuration order.
+    pub(crate) context: Vec<ContextBlock>,
+    /// The model's context window in tokens, which sets the compaction budget.
+    pub(crate) context_window: usize,
+    /// Counts tokens for block budgets and compaction; `None` uses Think's estimate.
+    pub(crate) token_counter: Option<TokenCounter>,
 }
 
 /// What happens to a message sent while a turn is running or queued (Think's
@@ -279,6 +287,9 @@ impl AgentSpec {
             net: NetPolicy::default(),
             skills: SkillsConfig::default(),
             execute: Some(crate::codemode::ExecuteOptions::default()),
+            context: Vec::new(),
+            context_window: DEFAULT_CONTEXT_WINDOW,
+            token_counter: None,
         }
     }
 
@@ -298,6 +309,26 @@ impl AgentSpec {
     /// The workspace folder holding one folder per skill (default `/skills`).
     pub fn skills_dir(mut self, dir: impl Into<String>) -> Self {
         self.skills.dir = dir.into();
+        self
+    }
+
+    /// Adds a context block to the system prompt (Think's `configureSession` blocks); the
+    /// context tools of its kind join the turns.
+    pub fn context(mut self, block: ContextBlock) -> Self {
+        self.context.retain(|b| b.label != block.label);
+        self.context.push(block);
+        self
+    }
+
+    /// The model's context window in tokens: the conversation is compacted past 75% of it.
+    pub fn context_window(mut self, tokens: usize) -> Self {
+        self.context_window = tokens.max(1);
+        self
+    }
+
+    /// Counts tokens with the app's tokenizer instead of `max(chars/4, words×1.3)`.
+    pub fn token_counter(mut self, counter: impl Fn(&str) -> usize + 'static) -> Self {
+        self.token_counter = Some(Rc::new(counter));
         self
     }
 

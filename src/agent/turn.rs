@@ -266,6 +266,7 @@ impl Agent {
             tools.add_layer(Layer::Workspace, workspace_tools(self.workspace.clone(), options));
         }
         tools.add_layer(Layer::Agent, self.spec.tools.iter().cloned());
+        self.add_context_tools(&mut tools);
         let (schemas, executor) = match rpc {
             Some(r) => (r.client_tools.clone(), r.executor.clone()),
             None => (self.client_tools(), None),
@@ -316,6 +317,24 @@ impl Agent {
             tools.add_layer(Layer::Agent, [LedgeredTool::wrap(execute, sql, now)]);
         }
         tools
+    }
+
+    /// Layer 4 of the merge: the context tools the session's blocks call for.
+    fn add_context_tools(&self, tools: &mut ToolSet) {
+        tools.add_layer(Layer::Context, crate::session::tools::context_tools(&self.session));
+    }
+
+    /// The session's part in each model call of a turn: the blocks in its system prompt,
+    /// the compaction of a history past the budget, the retry after a context-length error.
+    fn session_step(
+        &self,
+        model: &Rc<dyn crate::model::Model>,
+    ) -> Rc<dyn crate::turn::engine::StepContext> {
+        Rc::new(crate::session::compact::SessionStep {
+            session: self.session.clone(),
+            model: model.clone(),
+            context_window: self.spec.context_window,
+        })
     }
 
     /// Runs one turn: waits for its slot, streams it, persists the answer.
@@ -417,6 +436,7 @@ impl Agent {
         }
         let clock = self.deps.clock.clone();
         let plan = TurnPlan {
+            context: Some(self.session_step(&model)),
             system: ctx.system,
             messages: ctx.messages,
             tools: ctx.tools,

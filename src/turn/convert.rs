@@ -2,6 +2,8 @@
 //! SDK's `convertToModelMessages` with `ignoreIncompleteToolCalls`: each step of an assistant
 //! message becomes an assistant message with its tool calls, followed by their results.
 
+use std::collections::HashSet;
+
 use serde_json::Value;
 
 use crate::model::{ModelMessage, ModelToolCall};
@@ -14,13 +16,16 @@ use crate::tools::ToolSet;
 pub const DENIED_TEXT: &str = "The user denied this tool call.";
 
 /// Converts `messages`; `tools` supplies each tool's model view of its output.
+/// A `load_context` result whose skill a later `unload_context` unloaded becomes a short
+/// placeholder, so the context is reclaimed while the transcript keeps it.
 pub fn to_model_messages(messages: &[UIMessage], tools: &ToolSet) -> Vec<ModelMessage> {
+    let unloaded = crate::session::tools::unloaded_loads(messages);
     let mut out = Vec::new();
     for m in messages {
         match m.role {
             Role::User => out.push(ModelMessage::User { content: user_text(&m.parts) }),
             Role::System => out.push(ModelMessage::System { content: user_text(&m.parts) }),
-            Role::Assistant => assistant(&m.parts, tools, &mut out),
+            Role::Assistant => assistant(&m.parts, tools, &unloaded, &mut out),
         }
     }
     out
@@ -53,14 +58,19 @@ struct Step {
     results: Vec<ModelMessage>,
 }
 
-fn assistant(parts: &[Value], tools: &ToolSet, out: &mut Vec<ModelMessage>) {
+fn assistant(
+    parts: &[Value],
+    tools: &ToolSet,
+    unloaded: &HashSet<String>,
+    out: &mut Vec<ModelMessage>,
+) {
     let mut step = Step { text: String::new(), calls: Vec::new(), results: Vec::new() };
     for p in parts {
         match part_type(p) {
             Some("step-start") => flush(&mut step, out),
             Some("text") => step.text.push_str(p.get("text").and_then(Value::as_str).unwrap_or("")),
             _ => {
-                if let Some((call, result)) = tool_exchange(p, tools) {
+                if let Some((call, result)) = tool_exchange(p, tools, unloaded) {
                     step.calls.push(call);
                     step.results.push(result);
                 }
@@ -82,10 +92,18 @@ fn flush(step: &mut Step, out: &mut Vec<ModelMessage>) {
 }
 
 /// The call and its result for a settled tool part; `None` for text, data and unsettled calls.
-fn tool_exchange(part: &Value, tools: &ToolSet) -> Option<(ModelToolCall, ModelMessage)> {
+fn tool_exchange(
+    part: &Value,
+    tools: &ToolSet,
+    unloaded: &HashSet<String>,
+) -> Option<(ModelToolCall, ModelMessage)> {
     let id = tool_call_id_of(part)?;
     let name = tool_name_of(part)?;
     let content = match state_of(part)? {
+        "output-available" if unloaded.contains(id) => {
+            let key = part.pointer("/input/key").and_then(Value::as_str).unwrap_or("");
+            crate::session::tools::unloaded_placeholder(key)
+        }
         "output-available" => {
             let output = part.get("output").cloned().unwrap_or(Value::Null);
             match tools.get(name) {

@@ -5,9 +5,16 @@
 use futures::StreamExt;
 use serde_json::{json, Map, Value};
 
+use std::rc::Rc;
+
+use async_trait::async_trait;
+
 use super::abort::AbortSignal;
-use crate::model::{FinishReason, Model, ModelEvent, ModelMessage, ModelRequest, ModelToolCall};
+use crate::model::{
+    FinishReason, Model, ModelError, ModelEvent, ModelMessage, ModelRequest, ModelToolCall,
+};
 use crate::protocol::chunk;
+use crate::tools::definition::ToolDefinition;
 use crate::tools::schema::InputValidator;
 use crate::tools::{ToolContext, ToolRef, ToolSet};
 
@@ -49,6 +56,32 @@ pub struct TurnPlan {
     pub tool_choice: Option<String>,
     /// Makes approval request ids; the glue supplies random ones.
     pub new_id: Box<dyn Fn() -> String>,
+    /// The session's part in each model call (context blocks, compaction), if any.
+    pub context: Option<Rc<dyn StepContext>>,
+}
+
+/// What the session adds to each model call of a turn.
+#[async_trait(?Send)]
+pub trait StepContext {
+    /// The system prompt of this call: `base` and the context blocks as they are now, so
+    /// a write shows from the next call on.
+    fn system(&self, base: &str) -> String;
+    /// The history this call sends: `messages` itself while it fits the model's context,
+    /// else a compacted form (the turn keeps the full history for its next calls).
+    async fn prepare(
+        &self,
+        system: &str,
+        tools: &[ToolDefinition],
+        messages: &[ModelMessage],
+    ) -> Vec<ModelMessage>;
+    /// After a failed call: the shortened history to retry with when `error` says the
+    /// context is too long, or `None` to fail the turn. The turn retries at most once.
+    async fn on_model_error(
+        &self,
+        error: &ModelError,
+        system: &str,
+        messages: &[ModelMessage],
+    ) -> Option<Vec<ModelMessage>>;
 }
 
 /// How a turn ended.
@@ -108,26 +141,50 @@ pub async fn run(
 ) -> TurnOutcome {
     let definitions = plan.tools.definitions();
     let mut last_reason = FinishReason::Stop;
+    let mut retried = false;
     for step in 0..plan.max_steps.max(1) {
         if abort.is_aborted() {
             return TurnOutcome::Aborted;
         }
         sink.emit(chunk::start_step());
-        // The history is lent to the request, not copied: it can hold a large tool argument.
-        let request = ModelRequest {
-            system: plan.system.clone(),
-            messages: std::mem::take(&mut plan.messages),
+        let system = match &plan.context {
+            Some(c) => c.system(&plan.system),
+            None => plan.system.clone(),
+        };
+        let messages = match &plan.context {
+            Some(c) => match abort.run(c.prepare(&system, &definitions, &plan.messages)).await {
+                Some(m) => m,
+                None => return TurnOutcome::Aborted,
+            },
+            // Without a session the history is lent to the request, not copied: it can hold a
+            // large tool argument. It is given back once the stream has started.
+            None => std::mem::take(&mut plan.messages),
+        };
+        let mut request = ModelRequest {
+            system,
+            messages,
             tools: definitions.clone(),
             tool_choice: plan.tool_choice.clone(),
             ..Default::default()
         };
-        let started = abort.run(model.stream(&request)).await;
-        plan.messages = request.messages;
-        let mut stream = match started {
-            None => return TurnOutcome::Aborted,
-            Some(Err(e)) => return TurnOutcome::Failed(e.to_string()),
-            Some(Ok(s)) => s,
+        let mut stream = loop {
+            let e = match abort.run(model.stream(&request)).await {
+                None => return TurnOutcome::Aborted,
+                Some(Ok(s)) => break s,
+                Some(Err(e)) => e,
+            };
+            let shorter = match (&plan.context, retried) {
+                (Some(c), false) => c.on_model_error(&e, &request.system, &request.messages).await,
+                _ => None,
+            };
+            let Some(messages) = shorter else { return TurnOutcome::Failed(e.to_string()) };
+            retried = true;
+            plan.messages = messages;
+            request.messages = plan.messages.clone();
         };
+        if plan.context.is_none() {
+            plan.messages = std::mem::take(&mut request.messages);
+        }
         let mut st = StepState::default();
         let mut calls: Vec<(usize, Call)> = Vec::new();
         let mut reason = None;
@@ -453,6 +510,7 @@ mod tests {
             max_steps: 10,
             tool_choice: None,
             new_id: Box::new(|| "approval_1".into()),
+            context: None,
         }
     }
 

@@ -1,0 +1,257 @@
+//! The context tools (layer 4 of the merge): `set_context`, `load_context`,
+//! `unload_context` and `search_context`, each offered only when a block of its kind exists.
+//! Their results are plain strings, as in Think; a failure is an `Error: …` string.
+
+use std::collections::HashSet;
+
+use async_trait::async_trait;
+use serde_json::{json, Value};
+
+use super::{entry_key, BlockKind, Session, SessionError};
+use crate::protocol::message::{state_of, tool_call_id_of, tool_name_of, UIMessage};
+use crate::tools::{ModelOutput, Tool, ToolContext, ToolDefinition, ToolError, ToolRef};
+
+/// What the model is sent instead of a skill's content once it unloaded it.
+pub fn unloaded_placeholder(key: &str) -> String {
+    format!("[skill unloaded: {key}]")
+}
+
+#[derive(Clone, Copy)]
+enum Op {
+    Set,
+    Load,
+    Unload,
+    Search,
+}
+
+/// One context tool over the session.
+struct ContextTool {
+    op: Op,
+    session: Session,
+    definition: ToolDefinition,
+}
+
+/// The context tools the session's blocks call for (none without blocks).
+pub fn context_tools(session: &Session) -> Vec<ToolRef> {
+    let mut out: Vec<ToolRef> = Vec::new();
+    let described = |kinds: &[BlockKind]| -> Vec<String> {
+        session
+            .blocks()
+            .iter()
+            .filter(|b| kinds.contains(&b.kind))
+            .map(|b| {
+                format!(
+                    "- \"{}\" ({}): {}",
+                    b.label,
+                    b.kind.tag(),
+                    b.description.as_deref().unwrap_or("no description")
+                )
+            })
+            .collect()
+    };
+    let writable = session.labels(&[BlockKind::Writable, BlockKind::Searchable]);
+    let skills = session.labels(&[BlockKind::Skill]);
+    let searchable = session.labels(&[BlockKind::Searchable]);
+    let tool = |op, name: &str, description: String, input_schema: Value| -> ToolRef {
+        std::rc::Rc::new(ContextTool {
+            op,
+            session: session.clone(),
+            definition: ToolDefinition {
+                name: name.to_owned(),
+                description,
+                input_schema,
+                output_schema: None,
+            },
+        })
+    };
+    if !writable.is_empty() {
+        let mut properties = json!({
+            "label": {"type": "string", "enum": writable, "description": "Block label to write to"},
+            "content": {"type": "string", "description": "The main content to write to the block."},
+            "action": {"type": "string", "enum": ["replace", "append"], "description": "replace (default) or append"}
+        });
+        if !searchable.is_empty() {
+            properties["metadata"] = json!({
+                "type": "object",
+                "description": "Optional metadata for entries of searchable blocks. The title is a stable identifier: entries with the same title are updated in place.",
+                "properties": {
+                    "title": {"type": "string", "description": "Short title, the entry's key."},
+                    "description": {"type": "string", "description": "One-line summary of the entry."}
+                }
+            });
+        }
+        out.push(tool(
+            Op::Set,
+            "set_context",
+            format!(
+                "Write to a context block. Available blocks:\n{}\n\nWrites are durable and persist across sessions.",
+                described(&[BlockKind::Writable, BlockKind::Searchable]).join("\n")
+            ),
+            json!({"type": "object", "properties": properties, "required": ["label", "content"]}),
+        ));
+    }
+    if !skills.is_empty() {
+        let quoted: Vec<String> = skills.iter().map(|l| format!("\"{l}\"")).collect();
+        let schema = |what: &str| {
+            json!({
+                "type": "object",
+                "properties": {
+                    "label": {"type": "string", "enum": skills, "description": "Skill block label"},
+                    "key": {"type": "string", "description": what}
+                },
+                "required": ["label", "key"]
+            })
+        };
+        out.push(tool(
+            Op::Load,
+            "load_context",
+            format!(
+                "Load a document from a skill block by key. Available skill blocks: {}. Check the system prompt for available keys.",
+                quoted.join(", ")
+            ),
+            schema("Skill key to load"),
+        ));
+        out.push(tool(
+            Op::Unload,
+            "unload_context",
+            unload_description(&session.loaded().unwrap_or_default()),
+            schema("Skill key to unload"),
+        ));
+    }
+    if !searchable.is_empty() {
+        let quoted: Vec<String> = searchable.iter().map(|l| format!("\"{l}\"")).collect();
+        out.push(tool(
+            Op::Search,
+            "search_context",
+            format!(
+                "Search for information in a searchable context block. ONLY these blocks are searchable: {}. Other blocks cannot be searched.",
+                quoted.join(", ")
+            ),
+            json!({
+                "type": "object",
+                "properties": {
+                    "label": {"type": "string", "enum": searchable, "description": "Searchable block label"},
+                    "query": {"type": "string", "description": "Search query"}
+                },
+                "required": ["label", "query"]
+            }),
+        ));
+    }
+    out
+}
+
+/// Think's `unload_context` description, which names what is loaded (`label:key`).
+fn unload_description(loaded: &[String]) -> String {
+    let base = "Unload a previously loaded skill to free context space. The skill remains available for re-loading.";
+    if loaded.is_empty() {
+        format!("{base} No skills currently loaded.")
+    } else {
+        format!("{base} Currently loaded: {}.", loaded.join(", "))
+    }
+}
+
+fn text(input: &Value, field: &str) -> String {
+    input.get(field).and_then(Value::as_str).unwrap_or("").to_owned()
+}
+
+impl ContextTool {
+    fn run(&self, input: &Value) -> Result<String, SessionError> {
+        let s = &self.session;
+        let label = text(input, "label");
+        match self.op {
+            Op::Set => {
+                let content = text(input, "content");
+                let kind = s.block(&label)?.kind;
+                if kind == BlockKind::Searchable {
+                    let title = input.pointer("/metadata/title").and_then(Value::as_str);
+                    let description =
+                        input.pointer("/metadata/description").and_then(Value::as_str);
+                    let key = entry_key(title, &content);
+                    s.add_entry(&label, &key, &content, description.or(title))?;
+                    return Ok(format!("Indexed \"{key}\" in {label}."));
+                }
+                if kind != BlockKind::Writable {
+                    return Err(SessionError::WrongKind { label, expected: "writable" });
+                }
+                let usage = match input.get("action").and_then(Value::as_str) {
+                    Some("append") => s.append(&label, &content)?,
+                    _ => s.set(&label, &content)?,
+                };
+                Ok(format!("Written to {label}. Usage: {}", usage.describe()))
+            }
+            Op::Load => {
+                let key = text(input, "key");
+                Ok(s.load(&label, &key)?.unwrap_or_else(|| format!("Not found: {key}")))
+            }
+            Op::Unload => {
+                let key = text(input, "key");
+                Ok(if s.unload(&label, &key)? {
+                    format!("Unloaded \"{key}\" from {label}. Context reclaimed.")
+                } else {
+                    format!("Skill \"{key}\" is not currently loaded in \"{label}\".")
+                })
+            }
+            Op::Search => {
+                let hits = s.search(&label, &text(input, "query"))?;
+                if hits.is_empty() {
+                    return Ok("No results found.".into());
+                }
+                Ok(hits
+                    .iter()
+                    .map(|h| format!("[{}]\n{}", h.key, h.content))
+                    .collect::<Vec<_>>()
+                    .join("\n\n"))
+            }
+        }
+    }
+}
+
+#[async_trait(?Send)]
+impl Tool for ContextTool {
+    fn definition(&self) -> &ToolDefinition {
+        &self.definition
+    }
+
+    async fn execute(&self, input: Value, _ctx: &ToolContext) -> Result<Value, ToolError> {
+        Ok(Value::String(self.run(&input).unwrap_or_else(|e| format!("Error: {e}"))))
+    }
+
+    fn model_output(&self, output: &Value) -> ModelOutput {
+        match output {
+            Value::String(s) => ModelOutput::Text(s.clone()),
+            other => ModelOutput::Json(other.clone()),
+        }
+    }
+}
+
+/// The `load_context` calls of the transcript whose skill a later `unload_context` unloaded:
+/// the model is sent a placeholder for their results (the transcript itself is kept).
+pub fn unloaded_loads(messages: &[UIMessage]) -> HashSet<String> {
+    let mut loads: Vec<(String, String, String)> = Vec::new();
+    let mut unloaded = HashSet::new();
+    for part in messages.iter().flat_map(|m| &m.parts) {
+        if state_of(part) != Some("output-available") {
+            continue;
+        }
+        let (Some(name), Some(id)) = (tool_name_of(part), tool_call_id_of(part)) else { continue };
+        let field = |f: &str| part.pointer(&format!("/input/{f}")).and_then(Value::as_str);
+        let (Some(label), Some(key)) = (field("label"), field("key")) else { continue };
+        match name {
+            "load_context" => loads.push((id.to_owned(), label.to_owned(), key.to_owned())),
+            "unload_context"
+                if part
+                    .get("output")
+                    .and_then(Value::as_str)
+                    .is_some_and(|o| o.starts_with("Unloaded")) =>
+            {
+                for (id, l, k) in &loads {
+                    if l == label && k == key {
+                        unloaded.insert(id.clone());
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+    unloaded
+}
