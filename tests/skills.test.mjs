@@ -96,7 +96,7 @@ test("a skill the model writes appears next turn; activate, read and run it; a r
     "/notes.txt": "workspace notes\n",
   });
   request = await plainTurn(tab);
-  assert.ok(systemOf(request).endsWith(`\n\n${HEADER}\n\n- pdf: Fill PDF forms and merge PDF files.`), systemOf(request));
+  assert.ok(systemOf(request).includes(`\n\n${HEADER}\n\n- pdf: Fill PDF forms and merge PDF files.\n`), systemOf(request));
   assert.deepEqual(toolOf(request, "activate_skill").parameters.properties.name.enum, ["pdf"]);
   assert.ok(toolOf(request, "read_skill_resource"));
   assert.ok(toolOf(request, "run_skill_script"));
@@ -155,7 +155,7 @@ test("an invalid skill is left out, reported by skills() over rpc and DO RPC, an
     "/skills/good/SKILL.md": "---\nname: good\ndescription: A valid one.\n---\nbody\n",
   });
   const request = await plainTurn(tab);
-  assert.ok(systemOf(request).endsWith(`${HEADER}\n\n- good: A valid one.`), systemOf(request));
+  assert.ok(systemOf(request).includes(`${HEADER}\n\n- good: A valid one.\n`), systemOf(request));
   assert.deepEqual(toolOf(request, "activate_skill").parameters.properties.name.enum, ["good"]);
   const expected = [
     { name: "Bad", description: "", source: "workspace", valid: false, error: 'name "Bad" must be 1-64 lowercase letters, digits and hyphens, not starting or ending with a hyphen and without `--`' },

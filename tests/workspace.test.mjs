@@ -20,7 +20,9 @@ function open(name) {
 
 before(async () => {
   model = await startScriptedModel();
-  worker = await startWorker({ vars: modelVars(model) });
+  // Files of several MB pass through tool calls here: a window that holds them keeps the
+  // conversation from being compacted (compaction has its own tests, session.test.mjs).
+  worker = await startWorker({ vars: modelVars(model, { THINK_CONTEXT_WINDOW: "100000000" }) });
 });
 
 after(async () => {
