@@ -3,6 +3,8 @@
 //! Everything except `wasm` is plain Rust that builds and tests on the host; `wasm` is the
 //! thin Workers glue (Durable Object storage, R2, WebSockets, fetch).
 
+#![warn(missing_docs)]
+
 pub mod agent;
 pub mod codemode;
 pub mod mcp;

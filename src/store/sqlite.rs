@@ -13,6 +13,7 @@ pub struct SqliteSql {
 }
 
 impl SqliteSql {
+    /// A fresh, empty in-memory database.
     pub fn new() -> Self {
         Self {
             conn: RefCell::new(rusqlite::Connection::open_in_memory().expect("open sqlite")),
@@ -94,6 +95,7 @@ impl Sql for SqliteSql {
 /// A blob store held in memory, standing in for R2 in host tests of the spill logic.
 #[derive(Default)]
 pub struct MemoryBlobs {
+    /// Every object by key, for tests that look inside the store.
     pub objects: RefCell<std::collections::BTreeMap<String, Vec<u8>>>,
 }
 
