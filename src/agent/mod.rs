@@ -113,7 +113,7 @@ pub struct Agent {
     spec: AgentSpec,
     deps: Deps,
     agent_kebab: String,
-    model: Result<Rc<dyn Model>, String>,
+    model: Result<Rc<dyn Model>, crate::model::ModelError>,
     /// Turns run one at a time; waiting on this lock is the queue.
     turn_lock: futures::lock::Mutex<()>,
     rt: RefCell<Runtime>,

@@ -57,7 +57,7 @@ impl ModelChoice {
         &self,
         http: Rc<dyn HttpClient>,
         clock: Rc<dyn Clock>,
-    ) -> Result<Rc<dyn Model>, String> {
+    ) -> Result<Rc<dyn Model>, crate::model::ModelError> {
         let provider: Rc<dyn Model> = match self {
             ModelChoice::OpenAi(cfg) => Rc::new(OpenAiChatModel::new(cfg.clone(), http)),
             ModelChoice::Anthropic(cfg) => Rc::new(AnthropicModel::new(cfg.clone(), http)),
@@ -65,7 +65,7 @@ impl ModelChoice {
                 Rc::new(WorkersAiModel::new(model, binding.clone()))
             }
             ModelChoice::Custom(m) => return Ok(m.clone()),
-            ModelChoice::Unconfigured(msg) => return Err(msg.clone()),
+            ModelChoice::Unconfigured(msg) => return Err(crate::model::ModelError::other(msg)),
         };
         Ok(Rc::new(Retrying::new(provider, clock)))
     }

@@ -367,9 +367,10 @@ impl Agent {
         }
         let model = match &self.model {
             Ok(m) => m.clone(),
-            Err(msg) => {
+            Err(e) => {
+                let msg = e.to_string();
                 self.broadcast(
-                    &ChatResponse::error(&request_id, msg).in_continuation(turn.continuation),
+                    &ChatResponse::error(&request_id, &msg).in_continuation(turn.continuation),
                     None,
                 );
                 self.broadcast(
@@ -377,7 +378,7 @@ impl Agent {
                     None,
                 );
                 if let Some(r) = &rpc {
-                    r.observer.on_error(msg);
+                    r.observer.on_error(&msg);
                     r.observer.on_done();
                 }
                 return;

@@ -18,6 +18,31 @@ struct Rule {
     when: Option<InputPredicate>,
 }
 
+/// A pattern of the approval policy that is not a valid glob.
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub enum ApprovalError {
+    /// `pattern` did not compile; `reason` is globset's.
+    InvalidPattern {
+        /// The pattern as given.
+        pattern: String,
+        /// Why it is not a glob.
+        reason: String,
+    },
+}
+
+impl std::fmt::Display for ApprovalError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            ApprovalError::InvalidPattern { pattern, reason } => {
+                write!(f, "invalid approval pattern {pattern:?}: {reason}")
+            }
+        }
+    }
+}
+
+impl std::error::Error for ApprovalError {}
+
 /// The approval policy of an agent.
 #[derive(Clone, Default)]
 pub struct ApprovalPolicy {
@@ -31,7 +56,7 @@ impl ApprovalPolicy {
     }
 
     /// Parses a comma-separated list of names or globs (the `THINK_APPROVAL` format).
-    pub fn from_list(list: &str) -> Result<Self, String> {
+    pub fn from_list(list: &str) -> Result<Self, ApprovalError> {
         let mut policy = Self::new();
         for name in list.split(',').map(str::trim).filter(|s| !s.is_empty()) {
             policy = policy.require(name)?;
@@ -40,7 +65,7 @@ impl ApprovalPolicy {
     }
 
     /// Every call of a tool whose name matches `pattern` needs approval.
-    pub fn require(self, pattern: &str) -> Result<Self, String> {
+    pub fn require(self, pattern: &str) -> Result<Self, ApprovalError> {
         self.rule(pattern, None)
     }
 
@@ -49,13 +74,16 @@ impl ApprovalPolicy {
         self,
         pattern: &str,
         when: impl Fn(&Value) -> bool + 'static,
-    ) -> Result<Self, String> {
+    ) -> Result<Self, ApprovalError> {
         self.rule(pattern, Some(Rc::new(when)))
     }
 
-    fn rule(mut self, pattern: &str, when: Option<InputPredicate>) -> Result<Self, String> {
+    fn rule(mut self, pattern: &str, when: Option<InputPredicate>) -> Result<Self, ApprovalError> {
         let matcher = Glob::new(pattern)
-            .map_err(|e| format!("invalid approval pattern {pattern:?}: {e}"))?
+            .map_err(|e| ApprovalError::InvalidPattern {
+                pattern: pattern.to_owned(),
+                reason: e.to_string(),
+            })?
             .compile_matcher();
         self.rules.push(Rule { pattern: pattern.to_owned(), matcher, when });
         Ok(self)

@@ -13,6 +13,28 @@ pub fn schema_for<T: schemars::JsonSchema>() -> Value {
     v
 }
 
+/// Why a schema did not compile, or an input did not fit it; the Display text is what the
+/// model reads.
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub enum SchemaError {
+    /// The schema itself is not valid JSON Schema (from a client, an MCP server, an app).
+    InvalidSchema(String),
+    /// The input breaks the schema: up to five `<path>: <message>` problems.
+    InvalidInput(Vec<String>),
+}
+
+impl std::fmt::Display for SchemaError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            SchemaError::InvalidSchema(e) => write!(f, "invalid JSON Schema: {e}"),
+            SchemaError::InvalidInput(problems) => f.write_str(&problems.join("; ")),
+        }
+    }
+}
+
+impl std::error::Error for SchemaError {}
+
 /// A compiled input schema.
 pub struct InputValidator {
     inner: jsonschema::Validator,
@@ -21,17 +43,17 @@ pub struct InputValidator {
 impl InputValidator {
     /// Compiles `schema`. A schema that does not compile is reported as text, so a bad schema
     /// from a client or an MCP server becomes a clear error instead of a crash.
-    pub fn new(schema: &Value) -> Result<Self, String> {
+    pub fn new(schema: &Value) -> Result<Self, SchemaError> {
         // A bare `{}` or a schema without a type is accepted as-is: tools may take anything.
         jsonschema::options()
             .should_validate_formats(false)
             .build(schema)
             .map(|inner| Self { inner })
-            .map_err(|e| format!("invalid JSON Schema: {e}"))
+            .map_err(|e| SchemaError::InvalidSchema(e.to_string()))
     }
 
     /// Checks `input`, reporting up to five problems as `<path>: <message>` lines.
-    pub fn validate(&self, input: &Value) -> Result<(), String> {
+    pub fn validate(&self, input: &Value) -> Result<(), SchemaError> {
         let problems: Vec<String> = self
             .inner
             .iter_errors(input)
@@ -45,7 +67,7 @@ impl InputValidator {
         if problems.is_empty() {
             Ok(())
         } else {
-            Err(problems.join("; "))
+            Err(SchemaError::InvalidInput(problems))
         }
     }
 }
@@ -78,14 +100,16 @@ mod tests {
         let v = InputValidator::new(&schema_for::<Weather>()).unwrap();
         assert!(v.validate(&json!({"city": "Paris"})).is_ok());
         let err = v.validate(&json!({"city": 3})).unwrap_err();
-        assert!(err.contains("/city"), "{err}");
+        assert!(matches!(&err, SchemaError::InvalidInput(p) if p.len() == 1));
+        assert!(err.to_string().contains("/city"), "{err}");
         let err = v.validate(&json!({})).unwrap_err();
-        assert!(err.contains("city"), "{err}");
+        assert!(err.to_string().contains("city"), "{err}");
     }
 
     #[test]
     fn bad_schema_is_an_error_not_a_panic() {
         let err = InputValidator::new(&json!({"type": 12})).err().unwrap();
-        assert!(err.starts_with("invalid JSON Schema"), "{err}");
+        assert!(matches!(err, SchemaError::InvalidSchema(_)));
+        assert!(err.to_string().starts_with("invalid JSON Schema"), "{err}");
     }
 }

@@ -27,7 +27,6 @@ impl BashEngine for JustBash {
         let result =
             run_bash_js(js_request).await.map_err(|e| engine(format!("bash: {}", message(&e))))?;
         from_js(&result)
-            .map_err(|e| engine(format!("bash: unexpected result from the engine: {e}")))
     }
 }
 
@@ -56,41 +55,49 @@ fn to_js(request: EngineRequest) -> Result<JsValue, JsValue> {
     Ok(obj.into())
 }
 
-fn get(obj: &JsValue, key: &str) -> Result<JsValue, String> {
-    Reflect::get(obj, &key.into()).map_err(|_| format!("no {key}"))
+/// The engine answered with something other than the bridge's result shape.
+fn unexpected(what: impl std::fmt::Display) -> BashError {
+    BashError::Engine(format!("bash: unexpected result from the engine: {what}"))
 }
 
-fn from_js(result: &JsValue) -> Result<EngineResponse, String> {
-    let text =
-        |key: &str| get(result, key)?.as_string().ok_or_else(|| format!("{key} is not a string"));
+fn get(obj: &JsValue, key: &str) -> Result<JsValue, BashError> {
+    Reflect::get(obj, &key.into()).map_err(|_| unexpected(format!("no {key}")))
+}
+
+fn from_js(result: &JsValue) -> Result<EngineResponse, BashError> {
+    let text = |key: &str| {
+        get(result, key)?.as_string().ok_or_else(|| unexpected(format!("{key} is not a string")))
+    };
     let raw_entries = get(result, "entries")?;
     if !Array::is_array(&raw_entries) {
-        return Err("entries is not an array".into());
+        return Err(unexpected("entries is not an array"));
     }
     let mut entries = Vec::new();
     for item in Array::from(&raw_entries).iter() {
         let path = Reflect::get_u32(&item, 0)
             .ok()
             .and_then(|v| v.as_string())
-            .ok_or("an entry has no path")?;
+            .ok_or_else(|| unexpected("an entry has no path"))?;
         let kind = match Reflect::get_u32(&item, 1).ok().and_then(|v| v.as_string()).as_deref() {
             Some("file") => FinalKind::File,
             Some("dir") => FinalKind::Dir,
-            _ => return Err(format!("{path} has an unknown kind")),
+            _ => return Err(unexpected(format!("{path} has an unknown kind"))),
         };
         let content = match Reflect::get_u32(&item, 2) {
             Ok(v) if v.is_instance_of::<Uint8Array>() => {
                 Some(v.unchecked_into::<Uint8Array>().to_vec())
             }
             Ok(v) if v.is_null() || v.is_undefined() => None,
-            _ => return Err(format!("{path} has content that is not a Uint8Array")),
+            _ => return Err(unexpected(format!("{path} has content that is not a Uint8Array"))),
         };
         entries.push(FinalEntry { path, kind, content });
     }
     Ok(EngineResponse {
         stdout: text("stdout")?,
         stderr: text("stderr")?,
-        exit_code: get(result, "exitCode")?.as_f64().ok_or("exitCode is not a number")? as i32,
+        exit_code: get(result, "exitCode")?
+            .as_f64()
+            .ok_or_else(|| unexpected("exitCode is not a number"))? as i32,
         aborted: get(result, "aborted")?.is_truthy(),
         error: get(result, "error")?.as_string(),
         entries,
