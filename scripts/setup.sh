@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs everything the build and the tests need, idempotently: the wasm32 target, the pinned
-# worker-build and wasm-bindgen CLIs (into a version-keyed cache outside the clone, so a fresh
-# clone reuses them), the pinned npm packages, and Debian's chromium for the browser test.
+# wasm-bindgen CLI (into a version-keyed cache outside the clone, so a fresh clone reuses it),
+# the pinned npm packages (esbuild and binaryen's wasm-opt among them), and Debian's chromium
+# for the browser test.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source scripts/env.sh
@@ -17,11 +18,6 @@ mkdir -p "$THINK_RS_CACHE"
 (
   # One installer at a time per machine; a second run waits, then finds the tools in place.
   flock 9
-  if ! "$WORKER_BUILD_BIN" --version 2>/dev/null | grep -q "$WORKER_BUILD_VERSION"; then
-    echo "setup: installing worker-build $WORKER_BUILD_VERSION into $THINK_RS_CACHE (about 5 minutes, once)"
-    cargo install --locked --quiet --root "$THINK_RS_CACHE/worker-build-$WORKER_BUILD_VERSION" \
-      worker-build --version "$WORKER_BUILD_VERSION"
-  fi
   if ! "$WASM_BINDGEN_BIN" --version 2>/dev/null | grep -q " $WASM_BINDGEN_VERSION\$"; then
     echo "setup: installing wasm-bindgen-cli $WASM_BINDGEN_VERSION into $THINK_RS_CACHE (about 3 minutes, once)"
     # Not --locked: its lockfile pins a webpki-roots release the registry mirror lacks.
