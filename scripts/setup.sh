@@ -15,6 +15,7 @@ for component in rustfmt clippy; do
 done
 
 mkdir -p "$THINK_RS_CACHE"
+# The CLI compiles (CPU) while npm ci downloads (network), so the two run side by side.
 (
   # One installer at a time per machine; a second run waits, then finds the tools in place.
   flock 9
@@ -24,7 +25,8 @@ mkdir -p "$THINK_RS_CACHE"
     cargo install --force --quiet --root "$THINK_RS_CACHE/wasm-bindgen-$WASM_BINDGEN_VERSION" \
       wasm-bindgen-cli --version "$WASM_BINDGEN_VERSION"
   fi
-) 9>"$THINK_RS_CACHE/.install.lock"
+) 9>"$THINK_RS_CACHE/.install.lock" &
+cli_install=$!
 
 # npm: reinstall only when package-lock.json changed since the last install.
 lock_hash=$(sha256sum package-lock.json | cut -d' ' -f1)
@@ -33,6 +35,7 @@ if [ "$(cat node_modules/.think-rs-lock 2>/dev/null)" != "$lock_hash" ]; then
   npm ci --no-audit --no-fund --loglevel=error
   echo "$lock_hash" > node_modules/.think-rs-lock
 fi
+wait "$cli_install"
 
 # The browser test drives Debian's chromium through playwright-core (which never downloads one).
 if ! command -v chromium >/dev/null; then
