@@ -1,7 +1,8 @@
-//! Build-time checks. The wasm-bindgen crate and the wasm-bindgen CLI that worker-build runs
-//! must be the same version, or the generated JS glue silently mismatches the wasm module.
-//! The scripts install the CLI version found in Cargo.lock; this check makes sure that
-//! version is the exact pin in Cargo.toml, so `cargo update` cannot drift it.
+//! Build-time checks. The wasm-bindgen crate and the wasm-bindgen CLI that
+//! scripts/wasm-build.sh runs must be the same version, or the generated JS glue silently
+//! mismatches the wasm module. The scripts install the CLI version found in Cargo.lock; this
+//! check makes sure that version is the exact pin in Cargo.toml, so `cargo update` cannot
+//! drift it.
 
 use std::fs;
 

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Builds the two benchmark workers: the think-rs bench crate (bench/rust-worker → its build/)
-# with the same pinned worker-build as the agent, and the TypeScript reference worker
+# with the same scripts/wasm-build.sh as the agent, and the TypeScript reference worker
 # (bench/ts-worker → dist/index.js) bundled by wrangler, since Miniflare does not bundle.
 # Each is skipped when its output is newer than every input.
 set -euo pipefail
@@ -13,7 +13,7 @@ if [ -f "$rust_out" ] && [ "${THINK_FORCE_BUILD:-}" != 1 ] \
    && [ -z "$(find src js Cargo.toml Cargo.lock bench/rust-worker/src bench/rust-worker/Cargo.toml bench/rust-worker/Cargo.lock -newer "$rust_out" -print -quit)" ]; then
   echo "bench build: rust worker up to date"
 else
-  (cd bench/rust-worker && "$WORKER_BUILD_BIN" --release)
+  bash scripts/wasm-build.sh bench/rust-worker
 fi
 
 ts_out=bench/ts-worker/dist/index.js

@@ -1,7 +1,7 @@
 // The Worker entry: the Rust Worker (built into build/) plus a thin `DurableObject` wrapper,
-// because Durable Object RPC needs a class that `extends DurableObject` and worker-build's
-// exported class does not. Fetch, WebSockets and alarms go straight to the Rust object; the
-// RPC methods below forward to its `rpc*` exports.
+// because Durable Object RPC needs a class that `extends DurableObject` and the class the
+// shim exports (js/shim.mjs) does not. Fetch, WebSockets and alarms go straight to the Rust
+// object; the RPC methods below forward to its `rpc*` exports.
 import { DurableObject } from "cloudflare:workers";
 import * as rust from "../build/index.js";
 

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Builds the Worker: Rust → wasm (release, size-optimised, wasm-opt -Oz) plus the JS shim, into
-# build/, then the chat page into web/dist. Each step is skipped when its output is newer than
+# build/ (scripts/wasm-build.sh), then the chat page into web/dist. Each step is skipped when its output is newer than
 # every input.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -10,7 +10,7 @@ if [ -f "$out" ] && [ -f build/index.js ] && [ "${THINK_FORCE_BUILD:-}" != 1 ] \
    && [ -z "$(find src js build.rs Cargo.toml Cargo.lock package-lock.json .cargo -newer "$out" -print -quit)" ]; then
   echo "build: up to date"
 else
-  "$WORKER_BUILD_BIN" --release "$@"
+  bash scripts/wasm-build.sh . "$@"
 fi
 raw=$(stat -c %s "$out")
 gz=$(gzip -9 -c "$out" | wc -c)

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs everything the build and the tests need, idempotently: the wasm32 target, the pinned
-# worker-build and wasm-bindgen CLIs (into a version-keyed cache outside the clone, so a fresh
-# clone reuses them), the pinned npm packages, and Debian's chromium for the browser test.
+# wasm-bindgen CLI (into a version-keyed cache outside the clone, so a fresh clone reuses it),
+# the pinned npm packages (esbuild and binaryen's wasm-opt among them), and Debian's chromium
+# for the browser test.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source scripts/env.sh
@@ -14,21 +15,18 @@ for component in rustfmt clippy; do
 done
 
 mkdir -p "$THINK_RS_CACHE"
+# The CLI compiles (CPU) while npm ci downloads (network), so the two run side by side.
 (
   # One installer at a time per machine; a second run waits, then finds the tools in place.
   flock 9
-  if ! "$WORKER_BUILD_BIN" --version 2>/dev/null | grep -q "$WORKER_BUILD_VERSION"; then
-    echo "setup: installing worker-build $WORKER_BUILD_VERSION into $THINK_RS_CACHE (about 5 minutes, once)"
-    cargo install --locked --quiet --root "$THINK_RS_CACHE/worker-build-$WORKER_BUILD_VERSION" \
-      worker-build --version "$WORKER_BUILD_VERSION"
-  fi
   if ! "$WASM_BINDGEN_BIN" --version 2>/dev/null | grep -q " $WASM_BINDGEN_VERSION\$"; then
     echo "setup: installing wasm-bindgen-cli $WASM_BINDGEN_VERSION into $THINK_RS_CACHE (about 3 minutes, once)"
     # Not --locked: its lockfile pins a webpki-roots release the registry mirror lacks.
     cargo install --force --quiet --root "$THINK_RS_CACHE/wasm-bindgen-$WASM_BINDGEN_VERSION" \
       wasm-bindgen-cli --version "$WASM_BINDGEN_VERSION"
   fi
-) 9>"$THINK_RS_CACHE/.install.lock"
+) 9>"$THINK_RS_CACHE/.install.lock" &
+cli_install=$!
 
 # npm: reinstall only when package-lock.json changed since the last install.
 lock_hash=$(sha256sum package-lock.json | cut -d' ' -f1)
@@ -37,6 +35,7 @@ if [ "$(cat node_modules/.think-rs-lock 2>/dev/null)" != "$lock_hash" ]; then
   npm ci --no-audit --no-fund --loglevel=error
   echo "$lock_hash" > node_modules/.think-rs-lock
 fi
+wait "$cli_install"
 
 # The browser test drives Debian's chromium through playwright-core (which never downloads one).
 if ! command -v chromium >/dev/null; then

@@ -1,12 +1,14 @@
 #!/usr/bin/env bash
 # `npm test`: install what is missing, build, check the Rust gates (format, clippy for the host
 # and for wasm32, doc-tests), run the Rust tests on the host, then the integration tests against
-# the built Worker in Miniflare, two test files at a time (each file runs its own Miniflare and
+# the built Worker in Miniflare (after a `wrangler deploy --dry-run`, offline, that checks the
+# deploy bundle and its bindings), two test files at a time (each file runs its own Miniflare and
 # model server, so they do not share state).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
 bash scripts/build.sh
+bash scripts/deploy-check.sh
 echo "test: cargo fmt --check"
 cargo fmt --check
 echo "test: cargo clippy (host, all targets; wasm32, lib) -D warnings"

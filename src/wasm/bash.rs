@@ -1,4 +1,4 @@
-//! The bash tool's engine in the Worker: just-bash, through `js/bash/bridge.mjs`. worker-build
+//! The bash tool's engine in the Worker: just-bash, through `js/bash/bridge.mjs`. scripts/wasm-build.sh
 //! copies the bridge into `build/snippets/` and its esbuild step bundles just-bash with it.
 
 use async_trait::async_trait;

@@ -1,0 +1,158 @@
+// Writes the Worker entry module (`shim.js`) for a wasm-bindgen `--target module` output
+// directory, the part of worker-build that scripts/wasm-build.sh replaces. Usage:
+//   node js/shim.mjs <out-dir>
+// It reads <out-dir>/index.js and emits <out-dir>/shim.js, which esbuild then bundles:
+// - the default export is a `WorkerEntrypoint` whose handlers are the Rust `#[event]` exports
+//   (`fetch`, `queue`, `scheduled`, `email`, `connect` get `(arg, env, ctx)`);
+// - every exported Rust class is re-exported behind a Proxy that, after a wasm trap
+//   (`WebAssembly.RuntimeError`, e.g. a Rust panic under panic=abort), resets the wasm
+//   instance (`__wbg_reset_state`, from wasm-bindgen's `--experimental-reset-state-function`)
+//   and rebuilds the object on its next use, so one panic does not brick the isolate.
+import { readFileSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { pathToFileURL } from "node:url";
+
+/** Exports of the wasm-bindgen glue that are plumbing, not Worker handlers. */
+const INTERNAL = new Set(["__wbg_reset_state", "__worker_init_state"]);
+/** Handlers the runtime calls with one argument; Rust takes `(arg, env, ctx)`. */
+const EVENT_HANDLERS = new Set(["fetch", "queue", "scheduled", "email", "connect"]);
+
+/** The exported function and class names of a wasm-bindgen module text. */
+export function exportsOf(glue) {
+  const functions = [];
+  const classes = [];
+  for (const m of glue.matchAll(/^export (async )?function\s+([A-Za-z_$][\w$]*)\s*\(/gm)) {
+    if (!INTERNAL.has(m[2])) functions.push(m[2]);
+  }
+  for (const m of glue.matchAll(/^export class\s+([A-Za-z_$][\w$]*)/gm)) classes.push(m[1]);
+  return { functions, classes };
+}
+
+/** The handler lines installed on the entrypoint's prototype. */
+function handlerLines(functions) {
+  return functions.map((name) =>
+    EVENT_HANDLERS.has(name)
+      ? `Entrypoint.prototype.${name} = function ${name}(arg) {\n  return rust.${name}.call(this, arg, this.env, this.ctx);\n};`
+      : `Entrypoint.prototype.${name} = rust.${name};`,
+  );
+}
+
+/** The shim module text for the given exports. */
+export function shimSource({ functions, classes }) {
+  return `import { WorkerEntrypoint } from "cloudflare:workers";
+import * as rust from "./index.js";
+
+Error.stackTraceLimit = 100;
+const wasmState = rust.__worker_init_state();
+
+function isTrap(error) {
+  return error instanceof WebAssembly.RuntimeError;
+}
+
+function noteTrap(error) {
+  if (isTrap(error)) {
+    console.error("Critical", error);
+    wasmState.criticalError = true;
+  }
+}
+
+function resetAfterTrap() {
+  if (!wasmState.criticalError) return;
+  console.log("Reinitializing Wasm application");
+  rust.__wbg_reset_state();
+  wasmState.criticalError = false;
+  wasmState.instanceId++;
+}
+
+addEventListener("error", (event) => noteTrap(event.error));
+
+class Entrypoint extends WorkerEntrypoint {}
+
+${handlerLines(functions).join("\n")}
+
+function guard(method) {
+  const run = (fn, self, args) => {
+    resetAfterTrap();
+    try {
+      return fn.apply(self, args);
+    } catch (error) {
+      noteTrap(error);
+      throw error;
+    }
+  };
+  if (method.constructor === Function) {
+    return new Proxy(method, { apply: run });
+  }
+  return new Proxy(method, {
+    async apply(fn, self, args) {
+      resetAfterTrap();
+      try {
+        return await fn.apply(self, args);
+      } catch (error) {
+        noteTrap(error);
+        throw error;
+      }
+    },
+  });
+}
+
+const forward = {
+  set: (slot, key, value, receiver) => Reflect.set(slot.instance, key, value, receiver),
+  has: (slot, key) => Reflect.has(slot.instance, key),
+  deleteProperty: (slot, key) => Reflect.deleteProperty(slot.instance, key),
+  apply: (slot, self, args) => Reflect.apply(slot.instance, self, args),
+  construct: (slot, args, newTarget) => Reflect.construct(slot.instance, args, newTarget),
+  getPrototypeOf: (slot) => Reflect.getPrototypeOf(slot.instance),
+  setPrototypeOf: (slot, proto) => Reflect.setPrototypeOf(slot.instance, proto),
+  isExtensible: (slot) => Reflect.isExtensible(slot.instance),
+  preventExtensions: (slot) => Reflect.preventExtensions(slot.instance),
+  getOwnPropertyDescriptor: (slot, key) => Reflect.getOwnPropertyDescriptor(slot.instance, key),
+  defineProperty: (slot, key, descriptor) => Reflect.defineProperty(slot.instance, key, descriptor),
+  ownKeys: (slot) => Reflect.ownKeys(slot.instance),
+};
+
+const rebuildAfterTrap = {
+  construct(ctor, args, newTarget) {
+    try {
+      resetAfterTrap();
+      const slot = {
+        instance: Reflect.construct(ctor, args, newTarget),
+        instanceId: wasmState.instanceId,
+      };
+      return new Proxy(slot, {
+        ...forward,
+        get(slot, key, receiver) {
+          if (slot.instanceId !== wasmState.instanceId) {
+            slot.instance = Reflect.construct(ctor, args, newTarget);
+            slot.instanceId = wasmState.instanceId;
+          }
+          const value = Reflect.get(slot.instance, key, receiver);
+          return typeof value === "function" ? guard(value) : value;
+        },
+      });
+    } catch (error) {
+      wasmState.criticalError = true;
+      throw error;
+    }
+  },
+};
+
+export default new Proxy(Entrypoint, rebuildAfterTrap);
+${classes.map((name) => `export const ${name} = new Proxy(rust.${name}, rebuildAfterTrap);`).join("\n")}
+`;
+}
+
+if (import.meta.url === pathToFileURL(process.argv[1]).href) {
+  const outDir = process.argv[2];
+  if (!outDir) {
+    console.error("usage: node js/shim.mjs <wasm-bindgen out-dir>");
+    process.exit(2);
+  }
+  const glue = readFileSync(join(outDir, "index.js"), "utf8");
+  const found = exportsOf(glue);
+  if (!found.functions.includes("fetch")) {
+    console.error(`shim: ${outDir}/index.js exports no fetch handler; is this wasm-bindgen --target module output?`);
+    process.exit(1);
+  }
+  writeFileSync(join(outDir, "shim.js"), shimSource(found));
+}

@@ -1,0 +1,51 @@
+#!/usr/bin/env bash
+# Builds one workers-rs crate into <crate-dir>/build (index.js + index_bg.wasm), doing what
+# worker-build 0.8.7 does for a plain wasm32-unknown-unknown crate, with the project's own
+# tools (README, "Building"):
+#   1. cargo build --lib --release --target wasm32-unknown-unknown (WASM_BINDGEN_USE_JS_SYS=1,
+#      which the `worker` macros read);
+#   2. wasm-bindgen --target module, with the reset-state function and the abort handler that
+#      the shim uses to recover from a trap;
+#   3. wasm-opt -Oz with workerd's feature set, keeping the name section;
+#   4. js/shim.mjs writes the entry module (handlers + class proxies) and esbuild bundles it
+#      with the glue and its JS snippets into one minified index.js.
+# worker-build's other steps are left out on purpose: installing wasm-bindgen and esbuild
+# (scripts/setup.sh and npm do that), a `producers` custom section naming workers-rs
+# (metadata only), package.json and the build/worker/shim.mjs alias (nothing imports them).
+# Usage: scripts/wasm-build.sh <crate-dir> [extra cargo build args]
+set -euo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+crate=$(cd "$1" && pwd)
+shift
+cd "$root"
+source scripts/env.sh
+name=$(awk -F'"' '/^\[package\]/{p=1} p && $1 ~ /^name *= */{print $2; exit}' "$crate/Cargo.toml")
+target_dir=${CARGO_TARGET_DIR:-$crate/target}
+wasm="$target_dir/wasm32-unknown-unknown/release/${name//-/_}.wasm"
+
+(cd "$crate" && WASM_BINDGEN_USE_JS_SYS=1 cargo build --lib --release --target wasm32-unknown-unknown "$@")
+
+# Build into a staging directory and swap it in, so a failed build leaves the last good one.
+stage=$(mktemp -d "$crate/.build.XXXXXX")
+trap 'rm -rf "$stage"' EXIT
+"$WASM_BINDGEN_BIN" "$wasm" --out-dir "$stage" --no-typescript --target module --out-name index \
+  --experimental-reset-state-function --force-enable-abort-handler
+# Explicit features, not --all-features, so binaryen never emits an encoding workerd lacks.
+"$WASM_OPT_BIN" "$stage/index_bg.wasm" -o "$stage/index_bg.opt.wasm" -Oz --enable-simd \
+  --enable-mutable-globals --enable-sign-ext --enable-nontrapping-float-to-int \
+  --enable-bulk-memory --enable-multivalue --enable-reference-types \
+  --enable-exception-handling --debuginfo
+mv "$stage/index_bg.opt.wasm" "$stage/index_bg.wasm"
+node "$root/js/shim.mjs" "$stage"
+# Node builtins stay imports: just-bash (js/bash/bridge.mjs) needs `node:zlib`, which workerd
+# serves under `compatibility_flags = ["nodejs_compat"]`.
+(cd "$stage" && "$root/node_modules/.bin/esbuild" ./shim.js --bundle --format=esm --minify \
+  --external:./index_bg.wasm '--external:cloudflare:*' '--external:node:*' \
+  --outfile=index.bundle.js --log-level=warning)
+# The bundle keeps wasm-bindgen's source-phase import; wrangler and Miniflare take the plain
+# form, which gives the same WebAssembly.Module for a .wasm module rule.
+sed 's/import source /import /' "$stage/index.bundle.js" > "$stage/index.js"
+rm -rf "$stage/index.bundle.js" "$stage/shim.js" "$stage/snippets"
+
+mkdir -p "$crate/build"
+mv -f "$stage/index.js" "$stage/index_bg.wasm" "$crate/build/"
