@@ -1,5 +1,6 @@
-//! The bash tool's engine in the Worker: just-bash, through `js/bash/bridge.mjs`. scripts/wasm-build.sh
-//! copies the bridge into `build/snippets/` and its esbuild step bundles just-bash with it.
+//! The bash tool's engine in the Worker: just-bash, through `js/bash/bridge.mjs`. wasm-bindgen
+//! copies the bridge into `build/snippets/`, and the esbuild step of `scripts/wasm-build.sh`
+//! bundles just-bash with it.
 
 use async_trait::async_trait;
 use js_sys::{Array, Object, Reflect, Uint8Array};
