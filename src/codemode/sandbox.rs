@@ -28,6 +28,16 @@ pub struct SnippetModule {
     pub body: String,
 }
 
+/// An extra ES module loaded as is, which the body can `import("./<name>")` (a skill's
+/// `.js`/`.mjs` script).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SandboxModule {
+    /// Its module name in the isolate (ends in `.js`; not `sandbox.js`, `user.js`, `snippet_N.js`).
+    pub name: String,
+    /// Its source.
+    pub source: String,
+}
+
 /// One pass: code to run and what it may reach.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
@@ -41,6 +51,9 @@ pub struct SandboxRequest {
     /// Saved snippets `codemode.run(name, input)` can run, each an async function body with
     /// `input` in scope.
     pub snippets: Vec<SnippetModule>,
+    /// Extra modules the body may import; `execute` sends none.
+    #[serde(default)]
+    pub modules: Vec<SandboxModule>,
     /// Wall-clock limit of the pass inside the isolate; also its CPU limit where supported.
     pub timeout_ms: u64,
 }
