@@ -1,6 +1,7 @@
 //! The sandbox seam, shared by every feature that runs untrusted JavaScript (the `execute`
-//! tool now; extensions, `browser_execute` and skill scripts later): run one piece of code in
-//! a fresh isolate whose only way out is [`Dispatcher::call`] into the host, within limits.
+//! tool, skill scripts in `src/skills/js_script.rs`; extensions and `browser_execute` later):
+//! run one piece of code in a fresh isolate whose only way out is [`Dispatcher::call`] into
+//! the host, within limits.
 //! The Worker implements it with Worker Loader (`src/wasm/loader.rs`); host tests script
 //! the calls a program would make.
 
