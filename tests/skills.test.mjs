@@ -212,6 +212,30 @@ test("a .mjs skill script runs in the sandbox: input, ctx reads, an output file,
   }
 });
 
+test("a skill script's busy loop ends with exit code 124 at 30 s while the object keeps serving", async () => {
+  const tab = await connect(worker.host, "skills-spin");
+  await writeFiles(tab, {
+    "/skills/spin/SKILL.md": "---\nname: spin\ndescription: Spins.\n---\nDo not run.\n",
+    "/skills/spin/scripts/spin.mjs": "export default async () => { let n = 0; while (true) { n++; } };\n",
+  });
+  const callId = newId("call");
+  model.push({ toolCalls: [{ id: callId, name: "run_skill_script", args: { name: "spin", path: "scripts/spin.mjs" } }] }, { text: "done" });
+  const started = Date.now();
+  const { id } = tab.chat("spin");
+  await new Promise((r) => setTimeout(r, 2000));
+  const t0 = Date.now();
+  assert.equal((await tab.client.call("skills", [])).length, 1);
+  const served = Date.now() - t0;
+  assert.ok(served < 1000, `skills() answered in ${served} ms during the loop`);
+  await tab.turn(id, { timeout: 60000 });
+  const out = tab.chunks(id).find((c) => c.type === "tool-output-available" && c.toolCallId === callId);
+  assert.ok(out, "the script's output arrived");
+  assert.equal(out.output.exitCode, 124, JSON.stringify(out.output));
+  assert.match(out.output.stderr, /Script timed out after 30000 ms/);
+  const took = Date.now() - started;
+  assert.ok(took >= 29000 && took < 40000, `ended after ${took} ms`);
+});
+
 test("an invalid skill is left out, reported by skills() over rpc and DO RPC, and the turn goes on", async () => {
   const tab = await connect(worker.host, "skills-invalid");
   await writeFiles(tab, {
