@@ -4,6 +4,7 @@
 // just-bash, reports invalid skills through skills() (WebSocket rpc and DO RPC), keeps it
 // all across a restart, and gates tools outside an activated skill's allowed-tools.
 import { test, before, after } from "node:test";
+import http from "node:http";
 import assert from "node:assert/strict";
 import { startScriptedModel } from "./helpers/scripted-model.mjs";
 import { startWorker, modelVars } from "./helpers/worker.mjs";
@@ -132,8 +133,8 @@ test("a skill the model writes appears next turn; activate, read and run it; a r
   assert.equal(ran.output.stdout, 'input: {"who":"Ada"}\nworkspace notes\n');
   assert.equal(ran.output.stderr, "a warning\n");
   assert.deepEqual(ran.output.outputFiles, [{ path: "/output/form.txt", encoding: "text", content: 'filled for {"who":"Ada"}\n' }]);
-  assert.equal(js.type, "tool-output-error");
-  assert.match(js.errorText, /JavaScript skill scripts are not supported yet/);
+  assert.equal(js.type, "tool-output-available", JSON.stringify(js));
+  assert.deepEqual(js.output, { stdout: "", stderr: "", exitCode: 0, result: 1 });
   const [notes] = await callTools(tab, [{ name: "read", args: { path: "/notes.txt" } }]);
   assert.match(JSON.stringify(notes.output), /workspace notes/, "the script could not change the workspace");
 
@@ -145,6 +146,94 @@ test("a skill the model writes appears next turn; activate, read and run it; a r
   assert.ok(systemOf(request).includes("- pdf: Fill PDF forms and merge PDF files."));
   const [after] = await callTools(again, [{ name: "read_skill_resource", args: { path: "pdf/references/forms.md" } }]);
   assert.equal(after.output, expected);
+});
+
+const HELLO = `function commas(s) {
+  let i = 0, n = 0;
+  while (i < s.length) { if (s[i] === ",") n++; i++; }
+  return n;
+}
+export default async function (input, ctx) {
+  const fields = await ctx.readFile("references/fields.md");
+  console.log("hello", input.who, ctx.skill.name);
+  console.error("fields:", fields.trim());
+  const notes = await ctx.workspace.readFile("/notes.txt");
+  const path = await ctx.writeOutput("report.txt", \`\${input.who}: \${fields.trim()}\`);
+  return { greeted: input.who, path, notes, description: ctx.skill.description, fields: fields.split(", ").length, commas: commas(fields) };
+}
+`;
+
+test("a .mjs skill script runs in the sandbox: input, ctx reads, an output file, its result; throws and fetch fail as exit 1", async () => {
+  const tab = await connect(worker.host, "skills-js");
+  const hits = [];
+  const listener = http.createServer((req, res) => {
+    hits.push(req.url);
+    res.end("reached");
+  });
+  await new Promise((r) => listener.listen(0, "127.0.0.1", r));
+  const port = listener.address().port;
+  try {
+    await writeFiles(tab, {
+      "/skills/greet/SKILL.md": "---\nname: greet\ndescription: Greets people.\n---\nRun scripts/hello.mjs.\n",
+      "/skills/greet/references/fields.md": "name, date\n",
+      "/skills/greet/scripts/hello.mjs": HELLO,
+      "/skills/greet/scripts/boom.js": "export default async () => { console.log('before'); throw new TypeError('no form given'); };\n",
+      "/skills/greet/scripts/net.mjs": `export default async () => (await fetch("http://127.0.0.1:${port}/x")).text();\n`,
+      "/skills/greet/scripts/noexport.mjs": "export const x = 1;\n",
+      "/skills/greet/scripts/types.ts": "export default async (): Promise<number> => 1;\n",
+      "/notes.txt": "workspace notes\n",
+    });
+    const [hello, boom, net, noexport, ts] = await callTools(tab, [
+      { name: "run_skill_script", args: { name: "greet", path: "scripts/hello.mjs", input: { who: "Ada" } } },
+      { name: "run_skill_script", args: { name: "greet", path: "scripts/boom.js" } },
+      { name: "run_skill_script", args: { name: "greet", path: "scripts/net.mjs" } },
+      { name: "run_skill_script", args: { name: "greet", path: "scripts/noexport.mjs" } },
+      { name: "run_skill_script", args: { name: "greet", path: "scripts/types.ts" } },
+    ]);
+    assert.equal(hello.type, "tool-output-available", JSON.stringify(hello));
+    assert.deepEqual(hello.output, {
+      stdout: "hello Ada greet\n",
+      stderr: "fields: name, date\n",
+      exitCode: 0,
+      outputFiles: [{ path: "/output/report.txt", encoding: "text", content: "Ada: name, date" }],
+      result: { greeted: "Ada", path: "/output/report.txt", notes: "workspace notes\n", description: "Greets people.", fields: 2, commas: 1 },
+    });
+    assert.equal(boom.type, "tool-output-available", JSON.stringify(boom));
+    assert.deepEqual(boom.output, { stdout: "before\n", stderr: "TypeError: no form given", exitCode: 1 });
+    assert.equal(net.output.exitCode, 1, JSON.stringify(net));
+    assert.match(net.output.stderr, /not permitted to access the internet/);
+    assert.deepEqual(hits, [], "the listener on 127.0.0.1 got nothing");
+    assert.equal(noexport.output.exitCode, 1, JSON.stringify(noexport));
+    assert.match(noexport.output.stderr, /scripts\/noexport\.mjs must `export default async function \(input, ctx\)`/);
+    assert.equal(ts.type, "tool-output-error");
+    assert.match(ts.errorText, /TypeScript skill scripts are not supported \(scripts\/types\.ts\)/);
+  } finally {
+    listener.close();
+  }
+});
+
+test("a skill script's busy loop ends with exit code 124 at 30 s while the object keeps serving", async () => {
+  const tab = await connect(worker.host, "skills-spin");
+  await writeFiles(tab, {
+    "/skills/spin/SKILL.md": "---\nname: spin\ndescription: Spins.\n---\nDo not run.\n",
+    "/skills/spin/scripts/spin.mjs": "export default async () => { let n = 0; while (true) { n++; } };\n",
+  });
+  const callId = newId("call");
+  model.push({ toolCalls: [{ id: callId, name: "run_skill_script", args: { name: "spin", path: "scripts/spin.mjs" } }] }, { text: "done" });
+  const started = Date.now();
+  const { id } = tab.chat("spin");
+  await new Promise((r) => setTimeout(r, 2000));
+  const t0 = Date.now();
+  assert.equal((await tab.client.call("skills", [])).length, 1);
+  const served = Date.now() - t0;
+  assert.ok(served < 1000, `skills() answered in ${served} ms during the loop`);
+  await tab.turn(id, { timeout: 60000 });
+  const out = tab.chunks(id).find((c) => c.type === "tool-output-available" && c.toolCallId === callId);
+  assert.ok(out, "the script's output arrived");
+  assert.equal(out.output.exitCode, 124, JSON.stringify(out.output));
+  assert.match(out.output.stderr, /Script timed out after 30000 ms/);
+  const took = Date.now() - started;
+  assert.ok(took >= 29000 && took < 40000, `ended after ${took} ms`);
 });
 
 test("an invalid skill is left out, reported by skills() over rpc and DO RPC, and the turn goes on", async () => {

@@ -133,7 +133,8 @@ function userModule(body) {
 /**
  * Runs one pass.
  * @param {WorkerLoader} loader the LOADER binding
- * @param {string} requestJson a SandboxRequest: {id, body, namespaces:[{name, methods}], timeoutMs}
+ * @param {string} requestJson a SandboxRequest: {id, body, namespaces:[{name, methods}], snippets,
+ *   modules:[{name, source}] (extra modules loaded as is), timeoutMs}
  * @param {(connector: string, method: string, argsJson: string, site: string) => Promise<string>} dispatch
  *   answers `{"ok": value}`, `{"error": message}` or `{"paused": true}`
  * @returns {Promise<{kind: "done"|"syntax"|"crash", ok?: boolean, result?: string, error?: string,
@@ -145,6 +146,7 @@ export async function runInLoader(loader, requestJson, dispatch) {
   spec.snippets.forEach((s, i) => {
     modules["snippet_" + i + ".js"] = "export default async (input) => {\n" + s.body + "\n};\n";
   });
+  for (const m of spec.modules ?? []) modules[m.name] = m.source;
   let worker;
   try {
     worker = loader.load({

@@ -301,7 +301,13 @@ impl Agent {
             .collect();
         tools.add_layer(
             Layer::Skill,
-            self.skills.tools(self.workspace.clone(), self.deps.bash_engine.clone()),
+            self.skills.tools(
+                self.workspace.clone(),
+                crate::skills::ScriptRunners {
+                    engine: self.deps.bash_engine.clone(),
+                    sandbox: self.deps.sandbox.clone(),
+                },
+            ),
         );
         if self.spec.include_mcp_tools {
             if let Some(mcp) = &self.mcp {

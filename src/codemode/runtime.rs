@@ -223,7 +223,8 @@ pub fn stable_stringify(v: &Value) -> String {
     }
 }
 
-fn cut(s: &str, max: usize) -> String {
+/// `s` cut to `max` characters, saying how long it was (also for skill scripts' results).
+pub(crate) fn cut(s: &str, max: usize) -> String {
     if s.chars().count() <= max {
         return s.to_owned();
     }
@@ -770,6 +771,7 @@ impl CodeMode {
             body: guard_loops(&normalized.body),
             namespaces,
             snippets,
+            modules: Vec::new(),
             timeout_ms: self.options.timeout_ms,
         };
         let limit = self.options.timeout_ms + TIMEOUT_MARGIN_MS;

@@ -1,6 +1,7 @@
 //! The sandbox seam, shared by every feature that runs untrusted JavaScript (the `execute`
-//! tool now; extensions, `browser_execute` and skill scripts later): run one piece of code in
-//! a fresh isolate whose only way out is [`Dispatcher::call`] into the host, within limits.
+//! tool, skill scripts in `src/skills/js_script.rs`; extensions and `browser_execute` later):
+//! run one piece of code in a fresh isolate whose only way out is [`Dispatcher::call`] into
+//! the host, within limits.
 //! The Worker implements it with Worker Loader (`src/wasm/loader.rs`); host tests script
 //! the calls a program would make.
 
@@ -28,6 +29,16 @@ pub struct SnippetModule {
     pub body: String,
 }
 
+/// An extra ES module loaded as is, which the body can `import("./<name>")` (a skill's
+/// `.js`/`.mjs` script).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SandboxModule {
+    /// Its module name in the isolate (ends in `.js`; not `sandbox.js`, `user.js`, `snippet_N.js`).
+    pub name: String,
+    /// Its source.
+    pub source: String,
+}
+
 /// One pass: code to run and what it may reach.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
@@ -41,6 +52,9 @@ pub struct SandboxRequest {
     /// Saved snippets `codemode.run(name, input)` can run, each an async function body with
     /// `input` in scope.
     pub snippets: Vec<SnippetModule>,
+    /// Extra modules the body may import; `execute` sends none.
+    #[serde(default)]
+    pub modules: Vec<SandboxModule>,
     /// Wall-clock limit of the pass inside the isolate; also its CPU limit where supported.
     pub timeout_ms: u64,
 }

@@ -16,6 +16,7 @@
 
 pub mod frontmatter;
 mod gate;
+mod js_script;
 pub mod resources;
 mod script;
 mod tools;
@@ -30,6 +31,7 @@ use std::rc::Rc;
 
 use serde::Serialize;
 
+use crate::codemode::Sandbox;
 use crate::store::BlobStore;
 use crate::tools::workspace::bash::BashEngine;
 use crate::tools::ToolRef;
@@ -184,6 +186,16 @@ impl LoadedSkill {
             Files::Workspace(folder) => Ok(ws.read_file_bytes(&format!("{folder}/{path}")).await?),
         }
     }
+}
+
+/// What `run_skill_script` runs scripts with: bash scripts in the engine, `.js`/`.mjs` in the
+/// Code Mode sandbox. The tool is offered when either exists.
+#[derive(Clone, Default)]
+pub struct ScriptRunners {
+    /// Runs `.sh`/`.bash` scripts.
+    pub engine: Option<Rc<dyn BashEngine>>,
+    /// Runs `.js`/`.mjs` scripts.
+    pub sandbox: Option<Rc<dyn Sandbox>>,
 }
 
 /// One skill as shown by the `skills()` callable.
@@ -507,9 +519,9 @@ impl Skills {
     }
 
     /// The skill tools over the current catalog; none without a valid skill, and no
-    /// `run_skill_script` without a bash engine.
-    pub fn tools(&self, ws: Rc<Workspace>, engine: Option<Rc<dyn BashEngine>>) -> Vec<ToolRef> {
-        tools::skill_tools(self.catalog(), ws, engine, self.activated.clone())
+    /// `run_skill_script` without a bash engine or a sandbox.
+    pub fn tools(&self, ws: Rc<Workspace>, runners: ScriptRunners) -> Vec<ToolRef> {
+        tools::skill_tools(self.catalog(), ws, runners, self.activated.clone())
     }
 
     /// Starts a turn: the skills activated in `messages` (the transcript) are the active

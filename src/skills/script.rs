@@ -2,7 +2,8 @@
 //! filesystem of its own: the skill's files at `/skill`, the input at `/input.json` (also on
 //! stdin), the skill's metadata at `/context.json`, a snapshot of the workspace at
 //! `/workspace` whose changes are discarded (read-only), and an empty `/output` whose files
-//! are returned. No network, a 30 s timeout. JavaScript scripts wait for Code Mode.
+//! are returned. No network, a 30 s timeout. `.js`/`.mjs` scripts run in the Code Mode
+//! sandbox instead (`super::js_script`).
 
 use serde::Serialize;
 use serde_json::{json, Value};
@@ -28,8 +29,10 @@ pub enum ScriptError {
     Path(String),
     /// An extension no runner handles.
     Unsupported(String),
-    /// A JavaScript or TypeScript script: Code Mode does not exist here yet.
-    NeedsCodeMode(String),
+    /// A TypeScript script: the sandbox runs JavaScript only.
+    TypeScript(String),
+    /// A JavaScript script, but this agent has no Code Mode sandbox.
+    NoSandbox(String),
     /// The path names no script of the skill.
     NotFound(String),
     /// Reading the skill's files failed.
@@ -44,13 +47,18 @@ impl std::fmt::Display for ScriptError {
             Self::Path(e) => f.write_str(e),
             Self::Unsupported(p) => write!(
                 f,
-                "Unsupported skill script extension \"{}\" for {p}. Supported extensions: .sh, .bash",
+                "Unsupported skill script extension \"{}\" for {p}. Supported extensions: .sh, .bash, .js, .mjs",
                 Some(extension(p)).filter(|e| !e.is_empty()).map(|e| format!(".{e}")).unwrap_or_else(|| "(none)".into())
             ),
-            Self::NeedsCodeMode(p) => write!(
+            Self::TypeScript(p) => write!(
                 f,
-                "JavaScript skill scripts are not supported yet ({p}): they need the Code Mode \
-                 sandbox, which this agent does not have. Only .sh and .bash scripts run."
+                "TypeScript skill scripts are not supported ({p}): the sandbox runs JavaScript \
+                 only. Ship the script as .js or .mjs."
+            ),
+            Self::NoSandbox(p) => write!(
+                f,
+                "JavaScript skill scripts need the Code Mode sandbox, which this agent does not \
+                 have ({p}). Only .sh and .bash scripts run here."
             ),
             Self::NotFound(p) => write!(f, "Script not found: {p}"),
             Self::Read(e) => write!(f, "Skill script failed: {e}"),
@@ -75,8 +83,8 @@ pub fn check_script_path(path: &str) -> Result<(), ScriptError> {
         other => ScriptError::Path(other.to_string()),
     })?;
     match extension(path).as_str() {
-        "sh" | "bash" => Ok(()),
-        "js" | "mjs" | "ts" | "tsx" => Err(ScriptError::NeedsCodeMode(path.to_owned())),
+        "sh" | "bash" | "js" | "mjs" => Ok(()),
+        "ts" | "tsx" => Err(ScriptError::TypeScript(path.to_owned())),
         _ => Err(ScriptError::Unsupported(path.to_owned())),
     }
 }
@@ -108,6 +116,9 @@ pub struct ScriptOutput {
     /// Output files left out, with the reason.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub omitted_output_files: Vec<String>,
+    /// A JavaScript script's return value (JSON), cut as `execute`'s result is.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub result: Option<Value>,
 }
 
 /// Runs `path` of `skill` with `input`.
@@ -205,5 +216,6 @@ pub async fn run_script(
         exit_code,
         output_files,
         omitted_output_files: omitted,
+        result: None,
     })
 }

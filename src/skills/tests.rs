@@ -87,7 +87,10 @@ fn paths_stay_inside_the_skill() {
     );
     assert!(matches!(check_script_path("run.sh"), Err(ScriptError::Path(_))));
     assert!(matches!(check_script_path("scripts/../x.sh"), Err(ScriptError::Path(_))));
-    assert!(matches!(check_script_path("scripts/x.mjs"), Err(ScriptError::NeedsCodeMode(_))));
+    assert!(
+        check_script_path("scripts/x.mjs").is_ok() && check_script_path("scripts/x.js").is_ok()
+    );
+    assert!(matches!(check_script_path("scripts/x.ts"), Err(ScriptError::TypeScript(_))));
     assert!(matches!(check_script_path("scripts/x.rb"), Err(ScriptError::Unsupported(_))));
 }
 
@@ -142,7 +145,7 @@ fn catalog_lists_valid_skills_and_reports_the_rest() {
     let (_sql2, ws2) = crate::workspace::tests::ws();
     assert!(block_on(empty.refresh(&ws2, None, 0.0)).prompt().is_none());
     assert_eq!(empty.system_prompt("Base."), "Base.");
-    assert!(empty.tools(Rc::new(ws2), None).is_empty());
+    assert!(empty.tools(Rc::new(ws2), ScriptRunners::default()).is_empty());
 }
 
 #[test]
@@ -248,7 +251,7 @@ fn tools_activate_read_and_refuse() {
         .unwrap();
     let skills = Skills::new(SkillsConfig::default());
     block_on(skills.refresh(&ws, None, 0.0));
-    let tools = skills.tools(ws.clone(), None);
+    let tools = skills.tools(ws.clone(), ScriptRunners::default());
     let names: Vec<_> = tools.iter().map(|t| t.definition().name.clone()).collect();
     assert_eq!(names, ["activate_skill", "read_skill_resource"], "no engine, no scripts");
     assert_eq!(tools[0].definition().input_schema["properties"]["name"]["enum"], json!(["pdf"]));
@@ -276,7 +279,7 @@ fn tools_activate_read_and_refuse() {
     assert_eq!(err.to_string(), "Resource not found: pdf/references/none.md");
     write(&ws, "/skills/pdf/assets/big.txt", &"x".repeat(1_000_001));
     block_on(skills.refresh(&ws, None, 0.0));
-    let tools = skills.tools(ws.clone(), None);
+    let tools = skills.tools(ws.clone(), ScriptRunners::default());
     let err =
         call(&tools, "read_skill_resource", json!({"path": "pdf/assets/big.txt"})).unwrap_err();
     assert_eq!(
@@ -319,7 +322,7 @@ fn allowed_tools_of_an_activated_skill_gate_other_tools() {
     assert!(!skills.needs_approval("read_skill_resource"));
     skills.note_activations(&[]);
     assert!(!skills.needs_approval("bash"));
-    let tools = skills.tools(ws.clone(), None);
+    let tools = skills.tools(ws.clone(), ScriptRunners::default());
     call(&tools, "activate_skill", json!({"name": "pdf"})).unwrap();
     assert!(skills.needs_approval("write"), "an activation in the running turn counts");
 }
@@ -366,7 +369,8 @@ fn scripts_run_over_the_skill_files_with_the_input() {
     let skills = Skills::new(SkillsConfig::default());
     block_on(skills.refresh(&ws, None, 0.0));
     let engine = Rc::new(EchoEngine(RefCell::new(None)));
-    let tools = skills.tools(ws.clone(), Some(engine.clone()));
+    let tools =
+        skills.tools(ws.clone(), ScriptRunners { engine: Some(engine.clone()), sandbox: None });
     let out = call(
         &tools,
         "run_skill_script",
@@ -390,7 +394,10 @@ fn scripts_run_over_the_skill_files_with_the_input() {
     assert!(request.dirs.contains(&"/output".to_owned()));
     let err = call(&tools, "run_skill_script", json!({"name": "pdf", "path": "scripts/fill.mjs"}))
         .unwrap_err();
-    assert!(err.to_string().starts_with("JavaScript skill scripts are not supported yet"), "{err}");
+    assert!(
+        err.to_string().starts_with("JavaScript skill scripts need the Code Mode sandbox"),
+        "{err}"
+    );
     let err = call(&tools, "run_skill_script", json!({"name": "pdf", "path": "scripts/none.sh"}))
         .unwrap_err();
     assert_eq!(err.to_string(), "Script not found: pdf/scripts/none.sh");
@@ -516,4 +523,158 @@ fn yaml_never_panics_on_odd_input() {
         let _ = super::yaml::parse(&text);
         let _ = parse_skill_md(&format!("---\n{text}\n---\n"), "a");
     }
+}
+
+/// A sandbox that records the request and makes the calls a script would make, in order,
+/// then ends as `end` says (the result, or a thrown message).
+struct ScriptedSandbox {
+    calls: Vec<(&'static str, Value)>,
+    logs: Vec<String>,
+    end: Result<Result<Value, String>, crate::codemode::SandboxError>,
+    seen: RefCell<Option<crate::codemode::SandboxRequest>>,
+    replies: RefCell<Vec<Result<Value, String>>>,
+}
+
+impl ScriptedSandbox {
+    fn new(
+        calls: Vec<(&'static str, Value)>,
+        end: Result<Result<Value, String>, crate::codemode::SandboxError>,
+    ) -> Rc<Self> {
+        Rc::new(Self {
+            calls,
+            logs: vec!["hello".into(), "[error] oops".into(), "[warn] careful".into()],
+            end,
+            seen: RefCell::default(),
+            replies: RefCell::default(),
+        })
+    }
+}
+
+#[async_trait::async_trait(?Send)]
+impl crate::codemode::Sandbox for ScriptedSandbox {
+    async fn run(
+        &self,
+        request: crate::codemode::SandboxRequest,
+        dispatcher: Rc<dyn crate::codemode::Dispatcher>,
+    ) -> Result<crate::codemode::SandboxOutcome, crate::codemode::SandboxError> {
+        let connector = request.namespaces[0].name.clone();
+        *self.seen.borrow_mut() = Some(request);
+        for (method, args) in &self.calls {
+            let call = crate::codemode::CallRequest {
+                connector: connector.clone(),
+                method: (*method).into(),
+                args: args.clone(),
+                site: "1:1".into(),
+            };
+            let reply = dispatcher.call(call).await.map_err(|e| e.to_string());
+            self.replies.borrow_mut().push(reply);
+        }
+        let result = self.end.clone()?;
+        Ok(crate::codemode::SandboxOutcome { result, logs: self.logs.clone() })
+    }
+}
+
+fn js_skill() -> (Rc<Workspace>, Skills) {
+    let (_sql, ws) = ws();
+    let ws = Rc::new(ws);
+    write(&ws, "/skills/pdf/SKILL.md", &md("pdf", "Fill forms"));
+    write(&ws, "/skills/pdf/scripts/hello.mjs", "export default async (input, ctx) => input");
+    write(&ws, "/skills/pdf/scripts/types.ts", "export default () => 1");
+    write(&ws, "/skills/pdf/references/fields.md", "name, date");
+    write(&ws, "/notes.txt", "workspace file");
+    let skills = Skills::new(SkillsConfig::default());
+    block_on(skills.refresh(&ws, None, 0.0));
+    (ws, skills)
+}
+
+#[test]
+fn js_scripts_run_in_the_sandbox_with_ctx() {
+    let (ws, skills) = js_skill();
+    let mut calls = vec![
+        ("readFile", json!({"path": "references/fields.md"})),
+        ("readFile", json!({"path": "../other/SKILL.md"})),
+        ("readWorkspaceFile", json!({"path": "/notes.txt"})),
+        ("writeOutput", json!({"path": "report.txt", "content": "done"})),
+        ("writeOutput", json!({"path": "big.txt", "content": "x".repeat(64_001)})),
+    ];
+    for i in 0..21 {
+        calls.push(("writeOutput", json!({"path": format!("f{i:02}.txt"), "content": "n"})));
+    }
+    let sandbox = ScriptedSandbox::new(calls, Ok(Ok(json!({"filled": 2}))));
+    let runners = ScriptRunners { engine: None, sandbox: Some(sandbox.clone()) };
+    let tools = skills.tools(ws.clone(), runners);
+    assert!(
+        tools.iter().any(|t| t.definition().name == "run_skill_script"),
+        "offered without bash"
+    );
+    let out = call(
+        &tools,
+        "run_skill_script",
+        json!({"name": "pdf", "path": "scripts/hello.mjs", "input": {"a": 1}}),
+    )
+    .unwrap();
+    let request = sandbox.seen.borrow().clone().unwrap();
+    assert_eq!(request.timeout_ms, 30_000);
+    assert!(request.snippets.is_empty());
+    assert_eq!(request.modules.len(), 1);
+    assert!(request.modules[0].source.contains("export default async (input, ctx) => input"));
+    assert!(request.body.contains(&format!("import(\"./{}\")", request.modules[0].name)));
+    assert!(request.body.contains("mod.default({\"a\":1}, ctx)"), "{}", request.body);
+    assert!(request.body.contains("\"description\":\"Fill forms\""), "{}", request.body);
+    let replies = sandbox.replies.borrow();
+    assert_eq!(replies[0], Ok(json!("name, date")));
+    assert!(replies[1].as_ref().unwrap_err().contains("../"), "{:?}", replies[1]);
+    assert_eq!(replies[2], Ok(json!("workspace file")));
+    assert_eq!(replies[3], Ok(json!("/output/report.txt")));
+    assert_eq!(out["stdout"], "hello\n");
+    assert_eq!(out["stderr"], "oops\ncareful\n");
+    assert_eq!(out["exitCode"], 0);
+    assert_eq!(out["result"], json!({"filled": 2}));
+    let files = out["outputFiles"].as_array().unwrap();
+    assert_eq!(files.len(), 20);
+    assert_eq!(
+        files[0],
+        json!({"path": "/output/report.txt", "encoding": "text", "content": "done"})
+    );
+    assert_eq!(
+        out["omittedOutputFiles"],
+        json!([
+            "/output/big.txt: larger than 64000 bytes",
+            "/output/f19.txt: more than 20 output files",
+            "/output/f20.txt: more than 20 output files"
+        ])
+    );
+}
+
+#[test]
+fn js_script_failures_map_to_exit_codes() {
+    let (ws, skills) = js_skill();
+    let run = |end| {
+        let sandbox = ScriptedSandbox::new(Vec::new(), end);
+        let tools =
+            skills.tools(ws.clone(), ScriptRunners { engine: None, sandbox: Some(sandbox) });
+        call(&tools, "run_skill_script", json!({"name": "pdf", "path": "scripts/hello.mjs"}))
+    };
+    let thrown = run(Ok(Err("TypeError: bad input".into()))).unwrap();
+    assert_eq!(thrown["exitCode"], 1);
+    assert_eq!(thrown["stderr"], "oops\ncareful\nTypeError: bad input");
+    assert!(thrown.get("result").is_none());
+    let slow = run(Ok(Err("Execution timed out after 30000 ms".into()))).unwrap();
+    assert_eq!(slow["exitCode"], 124);
+    assert!(slow["stderr"].as_str().unwrap().ends_with("Script timed out after 30000 ms"));
+    let killed = run(Err(crate::codemode::SandboxError::Timeout(30_000))).unwrap();
+    assert_eq!(
+        (killed["exitCode"].clone(), killed["stderr"].clone()),
+        (json!(124), json!("Script timed out after 30000 ms"))
+    );
+    let big = run(Ok(Ok(json!("y".repeat(30_000))))).unwrap();
+    assert!(big["result"].as_str().unwrap().contains("[truncated: 30002 characters in all]"));
+    let err = run(Err(crate::codemode::SandboxError::Unavailable("no LOADER".into()))).unwrap_err();
+    assert_eq!(err.to_string(), "Skill script failed: The sandbox is unavailable: no LOADER");
+    let sandbox = ScriptedSandbox::new(Vec::new(), Ok(Ok(Value::Null)));
+    let tools = skills.tools(ws.clone(), ScriptRunners { engine: None, sandbox: Some(sandbox) });
+    let ts = call(&tools, "run_skill_script", json!({"name": "pdf", "path": "scripts/types.ts"}));
+    assert!(ts.unwrap_err().to_string().starts_with("TypeScript skill scripts are not supported"));
+    let sh = call(&tools, "run_skill_script", json!({"name": "pdf", "path": "scripts/x.sh"}));
+    assert_eq!(sh.unwrap_err().to_string(), "Skill scripts cannot run here: no bash engine");
 }

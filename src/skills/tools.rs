@@ -10,8 +10,7 @@ use base64::Engine as _;
 use serde_json::{json, Value};
 
 use super::resources::{self, Encoding};
-use super::{script, Catalog, LoadedSkill};
-use crate::tools::workspace::bash::BashEngine;
+use super::{js_script, script, Catalog, LoadedSkill, ScriptRunners};
 use crate::tools::{ModelOutput, Tool, ToolContext, ToolDefinition, ToolError, ToolRef};
 use crate::workspace::Workspace;
 
@@ -38,16 +37,16 @@ struct SkillTool {
     def: ToolDefinition,
     catalog: Rc<Catalog>,
     ws: Rc<Workspace>,
-    engine: Option<Rc<dyn BashEngine>>,
+    runners: ScriptRunners,
     activated: Rc<RefCell<BTreeSet<String>>>,
 }
 
 /// The tools for `catalog`: none when it has no valid skill; `run_skill_script` only with an
-/// engine to run scripts.
+/// engine or a sandbox to run scripts.
 pub fn skill_tools(
     catalog: Rc<Catalog>,
     ws: Rc<Workspace>,
-    engine: Option<Rc<dyn BashEngine>>,
+    runners: ScriptRunners,
     activated: Rc<RefCell<BTreeSet<String>>>,
 ) -> Vec<ToolRef> {
     if catalog.skills.is_empty() {
@@ -69,7 +68,7 @@ pub fn skill_tools(
             json!({"type": "object", "properties": {"name": name, "path": {"type": "string", "minLength": 1}}, "required": ["path"], "additionalProperties": false}),
         ),
     ];
-    if engine.is_some() {
+    if runners.engine.is_some() || runners.sandbox.is_some() {
         defs.push((
             Kind::Run,
             "run_skill_script",
@@ -89,7 +88,7 @@ pub fn skill_tools(
                 },
                 catalog: catalog.clone(),
                 ws: ws.clone(),
-                engine: engine.clone(),
+                runners: runners.clone(),
                 activated: activated.clone(),
             }) as ToolRef
         })
@@ -202,17 +201,29 @@ impl SkillTool {
     }
 
     async fn run(&self, input: &Value) -> Result<Value, ToolError> {
-        let Some(engine) = &self.engine else {
-            return Err(ToolError::Failed("Skill scripts cannot run here: no bash engine".into()));
-        };
         let name = text_arg(input, "name").unwrap_or_default();
         let path = text_arg(input, "path").unwrap_or_default();
         script::check_script_path(path).map_err(|e| ToolError::Failed(e.to_string()))?;
         let skill = self.skill(name)?;
         let script_input = input.get("input").cloned().unwrap_or_else(|| json!({}));
-        let output = script::run_script(&self.ws, engine.as_ref(), skill, path, script_input)
-            .await
-            .map_err(|e| ToolError::Failed(e.to_string()))?;
+        let failed = |e: script::ScriptError| ToolError::Failed(e.to_string());
+        let output = if matches!(resources::extension(path).as_str(), "js" | "mjs") {
+            let Some(sandbox) = &self.runners.sandbox else {
+                return Err(failed(script::ScriptError::NoSandbox(path.to_owned())));
+            };
+            js_script::run_js_script(self.ws.clone(), sandbox.as_ref(), skill, path, script_input)
+                .await
+                .map_err(failed)?
+        } else {
+            let Some(engine) = &self.runners.engine else {
+                return Err(ToolError::Failed(
+                    "Skill scripts cannot run here: no bash engine".into(),
+                ));
+            };
+            script::run_script(&self.ws, engine.as_ref(), skill, path, script_input)
+                .await
+                .map_err(failed)?
+        };
         serde_json::to_value(output)
             .map_err(|e| ToolError::Failed(format!("Tool output is not JSON: {e}")))
     }
