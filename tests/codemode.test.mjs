@@ -359,6 +359,16 @@ test("the callables are reachable over Durable Object RPC", async () => {
   assert.equal(history[0].id, paused.executionId);
   assert.deepEqual(await call("snippets"), []);
   assert.deepEqual(await readFiles(tab, ["/do/f.txt"]), [null]);
+  // No built-in connector has an undo (as in Think), so a rollback reverts nothing.
+  assert.deepEqual(await call("rollbackExecution", [paused.executionId]), { executionId: paused.executionId, reverted: 0, status: "completed" });
+  await assert.rejects(call("rollbackExecution", ["exec_nope"]), /exec_nope does not exist/);
+  assert.equal(await call("deleteExecution", [paused.executionId]), true);
+  assert.equal(await call("deleteExecution", [paused.executionId]), false);
+  const left = await call("executions", [10]);
+  assert.ok(left.length > 0 && !left.some((r) => r.id === paused.executionId));
+  // Pruning to 0 drops every settled run that is left.
+  assert.equal(await call("pruneExecutions", [0]), left.length);
+  assert.deepEqual(await call("executions", [10]), []);
   tab.close();
 });
 

@@ -117,6 +117,17 @@ pub trait Connector {
         args: Value,
         ctx: &CallContext,
     ) -> Result<Value, ConnectorError>;
+    /// Undoes an applied call for `rollbackExecution`; false when the method has no undo
+    /// (reads, and every built-in method today, as in Think's shell and tool connectors).
+    async fn revert(
+        &self,
+        _method: &str,
+        _args: &Value,
+        _result: Option<&Value>,
+        _ctx: &CallContext,
+    ) -> Result<bool, ConnectorError> {
+        Ok(false)
+    }
 }
 
 fn spec(

@@ -866,3 +866,126 @@ fn stable_stringify_ignores_key_order() {
         r#"{"a":[{"c":3,"d":2}],"b":1}"#
     );
 }
+
+/// A connector whose `put` can be undone (`fail` marks one whose undo throws), standing in
+/// for a tool with a revert, which no built-in connector has.
+#[derive(Default)]
+struct Undoable {
+    undone: RefCell<Vec<Value>>,
+}
+
+#[async_trait(?Send)]
+impl Connector for Undoable {
+    fn name(&self) -> &str {
+        "undo"
+    }
+    fn hint(&self) -> &str {
+        "undoable puts"
+    }
+    fn methods(&self) -> &[connectors::MethodSpec] {
+        &[]
+    }
+    async fn call(
+        &self,
+        _method: &str,
+        args: Value,
+        _ctx: &connectors::CallContext,
+    ) -> Result<Value, connectors::ConnectorError> {
+        Ok(json!({"put": args["v"]}))
+    }
+    async fn revert(
+        &self,
+        method: &str,
+        args: &Value,
+        result: Option<&Value>,
+        _ctx: &connectors::CallContext,
+    ) -> Result<bool, connectors::ConnectorError> {
+        if args["fail"] == true {
+            return Err("cannot undo".into());
+        }
+        self.undone.borrow_mut().push(json!([method, args["v"], result]));
+        Ok(method == "put")
+    }
+}
+
+#[test]
+fn rollback_undoes_applied_calls_newest_first_and_marks_the_run() {
+    let f = fixture();
+    let undo = Rc::new(Undoable::default());
+    let mut connectors = f.connectors.clone();
+    connectors.push(undo.clone());
+    f.sandbox.program("puts", |d| {
+        Box::pin(async move {
+            call(&d, "state", "writeFile", json!({"path": "/r.txt", "content": "x"}), "2:1")
+                .await?;
+            call(&d, "undo", "put", json!({"v": 1}), "3:1").await?;
+            call(&d, "undo", "put", json!({"v": 2}), "4:1").await?;
+            call(&d, "undo", "get", json!({"v": 3}), "5:1").await?;
+            Ok(json!("done"))
+        })
+    });
+    let out = block_on(f.rt.execute("// puts\n", None, &connectors));
+    let id = out["executionId"].as_str().unwrap().to_owned();
+    let rolled = block_on(f.rt.rollback(&id, &connectors)).unwrap();
+    assert_eq!(rolled, json!({"executionId": id, "reverted": 2, "status": "rolled_back"}));
+    assert_eq!(
+        *undo.undone.borrow(),
+        [
+            json!(["get", 3, {"put": 3}]),
+            json!(["put", 2, {"put": 2}]),
+            json!(["put", 1, {"put": 1}])
+        ]
+    );
+    let journal = journal::Journal::new(f.sql.as_ref());
+    let states: Vec<_> = journal.log(&id).unwrap().iter().map(|e| e.state).collect();
+    use journal::CallState::{Applied, Reverted};
+    assert_eq!(states, [Applied, Reverted, Reverted, Applied]);
+    assert_eq!(journal.execution(&id).unwrap().unwrap().status, journal::ExecStatus::RolledBack);
+    // A state write has no undo (as in Think's shell): the file stays.
+    assert_eq!(read(&f, "/r.txt").as_deref(), Some("x"));
+
+    // A failed undo is reported after the others ran; nothing reverted leaves the status.
+    f.sandbox.program("bad", |d| {
+        Box::pin(async move {
+            call(&d, "undo", "put", json!({"v": 9, "fail": true}), "2:1").await?;
+            Ok(Value::Null)
+        })
+    });
+    let bad = block_on(f.rt.execute("// bad\n", None, &connectors));
+    let bad_id = bad["executionId"].as_str().unwrap();
+    let err = block_on(f.rt.rollback(bad_id, &connectors)).unwrap_err().to_string();
+    assert_eq!(err, "Rollback reverted 0 action(s) but 1 failed: undo.put: cannot undo");
+    assert_eq!(journal.execution(bad_id).unwrap().unwrap().status, journal::ExecStatus::Completed);
+
+    // A paused run cannot be rolled back, an unknown id is an error.
+    approval_program(&f);
+    let paused = block_on(f.rt.execute("// approve\n", None, &f.connectors));
+    let paused_id = paused["executionId"].as_str().unwrap();
+    let err = block_on(f.rt.rollback(paused_id, &connectors)).unwrap_err().to_string();
+    assert!(err.contains("is paused; only a settled execution"), "{err}");
+    let err = block_on(f.rt.rollback("exec_nope", &connectors)).unwrap_err().to_string();
+    assert_eq!(err, "Execution exec_nope does not exist");
+}
+
+#[test]
+fn delete_and_prune_executions_spare_paused_runs() {
+    let f = fixture();
+    approval_program(&f);
+    let paused = block_on(f.rt.execute("// approve\n", None, &f.connectors));
+    let paused_id = paused["executionId"].as_str().unwrap();
+    let mut ids = Vec::new();
+    for _ in 0..5 {
+        let out = block_on(f.rt.execute("return 1", None, &f.connectors));
+        ids.push(out["executionId"].as_str().unwrap().to_owned());
+    }
+    assert_eq!(f.rt.delete_execution(&ids[0]).unwrap(), json!(true));
+    assert_eq!(f.rt.delete_execution(&ids[0]).unwrap(), json!(false));
+    assert_eq!(f.rt.prune_executions(Some(2)).unwrap(), json!(2));
+    let journal = journal::Journal::new(f.sql.as_ref());
+    let left: Vec<_> = journal.executions(100).unwrap().into_iter().map(|r| r.id).collect();
+    assert_eq!(left.len(), 3);
+    assert!(
+        left.contains(&paused_id.to_owned()) && left.contains(&ids[4]) && left.contains(&ids[3])
+    );
+    assert_eq!(f.rt.prune_executions(None).unwrap(), json!(0));
+}
