@@ -749,7 +749,10 @@ fn state_methods_reach_the_workspace() {
     assert_eq!(r["bytes"], "AAEC");
     assert_eq!(r["dir"], json!(["d", "a.txt", "bin", "c.json", "link"]));
     assert_eq!(r["glob"], json!(["/s/a.txt"]));
-    assert_eq!(r["search"], json!([{"path": "/s/a.txt", "line": 1, "text": "one two one"}]));
+    assert_eq!(
+        r["search"],
+        json!([{"line": 1, "column": 5, "match": "two", "lineText": "one two one"}])
+    );
     assert_eq!(r["replace"], json!({"path": "/s/a.txt", "replacements": 2}));
     assert_eq!(r["after"], "1 two 1");
     assert_eq!(r["real"], "/s/a.txt");
@@ -832,7 +835,8 @@ fn describe_and_search_are_reachable_from_the_sandbox() {
         })
     });
     let out = block_on(f.rt.execute("// describe\n", None, &f.connectors));
-    assert_eq!(out["result"]["found"], 4, "{out}");
+    // readJson, writeJson, queryJson, updateJson, and planEdits (its `writeJson` instruction).
+    assert_eq!(out["result"]["found"], 5, "{out}");
     assert!(out["result"]["types"]
         .as_str()
         .unwrap()
@@ -988,4 +992,179 @@ fn delete_and_prune_executions_spare_paused_runs() {
         left.contains(&paused_id.to_owned()) && left.contains(&ids[4]) && left.contains(&ids[3])
     );
     assert_eq!(f.rt.prune_executions(None).unwrap(), json!(0));
+}
+
+#[test]
+fn hash_algorithms_and_think_search_and_find_options() {
+    let f = fixture();
+    f.sandbox.program("opts", |d| {
+        Box::pin(async move {
+            let c = |m: &'static str, a: Value| {
+                let d = d.clone();
+                async move { call(&d, "state", m, a, m).await }
+            };
+            c("writeFile", json!({"path": "/o/abc", "content": "abc"})).await?;
+            c("writeFile", json!({"path": "/o/t.md", "content": "Foo bar\nfoobar é foo\nend"}))
+                .await?;
+            c("writeFile", json!({"path": "/o/sub/deep.md", "content": ""})).await?;
+            c("mkdir", json!({"path": "/o/hollow"})).await?;
+            let search = |o: Value| c("searchText", json!({"path": "/o/t.md", "query": "foo", "options": o}));
+            let find = |o: Value| c("find", json!({"path": "/o", "options": o}));
+            let paths = |v: Value| -> Vec<String> {
+                v.as_array().unwrap().iter().map(|e| e["path"].as_str().unwrap().to_owned()).collect()
+            };
+            Ok(json!({
+                "md5": c("hashFile", json!({"path": "/o/abc", "algorithm": "md5"})).await?,
+                "sha1": c("hashFile", json!({"path": "/o/abc", "algorithm": "sha1"})).await?,
+                "sha256": c("hashFile", json!({"path": "/o/abc", "algorithm": "sha256"})).await?,
+                "badAlgo": c("hashFile", json!({"path": "/o/abc", "algorithm": "crc"})).await.is_err(),
+                "plain": search(json!({})).await?,
+                "nocase": search(json!({"caseSensitive": false, "maxMatches": 2})).await?,
+                "word": search(json!({"wholeWord": true, "contextBefore": 1, "contextAfter": 5})).await?,
+                "regex": c("searchFiles", json!({"pattern": "/o/**/*.md", "query": "^f\\w+r", "options": {"regex": true}})).await?,
+                "badRegex": c("searchText", json!({"path": "/o/t.md", "query": "(", "options": {"regex": true}})).await.unwrap_err(),
+                "md": paths(find(json!({"name": "*.md"})).await?),
+                "shallow": paths(find(json!({"maxDepth": 1, "type": ["directory"]})).await?),
+                "deep": find(json!({"minDepth": 2})).await?,
+                "empty": paths(find(json!({"empty": true})).await?),
+                "big": paths(find(json!({"sizeMin": 4, "pathPattern": "*.md"})).await?),
+                "future": paths(find(json!({"mtimeAfter": "2100-01-01T00:00:00Z"})).await?),
+                "past": paths(find(json!({"mtimeAfter": "2001-09-09", "type": "file", "sizeMin": 1, "sizeMax": 3})).await?),
+                "badOption": find(json!({"colour": "red"})).await.is_err(),
+            }))
+        })
+    });
+    let out = block_on(f.rt.execute("// opts\n", None, &f.connectors));
+    assert_eq!(out["status"], "completed", "{out}");
+    let r = &out["result"];
+    assert_eq!(r["md5"], "900150983cd24fb0d6963f7d28e17f72");
+    assert_eq!(r["sha1"], "a9993e364706816aba3e25717850c26c9cd0d89d");
+    assert_eq!(r["sha256"], super::sha256::sha256_hex(b"abc"));
+    assert_eq!(r["badAlgo"], true);
+    let at = |v: &Value| -> Vec<(u64, u64)> {
+        v.as_array()
+            .unwrap()
+            .iter()
+            .map(|m| (m["line"].as_u64().unwrap(), m["column"].as_u64().unwrap()))
+            .collect()
+    };
+    assert_eq!(at(&r["plain"]), [(2, 1), (2, 10)]);
+    assert_eq!(at(&r["nocase"]), [(1, 1), (2, 1)]);
+    assert_eq!(
+        r["word"],
+        json!([{"line": 2, "column": 10, "match": "foo", "lineText": "foobar é foo",
+            "beforeLines": ["Foo bar"], "afterLines": ["end"]}])
+    );
+    assert_eq!(
+        r["regex"],
+        json!([{"path": "/o/t.md", "matches": [
+        {"line": 2, "column": 1, "match": "foobar", "lineText": "foobar é foo"}]}])
+    );
+    assert!(
+        r["badRegex"].as_str().unwrap().starts_with("Invalid search pattern"),
+        "{}",
+        r["badRegex"]
+    );
+    assert_eq!(r["md"], json!(["/o/sub/deep.md", "/o/t.md"]));
+    assert_eq!(r["shallow"], json!(["/o/hollow", "/o/sub"]));
+    assert_eq!(r["deep"].as_array().unwrap().len(), 1);
+    assert_eq!(r["deep"][0]["path"], "/o/sub/deep.md");
+    assert_eq!(r["deep"][0]["depth"], 2);
+    assert_eq!(r["empty"], json!(["/o/hollow", "/o/sub/deep.md"]));
+    assert_eq!(r["big"], json!(["/o/t.md"]));
+    assert_eq!(r["future"], json!([]));
+    assert_eq!(r["past"], json!(["/o/abc"]));
+    assert_eq!(r["badOption"], true);
+}
+
+#[test]
+fn edit_plans_preview_then_apply_and_roll_back_on_failure() {
+    let f = fixture();
+    block_on(f.ws.write_file("/e/a.txt", "one two one", "text/plain")).unwrap();
+    block_on(f.ws.write_file("/e/b.txt", "keep", "text/plain")).unwrap();
+    f.sandbox.program("plan", |d| {
+        Box::pin(async move {
+            let c = |m: &'static str, a: Value| {
+                let d = d.clone();
+                async move { call(&d, "state", m, a, m).await }
+            };
+            let plan = c("planEdits", json!({"instructions": [
+                {"kind": "replace", "path": "/e/a.txt", "search": "ONE", "replacement": "$1",
+                    "options": {"caseSensitive": false}},
+                {"kind": "write", "path": "/e/new.txt", "content": "fresh"},
+                {"kind": "writeJson", "path": "/e/c.json", "value": {"k": 1}, "options": {"spaces": 0}},
+                {"kind": "write", "path": "/e/b.txt", "content": "keep"},
+            ]}))
+            .await?;
+            let untouched = c("readFile", json!({"path": "/e/a.txt"})).await?;
+            let missing = c("planEdits", json!({"instructions": [
+                {"kind": "replace", "path": "/e/none", "search": "x", "replacement": "y"}]}))
+            .await
+            .unwrap_err();
+            let dry = c("applyEdits", json!({"edits": [{"path": "/e/b.txt", "content": "dry"}],
+                "options": {"dryRun": true}}))
+            .await?;
+            let applied = c("applyEditPlan", json!({"plan": plan.clone()})).await?;
+            // The second edit fails (a directory is in the way): the first is undone.
+            let failed = c("applyEdits", json!({"edits": [
+                {"path": "/e/b.txt", "content": "changed"},
+                {"path": "/e/new.txt/under", "content": "x"},
+                {"path": "/e/b.txt", "content": "never"},
+            ]}))
+            .await
+            .unwrap_err();
+            Ok(json!({"plan": plan, "untouched": untouched, "missing": missing, "dry": dry,
+                "applied": applied, "failed": failed}))
+        })
+    });
+    let out = block_on(f.rt.execute("// plan\n", None, &f.connectors));
+    assert_eq!(out["status"], "completed", "{out}");
+    let r = &out["result"];
+    let plan = &r["plan"];
+    assert_eq!(
+        (plan["totalChanged"].as_u64(), plan["totalInstructions"].as_u64()),
+        (Some(3), Some(4))
+    );
+    let contents: Vec<_> = plan["edits"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| {
+            (
+                e["path"].as_str().unwrap(),
+                e["changed"].as_bool().unwrap(),
+                e["content"].as_str().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        contents,
+        [
+            ("/e/a.txt", true, "$1 two $1"),
+            ("/e/new.txt", true, "fresh"),
+            ("/e/c.json", true, "{\"k\":1}\n"),
+            ("/e/b.txt", false, "keep")
+        ]
+    );
+    assert!(
+        plan["edits"][0]["diff"].as_str().unwrap().contains("-one two one\n+$1 two $1"),
+        "{}",
+        plan["edits"][0]["diff"]
+    );
+    assert_eq!(plan["edits"][3]["diff"], "");
+    assert_eq!(r["untouched"], "one two one");
+    assert_eq!(r["missing"], "ENOENT: no such file or directory, open '/e/none'");
+    assert_eq!(r["dry"]["dryRun"], true);
+    assert_eq!(r["dry"]["totalChanged"], 1);
+    assert_eq!(r["applied"]["totalChanged"], 3);
+    let failed = r["failed"].as_str().unwrap();
+    assert!(
+        failed.starts_with("applyEdits failed at /e/new.txt/under: ")
+            && failed.ends_with("(rolled back)"),
+        "{failed}"
+    );
+    assert_eq!(read(&f, "/e/a.txt").as_deref(), Some("$1 two $1"));
+    assert_eq!(read(&f, "/e/new.txt").as_deref(), Some("fresh"));
+    assert_eq!(read(&f, "/e/c.json").as_deref(), Some("{\"k\":1}\n"));
+    assert_eq!(read(&f, "/e/b.txt").as_deref(), Some("keep"));
 }
