@@ -8,6 +8,7 @@ use async_trait::async_trait;
 use serde_json::{json, Map, Value};
 use sha1::Digest;
 
+use super::archive;
 use crate::tools::approval::ApprovalPolicy;
 use crate::tools::schema::InputValidator;
 use crate::tools::{ToolContext, ToolRef, ToolSet};
@@ -461,6 +462,41 @@ impl StateConnector {
                 Write,
             ),
             spec(
+                "createArchive",
+                "Write a tar archive of files and directories (each with everything under it).",
+                json!({"path": s("The archive to write"), "sources": {"type": "array", "items": p()}}),
+                &["path", "sources"],
+                Write,
+            ),
+            spec(
+                "listArchive",
+                "The entries of a tar archive, sorted by path.",
+                json!({"path": p()}),
+                &["path"],
+                Read,
+            ),
+            spec(
+                "extractArchive",
+                "Extract a tar archive under a directory.",
+                json!({"path": p(), "destination": s("Directory to extract into")}),
+                &["path", "destination"],
+                Write,
+            ),
+            spec(
+                "compressFile",
+                "Gzip a file to `destination` (default: the path plus `.gz`).",
+                json!({"path": p(), "destination": s("Where to write")}),
+                &["path"],
+                Write,
+            ),
+            spec(
+                "decompressFile",
+                "Gunzip a file to `destination` (default: the path without `.gz`).",
+                json!({"path": p(), "destination": s("Where to write")}),
+                &["path"],
+                Write,
+            ),
+            spec(
                 "detectFile",
                 "The media type of a file and whether it is text.",
                 json!({"path": p()}),
@@ -878,7 +914,7 @@ impl Connector for StateConnector {
         Ok(match method {
             "getCapabilities" => json!({
                 "files": true, "json": true, "search": true, "symlinks": true, "diffs": true,
-                "bytes": "base64", "archives": false, "compression": false, "hashing": ["md5", "sha1", "sha256"],
+                "bytes": "base64", "archives": "tar", "compression": "gzip", "hashing": ["md5", "sha1", "sha256"],
             }),
             "readFile" => Value::String(read_text(ws, path).await?),
             "writeFile" => {
@@ -1059,6 +1095,22 @@ impl Connector for StateConnector {
                 walk(if root.is_empty() { "/" } else { root }, &entries)
             }
             "planEdits" => plan_edits(ws, &args["instructions"]).await?,
+            "createArchive" => {
+                let sources: Vec<String> = args["sources"]
+                    .as_array()
+                    .map(|a| a.iter().filter_map(Value::as_str).map(str::to_owned).collect())
+                    .unwrap_or_default();
+                archive::create(ws, path, &sources).await?
+            }
+            "listArchive" => archive::list(ws, path).await?,
+            "extractArchive" => archive::extract(ws, path, arg(&args, "destination")).await?,
+            "compressFile" => {
+                archive::compress(ws, path, args.get("destination").and_then(Value::as_str)).await?
+            }
+            "decompressFile" => {
+                archive::decompress(ws, path, args.get("destination").and_then(Value::as_str))
+                    .await?
+            }
             "applyEditPlan" => {
                 let edits = args["plan"]["edits"].as_array().cloned().unwrap_or_default();
                 apply_edits(ws, &edits, &args["options"]).await?

@@ -1168,3 +1168,116 @@ fn edit_plans_preview_then_apply_and_roll_back_on_failure() {
     assert_eq!(read(&f, "/e/c.json").as_deref(), Some("{\"k\":1}\n"));
     assert_eq!(read(&f, "/e/b.txt").as_deref(), Some("keep"));
 }
+
+#[test]
+fn archives_and_gzip_round_trip_through_the_workspace() {
+    let f = fixture();
+    block_on(f.ws.write_file("/src/a.txt", "alpha", "text/plain")).unwrap();
+    block_on(f.ws.write_file("/src/sub/b.txt", &"b".repeat(700), "text/plain")).unwrap();
+    // Over 100 bytes in all, so the ustar prefix field carries its directories.
+    let long = format!("/src/{}/{}/c.txt", "d".repeat(60), "e".repeat(60));
+    block_on(f.ws.write_file(&long, "long", "text/plain")).unwrap();
+    block_on(f.ws.write_file("/one.txt", "solo", "text/plain")).unwrap();
+    f.sandbox.program("tar", |d| {
+        Box::pin(async move {
+            let c = |m: &'static str, a: Value| {
+                let d = d.clone();
+                async move { call(&d, "state", m, a, m).await }
+            };
+            let made =
+                c("createArchive", json!({"path": "/out/x.tar", "sources": ["/src", "/one.txt"]}))
+                    .await?;
+            let listed = c("listArchive", json!({"path": "/out/x.tar"})).await?;
+            let extracted =
+                c("extractArchive", json!({"path": "/out/x.tar", "destination": "/copy"})).await?;
+            let gz = c("compressFile", json!({"path": "/src/sub/b.txt"})).await?;
+            let gunz = c(
+                "decompressFile",
+                json!({"path": "/src/sub/b.txt.gz", "destination": "/back.txt"}),
+            )
+            .await?;
+            let not_gz = c("decompressFile", json!({"path": "/one.txt"})).await.unwrap_err();
+            let not_tar = c("listArchive", json!({"path": "/src/sub/b.txt.gz"})).await.unwrap_err();
+            Ok(json!({"made": made, "listed": listed, "extracted": extracted, "gz": gz,
+                "gunz": gunz, "notGz": not_gz, "notTar": not_tar}))
+        })
+    });
+    let out = block_on(f.rt.execute("// tar\n", None, &f.connectors));
+    assert_eq!(out["status"], "completed", "{out}");
+    let r = &out["result"];
+    let long_rel = long.trim_start_matches('/');
+    let names: Vec<_> = r["listed"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| (e["path"].as_str().unwrap().to_owned(), e["size"].as_u64().unwrap()))
+        .collect();
+    let mut want = vec![
+        ("one.txt".to_owned(), 4),
+        ("src".to_owned(), 0),
+        ("src/a.txt".to_owned(), 5),
+        (format!("src/{}", "d".repeat(60)), 0),
+        (format!("src/{}/{}", "d".repeat(60), "e".repeat(60)), 0),
+        (long_rel.to_owned(), 4),
+        ("src/sub".to_owned(), 0),
+        ("src/sub/b.txt".to_owned(), 700),
+    ];
+    want.sort();
+    assert_eq!(names, want);
+    assert_eq!(r["made"]["entries"].as_array().unwrap().len(), 8);
+    // Headers and bodies in 512-byte blocks, then two zero blocks.
+    let blocks = 8 + 1 + 2 + 1 + 1 + 2;
+    assert_eq!(r["made"]["bytesWritten"], blocks * 512);
+    assert_eq!(r["extracted"]["destination"], "/copy");
+    assert_eq!(read(&f, "/copy/src/sub/b.txt"), Some("b".repeat(700)));
+    assert_eq!(read(&f, &format!("/copy{long}")).as_deref(), Some("long"));
+    assert_eq!(read(&f, "/copy/one.txt").as_deref(), Some("solo"));
+    assert_eq!(r["gz"]["destination"], "/src/sub/b.txt.gz");
+    assert!(r["gz"]["bytesWritten"].as_u64().unwrap() < 100, "{}", r["gz"]);
+    assert_eq!(
+        r["gunz"],
+        json!({"path": "/src/sub/b.txt.gz", "destination": "/back.txt", "bytesWritten": 700})
+    );
+    assert_eq!(read(&f, "/back.txt"), Some("b".repeat(700)));
+    assert!(
+        r["notGz"].as_str().unwrap().starts_with("decompressFile: /one.txt is not gzip data"),
+        "{}",
+        r["notGz"]
+    );
+    assert!(r["notTar"].as_str().unwrap().contains("tar"), "{}", r["notTar"]);
+}
+
+#[test]
+fn an_archive_entry_with_dotdot_is_refused_before_anything_is_written() {
+    let f = fixture();
+    // A hand-made tar whose one entry climbs out of the destination.
+    let mut tar = vec![0u8; 512 * 4];
+    tar[..12].copy_from_slice(b"../../etc/pw");
+    tar[124..135].copy_from_slice(b"00000000001");
+    tar[156] = b'0';
+    tar[148..156].fill(b' ');
+    let sum: u32 = tar[..512].iter().map(|&b| u32::from(b)).sum();
+    tar[148..155].copy_from_slice(format!("{sum:06o}\0").as_bytes());
+    tar[512] = b'x';
+    block_on(f.ws.write_file_bytes("/evil.tar", &tar, "application/x-tar")).unwrap();
+    f.sandbox.program("evil", |d| {
+        Box::pin(async move {
+            let e = call(
+                &d,
+                "state",
+                "extractArchive",
+                json!({"path": "/evil.tar", "destination": "/safe"}),
+                "1:1",
+            )
+            .await
+            .unwrap_err();
+            Ok(json!(e))
+        })
+    });
+    let out = block_on(f.rt.execute("// evil\n", None, &f.connectors));
+    assert_eq!(
+        out["result"], "extractArchive: entry \"../../etc/pw\" would land outside /safe",
+        "{out}"
+    );
+    assert_eq!(read(&f, "/etc/pw"), None);
+}
