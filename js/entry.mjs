@@ -90,6 +90,19 @@ export class ThinkAgent extends DurableObject {
     return this.#inner.rpcCall("executions", [limit ?? null]);
   }
 
+  /** Asks the connectors to undo an execution's applied calls; `{executionId, reverted, status}`. */
+  rollbackExecution(executionId) {
+    return this.#inner.rpcCall("rollbackExecution", [executionId]);
+  }
+
+  deleteExecution(executionId) {
+    return this.#inner.rpcCall("deleteExecution", [executionId]);
+  }
+
+  pruneExecutions(keep) {
+    return this.#inner.rpcCall("pruneExecutions", [keep ?? null]);
+  }
+
   saveSnippet(name, options) {
     return this.#inner.rpcCall("saveSnippet", [name, options ?? null]);
   }

@@ -345,6 +345,33 @@ test("code over 1 MB is refused before it runs; THINK_EXECUTE=false removes the 
   }
 });
 
+test("hashes, gzip, tar and edit plans run in the wasm build over the workspace", async () => {
+  const tab = await connect(worker.host, "cm-archive");
+  const out = await execute(
+    tab,
+    `await state.writeFile({ path: "/ar/a.txt", content: "abc" });
+     await state.writeFile({ path: "/ar/d/b.txt", content: "x".repeat(5000) });
+     const md5 = await state.hashFile({ path: "/ar/a.txt", algorithm: "md5" });
+     const sha1 = await state.hashFile({ path: "/ar/a.txt", algorithm: "sha1" });
+     const gz = await state.compressFile({ path: "/ar/d/b.txt" });
+     await state.decompressFile({ path: "/ar/d/b.txt.gz", destination: "/ar/back.txt" });
+     const tar = await state.createArchive({ path: "/ar.tar", sources: ["/ar/d"] });
+     await state.extractArchive({ path: "/ar.tar", destination: "/ex" });
+     const plan = await state.planEdits({ instructions: [{ kind: "replace", path: "/ar/a.txt", search: "B", replacement: "-", options: { caseSensitive: false } }] });
+     await state.applyEditPlan({ plan });
+     const hits = await state.searchFiles({ pattern: "/ex/**", query: "x{3}", options: { regex: true, maxMatches: 1 } });
+     return { md5, sha1, gz: gz.bytesWritten, entries: (await state.listArchive({ path: "/ar.tar" })).map((e) => e.path), hits: hits.map((h) => h.path) }`,
+  );
+  assert.equal(out.status, "completed", JSON.stringify(out));
+  assert.equal(out.result.md5, "900150983cd24fb0d6963f7d28e17f72");
+  assert.equal(out.result.sha1, "a9993e364706816aba3e25717850c26c9cd0d89d");
+  assert.ok(out.result.gz < 200, JSON.stringify(out.result));
+  assert.deepEqual(out.result.entries, ["ar/d", "ar/d/b.txt", "ar/d/b.txt.gz"]);
+  assert.deepEqual(out.result.hits, ["/ex/ar/d/b.txt"], "the .gz has no run of x");
+  assert.deepEqual(await readFiles(tab, ["/ar/a.txt", "/ar/back.txt", "/ex/ar/d/b.txt"]), ["a-c", "x".repeat(5000), "x".repeat(5000)]);
+  tab.close();
+});
+
 test("the callables are reachable over Durable Object RPC", async () => {
   const tab = await connect(worker.host, "cm-dorpc");
   await execute(tab, `await state.writeFile({ path: "/do/f.txt", content: "v1" })`);
@@ -359,6 +386,16 @@ test("the callables are reachable over Durable Object RPC", async () => {
   assert.equal(history[0].id, paused.executionId);
   assert.deepEqual(await call("snippets"), []);
   assert.deepEqual(await readFiles(tab, ["/do/f.txt"]), [null]);
+  // No built-in connector has an undo (as in Think), so a rollback reverts nothing.
+  assert.deepEqual(await call("rollbackExecution", [paused.executionId]), { executionId: paused.executionId, reverted: 0, status: "completed" });
+  await assert.rejects(call("rollbackExecution", ["exec_nope"]), /exec_nope does not exist/);
+  assert.equal(await call("deleteExecution", [paused.executionId]), true);
+  assert.equal(await call("deleteExecution", [paused.executionId]), false);
+  const left = await call("executions", [10]);
+  assert.ok(left.length > 0 && !left.some((r) => r.id === paused.executionId));
+  // Pruning to 0 drops every settled run that is left.
+  assert.equal(await call("pruneExecutions", [0]), left.length);
+  assert.deepEqual(await call("executions", [10]), []);
   tab.close();
 });
 

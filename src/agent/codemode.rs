@@ -64,6 +64,15 @@ impl Agent {
             "snippets" => cm.snippets(),
             "saveSnippet" => cm.save_snippet(id.unwrap_or(""), args.get(1).unwrap_or(&Value::Null)),
             "deleteSnippet" => cm.delete_snippet(id.unwrap_or("")),
+            "deleteExecution" => cm.delete_execution(id.unwrap_or("")),
+            "pruneExecutions" => {
+                cm.prune_executions(args.first().and_then(Value::as_u64).map(|n| n as usize))
+            }
+            "rollbackExecution" => {
+                let tools = self.turn_tools(None);
+                let connectors = turn_connectors(&tools, &self.spec.approval, &self.workspace);
+                cm.rollback(id.unwrap_or(""), &connectors).await
+            }
             "approveExecution" => {
                 return Some(Ok(self.approve_execution(&cm, id.unwrap_or("")).await))
             }

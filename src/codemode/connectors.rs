@@ -6,11 +6,13 @@ use std::rc::Rc;
 
 use async_trait::async_trait;
 use serde_json::{json, Map, Value};
+use sha1::Digest;
 
+use super::archive;
 use crate::tools::approval::ApprovalPolicy;
 use crate::tools::schema::InputValidator;
 use crate::tools::{ToolContext, ToolRef, ToolSet};
-use crate::workspace::{EntryType, FsError, Workspace};
+use crate::workspace::{EntryType, FsError, Glob, Workspace};
 
 /// Why a connector call failed; its text is what the sandboxed code sees thrown.
 #[derive(Debug, Clone, PartialEq)]
@@ -117,6 +119,17 @@ pub trait Connector {
         args: Value,
         ctx: &CallContext,
     ) -> Result<Value, ConnectorError>;
+    /// Undoes an applied call for `rollbackExecution`; false when the method has no undo
+    /// (reads, and every built-in method today, as in Think's shell and tool connectors).
+    async fn revert(
+        &self,
+        _method: &str,
+        _args: &Value,
+        _result: Option<&Value>,
+        _ctx: &CallContext,
+    ) -> Result<bool, ConnectorError> {
+        Ok(false)
+    }
 }
 
 fn spec(
@@ -259,8 +272,9 @@ impl StateConnector {
             ),
             spec(
                 "find",
-                "Files and directories under a path, optionally filtered by a glob on their path.",
-                json!({"path": p(), "pattern": s("Glob pattern")}),
+                "Files and directories under a path, filtered by a glob on their path and by \
+                 Think's find options (name, type, depth, emptiness, size, modification time).",
+                json!({"path": p(), "pattern": s("Glob pattern"), "options": find_options()}),
                 &["path"],
                 Read,
             ),
@@ -273,15 +287,15 @@ impl StateConnector {
             ),
             spec(
                 "searchText",
-                "Lines of one file containing a string.",
-                json!({"path": p(), "query": s("Text to find")}),
+                "Matches of a string (or, with `options.regex`, a regular expression) in one file.",
+                json!({"path": p(), "query": s("Text to find"), "options": search_options()}),
                 &["path", "query"],
                 Read,
             ),
             spec(
                 "searchFiles",
-                "Lines containing a string in every file matching a glob.",
-                json!({"pattern": s("Glob pattern"), "query": s("Text to find")}),
+                "Matches of a string (or regular expression) in every file matching a glob.",
+                json!({"pattern": s("Glob pattern"), "query": s("Text to find"), "options": search_options()}),
                 &["pattern", "query"],
                 Read,
             ),
@@ -406,8 +420,8 @@ impl StateConnector {
             ),
             spec(
                 "hashFile",
-                "The SHA-256 of a file, as hex.",
-                json!({"path": p(), "algorithm": {"const": "sha256"}}),
+                "The digest of a file as lowercase hex: SHA-256 unless `algorithm` says md5 or sha1.",
+                json!({"path": p(), "algorithm": {"enum": ["md5", "sha1", "sha256"]}}),
                 &["path"],
                 Read,
             ),
@@ -416,6 +430,70 @@ impl StateConnector {
                 "Apply set/delete operations (dotted paths such as `a.b[0]`) to a JSON file.",
                 json!({"path": p(), "operations": {"type": "array", "items": {"type": "object", "properties": {"op": {"enum": ["set", "delete"]}, "path": s("Dotted path"), "value": {}}, "required": ["op", "path"]}}}),
                 &["path", "operations"],
+                Write,
+            ),
+            spec(
+                "planEdits",
+                "Plan edits without writing: each instruction (`write`, `replace` with search \
+                 options, `writeJson`) against the file as it is now, with the new content and a diff.",
+                json!({"instructions": {"type": "array", "items": edit_instruction()}}),
+                &["instructions"],
+                Read,
+            ),
+            spec(
+                "applyEditPlan",
+                "Write a plan from planEdits; on a failure the files already written are restored \
+                 unless `options.rollbackOnError` is false.",
+                json!({"plan": {"type": "object", "properties": {"edits": {"type": "array", "items": {
+                    "type": "object", "properties": {"path": p(), "content": s("New content")},
+                    "required": ["path", "content"]}}}, "required": ["edits"]},
+                    "options": apply_options()}),
+                &["plan"],
+                Write,
+            ),
+            spec(
+                "applyEdits",
+                "Write several files at once ({path, content} each), with diffs; all or nothing \
+                 unless `options.rollbackOnError` is false.",
+                json!({"edits": {"type": "array", "items": {"type": "object", "properties": {
+                    "path": p(), "content": s("New content")}, "required": ["path", "content"],
+                    "additionalProperties": false}}, "options": apply_options()}),
+                &["edits"],
+                Write,
+            ),
+            spec(
+                "createArchive",
+                "Write a tar archive of files and directories (each with everything under it).",
+                json!({"path": s("The archive to write"), "sources": {"type": "array", "items": p()}}),
+                &["path", "sources"],
+                Write,
+            ),
+            spec(
+                "listArchive",
+                "The entries of a tar archive, sorted by path.",
+                json!({"path": p()}),
+                &["path"],
+                Read,
+            ),
+            spec(
+                "extractArchive",
+                "Extract a tar archive under a directory.",
+                json!({"path": p(), "destination": s("Directory to extract into")}),
+                &["path", "destination"],
+                Write,
+            ),
+            spec(
+                "compressFile",
+                "Gzip a file to `destination` (default: the path plus `.gz`).",
+                json!({"path": p(), "destination": s("Where to write")}),
+                &["path"],
+                Write,
+            ),
+            spec(
+                "decompressFile",
+                "Gunzip a file to `destination` (default: the path without `.gz`).",
+                json!({"path": p(), "destination": s("Where to write")}),
+                &["path"],
                 Write,
             ),
             spec(
@@ -454,11 +532,14 @@ fn state_output(method: &str) -> Option<Value> {
             "size": {"type": "number"}}, "required": ["name", "type", "size"]}})
         }
         "find" => json!({"type": "array", "items": {"type": "object", "properties": {
-            "path": {"type": "string"}, "type": {"enum": ["file", "directory", "symlink"]}},
-            "required": ["path", "type"]}}),
-        "searchText" => json!({"type": "array", "items": {"type": "object", "properties": {
-            "path": {"type": "string"}, "line": {"type": "number"}, "text": {"type": "string"}},
-            "required": ["path", "line", "text"]}}),
+            "path": {"type": "string"}, "name": {"type": "string"},
+            "type": {"enum": ["file", "directory", "symlink"]}, "depth": {"type": "number"},
+            "size": {"type": "number"}, "mtime": {"type": "number"}},
+            "required": ["path", "name", "type", "depth", "size", "mtime"]}}),
+        "searchText" => json!({"type": "array", "items": text_match()}),
+        "searchFiles" => json!({"type": "array", "items": {"type": "object", "properties": {
+            "path": {"type": "string"}, "matches": {"type": "array", "items": text_match()}},
+            "required": ["path", "matches"]}}),
         "replaceInFile" => json!({"type": "object", "properties": {"path": {"type": "string"},
             "replacements": {"type": "number"}}, "required": ["path", "replacements"]}),
         "detectFile" => json!({"type": "object", "properties": {"path": {"type": "string"},
@@ -468,6 +549,13 @@ fn state_output(method: &str) -> Option<Value> {
         | "mv" | "symlink" | "removeTree" | "copyTree" | "moveTree" => json!({"type": "null"}),
         _ => return None,
     })
+}
+
+fn text_match() -> Value {
+    let lines = json!({"type": "array", "items": {"type": "string"}});
+    json!({"type": "object", "properties": {"line": {"type": "number"},
+        "column": {"type": "number"}, "match": {"type": "string"}, "lineText": {"type": "string"},
+        "beforeLines": lines, "afterLines": lines}, "required": ["line", "column", "match", "lineText"]})
 }
 
 fn fs(e: FsError) -> ConnectorError {
@@ -480,6 +568,10 @@ fn not_found(syscall: &'static str, path: &str) -> ConnectorError {
 
 fn arg<'a>(args: &'a Value, key: &str) -> &'a str {
     args.get(key).and_then(Value::as_str).unwrap_or("")
+}
+
+fn hex(digest: &[u8]) -> String {
+    digest.iter().map(|b| format!("{b:02x}")).collect()
 }
 
 fn flag(args: &Value, key: &str) -> bool {
@@ -504,12 +596,286 @@ pub fn query_json<'a>(value: &'a Value, query: &str) -> Option<&'a Value> {
     Some(cur)
 }
 
-fn matches_in(path: &str, text: &str, query: &str) -> Vec<Value> {
-    text.split('\n')
-        .enumerate()
-        .filter(|(_, l)| l.contains(query))
-        .map(|(i, l)| json!({"path": path, "line": i + 1, "text": l}))
-        .collect()
+/// The `options` of `find`, as in Think's shell (`mtime*` take epoch milliseconds or an ISO
+/// date).
+fn find_options() -> Value {
+    let kind = json!({"enum": ["file", "directory", "symlink"]});
+    let time = json!({"type": ["number", "string"], "description": "Epoch ms or ISO date"});
+    let count = json!({"type": "integer", "minimum": 0});
+    json!({"type": "object", "additionalProperties": false, "properties": {
+        "name": {"type": "string", "description": "Glob on the entry's name, e.g. `*.md`"},
+        "pathPattern": {"type": "string", "description": "Glob on the path (relative to `path` unless absolute)"},
+        "type": {"anyOf": [kind, {"type": "array", "items": kind}]},
+        "minDepth": count, "maxDepth": count,
+        "empty": {"type": "boolean", "description": "Only empty files and directories"},
+        "sizeMin": count, "sizeMax": count,
+        "mtimeAfter": time, "mtimeBefore": time}})
+}
+
+/// `find`: every entry under `path` (depth 1 = its children) that passes the options.
+fn find(ws: &Workspace, path: &str, args: &Value) -> Result<Value, ConnectorError> {
+    let o = args.get("options").cloned().unwrap_or(Value::Null);
+    let root = if path.ends_with('/') { path.to_owned() } else { format!("{path}/") };
+    let under = |p: &str| if p.starts_with('/') { p.to_owned() } else { format!("{root}**/{p}") };
+    let pattern = args.get("pattern").and_then(Value::as_str).map_or(format!("{root}**"), under);
+    let path_glob = o.get("pathPattern").and_then(Value::as_str).map(|p| Glob::new(&under(p)));
+    let path_glob = path_glob.transpose().map_err(fs)?;
+    let name_glob = o.get("name").and_then(Value::as_str).map(|n| Glob::new(&format!("/{n}")));
+    let name_glob = name_glob.transpose().map_err(fs)?;
+    let kinds: Vec<&str> = match o.get("type") {
+        Some(Value::String(k)) => vec![k.as_str()],
+        Some(Value::Array(ks)) => ks.iter().filter_map(Value::as_str).collect(),
+        _ => Vec::new(),
+    };
+    let time = |key: &'static str| {
+        let bad = || ConnectorError::from(format!("find: options.{key} is not a date"));
+        o.get(key).map(|v| epoch_ms(v).ok_or_else(bad)).transpose()
+    };
+    let (after, before) = (time("mtimeAfter")?, time("mtimeBefore")?);
+    let num = |key: &str| o.get(key).and_then(Value::as_u64);
+    let entries = ws.glob(&pattern).map_err(fs)?;
+    let parents: std::collections::HashSet<&str> =
+        entries.iter().filter_map(|e| crate::workspace::path::parent(&e.path)).collect();
+    let base_depth = root.matches('/').count();
+    let mut out = Vec::new();
+    for e in &entries {
+        let depth = (e.path.matches('/').count() + 1).saturating_sub(base_depth) as u64;
+        let empty = match e.kind {
+            EntryType::Directory => !parents.contains(e.path.as_str()),
+            _ => e.size == 0,
+        };
+        let keep = name_glob.as_ref().is_none_or(|g| g.is_match(&format!("/{}", e.name)))
+            && path_glob.as_ref().is_none_or(|g| g.is_match(&e.path))
+            && (kinds.is_empty() || kinds.contains(&e.kind.as_str()))
+            && num("minDepth").is_none_or(|d| depth >= d)
+            && num("maxDepth").is_none_or(|d| depth <= d)
+            && o.get("empty").and_then(Value::as_bool).is_none_or(|want| want == empty)
+            && num("sizeMin").is_none_or(|n| e.size >= n)
+            && num("sizeMax").is_none_or(|n| e.size <= n)
+            && after.is_none_or(|t| e.updated_at as f64 > t)
+            && before.is_none_or(|t| (e.updated_at as f64) < t);
+        if keep {
+            out.push(json!({"path": e.path, "name": e.name, "type": e.kind.as_str(),
+                "depth": depth, "size": e.size, "mtime": e.updated_at}));
+        }
+    }
+    Ok(Value::Array(out))
+}
+
+/// Epoch milliseconds from a number or an ISO date (`2026-01-31`, `2026-01-31T10:00:00Z`,
+/// with optional fraction); `None` for anything else.
+fn epoch_ms(v: &Value) -> Option<f64> {
+    if let Some(n) = v.as_f64() {
+        return Some(n);
+    }
+    let s = v.as_str()?.trim_end_matches('Z');
+    let (date, time) = s.split_once('T').unwrap_or((s, "00:00:00"));
+    let d: Vec<i64> = date.split('-').map(str::parse).collect::<Result<_, _>>().ok()?;
+    let [y, m, day] = d[..] else { return None };
+    let (hms, frac) = time.split_once('.').unwrap_or((time, "0"));
+    let t: Vec<i64> = hms.split(':').map(str::parse).collect::<Result<_, _>>().ok()?;
+    let (h, mi, sec) = (*t.first()?, *t.get(1).unwrap_or(&0), *t.get(2).unwrap_or(&0));
+    let ms: f64 = format!("0.{frac}").parse::<f64>().ok()? * 1000.0;
+    // Days from the civil date (Howard Hinnant's algorithm).
+    let y = if m <= 2 { y - 1 } else { y };
+    let era = y.div_euclid(400);
+    let yoe = y - era * 400;
+    let doy = (153 * ((m + 9) % 12) + 2) / 5 + day - 1;
+    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+    let days = era * 146_097 + doe - 719_468;
+    Some((((days * 24 + h) * 60 + mi) * 60 + sec) as f64 * 1000.0 + ms)
+}
+
+/// One `planEdits` instruction, as in Think's shell.
+fn edit_instruction() -> Value {
+    let p = path_prop();
+    json!({"anyOf": [
+        {"type": "object", "properties": {"kind": {"const": "write"}, "path": p,
+            "content": {"type": "string"}}, "required": ["kind", "path", "content"],
+            "additionalProperties": false},
+        {"type": "object", "properties": {"kind": {"const": "replace"}, "path": p,
+            "search": {"type": "string"}, "replacement": {"type": "string"},
+            "options": search_options()}, "required": ["kind", "path", "search", "replacement"],
+            "additionalProperties": false},
+        {"type": "object", "properties": {"kind": {"const": "writeJson"}, "path": p, "value": {},
+            "options": {"type": "object", "properties": {"spaces": {"type": "integer", "minimum": 0}},
+                "additionalProperties": false}}, "required": ["kind", "path", "value"],
+            "additionalProperties": false}]})
+}
+
+fn apply_options() -> Value {
+    json!({"type": "object", "additionalProperties": false, "properties": {
+        "dryRun": {"type": "boolean", "description": "Report without writing"},
+        "rollbackOnError": {"type": "boolean", "description": "Restore written files on a failure (default true)"}}})
+}
+
+/// A file's text, `None` when it does not exist.
+async fn text_if_exists(ws: &Workspace, path: &str) -> Result<Option<String>, ConnectorError> {
+    ws.read_file(path).await.map_err(fs)
+}
+
+fn edit_diff(path: &str, before: Option<&str>, after: &str) -> String {
+    crate::workspace::unified_diff(before.unwrap_or(""), after, path, path)
+}
+
+/// `planEdits`: each instruction against the file as it is now (instructions do not see each
+/// other, as in Think), nothing written.
+async fn plan_edits(ws: &Workspace, instructions: &Value) -> Result<Value, ConnectorError> {
+    let instructions = instructions.as_array().cloned().unwrap_or_default();
+    let mut edits = Vec::new();
+    let mut total_changed = 0;
+    for ins in &instructions {
+        let path = arg(ins, "path");
+        let before = text_if_exists(ws, path).await?;
+        let content = match arg(ins, "kind") {
+            "write" => arg(ins, "content").to_owned(),
+            "writeJson" => {
+                let spaces = ins["options"]["spaces"].as_u64().unwrap_or(2) as usize;
+                pretty(&ins["value"], spaces) + "\n"
+            }
+            _ => {
+                let Some(text) = before.as_deref() else {
+                    return Err(not_found("open", path));
+                };
+                let options = ins.get("options").cloned().unwrap_or(Value::Null);
+                let matcher = text_matcher(arg(ins, "search"), &options)?;
+                let replacement = regex::NoExpand(arg(ins, "replacement"));
+                matcher.replace_all(text, replacement).into_owned()
+            }
+        };
+        let changed = before.as_deref() != Some(content.as_str());
+        total_changed += usize::from(changed);
+        let diff =
+            if changed { edit_diff(path, before.as_deref(), &content) } else { String::new() };
+        edits.push(json!({"instruction": ins, "path": path, "changed": changed,
+            "content": content, "diff": diff}));
+    }
+    Ok(json!({"edits": edits, "totalChanged": total_changed,
+        "totalInstructions": instructions.len()}))
+}
+
+/// `applyEdits` / `applyEditPlan`: writes each changed file in order; on a failure the files
+/// already written get their old content back (or are removed if they were new) unless
+/// `rollbackOnError` is false, and the error says which happened.
+async fn apply_edits(
+    ws: &Workspace,
+    edits: &[Value],
+    options: &Value,
+) -> Result<Value, ConnectorError> {
+    let dry_run = flag(options, "dryRun");
+    let mut results = Vec::new();
+    let mut written: Vec<(String, Option<String>)> = Vec::new();
+    let mut total_changed = 0;
+    for edit in edits {
+        let (path, content) = (arg(edit, "path"), arg(edit, "content"));
+        let step = async {
+            let before = text_if_exists(ws, path).await?;
+            let changed = before.as_deref() != Some(content);
+            if changed && !dry_run {
+                ws.write_file(path, content, "text/plain").await.map_err(fs)?;
+            }
+            Ok::<_, ConnectorError>((before, changed))
+        };
+        match step.await {
+            Ok((before, changed)) => {
+                let diff = if changed {
+                    edit_diff(path, before.as_deref(), content)
+                } else {
+                    String::new()
+                };
+                if changed && !dry_run {
+                    written.push((path.to_owned(), before));
+                }
+                total_changed += usize::from(changed);
+                results.push(
+                    json!({"path": path, "changed": changed, "content": content, "diff": diff}),
+                );
+            }
+            Err(e) => {
+                if options.get("rollbackOnError") == Some(&Value::Bool(false)) {
+                    return Err(
+                        format!("applyEdits failed at {path}: {e} (not rolled back)").into()
+                    );
+                }
+                for (p, before) in written.iter().rev() {
+                    let undone = match before {
+                        Some(text) => ws.write_file(p, text, "text/plain").await,
+                        None => ws.rm(p, false, true).await,
+                    };
+                    if let Err(u) = undone {
+                        return Err(format!(
+                            "applyEdits failed at {path}: {e}; rolling back {p} failed too: {u}"
+                        )
+                        .into());
+                    }
+                }
+                return Err(format!("applyEdits failed at {path}: {e} (rolled back)").into());
+            }
+        }
+    }
+    Ok(json!({"dryRun": dry_run, "edits": results, "totalChanged": total_changed}))
+}
+
+/// The `options` of `searchText` / `searchFiles` / `replaceInFile(s)`, as in Think's shell.
+fn search_options() -> Value {
+    json!({"type": "object", "additionalProperties": false, "properties": {
+        "caseSensitive": {"type": "boolean", "description": "false: ignore case (default true)"},
+        "regex": {"type": "boolean", "description": "The query is a regular expression"},
+        "wholeWord": {"type": "boolean", "description": "Match whole words only"},
+        "contextBefore": {"type": "integer", "minimum": 0, "description": "Lines of context before"},
+        "contextAfter": {"type": "integer", "minimum": 0, "description": "Lines of context after"},
+        "maxMatches": {"type": "integer", "minimum": 1, "description": "Stop after this many (per file)"}}})
+}
+
+/// The matcher of a search: the query (escaped unless `regex`), `\b` around it for
+/// `wholeWord`, case folded when `caseSensitive` is false.
+fn text_matcher(query: &str, options: &Value) -> Result<regex::Regex, ConnectorError> {
+    if query.is_empty() {
+        return Err("Search query must not be empty".into());
+    }
+    let mut source = if flag(options, "regex") { query.to_owned() } else { regex::escape(query) };
+    if flag(options, "wholeWord") {
+        source = format!(r"\b(?:{source})\b");
+    }
+    regex::RegexBuilder::new(&source)
+        .case_insensitive(options.get("caseSensitive") == Some(&Value::Bool(false)))
+        .build()
+        .map_err(|e| ConnectorError::from(format!("Invalid search pattern: {e}")))
+}
+
+fn count_opt(options: &Value, key: &str) -> usize {
+    options.get(key).and_then(Value::as_u64).map_or(0, |n| n as usize)
+}
+
+/// Every match of `matcher` in `text`, as Think's `StateTextMatch` (1-based line and UTF-16
+/// column, with context lines when asked).
+fn matches_in(text: &str, matcher: &regex::Regex, options: &Value) -> Vec<Value> {
+    let (before, after) = (count_opt(options, "contextBefore"), count_opt(options, "contextAfter"));
+    let max = options.get("maxMatches").and_then(Value::as_u64).map(|n| n as usize);
+    let lines: Vec<&str> = text.split('\n').collect();
+    let mut out = Vec::new();
+    for (i, line) in lines.iter().enumerate() {
+        for m in matcher.find_iter(line) {
+            let mut hit = json!({
+                "line": i + 1,
+                "column": line[..m.start()].encode_utf16().count() + 1,
+                "match": m.as_str(),
+                "lineText": line,
+            });
+            if before > 0 {
+                hit["beforeLines"] = json!(lines[i.saturating_sub(before)..i]);
+            }
+            if after > 0 {
+                hit["afterLines"] =
+                    json!(lines[(i + 1).min(lines.len())..(i + 1 + after).min(lines.len())]);
+            }
+            out.push(hit);
+            if max.is_some_and(|n| out.len() >= n) {
+                return out;
+            }
+        }
+    }
+    out
 }
 
 #[async_trait(?Send)]
@@ -548,7 +914,7 @@ impl Connector for StateConnector {
         Ok(match method {
             "getCapabilities" => json!({
                 "files": true, "json": true, "search": true, "symlinks": true, "diffs": true,
-                "bytes": "base64", "archives": false, "compression": false, "hashing": ["sha256"],
+                "bytes": "base64", "archives": "tar", "compression": "gzip", "hashing": ["md5", "sha1", "sha256"],
             }),
             "readFile" => Value::String(read_text(ws, path).await?),
             "writeFile" => {
@@ -597,19 +963,7 @@ impl Connector for StateConnector {
                 let paths = ws.glob_paths(arg(&args, "pattern")).map_err(fs)?;
                 paths.into_iter().map(|(p, _)| Value::String(p)).collect()
             }
-            "find" => {
-                let root = if path.ends_with('/') { path.to_owned() } else { format!("{path}/") };
-                let pattern = match args.get("pattern").and_then(Value::as_str) {
-                    Some(p) if p.starts_with('/') => p.to_owned(),
-                    Some(p) => format!("{root}**/{p}"),
-                    None => format!("{root}**"),
-                };
-                let paths = ws.glob_paths(&pattern).map_err(fs)?;
-                paths
-                    .into_iter()
-                    .map(|(p, kind)| json!({"path": p, "type": kind.as_str()}))
-                    .collect()
-            }
+            "find" => find(ws, path, &args)?,
             "summarizeTree" => {
                 let root = path.trim_end_matches('/');
                 let files = ws.glob_files(&format!("{root}/**")).map_err(fs)?;
@@ -623,17 +977,20 @@ impl Connector for StateConnector {
                 json!({"path": path, "files": files.len(), "directories": dirs, "totalBytes": bytes})
             }
             "searchText" => {
+                let options = args.get("options").cloned().unwrap_or(Value::Null);
+                let matcher = text_matcher(arg(&args, "query"), &options)?;
                 let text = read_text(ws, path).await?;
-                Value::Array(matches_in(path, &text, arg(&args, "query")))
+                Value::Array(matches_in(&text, &matcher, &options))
             }
             "searchFiles" => {
-                let query = arg(&args, "query");
+                let options = args.get("options").cloned().unwrap_or(Value::Null);
+                let matcher = text_matcher(arg(&args, "query"), &options)?;
                 let files = ws.glob_files(arg(&args, "pattern")).map_err(fs)?;
                 let paths: Vec<String> = files.into_iter().map(|(p, _)| p).collect();
                 let texts = ws.read_files(&paths).await.map_err(fs)?;
                 let mut out = Vec::new();
                 for (p, t) in paths.iter().zip(texts) {
-                    let found = matches_in(p, &t.unwrap_or_default(), query);
+                    let found = matches_in(&t.unwrap_or_default(), &matcher, &options);
                     if !found.is_empty() {
                         out.push(json!({"path": p, "matches": found}));
                     }
@@ -737,6 +1094,31 @@ impl Connector for StateConnector {
                 entries.sort_by(|a, b| a.0.cmp(&b.0));
                 walk(if root.is_empty() { "/" } else { root }, &entries)
             }
+            "planEdits" => plan_edits(ws, &args["instructions"]).await?,
+            "createArchive" => {
+                let sources: Vec<String> = args["sources"]
+                    .as_array()
+                    .map(|a| a.iter().filter_map(Value::as_str).map(str::to_owned).collect())
+                    .unwrap_or_default();
+                archive::create(ws, path, &sources).await?
+            }
+            "listArchive" => archive::list(ws, path).await?,
+            "extractArchive" => archive::extract(ws, path, arg(&args, "destination")).await?,
+            "compressFile" => {
+                archive::compress(ws, path, args.get("destination").and_then(Value::as_str)).await?
+            }
+            "decompressFile" => {
+                archive::decompress(ws, path, args.get("destination").and_then(Value::as_str))
+                    .await?
+            }
+            "applyEditPlan" => {
+                let edits = args["plan"]["edits"].as_array().cloned().unwrap_or_default();
+                apply_edits(ws, &edits, &args["options"]).await?
+            }
+            "applyEdits" => {
+                let edits = args["edits"].as_array().cloned().unwrap_or_default();
+                apply_edits(ws, &edits, &args["options"]).await?
+            }
             "detectFile" => {
                 let bytes = ws
                     .read_file_bytes(path)
@@ -755,7 +1137,11 @@ impl Connector for StateConnector {
                     .await
                     .map_err(fs)?
                     .ok_or_else(|| not_found("open", path))?;
-                Value::String(super::sha256::sha256_hex(&bytes))
+                Value::String(match args.get("algorithm").and_then(Value::as_str) {
+                    Some("md5") => hex(&md5::Md5::digest(&bytes)),
+                    Some("sha1") => hex(&sha1::Sha1::digest(&bytes)),
+                    _ => super::sha256::sha256_hex(&bytes),
+                })
             }
             "updateJson" => {
                 let before = read_text(ws, path).await?;

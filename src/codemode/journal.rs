@@ -52,6 +52,8 @@ pub enum ExecStatus {
     Error,
     /// A human (or the expiry alarm) rejected it.
     Rejected,
+    /// `rollbackExecution` reverted at least one of its applied calls.
+    RolledBack,
 }
 
 impl ExecStatus {
@@ -63,6 +65,7 @@ impl ExecStatus {
             ExecStatus::Completed => "completed",
             ExecStatus::Error => "error",
             ExecStatus::Rejected => "rejected",
+            ExecStatus::RolledBack => "rolled_back",
         }
     }
 
@@ -72,13 +75,20 @@ impl ExecStatus {
             "paused" => ExecStatus::Paused,
             "completed" => ExecStatus::Completed,
             "rejected" => ExecStatus::Rejected,
+            "rolled_back" => ExecStatus::RolledBack,
             _ => ExecStatus::Error,
         }
     }
 
     /// Whether the execution is settled for good.
     pub fn is_terminal(self) -> bool {
-        matches!(self, ExecStatus::Completed | ExecStatus::Error | ExecStatus::Rejected)
+        matches!(
+            self,
+            ExecStatus::Completed
+                | ExecStatus::Error
+                | ExecStatus::Rejected
+                | ExecStatus::RolledBack
+        )
     }
 }
 
@@ -98,6 +108,8 @@ pub enum CallState {
     Approved,
     /// Rejected by a human.
     Rejected,
+    /// Applied, then undone by a rollback.
+    Reverted,
 }
 
 impl CallState {
@@ -109,6 +121,7 @@ impl CallState {
             CallState::Pending => "pending",
             CallState::Approved => "approved",
             CallState::Rejected => "rejected",
+            CallState::Reverted => "reverted",
         }
     }
 
@@ -119,6 +132,7 @@ impl CallState {
             "pending" => CallState::Pending,
             "approved" => CallState::Approved,
             "rejected" => CallState::Rejected,
+            "reverted" => CallState::Reverted,
             _ => CallState::Error,
         }
     }
@@ -421,25 +435,47 @@ impl<'a> Journal<'a> {
     }
 
     /// Drops terminal executions beyond the newest `keep` (paused and running ones are exempt),
-    /// with their logs.
-    pub fn prune(&self, keep: usize) -> Result<(), StoreError> {
+    /// with their logs; returns how many went.
+    pub fn prune(&self, keep: usize) -> Result<usize, StoreError> {
         let doomed = self.sql.exec(
-            "SELECT id FROM think_cm_executions WHERE status IN ('completed', 'error', 'rejected')
+            "SELECT id FROM think_cm_executions
+             WHERE status IN ('completed', 'error', 'rejected', 'rolled_back')
              ORDER BY updated_at DESC, rowid DESC LIMIT -1 OFFSET ?",
             &[(keep as i64).into()],
         )?;
+        let mut removed = 0;
         for row in doomed {
             if let Some(SqlValue::Text(id)) = row.into_iter().next() {
-                self.delete(&id)?;
+                removed += usize::from(self.delete(&id)?);
             }
         }
+        Ok(removed)
+    }
+
+    /// Deletes an execution and its log; false if there was none.
+    pub fn delete(&self, id: &str) -> Result<bool, StoreError> {
+        self.sql.exec("DELETE FROM think_cm_log WHERE execution_id = ?", &[id.into()])?;
+        let gone = self
+            .sql
+            .exec("DELETE FROM think_cm_executions WHERE id = ? RETURNING id", &[id.into()])?;
+        Ok(!gone.is_empty())
+    }
+
+    /// Marks one logged call as undone by a rollback.
+    pub fn mark_reverted(&self, execution_id: &str, seq: i64) -> Result<(), StoreError> {
+        self.sql.exec(
+            "UPDATE think_cm_log SET state = 'reverted' WHERE execution_id = ? AND seq = ?",
+            &[execution_id.into(), seq.into()],
+        )?;
         Ok(())
     }
 
-    /// Deletes an execution and its log.
-    pub fn delete(&self, id: &str) -> Result<(), StoreError> {
-        self.sql.exec("DELETE FROM think_cm_log WHERE execution_id = ?", &[id.into()])?;
-        self.sql.exec("DELETE FROM think_cm_executions WHERE id = ?", &[id.into()])?;
+    /// Moves an execution to `rolled_back`, keeping its recorded outcome.
+    pub fn mark_rolled_back(&self, id: &str, now: f64) -> Result<(), StoreError> {
+        self.sql.exec(
+            "UPDATE think_cm_executions SET status = 'rolled_back', updated_at = ? WHERE id = ?",
+            &[(now as i64).into(), id.into()],
+        )?;
         Ok(())
     }
 

@@ -8,6 +8,7 @@
 //! Everything here is host-testable; the isolate glue is `src/wasm/loader.rs` with
 //! `js/codemode/host.mjs`.
 
+pub mod archive;
 pub mod connectors;
 pub mod journal;
 pub mod normalize;

@@ -388,6 +388,8 @@ impl PassDispatcher {
             CallState::Pending => Matched::Pause,
             CallState::Rejected => Matched::Serve(Err("The call was rejected.".into())),
             CallState::Executing => Matched::Serve(Err(INTERRUPTED_CALL.into())),
+            // A rolled-back run is settled and never replayed; kept for completeness.
+            CallState::Reverted => Matched::Serve(Err("The call was rolled back.".into())),
         }))
     }
 
@@ -955,6 +957,68 @@ impl CodeMode {
         Ok(Value::Array(out))
     }
 
+    /// `rollbackExecution(id)`: asks each connector, newest call first, to undo the execution's
+    /// applied calls; the execution becomes `rolled_back` once one call was undone. Failed
+    /// undos are reported together after the others ran, as Think does.
+    pub async fn rollback(
+        &self,
+        id: &str,
+        connectors: &[Rc<dyn Connector>],
+    ) -> Result<Value, CodeModeError> {
+        let journal = self.journal();
+        let row = journal.execution(id)?.ok_or_else(|| CodeModeError::NotFound(id.to_owned()))?;
+        if !row.status.is_terminal() {
+            return Err(CodeModeError::Invalid(format!(
+                "Execution {id} is {}; only a settled execution can be rolled back",
+                row.status.as_str()
+            )));
+        }
+        let mut reverted = 0usize;
+        let mut failures = Vec::new();
+        let applied = journal
+            .log(id)?
+            .into_iter()
+            .rev()
+            .filter(|e| e.state == CallState::Applied && e.connector != "codemode");
+        for entry in applied {
+            let Some(connector) = connectors.iter().find(|c| c.name() == entry.connector) else {
+                continue;
+            };
+            let ctx = CallContext { execution_id: id.to_owned(), seq: entry.seq };
+            match connector.revert(&entry.method, &entry.args, entry.result.as_ref(), &ctx).await {
+                Ok(true) => {
+                    journal.mark_reverted(id, entry.seq)?;
+                    reverted += 1;
+                }
+                Ok(false) => {}
+                Err(e) => failures.push(format!("{}.{}: {e}", entry.connector, entry.method)),
+            }
+        }
+        if reverted > 0 {
+            journal.mark_rolled_back(id, self.now())?;
+        }
+        if !failures.is_empty() {
+            return Err(CodeModeError::Invalid(format!(
+                "Rollback reverted {reverted} action(s) but {} failed: {}",
+                failures.len(),
+                failures.join("; ")
+            )));
+        }
+        let status = if reverted > 0 { ExecStatus::RolledBack } else { row.status };
+        Ok(json!({"executionId": id, "reverted": reverted, "status": status.as_str()}))
+    }
+
+    /// `deleteExecution(id)`: drops an execution and its log; true if it existed.
+    pub fn delete_execution(&self, id: &str) -> Result<Value, CodeModeError> {
+        Ok(Value::Bool(self.journal().delete(id)?))
+    }
+
+    /// `pruneExecutions(keep = 50)`: drops settled executions beyond the newest `keep` (paused
+    /// and running ones stay); returns how many went.
+    pub fn prune_executions(&self, keep: Option<usize>) -> Result<Value, CodeModeError> {
+        Ok(json!(self.journal().prune(keep.unwrap_or(50))?))
+    }
+
     /// `saveSnippet(name, {executionId, description?, inputSchema?})`: keeps an execution's
     /// code under a name, for `codemode.run(name, input)`.
     pub fn save_snippet(&self, name: &str, options: &Value) -> Result<Value, CodeModeError> {
@@ -1009,7 +1073,7 @@ impl CodeMode {
                 self.now(),
             )?;
         }
-        journal.prune(self.options.retention)
+        journal.prune(self.options.retention).map(|_| ())
     }
 
     /// When the oldest paused execution expires (ms since the epoch), if any is paused.

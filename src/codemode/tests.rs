@@ -749,7 +749,10 @@ fn state_methods_reach_the_workspace() {
     assert_eq!(r["bytes"], "AAEC");
     assert_eq!(r["dir"], json!(["d", "a.txt", "bin", "c.json", "link"]));
     assert_eq!(r["glob"], json!(["/s/a.txt"]));
-    assert_eq!(r["search"], json!([{"path": "/s/a.txt", "line": 1, "text": "one two one"}]));
+    assert_eq!(
+        r["search"],
+        json!([{"line": 1, "column": 5, "match": "two", "lineText": "one two one"}])
+    );
     assert_eq!(r["replace"], json!({"path": "/s/a.txt", "replacements": 2}));
     assert_eq!(r["after"], "1 two 1");
     assert_eq!(r["real"], "/s/a.txt");
@@ -832,7 +835,8 @@ fn describe_and_search_are_reachable_from_the_sandbox() {
         })
     });
     let out = block_on(f.rt.execute("// describe\n", None, &f.connectors));
-    assert_eq!(out["result"]["found"], 4, "{out}");
+    // readJson, writeJson, queryJson, updateJson, and planEdits (its `writeJson` instruction).
+    assert_eq!(out["result"]["found"], 5, "{out}");
     assert!(out["result"]["types"]
         .as_str()
         .unwrap()
@@ -865,4 +869,415 @@ fn stable_stringify_ignores_key_order() {
         stable_stringify(&json!({"b": 1, "a": [{"d": 2, "c": 3}]})),
         r#"{"a":[{"c":3,"d":2}],"b":1}"#
     );
+}
+
+/// A connector whose `put` can be undone (`fail` marks one whose undo throws), standing in
+/// for a tool with a revert, which no built-in connector has.
+#[derive(Default)]
+struct Undoable {
+    undone: RefCell<Vec<Value>>,
+}
+
+#[async_trait(?Send)]
+impl Connector for Undoable {
+    fn name(&self) -> &str {
+        "undo"
+    }
+    fn hint(&self) -> &str {
+        "undoable puts"
+    }
+    fn methods(&self) -> &[connectors::MethodSpec] {
+        &[]
+    }
+    async fn call(
+        &self,
+        _method: &str,
+        args: Value,
+        _ctx: &connectors::CallContext,
+    ) -> Result<Value, connectors::ConnectorError> {
+        Ok(json!({"put": args["v"]}))
+    }
+    async fn revert(
+        &self,
+        method: &str,
+        args: &Value,
+        result: Option<&Value>,
+        _ctx: &connectors::CallContext,
+    ) -> Result<bool, connectors::ConnectorError> {
+        if args["fail"] == true {
+            return Err("cannot undo".into());
+        }
+        self.undone.borrow_mut().push(json!([method, args["v"], result]));
+        Ok(method == "put")
+    }
+}
+
+#[test]
+fn rollback_undoes_applied_calls_newest_first_and_marks_the_run() {
+    let f = fixture();
+    let undo = Rc::new(Undoable::default());
+    let mut connectors = f.connectors.clone();
+    connectors.push(undo.clone());
+    f.sandbox.program("puts", |d| {
+        Box::pin(async move {
+            call(&d, "state", "writeFile", json!({"path": "/r.txt", "content": "x"}), "2:1")
+                .await?;
+            call(&d, "undo", "put", json!({"v": 1}), "3:1").await?;
+            call(&d, "undo", "put", json!({"v": 2}), "4:1").await?;
+            call(&d, "undo", "get", json!({"v": 3}), "5:1").await?;
+            Ok(json!("done"))
+        })
+    });
+    let out = block_on(f.rt.execute("// puts\n", None, &connectors));
+    let id = out["executionId"].as_str().unwrap().to_owned();
+    let rolled = block_on(f.rt.rollback(&id, &connectors)).unwrap();
+    assert_eq!(rolled, json!({"executionId": id, "reverted": 2, "status": "rolled_back"}));
+    assert_eq!(
+        *undo.undone.borrow(),
+        [
+            json!(["get", 3, {"put": 3}]),
+            json!(["put", 2, {"put": 2}]),
+            json!(["put", 1, {"put": 1}])
+        ]
+    );
+    let journal = journal::Journal::new(f.sql.as_ref());
+    let states: Vec<_> = journal.log(&id).unwrap().iter().map(|e| e.state).collect();
+    use journal::CallState::{Applied, Reverted};
+    assert_eq!(states, [Applied, Reverted, Reverted, Applied]);
+    assert_eq!(journal.execution(&id).unwrap().unwrap().status, journal::ExecStatus::RolledBack);
+    // A state write has no undo (as in Think's shell): the file stays.
+    assert_eq!(read(&f, "/r.txt").as_deref(), Some("x"));
+
+    // A failed undo is reported after the others ran; nothing reverted leaves the status.
+    f.sandbox.program("bad", |d| {
+        Box::pin(async move {
+            call(&d, "undo", "put", json!({"v": 9, "fail": true}), "2:1").await?;
+            Ok(Value::Null)
+        })
+    });
+    let bad = block_on(f.rt.execute("// bad\n", None, &connectors));
+    let bad_id = bad["executionId"].as_str().unwrap();
+    let err = block_on(f.rt.rollback(bad_id, &connectors)).unwrap_err().to_string();
+    assert_eq!(err, "Rollback reverted 0 action(s) but 1 failed: undo.put: cannot undo");
+    assert_eq!(journal.execution(bad_id).unwrap().unwrap().status, journal::ExecStatus::Completed);
+
+    // A paused run cannot be rolled back, an unknown id is an error.
+    approval_program(&f);
+    let paused = block_on(f.rt.execute("// approve\n", None, &f.connectors));
+    let paused_id = paused["executionId"].as_str().unwrap();
+    let err = block_on(f.rt.rollback(paused_id, &connectors)).unwrap_err().to_string();
+    assert!(err.contains("is paused; only a settled execution"), "{err}");
+    let err = block_on(f.rt.rollback("exec_nope", &connectors)).unwrap_err().to_string();
+    assert_eq!(err, "Execution exec_nope does not exist");
+}
+
+#[test]
+fn delete_and_prune_executions_spare_paused_runs() {
+    let f = fixture();
+    approval_program(&f);
+    let paused = block_on(f.rt.execute("// approve\n", None, &f.connectors));
+    let paused_id = paused["executionId"].as_str().unwrap();
+    let mut ids = Vec::new();
+    for _ in 0..5 {
+        let out = block_on(f.rt.execute("return 1", None, &f.connectors));
+        ids.push(out["executionId"].as_str().unwrap().to_owned());
+    }
+    assert_eq!(f.rt.delete_execution(&ids[0]).unwrap(), json!(true));
+    assert_eq!(f.rt.delete_execution(&ids[0]).unwrap(), json!(false));
+    assert_eq!(f.rt.prune_executions(Some(2)).unwrap(), json!(2));
+    let journal = journal::Journal::new(f.sql.as_ref());
+    let left: Vec<_> = journal.executions(100).unwrap().into_iter().map(|r| r.id).collect();
+    assert_eq!(left.len(), 3);
+    assert!(
+        left.contains(&paused_id.to_owned()) && left.contains(&ids[4]) && left.contains(&ids[3])
+    );
+    assert_eq!(f.rt.prune_executions(None).unwrap(), json!(0));
+}
+
+#[test]
+fn hash_algorithms_and_think_search_and_find_options() {
+    let f = fixture();
+    f.sandbox.program("opts", |d| {
+        Box::pin(async move {
+            let c = |m: &'static str, a: Value| {
+                let d = d.clone();
+                async move { call(&d, "state", m, a, m).await }
+            };
+            c("writeFile", json!({"path": "/o/abc", "content": "abc"})).await?;
+            c("writeFile", json!({"path": "/o/t.md", "content": "Foo bar\nfoobar é foo\nend"}))
+                .await?;
+            c("writeFile", json!({"path": "/o/sub/deep.md", "content": ""})).await?;
+            c("mkdir", json!({"path": "/o/hollow"})).await?;
+            let search = |o: Value| c("searchText", json!({"path": "/o/t.md", "query": "foo", "options": o}));
+            let find = |o: Value| c("find", json!({"path": "/o", "options": o}));
+            let paths = |v: Value| -> Vec<String> {
+                v.as_array().unwrap().iter().map(|e| e["path"].as_str().unwrap().to_owned()).collect()
+            };
+            Ok(json!({
+                "md5": c("hashFile", json!({"path": "/o/abc", "algorithm": "md5"})).await?,
+                "sha1": c("hashFile", json!({"path": "/o/abc", "algorithm": "sha1"})).await?,
+                "sha256": c("hashFile", json!({"path": "/o/abc", "algorithm": "sha256"})).await?,
+                "badAlgo": c("hashFile", json!({"path": "/o/abc", "algorithm": "crc"})).await.is_err(),
+                "plain": search(json!({})).await?,
+                "nocase": search(json!({"caseSensitive": false, "maxMatches": 2})).await?,
+                "word": search(json!({"wholeWord": true, "contextBefore": 1, "contextAfter": 5})).await?,
+                "regex": c("searchFiles", json!({"pattern": "/o/**/*.md", "query": "^f\\w+r", "options": {"regex": true}})).await?,
+                "badRegex": c("searchText", json!({"path": "/o/t.md", "query": "(", "options": {"regex": true}})).await.unwrap_err(),
+                "md": paths(find(json!({"name": "*.md"})).await?),
+                "shallow": paths(find(json!({"maxDepth": 1, "type": ["directory"]})).await?),
+                "deep": find(json!({"minDepth": 2})).await?,
+                "empty": paths(find(json!({"empty": true})).await?),
+                "big": paths(find(json!({"sizeMin": 4, "pathPattern": "*.md"})).await?),
+                "future": paths(find(json!({"mtimeAfter": "2100-01-01T00:00:00Z"})).await?),
+                "past": paths(find(json!({"mtimeAfter": "2001-09-09", "type": "file", "sizeMin": 1, "sizeMax": 3})).await?),
+                "badOption": find(json!({"colour": "red"})).await.is_err(),
+            }))
+        })
+    });
+    let out = block_on(f.rt.execute("// opts\n", None, &f.connectors));
+    assert_eq!(out["status"], "completed", "{out}");
+    let r = &out["result"];
+    assert_eq!(r["md5"], "900150983cd24fb0d6963f7d28e17f72");
+    assert_eq!(r["sha1"], "a9993e364706816aba3e25717850c26c9cd0d89d");
+    assert_eq!(r["sha256"], super::sha256::sha256_hex(b"abc"));
+    assert_eq!(r["badAlgo"], true);
+    let at = |v: &Value| -> Vec<(u64, u64)> {
+        v.as_array()
+            .unwrap()
+            .iter()
+            .map(|m| (m["line"].as_u64().unwrap(), m["column"].as_u64().unwrap()))
+            .collect()
+    };
+    assert_eq!(at(&r["plain"]), [(2, 1), (2, 10)]);
+    assert_eq!(at(&r["nocase"]), [(1, 1), (2, 1)]);
+    assert_eq!(
+        r["word"],
+        json!([{"line": 2, "column": 10, "match": "foo", "lineText": "foobar é foo",
+            "beforeLines": ["Foo bar"], "afterLines": ["end"]}])
+    );
+    assert_eq!(
+        r["regex"],
+        json!([{"path": "/o/t.md", "matches": [
+        {"line": 2, "column": 1, "match": "foobar", "lineText": "foobar é foo"}]}])
+    );
+    assert!(
+        r["badRegex"].as_str().unwrap().starts_with("Invalid search pattern"),
+        "{}",
+        r["badRegex"]
+    );
+    assert_eq!(r["md"], json!(["/o/sub/deep.md", "/o/t.md"]));
+    assert_eq!(r["shallow"], json!(["/o/hollow", "/o/sub"]));
+    assert_eq!(r["deep"].as_array().unwrap().len(), 1);
+    assert_eq!(r["deep"][0]["path"], "/o/sub/deep.md");
+    assert_eq!(r["deep"][0]["depth"], 2);
+    assert_eq!(r["empty"], json!(["/o/hollow", "/o/sub/deep.md"]));
+    assert_eq!(r["big"], json!(["/o/t.md"]));
+    assert_eq!(r["future"], json!([]));
+    assert_eq!(r["past"], json!(["/o/abc"]));
+    assert_eq!(r["badOption"], true);
+}
+
+#[test]
+fn edit_plans_preview_then_apply_and_roll_back_on_failure() {
+    let f = fixture();
+    block_on(f.ws.write_file("/e/a.txt", "one two one", "text/plain")).unwrap();
+    block_on(f.ws.write_file("/e/b.txt", "keep", "text/plain")).unwrap();
+    f.sandbox.program("plan", |d| {
+        Box::pin(async move {
+            let c = |m: &'static str, a: Value| {
+                let d = d.clone();
+                async move { call(&d, "state", m, a, m).await }
+            };
+            let plan = c("planEdits", json!({"instructions": [
+                {"kind": "replace", "path": "/e/a.txt", "search": "ONE", "replacement": "$1",
+                    "options": {"caseSensitive": false}},
+                {"kind": "write", "path": "/e/new.txt", "content": "fresh"},
+                {"kind": "writeJson", "path": "/e/c.json", "value": {"k": 1}, "options": {"spaces": 0}},
+                {"kind": "write", "path": "/e/b.txt", "content": "keep"},
+            ]}))
+            .await?;
+            let untouched = c("readFile", json!({"path": "/e/a.txt"})).await?;
+            let missing = c("planEdits", json!({"instructions": [
+                {"kind": "replace", "path": "/e/none", "search": "x", "replacement": "y"}]}))
+            .await
+            .unwrap_err();
+            let dry = c("applyEdits", json!({"edits": [{"path": "/e/b.txt", "content": "dry"}],
+                "options": {"dryRun": true}}))
+            .await?;
+            let applied = c("applyEditPlan", json!({"plan": plan.clone()})).await?;
+            // The second edit fails (a directory is in the way): the first is undone.
+            let failed = c("applyEdits", json!({"edits": [
+                {"path": "/e/b.txt", "content": "changed"},
+                {"path": "/e/new.txt/under", "content": "x"},
+                {"path": "/e/b.txt", "content": "never"},
+            ]}))
+            .await
+            .unwrap_err();
+            Ok(json!({"plan": plan, "untouched": untouched, "missing": missing, "dry": dry,
+                "applied": applied, "failed": failed}))
+        })
+    });
+    let out = block_on(f.rt.execute("// plan\n", None, &f.connectors));
+    assert_eq!(out["status"], "completed", "{out}");
+    let r = &out["result"];
+    let plan = &r["plan"];
+    assert_eq!(
+        (plan["totalChanged"].as_u64(), plan["totalInstructions"].as_u64()),
+        (Some(3), Some(4))
+    );
+    let contents: Vec<_> = plan["edits"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| {
+            (
+                e["path"].as_str().unwrap(),
+                e["changed"].as_bool().unwrap(),
+                e["content"].as_str().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        contents,
+        [
+            ("/e/a.txt", true, "$1 two $1"),
+            ("/e/new.txt", true, "fresh"),
+            ("/e/c.json", true, "{\"k\":1}\n"),
+            ("/e/b.txt", false, "keep")
+        ]
+    );
+    assert!(
+        plan["edits"][0]["diff"].as_str().unwrap().contains("-one two one\n+$1 two $1"),
+        "{}",
+        plan["edits"][0]["diff"]
+    );
+    assert_eq!(plan["edits"][3]["diff"], "");
+    assert_eq!(r["untouched"], "one two one");
+    assert_eq!(r["missing"], "ENOENT: no such file or directory, open '/e/none'");
+    assert_eq!(r["dry"]["dryRun"], true);
+    assert_eq!(r["dry"]["totalChanged"], 1);
+    assert_eq!(r["applied"]["totalChanged"], 3);
+    let failed = r["failed"].as_str().unwrap();
+    assert!(
+        failed.starts_with("applyEdits failed at /e/new.txt/under: ")
+            && failed.ends_with("(rolled back)"),
+        "{failed}"
+    );
+    assert_eq!(read(&f, "/e/a.txt").as_deref(), Some("$1 two $1"));
+    assert_eq!(read(&f, "/e/new.txt").as_deref(), Some("fresh"));
+    assert_eq!(read(&f, "/e/c.json").as_deref(), Some("{\"k\":1}\n"));
+    assert_eq!(read(&f, "/e/b.txt").as_deref(), Some("keep"));
+}
+
+#[test]
+fn archives_and_gzip_round_trip_through_the_workspace() {
+    let f = fixture();
+    block_on(f.ws.write_file("/src/a.txt", "alpha", "text/plain")).unwrap();
+    block_on(f.ws.write_file("/src/sub/b.txt", &"b".repeat(700), "text/plain")).unwrap();
+    // Over 100 bytes in all, so the ustar prefix field carries its directories.
+    let long = format!("/src/{}/{}/c.txt", "d".repeat(60), "e".repeat(60));
+    block_on(f.ws.write_file(&long, "long", "text/plain")).unwrap();
+    block_on(f.ws.write_file("/one.txt", "solo", "text/plain")).unwrap();
+    f.sandbox.program("tar", |d| {
+        Box::pin(async move {
+            let c = |m: &'static str, a: Value| {
+                let d = d.clone();
+                async move { call(&d, "state", m, a, m).await }
+            };
+            let made =
+                c("createArchive", json!({"path": "/out/x.tar", "sources": ["/src", "/one.txt"]}))
+                    .await?;
+            let listed = c("listArchive", json!({"path": "/out/x.tar"})).await?;
+            let extracted =
+                c("extractArchive", json!({"path": "/out/x.tar", "destination": "/copy"})).await?;
+            let gz = c("compressFile", json!({"path": "/src/sub/b.txt"})).await?;
+            let gunz = c(
+                "decompressFile",
+                json!({"path": "/src/sub/b.txt.gz", "destination": "/back.txt"}),
+            )
+            .await?;
+            let not_gz = c("decompressFile", json!({"path": "/one.txt"})).await.unwrap_err();
+            let not_tar = c("listArchive", json!({"path": "/src/sub/b.txt.gz"})).await.unwrap_err();
+            Ok(json!({"made": made, "listed": listed, "extracted": extracted, "gz": gz,
+                "gunz": gunz, "notGz": not_gz, "notTar": not_tar}))
+        })
+    });
+    let out = block_on(f.rt.execute("// tar\n", None, &f.connectors));
+    assert_eq!(out["status"], "completed", "{out}");
+    let r = &out["result"];
+    let long_rel = long.trim_start_matches('/');
+    let names: Vec<_> = r["listed"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| (e["path"].as_str().unwrap().to_owned(), e["size"].as_u64().unwrap()))
+        .collect();
+    let mut want = vec![
+        ("one.txt".to_owned(), 4),
+        ("src".to_owned(), 0),
+        ("src/a.txt".to_owned(), 5),
+        (format!("src/{}", "d".repeat(60)), 0),
+        (format!("src/{}/{}", "d".repeat(60), "e".repeat(60)), 0),
+        (long_rel.to_owned(), 4),
+        ("src/sub".to_owned(), 0),
+        ("src/sub/b.txt".to_owned(), 700),
+    ];
+    want.sort();
+    assert_eq!(names, want);
+    assert_eq!(r["made"]["entries"].as_array().unwrap().len(), 8);
+    // Headers and bodies in 512-byte blocks, then two zero blocks.
+    let blocks = 8 + 1 + 2 + 1 + 1 + 2;
+    assert_eq!(r["made"]["bytesWritten"], blocks * 512);
+    assert_eq!(r["extracted"]["destination"], "/copy");
+    assert_eq!(read(&f, "/copy/src/sub/b.txt"), Some("b".repeat(700)));
+    assert_eq!(read(&f, &format!("/copy{long}")).as_deref(), Some("long"));
+    assert_eq!(read(&f, "/copy/one.txt").as_deref(), Some("solo"));
+    assert_eq!(r["gz"]["destination"], "/src/sub/b.txt.gz");
+    assert!(r["gz"]["bytesWritten"].as_u64().unwrap() < 100, "{}", r["gz"]);
+    assert_eq!(
+        r["gunz"],
+        json!({"path": "/src/sub/b.txt.gz", "destination": "/back.txt", "bytesWritten": 700})
+    );
+    assert_eq!(read(&f, "/back.txt"), Some("b".repeat(700)));
+    assert!(
+        r["notGz"].as_str().unwrap().starts_with("decompressFile: /one.txt is not gzip data"),
+        "{}",
+        r["notGz"]
+    );
+    assert!(r["notTar"].as_str().unwrap().contains("tar"), "{}", r["notTar"]);
+}
+
+#[test]
+fn an_archive_entry_with_dotdot_is_refused_before_anything_is_written() {
+    let f = fixture();
+    // A hand-made tar whose one entry climbs out of the destination.
+    let mut tar = vec![0u8; 512 * 4];
+    tar[..12].copy_from_slice(b"../../etc/pw");
+    tar[124..135].copy_from_slice(b"00000000001");
+    tar[156] = b'0';
+    tar[148..156].fill(b' ');
+    let sum: u32 = tar[..512].iter().map(|&b| u32::from(b)).sum();
+    tar[148..155].copy_from_slice(format!("{sum:06o}\0").as_bytes());
+    tar[512] = b'x';
+    block_on(f.ws.write_file_bytes("/evil.tar", &tar, "application/x-tar")).unwrap();
+    f.sandbox.program("evil", |d| {
+        Box::pin(async move {
+            let e = call(
+                &d,
+                "state",
+                "extractArchive",
+                json!({"path": "/evil.tar", "destination": "/safe"}),
+                "1:1",
+            )
+            .await
+            .unwrap_err();
+            Ok(json!(e))
+        })
+    });
+    let out = block_on(f.rt.execute("// evil\n", None, &f.connectors));
+    assert_eq!(
+        out["result"], "extractArchive: entry \"../../etc/pw\" would land outside /safe",
+        "{out}"
+    );
+    assert_eq!(read(&f, "/etc/pw"), None);
 }
