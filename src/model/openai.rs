@@ -261,8 +261,7 @@ impl ChunkDecoder {
         if data.is_empty() || data == "[DONE]" {
             return Ok(());
         }
-        let mut v: Value =
-            serde_json::from_str(data).map_err(|e| ModelError::UnreadableChunk(e.to_string()))?;
+        let mut v = parse_chunk(data).map_err(|e| ModelError::UnreadableChunk(e.to_string()))?;
         if let Some(err) = v.get("error") {
             let msg = err
                 .get("message")
@@ -336,6 +335,91 @@ impl ChunkDecoder {
     }
 }
 
+/// A chunk over this size has its tool-call argument strings unescaped apart (see
+/// [`parse_chunk`]); a smaller one is parsed as it is.
+const LARGE_CHUNK_BYTES: usize = 64 * 1024;
+
+/// The parts of a chunk that can carry a large tool-call argument string, borrowed as raw
+/// JSON text so serde_json does not unescape them.
+#[derive(serde::Deserialize)]
+struct RawArgsChunk<'a> {
+    #[serde(borrow, default)]
+    choices: Vec<RawArgsChoice<'a>>,
+}
+
+#[derive(serde::Deserialize)]
+struct RawArgsChoice<'a> {
+    #[serde(borrow, default)]
+    delta: Option<RawArgsDelta<'a>>,
+}
+
+#[derive(serde::Deserialize)]
+struct RawArgsDelta<'a> {
+    #[serde(borrow, default)]
+    tool_calls: Vec<RawArgsCall<'a>>,
+}
+
+#[derive(serde::Deserialize)]
+struct RawArgsCall<'a> {
+    #[serde(borrow, default)]
+    function: Option<RawArgsFunction<'a>>,
+}
+
+#[derive(serde::Deserialize)]
+struct RawArgsFunction<'a> {
+    #[serde(borrow, default)]
+    arguments: Option<&'a serde_json::value::RawValue>,
+}
+
+/// Parses one chunk's JSON. serde_json unescapes a string into a scratch buffer that grows
+/// by doubling and then copies it out, so a 10 MB argument string would hold about 26 MB at
+/// once. For a large chunk the argument strings are therefore unescaped apart, each into one
+/// buffer of its final size, and the rest of the chunk is parsed without them. The result is
+/// the same `Value`; any chunk this path does not handle is parsed as it is.
+fn parse_chunk(data: &str) -> Result<Value, serde_json::Error> {
+    if data.len() <= LARGE_CHUNK_BYTES {
+        return serde_json::from_str(data);
+    }
+    let Ok(raw) = serde_json::from_str::<RawArgsChunk>(data) else {
+        return serde_json::from_str(data);
+    };
+    // (choice, call, raw text) of each string argument, in document order.
+    let mut found = Vec::new();
+    for (ci, choice) in raw.choices.iter().enumerate() {
+        let calls = choice.delta.as_ref().map(|d| d.tool_calls.as_slice()).unwrap_or_default();
+        for (ti, call) in calls.iter().enumerate() {
+            if let Some(args) = call.function.as_ref().and_then(|f| f.arguments) {
+                if let Some(text) = crate::protocol::json::unescape_string(args.get()) {
+                    found.push((ci, ti, args.get(), text));
+                }
+            }
+        }
+    }
+    if found.is_empty() {
+        return serde_json::from_str(data);
+    }
+    let mut rest = String::with_capacity(
+        data.len() - found.iter().map(|f| f.2.len()).sum::<usize>() + 2 * found.len(),
+    );
+    let mut from = 0;
+    for (_, _, raw, _) in &found {
+        let at = raw.as_ptr() as usize - data.as_ptr() as usize;
+        rest.push_str(&data[from..at]);
+        rest.push_str("\"\"");
+        from = at + raw.len();
+    }
+    rest.push_str(&data[from..]);
+    let mut v: Value = serde_json::from_str(&rest)?;
+    for (ci, ti, _, text) in found {
+        if let Some(slot) =
+            v.pointer_mut(&format!("/choices/{ci}/delta/tool_calls/{ti}/function/arguments"))
+        {
+            *slot = Value::String(text);
+        }
+    }
+    Ok(v)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -343,6 +427,42 @@ mod tests {
     use crate::platform::{HttpError, HttpRequest, HttpResponse};
     use crate::tools::definition::ToolDefinition;
     use futures::StreamExt;
+
+    #[test]
+    fn a_large_chunk_parses_to_the_same_value_with_its_arguments_unescaped_apart() {
+        let content = "line \"quoted\" \\ tab\t é 😀 \u{1}\n".repeat(4000);
+        let args = serde_json::to_string(&json!({"path": "/a", "content": content})).unwrap();
+        let chunk = json!({"id": "x", "choices": [
+            {"index": 0, "delta": {"content": "hi", "tool_calls": [
+                {"index": 0, "id": "c0", "function": {"name": "write", "arguments": args}},
+                {"index": 1, "function": {"arguments": {"not": "a string"}}},
+                {"index": 2, "function": {"arguments": args.clone() + "\\u00e9 \\ud83d\\ude00"}},
+            ]}},
+            {"index": 1, "delta": {}},
+        ], "usage": null});
+        // serde_json writes é and 😀 as themselves; an ASCII-only writer escapes them.
+        let plain = serde_json::to_string(&chunk).unwrap();
+        let ascii: String = plain
+            .chars()
+            .flat_map(|c| match c as u32 {
+                0..=0x7f => vec![c.to_string()],
+                _ => c.encode_utf16(&mut [0; 2]).iter().map(|u| format!("\\u{u:04x}")).collect(),
+            })
+            .collect();
+        for text in [plain, ascii] {
+            assert!(text.len() > LARGE_CHUNK_BYTES);
+            assert_eq!(parse_chunk(&text).unwrap(), serde_json::from_str::<Value>(&text).unwrap());
+        }
+        let lone = r#"{"choices":[{"delta":{"tool_calls":[{"function":{"arguments":"\ud800x"}}]}}],"pad":""#
+            .to_owned()
+            + &"p".repeat(LARGE_CHUNK_BYTES)
+            + "\"}";
+        assert_eq!(
+            parse_chunk(&lone).map_err(|e| e.to_string()),
+            serde_json::from_str::<Value>(&lone).map_err(|e| e.to_string())
+        );
+        assert!(parse_chunk(&"[".repeat(LARGE_CHUNK_BYTES + 1)).is_err());
+    }
     use serde_json::json;
     use std::cell::RefCell;
 

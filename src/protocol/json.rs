@@ -101,6 +101,58 @@ pub fn embed_exact<T: Serialize + ?Sized>(prefix: &str, value: &T, suffix: &str)
     String::from_utf8(out).unwrap_or_default()
 }
 
+/// The value of a JSON string literal already checked by serde_json (`raw` includes the
+/// quotes), in a buffer no longer than the literal. `None` for what is not a string or has
+/// an escape this does not decode (a lone surrogate), which the caller parses as usual.
+pub fn unescape_string(raw: &str) -> Option<String> {
+    let inner = raw.strip_prefix('"')?.strip_suffix('"')?;
+    let bytes = inner.as_bytes();
+    let mut out = String::with_capacity(inner.len());
+    let hex = |at: usize| -> Option<u32> { u32::from_str_radix(inner.get(at..at + 4)?, 16).ok() };
+    let (mut i, mut start) = (0, 0);
+    while i < bytes.len() {
+        if bytes[i] != b'\\' {
+            i += 1;
+            continue;
+        }
+        out.push_str(&inner[start..i]);
+        let c = *bytes.get(i + 1)?;
+        i += 2;
+        let ch = match c {
+            b'"' => '"',
+            b'\\' => '\\',
+            b'/' => '/',
+            b'b' => '\u{8}',
+            b'f' => '\u{c}',
+            b'n' => '\n',
+            b'r' => '\r',
+            b't' => '\t',
+            b'u' => {
+                let hi = hex(i)?;
+                i += 4;
+                if (0xD800..0xDC00).contains(&hi) {
+                    if inner.get(i..i + 2) != Some("\\u") {
+                        return None;
+                    }
+                    let lo = hex(i + 2)?;
+                    if !(0xDC00..0xE000).contains(&lo) {
+                        return None;
+                    }
+                    i += 6;
+                    char::from_u32(0x10000 + ((hi - 0xD800) << 10) + (lo - 0xDC00))?
+                } else {
+                    char::from_u32(hi)?
+                }
+            }
+            _ => return None,
+        };
+        out.push(ch);
+        start = i;
+    }
+    out.push_str(&inner[start..]);
+    Some(out)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
