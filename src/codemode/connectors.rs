@@ -161,37 +161,15 @@ fn path_prop() -> Value {
 pub struct StateConnector {
     ws: Rc<Workspace>,
     methods: Vec<MethodSpec>,
-    validators: Validators,
 }
 
-/// Compiled input schemas by method, built on first use (compiling one costs more than the
-/// call it checks).
-#[derive(Default)]
-struct Validators(std::cell::RefCell<std::collections::HashMap<String, Rc<InputValidator>>>);
-
-impl Validators {
-    fn check(
-        &self,
-        label: &str,
-        method: &str,
-        schema: &Value,
-        args: &Value,
-    ) -> Result<(), ConnectorError> {
-        let cached = self.0.borrow().get(method).cloned();
-        let validator = match cached {
-            Some(v) => v,
-            None => {
-                let v = Rc::new(
-                    InputValidator::new(schema).map_err(|e| format!("{label} has an {e}"))?,
-                );
-                self.0.borrow_mut().insert(method.to_owned(), v.clone());
-                v
-            }
-        };
-        validator
-            .validate(args)
-            .map_err(|e| ConnectorError::InvalidInput(format!("Invalid input for {label}: {e}")))
-    }
+/// Checks a connector call's `args` against its method's schema, with the shared compiled
+/// validator ([`InputValidator::cached`]).
+fn check_args(label: &str, schema: &Value, args: &Value) -> Result<(), ConnectorError> {
+    InputValidator::cached(schema)
+        .map_err(|e| format!("{label} has an {e}"))?
+        .validate(args)
+        .map_err(|e| ConnectorError::InvalidInput(format!("Invalid input for {label}: {e}")))
 }
 
 impl StateConnector {
@@ -508,7 +486,7 @@ impl StateConnector {
         for m in &mut methods {
             m.output_schema = state_output(&m.name);
         }
-        Self { ws, methods, validators: Validators::default() }
+        Self { ws, methods }
     }
 }
 
@@ -898,7 +876,7 @@ impl Connector for StateConnector {
         };
         let empty = json!({});
         let args = if args.is_null() { &empty } else { args };
-        self.validators.check(&format!("state.{method}"), method, &m.input_schema, args)
+        check_args(&format!("state.{method}"), &m.input_schema, args)
     }
 
     async fn call(
@@ -1289,7 +1267,6 @@ pub struct ToolsConnector {
     tools: Vec<ToolRef>,
     policy: ApprovalPolicy,
     methods: Vec<MethodSpec>,
-    validators: Validators,
 }
 
 impl ToolsConnector {
@@ -1314,7 +1291,7 @@ impl ToolsConnector {
                 }
             })
             .collect();
-        Self { tools, policy, methods, validators: Validators::default() }
+        Self { tools, policy, methods }
     }
 
     fn tool(&self, name: &str) -> Option<&ToolRef> {
@@ -1361,7 +1338,7 @@ impl Connector for ToolsConnector {
         let empty = Value::Object(Map::new());
         let args = if args.is_null() { &empty } else { args };
         let label = format!("tool {method}");
-        self.validators.check(&label, method, &tool.definition().input_schema, args)
+        check_args(&label, &tool.definition().input_schema, args)
     }
 
     async fn call(

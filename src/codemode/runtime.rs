@@ -485,7 +485,7 @@ impl PassDispatcher {
                 let schema = snippet.and_then(|s| s.input_schema);
                 if let Some(schema) = schema {
                     let input = call.args.get("input").cloned().unwrap_or(Value::Null);
-                    crate::tools::schema::InputValidator::new(&schema)
+                    crate::tools::schema::InputValidator::cached(&schema)
                         .and_then(|v| v.validate(&input))
                         .map_err(|e| {
                             CallError::Failed(format!("codemode.run({name:?}): invalid input: {e}"))

@@ -1,6 +1,10 @@
 //! JSON Schema handling: deriving schemas from Rust types and validating tool input before a
 //! tool runs, so a malformed call becomes an error the model can read and correct.
 
+use std::cell::RefCell;
+use std::collections::HashMap;
+use std::rc::Rc;
+
 use serde_json::Value;
 
 /// The JSON Schema of `T`, with the meta keys providers reject (`$schema`, `title`) removed.
@@ -35,6 +39,13 @@ impl std::fmt::Display for SchemaError {
 
 impl std::error::Error for SchemaError {}
 
+/// How many compiled schemas [`InputValidator::cached`] keeps before it starts afresh.
+pub const VALIDATOR_CACHE_SIZE: usize = 256;
+
+thread_local! {
+    static VALIDATORS: RefCell<HashMap<String, Rc<InputValidator>>> = RefCell::new(HashMap::new());
+}
+
 /// A compiled input schema.
 pub struct InputValidator {
     inner: jsonschema::Validator,
@@ -50,6 +61,27 @@ impl InputValidator {
             .build(schema)
             .map(|inner| Self { inner })
             .map_err(|e| SchemaError::InvalidSchema(e.to_string()))
+    }
+
+    /// The compiled validator of `schema`, compiled once per isolate and then reused:
+    /// compiling costs more than the check, and every tool call (direct, or from Code
+    /// Mode's sandbox) checks its input. Keyed by the schema's JSON text, so a tool whose
+    /// schema changes (an MCP server, a client) gets a fresh one; at most
+    /// [`VALIDATOR_CACHE_SIZE`] are kept.
+    pub fn cached(schema: &Value) -> Result<Rc<Self>, SchemaError> {
+        let key = schema.to_string();
+        if let Some(v) = VALIDATORS.with(|c| c.borrow().get(&key).cloned()) {
+            return Ok(v);
+        }
+        let v = Rc::new(Self::new(schema)?);
+        VALIDATORS.with(|c| {
+            let mut c = c.borrow_mut();
+            if c.len() >= VALIDATOR_CACHE_SIZE {
+                c.clear();
+            }
+            c.insert(key, v.clone());
+        });
+        Ok(v)
     }
 
     /// Checks `input`, reporting up to five problems as `<path>: <message>` lines.
@@ -104,6 +136,18 @@ mod tests {
         assert!(err.to_string().contains("/city"), "{err}");
         let err = v.validate(&json!({})).unwrap_err();
         assert!(err.to_string().contains("city"), "{err}");
+    }
+
+    #[test]
+    fn cached_validators_are_shared_per_schema() {
+        let schema = schema_for::<Weather>();
+        let a = InputValidator::cached(&schema).unwrap();
+        let b = InputValidator::cached(&schema).unwrap();
+        assert!(Rc::ptr_eq(&a, &b));
+        let other = InputValidator::cached(&json!({"type": "object"})).unwrap();
+        assert!(!Rc::ptr_eq(&a, &other));
+        assert!(b.validate(&json!({"city": 3})).is_err());
+        assert!(InputValidator::cached(&json!({"type": 12})).is_err());
     }
 
     #[test]

@@ -381,7 +381,7 @@ fn resolve_call(
     // The text is not needed once parsed; the history gets a copy of the value.
     call.args = String::new();
     call.parsed = Some(input.clone());
-    let schema_check = InputValidator::new(&tool.definition().input_schema)
+    let schema_check = InputValidator::cached(&tool.definition().input_schema)
         .map_err(|e| format!("Tool {} has an {e}", call.name))
         .and_then(|v| {
             v.validate(&input).map_err(|e| format!("Invalid input for tool {}: {e}", call.name))
