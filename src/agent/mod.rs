@@ -18,6 +18,9 @@ mod turn;
 #[cfg(test)]
 mod tests;
 
+#[cfg(test)]
+mod memory_tests;
+
 use std::cell::RefCell;
 use std::collections::BTreeSet;
 use std::rc::Rc;

@@ -645,18 +645,27 @@ impl ChunkSink for TurnStream {
     /// Each chunk is held as few times as possible, since one can carry a whole file (a
     /// `write`'s input): the frame's text is written straight from the value and dropped
     /// once sent, then the chunk's own text (for the buffer and a programmatic caller),
-    /// each in a buffer of its exact size.
+    /// each in a buffer of its exact size, and only then does the answer being built take
+    /// its copy, so no two of these exist at once.
     fn emit_ref(&self, chunk: &Value) {
         let Some(acc) = self.agent.rt.borrow().active.as_ref().map(|a| a.acc.clone()) else {
             return;
         };
+        let frame = frames::chat_chunk_frame_text(&self.request_id, chunk, self.continuation);
+        self.agent.broadcast_live_text(&frame);
+        drop(frame);
+        self.buffer(chunk);
         let action = acc.borrow_mut().apply(chunk);
         if let ChunkAction::CrossMessageToolUpdate { tool_call_id, update } = action {
             self.agent.apply_to_stored(&ToolPartUpdate::cross_message(tool_call_id, update));
         }
-        let frame = frames::chat_chunk_frame_text(&self.request_id, chunk, self.continuation);
-        self.agent.broadcast_live_text(&frame);
-        drop(frame);
+    }
+}
+
+impl TurnStream {
+    /// Hands the chunk's text to a programmatic caller and to the stream buffer, which
+    /// writes a large one (or a milestone) to SQLite at once.
+    fn buffer(&self, chunk: &Value) {
         let body = crate::protocol::json::to_string_exact(chunk);
         if let Some(observer) = &self.observer {
             observer.on_event(&body);

@@ -173,8 +173,10 @@ impl AnthropicModel {
                     }
                     blocks.extend(text_block(content));
                     blocks.extend(tool_calls.iter().map(|c| {
-                        let input =
-                            if c.arguments.is_object() { c.arguments.clone() } else { json!({}) };
+                        let input = match c.arguments.to_value() {
+                            input @ Value::Object(_) => input,
+                            _ => json!({}),
+                        };
                         json!({"type": "tool_use", "id": c.id, "name": c.name, "input": input})
                     }));
                     ("assistant", blocks)
@@ -556,12 +558,12 @@ mod tests {
                     ModelToolCall {
                         id: "toolu_1".into(),
                         name: "read".into(),
-                        arguments: json!({"path": "/a"}),
+                        arguments: json!({"path": "/a"}).into(),
                     },
                     ModelToolCall {
                         id: "toolu_2".into(),
                         name: "list".into(),
-                        arguments: json!({}),
+                        arguments: json!({}).into(),
                     },
                 ],
             },
@@ -627,8 +629,11 @@ mod tests {
         let (m, _) = model(vec![(200, &step)], Some(1024));
         let events = collect(&m, &ModelRequest::default());
         assert!(events.iter().all(|e| !matches!(e, Ok(ModelEvent::ReasoningDelta(_)))));
-        let call =
-            ModelToolCall { id: "toolu_r".into(), name: "list".into(), arguments: json!({}) };
+        let call = ModelToolCall {
+            id: "toolu_r".into(),
+            name: "list".into(),
+            arguments: json!({}).into(),
+        };
         let next = ModelRequest {
             messages: vec![
                 ModelMessage::User { content: "go".into() },
@@ -655,7 +660,7 @@ mod tests {
                     tool_calls: vec![ModelToolCall {
                         id: "toolu_before_restart".into(),
                         name: "list".into(),
-                        arguments: json!({}),
+                        arguments: json!({}).into(),
                     }],
                 },
                 ModelMessage::Tool {

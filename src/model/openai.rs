@@ -10,7 +10,8 @@ use serde_json::Value;
 
 use super::stream::{decoded, post_for_events};
 use super::{
-    FinishReason, Model, ModelError, ModelEvent, ModelMessage, ModelRequest, ModelStream, Usage,
+    FinishReason, Model, ModelError, ModelEvent, ModelMessage, ModelRequest, ModelStream,
+    ToolArguments, Usage,
 };
 use crate::platform::sse::SseParser;
 use crate::platform::HttpClient;
@@ -126,13 +127,13 @@ struct WireCall<'a> {
     arguments: ArgumentsText<'a>,
 }
 
-/// Tool-call arguments, sent as JSON text (a string) as the API wants; the text exists only
-/// while it is written.
-struct ArgumentsText<'a>(&'a Value);
+/// Tool-call arguments, sent as JSON text (a string) as the API wants: the history's text
+/// as it is, so a large argument is not first serialized again for the request.
+struct ArgumentsText<'a>(&'a ToolArguments);
 
 impl Serialize for ArgumentsText<'_> {
     fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        s.serialize_str(&crate::protocol::json::to_string_exact(self.0))
+        s.serialize_str(self.0.text())
     }
 }
 
@@ -335,89 +336,11 @@ impl ChunkDecoder {
     }
 }
 
-/// A chunk over this size has its tool-call argument strings unescaped apart (see
-/// [`parse_chunk`]); a smaller one is parsed as it is.
-const LARGE_CHUNK_BYTES: usize = 64 * 1024;
-
-/// The parts of a chunk that can carry a large tool-call argument string, borrowed as raw
-/// JSON text so serde_json does not unescape them.
-#[derive(serde::Deserialize)]
-struct RawArgsChunk<'a> {
-    #[serde(borrow, default)]
-    choices: Vec<RawArgsChoice<'a>>,
-}
-
-#[derive(serde::Deserialize)]
-struct RawArgsChoice<'a> {
-    #[serde(borrow, default)]
-    delta: Option<RawArgsDelta<'a>>,
-}
-
-#[derive(serde::Deserialize)]
-struct RawArgsDelta<'a> {
-    #[serde(borrow, default)]
-    tool_calls: Vec<RawArgsCall<'a>>,
-}
-
-#[derive(serde::Deserialize)]
-struct RawArgsCall<'a> {
-    #[serde(borrow, default)]
-    function: Option<RawArgsFunction<'a>>,
-}
-
-#[derive(serde::Deserialize)]
-struct RawArgsFunction<'a> {
-    #[serde(borrow, default)]
-    arguments: Option<&'a serde_json::value::RawValue>,
-}
-
-/// Parses one chunk's JSON. serde_json unescapes a string into a scratch buffer that grows
-/// by doubling and then copies it out, so a 10 MB argument string would hold about 26 MB at
-/// once. For a large chunk the argument strings are therefore unescaped apart, each into one
-/// buffer of its final size, and the rest of the chunk is parsed without them. The result is
-/// the same `Value`; any chunk this path does not handle is parsed as it is.
+/// Parses one chunk's JSON. A chunk can carry a whole file in a tool call's argument
+/// string, which [`crate::protocol::json::from_str_exact`] unescapes into one buffer of its
+/// final size rather than through serde_json's doubling scratch buffer.
 fn parse_chunk(data: &str) -> Result<Value, serde_json::Error> {
-    if data.len() <= LARGE_CHUNK_BYTES {
-        return serde_json::from_str(data);
-    }
-    let Ok(raw) = serde_json::from_str::<RawArgsChunk>(data) else {
-        return serde_json::from_str(data);
-    };
-    // (choice, call, raw text) of each string argument, in document order.
-    let mut found = Vec::new();
-    for (ci, choice) in raw.choices.iter().enumerate() {
-        let calls = choice.delta.as_ref().map(|d| d.tool_calls.as_slice()).unwrap_or_default();
-        for (ti, call) in calls.iter().enumerate() {
-            if let Some(args) = call.function.as_ref().and_then(|f| f.arguments) {
-                if let Some(text) = crate::protocol::json::unescape_string(args.get()) {
-                    found.push((ci, ti, args.get(), text));
-                }
-            }
-        }
-    }
-    if found.is_empty() {
-        return serde_json::from_str(data);
-    }
-    let mut rest = String::with_capacity(
-        data.len() - found.iter().map(|f| f.2.len()).sum::<usize>() + 2 * found.len(),
-    );
-    let mut from = 0;
-    for (_, _, raw, _) in &found {
-        let at = raw.as_ptr() as usize - data.as_ptr() as usize;
-        rest.push_str(&data[from..at]);
-        rest.push_str("\"\"");
-        from = at + raw.len();
-    }
-    rest.push_str(&data[from..]);
-    let mut v: Value = serde_json::from_str(&rest)?;
-    for (ci, ti, _, text) in found {
-        if let Some(slot) =
-            v.pointer_mut(&format!("/choices/{ci}/delta/tool_calls/{ti}/function/arguments"))
-        {
-            *slot = Value::String(text);
-        }
-    }
-    Ok(v)
+    crate::protocol::json::from_str_exact(data)
 }
 
 #[cfg(test)]
@@ -442,26 +365,20 @@ mod tests {
         ], "usage": null});
         // serde_json writes é and 😀 as themselves; an ASCII-only writer escapes them.
         let plain = serde_json::to_string(&chunk).unwrap();
-        let ascii: String = plain
-            .chars()
-            .flat_map(|c| match c as u32 {
-                0..=0x7f => vec![c.to_string()],
-                _ => c.encode_utf16(&mut [0; 2]).iter().map(|u| format!("\\u{u:04x}")).collect(),
-            })
-            .collect();
+        let ascii = crate::protocol::json::ascii_escaped(&plain);
         for text in [plain, ascii] {
-            assert!(text.len() > LARGE_CHUNK_BYTES);
+            assert!(text.len() > 64 * 1024);
             assert_eq!(parse_chunk(&text).unwrap(), serde_json::from_str::<Value>(&text).unwrap());
         }
         let lone = r#"{"choices":[{"delta":{"tool_calls":[{"function":{"arguments":"\ud800x"}}]}}],"pad":""#
             .to_owned()
-            + &"p".repeat(LARGE_CHUNK_BYTES)
+            + &"p".repeat(64 * 1024)
             + "\"}";
         assert_eq!(
             parse_chunk(&lone).map_err(|e| e.to_string()),
             serde_json::from_str::<Value>(&lone).map_err(|e| e.to_string())
         );
-        assert!(parse_chunk(&"[".repeat(LARGE_CHUNK_BYTES + 1)).is_err());
+        assert!(parse_chunk(&"[".repeat(64 * 1024 + 1)).is_err());
     }
     use serde_json::json;
     use std::cell::RefCell;
@@ -558,7 +475,7 @@ mod tests {
                     tool_calls: vec![ModelToolCall {
                         id: "c1".into(),
                         name: "read".into(),
-                        arguments: json!({"path": "/a"}),
+                        arguments: json!({"path": "/a"}).into(),
                     }],
                 },
                 ModelMessage::Tool {

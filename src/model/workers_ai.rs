@@ -305,7 +305,7 @@ mod tests {
                     tool_calls: vec![ModelToolCall {
                         id: "c".into(),
                         name: "read".into(),
-                        arguments: json!({}),
+                        arguments: json!({}).into(),
                     }],
                 },
             ],

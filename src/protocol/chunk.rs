@@ -71,8 +71,12 @@ pub fn tool_input_delta(tool_call_id: &str, input_text_delta: &str) -> Value {
 }
 
 /// `{"type":"tool-input-available","toolCallId","toolName","input"}`: the call is complete.
+/// The input is moved in (`json!` would copy it, and it can hold a whole file), as in the
+/// other chunks that carry a value.
 pub fn tool_input_available(tool_call_id: &str, tool_name: &str, input: Value) -> Value {
-    json!({"type": "tool-input-available", "toolCallId": tool_call_id, "toolName": tool_name, "input": input})
+    let chunk =
+        json!({"type": "tool-input-available", "toolCallId": tool_call_id, "toolName": tool_name});
+    with_field(chunk, "input", input)
 }
 
 /// `{"type":"tool-input-error","toolCallId","toolName","input","errorText"}`: the arguments
@@ -83,10 +87,9 @@ pub fn tool_input_error(
     input: Value,
     error_text: &str,
 ) -> Value {
-    json!({
-        "type": "tool-input-error", "toolCallId": tool_call_id, "toolName": tool_name,
-        "input": input, "errorText": error_text
-    })
+    let chunk =
+        json!({"type": "tool-input-error", "toolCallId": tool_call_id, "toolName": tool_name});
+    with_field(with_field(chunk, "input", input), "errorText", json!(error_text))
 }
 
 /// `{"type":"tool-approval-request","approvalId","toolCallId"}` asks the user to approve.
@@ -96,7 +99,11 @@ pub fn tool_approval_request(approval_id: &str, tool_call_id: &str) -> Value {
 
 /// `{"type":"tool-output-available","toolCallId","output"}`.
 pub fn tool_output_available(tool_call_id: &str, output: Value) -> Value {
-    json!({"type": "tool-output-available", "toolCallId": tool_call_id, "output": output})
+    with_field(
+        json!({"type": "tool-output-available", "toolCallId": tool_call_id}),
+        "output",
+        output,
+    )
 }
 
 /// `{"type":"tool-output-error","toolCallId","errorText"}`.
@@ -120,7 +127,7 @@ pub fn finish(finish_reason: Option<&str>) -> Value {
 
 /// `{"type":"message-metadata","messageMetadata"}` merges metadata mid-stream.
 pub fn message_metadata(metadata: Value) -> Value {
-    json!({"type": "message-metadata", "messageMetadata": metadata})
+    with_field(Value::Object(typed("message-metadata")), "messageMetadata", metadata)
 }
 
 /// `{"type":"error","errorText"}`. The server does not forward this chunk; the turn ends

@@ -5,6 +5,8 @@
 //! to count) costs a little time and no memory.
 
 use serde::Serialize;
+use serde_json::value::RawValue;
+use serde_json::{Map, Value};
 
 /// Counts the bytes written to it.
 struct ByteCount(usize);
@@ -102,12 +104,22 @@ pub fn embed_exact<T: Serialize + ?Sized>(prefix: &str, value: &T, suffix: &str)
 }
 
 /// The value of a JSON string literal already checked by serde_json (`raw` includes the
-/// quotes), in a buffer no longer than the literal. `None` for what is not a string or has
-/// an escape this does not decode (a lone surrogate), which the caller parses as usual.
+/// quotes), in a buffer of exactly its size (counted in a first pass). `None` for what is
+/// not a string or has an escape this does not decode (a lone surrogate), which the caller
+/// parses as usual.
 pub fn unescape_string(raw: &str) -> Option<String> {
     let inner = raw.strip_prefix('"')?.strip_suffix('"')?;
+    let mut len = 0;
+    unescape_with(inner, |piece| len += piece.len())?;
+    let mut out = String::with_capacity(len);
+    unescape_with(inner, |piece| out.push_str(piece))?;
+    Some(out)
+}
+
+/// Decodes the contents of a JSON string, handing each run of text and each decoded
+/// character to `put`.
+fn unescape_with(inner: &str, mut put: impl FnMut(&str)) -> Option<()> {
     let bytes = inner.as_bytes();
-    let mut out = String::with_capacity(inner.len());
     let hex = |at: usize| -> Option<u32> { u32::from_str_radix(inner.get(at..at + 4)?, 16).ok() };
     let (mut i, mut start) = (0, 0);
     while i < bytes.len() {
@@ -115,7 +127,7 @@ pub fn unescape_string(raw: &str) -> Option<String> {
             i += 1;
             continue;
         }
-        out.push_str(&inner[start..i]);
+        put(&inner[start..i]);
         let c = *bytes.get(i + 1)?;
         i += 2;
         let ch = match c {
@@ -146,11 +158,104 @@ pub fn unescape_string(raw: &str) -> Option<String> {
             }
             _ => return None,
         };
-        out.push(ch);
+        put(ch.encode_utf8(&mut [0; 4]));
         start = i;
     }
-    out.push_str(&inner[start..]);
-    Some(out)
+    put(&inner[start..]);
+    Some(())
+}
+
+/// A text over this size is parsed by [`from_str_exact`]'s own path; a smaller one as usual.
+const EXACT_ABOVE_BYTES: usize = 64 * 1024;
+
+/// Parses JSON text as serde_json does, except that a large string is unescaped into one
+/// buffer of its final size. serde_json unescapes a string into a scratch buffer that grows
+/// by doubling and then copies it out, so a 20 MB string (a `write`'s content, in the tool
+/// call's arguments or the model's stream chunk) would hold about 70 MB at once. Here a large
+/// object or array is split into its members' raw text, each handled the same way, and only
+/// small pieces reach serde_json's parser. The result is the same `Value`.
+pub fn from_str_exact(text: &str) -> Result<Value, serde_json::Error> {
+    if text.len() <= EXACT_ABOVE_BYTES {
+        return serde_json::from_str(text);
+    }
+    // Checks the whole text first (skipping a value buffers nothing), so a member parsed
+    // apart cannot fail halfway.
+    // What fails apart (a lone surrogate, which skipping accepts) is parsed whole again,
+    // for serde_json's own error and position.
+    let raw: &RawValue = serde_json::from_str(text)?;
+    exact_value(raw, 0).or_else(|_| serde_json::from_str(text))
+}
+
+/// Nesting below which members are split; deeper text goes to serde_json whole, which
+/// enforces its own limit.
+const MAX_SPLIT_DEPTH: usize = 64;
+
+fn exact_value(raw: &RawValue, depth: usize) -> Result<Value, serde_json::Error> {
+    let text = raw.get();
+    if text.len() <= EXACT_ABOVE_BYTES || depth > MAX_SPLIT_DEPTH {
+        return serde_json::from_str(text);
+    }
+    match text.as_bytes().first() {
+        Some(b'"') => match unescape_string(text) {
+            Some(s) => Ok(Value::String(s)),
+            None => serde_json::from_str(text),
+        },
+        Some(b'{') => {
+            let Members(members) = serde_json::from_str(text)?;
+            let mut map = Map::with_capacity(members.len());
+            for (key, value) in members {
+                map.insert(key, exact_value(value, depth + 1)?);
+            }
+            Ok(Value::Object(map))
+        }
+        Some(b'[') => {
+            let items: Vec<&RawValue> = serde_json::from_str(text)?;
+            items
+                .into_iter()
+                .map(|v| exact_value(v, depth + 1))
+                .collect::<Result<_, _>>()
+                .map(Value::Array)
+        }
+        _ => serde_json::from_str(text),
+    }
+}
+
+/// An object's members in document order, each value as its raw text.
+struct Members<'a>(Vec<(String, &'a RawValue)>);
+
+impl<'de> serde::Deserialize<'de> for Members<'de> {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct Visit;
+        impl<'de> serde::de::Visitor<'de> for Visit {
+            type Value = Members<'de>;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("a JSON object")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut m: A,
+            ) -> Result<Self::Value, A::Error> {
+                let mut out = Vec::new();
+                while let Some(entry) = m.next_entry::<String, &'de RawValue>()? {
+                    out.push(entry);
+                }
+                Ok(Members(out))
+            }
+        }
+        d.deserialize_map(Visit)
+    }
+}
+
+/// `text` as an ASCII-only JSON writer sends it: every other character `\\u`-escaped (JSON
+/// text, where such a character can only be inside a string).
+#[cfg(test)]
+pub(crate) fn ascii_escaped(text: &str) -> String {
+    text.chars()
+        .flat_map(|c| match c as u32 {
+            0..=0x7f => vec![c.to_string()],
+            _ => c.encode_utf16(&mut [0; 2]).iter().map(|u| format!("\\u{u:04x}")).collect(),
+        })
+        .collect()
 }
 
 #[cfg(test)]
@@ -172,5 +277,38 @@ mod tests {
         let embedded = embed_exact("[", &v, "]");
         assert_eq!(embedded, format!("[{}]", json!(v.to_string()).to_string().trim_matches('"')));
         assert_eq!(embedded.capacity(), embedded.len());
+    }
+
+    #[test]
+    fn exact_parse_equals_serde_json_and_holds_no_doubled_buffer() {
+        let content = "line \"quoted\" \\ tab\t é 😀 \u{1}\n".repeat(20_000);
+        let v = json!({"path": "/a", "content": content, "list": [content, {"deep": [1, 2.5, null, true, "x"]}], "n": -3});
+        let text = v.to_string();
+        assert!(text.len() > EXACT_ABOVE_BYTES);
+        let parsed = from_str_exact(&text).unwrap();
+        assert_eq!(parsed, v);
+        // Key order is kept, as serde_json keeps it.
+        assert_eq!(
+            parsed.as_object().unwrap().keys().collect::<Vec<_>>(),
+            ["path", "content", "list", "n"]
+        );
+        let Value::String(s) = &parsed["content"] else { panic!() };
+        assert_eq!(s.capacity(), s.len());
+        // Escapes as an ASCII-only writer sends them, a lone surrogate, bad text, deep nesting.
+        assert_eq!(from_str_exact(&ascii_escaped(&text)).unwrap(), v);
+        let pad = "p".repeat(EXACT_ABOVE_BYTES);
+        for bad in [
+            format!(r#"{{"a":"\ud800x{pad}"}}"#),
+            format!(r#"{{"a":"{pad}""#),
+            format!(r#"{{"a":"{pad}"}} trailing"#),
+            format!("{}\"{pad}\"{}", "[".repeat(200), "]".repeat(200)),
+        ] {
+            assert_eq!(
+                from_str_exact(&bad).map_err(|e| e.to_string()),
+                serde_json::from_str::<Value>(&bad).map_err(|e| e.to_string()),
+                "{}",
+                &bad[..40]
+            );
+        }
     }
 }

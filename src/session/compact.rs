@@ -4,12 +4,15 @@
 //! rewritten: only what the model is sent changes. The summary is stored with how far it
 //! reaches, and extended as the conversation grows instead of being written again.
 
+use std::borrow::Cow;
+
 use futures::StreamExt;
-use serde_json::Value;
 
 use super::tools::context_tools;
 use super::{BlockKind, Session};
-use crate::model::{Model, ModelError, ModelEvent, ModelMessage, ModelRequest, ModelToolCall};
+use crate::model::{
+    Model, ModelError, ModelEvent, ModelMessage, ModelRequest, ModelToolCall, ToolArguments,
+};
 use crate::store::{SqlValue, StoreError};
 use crate::tools::{ToolContext, ToolDefinition};
 
@@ -79,9 +82,18 @@ pub fn message_text(m: &ModelMessage) -> String {
         ModelMessage::System { content } => format!("system: {content}"),
         ModelMessage::User { content } => format!("user: {content}"),
         ModelMessage::Assistant { content, tool_calls } => {
-            let mut s = format!("assistant: {content}");
+            // Written into a buffer of its final size: an argument can be a whole file.
+            let len = tool_calls.iter().map(|c| c.name.len() + c.arguments.text().len() + 11);
+            let mut s =
+                String::with_capacity("assistant: ".len() + content.len() + len.sum::<usize>());
+            s.push_str("assistant: ");
+            s.push_str(content);
             for c in tool_calls {
-                s.push_str(&format!("\n[called {} {}]", c.name, c.arguments));
+                s.push_str("\n[called ");
+                s.push_str(&c.name);
+                s.push(' ');
+                s.push_str(c.arguments.text());
+                s.push(']');
             }
             s
         }
@@ -217,17 +229,18 @@ impl Compactor<'_> {
     /// definitions): the messages themselves while they fit the budget, else the head, the
     /// summary of the middle and the tail. `force` compacts even under the budget (after the
     /// provider said the context is too long); `None` then means nothing could be cut.
-    pub async fn prepare(
+    /// Messages that fit come back borrowed: a history can hold a large tool argument.
+    pub async fn prepare<'m>(
         &self,
         system: &str,
         extra: usize,
-        messages: &[ModelMessage],
+        messages: &'m [ModelMessage],
         force: bool,
-    ) -> Option<Vec<ModelMessage>> {
+    ) -> Option<Cow<'m, [ModelMessage]>> {
         let sum = |ms: &[ModelMessage]| ms.iter().map(|m| self.tokens(m)).sum::<usize>();
         let fixed = self.session.tokens(system) + extra;
         if !force && fixed + sum(messages) <= self.budget() {
-            return Some(messages.to_vec());
+            return Some(Cow::Borrowed(messages));
         }
         let head = head_end(messages);
         let mut stored = match self.stored() {
@@ -256,13 +269,13 @@ impl Compactor<'_> {
                 let mut out = messages[..head].to_vec();
                 out.push(summary);
                 out.extend_from_slice(&messages[s.covered..]);
-                return Some(out);
+                return Some(Cow::Owned(out));
             }
         }
         let tail_tokens =
             if force { self.tail_tokens().min(sum(messages) / 2) } else { self.tail_tokens() };
         let Some(cut) = plan_cut(messages, &|m| self.tokens(m), tail_tokens) else {
-            return (!force).then(|| messages.to_vec());
+            return (!force).then_some(Cow::Borrowed(messages));
         };
         if stored.as_ref().is_some_and(|s| s.covered > cut.tail) {
             stored = None;
@@ -297,7 +310,7 @@ impl Compactor<'_> {
                     let mut out = messages[..cut.head].to_vec();
                     out.push(cut_note(cut.tail - cut.head, &e.to_string()));
                     out.extend_from_slice(&messages[cut.tail..]);
-                    return Some(out);
+                    return Some(Cow::Owned(out));
                 }
             }
         }
@@ -305,7 +318,7 @@ impl Compactor<'_> {
         let summary = stored.map(|s| s.summary).unwrap_or_default();
         out.push(summary_message(cut.tail - cut.head, &summary));
         out.extend_from_slice(&messages[cut.tail..]);
-        Some(out)
+        Some(Cow::Owned(out))
     }
 
     /// One summarization call: the previous summary and the new messages in, the summary out.
@@ -381,7 +394,7 @@ impl Compactor<'_> {
         for call in calls.into_iter().filter(|c| c.name == "set_context") {
             let ctx = ToolContext { tool_call_id: call.id.clone(), tool_name: call.name.clone() };
             if let Some(tool) = tools.first() {
-                let _ = tool.execute(call.arguments, &ctx).await;
+                let _ = tool.execute(call.arguments.to_value(), &ctx).await;
             }
         }
     }
@@ -398,7 +411,7 @@ async fn collect_calls(
         match event? {
             ModelEvent::ToolCallStart { index, id, name } => calls.push((
                 index,
-                ModelToolCall { id, name, arguments: Value::Null },
+                ModelToolCall { id, name, arguments: ToolArguments::empty() },
                 String::new(),
             )),
             ModelEvent::ToolCallDelta { index, arguments } => {
@@ -412,7 +425,7 @@ async fn collect_calls(
     Ok(calls
         .into_iter()
         .filter_map(|(_, mut call, args)| {
-            call.arguments = serde_json::from_str(&args).ok()?;
+            call.arguments = ToolArguments::from_text(args).ok()?;
             Some(call)
         })
         .collect())
@@ -467,12 +480,12 @@ impl crate::turn::engine::StepContext for SessionStep {
         system: &str,
         tools: &[ToolDefinition],
         messages: &[ModelMessage],
-    ) -> Vec<ModelMessage> {
+    ) -> Option<Vec<ModelMessage>> {
         let tool_tokens = self.session.tokens(&serde_json::to_string(tools).unwrap_or_default());
-        self.compactor()
-            .prepare(system, tool_tokens, messages, false)
-            .await
-            .unwrap_or_else(|| messages.to_vec())
+        match self.compactor().prepare(system, tool_tokens, messages, false).await {
+            Some(Cow::Owned(compacted)) => Some(compacted),
+            Some(Cow::Borrowed(_)) | None => None,
+        }
     }
 
     async fn on_model_error(
@@ -484,6 +497,6 @@ impl crate::turn::engine::StepContext for SessionStep {
         if !is_context_overflow(error) {
             return None;
         }
-        self.compactor().prepare(system, 0, messages, true).await
+        self.compactor().prepare(system, 0, messages, true).await.map(Cow::into_owned)
     }
 }

@@ -279,7 +279,7 @@ fn tool_pair(i: usize) -> Vec<ModelMessage> {
             tool_calls: vec![ModelToolCall {
                 id: format!("c{i}"),
                 name: "read".into(),
-                arguments: json!({}),
+                arguments: json!({}).into(),
             }],
         },
         ModelMessage::Tool {

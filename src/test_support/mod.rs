@@ -1,6 +1,7 @@
 //! Test doubles shared by the whole crate's host tests: one manual clock and one scripted
 //! model, so every layer's tests drive time and inference the same way, and the MCP test kit.
 
+pub mod alloc;
 pub mod mcp;
 
 use std::cell::{Cell, RefCell};

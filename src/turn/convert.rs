@@ -6,7 +6,7 @@ use std::collections::HashSet;
 
 use serde_json::Value;
 
-use crate::model::{ModelMessage, ModelToolCall};
+use crate::model::{ModelMessage, ModelToolCall, ToolArguments};
 use crate::protocol::message::{
     part_type, state_of, tool_call_id_of, tool_name_of, Role, UIMessage,
 };
@@ -121,8 +121,8 @@ fn tool_exchange(
         _ => return None,
     };
     let arguments = match part.get("input") {
-        Some(Value::Object(o)) => Value::Object(o.clone()),
-        _ => Value::Object(Default::default()),
+        Some(input @ Value::Object(_)) => ToolArguments::from_value(input),
+        _ => ToolArguments::empty(),
     };
     Some((
         ModelToolCall { id: id.to_owned(), name: name.to_owned(), arguments },
@@ -189,7 +189,7 @@ mod tests {
         );
         match &out[4] {
             ModelMessage::Assistant { tool_calls, .. } => {
-                assert_eq!(tool_calls[0].arguments, json!({}))
+                assert_eq!(tool_calls[0].arguments, json!({}).into())
             }
             other => panic!("{other:?}"),
         }

@@ -3,7 +3,7 @@
 //! text answer, a call that waits for a human, an abort, or the step limit.
 
 use futures::StreamExt;
-use serde_json::{json, Map, Value};
+use serde_json::{Map, Value};
 
 use std::rc::Rc;
 
@@ -12,6 +12,7 @@ use async_trait::async_trait;
 use super::abort::AbortSignal;
 use crate::model::{
     FinishReason, Model, ModelError, ModelEvent, ModelMessage, ModelRequest, ModelToolCall,
+    ToolArguments,
 };
 use crate::protocol::chunk;
 use crate::tools::definition::ToolDefinition;
@@ -66,14 +67,16 @@ pub trait StepContext {
     /// The system prompt of this call: `base` and the context blocks as they are now, so
     /// a write shows from the next call on.
     fn system(&self, base: &str) -> String;
-    /// The history this call sends: `messages` itself while it fits the model's context,
-    /// else a compacted form (the turn keeps the full history for its next calls).
+    /// The history this call sends when it is not `messages` itself: `None` while they fit
+    /// the model's context (the turn then lends its history to the request, not a copy: it
+    /// can hold a large tool argument), else a compacted form (the turn keeps the full
+    /// history for its next calls).
     async fn prepare(
         &self,
         system: &str,
         tools: &[ToolDefinition],
         messages: &[ModelMessage],
-    ) -> Vec<ModelMessage>;
+    ) -> Option<Vec<ModelMessage>>;
     /// After a failed call: the shortened history to retry with when `error` says the
     /// context is too long, or `None` to fail the turn. The turn retries at most once.
     async fn on_model_error(
@@ -103,9 +106,10 @@ struct Call {
     name: String,
     /// The argument text, until it is parsed.
     args: String,
-    /// The parsed arguments for the history, once resolved. The text is dropped then: a
-    /// large argument (a `write`'s content) is neither kept twice nor parsed twice.
-    parsed: Option<Value>,
+    /// The arguments for the history, once resolved. The model's text is dropped when it is
+    /// parsed and this is written from the parsed input only after the input was announced,
+    /// so a large argument (a `write`'s content) is held at most twice at once.
+    history: Option<ToolArguments>,
 }
 
 /// Per-step streaming state: which text and reasoning parts are open.
@@ -151,15 +155,17 @@ pub async fn run(
             Some(c) => c.system(&plan.system),
             None => plan.system.clone(),
         };
-        let messages = match &plan.context {
+        let compacted = match &plan.context {
             Some(c) => match abort.run(c.prepare(&system, &definitions, &plan.messages)).await {
                 Some(m) => m,
                 None => return TurnOutcome::Aborted,
             },
-            // Without a session the history is lent to the request, not copied: it can hold a
-            // large tool argument. It is given back once the stream has started.
-            None => std::mem::take(&mut plan.messages),
+            None => None,
         };
+        // Unless compacted, the history is lent to the request, not copied: it can hold a
+        // large tool argument. It is given back once the stream has started.
+        let mut lent = compacted.is_none();
+        let messages = compacted.unwrap_or_else(|| std::mem::take(&mut plan.messages));
         let mut request = ModelRequest {
             system,
             messages,
@@ -179,10 +185,11 @@ pub async fn run(
             };
             let Some(messages) = shorter else { return TurnOutcome::Failed(e.to_string()) };
             retried = true;
-            plan.messages = messages;
-            request.messages = plan.messages.clone();
+            // The shortened history replaces the turn's: it is lent like the full one.
+            request.messages = messages;
+            lent = true;
         };
-        if plan.context.is_none() {
+        if lent {
             plan.messages = std::mem::take(&mut request.messages);
         }
         let mut st = StepState::default();
@@ -237,7 +244,7 @@ pub async fn run(
                     st.close_text(sink);
                     st.close_reasoning(sink);
                     sink.emit(chunk::tool_input_start(&id, &name));
-                    calls.push((index, Call { id, name, args: String::new(), parsed: None }));
+                    calls.push((index, Call { id, name, args: String::new(), history: None }));
                 }
                 ModelEvent::ToolCallDelta { index, arguments } => {
                     if let Some((_, call)) = calls.iter_mut().find(|(i, _)| *i == index) {
@@ -281,7 +288,7 @@ pub async fn run(
                 .map(|(c, _)| ModelToolCall {
                     id: c.id.clone(),
                     name: c.name.clone(),
-                    arguments: c.parsed.take().unwrap_or_else(|| json!({})),
+                    arguments: c.history.take().unwrap_or_else(ToolArguments::empty),
                 })
                 .collect(),
         });
@@ -323,7 +330,8 @@ fn parse_args(args: &str) -> Result<Value, serde_json::Error> {
     if args.trim().is_empty() {
         return Ok(Value::Object(Map::new()));
     }
-    serde_json::from_str(args)
+    // A large argument (a `write`'s content) is unescaped into a buffer of its final size.
+    crate::protocol::json::from_str_exact(args)
 }
 
 fn resolve_calls(
@@ -342,7 +350,8 @@ fn resolve_calls(
         .collect()
 }
 
-/// Decides one call, and leaves its parsed arguments (if they parse) in `call.parsed`.
+/// Decides one call, and leaves its arguments for the history (if they parse) in
+/// `call.history`.
 fn resolve_call(
     call: &mut Call,
     plan: &TurnPlan,
@@ -364,8 +373,9 @@ fn resolve_call(
             call.name,
             available.join(", ")
         );
-        call.parsed = parse_args(&call.args).ok();
-        let input = call.parsed.clone().unwrap_or_else(|| Value::String(call.args.clone()));
+        let input = parse_args(&call.args).ok();
+        call.history = input.as_ref().map(ToolArguments::from_value);
+        let input = input.unwrap_or_else(|| Value::String(call.args.clone()));
         return input_error(call, input, text, true);
     };
     let input = match parse_args(&call.args) {
@@ -378,15 +388,15 @@ fn resolve_call(
             return input_error(call, Value::String(call.args.clone()), text, false);
         }
     };
-    // The text is not needed once parsed; the history gets a copy of the value.
+    // The text is not needed once parsed: the history's is written from the input later.
     call.args = String::new();
-    call.parsed = Some(input.clone());
     let schema_check = InputValidator::cached(&tool.definition().input_schema)
         .map_err(|e| format!("Tool {} has an {e}", call.name))
         .and_then(|v| {
             v.validate(&input).map_err(|e| format!("Invalid input for tool {}: {e}", call.name))
         });
     if let Err(text) = schema_check {
+        call.history = Some(ToolArguments::from_value(&input));
         return input_error(call, input, text, false);
     }
     // The input travels in the chunk and is taken back for the call: not copied.
@@ -400,6 +410,9 @@ fn resolve_call(
         sink.emit(chunk::tool_approval_request(&(plan.new_id)(), &call.id));
         return Resolved::Waiting;
     }
+    // Written now, after the announcement (which held the input once more, in its frame)
+    // and before the tool consumes the input. A waiting call is not in the history.
+    call.history = Some(ToolArguments::from_value(&input));
     Resolved::Run(tool, input)
 }
 
@@ -445,6 +458,7 @@ mod tests {
     use super::*;
     use crate::test_support::ScriptedModel;
     use crate::tools::{typed_tool, DynamicTool, Layer, ToolError};
+    use serde_json::json;
     use std::cell::RefCell;
     use std::rc::Rc;
 
