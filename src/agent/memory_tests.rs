@@ -196,8 +196,11 @@ impl Bench {
             api_key: String::new(),
             model: "m".into(),
         });
-        let agent = Agent::new("ThinkAgent", AgentSpec::new(model), deps);
-        agent.on_connect("tab");
+        let agent = alloc::as_in_wasm(|| {
+            let agent = Agent::new("ThinkAgent", AgentSpec::new(model), deps);
+            agent.on_connect("tab");
+            agent
+        });
         Self { pool, agent, endpoint, sockets, turns: 0 }
     }
 
@@ -215,9 +218,13 @@ impl Bench {
         .to_string();
         let agent = self.agent.clone();
         let before = alloc::reset_peak();
-        let _ =
-            self.pool.spawner().spawn_local(async move { agent.on_message("tab", &frame).await });
-        self.pool.run_until_stalled();
+        alloc::as_in_wasm(|| {
+            let _ = self
+                .pool
+                .spawner()
+                .spawn_local(async move { agent.on_message("tab", &frame).await });
+            self.pool.run_until_stalled();
+        });
         (alloc::peak() - before, alloc::live() as isize - before as isize)
     }
 }
@@ -241,14 +248,19 @@ fn a_large_write_and_read_hold_a_small_multiple_of_the_file_and_give_it_back() {
     b.turn("write", &json!({"path": "/warm.txt", "content": "warm"}));
     let size = 8 * MB;
     let args = json!({"path": "/big.txt", "content": file_of(size)});
+    let idle_wasm = alloc::wasm_memory();
     let (write_peak, write_left) = b.turn("write", &args);
+    let write_wasm = alloc::wasm_memory() - idle_wasm;
     drop(args);
     let (read_peak, read_left) =
         b.turn("read", &json!({"path": "/big.txt", "offset": size / 64 - 1}));
+    let read_wasm = alloc::wasm_memory() - idle_wasm - write_wasm;
+    let x = |n: usize| n as f64 / size as f64;
     let figures = format!(
-        "write: peak +{write_peak} B ({:.2}x), left {write_left} B; read: peak +{read_peak} B ({:.2}x), left {read_left} B; largest frame {} B",
-        write_peak as f64 / size as f64,
-        read_peak as f64 / size as f64,
+        "write: peak +{write_peak} B ({:.2}x), wasm +{write_wasm} B ({:.2}x), left {write_left} B; read: peak +{read_peak} B ({:.2}x), wasm +{read_wasm} B, left {read_left} B; largest frame {} B",
+        x(write_peak),
+        x(write_wasm),
+        x(read_peak),
         b.sockets.largest.get()
     );
     eprintln!("{figures}");

@@ -19,6 +19,12 @@ pub struct SseParser {
     /// How much of `buf` is known to hold no line end, so a long line that arrives in many
     /// chunks is scanned once, not once per chunk.
     scanned: usize,
+    /// The head of a line too long to keep growing `buf` for, as the pieces that brought it:
+    /// a buffer grown by doubling leaves every smaller size behind it as a hole in wasm
+    /// memory (a 10 MB line cost 33 MB of it), so the line is joined once, at its size.
+    pieces: Vec<Vec<u8>>,
+    /// The last input ended with a CR (a line end): a LF that starts the next is its pair.
+    skip_lf: bool,
     event: String,
     data: Vec<String>,
     id: Option<String>,
@@ -37,10 +43,35 @@ impl SseParser {
     }
 
     /// Feeds a chunk and returns the events it completed.
-    pub fn push(&mut self, chunk: &[u8]) -> Vec<SseEvent> {
+    pub fn push(&mut self, mut chunk: &[u8]) -> Vec<SseEvent> {
+        if std::mem::take(&mut self.skip_lf) {
+            chunk = chunk.strip_prefix(b"\n").unwrap_or(chunk);
+        }
+        let mut out = Vec::new();
+        if !self.pieces.is_empty() {
+            let Some(end) = chunk.iter().position(|b| *b == b'\n' || *b == b'\r') else {
+                self.pieces.push(chunk.to_vec());
+                return out;
+            };
+            let mut line =
+                Vec::with_capacity(self.pieces.iter().map(Vec::len).sum::<usize>() + end);
+            for piece in self.pieces.drain(..) {
+                line.extend_from_slice(&piece);
+            }
+            self.pieces = Vec::new();
+            line.extend_from_slice(&chunk[..end]);
+            out.extend(self.long_line(line));
+            chunk = match (chunk[end], chunk.get(end + 1)) {
+                (b'\r', Some(b'\n')) => &chunk[end + 2..],
+                (b'\r', None) => {
+                    self.skip_lf = true;
+                    &[]
+                }
+                _ => &chunk[end + 1..],
+            };
+        }
         self.buf.extend_from_slice(chunk);
         let mut buf = std::mem::take(&mut self.buf);
-        let mut out = Vec::new();
         let mut start = 0;
         let mut from = self.scanned;
         loop {
@@ -49,10 +80,9 @@ impl SseParser {
                 break;
             };
             let end = from + rel;
-            // A CR at the very end may be the first half of CRLF: wait for more input.
+            // A CR at the very end ends the line; a LF that starts the next input is its pair.
             if buf[end] == b'\r' && end + 1 == buf.len() {
-                from = end;
-                break;
+                self.skip_lf = true;
             }
             let mut next = end + 1;
             if buf[end] == b'\r' && buf.get(end + 1) == Some(&b'\n') {
@@ -78,6 +108,11 @@ impl SseParser {
         self.buf = buf;
         self.buf.drain(..start);
         self.scanned = from - start;
+        if self.buf.len() > KEEP_BUFFER_BYTES {
+            // A long line without its end yet: its head becomes the first piece.
+            self.pieces.push(std::mem::take(&mut self.buf));
+            self.scanned = 0;
+        }
         if self.buf.capacity() > KEEP_BUFFER_BYTES && self.buf.len() <= KEEP_BUFFER_BYTES {
             self.buf.shrink_to(KEEP_BUFFER_BYTES);
         }
@@ -97,6 +132,14 @@ impl SseParser {
 
     /// Flushes an event left open when the stream ended without a blank line.
     pub fn finish(&mut self) -> Option<SseEvent> {
+        if !self.pieces.is_empty() {
+            let mut line = self.pieces.concat();
+            line.append(&mut self.buf);
+            self.pieces = Vec::new();
+            if let Some(ev) = self.long_line(line) {
+                return Some(ev);
+            }
+        }
         if !self.buf.is_empty() {
             let line = std::mem::take(&mut self.buf);
             self.scanned = 0;
@@ -219,6 +262,37 @@ mod tests {
         assert_eq!(events[0].data, value);
         assert_eq!(events[1].data, "next");
         assert!(p.buf.capacity() <= KEEP_BUFFER_BYTES, "{}", p.buf.capacity());
+        assert!(p.pieces.is_empty());
+    }
+
+    #[test]
+    fn a_long_line_is_joined_at_its_size_whatever_ends_it() {
+        let value = "x".repeat(3 * KEEP_BUFFER_BYTES);
+        for end in ["\n\n", "\r\n\r\n", "\r\r"] {
+            for size in [1000, KEEP_BUFFER_BYTES, 3 * KEEP_BUFFER_BYTES + 7] {
+                let text = format!("data: {value}{end}data: next{end}");
+                let mut p = SseParser::new();
+                let mut events = Vec::new();
+                for piece in text.as_bytes().chunks(size) {
+                    events.extend(p.push(piece));
+                }
+                assert_eq!(events.len(), 2, "{end:?} {size}");
+                assert_eq!(events[0].data, value);
+                // Joined at its size, or (arrived whole) in the chunk's own buffer.
+                assert!(
+                    events[0].data.capacity() <= "data: ".len() + value.len().max(size),
+                    "{end:?} {size} {}",
+                    events[0].data.capacity()
+                );
+                assert_eq!(events[1].data, "next");
+            }
+        }
+        // A long last line without its end is flushed by `finish`.
+        let mut p = SseParser::new();
+        for piece in format!("data: {value}").as_bytes().chunks(1000) {
+            assert!(p.push(piece).is_empty());
+        }
+        assert_eq!(p.finish().map(|e| e.data), Some(value));
     }
 
     #[test]
