@@ -9,7 +9,7 @@ use std::borrow::Cow;
 use futures::StreamExt;
 
 use super::tools::context_tools;
-use super::{BlockKind, Session};
+use super::{BlockKind, Session, TokenEstimate};
 use crate::model::{
     Model, ModelError, ModelEvent, ModelMessage, ModelRequest, ModelToolCall, ToolArguments,
 };
@@ -78,26 +78,43 @@ fn is_tool_result(m: &ModelMessage) -> bool {
 
 /// A message as plain text, for token counts and the summarization call.
 pub fn message_text(m: &ModelMessage) -> String {
+    // Written into a buffer of its final size: an argument can be a whole file.
+    let mut len = 0;
+    message_pieces(m, &mut |piece| len += piece.len());
+    let mut text = String::with_capacity(len);
+    message_pieces(m, &mut |piece| text.push_str(piece));
+    text
+}
+
+/// [`message_text`] as the pieces it joins, in order, so that hashing and counting read a
+/// large tool argument in place instead of in a copy.
+fn message_pieces(m: &ModelMessage, put: &mut dyn FnMut(&str)) {
     match m {
-        ModelMessage::System { content } => format!("system: {content}"),
-        ModelMessage::User { content } => format!("user: {content}"),
-        ModelMessage::Assistant { content, tool_calls } => {
-            // Written into a buffer of its final size: an argument can be a whole file.
-            let len = tool_calls.iter().map(|c| c.name.len() + c.arguments.text().len() + 11);
-            let mut s =
-                String::with_capacity("assistant: ".len() + content.len() + len.sum::<usize>());
-            s.push_str("assistant: ");
-            s.push_str(content);
-            for c in tool_calls {
-                s.push_str("\n[called ");
-                s.push_str(&c.name);
-                s.push(' ');
-                s.push_str(c.arguments.text());
-                s.push(']');
-            }
-            s
+        ModelMessage::System { content } => {
+            put("system: ");
+            put(content);
         }
-        ModelMessage::Tool { tool_name, content, .. } => format!("[{tool_name} result] {content}"),
+        ModelMessage::User { content } => {
+            put("user: ");
+            put(content);
+        }
+        ModelMessage::Assistant { content, tool_calls } => {
+            put("assistant: ");
+            put(content);
+            for c in tool_calls {
+                put("\n[called ");
+                put(&c.name);
+                put(" ");
+                put(c.arguments.text());
+                put("]");
+            }
+        }
+        ModelMessage::Tool { tool_name, content, .. } => {
+            put("[");
+            put(tool_name);
+            put(" result] ");
+            put(content);
+        }
     }
 }
 
@@ -148,11 +165,15 @@ fn head_end(messages: &[ModelMessage]) -> usize {
 /// FNV-1a (64 bit) over the messages' text, in hex.
 fn fingerprint(messages: &[ModelMessage]) -> String {
     let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
-    for m in messages {
-        for b in message_text(m).bytes().chain([0]) {
+    let mut eat = |bytes: &[u8]| {
+        for &b in bytes {
             hash ^= u64::from(b);
             hash = hash.wrapping_mul(0x0100_0000_01b3);
         }
+    };
+    for m in messages {
+        message_pieces(m, &mut |piece| eat(piece.as_bytes()));
+        eat(&[0]);
     }
     format!("{hash:016x}")
 }
@@ -192,7 +213,12 @@ impl Compactor<'_> {
     }
 
     fn tokens(&self, m: &ModelMessage) -> usize {
-        self.session.tokens(&message_text(m))
+        if self.session.has_token_counter() {
+            return self.session.tokens(&message_text(m));
+        }
+        let mut estimate = TokenEstimate::default();
+        message_pieces(m, &mut |piece| estimate.add(piece));
+        estimate.tokens()
     }
 
     /// The stored summary, if any.

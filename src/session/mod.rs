@@ -97,12 +97,41 @@ pub type TokenCounter = Rc<dyn Fn(&str) -> usize>;
 
 /// Think's estimate: `max(chars / 4, words × 1.3)`, rounded up.
 pub fn estimate_tokens(text: &str) -> usize {
-    if text.is_empty() {
-        return 0;
+    let mut estimate = TokenEstimate::default();
+    estimate.add(text);
+    estimate.tokens()
+}
+
+/// [`estimate_tokens`] of a text given in pieces, so a text made of a large part (a tool
+/// call's arguments) and a few small ones is counted without being joined first.
+#[derive(Debug, Default)]
+pub struct TokenEstimate {
+    chars: usize,
+    words: usize,
+    /// Whether the text so far ends inside a word.
+    in_word: bool,
+}
+
+impl TokenEstimate {
+    /// Counts the next piece of the text.
+    pub fn add(&mut self, piece: &str) {
+        for c in piece.chars() {
+            self.chars += 1;
+            let word = !c.is_whitespace();
+            if word && !self.in_word {
+                self.words += 1;
+            }
+            self.in_word = word;
+        }
     }
-    let chars = text.chars().count() as f64 / 4.0;
-    let words = text.split_whitespace().count() as f64 * 1.3;
-    chars.max(words).ceil() as usize
+
+    /// The estimate of the whole text.
+    pub fn tokens(&self) -> usize {
+        if self.chars == 0 {
+            return 0;
+        }
+        (self.chars as f64 / 4.0).max(self.words as f64 * 1.3).ceil() as usize
+    }
 }
 
 /// Why a session operation failed; the text is what the model or the app is told.
@@ -257,6 +286,11 @@ impl Session {
 
     pub(crate) fn sql(&self) -> &dyn Sql {
         self.sql.as_ref()
+    }
+
+    /// Whether the app counts tokens itself (a counter needs the text whole).
+    pub fn has_token_counter(&self) -> bool {
+        self.counter.is_some()
     }
 
     /// Counts tokens with the app's counter, or Think's estimate.

@@ -104,11 +104,12 @@ pub enum TurnOutcome {
 struct Call {
     id: String,
     name: String,
-    /// The argument text, until it is parsed.
-    args: String,
-    /// The arguments for the history, once resolved. The model's text is dropped when it is
-    /// parsed and this is written from the parsed input only after the input was announced,
-    /// so a large argument (a `write`'s content) is held at most twice at once.
+    /// The argument text as it streamed in, until it is parsed. Kept as its deltas and
+    /// joined once at its size: a text grown by doubling leaves every smaller size behind
+    /// as a hole in wasm memory, and a model streams a large argument in many small deltas.
+    args: Vec<String>,
+    /// The arguments for the history, once resolved: the model's own text, which parsed, so
+    /// a large argument (a `write`'s content) is not written again for the history.
     history: Option<ToolArguments>,
 }
 
@@ -244,7 +245,7 @@ pub async fn run(
                     st.close_text(sink);
                     st.close_reasoning(sink);
                     sink.emit(chunk::tool_input_start(&id, &name));
-                    calls.push((index, Call { id, name, args: String::new(), history: None }));
+                    calls.push((index, Call { id, name, args: Vec::new(), history: None }));
                 }
                 ModelEvent::ToolCallDelta { index, arguments } => {
                     if let Some((_, call)) = calls.iter_mut().find(|(i, _)| *i == index) {
@@ -256,11 +257,7 @@ pub async fn run(
                             Value::String(s) => s,
                             _ => String::new(),
                         };
-                        if call.args.is_empty() {
-                            call.args = arguments;
-                        } else {
-                            call.args.push_str(&arguments);
-                        }
+                        push_delta(&mut call.args, arguments);
                     }
                 }
                 ModelEvent::Finish { reason: r, .. } => reason = Some(r),
@@ -325,6 +322,40 @@ enum Resolved {
     Waiting,
 }
 
+/// Argument text is gathered in pieces of about this size (small deltas share one).
+const ARGS_PIECE_BYTES: usize = 64 * 1024;
+
+/// Adds a delta to a call's argument pieces: a large one as its own piece, a small one
+/// into the last piece while it has room.
+fn push_delta(pieces: &mut Vec<String>, delta: String) {
+    match pieces.last_mut() {
+        Some(last) if last.len() + delta.len() <= ARGS_PIECE_BYTES => last.push_str(&delta),
+        _ if delta.len() >= ARGS_PIECE_BYTES => pieces.push(delta),
+        _ => {
+            let mut piece = String::with_capacity(ARGS_PIECE_BYTES);
+            piece.push_str(&delta);
+            pieces.push(piece);
+        }
+    }
+}
+
+/// A call's argument deltas as one text, in a buffer of its exact size.
+fn joined(deltas: &mut Vec<String>) -> String {
+    if deltas.len() == 1 {
+        return deltas.pop().unwrap_or_default();
+    }
+    let mut text = String::with_capacity(deltas.iter().map(String::len).sum());
+    for d in deltas.drain(..) {
+        text.push_str(&d);
+    }
+    text
+}
+
+/// The history's arguments from the model's text, which parsed (blank text is `{}`).
+fn history_arguments(args: String) -> ToolArguments {
+    ToolArguments::from_text(args).unwrap_or_else(|_| ToolArguments::empty())
+}
+
 /// A call's arguments as JSON; empty arguments are an empty object.
 fn parse_args(args: &str) -> Result<Value, serde_json::Error> {
     if args.trim().is_empty() {
@@ -344,7 +375,7 @@ fn resolve_calls(
         .iter_mut()
         .map(|call| {
             let resolved = resolve_call(call, plan, approval, sink);
-            call.args = String::new();
+            call.args = Vec::new();
             resolved
         })
         .collect()
@@ -373,30 +404,34 @@ fn resolve_call(
             call.name,
             available.join(", ")
         );
-        let input = parse_args(&call.args).ok();
-        call.history = input.as_ref().map(ToolArguments::from_value);
-        let input = input.unwrap_or_else(|| Value::String(call.args.clone()));
+        let args = joined(&mut call.args);
+        let input = match parse_args(&args) {
+            Ok(input) => {
+                call.history = Some(history_arguments(args));
+                input
+            }
+            Err(_) => Value::String(args),
+        };
         return input_error(call, input, text, true);
     };
-    let input = match parse_args(&call.args) {
+    let args = joined(&mut call.args);
+    let input = match parse_args(&args) {
         Ok(v) => v,
         Err(e) => {
             let text = format!(
                 "Invalid input for tool {}: the arguments are not valid JSON ({e}).",
                 call.name
             );
-            return input_error(call, Value::String(call.args.clone()), text, false);
+            return input_error(call, Value::String(args), text, false);
         }
     };
-    // The text is not needed once parsed: the history's is written from the input later.
-    call.args = String::new();
+    call.history = Some(history_arguments(args));
     let schema_check = InputValidator::cached(&tool.definition().input_schema)
         .map_err(|e| format!("Tool {} has an {e}", call.name))
         .and_then(|v| {
             v.validate(&input).map_err(|e| format!("Invalid input for tool {}: {e}", call.name))
         });
     if let Err(text) = schema_check {
-        call.history = Some(ToolArguments::from_value(&input));
         return input_error(call, input, text, false);
     }
     // The input travels in the chunk and is taken back for the call: not copied.
@@ -410,9 +445,6 @@ fn resolve_call(
         sink.emit(chunk::tool_approval_request(&(plan.new_id)(), &call.id));
         return Resolved::Waiting;
     }
-    // Written now, after the announcement (which held the input once more, in its frame)
-    // and before the tool consumes the input. A waiting call is not in the history.
-    call.history = Some(ToolArguments::from_value(&input));
     Resolved::Run(tool, input)
 }
 
