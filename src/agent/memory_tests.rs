@@ -244,7 +244,7 @@ const READ_MAX_MULTIPLE: f64 = 1.25;
 /// Most the wasm linear memory may grow for a write, as a multiple of the file: what is
 /// held at once plus the holes wasm's allocator cannot reuse for the larger blocks after
 /// them.
-const WASM_MAX_MULTIPLE: f64 = 5.25;
+const WASM_MAX_MULTIPLE: f64 = 4.6;
 
 #[test]
 fn a_large_write_and_read_hold_a_small_multiple_of_the_file_and_give_it_back() {

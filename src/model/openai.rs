@@ -236,7 +236,7 @@ impl ChunkDecoder {
     pub fn push(&mut self, bytes: &[u8]) -> Result<Vec<ModelEvent>, ModelError> {
         let mut out = Vec::new();
         for ev in self.parser.push(bytes) {
-            self.data(&ev.data, &mut out)?;
+            self.data(ev.data, &mut out)?;
         }
         Ok(out)
     }
@@ -245,7 +245,7 @@ impl ChunkDecoder {
     pub fn finish(&mut self) -> Result<Vec<ModelEvent>, ModelError> {
         let mut out = Vec::new();
         if let Some(ev) = self.parser.finish() {
-            self.data(&ev.data, &mut out)?;
+            self.data(ev.data, &mut out)?;
         }
         let reason = self.finish.unwrap_or(if self.started.is_empty() {
             FinishReason::Other
@@ -257,12 +257,17 @@ impl ChunkDecoder {
         Ok(out)
     }
 
-    fn data(&mut self, data: &str, out: &mut Vec<ModelEvent>) -> Result<(), ModelError> {
-        let data = data.trim();
-        if data.is_empty() || data == "[DONE]" {
+    fn data(&mut self, data: String, out: &mut Vec<ModelEvent>) -> Result<(), ModelError> {
+        let trimmed = data.trim();
+        if trimmed.is_empty() || trimmed == "[DONE]" {
             return Ok(());
         }
-        let mut v = parse_chunk(data).map_err(|e| ModelError::UnreadableChunk(e.to_string()))?;
+        let parsed = if trimmed.len() == data.len() {
+            parse_chunk(data)
+        } else {
+            parse_chunk(trimmed.to_owned())
+        };
+        let mut v = parsed.map_err(|e| ModelError::UnreadableChunk(e.to_string()))?;
         if let Some(err) = v.get("error") {
             let msg = err
                 .get("message")
@@ -337,10 +342,10 @@ impl ChunkDecoder {
 }
 
 /// Parses one chunk's JSON. A chunk can carry a whole file in a tool call's argument
-/// string, which [`crate::protocol::json::from_str_exact`] unescapes into one buffer of its
-/// final size rather than through serde_json's doubling scratch buffer.
-fn parse_chunk(data: &str) -> Result<Value, serde_json::Error> {
-    crate::protocol::json::from_str_exact(data)
+/// string, which [`crate::protocol::json::from_string_exact`] unescapes in place, in the
+/// chunk's own buffer, rather than through serde_json's doubling scratch buffer.
+fn parse_chunk(data: String) -> Result<Value, serde_json::Error> {
+    crate::protocol::json::from_string_exact(data)
 }
 
 #[cfg(test)]
@@ -368,17 +373,20 @@ mod tests {
         let ascii = crate::protocol::json::ascii_escaped(&plain);
         for text in [plain, ascii] {
             assert!(text.len() > 64 * 1024);
-            assert_eq!(parse_chunk(&text).unwrap(), serde_json::from_str::<Value>(&text).unwrap());
+            assert_eq!(
+                parse_chunk(text.clone()).unwrap(),
+                serde_json::from_str::<Value>(&text).unwrap()
+            );
         }
         let lone = r#"{"choices":[{"delta":{"tool_calls":[{"function":{"arguments":"\ud800x"}}]}}],"pad":""#
             .to_owned()
             + &"p".repeat(64 * 1024)
             + "\"}";
         assert_eq!(
-            parse_chunk(&lone).map_err(|e| e.to_string()),
+            parse_chunk(lone.clone()).map_err(|e| e.to_string()),
             serde_json::from_str::<Value>(&lone).map_err(|e| e.to_string())
         );
-        assert!(parse_chunk(&"[".repeat(64 * 1024 + 1)).is_err());
+        assert!(parse_chunk("[".repeat(64 * 1024 + 1)).is_err());
     }
     use serde_json::json;
     use std::cell::RefCell;

@@ -120,7 +120,6 @@ pub fn unescape_string(raw: &str) -> Option<String> {
 /// character to `put`.
 fn unescape_with(inner: &str, mut put: impl FnMut(&str)) -> Option<()> {
     let bytes = inner.as_bytes();
-    let hex = |at: usize| -> Option<u32> { u32::from_str_radix(inner.get(at..at + 4)?, 16).ok() };
     let (mut i, mut start) = (0, 0);
     while i < bytes.len() {
         if bytes[i] != b'\\' {
@@ -128,41 +127,70 @@ fn unescape_with(inner: &str, mut put: impl FnMut(&str)) -> Option<()> {
             continue;
         }
         put(&inner[start..i]);
-        let c = *bytes.get(i + 1)?;
-        i += 2;
-        let ch = match c {
-            b'"' => '"',
-            b'\\' => '\\',
-            b'/' => '/',
-            b'b' => '\u{8}',
-            b'f' => '\u{c}',
-            b'n' => '\n',
-            b'r' => '\r',
-            b't' => '\t',
-            b'u' => {
-                let hi = hex(i)?;
-                i += 4;
-                if (0xD800..0xDC00).contains(&hi) {
-                    if inner.get(i..i + 2) != Some("\\u") {
-                        return None;
-                    }
-                    let lo = hex(i + 2)?;
-                    if !(0xDC00..0xE000).contains(&lo) {
-                        return None;
-                    }
-                    i += 6;
-                    char::from_u32(0x10000 + ((hi - 0xD800) << 10) + (lo - 0xDC00))?
-                } else {
-                    char::from_u32(hi)?
-                }
-            }
-            _ => return None,
-        };
+        let (ch, next) = escape_at(bytes, i)?;
         put(ch.encode_utf8(&mut [0; 4]));
+        i = next;
         start = i;
     }
     put(&inner[start..]);
     Some(())
+}
+
+/// The character of the escape at `bytes[i]` (a backslash) and the index after it; `None`
+/// for an escape this does not decode (a lone surrogate).
+fn escape_at(bytes: &[u8], i: usize) -> Option<(char, usize)> {
+    let hex = |at: usize| -> Option<u32> {
+        u32::from_str_radix(std::str::from_utf8(bytes.get(at..at + 4)?).ok()?, 16).ok()
+    };
+    let ch = match *bytes.get(i + 1)? {
+        b'"' => '"',
+        b'\\' => '\\',
+        b'/' => '/',
+        b'b' => '\u{8}',
+        b'f' => '\u{c}',
+        b'n' => '\n',
+        b'r' => '\r',
+        b't' => '\t',
+        b'u' => {
+            let hi = hex(i + 2)?;
+            if (0xD800..0xDC00).contains(&hi) {
+                if bytes.get(i + 6..i + 8) != Some(b"\\u") {
+                    return None;
+                }
+                let lo = hex(i + 8)?;
+                if !(0xDC00..0xE000).contains(&lo) {
+                    return None;
+                }
+                let ch = char::from_u32(0x10000 + ((hi - 0xD800) << 10) + (lo - 0xDC00))?;
+                return Some((ch, i + 12));
+            }
+            return Some((char::from_u32(hi)?, i + 6));
+        }
+        _ => return None,
+    };
+    Some((ch, i + 2))
+}
+
+/// Unescapes the string literal at `range` of `bytes` (quotes included) into the start of
+/// `bytes` itself, which escapes only ever shorten; returns the value's length. The caller
+/// has checked the literal decodes.
+fn unescape_in_place(bytes: &mut [u8], range: std::ops::Range<usize>) -> usize {
+    let (mut read, end, mut write) = (range.start + 1, range.end - 1, 0);
+    while read < end {
+        let run = bytes[read..end].iter().position(|b| *b == b'\\').unwrap_or(end - read);
+        bytes.copy_within(read..read + run, write);
+        write += run;
+        read += run;
+        if read < end {
+            let Some((ch, next)) = escape_at(bytes, read) else { break };
+            let mut utf8 = [0; 4];
+            let encoded = ch.encode_utf8(&mut utf8).as_bytes();
+            bytes[write..write + encoded.len()].copy_from_slice(encoded);
+            write += encoded.len();
+            read = next;
+        }
+    }
+    write
 }
 
 /// A text over this size is parsed by [`from_str_exact`]'s own path; a smaller one as usual.
@@ -184,6 +212,83 @@ pub fn from_str_exact(text: &str) -> Result<Value, serde_json::Error> {
     // for serde_json's own error and position.
     let raw: &RawValue = serde_json::from_str(text)?;
     exact_value(raw, 0).or_else(|_| serde_json::from_str(text))
+}
+
+/// [`from_str_exact`] for a text the caller gives up: its largest string is unescaped in
+/// place, into the text's own buffer, so a stream chunk that carries a whole file in one
+/// argument string needs no second buffer for it.
+pub fn from_string_exact(text: String) -> Result<Value, serde_json::Error> {
+    if text.len() <= EXACT_ABOVE_BYTES {
+        return serde_json::from_str(&text);
+    }
+    let raw: &RawValue = serde_json::from_str(&text)?;
+    let base = text.as_ptr() as usize;
+    let found = largest_string(raw, 0).filter(|(_, lit)| lit.get().len() > EXACT_ABOVE_BYTES);
+    let Some((path, literal)) = found else { return from_str_exact(&text) };
+    let start = literal.get().as_ptr() as usize - base;
+    let range = start..start + literal.get().len();
+    // Only a literal that decodes is unescaped in place; anything else takes the usual path.
+    if unescape_with(&text[range.start + 1..range.end - 1], |_| {}).is_none() {
+        return from_str_exact(&text);
+    }
+    let mut rest = String::with_capacity(text.len() - range.len() + 2);
+    rest.push_str(&text[..range.start]);
+    rest.push_str("\"\"");
+    rest.push_str(&text[range.end..]);
+    let mut value = match from_str_exact(&rest) {
+        Ok(v) => v,
+        Err(_) => return from_str_exact(&text),
+    };
+    drop(rest);
+    let mut bytes = text.into_bytes();
+    let len = unescape_in_place(&mut bytes, range);
+    bytes.truncate(len);
+    let content = String::from_utf8(bytes).map_err(serde::de::Error::custom)?;
+    let mut slot = &mut value;
+    for step in &path {
+        slot = match step {
+            Step::Key(k) => &mut slot[k.as_str()],
+            Step::Index(i) => &mut slot[*i],
+        };
+    }
+    *slot = Value::String(content);
+    Ok(value)
+}
+
+/// One step of the path to a member.
+enum Step {
+    Key(String),
+    Index(usize),
+}
+
+/// The largest string literal under `raw` (larger than [`EXACT_ABOVE_BYTES`] only), with
+/// its path; `None` also where a duplicate key would make the path ambiguous.
+fn largest_string(raw: &RawValue, depth: usize) -> Option<(Vec<Step>, &RawValue)> {
+    let text = raw.get();
+    if text.len() <= EXACT_ABOVE_BYTES || depth > MAX_SPLIT_DEPTH {
+        return None;
+    }
+    let children: Vec<(Step, &RawValue)> = match text.as_bytes().first() {
+        Some(b'"') => return Some((Vec::new(), raw)),
+        Some(b'{') => {
+            let Members(members) = serde_json::from_str(text).ok()?;
+            let mut keys: Vec<&str> = members.iter().map(|(k, _)| k.as_str()).collect();
+            keys.sort_unstable();
+            if keys.windows(2).any(|w| w[0] == w[1]) {
+                return None;
+            }
+            members.into_iter().map(|(k, v)| (Step::Key(k), v)).collect()
+        }
+        Some(b'[') => {
+            let items: Vec<&RawValue> = serde_json::from_str(text).ok()?;
+            items.into_iter().enumerate().map(|(i, v)| (Step::Index(i), v)).collect()
+        }
+        _ => return None,
+    };
+    let (step, child) = children.into_iter().max_by_key(|(_, v)| v.get().len())?;
+    let (mut path, literal) = largest_string(child, depth + 1)?;
+    path.insert(0, step);
+    Some((path, literal))
 }
 
 /// Nesting below which members are split; deeper text goes to serde_json whole, which
@@ -296,6 +401,14 @@ mod tests {
         assert_eq!(s.capacity(), s.len());
         // Escapes as an ASCII-only writer sends them, a lone surrogate, bad text, deep nesting.
         assert_eq!(from_str_exact(&ascii_escaped(&text)).unwrap(), v);
+        for t in [text.clone(), ascii_escaped(&text)] {
+            let owned = from_string_exact(t).unwrap();
+            assert_eq!(owned, v);
+            assert_eq!(
+                owned.as_object().unwrap().keys().collect::<Vec<_>>(),
+                ["path", "content", "list", "n"]
+            );
+        }
         let pad = "p".repeat(EXACT_ABOVE_BYTES);
         for bad in [
             format!(r#"{{"a":"\ud800x{pad}"}}"#),
@@ -303,12 +416,9 @@ mod tests {
             format!(r#"{{"a":"{pad}"}} trailing"#),
             format!("{}\"{pad}\"{}", "[".repeat(200), "]".repeat(200)),
         ] {
-            assert_eq!(
-                from_str_exact(&bad).map_err(|e| e.to_string()),
-                serde_json::from_str::<Value>(&bad).map_err(|e| e.to_string()),
-                "{}",
-                &bad[..40]
-            );
+            let want = serde_json::from_str::<Value>(&bad).map_err(|e| e.to_string());
+            assert_eq!(from_str_exact(&bad).map_err(|e| e.to_string()), want, "{}", &bad[..40]);
+            assert_eq!(from_string_exact(bad.clone()).map_err(|e| e.to_string()), want);
         }
     }
 }
