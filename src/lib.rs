@@ -6,6 +6,7 @@
 #![warn(missing_docs)]
 
 pub mod agent;
+pub mod browser;
 pub mod codemode;
 pub mod mcp;
 pub mod model;

@@ -132,7 +132,8 @@ pub trait Connector {
     }
 }
 
-fn spec(
+/// A method spec with an object schema of `props` (shared by the connectors of other layers).
+pub(crate) fn spec(
     name: &str,
     description: &str,
     props: Value,
@@ -165,7 +166,7 @@ pub struct StateConnector {
 
 /// Checks a connector call's `args` against its method's schema, with the shared compiled
 /// validator ([`InputValidator::cached`]).
-fn check_args(label: &str, schema: &Value, args: &Value) -> Result<(), ConnectorError> {
+pub(crate) fn check_args(label: &str, schema: &Value, args: &Value) -> Result<(), ConnectorError> {
     InputValidator::cached(schema)
         .map_err(|e| format!("{label} has an {e}"))?
         .validate(args)

@@ -1,0 +1,1 @@
+//! Host tests of the browser layer.
