@@ -208,9 +208,13 @@ impl CdpClient {
         }
     }
 
-    /// Reads one frame (or waits for whoever is reading); false once the socket is closed.
-    async fn pump(&self) -> bool {
+    /// Reads one frame, unless `ready` says what the caller waits for came in while it
+    /// waited for the reader's lock; false once the socket is closed.
+    async fn pump(&self, ready: &dyn Fn() -> bool) -> bool {
         let mut incoming = self.incoming.lock().await;
+        if ready() {
+            return true;
+        }
         if self.closed.borrow().is_some() {
             return false;
         }
@@ -251,7 +255,7 @@ impl CdpClient {
                 if let Some(reply) = self.replies.borrow_mut().remove(&id) {
                     return Some(reply);
                 }
-                if !self.pump().await {
+                if !self.pump(&|| self.replies.borrow().contains_key(&id)).await {
                     // A reply read just before the close still counts.
                     return self.replies.borrow_mut().remove(&id);
                 }
@@ -293,20 +297,21 @@ impl CdpClient {
         session_id: Option<&str>,
         timeout_ms: u64,
     ) -> Result<CdpEvent, BrowserError> {
+        let matches = |e: &CdpEvent| {
+            e.method == method && (session_id.is_none() || e.session_id.as_deref() == session_id)
+        };
         let take = || {
             let mut events = self.events.borrow_mut();
-            let at = events.iter().position(|e| {
-                e.method == method
-                    && (session_id.is_none() || e.session_id.as_deref() == session_id)
-            })?;
+            let at = events.iter().position(matches)?;
             events.remove(at)
         };
+        let ready = || self.events.borrow().iter().any(matches);
         let wait = async {
             loop {
                 if let Some(e) = take() {
                     return Some(e);
                 }
-                if !self.pump().await {
+                if !self.pump(&ready).await {
                     return take();
                 }
             }
