@@ -77,7 +77,8 @@ impl Agent {
                 return Some(Ok(self.approve_execution(&cm, id.unwrap_or("")).await))
             }
             "rejectExecution" => {
-                return Some(Ok(self.reject_execution(&cm, id.unwrap_or(""), arg_str(args, 1))))
+                let out = self.reject_execution(&cm, id.unwrap_or(""), arg_str(args, 1));
+                return Some(Ok(self.settle_browser_output(out).await));
             }
             _ => return None,
         };
@@ -88,9 +89,12 @@ impl Agent {
     /// continues the turn. Errors are returned as `{status:"error"}`, as Think does.
     async fn approve_execution(self: &Rc<Self>, cm: &Rc<CodeMode>, id: &str) -> Value {
         let tools = self.turn_tools(None);
-        let connectors = turn_connectors(&tools, &self.spec.approval, &self.workspace);
+        let mut connectors = turn_connectors(&tools, &self.spec.approval, &self.workspace);
+        // One set of callables answers `execute` and `browser_execute` runs alike.
+        connectors.extend(self.cdp_connector());
         match cm.approve(id, &connectors).await {
             Ok(output) => {
+                let output = self.settle_browser_output(output).await;
                 self.settle_paused_output(cm, id, &output);
                 output
             }

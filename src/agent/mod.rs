@@ -3,6 +3,7 @@
 //! the merged tools. Everything here is host-testable; the Workers glue only adapts storage,
 //! sockets, time and fetch to the traits in `store` and `platform`.
 
+mod browser;
 mod codemode;
 mod interaction;
 pub mod ledger;
@@ -63,6 +64,9 @@ pub struct Deps {
     pub sandbox: Option<Rc<dyn crate::codemode::Sandbox>>,
     /// A stable id of this instance (the Durable Object id), used to keep its R2 keys apart.
     pub instance_id: String,
+    /// Opens browser WebSockets (a `cdpUrl` or the `BROWSER` binding); without one there is
+    /// no browser tool.
+    pub browser: Option<Rc<dyn crate::browser::BrowserLauncher>>,
 }
 
 /// A plain HTTP answer for the few non-WebSocket routes (`/get-messages`).
@@ -125,6 +129,8 @@ pub struct Agent {
     codemode: Option<Rc<crate::codemode::CodeMode>>,
     /// The context blocks and the compaction summary.
     session: crate::session::Session,
+    /// The browser behind the browser tools, when configured.
+    browser: Option<Rc<crate::browser::Browser>>,
 }
 
 impl Agent {
@@ -180,7 +186,9 @@ impl Agent {
             )
         });
         let codemode = codemode::runtime(&spec, &deps);
+        let browser = browser::runtime(&spec, &deps);
         let agent = Rc::new(Self {
+            browser,
             skills: crate::skills::Skills::new(spec.skills.clone()),
             codemode,
             session,
@@ -209,7 +217,8 @@ impl Agent {
     pub async fn start(self: Rc<Self>) {
         // A paused execution must expire even if nothing else wakes the object; no later
         // than the cleanup interval, so an alarm already due is not pushed back far.
-        if let Some(at) = self.codemode_sweep(true) {
+        let next = [self.codemode_sweep(true), self.browser_next_sweep()];
+        if let Some(at) = next.into_iter().flatten().reduce(f64::min) {
             self.deps.alarm.set(at.min(self.now() + CLEANUP_MS));
         }
         futures::join!(self.recover(), self.restore_mcp());
@@ -223,7 +232,10 @@ impl Agent {
             return;
         }
         self.recover().await;
-        let expiry = self.codemode_sweep(false);
+        let expiry = [self.codemode_sweep(false), self.browser_sweep().await]
+            .into_iter()
+            .flatten()
+            .reduce(f64::min);
         let now = self.now();
         let sweep = self.streams().and_then(|b| {
             b.cleanup(now)?;
@@ -231,7 +243,7 @@ impl Agent {
             b.any()
         });
         match sweep {
-            Ok(true) => self.deps.alarm.set(now + CLEANUP_MS),
+            Ok(true) => self.deps.alarm.set(expiry.unwrap_or(f64::MAX).min(now + CLEANUP_MS)),
             Ok(false) => {
                 if let Some(at) = expiry {
                     self.deps.alarm.set(at);

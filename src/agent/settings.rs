@@ -22,6 +22,8 @@
 //! - `THINK_CONTEXT`: the context blocks, a JSON array `[{label, description?, type,
 //!   maxTokens?, content?}]` (default: one writable `memory` block; `[]`: none);
 //! - `THINK_CONTEXT_WINDOW`: the model's context window in tokens (default 128000).
+//! - `THINK_BROWSER_CDP_URL`, `THINK_BROWSER_ALLOW`, `THINK_BROWSER_SESSION`, `THINK_BROWSER`:
+//!   the browser tools (see [`browser_options`]).
 //!
 //! A value that cannot be read is ignored with a logged reason, and the default applies, so a
 //! typo never stops the agent from starting.
@@ -168,7 +170,71 @@ pub fn read_settings_and_ai(
         Some(options) => spec.execute(options),
         None => spec.execute_enabled(false),
     };
+    let spec = match browser_options(&get, false) {
+        Ok(Some(options)) => spec.browser(options),
+        Ok(None) => spec,
+        Err(e) => {
+            ignored.push(e);
+            spec
+        }
+    };
     (spec, ignored)
+}
+
+/// The browser tools from `THINK_BROWSER_CDP_URL` (a Chrome's `http://host:port`, which wins)
+/// or, when `binding` says the Worker has one, the `BROWSER` binding; `THINK_BROWSER_ALLOW`
+/// (hosts, comma-separated), `THINK_BROWSER_SESSION` (`one-shot`, `reuse`, `dynamic`) and
+/// `THINK_BROWSER` (`false` turns the tools off; a JSON object sets `maxChars`,
+/// `commandTimeoutMs`, `idleMs` and `content`). `None` when there is no browser.
+pub fn browser_options(
+    get: &impl Fn(&str) -> Option<String>,
+    binding: bool,
+) -> Result<Option<crate::browser::BrowserOptions>, SettingError> {
+    use crate::browser::{BrowserEndpoint, BrowserOptions, HostPolicy, SessionMode};
+    let err = |name: &'static str, reason: String| SettingError { name, reason };
+    let extra = non_empty(get("THINK_BROWSER"));
+    if matches!(extra.as_deref(), Some("false" | "0")) {
+        return Ok(None);
+    }
+    let endpoint = match non_empty(get("THINK_BROWSER_CDP_URL")) {
+        Some(url) => {
+            crate::net::Url::parse(&url)
+                .map_err(|e| err("THINK_BROWSER_CDP_URL", format!("{url:?} is not a URL: {e}")))?;
+            BrowserEndpoint::CdpUrl(url)
+        }
+        None if binding => BrowserEndpoint::Binding,
+        None => return Ok(None),
+    };
+    let mut options = BrowserOptions::new(endpoint);
+    options.allowed_hosts = HostPolicy::parse_list(&get("THINK_BROWSER_ALLOW").unwrap_or_default());
+    if let Some(mode) = non_empty(get("THINK_BROWSER_SESSION")) {
+        options.session_mode =
+            SessionMode::parse(&mode).map_err(|e| err("THINK_BROWSER_SESSION", e.to_string()))?;
+    }
+    if let Some(extra) = extra.filter(|e| e != "true" && e != "1") {
+        let bad = |reason: String| err("THINK_BROWSER", reason);
+        let v: serde_json::Value = serde_json::from_str(&extra)
+            .map_err(|e| bad(format!("not false or a JSON object: {e}")))?;
+        let obj = v.as_object().ok_or_else(|| bad("not false or a JSON object".into()))?;
+        for (k, v) in obj {
+            let n = || {
+                v.as_f64()
+                    .filter(|n| *n >= 1.0)
+                    .ok_or_else(|| bad(format!("{k} must be a positive number")))
+            };
+            match k.as_str() {
+                "maxChars" => options.max_chars = n()? as usize,
+                "commandTimeoutMs" => options.command_timeout_ms = n()? as u64,
+                "idleMs" => options.idle_ms = n()?,
+                "content" => {
+                    options.content_action =
+                        v.as_bool().ok_or_else(|| bad("content must be true or false".into()))?
+                }
+                other => return Err(bad(format!("unknown key {other:?}"))),
+            }
+        }
+    }
+    Ok(Some(options))
 }
 
 /// Trimmed and non-empty, or `None`.

@@ -225,6 +225,8 @@ pub struct AgentSpec {
     pub(crate) context_window: usize,
     /// Counts tokens for block budgets and compaction; `None` uses Think's estimate.
     pub(crate) token_counter: Option<TokenCounter>,
+    /// The browser tools' configuration; `None` offers no browser tool.
+    pub(crate) browser: Option<crate::browser::BrowserOptions>,
 }
 
 /// What happens to a message sent while a turn is running or queued (Think's
@@ -290,7 +292,15 @@ impl AgentSpec {
             context: Vec::new(),
             context_window: DEFAULT_CONTEXT_WINDOW,
             token_counter: None,
+            browser: None,
         }
+    }
+
+    /// Offers the browser tools (`browser_execute` and the quick actions) over the browser
+    /// `options` names: a `cdpUrl` Chrome or the Browser Run binding.
+    pub fn browser(mut self, options: crate::browser::BrowserOptions) -> Self {
+        self.browser = Some(options);
+        self
     }
 
     /// Adds a skill given in Rust; it wins over R2 and workspace skills of the same name.

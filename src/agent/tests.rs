@@ -88,6 +88,7 @@ impl Harness {
             tasks: Rc::new(Spawner(pool.spawner())),
             alarm: Rc::new(NoAlarm),
             instance_id: "test".into(),
+            browser: None,
         };
         let agent = Agent::new("ThinkAgent", spec(ModelChoice::Custom(model.clone())), deps);
         Self { pool, agent, sockets, clock, model }

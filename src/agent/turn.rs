@@ -320,8 +320,13 @@ impl Agent {
         let now: Rc<dyn Fn() -> f64> = Rc::new(move || clock.now_ms());
         tools.map_tools(|t| LedgeredTool::wrap(t, sql.clone(), now.clone()));
         if let Some(execute) = self.codemode_tool(&tools) {
-            tools.add_layer(Layer::Agent, [LedgeredTool::wrap(execute, sql, now)]);
+            tools.add_layer(Layer::Agent, [LedgeredTool::wrap(execute, sql.clone(), now.clone())]);
         }
+        let browser = self.browser_tools().into_iter();
+        tools.add_layer(
+            Layer::Agent,
+            browser.map(|t| LedgeredTool::wrap(t, sql.clone(), now.clone())),
+        );
         tools
     }
 

@@ -241,6 +241,11 @@ impl Browser {
             self.end();
         }
         self.sessions().prune_closed(now - TOMBSTONE_MS)?;
+        self.next_sweep()
+    }
+
+    /// When the oldest open run session falls idle, if any is open.
+    pub fn next_sweep(&self) -> Result<Option<f64>, BrowserError> {
         Ok(self.sessions().oldest_open_run()?.map(|t| t + self.options.idle_ms + 1.0))
     }
 

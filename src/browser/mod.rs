@@ -9,6 +9,7 @@
 
 pub mod bound;
 pub mod cdp;
+pub mod chunks;
 pub mod connector;
 pub mod html;
 pub mod policy;

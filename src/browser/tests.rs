@@ -734,3 +734,22 @@ fn browser_execute_runs_on_the_journal_and_strips_screenshots() {
         log[0]["calls"].as_array().unwrap().iter().map(|c| c["method"].as_str().unwrap()).collect();
     assert_eq!(calls, ["openPage", "send"]);
 }
+
+#[test]
+fn browser_run_chunks_round_trip() {
+    use super::chunks::{encode, Dechunker, MAX_CHUNK};
+    let small = encode("{\"id\":1}");
+    assert_eq!(
+        small,
+        vec![[8u8, 0, 0, 0].iter().chain(b"{\"id\":1}").copied().collect::<Vec<u8>>()]
+    );
+    let big = "é".repeat(MAX_CHUNK); // 2 MiB of UTF-8
+    let chunks = encode(&big);
+    assert_eq!(chunks.len(), 3);
+    assert!(chunks.iter().all(|c| c.len() <= MAX_CHUNK));
+    let mut d = Dechunker::default();
+    assert_eq!(d.push(&chunks[0]), None);
+    assert_eq!(d.push(&chunks[1]), None);
+    assert_eq!(d.push(&chunks[2]).as_deref(), Some(big.as_str()));
+    assert_eq!(d.push(&small[0]).as_deref(), Some("{\"id\":1}"));
+}

@@ -4,6 +4,7 @@
 
 mod ai;
 mod bash;
+mod browser;
 mod clock;
 mod http;
 mod loader;
@@ -90,6 +91,7 @@ impl ThinkHost {
             tasks: Rc::new(LocalTasks),
             alarm: Rc::new(DoAlarm(state.clone())),
             instance_id: state.id().to_string(),
+            browser: Some(Rc::new(browser::WorkerBrowser::from_env(env))),
         };
         let agent = Agent::new(class_name, spec, deps);
         wasm_bindgen_futures::spawn_local(agent.clone().start());
@@ -353,7 +355,15 @@ mod shipped {
     pub fn spec_from_env(env: &Env) -> AgentSpec {
         let ai = super::WorkerAi::from_env(env)
             .map(|ai| std::rc::Rc::new(ai) as std::rc::Rc<dyn crate::model::workers_ai::AiBinding>);
-        spec_from_settings_and_ai(|name| setting(env, name), ai)
+        let mut spec = spec_from_settings_and_ai(|name| setting(env, name), ai);
+        // Without a cdpUrl, the Browser Run binding is the browser when the Worker has one.
+        if spec.browser.is_none() && super::browser::WorkerBrowser::from_env(env).has_binding() {
+            match crate::agent::settings::browser_options(&|name| setting(env, name), true) {
+                Ok(options) => spec.browser = options,
+                Err(e) => crate::platform::log(&format!("think-rs: {e}")),
+            }
+        }
+        spec
     }
 
     crate::think_agent!(ThinkAgent, spec_from_env);
