@@ -753,3 +753,45 @@ fn browser_run_chunks_round_trip() {
     assert_eq!(d.push(&chunks[2]).as_deref(), Some(big.as_str()));
     assert_eq!(d.push(&small[0]).as_deref(), Some("{\"id\":1}"));
 }
+
+#[test]
+fn settings_configure_the_browser_or_leave_it_off() {
+    use crate::agent::settings::browser_options;
+    let env = |pairs: &'static [(&'static str, &'static str)]| {
+        move |k: &str| pairs.iter().find(|(n, _)| *n == k).map(|(_, v)| v.to_string())
+    };
+    assert_eq!(browser_options(&env(&[]), false).unwrap(), None, "no browser, no tools");
+    let binding = browser_options(&env(&[]), true).unwrap().unwrap();
+    assert_eq!(binding.endpoint, BrowserEndpoint::Binding);
+    assert_eq!(binding.session_mode, SessionMode::OneShot);
+    let o = browser_options(
+        &env(&[
+            ("THINK_BROWSER_CDP_URL", "http://127.0.0.1:9222"),
+            ("THINK_BROWSER_ALLOW", "127.0.0.1, *.example.com"),
+            ("THINK_BROWSER_SESSION", "reuse"),
+            ("THINK_BROWSER", r#"{"maxChars": 100, "idleMs": 5000, "content": true}"#),
+        ]),
+        true,
+    )
+    .unwrap()
+    .unwrap();
+    assert_eq!(o.endpoint, BrowserEndpoint::CdpUrl("http://127.0.0.1:9222".into()));
+    assert_eq!(o.allowed_hosts, ["127.0.0.1", "*.example.com"]);
+    assert_eq!(
+        (o.session_mode, o.max_chars, o.idle_ms, o.content_action),
+        (SessionMode::Reuse, 100, 5000.0, true)
+    );
+    let off =
+        env(&[("THINK_BROWSER_CDP_URL", "http://127.0.0.1:9222"), ("THINK_BROWSER", "false")]);
+    assert_eq!(browser_options(&off, true).unwrap(), None);
+    let bad = browser_options(
+        &env(&[("THINK_BROWSER_CDP_URL", "x"), ("THINK_BROWSER_SESSION", "sometimes")]),
+        false,
+    );
+    assert!(bad.unwrap_err().to_string().contains("THINK_BROWSER_CDP_URL"));
+    let bad = browser_options(
+        &env(&[("THINK_BROWSER_CDP_URL", "http://h:1"), ("THINK_BROWSER", r#"{"max": 1}"#)]),
+        false,
+    );
+    assert!(bad.unwrap_err().to_string().contains("unknown key \"max\""));
+}
