@@ -103,6 +103,9 @@ pub struct DebugEntry {
     pub error: Option<String>,
 }
 
+/// A command's reply: its result, or the browser's error code and message.
+type Reply = Result<Value, (i64, String)>;
+
 /// A client over one browser WebSocket.
 pub struct CdpClient {
     sender: Rc<dyn WsSender>,
@@ -110,7 +113,7 @@ pub struct CdpClient {
     clock: Rc<dyn Clock>,
     next_id: Cell<u64>,
     /// Replies read by one caller for another, by id.
-    replies: RefCell<HashMap<u64, Result<Value, (i64, String)>>>,
+    replies: RefCell<HashMap<u64, Reply>>,
     /// Ids whose callers gave up (timed out); their late replies are dropped.
     abandoned: RefCell<HashSet<u64>>,
     events: RefCell<VecDeque<CdpEvent>>,

@@ -54,12 +54,15 @@ fn run<T>(clock: &Rc<ManualClock>, f: impl std::future::Future<Output = T>) -> T
     }
 }
 
+type OnSend = Box<dyn Fn(&Peer, &Value)>;
+type ProgramFn = dyn Fn(Rc<dyn Dispatcher>) -> LocalBoxFuture<'static, Result<Value, String>>;
+
 /// The peer's side of a scripted socket: what the client sent, and a way to answer.
 struct Peer {
     sent: RefCell<Vec<Value>>,
     tx: RefCell<Option<mpsc::UnboundedSender<String>>>,
     /// Called with every command; may answer through `reply`/`event`.
-    on_send: RefCell<Option<Box<dyn Fn(&Peer, &Value)>>>,
+    on_send: RefCell<Option<OnSend>>,
     closed: Cell<bool>,
 }
 
@@ -675,7 +678,7 @@ fn max_chars_bounds_quick_results() {
 }
 
 /// A sandbox that runs a scripted program: the "code" names it.
-struct Program(Rc<dyn Fn(Rc<dyn Dispatcher>) -> LocalBoxFuture<'static, Result<Value, String>>>);
+struct Program(Rc<ProgramFn>);
 
 #[async_trait(?Send)]
 impl Sandbox for Program {
