@@ -264,6 +264,26 @@ test("reuse keeps a page across two runs", async () => {
   tab.close();
 });
 
+test("a run paused for approval finds its page again when approved", async () => {
+  const tab = await connect(oneShot.host, "br-resume");
+  const code = `
+    const { sessionId } = await cdp.openPage({ url: "${origin()}/docs" });
+    await cdp.send({ method: "Input.dispatchKeyEvent", params: { type: "keyDown", key: "a" }, sessionId });
+    const r = await cdp.send({ method: "Runtime.evaluate", params: { expression: "document.title", returnByValue: true }, sessionId });
+    return r.result.value;`;
+  const paused = await callTool(tab, "browser_execute", { code });
+  assert.equal(paused.status, "paused", JSON.stringify(paused));
+  const before = (await pageTargets()).length;
+  model.push({ text: "approved and done" });
+  // The connection was closed when the tool call ended: approving reconnects, re-attaches the
+  // page handle and carries on in the same page.
+  const approved = await rpc(tab, "approveExecution", [paused.executionId]);
+  assert.equal(approved.status, "completed", JSON.stringify(approved));
+  assert.equal(approved.result, "Docs");
+  assert.equal((await pageTargets()).length, before - 1, "the finished one-shot run closed its page");
+  tab.close();
+});
+
 test("a paused run keeps its session until the sweep closes it; approving then fails loudly", async () => {
   const tab = await connect(oneShot.host, "br-sweep");
   const code = `
@@ -283,8 +303,36 @@ test("a paused run keeps its session until the sweep closes it; approving then f
     await new Promise((r) => setTimeout(r, 250));
   }
   assert.ok(!(await pageTargets()).some((t) => t.id === target), "the sweep closed the idle session");
+  model.push({ text: "the session was gone" });
   const approved = await rpc(tab, "approveExecution", [paused.executionId]);
   assert.equal(approved.status, "error", JSON.stringify(approved));
   assert.match(approved.error, /closed by the sweep after 1 s idle.*Start a new browser_execute run/);
+  tab.close();
+});
+
+test("a browser that goes away mid-run is a clear error, and the agent keeps working", async () => {
+  const tab = await connect(oneShot.host, "br-gone");
+  const id = `call_br_${seq++}`;
+  const code = `
+    const { sessionId } = await cdp.openPage({ url: "${origin()}/docs" });
+    await cdp.waitForEvent({ method: "Never.happens", sessionId, timeoutMs: 9000 });`;
+  const earlier = new Set((await pageTargets()).map((t) => t.id));
+  model.push({ toolCalls: [{ id, name: "browser_execute", args: { code } }] }, { text: "it broke" });
+  const { id: requestId } = tab.chat("run until the browser dies");
+  const until = Date.now() + 20000;
+  const opened = async () => (await pageTargets()).some((t) => !earlier.has(t.id) && t.url.endsWith("/docs"));
+  while (Date.now() < until && !(await opened())) {
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  chrome.proc.kill("SIGKILL");
+  await tab.turn(requestId, { timeout: 30000 });
+  const out = tab.chunks(requestId).find((c) => c.toolCallId === id && c.type === "tool-output-available").output;
+  assert.equal(out.status, "error", JSON.stringify(out));
+  assert.match(out.error, /The browser connection is gone \(the browser closed the connection\)/);
+  // The next calls fail fast with the reason, and the turn still ends with the model's answer.
+  const next = await callTool(tab, "browser_markdown", { url: `${origin()}/` });
+  assert.match(next.error, /Could not connect to the browser/);
+  const told = model.requests.some((r) => r.messages.some((m) => m.role === "tool" && /Could not connect to the browser/.test(m.content)));
+  assert.ok(told, "the model was told and answered");
   tab.close();
 });
