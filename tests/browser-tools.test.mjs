@@ -264,6 +264,41 @@ test("reuse keeps a page across two runs", async () => {
   tab.close();
 });
 
+test("a paused run's session id survives a restart of the object", async () => {
+  let tab = await connect(reuse.host, "br-restart");
+  const code = `
+    const { sessionId } = await cdp.openPage({ url: "${origin()}/docs" });
+    await cdp.send({ method: "Input.dispatchKeyEvent", params: { type: "keyDown", key: "a" }, sessionId });
+    const r = await cdp.send({ method: "Runtime.evaluate", params: { expression: "document.title", returnByValue: true }, sessionId });
+    return r.result.value;`;
+  const paused = await callTool(tab, "browser_execute", { code });
+  assert.equal(paused.status, "paused", JSON.stringify(paused));
+  tab.close();
+  await reuse.restart();
+  tab = await connect(reuse.host, "br-restart");
+  model.push({ text: "done after the restart" });
+  const approved = await rpc(tab, "approveExecution", [paused.executionId]);
+  assert.equal(approved.status, "completed", JSON.stringify(approved));
+  assert.equal(approved.result, "Docs");
+  tab.close();
+});
+
+test("cdp.send round trips are cheap (figure for the README)", async (t) => {
+  const tab = await connect(oneShot.host, "br-speed");
+  const code = `
+    const { sessionId } = await cdp.openPage({ url: "${origin()}/" });
+    const t0 = Date.now();
+    for (let i = 0; i < 50; i++) {
+      await cdp.send({ method: "Runtime.evaluate", params: { expression: "1 + " + i, returnByValue: true }, sessionId });
+    }
+    return (Date.now() - t0) / 50;`;
+  const out = await callTool(tab, "browser_execute", { code });
+  assert.equal(out.status, "completed", JSON.stringify(out));
+  t.diagnostic(`cdp.send Runtime.evaluate round trip, sandbox → host → chromium → sandbox: ${out.result.toFixed(2)} ms per call (n = 50)`);
+  assert.ok(out.result < 100, `${out.result} ms per call`);
+  tab.close();
+});
+
 test("a run paused for approval finds its page again when approved", async () => {
   const tab = await connect(oneShot.host, "br-resume");
   const code = `

@@ -11,7 +11,7 @@ use serde_json::{json, Value};
 
 use super::cdp::CdpClient;
 use super::policy::HostPolicy;
-use super::session::{run_key, SessionMode, Sessions, SHARED_KEY, TOMBSTONE_MS};
+use super::session::{run_key, SessionMode, Sessions, SHARED_KEY, TOMBSTONE_MS, USES_SHARED};
 use super::{BrowserError, BrowserLauncher, BrowserOptions};
 use crate::codemode::connectors::{
     check_args, spec, CallContext, CallKind, Connector, ConnectorError, MethodSpec,
@@ -20,8 +20,6 @@ use crate::platform::Clock;
 use crate::store::Sql;
 use crate::tools::approval::ApprovalPolicy;
 
-/// A run row whose session is the shared one (it has no context of its own).
-const USES_SHARED: &str = "@shared";
 /// Prefix of the stable page handles `attachToTarget` returns.
 const HANDLE_PREFIX: &str = "page_";
 
@@ -222,21 +220,19 @@ impl Browser {
         if !idle.is_empty() {
             self.begin();
             for row in idle {
-                if row.context_id != USES_SHARED {
-                    if let Err(e) = self.dispose_context(&row.context_id).await {
-                        crate::platform::log(&format!(
-                            "think-rs: the browser sweep could not close {}: {e}",
-                            row.key
-                        ));
-                    }
+                if let Err(e) = self.dispose_context(&row.context_id).await {
+                    crate::platform::log(&format!(
+                        "think-rs: the browser sweep could not close {}: {e}",
+                        row.key
+                    ));
                 }
-                self.sessions().mark_closed(
-                    &row.key,
-                    &format!(
-                        "closed by the sweep after {} s idle",
-                        (self.options.idle_ms / 1000.0) as u64
-                    ),
-                )?;
+                let why = format!(
+                    "closed by the sweep after {} s idle",
+                    (self.options.idle_ms / 1000.0) as u64
+                );
+                if let Err(e) = self.sessions().mark_closed(&row.key, &why) {
+                    crate::platform::log(&format!("think-rs: the browser sweep: {e}"));
+                }
             }
             self.end();
         }

@@ -47,6 +47,9 @@ impl SessionMode {
 
 /// The key of the shared session.
 pub const SHARED_KEY: &str = "shared:default";
+/// The context of a run row whose session is the shared one: the sweep leaves it open (the
+/// run owns nothing to close) and drops it with the tombstones.
+pub const USES_SHARED: &str = "@shared";
 
 /// The key of a run's own session.
 pub fn run_key(execution_id: &str) -> String {
@@ -149,8 +152,8 @@ impl<'a> Sessions<'a> {
     /// Open run sessions last used before `before`.
     pub fn idle_runs(&self, before: f64) -> Result<Vec<SessionRow>, StoreError> {
         let rows = self.sql.exec(
-            "SELECT key, context_id, created_at, last_used, closed FROM think_browser_sessions WHERE key LIKE 'run:%' AND closed IS NULL AND last_used < ?",
-            &[(before as i64).into()],
+            "SELECT key, context_id, created_at, last_used, closed FROM think_browser_sessions WHERE key LIKE 'run:%' AND closed IS NULL AND context_id != ? AND last_used < ?",
+            &[USES_SHARED.into(), (before as i64).into()],
         )?;
         Ok(rows.into_iter().filter_map(row).collect())
     }
@@ -158,8 +161,8 @@ impl<'a> Sessions<'a> {
     /// When the oldest open run session was last used, if any is open.
     pub fn oldest_open_run(&self) -> Result<Option<f64>, StoreError> {
         let rows = self.sql.exec(
-            "SELECT MIN(last_used) FROM think_browser_sessions WHERE key LIKE 'run:%' AND closed IS NULL",
-            &[],
+            "SELECT MIN(last_used) FROM think_browser_sessions WHERE key LIKE 'run:%' AND closed IS NULL AND context_id != ?",
+            &[USES_SHARED.into()],
         )?;
         Ok(rows
             .into_iter()
@@ -169,11 +172,11 @@ impl<'a> Sessions<'a> {
             .map(|v| v as f64))
     }
 
-    /// Deletes closed rows older than `before`.
+    /// Deletes closed rows, and runs' rows on the shared session, older than `before`.
     pub fn prune_closed(&self, before: f64) -> Result<(), StoreError> {
         self.sql.exec(
-            "DELETE FROM think_browser_sessions WHERE closed IS NOT NULL AND last_used < ?",
-            &[(before as i64).into()],
+            "DELETE FROM think_browser_sessions WHERE (closed IS NOT NULL OR context_id = ?) AND last_used < ?",
+            &[USES_SHARED.into(), (before as i64).into()],
         )?;
         Ok(())
     }

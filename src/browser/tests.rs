@@ -556,6 +556,19 @@ fn the_sweep_closes_idle_runs_and_a_later_resume_fails_loudly() {
 }
 
 #[test]
+fn the_sweep_leaves_runs_on_the_shared_session_alone() {
+    let f = fixture(SessionMode::Reuse);
+    let c = f.cdp();
+    f.call(&c, "e1", "openPage", json!({})).unwrap();
+    run(&f.clock, f.browser.finish_run("e1", true));
+    f.clock.advance(10.0 * 60_000.0 + 1.0);
+    assert_eq!(run(&f.clock, f.browser.sweep()).unwrap(), None, "nothing of its own to sweep");
+    assert_eq!(f.chrome.contexts.borrow().len(), 1);
+    let info = f.call(&c, "e1", "sessionInfo", json!({})).unwrap();
+    assert_eq!(info["pages"].as_array().unwrap().len(), 1, "the paused run resumes its page");
+}
+
+#[test]
 fn errors_teach_the_fix() {
     let f = fixture(SessionMode::OneShot);
     let c = f.cdp();
