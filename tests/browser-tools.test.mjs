@@ -19,6 +19,8 @@ let cdpUrl;
 let oneShot;
 let reuse;
 let seq = 0;
+/** The Host header of every request the test's site received. */
+const seenHosts = [];
 
 const MAX_CHARS = 3000;
 
@@ -76,6 +78,11 @@ async function pageTargets() {
 
 before(async () => {
   site = http.createServer((req, res) => {
+    seenHosts.push(req.headers.host);
+    if (req.url === "/redirect") {
+      res.writeHead(302, { location: `http://localhost:${site.address().port}/docs` });
+      return res.end();
+    }
     const page = PAGES[req.url];
     res.writeHead(page ? 200 : 404, { "content-type": "text/html; charset=utf-8" });
     res.end(page ?? "<h1>Not found</h1>");
@@ -243,6 +250,19 @@ test("the allow-list refuses hosts it does not name, and loopback names not list
            await cdp.send({ method: "Page.navigate", params: { url: "http://10.0.0.1/" }, sessionId })`,
   });
   assert.match(via.error, /10\.0\.0\.1 is a private/);
+  // A redirect, and the page's own navigation, are held by the host and refused too.
+  const redirected = await callTool(tab, "browser_markdown", { url: `${origin()}/redirect` });
+  assert.match(redirected.error, /net::ERR_BLOCKED_BY_CLIENT \(it redirected to a URL the browser allow-list refuses\)/);
+  const scripted = await callTool(tab, "browser_execute", {
+    code: `const { sessionId } = await cdp.openPage({ url: "${origin()}/" });
+           await cdp.send({ method: "Runtime.evaluate", params: { expression: "location.href = 'http://localhost:${port}/docs'" }, sessionId });
+           await new Promise((r) => setTimeout(r, 300));
+           const r = await cdp.send({ method: "Runtime.evaluate", params: { expression: "location.href", returnByValue: true }, sessionId });
+           return r.result.value;`,
+  });
+  assert.equal(scripted.status, "completed", JSON.stringify(scripted));
+  assert.doesNotMatch(scripted.result, /localhost/);
+  assert.ok(!seenHosts.some((h) => h.startsWith("localhost")), `the site was reached as localhost: ${seenHosts}`);
   tab.close();
 });
 

@@ -106,6 +106,13 @@ pub struct DebugEntry {
 /// A command's reply: its result, or the browser's error code and message.
 type Reply = Result<Value, (i64, String)>;
 
+/// A command sent back at once in answer to an event (method, params, session), as the
+/// allow-list answers `Fetch.requestPaused` while whoever reads the socket waits.
+pub type Answer = (String, Value, Option<String>);
+
+/// Decides which events are answered by the client itself, and how.
+pub type Interceptor = Box<dyn Fn(&CdpEvent) -> Option<Answer>>;
+
 /// A client over one browser WebSocket.
 pub struct CdpClient {
     sender: Rc<dyn WsSender>,
@@ -119,6 +126,7 @@ pub struct CdpClient {
     events: RefCell<VecDeque<CdpEvent>>,
     closed: RefCell<Option<String>>,
     debug: RefCell<VecDeque<DebugEntry>>,
+    interceptor: RefCell<Option<Interceptor>>,
 }
 
 impl CdpClient {
@@ -134,6 +142,36 @@ impl CdpClient {
             events: RefCell::default(),
             closed: RefCell::default(),
             debug: RefCell::default(),
+            interceptor: RefCell::default(),
+        }
+    }
+
+    /// Answers the events `f` picks as they are read (their replies are dropped), instead of
+    /// buffering them.
+    pub fn set_interceptor(&self, f: Interceptor) {
+        *self.interceptor.borrow_mut() = Some(f);
+    }
+
+    /// Sends a command whose reply nobody waits for.
+    fn send_unanswered(&self, (method, params, session_id): Answer) {
+        let id = self.next_id.get();
+        self.next_id.set(id + 1);
+        let command = Command {
+            id,
+            method: &method,
+            params: Some(&params),
+            session_id: session_id.as_deref(),
+        };
+        if let Ok(frame) = serde_json::to_string(&command) {
+            self.abandoned.borrow_mut().insert(id);
+            let sent = self.sender.send(&frame);
+            self.log(DebugEntry {
+                kind: "command",
+                method,
+                session_id,
+                ms: None,
+                error: sent.err().map(|e| e.to_string()),
+            });
         }
     }
 
@@ -199,15 +237,21 @@ impl CdpClient {
                 ms: None,
                 error: None,
             });
+            let event = CdpEvent {
+                method,
+                params: msg.params.unwrap_or(Value::Null),
+                session_id: msg.session_id,
+            };
+            let answer = self.interceptor.borrow().as_ref().and_then(|f| f(&event));
+            if let Some(answer) = answer {
+                self.send_unanswered(answer);
+                return;
+            }
             let mut events = self.events.borrow_mut();
             if events.len() == MAX_BUFFERED_EVENTS {
                 events.pop_front();
             }
-            events.push_back(CdpEvent {
-                method,
-                params: msg.params.unwrap_or(Value::Null),
-                session_id: msg.session_id,
-            });
+            events.push_back(event);
         }
     }
 

@@ -121,6 +121,8 @@ impl Browser {
         }
         let conn = self.launcher.connect(&self.options.endpoint).await?;
         let client = Rc::new(CdpClient::new(conn, self.clock.clone()));
+        let policy = self.policy.clone();
+        client.set_interceptor(Box::new(move |e| guard_request(&policy, e)));
         self.attached.borrow_mut().clear();
         *self.client.borrow_mut() = Some(client.clone());
         Ok(client)
@@ -264,8 +266,17 @@ impl Browser {
                 e => e,
             })?;
         let id = r.get("sessionId").and_then(Value::as_str).unwrap_or_default().to_owned();
+        self.guard_session(&id).await?;
         self.attached.borrow_mut().insert(target.to_owned(), id.clone());
         Ok(id)
+    }
+
+    /// Holds every document request of the page of `session` until the allow-list has seen
+    /// its URL (`Fetch.requestPaused`, answered by [`guard_request`]), so redirects and the
+    /// page's own navigation are checked too, not only the URLs given to the tools.
+    async fn guard_session(&self, session: &str) -> Result<(), BrowserError> {
+        let patterns = json!({"patterns": [{"urlPattern": "*", "resourceType": "Document", "requestStage": "Request"}]});
+        self.send("Fetch.enable", patterns, Some(session)).await.map(|_| ())
     }
 
     /// Opens a blank page in `context` and returns its stable handle and target id.
@@ -296,7 +307,12 @@ impl Browser {
             .send("Page.navigate", Some(&json!({"url": url.as_str()})), Some(&session), timeout)
             .await?;
         if let Some(err) = r.get("errorText").and_then(Value::as_str).filter(|e| !e.is_empty()) {
-            return Err(BrowserError::Page(format!("Could not open {url}: {err}")));
+            let why = if err.contains("ERR_BLOCKED_BY_CLIENT") {
+                " (it redirected to a URL the browser allow-list refuses)"
+            } else {
+                ""
+            };
+            return Err(BrowserError::Page(format!("Could not open {url}: {err}{why}")));
         }
         client.wait_event("Page.loadEventFired", Some(&session), timeout).await?;
         Ok(url.to_string())
@@ -502,6 +518,14 @@ impl CdpConnector {
                     "{method} is managed by the host; use cdp.closeSession() or cdp.openPage()"
                 )))
             }
+            "Fetch.enable"
+            | "Fetch.disable"
+            | "Target.attachToBrowserTarget"
+            | "Target.setAutoAttach" => {
+                return Err(BrowserError::InvalidInput(format!(
+                "{method} is reserved: the host uses it to keep navigation inside the allow-list"
+            )))
+            }
             "Page.navigate" | "Target.createTarget" => {
                 let url = str_arg(&params, "url").unwrap_or("about:blank").to_owned();
                 let checked = self.browser.policy.check(&url)?;
@@ -522,7 +546,14 @@ impl CdpConnector {
             .unwrap_or(self.browser.options.command_timeout_ms);
         let client = self.browser.client().await?;
         match client.send(method, Some(&params), session.as_deref(), timeout).await {
-            Ok(v) => Ok(v),
+            Ok(v) => {
+                if method == "Target.attachToTarget" {
+                    if let Some(s) = v.get("sessionId").and_then(Value::as_str) {
+                        self.browser.guard_session(s).await?;
+                    }
+                }
+                Ok(v)
+            }
             Err(e) => Err(self.browser.teach(e, method, session.as_deref()).await),
         }
     }
@@ -685,6 +716,23 @@ impl CdpConnector {
             other => Err(BrowserError::InvalidInput(format!("cdp.{other} is not a function"))),
         }
     }
+}
+
+/// The allow-list's answer to a paused document request: continue it, or fail it as blocked.
+fn guard_request(policy: &HostPolicy, e: &super::CdpEvent) -> Option<super::cdp::Answer> {
+    if e.method != "Fetch.requestPaused" {
+        return None;
+    }
+    let id = e.params.get("requestId").cloned().unwrap_or(Value::Null);
+    let url = e.params.pointer("/request/url").and_then(Value::as_str).unwrap_or_default();
+    let answer = match policy.check(url) {
+        Ok(_) => ("Fetch.continueRequest".to_owned(), json!({"requestId": id})),
+        Err(_) => (
+            "Fetch.failRequest".to_owned(),
+            json!({"requestId": id, "errorReason": "BlockedByClient"}),
+        ),
+    };
+    Some((answer.0, answer.1, e.session_id.clone()))
 }
 
 /// Whether the run's row names a context of its own (not the shared one).

@@ -312,6 +312,8 @@ struct FakeChrome {
     pages: RefCell<HashMap<String, String>>,
     next: Cell<u32>,
     connects: Cell<usize>,
+    /// The answers the client gave to `Fetch.requestPaused`: (method, request id).
+    fetch_answers: RefCell<Vec<(String, String)>>,
     peer: RefCell<Option<Rc<Peer>>>,
 }
 
@@ -369,9 +371,20 @@ impl FakeChrome {
                     .collect();
                 p.reply(id, json!({"targetInfos": infos}));
             }
-            "Page.enable" | "Runtime.enable" => p.reply(id, json!({})),
+            "Page.enable" | "Runtime.enable" | "Fetch.enable" => p.reply(id, json!({})),
+            "Fetch.continueRequest" | "Fetch.failRequest" => {
+                let rid = params["requestId"].as_str().unwrap_or_default().to_owned();
+                self.fetch_answers.borrow_mut().push((method.to_owned(), rid));
+                p.reply(id, json!({}));
+            }
             "Page.navigate" => {
                 let url = params["url"].as_str().unwrap_or_default().to_owned();
+                // The document request, held for the client's verdict; `/redirect` goes on to
+                // a private address.
+                p.push(json!({"method": "Fetch.requestPaused", "params": {"requestId": "R1", "request": {"url": url}}, "sessionId": session}));
+                if url.ends_with("/redirect") {
+                    p.push(json!({"method": "Fetch.requestPaused", "params": {"requestId": "R2", "request": {"url": "http://10.9.9.9/"}}, "sessionId": session}));
+                }
                 let html = self.pages.borrow().get(&url).cloned();
                 let Some(html) = html else {
                     return p.reply(
@@ -452,6 +465,10 @@ fn fixture(mode: SessionMode) -> Fixture {
         "http://127.0.0.1:8000/".into(),
         r#"<html><head><title>Home</title></head><body><h1>Hi</h1><p>Read <a href="/docs">the docs</a>.</p></body></html>"#.into(),
     );
+    chrome
+        .pages
+        .borrow_mut()
+        .insert("http://127.0.0.1:8000/redirect".into(), "<p>moved</p>".into());
     let sql: Rc<dyn Sql> = Rc::new(SqliteSql::new());
     let mut options = BrowserOptions::new(BrowserEndpoint::CdpUrl("http://127.0.0.1:9222".into()));
     options.session_mode = mode;
@@ -566,6 +583,23 @@ fn the_sweep_leaves_runs_on_the_shared_session_alone() {
     assert_eq!(f.chrome.contexts.borrow().len(), 1);
     let info = f.call(&c, "e1", "sessionInfo", json!({})).unwrap();
     assert_eq!(info["pages"].as_array().unwrap().len(), 1, "the paused run resumes its page");
+}
+
+#[test]
+fn document_requests_are_held_until_the_allow_list_passes_them() {
+    let f = fixture(SessionMode::OneShot);
+    let c = f.cdp();
+    f.call(&c, "e1", "openPage", json!({"url": "http://127.0.0.1:8000/redirect"})).unwrap();
+    assert_eq!(
+        *f.chrome.fetch_answers.borrow(),
+        [
+            ("Fetch.continueRequest".to_owned(), "R1".to_owned()),
+            ("Fetch.failRequest".to_owned(), "R2".to_owned())
+        ]
+    );
+    let e =
+        f.call(&c, "e1", "send", json!({"method": "Fetch.disable", "sessionId": "x"})).unwrap_err();
+    assert!(e.contains("reserved"), "{e}");
 }
 
 #[test]
