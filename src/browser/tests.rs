@@ -683,6 +683,18 @@ fn quick_actions_read_a_page_and_close_it() {
 }
 
 #[test]
+fn content_returns_the_rendered_html_and_page_errors_are_tool_errors() {
+    let f = fixture(SessionMode::OneShot);
+    let html = quick(&f, Quick::Content, None, json!({"url": "http://127.0.0.1:8000/"})).unwrap();
+    assert!(html.as_str().unwrap().contains("<h1>Hi</h1>"), "{html}");
+    let page = run(&f.clock, f.browser.open_page(None, Some("<p>x</p>"))).unwrap();
+    let e = run(&f.clock, f.browser.evaluate(&page.session_id, "throw")).unwrap_err();
+    assert_eq!(e.to_string(), "The page script failed: Error: boom");
+    run(&f.clock, f.browser.close_page(page));
+    assert!(f.chrome.contexts.borrow().is_empty());
+}
+
+#[test]
 fn extract_asks_the_model_and_validates_against_the_schema() {
     let f = fixture(SessionMode::OneShot);
     let model = ScriptedModel::new(vec![
