@@ -7,6 +7,7 @@
 
 pub mod agent;
 pub mod codemode;
+pub mod extensions;
 pub mod mcp;
 pub mod model;
 pub mod net;

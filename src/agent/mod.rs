@@ -4,6 +4,7 @@
 //! sockets, time and fetch to the traits in `store` and `platform`.
 
 mod codemode;
+mod extensions;
 mod interaction;
 pub mod ledger;
 mod mcp;
@@ -125,6 +126,8 @@ pub struct Agent {
     codemode: Option<Rc<crate::codemode::CodeMode>>,
     /// The context blocks and the compaction summary.
     session: crate::session::Session,
+    /// Loaded extensions, when a sandbox exists to run them.
+    extensions: Option<Rc<crate::extensions::Extensions>>,
 }
 
 impl Agent {
@@ -180,7 +183,9 @@ impl Agent {
             )
         });
         let codemode = codemode::runtime(&spec, &deps);
+        let extensions = extensions::runtime(&spec, &deps, &workspace, &session);
         let agent = Rc::new(Self {
+            extensions,
             skills: crate::skills::Skills::new(spec.skills.clone()),
             codemode,
             session,
@@ -212,7 +217,12 @@ impl Agent {
         if let Some(at) = self.codemode_sweep(true) {
             self.deps.alarm.set(at.min(self.now() + CLEANUP_MS));
         }
-        futures::join!(self.recover(), self.restore_mcp());
+        let extensions = async {
+            if let Some(ext) = &self.extensions {
+                ext.ensure_started().await;
+            }
+        };
+        futures::join!(self.recover(), self.restore_mcp(), extensions);
     }
 
     /// The alarm: keeps a running turn's heartbeat, recovers interrupted turns, and sweeps
@@ -468,6 +478,9 @@ impl Agent {
             return Ok(self.skills_report().await);
         }
         if let Some(result) = self.codemode_callable(method, &args).await {
+            return result;
+        }
+        if let Some(result) = self.extensions_callable(method, &args).await {
             return result;
         }
         if method == "getContext" {

@@ -225,6 +225,10 @@ pub struct AgentSpec {
     pub(crate) context_window: usize,
     /// Counts tokens for block budgets and compaction; `None` uses Think's estimate.
     pub(crate) token_counter: Option<TokenCounter>,
+    /// Extensions' limits and whether the model may load them (`THINK_EXTENSIONS`).
+    pub(crate) extensions: crate::extensions::ExtensionOptions,
+    /// The app's own extensions, loaded at every start before the stored ones.
+    pub(crate) static_extensions: Vec<(crate::extensions::Manifest, String)>,
 }
 
 /// What happens to a message sent while a turn is running or queued (Think's
@@ -290,7 +294,29 @@ impl AgentSpec {
             context: Vec::new(),
             context_window: DEFAULT_CONTEXT_WINDOW,
             token_counter: None,
+            extensions: Default::default(),
+            static_extensions: Vec::new(),
         }
+    }
+
+    /// Adds an extension of the app: `source` is a JavaScript object expression
+    /// `({ tools: {...}, hooks: {...} })`, run in sandboxed isolates with what `manifest`
+    /// permits. It is loaded at every start, before those the model loaded.
+    pub fn extension(
+        mut self,
+        manifest: crate::extensions::Manifest,
+        source: impl Into<String>,
+    ) -> Self {
+        self.static_extensions.retain(|(m, _)| m.name != manifest.name);
+        self.static_extensions.push((manifest, source.into()));
+        self
+    }
+
+    /// Extensions' limits, approval policy and whether the model gets `load_extension` and
+    /// `list_extensions`.
+    pub fn extensions(mut self, options: crate::extensions::ExtensionOptions) -> Self {
+        self.extensions = options;
+        self
     }
 
     /// Adds a skill given in Rust; it wins over R2 and workspace skills of the same name.
