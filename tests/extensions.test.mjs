@@ -7,15 +7,13 @@
 // netfilter.test.mjs does.
 import { test, before, after } from "node:test";
 import assert from "node:assert/strict";
-import { spawn } from "node:child_process";
 import http from "node:http";
 import os from "node:os";
-import { fileURLToPath } from "node:url";
 import { startScriptedModel } from "./helpers/scripted-model.mjs";
+import { INSIDE_NETNS, runInNetns } from "./helpers/netns.mjs";
 import { startWorker, modelVars } from "./helpers/worker.mjs";
 import { connect, closeTabs } from "./helpers/client.mjs";
 
-const INSIDE = process.env.THINK_TEST_NETNS === "1";
 
 const MATH = `({
   tools: {
@@ -66,26 +64,8 @@ const MEMO = `({
   },
 })`;
 
-if (!INSIDE) {
-  test("the extension tests pass inside a loopback-only network namespace", async () => {
-    const script = 'ip link set lo up && exec "$0" --test --test-force-exit --test-reporter=tap "$1"';
-    const { NODE_TEST_CONTEXT, ...env } = process.env;
-    const child = spawn("unshare", ["--net", "sh", "-c", script, process.execPath, fileURLToPath(import.meta.url)], {
-      env: { ...env, THINK_TEST_NETNS: "1" },
-      stdio: ["ignore", "pipe", "pipe"],
-    });
-    let output = "";
-    child.stdout.on("data", (d) => (output += d));
-    child.stderr.on("data", (d) => (output += d));
-    const code = await new Promise((resolve, reject) => {
-      child.once("error", reject);
-      child.once("exit", (c) => resolve(c));
-    });
-    process.stderr.write(output.replace(/^/gm, "  [netns] "));
-    assert.equal(code, 0, "the tests in the namespace failed (their output is above)");
-    assert.match(output, /^# pass [1-9]\d*$/m, "no test ran in the namespace");
-    assert.match(output, /^# fail 0$/m);
-  });
+if (!INSIDE_NETNS) {
+  runInNetns(import.meta.url, "the extension tests pass inside a loopback-only network namespace");
 } else {
   let model;
   let worker;
@@ -96,7 +76,13 @@ if (!INSIDE) {
 
   before(async () => {
     assert.deepEqual(Object.keys(os.networkInterfaces()), ["lo"], "not in a loopback-only namespace");
-    listener = http.createServer((req, res) => res.end(`hello from the listener ${req.url}`));
+    listener = http.createServer((req, res) => {
+      const port = listener.address().port;
+      // Redirects to a listed and to an unlisted spelling of this listener.
+      if (req.url === "/to-listed") return res.writeHead(302, { location: `http://127.0.0.1:${port}/landed` }).end();
+      if (req.url === "/to-unlisted") return res.writeHead(302, { location: `http://localhost:${port}/landed` }).end();
+      res.end(`hello from the listener ${req.url}`);
+    });
     await new Promise((r) => listener.listen(0, "127.0.0.1", r));
     listenerUrl = `http://127.0.0.1:${listener.address().port}`;
     model = await startScriptedModel();
@@ -130,13 +116,8 @@ if (!INSIDE) {
     return out;
   }
 
-  async function rpc(tab, method, args = []) {
-    const id = `rpc_${seq++}`;
-    tab.send({ type: "rpc", id, method, args });
-    const reply = await tab.waitFor((f) => f.type === "rpc" && f.id === id, { timeout: 20000 });
-    if (!reply.success) throw new Error(reply.error);
-    return reply.result;
-  }
+  /** A callable over the `rpc` frame, through the `agents` client's own `call`. */
+  const rpc = (tab, method, args = []) => tab.client.call(method, args);
 
   const toolsSeen = (request) => request.tools.map((t) => t.function);
   const systemOf = (request) => request.messages.find((m) => m.role === "system")?.content ?? "";
@@ -267,6 +248,12 @@ if (!INSIDE) {
     assert.match(unlisted.errorText, /network access to localhost is refused: this extension may reach only 127\.0\.0\.1/);
     const other = await call(tab, "web_get", { url: "http://example.com/" });
     assert.match(other.errorText, /network access to example\.com is refused/);
+    // Each redirect hop comes back through the gateway.
+    const followed = await call(tab, "web_get", { url: `${listenerUrl}/to-listed` });
+    assert.deepEqual(followed.output, { status: 200, text: "hello from the listener /landed" });
+    const escaped = await call(tab, "web_get", { url: `${listenerUrl}/to-unlisted` });
+    assert.equal(escaped.type, "tool-output-error", JSON.stringify(escaped));
+    assert.match(escaped.errorText, /network access to localhost is refused/);
     tab.close();
   });
 

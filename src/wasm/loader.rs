@@ -33,7 +33,7 @@ pub const LOADER_BINDING: &str = "LOADER";
 pub struct LoaderSandbox {
     loader: JsValue,
     /// Makes the network gateway of one pass from its props (`src/wasm/extensions.rs`).
-    gateway: Option<Rc<dyn Fn(&crate::extensions::NetworkGrant) -> Option<JsValue>>>,
+    gateway: Option<super::extensions::GatewayFactory>,
 }
 
 impl LoaderSandbox {
@@ -47,10 +47,7 @@ impl LoaderSandbox {
 
     /// Lets [`Sandbox::run_networked`] passes reach the network through `gateway`, which
     /// makes the `globalOutbound` of a pass from its grant.
-    pub fn with_gateway(
-        mut self,
-        gateway: Rc<dyn Fn(&crate::extensions::NetworkGrant) -> Option<JsValue>>,
-    ) -> Self {
+    pub fn with_gateway(mut self, gateway: super::extensions::GatewayFactory) -> Self {
         self.gateway = Some(gateway);
         self
     }
