@@ -54,6 +54,14 @@ const BAD = `({
   },
 })`;
 
+const AUDIT = `({
+  hooks: {
+    afterToolCall: async (c, host) => { await host.setContext("audit_calls", c.toolName + ":" + c.success + ":" + JSON.stringify(c.output)); },
+    onStepFinish: async (c, host) => { await host.setContext("audit_steps", "step " + c.stepNumber); },
+    beforeTurn: async () => { while (true) {} },
+  },
+})`;
+
 const MEMO = `({
   tools: {
     remember: { description: "Remember a fact", parameters: { fact: { type: "string" } }, required: ["fact"],
@@ -86,7 +94,7 @@ if (!INSIDE_NETNS) {
     await new Promise((r) => listener.listen(0, "127.0.0.1", r));
     listenerUrl = `http://127.0.0.1:${listener.address().port}`;
     model = await startScriptedModel();
-    const extensions = JSON.stringify({ toolTimeout: 3000, extensions: [{ manifest: { name: "calc", version: "1.0.0" }, source: CALC }] });
+    const extensions = JSON.stringify({ toolTimeout: 3000, hookTimeout: 1000, extensions: [{ manifest: { name: "calc", version: "1.0.0" }, source: CALC }] });
     // One after the other, so each one's workerd pid is known (worker.kill() needs it).
     worker = await startWorker({
       vars: modelVars(model, { THINK_EXTENSIONS: extensions, THINK_ALLOW_PRIVATE_NETWORK: "true" }),
@@ -308,6 +316,27 @@ if (!INSIDE_NETNS) {
     await rpc(tab, "unloadExtension", ["memo"]);
     await call(tab, "calc_mul", { a: 1, b: 1 });
     assert.doesNotMatch(systemOf(model.requests.at(-2)), /MEMO_NOTES|HOOKED/);
+    tab.close();
+  });
+
+  test("tool-call and step hooks observe with their host; a looping hook is cut at its limit", async () => {
+    const tab = await connect(worker.host, "ext-audit");
+    const manifest = {
+      name: "audit",
+      version: "1",
+      permissions: { context: { write: "own" } },
+      context: [{ label: "calls", type: "writable" }, { label: "steps", type: "writable" }],
+    };
+    const info = await rpc(tab, "loadExtension", [manifest, AUDIT]);
+    assert.deepEqual(info.hooks, ["afterToolCall", "onStepFinish", "beforeTurn"]);
+    const started = Date.now();
+    const product = await call(tab, "calc_mul", { a: 3, b: 5 });
+    assert.equal(product.output, 15, "the turn went on past the looping beforeTurn");
+    assert.ok(Date.now() - started < 15000);
+    const blocks = async () => Object.fromEntries((await rpc(tab, "getContext")).map((b) => [b.label, b.content]));
+    assert.equal((await blocks()).audit_calls, "calc_mul:true:15");
+    for (let i = 0; i < 50 && !(await blocks()).audit_steps; i++) await new Promise((r) => setTimeout(r, 100));
+    assert.match((await blocks()).audit_steps, /^step [12]$/);
     tab.close();
   });
 }
