@@ -192,7 +192,7 @@ if (!INSIDE_NETNS) {
     const viaDo = await worker.caller("/call?name=ext-restart", { method: "listExtensions" });
     assert.deepEqual(viaDo.map((e) => [e.name, e.static]), [["calc", true], ["math", false]]);
     assert.deepEqual(viaDo[1].tools, ["math_add"]);
-    const unloaded = await rpc(tab, "unloadExtension", ["math"]);
+    const unloaded = await worker.caller("/call?name=ext-restart", { method: "unloadExtension", args: ["math"] });
     assert.deepEqual(unloaded, { unloaded: true, name: "math", tools: ["math_add"], contextLabels: [] });
     await assert.rejects(rpc(tab, "unloadExtension", ["math"]), /Extension "math" is not loaded/);
     const after = await call(tab, "math_add", { a: 1, b: 1 });
