@@ -44,6 +44,9 @@ pub const DEFAULT_TOOL_TIMEOUT_MS: u64 = 30_000;
 pub const DEFAULT_HOOK_TIMEOUT_MS: u64 = 5_000;
 /// The largest tool or hook result, in bytes of JSON.
 pub const MAX_RESULT_BYTES: usize = 1_000_000;
+/// Most extension isolates in flight per object (the platform's Worker Loader limit); more
+/// passes wait in order.
+pub const MAX_ISOLATES_IN_FLIGHT: usize = 10;
 
 /// Why an extension could not be loaded, unloaded or run. The text is what the model (as
 /// a tool error) or the app (as an `rpc` error) is told.
@@ -288,6 +291,7 @@ pub struct Extensions {
     loaded: RefCell<Vec<Rc<Loaded>>>,
     started: futures::lock::Mutex<bool>,
     passes: Cell<u64>,
+    slots: crate::codemode::runtime::Slots,
 }
 
 impl Extensions {
@@ -312,6 +316,7 @@ impl Extensions {
             loaded: RefCell::default(),
             started: futures::lock::Mutex::new(false),
             passes: Cell::new(0),
+            slots: crate::codemode::runtime::Slots::new(MAX_ISOLATES_IN_FLIGHT),
         };
         this.restore();
         this
@@ -473,6 +478,7 @@ impl Extensions {
         }
         let pass = self.pass_for(&manifest, &source, self.options.tool_timeout_ms)?;
         let id = self.next_id(&manifest);
+        let _slot = self.slots.acquire().await;
         let value = isolate::run(&pass, Op::Describe, id).await.map_err(|e| match e {
             ExtensionError::Failed(m) => ExtensionError::InvalidSource(m),
             other => other,
@@ -566,6 +572,7 @@ impl Extensions {
         }
         let pass = self.pass(loaded, self.options.tool_timeout_ms)?;
         let id = self.next_id(&loaded.manifest);
+        let _slot = self.slots.acquire().await;
         isolate::run(&pass, Op::Tool { name, args }, id).await
     }
 
@@ -583,6 +590,7 @@ impl Extensions {
     ) -> Result<Value, ExtensionError> {
         let pass = self.pass(loaded, self.options.hook_timeout_ms)?;
         let id = self.next_id(&loaded.manifest);
+        let _slot = self.slots.acquire().await;
         isolate::run(&pass, Op::Hook { name: hook.as_str(), context }, id).await
     }
 }

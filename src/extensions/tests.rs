@@ -692,3 +692,63 @@ fn load_approval_and_settings() {
         .to_string()
         .starts_with("ignoring THINK_EXTENSIONS: Invalid extension manifest"));
 }
+
+/// Returns `Pending` once (waking itself), so other futures of a `join` get polled.
+fn yield_now() -> impl std::future::Future<Output = ()> {
+    let mut yielded = false;
+    futures::future::poll_fn(move |cx| {
+        if yielded {
+            std::task::Poll::Ready(())
+        } else {
+            yielded = true;
+            cx.waker().wake_by_ref();
+            std::task::Poll::Pending
+        }
+    })
+}
+
+#[test]
+fn at_most_ten_isolates_are_in_flight() {
+    let env = env();
+    let sandbox = Scripted::new(math_description());
+    let ext = runtime(&env, &sandbox, vec![]);
+    block_on(ext.load(math(), MATH.into())).unwrap();
+    let live = Rc::new(Cell::new(0usize));
+    let max = Rc::new(Cell::new(0usize));
+    let gate: Rc<RefCell<Vec<futures::channel::oneshot::Sender<()>>>> = Rc::default();
+    let (l, m, g) = (live.clone(), max.clone(), gate.clone());
+    *sandbox.respond.borrow_mut() = Rc::new(move |_, _| {
+        let (l, m, g) = (l.clone(), m.clone(), g.clone());
+        Box::pin(async move {
+            l.set(l.get() + 1);
+            m.set(m.get().max(l.get()));
+            let (tx, rx) = futures::channel::oneshot::channel();
+            g.borrow_mut().push(tx);
+            let _ = rx.await;
+            l.set(l.get() - 1);
+            Ok(json!(1))
+        })
+    });
+    let tool = ext.tools().remove(0);
+    let call_ctx = ctx();
+    let calls = futures::future::join_all((0..12).map(|_| tool.execute(json!({}), &call_ctx)));
+    let done = Cell::new(false);
+    let release = async {
+        while !done.get() {
+            yield_now().await;
+            for tx in gate.borrow_mut().drain(..) {
+                let _ = tx.send(());
+            }
+        }
+    };
+    let (results, ()) = block_on(futures::future::join(
+        async {
+            let r = calls.await;
+            done.set(true);
+            r
+        },
+        release,
+    ));
+    assert!(results.iter().all(|r| r.is_ok()));
+    assert_eq!(max.get(), MAX_ISOLATES_IN_FLIGHT);
+}
