@@ -752,3 +752,26 @@ fn at_most_ten_isolates_are_in_flight() {
     assert!(results.iter().all(|r| r.is_ok()));
     assert_eq!(max.get(), MAX_ISOLATES_IN_FLIGHT);
 }
+
+#[test]
+fn think_extensions_false_removes_only_the_model_tools() {
+    let names = |options: ExtensionOptions| {
+        let env = env();
+        let sandbox = Scripted::new(math_description());
+        let ext = Rc::new(Extensions::new(
+            env.sql.clone(),
+            Some(sandbox as Rc<dyn crate::codemode::Sandbox>),
+            env.bridge_env(),
+            options,
+            vec![],
+        ));
+        block_on(ext.load(math(), MATH.into())).unwrap();
+        tools::turn_tools(&ext).iter().map(|t| t.definition().name.clone()).collect::<Vec<_>>()
+    };
+    assert_eq!(
+        names(ExtensionOptions::default()),
+        ["math_add", "load_extension", "list_extensions"]
+    );
+    let off = ExtensionOptions::from_setting("false").unwrap();
+    assert_eq!(names(off), ["math_add"]);
+}
