@@ -351,7 +351,8 @@ impl Extensions {
             return;
         }
         *started = true;
-        for (i, (manifest, source)) in self.statics.iter().enumerate() {
+        let mut placed_statics = 0;
+        for (manifest, source) in &self.statics {
             let loaded = self.describe(manifest.clone(), source.clone(), true).await;
             let placed = loaded.and_then(|l| {
                 if let Some(dup) = self.get(&l.manifest.name) {
@@ -361,7 +362,8 @@ impl Extensions {
                 }
                 self.check_free(&l.manifest)?;
                 self.add_blocks(&l.manifest)?;
-                self.loaded.borrow_mut().insert(i.min(self.statics.len()), Rc::new(l));
+                self.loaded.borrow_mut().insert(placed_statics, Rc::new(l));
+                placed_statics += 1;
                 Ok(())
             });
             if let Err(e) = placed {
