@@ -6,6 +6,8 @@ import { DurableObject } from "cloudflare:workers";
 import * as rust from "../build/index.js";
 
 export default rust.default;
+// Extensions' network gateway: their isolates' `globalOutbound` (ctx.exports.ExtensionGateway).
+export { ExtensionGateway } from "./extensions/gateway.mjs";
 
 export class ThinkAgent extends DurableObject {
   #inner;
@@ -113,5 +115,19 @@ export class ThinkAgent extends DurableObject {
 
   deleteSnippet(name) {
     return this.#inner.rpcCall("deleteSnippet", [name]);
+  }
+
+  // Extensions: `[{name, version, description, tools, contextLabels, permissions, hooks, static}]`.
+  listExtensions() {
+    return this.#inner.rpcCall("listExtensions", []);
+  }
+
+  loadExtension(manifest, source) {
+    return this.#inner.rpcCall("loadExtension", [manifest, source]);
+  }
+
+  /** `{unloaded: true, name, tools, contextLabels}`; an error if it is not loaded or is static. */
+  unloadExtension(name) {
+    return this.#inner.rpcCall("unloadExtension", [name]);
   }
 }

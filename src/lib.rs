@@ -8,6 +8,7 @@
 pub mod agent;
 pub mod browser;
 pub mod codemode;
+pub mod extensions;
 pub mod mcp;
 pub mod model;
 pub mod net;

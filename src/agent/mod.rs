@@ -5,6 +5,7 @@
 
 mod browser;
 mod codemode;
+mod extensions;
 mod interaction;
 pub mod ledger;
 mod mcp;
@@ -131,6 +132,8 @@ pub struct Agent {
     session: crate::session::Session,
     /// The browser behind the browser tools, when configured.
     browser: Option<Rc<crate::browser::Browser>>,
+    /// Loaded extensions, when a sandbox exists to run them.
+    extensions: Option<Rc<crate::extensions::Extensions>>,
 }
 
 impl Agent {
@@ -187,8 +190,10 @@ impl Agent {
         });
         let codemode = codemode::runtime(&spec, &deps);
         let browser = browser::runtime(&spec, &deps);
+        let extensions = extensions::runtime(&spec, &deps, &workspace, &session);
         let agent = Rc::new(Self {
             browser,
+            extensions,
             skills: crate::skills::Skills::new(spec.skills.clone()),
             codemode,
             session,
@@ -221,7 +226,12 @@ impl Agent {
         if let Some(at) = next.into_iter().flatten().reduce(f64::min) {
             self.deps.alarm.set(at.min(self.now() + CLEANUP_MS));
         }
-        futures::join!(self.recover(), self.restore_mcp());
+        let extensions = async {
+            if let Some(ext) = &self.extensions {
+                ext.ensure_started().await;
+            }
+        };
+        futures::join!(self.recover(), self.restore_mcp(), extensions);
     }
 
     /// The alarm: keeps a running turn's heartbeat, recovers interrupted turns, and sweeps
@@ -480,6 +490,9 @@ impl Agent {
             return Ok(self.skills_report().await);
         }
         if let Some(result) = self.codemode_callable(method, &args).await {
+            return result;
+        }
+        if let Some(result) = self.extensions_callable(method, &args).await {
             return result;
         }
         if method == "getContext" {

@@ -24,6 +24,10 @@
 //! - `THINK_CONTEXT_WINDOW`: the model's context window in tokens (default 128000).
 //! - `THINK_BROWSER_CDP_URL`, `THINK_BROWSER_ALLOW`, `THINK_BROWSER_SESSION`, `THINK_BROWSER`:
 //!   the browser tools (see [`browser_options`]).
+//! - `THINK_EXTENSIONS`: `false` removes `load_extension` and `list_extensions`; a JSON
+//!   object sets `{"approval": "permissions"|"always"|"never", "toolTimeout": 30000,
+//!   "hookTimeout": 5000, "extensions": [{"manifest": {...}, "source": "..."}]}` (the last
+//!   being static extensions loaded at every start).
 //!
 //! A value that cannot be read is ignored with a logged reason, and the default applies, so a
 //! typo never stops the agent from starting.
@@ -153,7 +157,13 @@ pub fn read_settings_and_ai(
             }
         },
     };
+    let (extension_options, statics) =
+        read_extensions(&get("THINK_EXTENSIONS").unwrap_or_default(), &mut ignore);
     let mut spec = AgentSpec::new(model).context_window(window).skills_dir(skills_dir);
+    spec = spec.extensions(extension_options);
+    for (manifest, source) in statics {
+        spec = spec.extension(manifest, source);
+    }
     for block in blocks {
         spec = spec.context(block);
     }
@@ -235,6 +245,53 @@ pub fn browser_options(
         }
     }
     Ok(Some(options))
+}
+
+/// `THINK_EXTENSIONS`: the options, and the static extensions of its `extensions` key.
+fn read_extensions(
+    value: &str,
+    ignore: &mut impl FnMut(&'static str, String),
+) -> (crate::extensions::ExtensionOptions, Vec<(crate::extensions::Manifest, String)>) {
+    use crate::extensions::{ExtensionOptions, Manifest};
+    let mut parsed: Option<serde_json::Value> = serde_json::from_str(value).ok();
+    let statics = parsed
+        .as_mut()
+        .and_then(|v| v.as_object_mut())
+        .and_then(|o| o.remove("extensions"))
+        .map(|list| {
+            let items = list.as_array().cloned().unwrap_or_default();
+            if !list.is_array() {
+                ignore("THINK_EXTENSIONS", "extensions must be an array".into());
+            }
+            items
+                .into_iter()
+                .filter_map(|item| {
+                    let source = item.get("source").and_then(|s| s.as_str()).map(str::to_owned);
+                    let manifest = item.get("manifest").cloned().map(Manifest::from_json);
+                    match (manifest, source) {
+                        (Some(Ok(m)), Some(s)) => Some((m, s)),
+                        (Some(Err(e)), _) => {
+                            ignore("THINK_EXTENSIONS", e.to_string());
+                            None
+                        }
+                        _ => {
+                            ignore(
+                                "THINK_EXTENSIONS",
+                                "each of extensions needs a manifest and a source".into(),
+                            );
+                            None
+                        }
+                    }
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    let rest = parsed.map(|v| v.to_string()).unwrap_or_else(|| value.to_owned());
+    let options = ExtensionOptions::from_setting(&rest).unwrap_or_else(|e| {
+        ignore("THINK_EXTENSIONS", e.to_string());
+        ExtensionOptions::default()
+    });
+    (options, statics)
 }
 
 /// Trimmed and non-empty, or `None`.

@@ -227,6 +227,10 @@ pub struct AgentSpec {
     pub(crate) token_counter: Option<TokenCounter>,
     /// The browser tools' configuration; `None` offers no browser tool.
     pub(crate) browser: Option<crate::browser::BrowserOptions>,
+    /// Extensions' limits and whether the model may load them (`THINK_EXTENSIONS`).
+    pub(crate) extensions: crate::extensions::ExtensionOptions,
+    /// The app's own extensions, loaded at every start before the stored ones.
+    pub(crate) static_extensions: Vec<(crate::extensions::Manifest, String)>,
 }
 
 /// What happens to a message sent while a turn is running or queued (Think's
@@ -293,7 +297,29 @@ impl AgentSpec {
             context_window: DEFAULT_CONTEXT_WINDOW,
             token_counter: None,
             browser: None,
+            extensions: Default::default(),
+            static_extensions: Vec::new(),
         }
+    }
+
+    /// Adds an extension of the app: `source` is a JavaScript object expression
+    /// `({ tools: {...}, hooks: {...} })`, run in sandboxed isolates with what `manifest`
+    /// permits. It is loaded at every start, before those the model loaded.
+    pub fn extension(
+        mut self,
+        manifest: crate::extensions::Manifest,
+        source: impl Into<String>,
+    ) -> Self {
+        self.static_extensions.retain(|(m, _)| m.name != manifest.name);
+        self.static_extensions.push((manifest, source.into()));
+        self
+    }
+
+    /// Extensions' limits, approval policy and whether the model gets `load_extension` and
+    /// `list_extensions`.
+    pub fn extensions(mut self, options: crate::extensions::ExtensionOptions) -> Self {
+        self.extensions = options;
+        self
     }
 
     /// Offers the browser tools (`browser_execute` and the quick actions) over the browser

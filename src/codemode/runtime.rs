@@ -153,16 +153,24 @@ impl From<StoreError> for CodeModeError {
     }
 }
 
-/// A FIFO counting semaphore: at most `n` executions in flight, the rest wait in order.
-struct Slots {
+/// A FIFO counting semaphore: at most `n` executions in flight, the rest wait in order
+/// (also the extensions' bound on their isolates in flight).
+pub(crate) struct Slots {
     free: Cell<usize>,
     waiters: RefCell<VecDeque<oneshot::Sender<()>>>,
 }
 
-struct SlotGuard<'a>(&'a Slots);
+/// A held slot, given back when dropped.
+pub(crate) struct SlotGuard<'a>(&'a Slots);
 
 impl Slots {
-    async fn acquire(&self) -> SlotGuard<'_> {
+    /// `n` free slots (at least one).
+    pub(crate) fn new(n: usize) -> Self {
+        Slots { free: Cell::new(n.max(1)), waiters: Default::default() }
+    }
+
+    /// Waits for a free slot, in arrival order.
+    pub(crate) async fn acquire(&self) -> SlotGuard<'_> {
         if self.free.get() > 0 {
             self.free.set(self.free.get() - 1);
             return SlotGuard(self);
@@ -667,8 +675,7 @@ impl CodeMode {
         options: ExecuteOptions,
     ) -> Result<Rc<Self>, StoreError> {
         Journal::create_tables(sql.as_ref())?;
-        let slots =
-            Slots { free: Cell::new(options.max_in_flight.max(1)), waiters: Default::default() };
+        let slots = Slots::new(options.max_in_flight);
         Ok(Rc::new(Self { sql, clock, sandbox, options, slots }))
     }
 

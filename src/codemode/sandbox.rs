@@ -146,4 +146,16 @@ pub trait Sandbox {
         request: SandboxRequest,
         dispatcher: Rc<dyn Dispatcher>,
     ) -> Result<SandboxOutcome, SandboxError>;
+
+    /// Like [`Sandbox::run`], but the isolate's outbound requests go through the host's
+    /// network gateway, which lets only `network`'s hosts through (extensions). A sandbox
+    /// without a gateway refuses.
+    async fn run_networked(
+        &self,
+        _request: SandboxRequest,
+        _dispatcher: Rc<dyn Dispatcher>,
+        _network: &crate::extensions::NetworkGrant,
+    ) -> Result<SandboxOutcome, SandboxError> {
+        Err(SandboxError::Unavailable("this sandbox has no network gateway".into()))
+    }
 }

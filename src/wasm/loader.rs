@@ -1,6 +1,7 @@
 //! The sandbox in the Worker: Worker Loader isolates, through `js/codemode/host.mjs`. Each
-//! pass is a fresh isolate with `globalOutbound: null` and no bindings; its connector calls
-//! come back through a function passed over RPC that runs the Rust dispatcher.
+//! pass is a fresh isolate with no bindings and `globalOutbound: null` (an extension with
+//! network hosts gets the host's gateway instead, `run_networked`); its connector calls come
+//! back through a function passed over RPC that runs the Rust dispatcher.
 
 use std::rc::Rc;
 
@@ -21,6 +22,7 @@ extern "C" {
         loader: &JsValue,
         request: String,
         dispatch: &Function,
+        outbound: &JsValue,
     ) -> Result<JsValue, JsValue>;
 }
 
@@ -30,6 +32,8 @@ pub const LOADER_BINDING: &str = "LOADER";
 /// Runs passes in Worker Loader isolates.
 pub struct LoaderSandbox {
     loader: JsValue,
+    /// Makes the network gateway of one pass from its props (`src/wasm/extensions.rs`).
+    gateway: Option<super::extensions::GatewayFactory>,
 }
 
 impl LoaderSandbox {
@@ -38,7 +42,14 @@ impl LoaderSandbox {
         let env: &JsValue = env.as_ref();
         let loader = Reflect::get(env, &LOADER_BINDING.into()).ok()?;
         let has_load = Reflect::get(&loader, &"load".into()).ok().is_some_and(|f| f.is_function());
-        has_load.then_some(Self { loader })
+        has_load.then_some(Self { loader, gateway: None })
+    }
+
+    /// Lets [`Sandbox::run_networked`] passes reach the network through `gateway`, which
+    /// makes the `globalOutbound` of a pass from its grant.
+    pub fn with_gateway(mut self, gateway: super::extensions::GatewayFactory) -> Self {
+        self.gateway = Some(gateway);
+        self
     }
 }
 
@@ -60,6 +71,30 @@ impl Sandbox for LoaderSandbox {
         request: SandboxRequest,
         dispatcher: Rc<dyn Dispatcher>,
     ) -> Result<SandboxOutcome, SandboxError> {
+        self.pass(request, dispatcher, JsValue::NULL).await
+    }
+
+    async fn run_networked(
+        &self,
+        request: SandboxRequest,
+        dispatcher: Rc<dyn Dispatcher>,
+        network: &crate::extensions::NetworkGrant,
+    ) -> Result<SandboxOutcome, SandboxError> {
+        let outbound = self.gateway.as_ref().and_then(|g| g(network)).ok_or_else(|| {
+            SandboxError::Unavailable("the Worker exports no ExtensionGateway".into())
+        })?;
+        self.pass(request, dispatcher, outbound).await
+    }
+}
+
+impl LoaderSandbox {
+    /// One pass whose `globalOutbound` is `outbound` (`null`: no network).
+    async fn pass(
+        &self,
+        request: SandboxRequest,
+        dispatcher: Rc<dyn Dispatcher>,
+        outbound: JsValue,
+    ) -> Result<SandboxOutcome, SandboxError> {
         let request = serde_json::to_string(&request)
             .map_err(|e| SandboxError::Unavailable(e.to_string()))?;
         let dispatch = Closure::<dyn FnMut(String, String, String, String) -> Promise>::new(
@@ -77,9 +112,10 @@ impl Sandbox for LoaderSandbox {
                 })
             },
         );
-        let out = run_in_loader(&self.loader, request, dispatch.as_ref().unchecked_ref())
-            .await
-            .map_err(|e| SandboxError::Crashed(error_text(&e)))?;
+        let out =
+            run_in_loader(&self.loader, request, dispatch.as_ref().unchecked_ref(), &outbound)
+                .await
+                .map_err(|e| SandboxError::Crashed(error_text(&e)))?;
         let logs: Vec<String> = Reflect::get(&out, &"logs".into())
             .ok()
             .filter(js_sys::Array::is_array)

@@ -6,6 +6,7 @@ mod ai;
 mod bash;
 mod browser;
 mod clock;
+mod extensions;
 mod http;
 mod loader;
 mod r2;
@@ -26,6 +27,7 @@ use crate::protocol::routing::{camel_case_to_kebab_case, parse_agent_path, Route
 pub use ai::WorkerAi;
 pub use bash::JustBash;
 pub use clock::WorkerClock;
+pub use extensions::ExtensionNetGate;
 pub use http::FetchHttp;
 pub use r2::R2Blobs;
 pub use sockets::DoSockets;
@@ -87,6 +89,10 @@ impl ThinkHost {
                 .map(|b| Rc::new(R2Blobs(b)) as Rc<dyn crate::store::BlobStore>),
             bash_engine: Some(Rc::new(JustBash)),
             sandbox: loader::LoaderSandbox::from_env(env)
+                .map(|s| match extensions::gateway_factory(&state) {
+                    Some(gateway) => s.with_gateway(gateway),
+                    None => s,
+                })
                 .map(|s| Rc::new(s) as Rc<dyn crate::codemode::Sandbox>),
             tasks: Rc::new(LocalTasks),
             alarm: Rc::new(DoAlarm(state.clone())),

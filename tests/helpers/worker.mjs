@@ -24,7 +24,7 @@ function options({ persistDir, vars, withCaller, inspectorPort, ai }) {
       { type: "CompiledWasm", include: ["**/*.wasm"], fallthrough: true },
     ],
     compatibilityDate: "2025-11-01",
-    compatibilityFlags: ["nodejs_compat"],
+    compatibilityFlags: ["nodejs_compat", "enable_ctx_exports"],
     durableObjects: { ThinkAgent: { className: "ThinkAgent", useSQLite: true } },
     r2Buckets: ["WORKSPACE_R2"],
     // wrangler.toml's [[worker_loaders]]: the `execute` tool's sandbox isolates.
