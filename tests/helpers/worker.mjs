@@ -9,8 +9,18 @@ import { fileURLToPath } from "node:url";
 
 export const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../..");
 
+const tempDirs = [];
+// Each Miniflare persist directory holds ~90 MB of workerd state; a test run must not leave them
+// behind (`--test-force-exit` still runs "exit" listeners).
+process.on("exit", () => {
+  for (const dir of tempDirs) fs.rmSync(dir, { recursive: true, force: true });
+});
+
+/** A fresh directory under the system temp dir, removed when the test process exits. */
 export function tempDir(prefix = "think-rs-") {
-  return fs.mkdtempSync(path.join(os.tmpdir(), prefix));
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), prefix));
+  tempDirs.push(dir);
+  return dir;
 }
 
 function options({ persistDir, vars, withCaller, inspectorPort, ai }) {
