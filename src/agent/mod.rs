@@ -4,6 +4,7 @@
 //! sockets, time and fetch to the traits in `store` and `platform`.
 
 mod codemode;
+mod files;
 mod interaction;
 pub mod ledger;
 mod mcp;
@@ -125,6 +126,8 @@ pub struct Agent {
     codemode: Option<Rc<crate::codemode::CodeMode>>,
     /// The context blocks and the compaction summary.
     session: crate::session::Session,
+    /// Workspace changes waiting to be pushed to the tabs.
+    workspace_push: files::WorkspacePush,
 }
 
 impl Agent {
@@ -192,7 +195,14 @@ impl Agent {
             model,
             turn_lock: futures::lock::Mutex::new(()),
             rt: RefCell::new(Runtime::default()),
+            workspace_push: files::WorkspacePush::default(),
         });
+        let weak = Rc::downgrade(&agent);
+        agent.workspace.set_on_change(Rc::new(move |path| {
+            if let Some(agent) = weak.upgrade() {
+                agent.workspace_changed(path);
+            }
+        }));
         if let Some(mcp) = &agent.mcp {
             let weak = Rc::downgrade(&agent);
             mcp.set_on_change(Rc::new(move || {
@@ -459,7 +469,7 @@ impl Agent {
     }
 
     /// Calls a callable by name: the app's own first, then the built-in ones (`skills`,
-    /// `getContext`, Code Mode's, MCP's).
+    /// `getContext`, Code Mode's, the workspace's, MCP's).
     pub async fn call(self: &Rc<Self>, method: &str, args: Vec<Value>) -> Result<Value, CallError> {
         if let Some(f) = self.spec.callables.get(method).cloned() {
             return f(args).await;
@@ -468,6 +478,9 @@ impl Agent {
             return Ok(self.skills_report().await);
         }
         if let Some(result) = self.codemode_callable(method, &args).await {
+            return result;
+        }
+        if let Some(result) = self.files_callable(method, &args).await {
             return result;
         }
         if method == "getContext" {
