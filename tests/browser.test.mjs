@@ -89,7 +89,7 @@ test("the Worker serves the page at / and still routes /agents/* to the agent", 
 
 test("a message streams its answer into the page", async () => {
   const page = await openChat("demo");
-  await page.locator(".empty").waitFor();
+  await page.locator(".messages .empty").waitFor();
   const reply = "Hello from the scripted model, streamed into the browser piece by piece.";
   model.push({ text: reply, chunkSize: 6, delayMs: 25 });
   // Record every text the assistant bubble shows, to see the answer grow.
