@@ -12,7 +12,8 @@ import path from "node:path";
 import { startScriptedModel } from "./helpers/scripted-model.mjs";
 import { startWorker, modelVars, ROOT } from "./helpers/worker.mjs";
 import { connect, closeTabs } from "./helpers/client.mjs";
-import { launchBrowser, openPage } from "./helpers/browser.mjs";
+import { launchBrowser } from "./helpers/browser.mjs";
+import { openChat as openChatPage, send, slow, assistant } from "./helpers/chat-page.mjs";
 import { startMcpServer } from "./mcp/start-server.mjs";
 
 let model;
@@ -47,22 +48,7 @@ after(async () => {
   await mcp?.kill();
 });
 
-async function openChat(name) {
-  const page = await openPage(browser, new URL(`/?name=${encodeURIComponent(name)}`, worker.url).href);
-  await page.setViewportSize({ width: 1360, height: 900 });
-  pages.push(page);
-  await page.locator("[data-testid=connection].on").waitFor();
-  return page;
-}
-
-async function send(page, text) {
-  await page.locator(".composer textarea").fill(text);
-  await page.locator("button.send").click();
-  await page.locator(".msg-user", { hasText: text }).waitFor();
-}
-
-const slow = (text) => ({ text, chunkSize: 6, delayMs: 30 });
-const assistant = (page, text) => page.locator(".msg-assistant .text", { hasText: text });
+const openChat = (name) => openChatPage(browser, worker, pages, name, { width: 1360, height: 900 });
 const treeRow = (page, p) => page.locator(`[data-testid=panel-workspace] .tree-row[data-path="${p}"]`);
 
 async function shot(page, name, locator) {
