@@ -12,12 +12,10 @@ function useCallable(agent, method, args, deps) {
       (value) => setState({ value, error: null, missing: false }),
       (e) => setState({ value: undefined, error: errorText(e), missing: isMissingMethod(e) }),
     );
-    // eslint-disable-next-line react-hooks/exhaustive-deps
   }, [agent, method]);
   useEffect(() => {
     const t = setTimeout(reload, 150); // coalesce a burst of message updates into one call
     return () => clearTimeout(t);
-    // eslint-disable-next-line react-hooks/exhaustive-deps
   }, [reload, ...deps]);
   return { ...state, reload };
 }
