@@ -6,6 +6,7 @@
 mod browser;
 mod codemode;
 mod extensions;
+mod files;
 mod interaction;
 pub mod ledger;
 mod mcp;
@@ -134,6 +135,8 @@ pub struct Agent {
     browser: Option<Rc<crate::browser::Browser>>,
     /// Loaded extensions, when a sandbox exists to run them.
     extensions: Option<Rc<crate::extensions::Extensions>>,
+    /// Workspace changes waiting to be pushed to the tabs.
+    workspace_push: files::WorkspacePush,
 }
 
 impl Agent {
@@ -205,7 +208,14 @@ impl Agent {
             model,
             turn_lock: futures::lock::Mutex::new(()),
             rt: RefCell::new(Runtime::default()),
+            workspace_push: files::WorkspacePush::default(),
         });
+        let weak = Rc::downgrade(&agent);
+        agent.workspace.set_on_change(Rc::new(move |path| {
+            if let Some(agent) = weak.upgrade() {
+                agent.workspace_changed(path);
+            }
+        }));
         if let Some(mcp) = &agent.mcp {
             let weak = Rc::downgrade(&agent);
             mcp.set_on_change(Rc::new(move || {
@@ -481,7 +491,7 @@ impl Agent {
     }
 
     /// Calls a callable by name: the app's own first, then the built-in ones (`skills`,
-    /// `getContext`, Code Mode's, MCP's).
+    /// `getContext`, Code Mode's, the workspace's, MCP's).
     pub async fn call(self: &Rc<Self>, method: &str, args: Vec<Value>) -> Result<Value, CallError> {
         if let Some(f) = self.spec.callables.get(method).cloned() {
             return f(args).await;
@@ -493,6 +503,9 @@ impl Agent {
             return result;
         }
         if let Some(result) = self.extensions_callable(method, &args).await {
+            return result;
+        }
+        if let Some(result) = self.files_callable(method, &args).await {
             return result;
         }
         if method == "getContext" {

@@ -60,6 +60,8 @@ pub mod types {
     /// think-rs extension: the answer to a frame that could not be understood. Clients
     /// ignore unknown types.
     pub const PROTOCOL_ERROR: &str = "cf_agent_protocol_error";
+    /// think-rs extension: workspace paths changed (coalesced), so a tab re-reads its tree.
+    pub const WORKSPACE_CHANGED: &str = "think_workspace_changed";
 }
 
 // ── Incoming ────────────────────────────────────────────────────────────────
@@ -653,6 +655,7 @@ enum FrameType {
     StreamResumeNone,
     StreamPending,
     ChatRecovering,
+    WorkspaceChanged,
 }
 
 impl Serialize for FrameType {
@@ -670,6 +673,7 @@ impl Serialize for FrameType {
             FrameType::StreamResumeNone => types::STREAM_RESUME_NONE,
             FrameType::StreamPending => types::STREAM_PENDING,
             FrameType::ChatRecovering => types::CHAT_RECOVERING,
+            FrameType::WorkspaceChanged => types::WORKSPACE_CHANGED,
         })
     }
 }
@@ -720,6 +724,26 @@ impl<'a> McpServers<'a> {
     /// The frame for MCP state `mcp`.
     pub fn new(mcp: &'a Value) -> Self {
         Self { mcp, kind: FrameType::McpServers }
+    }
+}
+
+/// `{"paths","truncated","type":"think_workspace_changed"}`: the workspace paths written,
+/// created or removed since the last such frame (at most a bounded number; `truncated` says
+/// more changed), pushed to every tab so a file tree follows the agent without polling.
+#[derive(Debug, Clone, Serialize)]
+pub struct WorkspaceChanged<'a> {
+    /// Normalized paths that changed, sorted.
+    pub paths: &'a [String],
+    /// More paths changed than are listed.
+    pub truncated: bool,
+    #[serde(rename = "type")]
+    kind: FrameType,
+}
+
+impl<'a> WorkspaceChanged<'a> {
+    /// The frame for the changed `paths`.
+    pub fn new(paths: &'a [String], truncated: bool) -> Self {
+        Self { paths, truncated, kind: FrameType::WorkspaceChanged }
     }
 }
 
