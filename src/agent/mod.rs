@@ -13,6 +13,7 @@ pub mod settings;
 pub mod spec;
 pub mod store;
 pub mod streams;
+mod subagents;
 mod turn;
 
 #[cfg(test)]
@@ -125,6 +126,8 @@ pub struct Agent {
     codemode: Option<Rc<crate::codemode::CodeMode>>,
     /// The context blocks and the compaction summary.
     session: crate::session::Session,
+    /// Agents as tools: this instance's children, and its own run as a child.
+    subagents: Rc<crate::subagents::Subagents>,
 }
 
 impl Agent {
@@ -180,7 +183,17 @@ impl Agent {
             )
         });
         let codemode = codemode::runtime(&spec, &deps);
+        let subagents = crate::subagents::Subagents::new(
+            crate::subagents::SubagentDeps {
+                sql: deps.sql.clone(),
+                sockets: deps.sockets.clone(),
+                clock: deps.clock.clone(),
+                tasks: deps.tasks.clone(),
+            },
+            spec.agent_tool_limits,
+        );
         let agent = Rc::new(Self {
+            subagents,
             skills: crate::skills::Skills::new(spec.skills.clone()),
             codemode,
             session,
@@ -213,6 +226,7 @@ impl Agent {
             self.deps.alarm.set(at.min(self.now() + CLEANUP_MS));
         }
         futures::join!(self.recover(), self.restore_mcp());
+        self.settle_agent_tool_run();
     }
 
     /// The alarm: keeps a running turn's heartbeat, recovers interrupted turns, and sweeps
@@ -405,6 +419,7 @@ impl Agent {
         }
         self.send(conn, &frames::Identity::new(&self.name(), &self.agent_kebab));
         self.deps.sockets.send(conn, &self.mcp_frame());
+        self.subagents.replay_to(conn);
     }
 
     /// Forgets a closed connection's handshake state.
@@ -517,6 +532,7 @@ impl Agent {
         if let Err(e) = result {
             self.warn("clearing failed", e);
         }
+        self.subagents.clear();
         self.broadcast(&frames::ChatClear::new(), origin);
     }
 }

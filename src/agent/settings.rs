@@ -22,6 +22,8 @@
 //! - `THINK_CONTEXT`: the context blocks, a JSON array `[{label, description?, type,
 //!   maxTokens?, content?}]` (default: one writable `memory` block; `[]`: none);
 //! - `THINK_CONTEXT_WINDOW`: the model's context window in tokens (default 128000).
+//! - `THINK_SUBAGENT`: the `subagent` tool (agents as tools): `false` removes it, a JSON
+//!   object sets `{"depth": 1, "maxConcurrent": 4, "stallMs": 120000}`.
 //!
 //! A value that cannot be read is ignored with a logged reason, and the default applies, so a
 //! typo never stops the agent from starting.
@@ -151,6 +153,13 @@ pub fn read_settings_and_ai(
             }
         },
     };
+    let subagent = crate::subagents::setting::SubagentSetting::parse(
+        &get("THINK_SUBAGENT").unwrap_or_default(),
+    )
+    .unwrap_or_else(|e| {
+        ignore("THINK_SUBAGENT", e.to_string());
+        Some(Default::default())
+    });
     let mut spec = AgentSpec::new(model).context_window(window).skills_dir(skills_dir);
     for block in blocks {
         spec = spec.context(block);
@@ -167,6 +176,10 @@ pub fn read_settings_and_ai(
     let spec = match execute {
         Some(options) => spec.execute(options),
         None => spec.execute_enabled(false),
+    };
+    let spec = match subagent {
+        Some(setting) => setting.apply(spec),
+        None => spec,
     };
     (spec, ignored)
 }
