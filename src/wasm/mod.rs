@@ -160,6 +160,10 @@ impl ThinkHost {
     /// HTTP requests to the object: WebSocket upgrades and `get-messages`.
     pub async fn fetch(&self, req: Request) -> Result<Response> {
         let url = req.url()?;
+        // A child of an agent tool is read only through its parent's drill-in route.
+        if crate::subagents::child::ChildLog::role(&DoSql::new(&self.state)).is_some() {
+            return Response::error("Not found: this agent runs as a child of another", 404);
+        }
         if let Ok(route) = parse_agent_path(url.path(), "agents") {
             self.agent().set_name(&route.name);
         }
