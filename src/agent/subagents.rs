@@ -170,10 +170,15 @@ impl Agent {
                 })
             })
             .collect();
-        for (index, id, name) in calls {
+        // The children are followed together, as they ran before the crash.
+        let outputs = futures::future::join_all(calls.iter().map(|(_, id, name)| {
             let tool =
                 name.as_deref().and_then(|n| self.spec.agent_tools.iter().find(|t| t.name == n));
-            let Some(output) = self.subagents.reattach(tool, &id).await else { continue };
+            self.subagents.reattach(tool, id)
+        }))
+        .await;
+        for ((index, id, name), output) in calls.into_iter().zip(outputs) {
+            let Some(output) = output else { continue };
             let ledger = super::ledger::Ledger::new(self.deps.sql.as_ref());
             let entry = super::ledger::Entry::Succeeded(output.clone());
             if let Err(e) = ledger.record(&id, name.as_deref().unwrap_or(""), &entry, self.now()) {

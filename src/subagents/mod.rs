@@ -443,15 +443,26 @@ impl Subagents {
     async fn tail(&self, link: &Rc<dyn ChildLink>, run: &Run) -> Outcome {
         let mut cursor = 0;
         let mut last_progress = self.now();
+        let mut started_late = false;
         let wait = POLL_WAIT_MS.min((self.limits.stall_ms / 2.0).max(1.0) as u64);
         loop {
             match link.events(&run.child_name, &run.run_id, cursor, wait).await {
-                Ok(batch) if batch.unknown => {
-                    return Outcome::Failed {
-                        kind: EventKind::Error,
-                        error: "The child agent has no record of this run.".into(),
+                Ok(batch) if batch.unknown => match (&run.request, started_late) {
+                    // Registered but never started (it waited for a slot when the parent
+                    // crashed): starting it now is its first start.
+                    (Some(req), false) => {
+                        started_late = true;
+                        if let Err(e) = link.start(&run.child_name, req).await {
+                            self.warn("starting a child after a restart failed", &e);
+                        }
                     }
-                }
+                    _ => {
+                        return Outcome::Failed {
+                            kind: EventKind::Error,
+                            error: "The child agent has no record of this run.".into(),
+                        }
+                    }
+                },
                 Ok(batch) => {
                     if !batch.entries.is_empty() || batch.waiting {
                         last_progress = self.now();

@@ -8,6 +8,7 @@ use serde_json::Value;
 use crate::store::{Sql, SqlValue, StoreError};
 
 use super::events::Outcome;
+use super::StartRequest;
 
 const SCHEMA: &[&str] = &["CREATE TABLE IF NOT EXISTS think_agent_tool_runs (
     run_id TEXT PRIMARY KEY,
@@ -15,6 +16,7 @@ const SCHEMA: &[&str] = &["CREATE TABLE IF NOT EXISTS think_agent_tool_runs (
     tool_name TEXT NOT NULL,
     child_name TEXT NOT NULL,
     status TEXT NOT NULL,
+    request TEXT,
     result TEXT,
     started_at INTEGER NOT NULL,
     updated_at INTEGER NOT NULL)"];
@@ -45,6 +47,9 @@ pub struct Run {
     pub status: String,
     /// The tool's output once the run ended.
     pub result: Option<Value>,
+    /// What the child is (or is to be) started with: a run that was still waiting for a
+    /// slot when the parent crashed is started after the restart, for the first time.
+    pub request: Option<StartRequest>,
 }
 
 impl Run {
@@ -60,7 +65,7 @@ pub enum Reattach {
     /// Not an agent-tool run: the ledger settles it as any other tool.
     NotARun,
     /// The child may still be working: tail it again from the start of its log.
-    Tail(Run),
+    Tail(Box<Run>),
     /// The run ended before the crash: its recorded output answers the call.
     Settled(Value),
 }
@@ -88,17 +93,21 @@ impl<'a> Registry<'a> {
         tool_call_id: &str,
         tool_name: &str,
         child_name: &str,
+        request: &StartRequest,
         now: f64,
     ) -> Result<Run, StoreError> {
         let id = run_id(tool_call_id);
+        let request =
+            serde_json::to_string(request).map_err(|e| StoreError::Encoding(e.to_string()))?;
         self.sql.exec(
-            "INSERT INTO think_agent_tool_runs (run_id, tool_call_id, tool_name, child_name, status, started_at, updated_at)
-             VALUES (?, ?, ?, ?, 'running', ?, ?) ON CONFLICT(run_id) DO NOTHING",
+            "INSERT INTO think_agent_tool_runs (run_id, tool_call_id, tool_name, child_name, status, request, started_at, updated_at)
+             VALUES (?, ?, ?, ?, 'running', ?, ?, ?) ON CONFLICT(run_id) DO NOTHING",
             &[
                 id.as_str().into(),
                 tool_call_id.into(),
                 tool_name.into(),
                 child_name.into(),
+                request.into(),
                 SqlValue::Integer(now as i64),
                 SqlValue::Integer(now as i64),
             ],
@@ -109,21 +118,23 @@ impl<'a> Registry<'a> {
     /// The run of a tool call, if there is one.
     pub fn get(&self, tool_call_id: &str) -> Result<Option<Run>, StoreError> {
         let rows = self.sql.exec(
-            "SELECT run_id, tool_call_id, tool_name, child_name, status, result FROM think_agent_tool_runs WHERE run_id = ?",
+            "SELECT run_id, tool_call_id, tool_name, child_name, status, result, request FROM think_agent_tool_runs WHERE run_id = ?",
             &[run_id(tool_call_id).into()],
         )?;
         Ok(rows.into_iter().next().map(|row| {
             let mut it = row.into_iter();
             let mut text = || it.next().and_then(SqlValue::into_string).unwrap_or_default();
+            fn json<T: serde::de::DeserializeOwned>(t: String) -> Option<T> {
+                serde_json::from_str(&t).ok()
+            }
             Run {
                 run_id: text(),
                 tool_call_id: text(),
                 tool_name: text(),
                 child_name: text(),
                 status: text(),
-                result: Some(text())
-                    .filter(|t| !t.is_empty())
-                    .and_then(|t| serde_json::from_str(&t).ok()),
+                result: json(text()),
+                request: json(text()),
             }
         }))
     }
@@ -156,7 +167,7 @@ impl<'a> Registry<'a> {
     pub fn reattach(&self, tool_call_id: &str) -> Result<Reattach, StoreError> {
         Ok(match self.get(tool_call_id)? {
             None => Reattach::NotARun,
-            Some(run) if run.is_running() => Reattach::Tail(run),
+            Some(run) if run.is_running() => Reattach::Tail(Box::new(run)),
             Some(run) => Reattach::Settled(run.result.unwrap_or(Value::Null)),
         })
     }

@@ -33,12 +33,20 @@ fn the_registry_registers_a_call_once_and_decides_reattach() {
     Registry::create_table(db.as_ref()).unwrap();
     let reg = Registry::new(db.as_ref());
     assert_eq!(reg.reattach("c1").unwrap(), Reattach::NotARun);
-    let run = reg.register("c1", "subagent", "p~c1", 1.0).unwrap();
+    let req = StartRequest {
+        run_id: "agent-tool:c1".into(),
+        child_name: "p~c1".into(),
+        parent_name: "p".into(),
+        tool_path: vec!["subagent".into()],
+        input: "task".into(),
+    };
+    let run = reg.register("c1", "subagent", "p~c1", &req, 1.0).unwrap();
+    assert_eq!(run.request.as_ref(), Some(&req));
     assert_eq!(run.run_id, "agent-tool:c1");
     assert!(run.is_running());
-    let again = reg.register("c1", "other", "elsewhere", 2.0).unwrap();
+    let again = reg.register("c1", "other", "elsewhere", &req, 2.0).unwrap();
     assert_eq!(again, run, "a second registration keeps the first");
-    assert_eq!(reg.reattach("c1").unwrap(), Reattach::Tail(run.clone()));
+    assert_eq!(reg.reattach("c1").unwrap(), Reattach::Tail(Box::new(run.clone())));
     reg.finish("c1", &Outcome::Answer(json!("42")), 3.0).unwrap();
     assert_eq!(reg.reattach("c1").unwrap(), Reattach::Settled(json!("42")));
     assert_eq!(reg.by_segment("c1").unwrap().unwrap().child_name, "p~c1");
@@ -238,6 +246,9 @@ type MakeInstance = Box<dyn Fn(&str, Option<&[String]>) -> Rc<Agent>>;
 /// runtime does, with the spec its stored role names.
 struct LocalLink {
     instances: RefCell<BTreeMap<String, Rc<Agent>>>,
+    /// Instances built before any start told them their role (as the runtime does, they run
+    /// the root spec until then, and a first start rebuilds them as the child).
+    roleless: RefCell<std::collections::BTreeSet<String>>,
     make: RefCell<Option<MakeInstance>>,
 }
 
@@ -247,6 +258,9 @@ impl LocalLink {
             return a.clone();
         }
         let agent = (self.make.borrow().as_ref().unwrap())(name, path);
+        if path.is_none() && agent.subagents().current().is_none() {
+            self.roleless.borrow_mut().insert(name.to_owned());
+        }
         self.instances.borrow_mut().insert(name.to_owned(), agent.clone());
         agent
     }
@@ -255,6 +269,9 @@ impl LocalLink {
 #[async_trait(?Send)]
 impl ChildLink for LocalLink {
     async fn start(&self, child: &str, req: &StartRequest) -> Result<(), LinkError> {
+        if self.roleless.borrow_mut().remove(child) {
+            self.instances.borrow_mut().remove(child);
+        }
         let agent = self.get(child, Some(&req.tool_path));
         agent.start_agent_tool_run(req.clone()).map_err(|e| LinkError::Failed(e.to_string()))
     }
@@ -288,7 +305,11 @@ impl World {
             clock: ManualClock::new(),
             root_spec,
             storage: RefCell::new(BTreeMap::new()),
-            link: Rc::new(LocalLink { instances: Default::default(), make: RefCell::new(None) }),
+            link: Rc::new(LocalLink {
+                instances: Default::default(),
+                roleless: Default::default(),
+                make: RefCell::new(None),
+            }),
         });
         Self::wire(&world);
         world
@@ -660,4 +681,53 @@ fn after_a_crash_the_parent_reattaches_to_its_child_and_never_starts_it_again() 
     assert_eq!(users, 1, "the child was given its task once");
     assert_eq!(parent.seen().len(), 2, "the parent continued after re-attaching");
     assert!(agent_events(&tabs).iter().any(|f| f["event"]["kind"] == "finished"));
+}
+
+/// One model call that makes `n` calls of `subagent` at once.
+fn parallel_calls(n: usize) -> Vec<ModelEvent> {
+    let mut events = Vec::new();
+    for i in 0..n {
+        events.push(ModelEvent::ToolCallStart {
+            index: i,
+            id: format!("p{i}"),
+            name: "subagent".into(),
+        });
+        events.push(ModelEvent::ToolCallDelta {
+            index: i,
+            arguments: json!({"task": format!("job {i}")}).to_string(),
+        });
+    }
+    events.push(ModelEvent::Finish { reason: FinishReason::ToolCalls, usage: None });
+    events
+}
+
+#[test]
+fn children_past_the_cap_wait_and_one_still_waiting_at_a_crash_is_started_once_after_it() {
+    let parent = ScriptedModel::with_fallback(text("(parent)"));
+    parent.push([parallel_calls(3), text("all three done")]);
+    let child = ScriptedModel::with_fallback(text("child answer"));
+    let limits = AgentToolLimits { max_concurrent: 2, ..Default::default() };
+    let spec = nested_spec(parent.clone(), vec![child.clone()], None).agent_tool_limits(limits);
+    let world = World::new(spec);
+    child.delay_streams(world.clock.clone(), 5_000);
+    let (agent, _) = root(&world);
+    chat(&world, &agent, "go");
+    assert_eq!(child.seen().len(), 2, "two children work, the third waits for a slot");
+    assert!(
+        !world.storage.borrow().contains_key("root~p2"),
+        "the third child was not even started"
+    );
+    std::mem::forget(agent);
+    world.crash();
+    let (agent, _) = root(&world);
+    run_for(&world, 60_000.0);
+    for i in 0..3 {
+        let out = tool_output(&agent, &format!("p{i}")).unwrap();
+        assert_eq!(out, json!("child answer"), "p{i}");
+        let c = world.link.get(&format!("root~p{i}"), None);
+        let users =
+            c.messages().iter().filter(|m| m.role == crate::protocol::message::Role::User).count();
+        assert_eq!(users, 1, "child p{i} was given its task once");
+    }
+    assert_eq!(parent.seen().len(), 2, "the parent continued once with every answer");
 }

@@ -86,12 +86,6 @@ impl Tool for AgentToolCall {
     async fn execute(&self, input: Value, ctx: &ToolContext) -> Result<Value, ToolError> {
         let s = &self.subagents;
         let child = child_name(&self.parent_name, &ctx.tool_call_id);
-        let run = Registry::new(s.deps.sql.as_ref())
-            .register(&ctx.tool_call_id, &self.tool.name, &child, s.now())
-            .map_err(|e| ToolError::Failed(format!("Could not register the child run: {e}")))?;
-        if !run.is_running() {
-            return Ok(run.result.unwrap_or(Value::Null));
-        }
         let req = StartRequest {
             run_id: run_id(&ctx.tool_call_id),
             child_name: child.clone(),
@@ -99,6 +93,12 @@ impl Tool for AgentToolCall {
             tool_path: self.tool_path.clone(),
             input: user_message(&input),
         };
+        let run = Registry::new(s.deps.sql.as_ref())
+            .register(&ctx.tool_call_id, &self.tool.name, &child, &req, s.now())
+            .map_err(|e| ToolError::Failed(format!("Could not register the child run: {e}")))?;
+        if !run.is_running() {
+            return Ok(run.result.unwrap_or(Value::Null));
+        }
         let start = async {
             match s.link() {
                 Some(link) => link.start(&child, &req).await.map_err(|e| e.to_string()),
