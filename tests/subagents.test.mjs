@@ -91,6 +91,8 @@ test("the parent calls subagent: another tab sees the child's events, the parent
     assert.deepEqual(drill.body.map((m) => [m.role, textOf(m)]), [["user", "CHILD: what is 2+2?"], ["assistant", "It is four."]]);
     assert.equal((await childMessages(worker, "sub-basic", "call_unknown")).status, 404, "only a run the parent has");
     assert.equal((await childMessages(worker, "sub-other", "call_basic")).status, 404, "another parent does not have it");
+    const direct = await fetch(new URL("/agents/think-agent/sub-basic~call_basic/get-messages", worker.url));
+    assert.equal(direct.status, 404, "the child is not readable directly");
     const parentMessages = await getMessages(worker.url, "sub-basic");
     assert.ok(!JSON.stringify(parentMessages).includes("CHILD: what is 2+2?\"}]"), "the parent's transcript has no child steps");
   } finally {
