@@ -162,12 +162,22 @@ fn the_setting_adds_subagent_with_depth_and_limits() {
     assert!(names(&spec.child_spec(&path(2)).unwrap()).is_empty(), "the last level has none");
     assert!(spec.child_spec(&path(3)).is_none());
     let shipped = |v: &str| {
-        let (spec, ignored) = crate::agent::settings::read_settings(|k| (k == "THINK_SUBAGENT").then(|| v.to_owned()));
+        let (spec, ignored) = crate::agent::settings::read_settings(|k| {
+            (k == "THINK_SUBAGENT").then(|| v.to_owned())
+        });
         (names(&spec), ignored.len())
     };
-    assert_eq!(shipped(""), (vec!["subagent".to_string()], 0), "the shipped agent has it by default");
+    assert_eq!(
+        shipped(""),
+        (vec!["subagent".to_string()], 0),
+        "the shipped agent has it by default"
+    );
     assert_eq!(shipped("false"), (vec![], 0), "THINK_SUBAGENT=false removes it");
-    assert_eq!(shipped("{\"depth\": 9}"), (vec!["subagent".to_string()], 1), "a bad value is ignored, with a reason");
+    assert_eq!(
+        shipped("{\"depth\": 9}"),
+        (vec!["subagent".to_string()], 1),
+        "a bad value is ignored, with a reason"
+    );
 }
 
 #[test]
