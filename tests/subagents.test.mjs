@@ -56,7 +56,7 @@ async function waitUntil(pred, what, timeoutMs = 15000) {
   }
 }
 
-test("the parent calls subagent: another tab sees the child's events, the parent gets its answer and continues", async () => {
+test("the parent calls subagent: another tab sees the child's events, the parent gets its answer and continues", async (t) => {
   mark = model.requests.length;
   const worker = await startWorker({ vars: modelVars(model) });
   try {
@@ -68,6 +68,17 @@ test("the parent calls subagent: another tab sees the child's events, the parent
     const tab = await connect(worker.host, "sub-basic");
     const other = await connect(worker.host, "sub-basic");
     const { id } = tab.chat("PARENT: ask a child");
+    // Timings for the README: the call's input to the child's first event, and the child's
+    // last event to the tool's output, as the tab sees them.
+    const at = (pred) => tab.waitFor(pred, { timeout: 20000 }).then(() => performance.now());
+    const bodyIs = (type) => (f) => f.type === "cf_agent_use_chat_response" && f.body && JSON.parse(f.body).type === type;
+    const [called, started, finished, answered] = await Promise.all([
+      at(bodyIs("tool-input-available")),
+      at((f) => f.type === "agent-tool-event" && f.event.kind === "started"),
+      at((f) => f.type === "agent-tool-event" && f.event.kind === "finished"),
+      at(bodyIs("tool-output-available")),
+    ]);
+    t.diagnostic(`call → child started: ${(started - called).toFixed(0)} ms; child finished → tool output: ${(answered - finished).toFixed(0)} ms`);
     await tab.turn(id, { timeout: 20000 });
     const chunks = tab.chunks(id);
     const output = chunks.find((c) => c.type === "tool-output-available" && c.toolCallId === "call_basic");
