@@ -256,3 +256,29 @@ test("two levels of nesting: the grandchild's events reach the root's tab", asyn
     await worker.dispose();
   }
 });
+
+test("more children than the cap wait: with maxConcurrent 2 the third starts only after one finished", async () => {
+  mark = model.requests.length;
+  const worker = await startWorker({ vars: modelVars(model, { THINK_SUBAGENT: '{"maxConcurrent": 2}' }) });
+  try {
+    const calls = ["call_cap_a", "call_cap_b", "call_cap_c"];
+    script = (role, body, result) => {
+      if (role === "PARENT") return result === null ? { toolCalls: calls.map((id, i) => ({ id, name: "subagent", args: { task: `CHILD: job ${i}` } })) } : { text: "all done" };
+      return { text: "a child answer", chunkSize: 2, delayMs: 40 };
+    };
+    const tab = await connect(worker.host, "sub-cap");
+    const { id } = tab.chat("PARENT: three at once");
+    await tab.turn(id, { timeout: 30000 });
+    const outputs = tab.chunks(id).filter((c) => c.type === "tool-output-available");
+    assert.deepEqual(outputs.map((c) => c.output), ["a child answer", "a child answer", "a child answer"]);
+    const frames = events(tab);
+    const startedAt = (call) => frames.findIndex((f) => f.parentToolCallId === call && f.event.kind === "started");
+    const firstFinished = frames.findIndex((f) => f.event.kind === "finished");
+    const starts = calls.map(startedAt).sort((a, b) => a - b);
+    assert.ok(starts[1] < firstFinished, "two children started at once");
+    assert.ok(starts[2] > firstFinished, "the third started only after one had finished");
+    assert.equal(requestsOf("CHILD").length, 3);
+  } finally {
+    await worker.dispose();
+  }
+});
