@@ -282,3 +282,24 @@ test("more children than the cap wait: with maxConcurrent 2 the third starts onl
     await worker.dispose();
   }
 });
+
+test("a child that makes no progress for the stall time (stallMs 2000 here, 120 s by default) is reported interrupted", async () => {
+  mark = model.requests.length;
+  const worker = await startWorker({ vars: modelVars(model, { THINK_SUBAGENT: '{"stallMs": 2000}' }) });
+  try {
+    script = (role, body, result) => {
+      if (role === "PARENT") return result === null ? { toolCalls: [{ id: "call_stall", name: "subagent", args: { task: "CHILD: hang" } }] } : { text: `Parent saw: ${result}` };
+      return { text: "thinking", hang: true };
+    };
+    const tab = await connect(worker.host, "sub-stall");
+    const { id } = tab.chat("PARENT: a child that hangs");
+    await tab.turn(id, { timeout: 20000 });
+    const output = tab.chunks(id).find((c) => c.type === "tool-output-available" && c.toolCallId === "call_stall");
+    assert.deepEqual(output?.output, { ok: false, status: "interrupted", error: "The child agent made no progress for 2 s.", retryable: true });
+    const last = events(tab, "call_stall").at(-1);
+    assert.equal(last.event.kind, "interrupted");
+    assert.equal(requestsOf("PARENT").length, 2, "the parent went on with the failure");
+  } finally {
+    await worker.dispose();
+  }
+});
