@@ -252,6 +252,10 @@ test("two levels of nesting: the grandchild's events reach the root's tab", asyn
     const mid = events(tab, "call_root");
     assert.ok(mid.some((f) => f.event.chunk?.type === "tool-input-available" && f.event.chunk.toolCallId === "call_mid"), "the child's own call is in its stream, for the panel to nest under");
     assert.ok(!requestsOf("GRANDCHILD")[0].tools.some((t) => t.function.name === "subagent"), "the last level has no subagent tool");
+    const grand = await childMessages(worker, "sub-nested", "call_root/sub/call_mid");
+    assert.equal(grand.status, 200, "the drill-in goes down through each parent");
+    assert.deepEqual(grand.body.map((m) => [m.role, textOf(m)]), [["user", "GRANDCHILD: the leaf"], ["assistant", "leaf answer"]]);
+    assert.equal((await childMessages(worker, "sub-nested", "call_mid")).status, 404, "the root has no run call_mid: its child has");
   } finally {
     await worker.dispose();
   }

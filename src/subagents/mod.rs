@@ -183,15 +183,19 @@ pub trait ChildLink {
         tool_call_id: &str,
         approved: bool,
     ) -> Result<bool, LinkError>;
-    /// The child's transcript as UI messages.
-    async fn messages(&self, child: &str) -> Result<Value, LinkError>;
+    /// The transcript (UI messages) of the child, or with `path` of the descendant it names
+    /// from the child down (each a tool call id of a run its parent has); `Null` when one of
+    /// them has no such run.
+    async fn messages(&self, child: &str, path: &[String]) -> Result<Value, LinkError>;
 }
 
-/// The `<child>` of a drill-in path `…/sub/<child>/get-messages`, if `path` is one.
-pub fn drill_in_segment(path: &str) -> Option<&str> {
+/// The `<child>` segments of a drill-in path `…/sub/<child>[/sub/<grandchild>…]/get-messages`,
+/// if `path` is one.
+pub fn drill_in_segments(path: &str) -> Option<Vec<String>> {
     let rest = path.strip_suffix("/get-messages")?;
-    let (_, child) = rest.rsplit_once("/sub/")?;
-    (!child.is_empty() && !child.contains('/')).then_some(child)
+    let (_, subs) = rest.split_once("/sub/")?;
+    let segments: Vec<String> = subs.split("/sub/").map(str::to_owned).collect();
+    segments.iter().all(|s| !s.is_empty() && !s.contains('/')).then_some(segments)
 }
 
 /// How the child's last turn ended, for its run's terminal event.
@@ -538,10 +542,17 @@ impl Subagents {
         Ok(self.registry().by_segment(segment)?.map(|r| r.child_name))
     }
 
-    /// A child's transcript, for the drill-in route.
-    pub async fn child_messages(&self, child: &str) -> Result<Value, LinkError> {
+    /// The transcript of the descendant `path` names (tool call ids from this instance's
+    /// children down), for the drill-in route; `Null` unless each of them has that run.
+    pub async fn child_messages(&self, path: &[String]) -> Result<Value, LinkError> {
+        let Some((first, rest)) = path.split_first() else { return Ok(Value::Null) };
+        let child = match self.child_for(first) {
+            Ok(Some(child)) => child,
+            Ok(None) => return Ok(Value::Null),
+            Err(e) => return Err(LinkError::Failed(e.to_string())),
+        };
         match self.link() {
-            Some(link) => link.messages(child).await,
+            Some(link) => link.messages(&child, rest).await,
             None => Err(LinkError::Unavailable("no link".into())),
         }
     }

@@ -137,9 +137,18 @@ fn a_child_silent_for_the_stall_time_is_stalled() {
 
 #[test]
 fn drill_in_paths_name_the_child_segment() {
-    assert_eq!(drill_in_segment("/agents/think-agent/p/sub/call_1/get-messages"), Some("call_1"));
-    assert_eq!(drill_in_segment("/agents/think-agent/p/get-messages"), None);
-    assert_eq!(drill_in_segment("/agents/think-agent/p/sub//get-messages"), None);
+    let segments = |p: &str| drill_in_segments(p);
+    assert_eq!(
+        segments("/agents/think-agent/p/sub/call_1/get-messages"),
+        Some(vec!["call_1".into()])
+    );
+    assert_eq!(
+        segments("/agents/think-agent/p/sub/a/sub/b/get-messages"),
+        Some(vec!["a".into(), "b".into()])
+    );
+    assert_eq!(segments("/agents/think-agent/p/get-messages"), None);
+    assert_eq!(segments("/agents/think-agent/p/sub//get-messages"), None);
+    assert_eq!(segments("/agents/think-agent/p/sub/a/b/get-messages"), None);
 }
 
 #[test]
@@ -308,8 +317,12 @@ impl ChildLink for LocalLink {
     async fn approve(&self, child: &str, id: &str, approved: bool) -> Result<bool, LinkError> {
         Ok(self.get(child, None).agent_tool_approval(id, approved))
     }
-    async fn messages(&self, child: &str) -> Result<Value, LinkError> {
-        Ok(Value::Array(self.get(child, None).messages().iter().map(|m| m.to_value()).collect()))
+    async fn messages(&self, child: &str, path: &[String]) -> Result<Value, LinkError> {
+        let agent = self.get(child, None);
+        if !path.is_empty() {
+            return agent.subagents().child_messages(path).await;
+        }
+        Ok(Value::Array(agent.messages().iter().map(|m| m.to_value()).collect()))
     }
 }
 
@@ -649,6 +662,16 @@ fn a_childs_approval_is_answered_from_the_parents_tab_two_levels_down() {
         Some(json!("danger ran")),
         "the approved call ran in the grandchild"
     );
+    let drill = |path: &[&str]| {
+        let path: Vec<String> = path.iter().map(|s| s.to_string()).collect();
+        futures::executor::block_on(agent.subagents().child_messages(&path)).unwrap()
+    };
+    assert!(
+        drill(&["c1", "c2"]).to_string().contains("write it"),
+        "the grandchild, through its parent"
+    );
+    assert_eq!(drill(&["c1", "nope"]), Value::Null);
+    assert_eq!(drill(&["c2"]), Value::Null, "the root has no run c2: only its child has");
 }
 
 #[test]

@@ -182,8 +182,8 @@ impl ThinkHost {
             self.agent().on_connect(&conn_id);
             return Response::from_websocket(pair.client);
         }
-        if let Some(segment) = crate::subagents::drill_in_segment(url.path()) {
-            return self.child_messages(segment).await;
+        if let Some(path) = crate::subagents::drill_in_segments(url.path()) {
+            return self.child_messages(&path).await;
         }
         match self.agent().on_http(req.method().as_ref(), url.path()) {
             Some(reply) => {
@@ -195,16 +195,11 @@ impl ThinkHost {
         }
     }
 
-    /// `GET …/sub/<child>/get-messages`: the child's transcript, only for a run this
-    /// instance has.
-    async fn child_messages(&self, segment: &str) -> Result<Response> {
-        let agent = self.agent();
-        let child = match agent.subagents().child_for(segment) {
-            Ok(Some(child)) => child,
-            Ok(None) => return Response::error("Not found: no such child run", 404),
-            Err(e) => return Response::error(format!("The run registry failed: {e}"), 500),
-        };
-        match agent.subagents().child_messages(&child).await {
+    /// `GET …/sub/<child>[/sub/<grandchild>…]/get-messages`: a descendant's transcript, only
+    /// when each parent on the way has that run.
+    async fn child_messages(&self, path: &[String]) -> Result<Response> {
+        match self.agent().subagents().child_messages(path).await {
+            Ok(serde_json::Value::Null) => Response::error("Not found: no such child run", 404),
             Ok(messages) => {
                 let mut resp = Response::ok(messages.to_string())?;
                 resp.headers_mut().set("content-type", "application/json")?;

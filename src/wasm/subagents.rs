@@ -98,8 +98,8 @@ impl ChildLink for DoLink {
         Ok(out.as_bool().unwrap_or(false))
     }
 
-    async fn messages(&self, child: &str) -> Result<Value, LinkError> {
-        self.call(child, "messages", &Value::Null).await
+    async fn messages(&self, child: &str, path: &[String]) -> Result<Value, LinkError> {
+        self.call(child, "messages", &json!({"path": path})).await
     }
 }
 
@@ -109,6 +109,12 @@ struct EventsArgs {
     run_id: String,
     cursor: i64,
     wait_ms: u64,
+}
+
+#[derive(Deserialize)]
+struct PathArgs {
+    #[serde(default)]
+    path: Vec<String>,
 }
 
 #[derive(Deserialize)]
@@ -151,9 +157,20 @@ pub async fn answer(agent: &Rc<Agent>, method: &str, arg: &str) -> Result<JsValu
             let a: ApproveArgs = serde_json::from_str(arg).map_err(bad)?;
             Value::Bool(agent.agent_tool_approval(&a.tool_call_id, a.approved))
         }
-        "messages" => Value::Array(
-            agent.messages().iter().map(crate::protocol::message::UIMessage::to_value).collect(),
-        ),
+        "messages" => {
+            let a: PathArgs = serde_json::from_str(arg).map_err(bad)?;
+            if a.path.is_empty() {
+                Value::Array(
+                    agent
+                        .messages()
+                        .iter()
+                        .map(crate::protocol::message::UIMessage::to_value)
+                        .collect(),
+                )
+            } else {
+                agent.subagents().child_messages(&a.path).await.map_err(bad)?
+            }
+        }
         other => return Err(bad(format!("unknown method {other}"))),
     };
     Ok(JsValue::from_str(&out.to_string()))
