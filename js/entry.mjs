@@ -50,6 +50,11 @@ export class ThinkAgent extends DurableObject {
     return this.#inner.rpcClearMessages();
   }
 
+  /** Agents as tools: a parent's call on this instance as its child (`start`, `events`, `cancel`, `approve`, `messages`); JSON text in and out. */
+  subagentRpc(method, arg) {
+    return this.#inner.rpcSubagent(method, arg);
+  }
+
   addMcpServer(name, url, options) {
     return this.#inner.rpcCall("addMcpServer", [name, url, options ?? null]);
   }

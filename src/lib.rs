@@ -17,6 +17,7 @@ pub mod protocol;
 pub mod session;
 pub mod skills;
 pub mod store;
+pub mod subagents;
 pub mod tools;
 pub mod turn;
 pub mod workspace;

@@ -231,7 +231,7 @@ test("THINK_BASH=false removes the tool", async () => {
   const [r] = await runTools(tab, ["bash", { script: "echo hi > /hi.txt" }]);
   const names = model.requests.at(-2).tools.map((t) => t.function.name);
   // `execute` is built last (its `tools.*` are the rest of the turn), the memory block brings set_context.
-  assert.deepEqual(names, ["read", "write", "edit", "list", "find", "grep", "delete", "set_context", "execute"]);
+  assert.deepEqual(names, ["read", "write", "edit", "list", "find", "grep", "delete", "subagent", "set_context", "execute"]);
   assert.equal(r.type, "tool-input-error", "an unknown tool cannot run");
   assert.match(r.error, /bash/);
 });

@@ -16,6 +16,7 @@ pub mod settings;
 pub mod spec;
 pub mod store;
 pub mod streams;
+mod subagents;
 mod turn;
 
 #[cfg(test)]
@@ -137,6 +138,8 @@ pub struct Agent {
     extensions: Option<Rc<crate::extensions::Extensions>>,
     /// Workspace changes waiting to be pushed to the tabs.
     workspace_push: files::WorkspacePush,
+    /// Agents as tools: this instance's children, and its own run as a child.
+    subagents: Rc<crate::subagents::Subagents>,
 }
 
 impl Agent {
@@ -192,11 +195,21 @@ impl Agent {
             )
         });
         let codemode = codemode::runtime(&spec, &deps);
+        let subagents = crate::subagents::Subagents::new(
+            crate::subagents::SubagentDeps {
+                sql: deps.sql.clone(),
+                sockets: deps.sockets.clone(),
+                clock: deps.clock.clone(),
+                tasks: deps.tasks.clone(),
+            },
+            spec.agent_tool_limits,
+        );
         let browser = browser::runtime(&spec, &deps);
         let extensions = extensions::runtime(&spec, &deps, &workspace, &session);
         let agent = Rc::new(Self {
             browser,
             extensions,
+            subagents,
             skills: crate::skills::Skills::new(spec.skills.clone()),
             codemode,
             session,
@@ -242,6 +255,7 @@ impl Agent {
             }
         };
         futures::join!(self.recover(), self.restore_mcp(), extensions);
+        self.settle_agent_tool_run();
     }
 
     /// The alarm: keeps a running turn's heartbeat, recovers interrupted turns, and sweeps
@@ -437,6 +451,7 @@ impl Agent {
         }
         self.send(conn, &frames::Identity::new(&self.name(), &self.agent_kebab));
         self.deps.sockets.send(conn, &self.mcp_frame());
+        self.subagents.replay_to(conn);
     }
 
     /// Forgets a closed connection's handshake state.
@@ -555,6 +570,7 @@ impl Agent {
         if let Err(e) = result {
             self.warn("clearing failed", e);
         }
+        self.subagents.clear();
         self.broadcast(&frames::ChatClear::new(), origin);
     }
 }

@@ -28,6 +28,8 @@
 //!   object sets `{"approval": "permissions"|"always"|"never", "toolTimeout": 30000,
 //!   "hookTimeout": 5000, "extensions": [{"manifest": {...}, "source": "..."}]}` (the last
 //!   being static extensions loaded at every start).
+//! - `THINK_SUBAGENT`: the `subagent` tool (agents as tools): `false` removes it, a JSON
+//!   object sets `{"depth": 1, "maxConcurrent": 4, "stallMs": 120000}`.
 //!
 //! A value that cannot be read is ignored with a logged reason, and the default applies, so a
 //! typo never stops the agent from starting.
@@ -159,6 +161,13 @@ pub fn read_settings_and_ai(
     };
     let (extension_options, statics) =
         read_extensions(&get("THINK_EXTENSIONS").unwrap_or_default(), &mut ignore);
+    let subagent = crate::subagents::setting::SubagentSetting::parse(
+        &get("THINK_SUBAGENT").unwrap_or_default(),
+    )
+    .unwrap_or_else(|e| {
+        ignore("THINK_SUBAGENT", e.to_string());
+        Some(Default::default())
+    });
     let mut spec = AgentSpec::new(model).context_window(window).skills_dir(skills_dir);
     spec = spec.extensions(extension_options);
     for (manifest, source) in statics {
@@ -187,6 +196,10 @@ pub fn read_settings_and_ai(
             ignored.push(e);
             spec
         }
+    };
+    let spec = match subagent {
+        Some(setting) => setting.apply(spec),
+        None => spec,
     };
     (spec, ignored)
 }

@@ -231,6 +231,10 @@ pub struct AgentSpec {
     pub(crate) extensions: crate::extensions::ExtensionOptions,
     /// The app's own extensions, loaded at every start before the stored ones.
     pub(crate) static_extensions: Vec<(crate::extensions::Manifest, String)>,
+    /// Child agents offered as tools (agents as tools).
+    pub(crate) agent_tools: Vec<crate::subagents::AgentTool>,
+    /// How many children run at once and when a silent one is given up.
+    pub(crate) agent_tool_limits: crate::subagents::AgentToolLimits,
 }
 
 /// What happens to a message sent while a turn is running or queued (Think's
@@ -299,7 +303,35 @@ impl AgentSpec {
             browser: None,
             extensions: Default::default(),
             static_extensions: Vec::new(),
+            agent_tools: Vec::new(),
+            agent_tool_limits: Default::default(),
         }
+    }
+
+    /// Offers a child agent as a tool: the model's call runs the child in its own instance
+    /// and returns its final answer (see [`crate::subagents`]).
+    pub fn agent_tool(mut self, tool: crate::subagents::AgentTool) -> Self {
+        self.agent_tools.retain(|t| t.name != tool.name);
+        self.agent_tools.push(tool);
+        self
+    }
+
+    /// How many children run at once (default 4; more wait) and how long a child may make
+    /// no progress before it is reported `interrupted` (default 120 s).
+    pub fn agent_tool_limits(mut self, limits: crate::subagents::AgentToolLimits) -> Self {
+        self.agent_tool_limits = limits;
+        self
+    }
+
+    /// The spec of the child reached through the agent tools named by `path`, from this
+    /// agent down; `None` when a name is not an agent tool.
+    pub fn child_spec(&self, path: &[String]) -> Option<AgentSpec> {
+        let mut spec = self.clone();
+        for name in path {
+            let tool = spec.agent_tools.iter().find(|t| &t.name == name)?;
+            spec = (tool.child)();
+        }
+        Some(spec)
     }
 
     /// Adds an extension of the app: `source` is a JavaScript object expression

@@ -265,7 +265,7 @@ impl Agent {
             };
             tools.add_layer(Layer::Workspace, workspace_tools(self.workspace.clone(), options));
         }
-        tools.add_layer(Layer::Agent, self.spec.tools.iter().cloned());
+        tools.add_layer(Layer::Agent, self.spec.tools.iter().cloned().chain(self.agent_tools()));
         if let Some(ext) = &self.extensions {
             tools.add_layer(Layer::Extension, crate::extensions::tools::turn_tools(ext));
         }
@@ -491,6 +491,7 @@ impl Agent {
                 if let Some(r) = &rpc {
                     r.observer.on_error(msg);
                 }
+                self.subagents.note_failure(msg);
                 StreamStatus::Error
             }
         };
@@ -679,6 +680,7 @@ impl ChunkSink for TurnStream {
         let frame = frames::chat_chunk_frame_text(&self.request_id, chunk, self.continuation);
         self.agent.broadcast_live_text(&frame);
         drop(frame);
+        self.agent.subagents.note_chunk(chunk);
         let body = crate::protocol::json::to_string_exact(chunk);
         if let Some(observer) = &self.observer {
             observer.on_event(&body);

@@ -1083,6 +1083,34 @@ impl<'a> ChatRecovering<'a> {
     }
 }
 
+/// `{"type":"agent-tool-event","parentToolCallId","sequence","event":{kind,…}[,"replay":true]}`:
+/// one event of a child agent that runs as the tool call `parentToolCallId` (agents as tools).
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct AgentToolEvent<'a> {
+    #[serde(rename = "type")]
+    kind: &'static str,
+    /// The parent's tool call the child runs as.
+    pub parent_tool_call_id: &'a str,
+    /// The event's place in the run, from 0.
+    pub sequence: u64,
+    /// `{kind:"started"|"chunk"|"finished"|"error"|"aborted"|"interrupted", …}`.
+    pub event: Value,
+    /// Set on events sent again to a tab that joined mid-run.
+    #[serde(skip_serializing_if = "is_false")]
+    pub replay: bool,
+}
+
+impl<'a> AgentToolEvent<'a> {
+    /// The `type` of these frames.
+    pub const TYPE: &'static str = "agent-tool-event";
+
+    /// Event number `sequence` of the child running as `parent_tool_call_id`.
+    pub fn new(parent_tool_call_id: &'a str, sequence: u64, event: Value) -> Self {
+        Self { kind: Self::TYPE, parent_tool_call_id, sequence, event, replay: false }
+    }
+}
+
 /// The answer to a malformed frame: on its chat request, on its rpc call, or a protocol error.
 #[derive(Debug, Clone, Serialize)]
 #[serde(untagged)]
