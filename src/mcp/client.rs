@@ -5,6 +5,7 @@
 //! `add_mcp_server`, `restore`, `wait_for_connections` and tool calls all await the same
 //! future, so whoever is waiting drives it, which suits a single-threaded Worker.
 
+use super::oauth::{self, AuthRecord, CallbackParams, OAuth, OAuthError};
 use super::session::Session;
 use super::store::{self, Pin, ServerRow};
 use super::tools::{self, McpTool, ToolCaller};
@@ -74,11 +75,16 @@ pub struct AddServerOptions {
     pub headers: Vec<(String, String)>,
     /// A stable id instead of a random one, so tool names survive re-adding.
     pub id: Option<String>,
+    /// The OAuth redirect URI, used if the server asks for authorization
+    /// (`https://<host>/agents/<class>/<name>/callback`).
+    pub callback_url: Option<String>,
 }
 
 /// Where a server's connection stands.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ConnectionState {
+    /// Waiting for the user to authorize the agent at the server's `auth_url`.
+    Authenticating,
     /// Opening the transport and initialising the session.
     Connecting,
     /// Initialised; listing tools, prompts and resources.
@@ -93,6 +99,7 @@ impl ConnectionState {
     /// The name the reference uses in `cf_agent_mcp_servers`.
     pub fn as_str(self) -> &'static str {
         match self {
+            ConnectionState::Authenticating => "authenticating",
             ConnectionState::Connecting => "connecting",
             ConnectionState::Discovering => "discovering",
             ConnectionState::Ready => "ready",
@@ -110,6 +117,8 @@ pub struct AddedServer {
     pub state: ConnectionState,
     /// Why connecting failed, when it did.
     pub error: Option<String>,
+    /// Where the user authorizes the agent, while `Authenticating`.
+    pub auth_url: Option<String>,
 }
 
 /// A tool whose description or input schema changed after it was pinned; it stays out of
@@ -156,6 +165,8 @@ pub struct ServerStatus {
     pub state: ConnectionState,
     /// The last connection error, while failed.
     pub error: Option<String>,
+    /// Where the user authorizes the agent, while `Authenticating`.
+    pub auth_url: Option<String>,
     /// Transport actually in use while connected (`auto` resolves to one of the two).
     pub connected_via: Option<TransportKind>,
     /// The negotiated MCP protocol version while connected.
@@ -207,13 +218,32 @@ struct Server {
     stale: bool,
     /// The session a `listen` call is reading, so that a second caller steps aside.
     listener: Option<Weak<Session>>,
+    /// OAuth registration, tokens and pending authorization, for servers that asked for it.
+    auth: Option<AuthRecord>,
+    /// The access token every request of this server's sessions sends.
+    bearer: Rc<RefCell<Option<String>>>,
 }
 
 impl Server {
-    fn new(row: ServerRow, pins: BTreeMap<String, Pin>) -> Server {
+    fn new(
+        row: ServerRow,
+        pins: BTreeMap<String, Pin>,
+        auth: Option<AuthRecord>,
+        now: f64,
+    ) -> Server {
+        let token = auth.as_ref().and_then(|a| a.tokens.as_ref()).map(|t| t.access_token.clone());
+        // An authorization left waiting before a restart keeps waiting for its callback.
+        let waiting = auth.as_ref().is_some_and(|a| {
+            a.tokens.is_none()
+                && a.pending.as_ref().is_some_and(|p| now - p.created_at < oauth::PENDING_TTL_MS)
+        });
         Server {
             row,
-            state: ConnectionState::Connecting,
+            state: if waiting {
+                ConnectionState::Authenticating
+            } else {
+                ConnectionState::Connecting
+            },
             error: None,
             session: None,
             catalog: None,
@@ -225,7 +255,17 @@ impl Server {
             refreshing: false,
             stale: false,
             listener: None,
+            auth,
+            bearer: Rc::new(RefCell::new(token)),
         }
+    }
+
+    /// The URL the user should open, while the server waits for authorization.
+    fn auth_url(&self) -> Option<String> {
+        if self.state != ConnectionState::Authenticating {
+            return None;
+        }
+        self.auth.as_ref()?.pending.as_ref().map(|p| p.auth_url.clone())
     }
 }
 
@@ -240,6 +280,9 @@ struct Inner {
     on_change: RefCell<Option<Rc<dyn Fn()>>>,
     generation: Cell<u64>,
     tool_cache: RefCell<Option<Vec<ToolRef>>>,
+    /// Serialises token refreshes and new authorizations, so concurrent calls that meet an
+    /// expired token refresh it once.
+    auth_lock: futures::lock::Mutex<()>,
 }
 
 #[async_trait::async_trait(?Send)]
@@ -398,7 +441,10 @@ impl Inner {
                     return;
                 }
                 Err(e) => {
-                    let retry = !matches!(e, McpError::Url(_));
+                    let retry = !matches!(
+                        e,
+                        McpError::Url(_) | McpError::AuthorizationRequired(_) | McpError::OAuth(_)
+                    );
                     if retry && tries < attempts && self.is_current(id, attempt) {
                         self.mark_state(id, attempt, ConnectionState::Connecting);
                         self.clock.sleep(delay).await;
@@ -412,19 +458,47 @@ impl Inner {
         }
     }
 
+    /// One connection attempt with the server's credentials: tokens due for refresh are
+    /// refreshed first, a 401 refreshes them once more, and a 401 they cannot fix starts a
+    /// new authorization (`AuthorizationRequired`).
     async fn connect_once(
         &self,
         id: &str,
         attempt: u64,
     ) -> Result<(Rc<Session>, Catalog), McpError> {
-        let row = self
-            .with_server(id, |s| s.row.clone())
+        self.refresh_if_due(id).await;
+        let mut refreshed = false;
+        loop {
+            match self.connect_attempt(id, attempt).await {
+                Err(McpError::Unauthorized { challenge }) => {
+                    if !refreshed && self.has_refresh_token(id) {
+                        refreshed = true;
+                        let seen = self.bearer(id);
+                        if self.refresh_tokens(id, seen.as_deref()).await.is_ok() {
+                            continue;
+                        }
+                    }
+                    return Err(self.begin_authorization(id, challenge.as_deref()).await);
+                }
+                other => return other,
+            }
+        }
+    }
+
+    async fn connect_attempt(
+        &self,
+        id: &str,
+        attempt: u64,
+    ) -> Result<(Rc<Session>, Catalog), McpError> {
+        let (row, bearer) = self
+            .with_server(id, |s| (s.row.clone(), s.bearer.clone()))
             .ok_or_else(|| McpError::UnknownServer(id.into()))?;
         let url = net::check_url(&row.url, &self.config.net_policy())?;
         let env = Env {
             http: self.http.clone(),
             clock: self.clock.clone(),
             headers: row.headers.clone(),
+            bearer,
         };
         let info = json!({"name": self.config.client_name, "version": self.config.client_version});
         let timeout = self.config.connect_timeout_ms;
@@ -583,15 +657,27 @@ impl Inner {
                 return false;
             }
             s.session = None;
-            s.state = ConnectionState::Failed;
-            s.error = Some(e.to_string());
-            s.failed_at = Some(now);
             s.task = None;
+            if matches!(e, McpError::AuthorizationRequired(_)) {
+                s.state = ConnectionState::Authenticating;
+                s.error = None;
+                s.failed_at = None;
+            } else {
+                s.state = ConnectionState::Failed;
+                s.error = Some(e.to_string());
+                s.failed_at = Some(now);
+            }
             true
         });
         if applied == Some(true) {
             self.changed();
         }
+    }
+
+    /// Marks the server failed whatever attempt is current (a callback that went wrong).
+    fn apply_failed_now(&self, id: &str, e: &McpError) {
+        let attempt = self.with_server(id, |s| s.attempt).unwrap_or_default();
+        self.apply_failed(id, attempt, e);
     }
 
     /// Records that `session` broke, unless the server has moved on to another one. The next
@@ -624,13 +710,21 @@ impl Inner {
     /// A live session for `id`, connecting (or waiting for the attempt under way) if needed.
     async fn ready_session(&self, id: &str) -> Result<Rc<Session>, McpError> {
         for _ in 0..2 {
-            let (session, task, failed) = self
+            let (session, task, failed, auth_url) = self
                 .with_server(id, |s| {
-                    (s.session.clone(), s.task.clone(), s.failed_at.map(|t| (t, s.error.clone())))
+                    (
+                        s.session.clone(),
+                        s.task.clone(),
+                        s.failed_at.map(|t| (t, s.error.clone())),
+                        s.auth_url(),
+                    )
                 })
                 .ok_or_else(|| McpError::UnknownServer(id.into()))?;
             if let Some(session) = session {
                 return Ok(session);
+            }
+            if let (None, Some(url)) = (&task, auth_url) {
+                return Err(McpError::AuthorizationRequired(url));
             }
             let task = match task {
                 Some(t) => t,
@@ -713,6 +807,150 @@ impl Inner {
         }
     }
 
+    fn oauth(&self) -> OAuth<'_> {
+        OAuth {
+            http: self.http.as_ref(),
+            clock: self.clock.as_ref(),
+            policy: self.config.net_policy(),
+            client_name: &self.config.client_name,
+        }
+    }
+
+    /// The access token the server's requests send now.
+    fn bearer(&self, id: &str) -> Option<String> {
+        self.with_server(id, |s| s.bearer.borrow().clone()).flatten()
+    }
+
+    fn has_refresh_token(&self, id: &str) -> bool {
+        self.with_server(id, |s| {
+            s.auth
+                .as_ref()
+                .and_then(|a| a.tokens.as_ref())
+                .is_some_and(|t| t.refresh_token.is_some())
+        })
+        .unwrap_or(false)
+    }
+
+    /// Persists `record` first, then installs it and its access token in memory.
+    fn set_auth(&self, id: &str, record: AuthRecord) -> Result<(), McpError> {
+        store::save_auth(self.sql.as_ref(), id, Some(&record))?;
+        self.with_server(id, |s| {
+            *s.bearer.borrow_mut() = record.tokens.as_ref().map(|t| t.access_token.clone());
+            s.auth = Some(record);
+        });
+        Ok(())
+    }
+
+    /// Refreshes the tokens of `id`, unless someone refreshed them since the caller saw
+    /// `seen` (then the caller just uses the new ones).
+    async fn refresh_tokens(&self, id: &str, seen: Option<&str>) -> Result<(), McpError> {
+        let _lock = self.auth_lock.lock().await;
+        let record = self
+            .with_server(id, |s| s.auth.clone())
+            .flatten()
+            .ok_or_else(|| McpError::UnknownServer(id.into()))?;
+        let current = record.tokens.as_ref().map(|t| t.access_token.as_str());
+        if current != seen {
+            return Ok(());
+        }
+        let tokens = self.oauth().refresh(&record).await?;
+        self.set_auth(id, AuthRecord { tokens: Some(tokens), ..record })
+    }
+
+    /// Refreshes tokens about to expire, before a request would be refused with them. A
+    /// failed refresh is left to the request: its 401 starts a new authorization.
+    async fn refresh_if_due(&self, id: &str) {
+        let now = self.clock.now_ms();
+        let due = self
+            .with_server(id, |s| {
+                let tokens = s.auth.as_ref()?.tokens.as_ref()?;
+                tokens.refresh_due(now).then(|| tokens.access_token.clone())
+            })
+            .flatten();
+        if let Some(seen) = due {
+            let _ = self.refresh_tokens(id, Some(&seen)).await;
+        }
+    }
+
+    /// After a 401 the tokens could not fix: discovers the authorization server, registers a
+    /// client if needed and stores a new pending authorization. Returns
+    /// `AuthorizationRequired(url)`, or why OAuth could not start.
+    async fn begin_authorization(&self, id: &str, challenge: Option<&str>) -> McpError {
+        let started = self.clock.now_ms();
+        let _lock = self.auth_lock.lock().await;
+        self.begin_locked(id, challenge, started).await
+    }
+
+    /// [`Self::begin_authorization`] with `auth_lock` held. An authorization another caller
+    /// began after `started` is reused rather than replaced.
+    async fn begin_locked(&self, id: &str, challenge: Option<&str>, started: f64) -> McpError {
+        let Some((url, callback, record)) = self
+            .with_server(id, |s| (s.row.url.clone(), s.row.callback_url.clone(), s.auth.clone()))
+        else {
+            return McpError::UnknownServer(id.into());
+        };
+        if let Some(p) =
+            record.as_ref().filter(|r| r.tokens.is_none()).and_then(|r| r.pending.as_ref())
+        {
+            if p.created_at >= started {
+                return McpError::AuthorizationRequired(p.auth_url.clone());
+            }
+        }
+        let url = match net::check_url(&url, &self.config.net_policy()) {
+            Ok(u) => u,
+            Err(e) => return e.into(),
+        };
+        let challenge = oauth::parse_challenge(challenge.unwrap_or_default());
+        let mut record = record.unwrap_or_default();
+        let began = with_timeout(
+            self.clock.as_ref(),
+            self.config.connect_timeout_ms,
+            self.oauth().begin(&url, &challenge, &mut record, callback.as_deref()),
+        )
+        .await;
+        match began {
+            Some(Ok(auth_url)) => match self.set_auth(id, record) {
+                Ok(()) => McpError::AuthorizationRequired(auth_url),
+                Err(e) => e,
+            },
+            Some(Err(e @ OAuthError::NoCallback)) => e.into(),
+            // A server that asked for a token it does not issue itself (or a static one).
+            Some(Err(OAuthError::Discovery(_))) if challenge.resource_metadata.is_none() => {
+                McpError::Transport(
+                    "HTTP 401: Unauthorized (the server offers no OAuth metadata)".into(),
+                )
+            }
+            Some(Err(e)) => McpError::Transport(format!(
+                "HTTP 401: Unauthorized, and OAuth could not start: {e}"
+            )),
+            None => McpError::Timeout(self.config.connect_timeout_ms),
+        }
+    }
+
+    /// A live session was refused and could not be re-authorized: waits for the user if a new
+    /// authorization began, else fails like any broken connection.
+    fn apply_auth_lost(&self, id: &str, session: &Rc<Session>, e: &McpError) {
+        if !matches!(e, McpError::AuthorizationRequired(_)) {
+            self.mark_failed(id, session, e);
+            return;
+        }
+        self.apply_authenticating(id, None);
+    }
+
+    /// Puts the server in `authenticating` (its pending authorization holds the URL), with an
+    /// error saying why when a previous attempt went wrong.
+    fn apply_authenticating(&self, id: &str, error: Option<String>) {
+        self.with_server(id, |s| {
+            s.session = None;
+            s.task = None;
+            s.attempt += 1;
+            s.state = ConnectionState::Authenticating;
+            s.error = error;
+            s.failed_at = None;
+        });
+        self.changed();
+    }
+
     /// Calls a tool; every failure becomes a `ToolError` the model can read.
     pub(crate) async fn call_tool(
         &self,
@@ -727,8 +965,10 @@ impl Inner {
             |e: &McpError| ToolError::Failed(format!("MCP server \"{name}\" is unavailable: {e}"));
         let params = json!({"name": tool, "arguments": args});
         let mut retried = false;
+        let mut reauthorized = false;
         loop {
             let session = self.ready_session(id).await.map_err(|e| unavailable(&e))?;
+            self.refresh_if_due(id).await;
             let timeout = self.config.request_timeout_ms;
             let Some(outcome) = with_timeout(
                 self.clock.as_ref(),
@@ -753,6 +993,18 @@ impl Inner {
                 Err(McpError::SessionExpired) if !retried => {
                     retried = true;
                     self.drop_session(id, &session);
+                }
+                Err(McpError::Unauthorized { challenge }) if !reauthorized => {
+                    reauthorized = true;
+                    let seen = self.bearer(id);
+                    if self.has_refresh_token(id)
+                        && self.refresh_tokens(id, seen.as_deref()).await.is_ok()
+                    {
+                        continue;
+                    }
+                    let e = self.begin_authorization(id, challenge.as_deref()).await;
+                    self.apply_auth_lost(id, &session, &e);
+                    return Err(unavailable(&e));
                 }
                 Err(McpError::Rpc { message, .. }) => {
                     return Err(ToolError::Failed(format!(
@@ -826,11 +1078,14 @@ impl McpClient {
     ) -> Result<McpClient, McpError> {
         store::init(sql.as_ref())?;
         let mut pins = store::load_pins(sql.as_ref())?;
+        let mut auth = store::load_auth(sql.as_ref())?;
+        let now = clock.now_ms();
         let servers = store::load_servers(sql.as_ref())?
             .into_iter()
             .map(|row| {
                 let p = pins.remove(&row.id).unwrap_or_default();
-                Server::new(row, p)
+                let a = auth.remove(&row.id);
+                Server::new(row, p, a, now)
             })
             .collect();
         // Every request and redirect hop is checked, not only the URL a server was added with.
@@ -845,6 +1100,7 @@ impl McpClient {
             on_change: RefCell::new(None),
             generation: Cell::new(0),
             tool_cache: RefCell::new(None),
+            auth_lock: futures::lock::Mutex::new(()),
         });
         Ok(McpClient { inner })
     }
@@ -917,6 +1173,7 @@ impl McpClient {
                 transport,
                 headers: options.headers,
                 session: None,
+                callback_url: options.callback_url,
             }
         };
         let id = row.id.clone();
@@ -930,6 +1187,7 @@ impl McpClient {
                     s.row = row;
                     s.task = None;
                     s.attempt += 1;
+                    s.state = ConnectionState::Connecting;
                     s.failed_at = None;
                     s.session.take()
                 });
@@ -939,20 +1197,24 @@ impl McpClient {
             }
             None => {
                 store::save_server(inner.sql.as_ref(), &row)?;
-                inner.servers.borrow_mut().push(Server::new(row, BTreeMap::new()));
+                let now = inner.clock.now_ms();
+                inner.servers.borrow_mut().push(Server::new(row, BTreeMap::new(), None, now));
                 inner.changed();
             }
         }
-        let ready = inner.with_server(&id, |s| s.session.is_some()).unwrap_or(false);
-        if !ready {
+        // A server waiting for authorization keeps its URL rather than getting a new one.
+        let settled = inner
+            .with_server(&id, |s| s.session.is_some() || s.auth_url().is_some())
+            .unwrap_or(false);
+        if !settled {
             if let Some(task) = inner.start_connect(&id, 1) {
                 task.await;
             }
         }
-        let (state, error) = inner
-            .with_server(&id, |s| (s.state, s.error.clone()))
+        let (state, error, auth_url) = inner
+            .with_server(&id, |s| (s.state, s.error.clone(), s.auth_url()))
             .ok_or_else(|| McpError::UnknownServer(id.clone()))?;
-        Ok(AddedServer { id, state, error })
+        Ok(AddedServer { id, state, error, auth_url })
     }
 
     /// Disconnects (ending a Streamable HTTP session with DELETE, best effort) and forgets
@@ -1006,6 +1268,70 @@ impl McpClient {
         Ok(pins.len())
     }
 
+    /// Whether `path` is the OAuth callback path of a registered server.
+    pub fn is_callback_path(&self, path: &str) -> bool {
+        self.inner.servers.borrow().iter().any(|s| {
+            s.row
+                .callback_url
+                .as_deref()
+                .and_then(|u| net::Url::parse(u).ok())
+                .is_some_and(|u| u.path() == path)
+        })
+    }
+
+    /// Completes an authorization from the callback's query (`code`, `state`): the state must
+    /// match an authorization in progress, and is used up before anything else happens; a
+    /// wrong or replayed one changes nothing. The code is exchanged for tokens and the server
+    /// connects. Returns the server's id.
+    pub async fn complete_authorization(&self, query: &str) -> Result<String, McpError> {
+        let inner = &self.inner;
+        let params = CallbackParams::parse(query);
+        let state = params.state.ok_or(OAuthError::UnknownState)?;
+        let lock = inner.auth_lock.lock().await;
+        let found = inner.servers.borrow().iter().find_map(|s| {
+            let record = s.auth.as_ref()?;
+            let pending = record.pending.as_ref()?;
+            oauth::same_secret(&pending.state, &state).then(|| (s.row.id.clone(), record.clone()))
+        });
+        let (id, mut record) = found.ok_or(OAuthError::UnknownState)?;
+        let pending = record.pending.take().ok_or(OAuthError::UnknownState)?;
+        inner.set_auth(&id, record.clone())?;
+        let now = inner.clock.now_ms();
+        let outcome = match (params.error, params.code) {
+            (Some(error), _) => Err(OAuthError::Denied(error)),
+            _ if now - pending.created_at >= oauth::PENDING_TTL_MS => {
+                Err(OAuthError::Denied("the authorization expired".into()))
+            }
+            (None, None) => Err(OAuthError::Denied("the callback carries no code".into())),
+            (None, Some(code)) => inner.oauth().exchange(&record, &pending, &code).await,
+        };
+        let tokens = match outcome {
+            Ok(tokens) => tokens,
+            Err(e) => {
+                // The user can try again at a new URL.
+                let again = inner.begin_locked(&id, None, now).await;
+                match again {
+                    McpError::AuthorizationRequired(_) => {
+                        inner.apply_authenticating(&id, Some(e.to_string()))
+                    }
+                    other => inner.apply_failed_now(&id, &other),
+                }
+                return Err(e.into());
+            }
+        };
+        inner.set_auth(&id, AuthRecord { tokens: Some(tokens), ..record })?;
+        drop(lock);
+        inner.with_server(&id, |s| {
+            s.task = None;
+            s.attempt += 1;
+            s.failed_at = None;
+        });
+        if let Some(task) = inner.start_connect(&id, 1) {
+            task.await;
+        }
+        Ok(id)
+    }
+
     /// Connects every registered server that has no connection, with retries, and resolves
     /// when all have settled. The glue runs this when the object starts.
     pub async fn restore(&self) {
@@ -1014,7 +1340,7 @@ impl McpClient {
             .servers
             .borrow()
             .iter()
-            .filter(|s| s.session.is_none())
+            .filter(|s| s.session.is_none() && s.state != ConnectionState::Authenticating)
             .map(|s| s.row.id.clone())
             .collect();
         let attempts = inner.config.restore_attempts;
@@ -1143,6 +1469,7 @@ impl McpClient {
                 transport: s.row.transport,
                 state: s.state,
                 error: s.error.clone(),
+                auth_url: s.auth_url(),
                 connected_via: s.session.as_ref().map(|x| x.transport_kind()),
                 protocol_version: s.session.as_ref().map(|x| x.protocol_version.clone()),
                 tool_count: s.catalog.as_ref().map_or(0, |c| c.tools.len()),
@@ -1159,7 +1486,7 @@ impl McpClient {
         let (mut tools, mut prompts, mut resources) = (Vec::new(), Vec::new(), Vec::new());
         for s in servers.iter() {
             let mut entry = json!({
-                "auth_url": null,
+                "auth_url": s.auth_url(),
                 "capabilities": s.catalog.as_ref().map(|c| c.capabilities.clone()),
                 "error": s.error.as_deref().map(sanitize_error),
                 "instructions": s.catalog.as_ref().and_then(|c| c.instructions.clone()),

@@ -20,11 +20,14 @@
 mod client;
 mod error;
 mod jsonrpc;
+mod oauth;
 mod session;
 mod store;
 mod tools;
 mod transport;
 
+#[cfg(test)]
+mod oauth_tests;
 #[cfg(test)]
 mod tests;
 
@@ -33,5 +36,6 @@ pub use client::{
     PendingToolChange, ServerStatus,
 };
 pub use error::McpError;
+pub use oauth::OAuthError;
 pub use tools::tool_name;
 pub use transport::TransportKind;

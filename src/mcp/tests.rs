@@ -71,7 +71,12 @@ fn connects_discovers_and_calls_over_streamable_http_json() {
         env.run(client.add_mcp_server("Alpha", "https://a.example/mcp", opts("alpha"))).unwrap();
     assert_eq!(
         added,
-        AddedServer { id: "alpha".into(), state: ConnectionState::Ready, error: None }
+        AddedServer {
+            id: "alpha".into(),
+            state: ConnectionState::Ready,
+            error: None,
+            auth_url: None
+        }
     );
 
     // initialize, then the initialized notification, then listings.
@@ -447,8 +452,13 @@ fn auto_reports_both_errors_and_auth_errors_do_not_fall_back() {
     *locked.bearer.borrow_mut() = Some("secret".into());
     let o = AddServerOptions { transport: Some(TransportKind::Auto), ..Default::default() };
     let added = env.run(client.add_mcp_server("Locked", "https://locked.example/mcp", o)).unwrap();
-    assert_eq!(added.error.unwrap(), "HTTP 401: Unauthorized");
-    assert_eq!(env.http.requests("GET").len(), 1, "only the first server fell back to SSE");
+    assert_eq!(
+        added.error.unwrap(),
+        "HTTP 401: Unauthorized (the server offers no OAuth metadata)"
+    );
+    let sse_gets =
+        env.http.requests("GET").iter().filter(|r| !r.url.contains("/.well-known/")).count();
+    assert_eq!(sse_gets, 1, "only the first server fell back to SSE");
 }
 
 #[test]
@@ -462,7 +472,7 @@ fn bearer_headers_are_sent_on_every_request_of_both_transports() {
     let with = |token: &str, t: TransportKind| AddServerOptions {
         transport: Some(t),
         headers: vec![("Authorization".into(), format!("Bearer {token}"))],
-        id: None,
+        ..Default::default()
     };
     let ra = env.run(client.add_mcp_server(
         "A",
@@ -1049,6 +1059,7 @@ fn a_stored_private_url_is_not_connected_on_restore() {
         transport: TransportKind::default(),
         headers: Vec::new(),
         session: None,
+        callback_url: None,
     };
     store::save_server(env.sql.as_ref(), &row).unwrap();
     let client = env.client();

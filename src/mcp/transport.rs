@@ -123,17 +123,25 @@ impl TransportKind {
     }
 }
 
-/// What every request needs: the HTTP seam, the clock and the caller's custom headers.
+/// What every request needs: the HTTP seam, the clock, the caller's custom headers and the
+/// server's OAuth access token.
 #[derive(Clone)]
 pub(crate) struct Env {
     pub http: Rc<dyn HttpClient>,
     pub clock: Rc<dyn Clock>,
     pub headers: Vec<(String, String)>,
+    /// Shared with the client, which replaces the token when it refreshes it, so a live
+    /// session sends the new one from its next request on.
+    pub bearer: Rc<RefCell<Option<String>>>,
 }
 
 impl Env {
-    /// The caller's headers, minus any that `ours` sets, followed by `ours`.
-    fn headers(&self, ours: Vec<(&str, String)>) -> Vec<(String, String)> {
+    /// The caller's headers, minus any that `ours` sets, followed by `ours` and the OAuth
+    /// access token, when there is one.
+    fn headers(&self, mut ours: Vec<(&str, String)>) -> Vec<(String, String)> {
+        if let Some(token) = self.bearer.borrow().as_ref() {
+            ours.push(("authorization", format!("Bearer {token}")));
+        }
         let mut out: Vec<(String, String)> = self
             .headers
             .iter()
@@ -176,6 +184,10 @@ async fn error_text(resp: HttpResponse) -> String {
 async fn check_status(resp: HttpResponse) -> Result<HttpResponse, McpError> {
     if (200..300).contains(&resp.status) {
         Ok(resp)
+    } else if resp.status == 401 {
+        Err(McpError::Unauthorized {
+            challenge: resp.header("www-authenticate").map(str::to_owned),
+        })
     } else {
         let status = resp.status;
         Err(McpError::Http { status, body: error_text(resp).await })
