@@ -7,7 +7,8 @@
 //!   the model name (Anthropic's base defaults to `https://api.anthropic.com/v1`, Workers AI's
 //!   model to [`DEFAULT_WORKERS_AI_MODEL`]);
 //! - `THINK_MODEL_THINKING_BUDGET`: Anthropic's extended thinking, in budget tokens;
-//! - `THINK_APPROVAL`: comma-separated names or globs of tools that need approval;
+//! - `THINK_APPROVAL`: comma-separated names or globs of tools that need approval; an entry
+//!   `!glob` lifts the approval that MCP tools annotated `destructiveHint: true` need by default;
 //! - `THINK_BASH`: the bash tool, like Think's `workspaceBash`: `false` removes it, a JSON
 //!   object sets its options (`{"timeout": 5000, "network": true, "maxWorkspaceFiles": 1000,
 //!   "maxWorkspaceFileBytes": 1000000, "maxOutputBytes": 64000}`; missing keys keep Think's

@@ -951,44 +951,32 @@ impl Inner {
         self.changed();
     }
 
-    /// Calls a tool; every failure becomes a `ToolError` the model can read.
-    pub(crate) async fn call_tool(
+    /// Sends one request to the server, connecting first if needed. An expired session is
+    /// re-initialised once, and a 401 is answered by refreshing the tokens or, failing that,
+    /// by a new authorization (the error is then `AuthorizationRequired`).
+    pub(crate) async fn request(
         &self,
         id: &str,
-        tool: &str,
-        args: Value,
-    ) -> Result<Value, ToolError> {
-        let Some(name) = self.with_server(id, |s| s.row.name.clone()) else {
-            return Err(ToolError::Failed(format!("MCP server \"{id}\" has been removed.")));
-        };
-        let unavailable =
-            |e: &McpError| ToolError::Failed(format!("MCP server \"{name}\" is unavailable: {e}"));
-        let params = json!({"name": tool, "arguments": args});
+        method: &str,
+        params: Value,
+    ) -> Result<Value, McpError> {
         let mut retried = false;
         let mut reauthorized = false;
         loop {
-            let session = self.ready_session(id).await.map_err(|e| unavailable(&e))?;
+            let session = self.ready_session(id).await?;
             self.refresh_if_due(id).await;
             let timeout = self.config.request_timeout_ms;
             let Some(outcome) = with_timeout(
                 self.clock.as_ref(),
                 timeout,
-                session.request("tools/call", Some(params.clone())),
+                session.request(method, Some(params.clone())),
             )
             .await
             else {
-                return Err(unavailable(&McpError::Timeout(timeout)));
+                return Err(McpError::Timeout(timeout));
             };
             self.after_exchange(id, &session).await;
             match outcome {
-                Ok(result) if result.get("isError").and_then(Value::as_bool) == Some(true) => {
-                    let text = tools::content_text(&result);
-                    return Err(ToolError::Failed(if text.is_empty() {
-                        "Tool call failed".into()
-                    } else {
-                        text
-                    }));
-                }
                 Ok(result) => return Ok(result),
                 Err(McpError::SessionExpired) if !retried => {
                     retried = true;
@@ -1004,20 +992,44 @@ impl Inner {
                     }
                     let e = self.begin_authorization(id, challenge.as_deref()).await;
                     self.apply_auth_lost(id, &session, &e);
-                    return Err(unavailable(&e));
+                    return Err(e);
                 }
-                Err(McpError::Rpc { message, .. }) => {
-                    return Err(ToolError::Failed(format!(
-                        "MCP tool \"{tool}\" on server \"{name}\" failed: {message}"
-                    )))
-                }
+                Err(e @ McpError::Rpc { .. }) => return Err(e),
                 Err(e) => {
                     if e.is_connection_failure() || e == McpError::SessionExpired {
                         self.mark_failed(id, &session, &e);
                     }
-                    return Err(unavailable(&e));
+                    return Err(e);
                 }
             }
+        }
+    }
+
+    /// Calls a tool; every failure becomes a `ToolError` the model can read.
+    pub(crate) async fn call_tool(
+        &self,
+        id: &str,
+        tool: &str,
+        args: Value,
+    ) -> Result<Value, ToolError> {
+        let Some(name) = self.with_server(id, |s| s.row.name.clone()) else {
+            return Err(ToolError::Failed(format!("MCP server \"{id}\" has been removed.")));
+        };
+        let params = json!({"name": tool, "arguments": args});
+        match self.request(id, "tools/call", params).await {
+            Ok(result) if result.get("isError").and_then(Value::as_bool) == Some(true) => {
+                let text = tools::content_text(&result);
+                Err(ToolError::Failed(if text.is_empty() {
+                    "Tool call failed".into()
+                } else {
+                    text
+                }))
+            }
+            Ok(result) => Ok(result),
+            Err(McpError::Rpc { message, .. }) => Err(ToolError::Failed(format!(
+                "MCP tool \"{tool}\" on server \"{name}\" failed: {message}"
+            ))),
+            Err(e) => Err(ToolError::Failed(format!("MCP server \"{name}\" is unavailable: {e}"))),
         }
     }
 }
@@ -1430,6 +1442,45 @@ impl McpClient {
         self.inner.call_tool(id, tool, args).await
     }
 
+    /// `resources/read`: the contents of the resource `uri` on server `id`, as the server
+    /// returns them (`{contents: [{uri, mimeType?, text | blob}]}`).
+    pub async fn read_resource(&self, id: &str, uri: &str) -> Result<Value, McpError> {
+        self.require_capability(id, "resources")?;
+        self.inner.request(id, "resources/read", json!({ "uri": uri })).await
+    }
+
+    /// `prompts/get`: the prompt `name` filled with `args` (string values, as MCP requires),
+    /// as the server returns it (`{description?, messages}`).
+    pub async fn get_prompt(
+        &self,
+        id: &str,
+        name: &str,
+        args: Map<String, Value>,
+    ) -> Result<Value, McpError> {
+        self.require_capability(id, "prompts")?;
+        if let Some((k, v)) = args.iter().find(|(_, v)| !v.is_string()) {
+            return Err(McpError::Invalid(format!(
+                "prompt argument {k} must be a string, not {v}"
+            )));
+        }
+        self.inner.request(id, "prompts/get", json!({ "name": name, "arguments": args })).await
+    }
+
+    /// Refuses a request for a feature the connected server did not declare. A server not yet
+    /// connected is let through (the request connects it and the server answers for itself).
+    fn require_capability(&self, id: &str, capability: &str) -> Result<(), McpError> {
+        let declared = self
+            .inner
+            .with_server(id, |s| s.session.as_ref().map(|x| x.has_capability(capability)))
+            .ok_or_else(|| McpError::UnknownServer(id.into()))?;
+        match declared {
+            Some(false) => {
+                Err(McpError::Invalid(format!("MCP server \"{id}\" does not offer {capability}")))
+            }
+            _ => Ok(()),
+        }
+    }
+
     /// The tools of every server, named `tool_<serverId>_<name>`, minus held-back ones.
     /// Cached: rebuilt only after a catalog or pin change.
     pub fn tools(&self) -> Vec<ToolRef> {
@@ -1453,6 +1504,21 @@ impl McpClient {
         }
         *inner.tool_cache.borrow_mut() = Some(out.clone());
         out
+    }
+
+    /// Whether the model-facing tool `name` is an MCP tool that declares itself destructive
+    /// (`annotations.destructiveHint: true`, not contradicted by `readOnlyHint: true`).
+    pub fn is_destructive(&self, name: &str) -> bool {
+        self.inner.servers.borrow().iter().any(|s| {
+            s.catalog.as_ref().is_some_and(|c| {
+                c.tools.iter().any(|t| {
+                    tools::is_destructive(t)
+                        && t.get("name")
+                            .and_then(Value::as_str)
+                            .is_some_and(|n| tools::tool_name(&s.row.id, n) == name)
+                })
+            })
+        })
     }
 
     /// Every registered server in the order added, for Rust callers that want types rather

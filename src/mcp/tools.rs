@@ -25,6 +25,14 @@ pub(crate) fn declared(tool: &Value) -> (String, Value) {
     (description, schema)
 }
 
+/// Whether a `tools/list` entry declares the tool destructive. Only an explicit
+/// `destructiveHint: true` counts (the spec's default of true for tools that are not
+/// read-only would put every unannotated tool behind approval); `readOnlyHint: true` wins.
+pub(crate) fn is_destructive(tool: &Value) -> bool {
+    let hint = |k: &str| tool["annotations"][k].as_bool();
+    hint("destructiveHint") == Some(true) && hint("readOnlyHint") != Some(true)
+}
+
 /// What an MCP tool needs from the client that listed it.
 #[async_trait(?Send)]
 pub(crate) trait ToolCaller {
@@ -145,6 +153,16 @@ fn base64_len(data: &str) -> usize {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn only_an_explicit_destructive_hint_counts() {
+        let t = |a: Value| json!({"name": "t", "annotations": a});
+        assert!(is_destructive(&t(json!({"destructiveHint": true}))));
+        assert!(!is_destructive(&t(json!({"destructiveHint": true, "readOnlyHint": true}))));
+        assert!(!is_destructive(&t(json!({"destructiveHint": false}))));
+        assert!(!is_destructive(&t(json!({}))));
+        assert!(!is_destructive(&json!({"name": "t"})));
+    }
 
     #[test]
     fn names_strip_dashes_from_the_server_id_only() {

@@ -106,6 +106,7 @@ impl ThinkHost {
         let url = req.url()?;
         if let Ok(route) = parse_agent_path(url.path(), "agents") {
             self.agent.set_name(&route.name);
+            self.agent.set_public_origin(&url.origin().ascii_serialization());
         }
         let upgrade = req.headers().get("Upgrade")?.unwrap_or_default();
         if upgrade.eq_ignore_ascii_case("websocket") {
@@ -122,7 +123,13 @@ impl ThinkHost {
             self.agent.on_connect(&conn_id);
             return Response::from_websocket(pair.client);
         }
-        match self.agent.on_http(req.method().as_ref(), url.path()) {
+        let callback = match req.method() {
+            worker::Method::Get => {
+                self.agent.on_mcp_callback(url.path(), url.query().unwrap_or_default()).await
+            }
+            _ => None,
+        };
+        match callback.or_else(|| self.agent.on_http(req.method().as_ref(), url.path())) {
             Some(reply) => {
                 let mut resp = Response::ok(reply.body)?.with_status(reply.status);
                 resp.headers_mut().set("content-type", reply.content_type)?;
