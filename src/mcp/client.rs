@@ -6,6 +6,7 @@
 //! future, so whoever is waiting drives it, which suits a single-threaded Worker.
 
 use super::oauth::{self, AuthRecord, CallbackParams, OAuth, OAuthError};
+use super::resource_tools::{self, ResourceAccess};
 use super::session::Session;
 use super::store::{self, Pin, ServerRow};
 use super::tools::{self, McpTool, ToolCaller};
@@ -283,6 +284,25 @@ struct Inner {
     /// Serialises token refreshes and new authorizations, so concurrent calls that meet an
     /// expired token refresh it once.
     auth_lock: futures::lock::Mutex<()>,
+}
+
+#[async_trait::async_trait(?Send)]
+impl ResourceAccess for Inner {
+    fn list_resources(&self, server: Option<&str>) -> Vec<Value> {
+        let servers = self.servers.borrow();
+        servers
+            .iter()
+            .filter(|s| server.is_none_or(|id| id == s.row.id))
+            .filter_map(|s| {
+                Some(with_server_id(&s.catalog.as_ref()?.resources, &s.row.id).collect::<Vec<_>>())
+            })
+            .flatten()
+            .collect()
+    }
+
+    async fn read_resource(&self, server: &str, uri: &str) -> Result<Value, McpError> {
+        Inner::read_resource(self, server, uri).await
+    }
 }
 
 #[async_trait::async_trait(?Send)]
@@ -1005,6 +1025,25 @@ impl Inner {
         }
     }
 
+    /// Refuses a request for a feature the connected server did not declare. A server not yet
+    /// connected is let through (the request connects it and the server answers for itself).
+    fn require_capability(&self, id: &str, capability: &str) -> Result<(), McpError> {
+        let declared = self
+            .with_server(id, |s| s.session.as_ref().map(|x| x.has_capability(capability)))
+            .ok_or_else(|| McpError::UnknownServer(id.into()))?;
+        match declared {
+            Some(false) => {
+                Err(McpError::Invalid(format!("MCP server \"{id}\" does not offer {capability}")))
+            }
+            _ => Ok(()),
+        }
+    }
+
+    async fn read_resource(&self, id: &str, uri: &str) -> Result<Value, McpError> {
+        self.require_capability(id, "resources")?;
+        self.request(id, "resources/read", json!({ "uri": uri })).await
+    }
+
     /// Calls a tool; every failure becomes a `ToolError` the model can read.
     pub(crate) async fn call_tool(
         &self,
@@ -1445,8 +1484,14 @@ impl McpClient {
     /// `resources/read`: the contents of the resource `uri` on server `id`, as the server
     /// returns them (`{contents: [{uri, mimeType?, text | blob}]}`).
     pub async fn read_resource(&self, id: &str, uri: &str) -> Result<Value, McpError> {
-        self.require_capability(id, "resources")?;
-        self.inner.request(id, "resources/read", json!({ "uri": uri })).await
+        self.inner.read_resource(id, uri).await
+    }
+
+    /// `mcp_list_resources` and `mcp_read_resource`, for agents that let the model read
+    /// servers' resources.
+    pub fn resource_tools(&self) -> Vec<ToolRef> {
+        let access: Weak<dyn ResourceAccess> = self.inner.me.clone();
+        resource_tools::tools(access)
     }
 
     /// `prompts/get`: the prompt `name` filled with `args` (string values, as MCP requires),
@@ -1457,28 +1502,13 @@ impl McpClient {
         name: &str,
         args: Map<String, Value>,
     ) -> Result<Value, McpError> {
-        self.require_capability(id, "prompts")?;
+        self.inner.require_capability(id, "prompts")?;
         if let Some((k, v)) = args.iter().find(|(_, v)| !v.is_string()) {
             return Err(McpError::Invalid(format!(
                 "prompt argument {k} must be a string, not {v}"
             )));
         }
         self.inner.request(id, "prompts/get", json!({ "name": name, "arguments": args })).await
-    }
-
-    /// Refuses a request for a feature the connected server did not declare. A server not yet
-    /// connected is let through (the request connects it and the server answers for itself).
-    fn require_capability(&self, id: &str, capability: &str) -> Result<(), McpError> {
-        let declared = self
-            .inner
-            .with_server(id, |s| s.session.as_ref().map(|x| x.has_capability(capability)))
-            .ok_or_else(|| McpError::UnknownServer(id.into()))?;
-        match declared {
-            Some(false) => {
-                Err(McpError::Invalid(format!("MCP server \"{id}\" does not offer {capability}")))
-            }
-            _ => Ok(()),
-        }
     }
 
     /// The tools of every server, named `tool_<serverId>_<name>`, minus held-back ones.

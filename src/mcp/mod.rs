@@ -21,6 +21,7 @@ mod client;
 mod error;
 mod jsonrpc;
 mod oauth;
+mod resource_tools;
 mod session;
 mod store;
 mod tools;

@@ -1073,3 +1073,47 @@ fn a_stored_private_url_is_not_connected_on_restore() {
         .starts_with("Blocked URL: http://169.254.169.254/mcp"));
     assert!(env.http.log.borrow().is_empty());
 }
+
+#[test]
+fn resources_and_prompts_are_read_and_the_model_tools_list_and_read_them() {
+    let env = Env::new();
+    env.server("https://a.example", Mode::Streamable { sse: false });
+    let client = env.client();
+    env.run(client.add_mcp_server("A", "https://a.example/mcp", opts("alpha"))).unwrap();
+    let read = env.run(client.read_resource("alpha", "file:///readme")).unwrap();
+    assert_eq!(read["contents"][0]["text"], "Read me.");
+    let mut args = serde_json::Map::new();
+    args.insert("name".into(), json!("Ada"));
+    let prompt = env.run(client.get_prompt("alpha", "greet", args.clone())).unwrap();
+    assert_eq!(prompt["messages"][0]["content"]["text"], "Hi Ada");
+    args.insert("age".into(), json!(36));
+    assert!(matches!(
+        env.run(client.get_prompt("alpha", "greet", args)),
+        Err(McpError::Invalid(_))
+    ));
+    assert_eq!(
+        env.run(client.read_resource("nope", "x")),
+        Err(McpError::UnknownServer("nope".into()))
+    );
+
+    let tools = client.resource_tools();
+    assert_eq!(names(&tools), ["mcp_list_resources", "mcp_read_resource"]);
+    let listed = call(&env, &tools[0], json!({})).unwrap();
+    assert_eq!(
+        listed,
+        json!({"resources": [{"serverId": "alpha", "uri": "file:///readme", "name": "readme"}]})
+    );
+    assert_eq!(
+        call(&env, &tools[0], json!({"serverId": "other"})).unwrap(),
+        json!({"resources": []})
+    );
+    let out = call(&env, &tools[1], json!({"serverId": "alpha", "uri": "file:///readme"})).unwrap();
+    assert_eq!(tools[1].model_output(&out), ModelOutput::Text("Read me.".into()));
+    assert!(call(&env, &tools[1], json!({"serverId": "nope", "uri": "x"})).is_err());
+
+    // A server that declares no resources is refused before anything is sent.
+    *env.server("https://b.example", Mode::Streamable { sse: false }).capabilities.borrow_mut() =
+        json!({"tools": {}});
+    env.run(client.add_mcp_server("B", "https://b.example/mcp", opts("beta"))).unwrap();
+    assert!(matches!(env.run(client.read_resource("beta", "x")), Err(McpError::Invalid(_))));
+}

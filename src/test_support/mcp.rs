@@ -446,6 +446,12 @@ impl FakeServer {
             }
             "prompts/list" => json!({"prompts": [{"name": "greet", "description": "Say hi"}]}),
             "resources/list" => json!({"resources": [{"uri": "file:///readme", "name": "readme"}]}),
+            "resources/read" => {
+                json!({"contents": [{"uri": msg["params"]["uri"], "text": "Read me."}]})
+            }
+            "prompts/get" => {
+                json!({"messages": [{"role": "user", "content": {"type": "text", "text": format!("Hi {}", msg["params"]["arguments"]["name"].as_str().unwrap_or_default())}}]})
+            }
             "ping" => json!({}),
             "tools/call" => {
                 let args = &msg["params"]["arguments"];
