@@ -107,7 +107,7 @@ test("the full flow: 401, discovery, registration, PKCE authUrl; the browser app
   assert.equal(page.heading, "Authorized", page.text);
   const ready = await mcpFrame(tab, (m) => m.servers.secure?.state === "ready");
   assert.equal(ready.servers.secure.auth_url, null);
-  assert.deepEqual(ready.tools.map((t) => t.name).sort(), ["whoami", "wipe"]);
+  assert.deepEqual(ready.tools.map((t) => t.name).sort(), ["ask", "whoami", "wipe"]);
   assert.deepEqual(ready.tools.find((t) => t.name === "whoami").annotations, { readOnlyHint: true }, "annotations reach the tabs");
   const after = await stats();
   assert.equal(after.grants.authorization_code, before.grants.authorization_code + 1);
@@ -183,6 +183,37 @@ test("destructiveHint: true needs approval; readOnlyHint tools do not", async ()
   tab.close();
 });
 
+test("elicitation: the question reaches every tab, a bad answer is refused, the answer and a decline reach the server", async () => {
+  const tab = await connect(worker.host, "oauth");
+  const other = await connect(worker.host, "oauth");
+  const ask = async (answer) => {
+    const from = other.frames.length;
+    model.push({ toolCalls: [{ id: `call_ask_${from}`, name: "tool_secure_ask", args: {} }] }, { text: "Thanks." });
+    const { id } = tab.chat("ask me");
+    const asked = await other.waitFor((f) => f.type === "cf_agent_mcp_elicitation", { from });
+    await answer(asked);
+    await other.waitFor((f) => f.type === "cf_agent_mcp_elicitation_resolved" && f.id === asked.id, { from });
+    await tab.turn(id, { timeout: 20000 });
+    return { asked, out: output(tab.chunks(id)) };
+  };
+  const { asked, out } = await ask(async (asked) => {
+    tab.send({ type: "cf_agent_mcp_elicitation_response", id: asked.id, action: "accept", content: { age: -1 } });
+    const refused = await tab.waitFor((f) => f.type === "cf_agent_mcp_elicitation_error" && f.id === asked.id);
+    assert.match(refused.error, /name/);
+    tab.send({ type: "cf_agent_mcp_elicitation_response", id: asked.id, action: "accept", content: { name: "Ada", age: 36 } });
+  });
+  assert.equal(asked.serverId, "secure");
+  assert.equal(asked.serverName, "secure");
+  assert.equal(asked.message, "What is your name?");
+  assert.deepEqual(asked.requestedSchema.required, ["name"]);
+  assert.equal(out.output.content[0].text, 'accept {"name":"Ada","age":36}');
+  const declined = await ask(async (asked) => other.send({ type: "cf_agent_mcp_elicitation_response", id: asked.id, action: "decline" }));
+  assert.equal(declined.out.output.content[0].text, "decline");
+  assert.deepEqual((await stats()).elicited.slice(-2), [{ action: "accept", content: { name: "Ada", age: 36 } }, { action: "decline" }]);
+  tab.close();
+  other.close();
+});
+
 test("refresh: before expiry, after a revoked access token, and a failed refresh asks for a new authorization", async () => {
   await auth.control("ttl?s=4");
   const tab = await connect(worker.host, "refresh");
@@ -247,5 +278,24 @@ test("a restart in the middle of the flow: the authorization survives and comple
   const wipe = await turn(tab, "wipe it", { toolCalls: [{ id: "call_wipe2", name: "tool_secure_wipe", args: {} }] }, { text: "Wiped." });
   assert.ok(!wipe.some((c) => c.type === "tool-approval-request"), "exempted by THINK_APPROVAL");
   assert.equal(output(wipe).output.content[0].text, "wiped");
+  tab.close();
+});
+
+test("a pending elicitation survives a restart and its answer reaches the server", async () => {
+  let tab = await connect(worker.host, "restart");
+  model.push({ toolCalls: [{ id: "call_ask_restart", name: "tool_secure_ask", args: {} }] });
+  tab.chat("ask me");
+  const asked = await tab.waitFor((f) => f.type === "cf_agent_mcp_elicitation");
+  tab.close();
+  await worker.restart();
+  tab = await connect(worker.host, "restart");
+  const again = await tab.waitFor((f) => f.type === "cf_agent_mcp_elicitation");
+  assert.equal(again.id, asked.id, "the same pending input is shown after the restart");
+  const before = (await stats()).elicited.length;
+  tab.send({ type: "cf_agent_mcp_elicitation_response", id: again.id, action: "accept", content: { name: "Grace" } });
+  await tab.waitFor((f) => f.type === "cf_agent_mcp_elicitation_resolved" && f.id === again.id);
+  const deadline = Date.now() + 10000;
+  while ((await stats()).elicited.length === before && Date.now() < deadline) await new Promise((r) => setTimeout(r, 100));
+  assert.deepEqual((await stats()).elicited.at(-1), { action: "accept", content: { name: "Grace" } });
   tab.close();
 });

@@ -23,6 +23,49 @@ impl Agent {
         self.mcp.as_ref()
     }
 
+    /// Lets MCP servers ask the user for input: their `elicitation/create` requests reach
+    /// every tab as `cf_agent_mcp_elicitation` frames.
+    pub(super) fn wire_mcp_elicitation(self: &Rc<Self>) {
+        let Some(mcp) = &self.mcp else { return };
+        let weak = Rc::downgrade(self);
+        mcp.set_on_elicitation(Rc::new(move |frame: &str| {
+            if let Some(agent) = weak.upgrade() {
+                agent.broadcast_text(frame);
+            }
+        }));
+    }
+
+    /// The pending MCP inputs, for a tab that just connected.
+    pub(super) fn send_mcp_elicitations(&self, conn: &str) {
+        if let Some(mcp) = &self.mcp {
+            for frame in mcp.elicitation_frames() {
+                self.deps.sockets.send(conn, &frame);
+            }
+        }
+    }
+
+    /// `cf_agent_mcp_elicitation_response {id, action, content?}` from a tab. A bad answer
+    /// gets `cf_agent_mcp_elicitation_error {id, error}` back and the input stays pending.
+    /// Other frames of no known type are left alone.
+    pub(super) async fn on_mcp_frame(&self, conn: &str, frame: &Map<String, Value>) {
+        if frame.get("type").and_then(Value::as_str) != Some("cf_agent_mcp_elicitation_response") {
+            return;
+        }
+        let id = frame.get("id").and_then(Value::as_str).unwrap_or_default();
+        let outcome = match (&self.mcp, frame.get("action").and_then(Value::as_str)) {
+            (None, _) => Err("MCP is unavailable in this agent".to_owned()),
+            (_, None) => Err("action must be accept, decline or cancel".to_owned()),
+            (Some(mcp), Some(action)) => mcp
+                .answer_elicitation(id, action, frame.get("content"))
+                .await
+                .map_err(|e| e.to_string()),
+        };
+        if let Err(error) = outcome {
+            let reply = json!({"type": "cf_agent_mcp_elicitation_error", "id": id, "error": error});
+            self.deps.sockets.send(conn, &reply.to_string());
+        }
+    }
+
     /// Whether `tool_name` is an MCP tool annotated `destructiveHint: true` (and not
     /// `readOnlyHint: true`) that the approval policy does not exempt (`!pattern` in
     /// `THINK_APPROVAL`): such calls wait for approval.

@@ -5,12 +5,13 @@
 //! `add_mcp_server`, `restore`, `wait_for_connections` and tool calls all await the same
 //! future, so whoever is waiting drives it, which suits a single-threaded Worker.
 
+use super::elicitation::{self, Waiting};
 use super::oauth::{self, AuthRecord, CallbackParams, OAuth, OAuthError};
 use super::resource_tools::{self, ResourceAccess};
 use super::session::Session;
 use super::store::{self, Pin, ServerRow};
 use super::tools::{self, McpTool, ToolCaller};
-use super::transport::{Env, TransportKind};
+use super::transport::{Env, ServerRequests, StreamableHttp, TransportKind};
 use super::McpError;
 use crate::net::{self, NetPolicy};
 use crate::platform::{random_id, Clock, HttpClient};
@@ -44,6 +45,9 @@ pub struct McpConfig {
     /// reference, so a prompt-injected URL cannot reach internal services). Loopback is
     /// allowed either way; see [`crate::net`] for the classes refused.
     pub allow_private_addresses: bool,
+    /// How long a server's `elicitation/create` waits for a person before it is answered
+    /// `cancel`. Requests waiting on it are not timed out meanwhile.
+    pub elicitation_timeout_ms: u64,
 }
 
 impl McpConfig {
@@ -63,6 +67,7 @@ impl Default for McpConfig {
             reconnect_cooldown_ms: 5_000,
             restore_attempts: 3,
             allow_private_addresses: false,
+            elicitation_timeout_ms: 600_000,
         }
     }
 }
@@ -284,6 +289,63 @@ struct Inner {
     /// Serialises token refreshes and new authorizations, so concurrent calls that meet an
     /// expired token refresh it once.
     auth_lock: futures::lock::Mutex<()>,
+    /// Inputs servers asked for (elicitation), oldest first.
+    elicitations: RefCell<Vec<Waiting>>,
+    /// Sends an elicitation frame to every tab; set, the client declares elicitation.
+    on_elicitation: RefCell<Option<FrameSink>>,
+    /// Elicitations waiting in this process; requests do not time out while any is.
+    eliciting: Cell<u32>,
+}
+
+/// Where frames for the tabs go.
+type FrameSink = Rc<dyn Fn(&str)>;
+
+/// Hands a server's requests to the client without keeping it alive (sessions hold this).
+struct Elicitor(Weak<Inner>);
+
+#[async_trait::async_trait(?Send)]
+impl ServerRequests for Elicitor {
+    async fn elicit(&self, server_id: &str, request_id: &Value, params: Value) -> Value {
+        match self.0.upgrade() {
+            Some(inner) => inner.elicit(server_id, request_id, params).await,
+            None => json!({"action": "cancel"}),
+        }
+    }
+}
+
+/// Counts an elicitation as waiting for as long as it lives.
+struct Eliciting<'a>(&'a Cell<u32>);
+
+impl<'a> Eliciting<'a> {
+    fn new(c: &'a Cell<u32>) -> Self {
+        c.set(c.get() + 1);
+        Eliciting(c)
+    }
+}
+
+impl Drop for Eliciting<'_> {
+    fn drop(&mut self) {
+        self.0.set(self.0.get().saturating_sub(1));
+    }
+}
+
+/// Like [`with_timeout`], but the time does not run out while `busy` is non-zero (a person is
+/// filling in a form the request waits on).
+async fn with_timeout_unless_busy<T>(
+    clock: &dyn Clock,
+    ms: u64,
+    busy: &Cell<u32>,
+    fut: impl Future<Output = T>,
+) -> Option<T> {
+    let mut fut = std::pin::pin!(fut);
+    loop {
+        let sleep = clock.sleep(ms);
+        match select(fut.as_mut(), sleep).await {
+            Either::Left((v, _)) => return Some(v),
+            Either::Right(_) if busy.get() > 0 => continue,
+            Either::Right(_) => return None,
+        }
+    }
 }
 
 #[async_trait::async_trait(?Send)]
@@ -519,6 +581,7 @@ impl Inner {
             clock: self.clock.clone(),
             headers: row.headers.clone(),
             bearer,
+            requests: self.requests_handler(id),
         };
         let info = json!({"name": self.config.client_name, "version": self.config.client_version});
         let timeout = self.config.connect_timeout_ms;
@@ -694,6 +757,28 @@ impl Inner {
         }
     }
 
+    /// Posts the answer to an elicitation made before a restart into the session it came in.
+    async fn answer_later(&self, p: &elicitation::Pending, result: Value) -> Result<(), McpError> {
+        let (Some(request_id), Some((session, version))) = (&p.request_id, &p.session) else {
+            return Err(McpError::Transport("the request that asked is gone".into()));
+        };
+        let (url, headers, bearer) = self
+            .with_server(&p.server_id, |s| {
+                (s.row.url.clone(), s.row.headers.clone(), s.bearer.clone())
+            })
+            .ok_or_else(|| McpError::UnknownServer(p.server_id.clone()))?;
+        let url = net::check_url(&url, &self.config.net_policy())?;
+        let env = Env {
+            http: self.http.clone(),
+            clock: self.clock.clone(),
+            headers,
+            bearer,
+            requests: None,
+        };
+        let msg = super::jsonrpc::result(request_id, result);
+        StreamableHttp::post_into(env, &url, session, version, &msg).await
+    }
+
     /// Marks the server failed whatever attempt is current (a callback that went wrong).
     fn apply_failed_now(&self, id: &str, e: &McpError) {
         let attempt = self.with_server(id, |s| s.attempt).unwrap_or_default();
@@ -823,6 +908,79 @@ impl Inner {
             let again = self.with_server(id, |s| std::mem::take(&mut s.stale)).unwrap_or(false);
             if !again {
                 break;
+            }
+        }
+    }
+
+    /// The handler sessions of server `id` pass server requests to, once the owner listens
+    /// for elicitations.
+    fn requests_handler(&self, id: &str) -> Option<(Rc<dyn ServerRequests>, String)> {
+        self.on_elicitation.borrow().as_ref()?;
+        Some((Rc::new(Elicitor(self.me.clone())), id.to_owned()))
+    }
+
+    fn emit_elicitation(&self, frame: &str) {
+        let cb = self.on_elicitation.borrow().clone();
+        if let Some(cb) = cb {
+            cb(frame);
+        }
+    }
+
+    /// Takes a pending input out (in memory and in storage) and tells the tabs it is gone.
+    fn resolve_elicitation(&self, id: &str, action: &str) -> Option<Waiting> {
+        let taken = {
+            let mut all = self.elicitations.borrow_mut();
+            let i = all.iter().position(|w| w.pending.id == id)?;
+            all.remove(i)
+        };
+        let _ = elicitation::delete(self.sql.as_ref(), id);
+        self.emit_elicitation(&elicitation::resolved_frame(id, action));
+        Some(taken)
+    }
+
+    /// `elicitation/create`: waits for a person's answer at the tabs, or the timeout.
+    async fn elicit(&self, server_id: &str, request_id: &Value, params: Value) -> Value {
+        let decline = json!({"action": "decline"});
+        if params["mode"].as_str().is_some_and(|m| m != "form") {
+            return decline;
+        }
+        let schema = params["requestedSchema"].clone();
+        if elicitation::check_schema(&schema).is_err() {
+            return decline;
+        }
+        let Some((server_name, session)) = self.with_server(server_id, |s| {
+            let saved = s.session.as_ref().and_then(|x| x.saved());
+            (s.row.name.clone(), saved.map(|x| (x.session_id, x.protocol_version)))
+        }) else {
+            return decline;
+        };
+        let now = self.clock.now_ms();
+        let timeout = self.config.elicitation_timeout_ms;
+        let pending = elicitation::Pending {
+            id: format!("elicit_{}", random_id(self.clock.as_ref(), 16)),
+            server_id: server_id.to_owned(),
+            server_name,
+            message: params["message"].as_str().unwrap_or_default().to_owned(),
+            requested_schema: schema,
+            created_at: now,
+            expires_at: now + timeout as f64,
+            request_id: Some(request_id.clone()),
+            session,
+        };
+        let id = pending.id.clone();
+        // Only needed to answer after a restart; the wait goes on without it.
+        let _ = elicitation::save(self.sql.as_ref(), &pending);
+        let (tx, rx) = futures::channel::oneshot::channel();
+        let frame = pending.frame();
+        self.elicitations.borrow_mut().push(Waiting { pending, reply: Some(tx) });
+        let _busy = Eliciting::new(&self.eliciting);
+        self.emit_elicitation(&frame);
+        let answered = with_timeout(self.clock.as_ref(), timeout, rx).await;
+        match answered {
+            Some(Ok(result)) => result,
+            _ => {
+                self.resolve_elicitation(&id, "cancel");
+                json!({"action": "cancel"})
             }
         }
     }
@@ -986,9 +1144,10 @@ impl Inner {
             let session = self.ready_session(id).await?;
             self.refresh_if_due(id).await;
             let timeout = self.config.request_timeout_ms;
-            let Some(outcome) = with_timeout(
+            let Some(outcome) = with_timeout_unless_busy(
                 self.clock.as_ref(),
                 timeout,
+                &self.eliciting,
                 session.request(method, Some(params.clone())),
             )
             .await
@@ -1130,6 +1289,8 @@ impl McpClient {
         store::init(sql.as_ref())?;
         let mut pins = store::load_pins(sql.as_ref())?;
         let mut auth = store::load_auth(sql.as_ref())?;
+        elicitation::init(sql.as_ref())?;
+        let elicitations = elicitation::load(sql.as_ref())?;
         let now = clock.now_ms();
         let servers = store::load_servers(sql.as_ref())?
             .into_iter()
@@ -1152,6 +1313,11 @@ impl McpClient {
             generation: Cell::new(0),
             tool_cache: RefCell::new(None),
             auth_lock: futures::lock::Mutex::new(()),
+            elicitations: RefCell::new(
+                elicitations.into_iter().map(|pending| Waiting { pending, reply: None }).collect(),
+            ),
+            on_elicitation: RefCell::new(None),
+            eliciting: Cell::new(0),
         });
         Ok(McpClient { inner })
     }
@@ -1317,6 +1483,59 @@ impl McpClient {
         inner.invalidate_tools();
         inner.changed();
         Ok(pins.len())
+    }
+
+    /// Lets servers ask for input (elicitation): `send` gets every `cf_agent_mcp_elicitation`
+    /// and `..._resolved` frame, to push to all tabs. Connections made from now on declare
+    /// the capability.
+    pub fn set_on_elicitation(&self, send: FrameSink) {
+        *self.inner.on_elicitation.borrow_mut() = Some(send);
+    }
+
+    /// The pending inputs, as frames for a tab that just connected. Ones left by a previous
+    /// run that have expired are dropped (their server gave up on them).
+    pub fn elicitation_frames(&self) -> Vec<String> {
+        let now = self.inner.clock.now_ms();
+        let expired: Vec<String> = self
+            .inner
+            .elicitations
+            .borrow()
+            .iter()
+            .filter(|w| w.reply.is_none() && w.pending.expires_at <= now)
+            .map(|w| w.pending.id.clone())
+            .collect();
+        for id in expired {
+            self.inner.resolve_elicitation(&id, "cancel");
+        }
+        self.inner.elicitations.borrow().iter().map(|w| w.pending.frame()).collect()
+    }
+
+    /// A person's answer to pending input `id`: `accept` with `content` valid against the
+    /// requested schema, `decline` or `cancel`. A bad answer is refused and the input stays
+    /// pending. An input from before a restart is answered into the server's session.
+    pub async fn answer_elicitation(
+        &self,
+        id: &str,
+        action: &str,
+        content: Option<&Value>,
+    ) -> Result<(), McpError> {
+        let inner = &self.inner;
+        let schema = inner
+            .elicitations
+            .borrow()
+            .iter()
+            .find(|w| w.pending.id == id)
+            .map(|w| w.pending.requested_schema.clone())
+            .ok_or_else(|| McpError::Invalid(format!("no pending MCP input with id \"{id}\"")))?;
+        let result = elicitation::answer(&schema, action, content).map_err(McpError::Invalid)?;
+        let Some(waiting) = inner.resolve_elicitation(id, action) else { return Ok(()) };
+        match waiting.reply {
+            Some(tx) => {
+                let _ = tx.send(result);
+                Ok(())
+            }
+            None => inner.answer_later(&waiting.pending, result).await,
+        }
     }
 
     /// Whether `path` is the OAuth callback path of a registered server.

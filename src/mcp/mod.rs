@@ -18,6 +18,7 @@
 //! chunk), as the legacy SSE stream is read by whichever caller is waiting.
 
 mod client;
+mod elicitation;
 mod error;
 mod jsonrpc;
 mod oauth;

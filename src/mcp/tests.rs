@@ -1117,3 +1117,87 @@ fn resources_and_prompts_are_read_and_the_model_tools_list_and_read_them() {
     env.run(client.add_mcp_server("B", "https://b.example/mcp", opts("beta"))).unwrap();
     assert!(matches!(env.run(client.read_resource("beta", "x")), Err(McpError::Invalid(_))));
 }
+
+/// The last answer the client posted to the fake server's `elicitation/create` (id "e1").
+fn elicit_reply(server: &FakeServer) -> Option<Value> {
+    let received = server.received.borrow();
+    received
+        .iter()
+        .rev()
+        .find(|m| m["id"] == "e1" && m.get("method").is_none())
+        .map(|m| m["result"].clone())
+}
+
+#[test]
+fn elicitation_waits_for_a_valid_answer_and_times_out_as_cancel() {
+    let env = Env::new();
+    let server = env.server("https://a.example", Mode::Streamable { sse: true });
+    let client = env.client_with(McpConfig {
+        request_timeout_ms: 500,
+        elicitation_timeout_ms: 2_000,
+        ..Default::default()
+    });
+    let frames = Rc::new(RefCell::new(Vec::<Value>::new()));
+    let sink = frames.clone();
+    client.set_on_elicitation(Rc::new(move |f: &str| {
+        sink.borrow_mut().push(serde_json::from_str(f).unwrap())
+    }));
+    env.run(client.add_mcp_server("A", "https://a.example/mcp", opts("alpha"))).unwrap();
+    let init = server.received.borrow()[0].clone();
+    assert_eq!(init["params"]["capabilities"], json!({"elicitation": {"form": {}}}));
+
+    // Answered: a bad answer is refused and the input stays; a good one goes to the server.
+    let answered = env.run(async {
+        let call = client.call_tool("alpha", "ask", json!({}));
+        let answer = async {
+            while frames.borrow().is_empty() {
+                env.clock.sleep(100).await;
+            }
+            let asked = frames.borrow()[0].clone();
+            assert_eq!(asked["type"], "cf_agent_mcp_elicitation");
+            assert_eq!(asked["serverId"], "alpha");
+            assert_eq!(asked["message"], "Your name?");
+            assert_eq!(asked["requestedSchema"]["required"], json!(["name"]));
+            assert_eq!(client.elicitation_frames().len(), 1, "a tab connecting now sees it");
+            let id = asked["id"].as_str().unwrap().to_owned();
+            let bad = client.answer_elicitation(&id, "accept", Some(&json!({"name": ""}))).await;
+            assert!(matches!(bad, Err(McpError::Invalid(_))), "{bad:?}");
+            // Longer than the request timeout: the call keeps waiting while a person answers.
+            env.clock.sleep(1_000).await;
+            client.answer_elicitation(&id, "accept", Some(&json!({"name": "Ada"}))).await.unwrap();
+            assert!(
+                client.answer_elicitation(&id, "decline", None).await.is_err(),
+                "answered once"
+            );
+        };
+        futures::join!(call, answer).0
+    });
+    assert_eq!(answered.unwrap()["content"][0]["text"], "asked");
+    assert_eq!(
+        elicit_reply(&server),
+        Some(json!({"action": "accept", "content": {"name": "Ada"}}))
+    );
+    assert_eq!(frames.borrow().last().unwrap()["type"], "cf_agent_mcp_elicitation_resolved");
+    assert!(client.elicitation_frames().is_empty());
+
+    // Unanswered: after the elicitation timeout the server is told `cancel`.
+    frames.borrow_mut().clear();
+    env.run(client.call_tool("alpha", "ask", json!({}))).unwrap();
+    assert_eq!(elicit_reply(&server), Some(json!({"action": "cancel"})));
+    assert_eq!(
+        frames.borrow().last().unwrap(),
+        &json!({"type": "cf_agent_mcp_elicitation_resolved", "id": frames.borrow()[0]["id"], "action": "cancel"})
+    );
+}
+
+#[test]
+fn without_an_elicitation_handler_the_capability_is_not_declared_and_requests_are_refused() {
+    let env = Env::new();
+    let server = env.server("https://a.example", Mode::Streamable { sse: true });
+    let client = env.client();
+    env.run(client.add_mcp_server("A", "https://a.example/mcp", opts("alpha"))).unwrap();
+    assert_eq!(server.received.borrow()[0]["params"]["capabilities"], json!({}));
+    env.run(client.call_tool("alpha", "ask", json!({}))).unwrap();
+    let reply = server.received.borrow().iter().find(|m| m["id"] == "e1").cloned().unwrap();
+    assert_eq!(reply["error"]["code"], -32601);
+}

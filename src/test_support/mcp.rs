@@ -478,6 +478,13 @@ impl FakeServer {
                         );
                         json!({"content": [{"type": "text", "text": "mutated"}]})
                     }
+                    "ask" => {
+                        before.push(json!({"jsonrpc": "2.0", "id": "e1", "method": "elicitation/create", "params": {
+                            "message": "Your name?",
+                            "requestedSchema": {"type": "object", "properties": {"name": {"type": "string", "minLength": 1}}, "required": ["name"]},
+                        }}));
+                        json!({"content": [{"type": "text", "text": "asked"}]})
+                    }
                     other => {
                         return Some((
                             json!({"jsonrpc": "2.0", "id": id, "error": {"code": -32602, "message": format!("Unknown tool: {other}")}}),

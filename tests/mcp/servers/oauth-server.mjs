@@ -7,10 +7,11 @@
 // /authorize shows a consent page with "Approve" and "Deny" buttons (a browser clicks one);
 // approving redirects to the client's redirect_uri with a code bound to the PKCE challenge.
 //
-// Tools: whoami (readOnlyHint; says which client the token belongs to), wipe (destructiveHint).
+// Tools: whoami (readOnlyHint; says which client the token belongs to), wipe (destructiveHint),
+// ask (sends `elicitation/create` for {name, age?} on the call's stream, answers with the result).
 // Prompt: greet {name}. Resource: test://notes.
 //
-// Control endpoints for tests (any method, no token): /control/stats (grants by type, 401s
+// Control endpoints for tests (any method, no token): /control/stats (elicitation results, grants by type, 401s
 // answered on /mcp, registrations, the resource indicators seen, live tokens);
 // /control/ttl?s=N (lifetime of access tokens issued from now on); /control/revoke-access
 // (every access token stops working); /control/revoke-all (access and refresh tokens).
@@ -25,6 +26,7 @@ import { Server } from "@modelcontextprotocol/sdk/server/index.js";
 import { StreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/streamableHttp.js";
 import {
   CallToolRequestSchema,
+  ElicitResultSchema,
   GetPromptRequestSchema,
   ListPromptsRequestSchema,
   ListResourcesRequestSchema,
@@ -39,7 +41,7 @@ const PORT = portArg >= 0 ? Number(args[portArg + 1]) : 0;
 const secret = () => randomBytes(16).toString("hex");
 const escape = (s) => String(s).replace(/[&<>"]/g, (c) => ({ "&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;" })[c]);
 
-const stats = { grants: { authorization_code: 0, refresh_token: 0 }, unauthorized: 0, registrations: 0, resources: [], consents: 0 };
+const stats = { grants: { authorization_code: 0, refresh_token: 0 }, unauthorized: 0, registrations: 0, resources: [], consents: 0, elicited: [] };
 let accessTtl = 3600;
 
 const clients = new Map(); // client_id -> client
@@ -106,18 +108,31 @@ const provider = {
   },
 };
 
+const ASK_SCHEMA = {
+  type: "object",
+  properties: { name: { type: "string", minLength: 1 }, age: { type: "integer", minimum: 0 } },
+  required: ["name"],
+};
+
 function makeServer(auth) {
   const server = new Server({ name: "think-rs-oauth-test-server", version: "1.0.0" }, { capabilities: { tools: {}, prompts: {}, resources: {} } });
   server.setRequestHandler(ListToolsRequestSchema, async () => ({
     tools: [
       { name: "whoami", description: "Says which OAuth client is calling.", inputSchema: { type: "object" }, annotations: { readOnlyHint: true } },
       { name: "wipe", description: "Wipes everything.", inputSchema: { type: "object" }, annotations: { destructiveHint: true } },
+      { name: "ask", description: "Asks the user for their name (elicitation).", inputSchema: { type: "object" } },
     ],
   }));
   server.setRequestHandler(CallToolRequestSchema, async (req, extra) => {
     const client = extra.authInfo?.clientId ?? auth?.clientId;
     if (req.params.name === "whoami") return { content: [{ type: "text", text: `client ${client}` }] };
     if (req.params.name === "wipe") return { content: [{ type: "text", text: "wiped" }] };
+    if (req.params.name === "ask") {
+      const params = { mode: "form", message: "What is your name?", requestedSchema: ASK_SCHEMA };
+      const r = await extra.sendRequest({ method: "elicitation/create", params }, ElicitResultSchema, { timeout: 120000 });
+      stats.elicited.push(r);
+      return { content: [{ type: "text", text: r.action === "accept" ? `accept ${JSON.stringify(r.content)}` : r.action }] };
+    }
     throw new Error(`Unknown tool: ${req.params.name}`);
   });
   server.setRequestHandler(ListPromptsRequestSchema, async () => ({
