@@ -313,6 +313,19 @@ impl ServerRequests for Elicitor {
     }
 }
 
+/// Withdraws a pending input however its wait ends, unless a person answered it (then it is
+/// gone already).
+struct Unanswered<'a> {
+    inner: &'a Inner,
+    id: &'a str,
+}
+
+impl Drop for Unanswered<'_> {
+    fn drop(&mut self) {
+        self.inner.resolve_elicitation(self.id, "cancel");
+    }
+}
+
 /// Counts an elicitation as waiting for as long as it lives.
 struct Eliciting<'a>(&'a Cell<u32>);
 
@@ -974,14 +987,12 @@ impl Inner {
         let frame = pending.frame();
         self.elicitations.borrow_mut().push(Waiting { pending, reply: Some(tx) });
         let _busy = Eliciting::new(&self.eliciting);
+        // Timed out, or the call was dropped (its turn aborted): the input goes away.
+        let _unanswered = Unanswered { inner: self, id: &id };
         self.emit_elicitation(&frame);
-        let answered = with_timeout(self.clock.as_ref(), timeout, rx).await;
-        match answered {
+        match with_timeout(self.clock.as_ref(), timeout, rx).await {
             Some(Ok(result)) => result,
-            _ => {
-                self.resolve_elicitation(&id, "cancel");
-                json!({"action": "cancel"})
-            }
+            _ => json!({"action": "cancel"}),
         }
     }
 
