@@ -23,10 +23,14 @@ impl Agent {
         self.mcp.as_ref()
     }
 
-    /// Lets MCP servers ask the user for input: their `elicitation/create` requests reach
-    /// every tab as `cf_agent_mcp_elicitation` frames.
-    pub(super) fn wire_mcp_elicitation(self: &Rc<Self>) {
+    /// Connects the MCP client to the agent: servers' `elicitation/create` requests reach
+    /// every tab as `cf_agent_mcp_elicitation` frames, and tools annotated
+    /// `destructiveHint: true` need approval unless `THINK_APPROVAL` exempts them (`!glob`);
+    /// as their own `needs_approval`, so calls from Code Mode's `execute` wait too.
+    pub(super) fn wire_mcp(self: &Rc<Self>) {
         let Some(mcp) = &self.mcp else { return };
+        let policy = self.spec.approval.clone();
+        mcp.set_destructive_gate(Rc::new(move |name: &str| policy.hinted_needs_approval(name)));
         let weak = Rc::downgrade(self);
         mcp.set_on_elicitation(Rc::new(move |frame: &str| {
             if let Some(agent) = weak.upgrade() {
@@ -64,14 +68,6 @@ impl Agent {
             let reply = json!({"type": "cf_agent_mcp_elicitation_error", "id": id, "error": error});
             self.deps.sockets.send(conn, &reply.to_string());
         }
-    }
-
-    /// Whether `tool_name` is an MCP tool annotated `destructiveHint: true` (and not
-    /// `readOnlyHint: true`) that the approval policy does not exempt (`!pattern` in
-    /// `THINK_APPROVAL`): such calls wait for approval.
-    pub(super) fn mcp_destructive(&self, tool_name: &str) -> bool {
-        self.mcp.as_ref().is_some_and(|m| m.is_destructive(tool_name))
-            && self.spec.approval.hinted_needs_approval(tool_name)
     }
 
     /// Remembers the origin (`https://host`) requests reach the object at, so OAuth callback

@@ -201,7 +201,7 @@ impl Agent {
                 }
             }));
         }
-        agent.wire_mcp_elicitation();
+        agent.wire_mcp();
         agent
     }
 

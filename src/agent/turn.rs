@@ -456,9 +456,7 @@ impl Agent {
             new_id: Box::new(move || format!("approval_{}", random_id(clock.as_ref(), 16))),
         };
         let approval = |name: &str, input: &Value| {
-            self.spec.approval.needs_approval(name, input)
-                || self.skills.needs_approval(name)
-                || self.mcp_destructive(name)
+            self.spec.approval.needs_approval(name, input) || self.skills.needs_approval(name)
         };
         let outcome = engine::run(model.as_ref(), plan, &approval, &*stream, &abort).await;
         let status = match &outcome {

@@ -295,10 +295,16 @@ struct Inner {
     on_elicitation: RefCell<Option<FrameSink>>,
     /// Elicitations waiting in this process; requests do not time out while any is.
     eliciting: Cell<u32>,
+    /// Whether a tool declared destructive needs approval, by model-facing name (all do
+    /// unless the owner says otherwise).
+    destructive_gate: RefCell<Option<NameGate>>,
 }
 
 /// Where frames for the tabs go.
 type FrameSink = Rc<dyn Fn(&str)>;
+
+/// A yes/no decision by tool name.
+type NameGate = Rc<dyn Fn(&str) -> bool>;
 
 /// Hands a server's requests to the client without keeping it alive (sessions hold this).
 struct Elicitor(Weak<Inner>);
@@ -1329,6 +1335,7 @@ impl McpClient {
             ),
             on_elicitation: RefCell::new(None),
             eliciting: Cell::new(0),
+            destructive_gate: RefCell::new(None),
         });
         Ok(McpClient { inner })
     }
@@ -1757,7 +1764,12 @@ impl McpClient {
                     continue;
                 }
                 let caller: Weak<dyn ToolCaller> = inner.me.clone();
-                if let Some(t) = McpTool::new(caller, &s.row.id, tool) {
+                let gate = inner.destructive_gate.borrow();
+                let gate: &dyn Fn(&str) -> bool = match gate.as_ref() {
+                    Some(g) => g.as_ref(),
+                    None => &|_| true,
+                };
+                if let Some(t) = McpTool::new(caller, &s.row.id, tool, gate) {
                     out.push(Rc::new(t));
                 }
             }
@@ -1766,19 +1778,12 @@ impl McpClient {
         out
     }
 
-    /// Whether the model-facing tool `name` is an MCP tool that declares itself destructive
-    /// (`annotations.destructiveHint: true`, not contradicted by `readOnlyHint: true`).
-    pub fn is_destructive(&self, name: &str) -> bool {
-        self.inner.servers.borrow().iter().any(|s| {
-            s.catalog.as_ref().is_some_and(|c| {
-                c.tools.iter().any(|t| {
-                    tools::is_destructive(t)
-                        && t.get("name")
-                            .and_then(Value::as_str)
-                            .is_some_and(|n| tools::tool_name(&s.row.id, n) == name)
-                })
-            })
-        })
+    /// Decides, by model-facing name, whether a tool that declares itself destructive
+    /// (`annotations.destructiveHint: true`, not `readOnlyHint: true`) needs approval; without
+    /// it every such tool does. The agent passes its approval policy's exemptions.
+    pub fn set_destructive_gate(&self, gate: NameGate) {
+        *self.inner.destructive_gate.borrow_mut() = Some(gate);
+        self.inner.invalidate_tools();
     }
 
     /// Every registered server in the order added, for Rust callers that want types rather

@@ -1201,3 +1201,21 @@ fn without_an_elicitation_handler_the_capability_is_not_declared_and_requests_ar
     let reply = server.received.borrow().iter().find(|m| m["id"] == "e1").cloned().unwrap();
     assert_eq!(reply["error"]["code"], -32601);
 }
+
+#[test]
+fn destructive_tools_need_approval_unless_the_gate_exempts_them() {
+    let env = Env::new();
+    let server = env.server("https://a.example", Mode::Streamable { sse: false });
+    server.tools.borrow_mut().extend([
+        json!({"name": "wipe", "inputSchema": {"type": "object"}, "annotations": {"destructiveHint": true}}),
+        json!({"name": "peek", "inputSchema": {"type": "object"}, "annotations": {"destructiveHint": true, "readOnlyHint": true}}),
+    ]);
+    let client = env.client();
+    env.run(client.add_mcp_server("A", "https://a.example/mcp", opts("alpha"))).unwrap();
+    let needs = |name: &str| find(&client.tools(), name).needs_approval(&json!({}));
+    assert!(needs("tool_alpha_wipe"));
+    assert!(!needs("tool_alpha_peek"), "readOnlyHint wins");
+    assert!(!needs("tool_alpha_echo"), "unannotated tools do not");
+    client.set_destructive_gate(Rc::new(|name: &str| name != "tool_alpha_wipe"));
+    assert!(!needs("tool_alpha_wipe"), "exempted");
+}
