@@ -156,9 +156,7 @@ impl Env {
             _ => jsonrpc::answer(id, method),
         }
     }
-}
 
-impl Env {
     /// The caller's headers, minus any that `ours` sets, followed by `ours` and the OAuth
     /// access token, when there is one.
     fn headers(&self, mut ours: Vec<(&str, String)>) -> Vec<(String, String)> {
