@@ -282,22 +282,23 @@ struct Added {
 }
 
 /// Reads `addMcpServer`'s options: `{transport?: "streamable-http"|"sse"|"auto" |
-/// {type, headers?}, headers?, id?, callbackHost?, callbackPath?}` (both the flat and the
-/// reference's nested form).
+/// {type, headers?}, headers?, id?, callbackHost?, callbackPath?, clientId?, clientSecret?}`
+/// (both the flat and the reference's nested form).
 fn add_options(o: &Map<String, Value>) -> Result<Added, CallError> {
     let mut added = Added::default();
-    for (key, slot) in
-        [("callbackHost", &mut added.callback_host), ("callbackPath", &mut added.callback_path)]
-    {
+    let text = |key: &str| -> Result<Option<String>, CallError> {
         match o.get(key) {
-            None | Some(Value::Null) => {}
-            Some(Value::String(v)) => *slot = Some(v.clone()),
+            None | Some(Value::Null) => Ok(None),
+            Some(Value::String(v)) => Ok(Some(v.clone())),
             Some(_) => {
-                return Err(CallError::BadArguments(format!(
-                    "addMcpServer: {key} must be a string"
-                )))
+                Err(CallError::BadArguments(format!("addMcpServer: {key} must be a string")))
             }
         }
+    };
+    added.callback_host = text("callbackHost")?;
+    added.callback_path = text("callbackPath")?;
+    if let Some(client_id) = text("clientId")? {
+        added.options.oauth_client = Some((client_id, text("clientSecret")?));
     }
     if let Some(host) = &added.callback_host {
         crate::net::Url::parse(host).map_err(|e| {
@@ -374,6 +375,9 @@ mod tests {
         assert_eq!(parsed.callback_path.as_deref(), Some("/oauth/cb"));
         assert!(add_options(json!({"callbackHost": "not a url"}).as_object().unwrap()).is_err());
         assert!(add_options(json!({"callbackPath": 7}).as_object().unwrap()).is_err());
+        let preset = json!({"clientId": "c", "clientSecret": "s"});
+        let parsed = add_options(preset.as_object().unwrap()).unwrap().options;
+        assert_eq!(parsed.oauth_client, Some(("c".to_owned(), Some("s".to_owned()))));
         assert!(add_options(json!({"transport": "carrier-pigeon"}).as_object().unwrap()).is_err());
         assert!(add_options(json!({"headers": {"x": 1}}).as_object().unwrap()).is_err());
     }

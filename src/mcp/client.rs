@@ -84,6 +84,9 @@ pub struct AddServerOptions {
     /// The OAuth redirect URI, used if the server asks for authorization
     /// (`https://<host>/agents/<class>/<name>/callback`).
     pub callback_url: Option<String>,
+    /// An OAuth client registered by hand (id, optional secret), for authorization servers
+    /// without dynamic registration.
+    pub oauth_client: Option<(String, Option<String>)>,
 }
 
 /// Where a server's connection stands.
@@ -1412,6 +1415,12 @@ impl McpClient {
             }
         };
         let id = row.id.clone();
+        let preset = options.oauth_client.map(|(client_id, client_secret)| oauth::Registration {
+            client_id,
+            client_secret,
+            redirect_uri: row.callback_url.clone().unwrap_or_default(),
+            preset: true,
+        });
         let existing = inner.with_server(&id, |s| s.row.clone());
         match existing {
             Some(old) if old.same_config(&row) => {}
@@ -1435,6 +1444,14 @@ impl McpClient {
                 let now = inner.clock.now_ms();
                 inner.servers.borrow_mut().push(Server::new(row, BTreeMap::new(), None, now));
                 inner.changed();
+            }
+        }
+        if let Some(client) = preset {
+            let record = inner.with_server(&id, |s| s.auth.clone()).flatten().unwrap_or_default();
+            if record.client.as_ref().map(|c| (&c.client_id, &c.client_secret))
+                != Some((&client.client_id, &client.client_secret))
+            {
+                inner.set_auth(&id, AuthRecord { client: Some(client), ..record })?;
             }
         }
         // A server waiting for authorization keeps its URL rather than getting a new one.

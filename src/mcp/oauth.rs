@@ -245,6 +245,10 @@ pub(crate) struct Registration {
     pub client_secret: Option<String>,
     /// The redirect URI registered with it; a different callback needs a new registration.
     pub redirect_uri: String,
+    /// Given by the app (registered by hand at the authorization server): always used,
+    /// never replaced by a dynamic registration.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub preset: bool,
 }
 
 /// Issued tokens, with times in epoch milliseconds.
@@ -556,6 +560,7 @@ impl OAuth<'_> {
         let server = AuthServer::parse(&meta, &self.policy)?;
         let callback = callback.ok_or(OAuthError::NoCallback)?;
         let client = match record.client.take() {
+            Some(c) if c.preset => Registration { redirect_uri: callback.to_owned(), ..c },
             Some(c) if c.redirect_uri == callback && record.server.as_ref() == Some(&server) => c,
             _ => self.register(&server, callback).await?,
         };
@@ -593,7 +598,8 @@ impl OAuth<'_> {
     ) -> Result<Registration, OAuthError> {
         let Some(endpoint) = &server.registration_endpoint else {
             return Err(OAuthError::Unsupported(format!(
-                "{} offers no dynamic client registration (registration_endpoint)",
+                "{} offers no dynamic client registration (registration_endpoint): register \
+                 the callback URL there and pass clientId to addMcpServer",
                 server.issuer
             )));
         };
@@ -619,6 +625,7 @@ impl OAuth<'_> {
             client_id: client_id.to_owned(),
             client_secret: v["client_secret"].as_str().map(str::to_owned),
             redirect_uri: callback.to_owned(),
+            preset: false,
         })
     }
 

@@ -29,6 +29,8 @@ struct FakeAs {
     refresh: RefCell<Option<String>>,
     expires_in: Cell<Option<u64>>,
     seq: Cell<u32>,
+    /// Offers no registration endpoint.
+    no_registration: Cell<bool>,
 }
 
 struct World {
@@ -67,18 +69,20 @@ impl World {
             )
         });
         http.mount("https://mcp.example", &server);
-        http.route("https://auth.example/.well-known/oauth-authorization-server", |_| {
-            json_reply(
-                200,
-                &json!({
+        let a = auth.clone();
+        http.route("https://auth.example/.well-known/oauth-authorization-server", move |_| {
+            let mut meta = json!({
                     "issuer": "https://auth.example/",
                     "authorization_endpoint": "https://auth.example/authorize",
                     "token_endpoint": "https://auth.example/token",
                     "registration_endpoint": "https://auth.example/register",
                     "response_types_supported": ["code"],
                     "code_challenge_methods_supported": ["S256"],
-                }),
-            )
+            });
+            if a.no_registration.get() {
+                meta.as_object_mut().unwrap().remove("registration_endpoint");
+            }
+            json_reply(200, &meta)
         });
         let a = auth.clone();
         http.route("https://auth.example/register", move |req| {
@@ -450,4 +454,32 @@ fn refresh_is_due_in_the_last_minute_or_the_second_half_of_short_lives() {
         None
     )
     .is_err());
+}
+
+#[test]
+fn a_client_registered_by_hand_serves_servers_without_dynamic_registration() {
+    let w = World::new();
+    w.auth.no_registration.set(true);
+    let client = w.client();
+    let failed = w.add(&client);
+    assert_eq!(failed.state, ConnectionState::Failed);
+    assert!(failed.error.as_deref().unwrap().contains("clientId"), "{failed:?}");
+    let o = AddServerOptions {
+        id: Some("srv".into()),
+        callback_url: Some(CALLBACK.into()),
+        oauth_client: Some(("by-hand".into(), Some("s3cret".into()))),
+        ..Default::default()
+    };
+    let added = w.run(client.add_mcp_server("Srv", MCP, o)).unwrap();
+    let auth_url = added.auth_url.expect("authenticating");
+    assert_eq!(query(&auth_url)["client_id"], "by-hand");
+    assert_eq!(query(&auth_url)["redirect_uri"], CALLBACK);
+    assert!(w.auth.registrations.borrow().is_empty());
+    w.run(client.complete_authorization(&w.approve(&auth_url))).unwrap();
+    assert_eq!(client.servers()[0].state, ConnectionState::Ready);
+    let grant = &w.auth.grants.borrow()[0];
+    assert_eq!(
+        (grant["client_id"].as_str(), grant["client_secret"].as_str()),
+        ("by-hand", "s3cret")
+    );
 }
