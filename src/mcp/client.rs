@@ -1702,6 +1702,7 @@ impl McpClient {
             return Ok(ListenEnd::AlreadyListening);
         }
         let _claim = Listening { inner, id, session: &session };
+        inner.refresh_if_due(id).await;
         let mut listener = match session.listen().await {
             Ok(Some(l)) => l,
             Ok(None) => return Ok(ListenEnd::Unsupported),
