@@ -71,6 +71,16 @@ export class ThinkAgent extends DurableObject {
     return this.#inner.rpcCall("acceptMcpToolChanges", [id]);
   }
 
+  /** `resources/read` on an MCP server: `{contents: [{uri, mimeType?, text | blob}]}`. */
+  readMcpResource(serverId, uri) {
+    return this.#inner.rpcCall("readMcpResource", [serverId, uri]);
+  }
+
+  /** `prompts/get` on an MCP server: `{description?, messages}`. */
+  getMcpPrompt(serverId, name, args) {
+    return this.#inner.rpcCall("getMcpPrompt", [serverId, name, args ?? null]);
+  }
+
   /** Every skill found, valid or not: `[{name, description, source, valid, error?}]`. */
   skills() {
     return this.#inner.rpcCall("skills", []);

@@ -237,6 +237,7 @@ impl Agent {
                 }
             }));
         }
+        agent.wire_mcp();
         agent
     }
 
@@ -452,6 +453,7 @@ impl Agent {
         self.send(conn, &frames::Identity::new(&self.name(), &self.agent_kebab));
         self.deps.sockets.send(conn, &self.mcp_frame());
         self.subagents.replay_to(conn);
+        self.send_mcp_elicitations(conn);
     }
 
     /// Forgets a closed connection's handshake state.
@@ -489,11 +491,8 @@ impl Agent {
             }
             Ok(ClientFrame::StreamResumeAck { id }) => self.on_resume_ack(conn, &id),
             Ok(ClientFrame::Rpc(rpc)) => self.on_rpc(conn, &rpc.id, &rpc.method, rpc.args).await,
-            Ok(
-                ClientFrame::ChatMessages { .. }
-                | ClientFrame::State { .. }
-                | ClientFrame::Other(_),
-            ) => {}
+            Ok(ClientFrame::Other(frame)) => self.on_mcp_frame(conn, &frame).await,
+            Ok(ClientFrame::ChatMessages { .. } | ClientFrame::State { .. }) => {}
             Err(err) => self.send(conn, &err.reply_frame()),
         }
     }

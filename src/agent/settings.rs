@@ -7,7 +7,8 @@
 //!   the model name (Anthropic's base defaults to `https://api.anthropic.com/v1`, Workers AI's
 //!   model to [`DEFAULT_WORKERS_AI_MODEL`]);
 //! - `THINK_MODEL_THINKING_BUDGET`: Anthropic's extended thinking, in budget tokens;
-//! - `THINK_APPROVAL`: comma-separated names or globs of tools that need approval;
+//! - `THINK_APPROVAL`: comma-separated names or globs of tools that need approval; an entry
+//!   `!glob` lifts the approval that MCP tools annotated `destructiveHint: true` need by default;
 //! - `THINK_BASH`: the bash tool, like Think's `workspaceBash`: `false` removes it, a JSON
 //!   object sets its options (`{"timeout": 5000, "network": true, "maxWorkspaceFiles": 1000,
 //!   "maxWorkspaceFileBytes": 1000000, "maxOutputBytes": 64000}`; missing keys keep Think's
@@ -17,6 +18,7 @@
 //!   86400000}`);
 //! - `THINK_MESSAGE_CONCURRENCY`: `queue`, `latest`, `merge`, `drop`, `debounce[:ms]`;
 //! - `THINK_WAIT_FOR_MCP_CONNECTIONS`: `true` (Think's 10 s), a number of ms, or off;
+//! - `THINK_MCP_RESOURCES`: `true` gives the model `mcp_list_resources`/`mcp_read_resource`;
 //! - `THINK_ALLOW_PRIVATE_NETWORK`: `true` lets run-time URLs reach private addresses;
 //! - `THINK_SKILLS_DIR`: the workspace folder of skills (an absolute path; `/skills`).
 //! - `THINK_CONTEXT`: the context blocks, a JSON array `[{label, description?, type,
@@ -125,14 +127,14 @@ pub fn read_settings_and_ai(
                 ignore("THINK_EXECUTE", e.to_string());
                 Some(Default::default())
             });
-    let private = match get("THINK_ALLOW_PRIVATE_NETWORK").as_deref().map(str::trim) {
-        None | Some("" | "false" | "0") => false,
-        Some("true" | "1") => true,
-        Some(other) => {
-            ignore("THINK_ALLOW_PRIVATE_NETWORK", format!("expected true or false, not {other:?}"));
+    let mut flag = |name: &'static str| {
+        flag_setting(get(name).as_deref()).unwrap_or_else(|e| {
+            ignore(name, e);
             false
-        }
+        })
     };
+    let mcp_resources = flag("THINK_MCP_RESOURCES");
+    let private = flag("THINK_ALLOW_PRIVATE_NETWORK");
     let skills_dir = match get("THINK_SKILLS_DIR").as_deref().map(str::trim) {
         None | Some("") => crate::skills::DEFAULT_SKILLS_DIR.to_owned(),
         Some(dir) if dir.starts_with('/') && !dir.split('/').any(|s| s == "..") => dir.to_owned(),
@@ -179,6 +181,7 @@ pub fn read_settings_and_ai(
     let spec = spec
         .approval(approval)
         .wait_for_mcp_connections(mcp_wait)
+        .mcp_resource_tools(mcp_resources)
         .message_concurrency(concurrency)
         .allow_private_network(private);
     let spec = match bash {
@@ -380,6 +383,15 @@ fn model_choice(
             ),
         },
         _ => ModelChoice::from_settings(base_url.as_deref(), Some(&api_key), model.as_deref()),
+    }
+}
+
+/// A true/false setting: unset, empty, `false` and `0` are false; `true` and `1` true.
+fn flag_setting(value: Option<&str>) -> Result<bool, String> {
+    match value.map(str::trim) {
+        None | Some("" | "false" | "0") => Ok(false),
+        Some("true" | "1") => Ok(true),
+        Some(other) => Err(format!("expected true or false, not {other:?}")),
     }
 }
 
@@ -615,6 +627,13 @@ mod tests {
             ignored(&[("THINK_WAIT_FOR_MCP_CONNECTIONS", "soon")]),
             ["THINK_WAIT_FOR_MCP_CONNECTIONS"]
         );
+    }
+
+    #[test]
+    fn mcp_resources() {
+        let resources = |v: &str| read(&[("THINK_MCP_RESOURCES", v)]).0.mcp_resource_tools;
+        assert!(resources("true") && !resources("false") && !read(&[]).0.mcp_resource_tools);
+        assert_eq!(ignored(&[("THINK_MCP_RESOURCES", "maybe")]), ["THINK_MCP_RESOURCES"]);
     }
 
     #[test]

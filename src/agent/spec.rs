@@ -209,6 +209,8 @@ pub struct AgentSpec {
     pub(crate) callables: BTreeMap<String, Callable>,
     pub(crate) workspace_tools: bool,
     pub(crate) include_mcp_tools: bool,
+    /// Whether `mcp_list_resources`/`mcp_read_resource` join the MCP tools (off by default).
+    pub(crate) mcp_resource_tools: bool,
     pub(crate) wait_for_mcp_connections: Option<u64>,
     pub(crate) message_concurrency: MessageConcurrency,
     /// The bash tool's limits; `None` removes the tool (Think's `workspaceBash = false`).
@@ -291,6 +293,7 @@ impl AgentSpec {
             callables: BTreeMap::new(),
             workspace_tools: true,
             include_mcp_tools: true,
+            mcp_resource_tools: false,
             wait_for_mcp_connections: None,
             message_concurrency: MessageConcurrency::Queue,
             bash: Some(BashOptions::default()),
@@ -418,6 +421,13 @@ impl AgentSpec {
     /// converted, so a turn pays nothing for them.
     pub fn include_mcp_tools(mut self, include: bool) -> Self {
         self.include_mcp_tools = include;
+        self
+    }
+
+    /// Whether the model gets `mcp_list_resources` and `mcp_read_resource` to read the
+    /// resources connected MCP servers publish (default off; `THINK_MCP_RESOURCES=true`).
+    pub fn mcp_resource_tools(mut self, enabled: bool) -> Self {
+        self.mcp_resource_tools = enabled;
         self
     }
 

@@ -314,7 +314,11 @@ impl Agent {
         );
         if self.spec.include_mcp_tools {
             if let Some(mcp) = &self.mcp {
-                tools.add_layer(Layer::Mcp, mcp.tools());
+                let mut mcp_tools = mcp.tools();
+                if self.spec.mcp_resource_tools {
+                    mcp_tools.extend(mcp.resource_tools());
+                }
+                tools.add_layer(Layer::Mcp, mcp_tools);
             }
         }
         tools.add_layer(Layer::Client, client);

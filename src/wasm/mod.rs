@@ -174,6 +174,7 @@ impl ThinkHost {
         }
         if let Ok(route) = parse_agent_path(url.path(), "agents") {
             self.agent().set_name(&route.name);
+            self.agent().set_public_origin(&url.origin().ascii_serialization());
         }
         let upgrade = req.headers().get("Upgrade")?.unwrap_or_default();
         if upgrade.eq_ignore_ascii_case("websocket") {
@@ -193,7 +194,14 @@ impl ThinkHost {
         if let Some(path) = crate::subagents::drill_in_segments(url.path()) {
             return self.child_messages(&path).await;
         }
-        match self.agent().on_http(req.method().as_ref(), url.path()) {
+        let agent = self.agent();
+        let callback = match req.method() {
+            worker::Method::Get => {
+                agent.on_mcp_callback(url.path(), url.query().unwrap_or_default()).await
+            }
+            _ => None,
+        };
+        match callback.or_else(|| agent.on_http(req.method().as_ref(), url.path())) {
             Some(reply) => {
                 let mut resp = Response::ok(reply.body)?.with_status(reply.status);
                 resp.headers_mut().set("content-type", reply.content_type)?;
