@@ -8,7 +8,8 @@ use async_trait::async_trait;
 use serde_json::{json, Map, Value};
 use sha1::Digest;
 
-use super::archive;
+use super::{archive, undo};
+use crate::store::Sql;
 use crate::tools::approval::ApprovalPolicy;
 use crate::tools::schema::InputValidator;
 use crate::tools::{ToolContext, ToolRef, ToolSet};
@@ -120,7 +121,7 @@ pub trait Connector {
         ctx: &CallContext,
     ) -> Result<Value, ConnectorError>;
     /// Undoes an applied call for `rollbackExecution`; false when the method has no undo
-    /// (reads, and every built-in method today, as in Think's shell and tool connectors).
+    /// (reads, and tools: `state.*` writes have one, which Think's shell connector lacks).
     async fn revert(
         &self,
         _method: &str,
@@ -161,6 +162,8 @@ fn path_prop() -> Value {
 pub struct StateConnector {
     ws: Rc<Workspace>,
     methods: Vec<MethodSpec>,
+    /// Where writes record what they replace, so a rollback can undo them (`undo.rs`).
+    undo: Option<Rc<dyn Sql>>,
 }
 
 /// Checks a connector call's `args` against its method's schema, with the shared compiled
@@ -486,7 +489,18 @@ impl StateConnector {
         for m in &mut methods {
             m.output_schema = state_output(&m.name);
         }
-        Self { ws, methods }
+        Self { ws, methods, undo: None }
+    }
+
+    /// Records, before each write, what it replaces in the journal's `think_cm_undo` table
+    /// in `sql`, so `rollbackExecution` restores the workspace.
+    pub fn with_undo(mut self, sql: Rc<dyn Sql>) -> Self {
+        self.undo = Some(sql);
+        self
+    }
+
+    fn is_write(&self, method: &str) -> bool {
+        self.methods.iter().any(|m| m.name == method && m.kind == CallKind::Write)
     }
 }
 
@@ -883,11 +897,16 @@ impl Connector for StateConnector {
         &self,
         method: &str,
         args: Value,
-        _ctx: &CallContext,
+        ctx: &CallContext,
     ) -> Result<Value, ConnectorError> {
         self.validate(method, &args)?;
         let args = if args.is_null() { json!({}) } else { args };
         let ws = self.ws.as_ref();
+        if let (Some(sql), true) = (&self.undo, self.is_write(method)) {
+            if let Some(paths) = undo::affected_paths(ws, method, &args) {
+                undo::snapshot(ws, &undo::UndoLog::new(sql.as_ref()), ctx, &paths).await?;
+            }
+        }
         let path = arg(&args, "path");
         Ok(match method {
             "getCapabilities" => json!({
@@ -1144,6 +1163,22 @@ impl Connector for StateConnector {
             }
             other => return Err(ConnectorError::UnknownMethod(format!("state.{other}"))),
         })
+    }
+
+    /// Puts back what the call replaced, from the record [`undo::snapshot`] made before it.
+    async fn revert(
+        &self,
+        method: &str,
+        _args: &Value,
+        _result: Option<&Value>,
+        ctx: &CallContext,
+    ) -> Result<bool, ConnectorError> {
+        match &self.undo {
+            Some(sql) if self.is_write(method) => {
+                undo::restore(&self.ws, &undo::UndoLog::new(sql.as_ref()), ctx).await
+            }
+            _ => Ok(false),
+        }
     }
 }
 

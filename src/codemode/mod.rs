@@ -18,6 +18,7 @@ pub mod search;
 pub mod sha256;
 pub mod tool;
 pub mod types;
+pub mod undo;
 
 #[cfg(test)]
 mod tests;

@@ -144,7 +144,7 @@ fn fixture_with(options: ExecuteOptions, hang_long: bool) -> Fixture {
         ApprovalPolicy::new().require_when("charge", |i| i["cents"].as_i64() > Some(100)).unwrap();
     let connectors: Vec<Rc<dyn Connector>> = vec![
         Rc::new(ToolsConnector::new(&set, policy, &["execute"])),
-        Rc::new(StateConnector::new(ws.clone())),
+        Rc::new(StateConnector::new(ws.clone()).with_undo(sql.clone())),
     ];
     let sandbox = Rc::new(Scripted::default());
     let sql_dyn: Rc<dyn Sql> = sql.clone();
@@ -931,7 +931,7 @@ fn rollback_undoes_applied_calls_newest_first_and_marks_the_run() {
     let out = block_on(f.rt.execute("// puts\n", None, &connectors));
     let id = out["executionId"].as_str().unwrap().to_owned();
     let rolled = block_on(f.rt.rollback(&id, &connectors)).unwrap();
-    assert_eq!(rolled, json!({"executionId": id, "reverted": 2, "status": "rolled_back"}));
+    assert_eq!(rolled, json!({"executionId": id, "reverted": 3, "status": "rolled_back"}));
     assert_eq!(
         *undo.undone.borrow(),
         [
@@ -943,10 +943,10 @@ fn rollback_undoes_applied_calls_newest_first_and_marks_the_run() {
     let journal = journal::Journal::new(f.sql.as_ref());
     let states: Vec<_> = journal.log(&id).unwrap().iter().map(|e| e.state).collect();
     use journal::CallState::{Applied, Reverted};
-    assert_eq!(states, [Applied, Reverted, Reverted, Applied]);
+    assert_eq!(states, [Reverted, Reverted, Reverted, Applied]);
     assert_eq!(journal.execution(&id).unwrap().unwrap().status, journal::ExecStatus::RolledBack);
-    // A state write has no undo (as in Think's shell): the file stays.
-    assert_eq!(read(&f, "/r.txt").as_deref(), Some("x"));
+    // The state write is undone too: the file it made is gone.
+    assert_eq!(read(&f, "/r.txt"), None);
 
     // A failed undo is reported after the others ran; nothing reverted leaves the status.
     f.sandbox.program("bad", |d| {
@@ -969,6 +969,98 @@ fn rollback_undoes_applied_calls_newest_first_and_marks_the_run() {
     assert!(err.contains("is paused; only a settled execution"), "{err}");
     let err = block_on(f.rt.rollback("exec_nope", &connectors)).unwrap_err().to_string();
     assert_eq!(err, "Execution exec_nope does not exist");
+}
+
+/// Every entry of the workspace: path, type, mime type, bytes (or a symlink's target).
+fn snapshot_all(f: &Fixture) -> Vec<Value> {
+    let mut out = Vec::new();
+    for e in f.ws.glob("/**").unwrap() {
+        let body = match e.kind {
+            crate::workspace::EntryType::File => {
+                let bytes = block_on(f.ws.read_file_bytes(&e.path)).unwrap().unwrap();
+                json!(String::from_utf8_lossy(&bytes))
+            }
+            _ => json!(e.target),
+        };
+        out.push(json!([e.path, e.kind.as_str(), e.mime_type, body]));
+    }
+    out
+}
+
+#[test]
+fn rollback_restores_the_workspace_after_every_kind_of_state_write() {
+    let f = fixture();
+    block_on(async {
+        f.ws.write_file("/keep/a.txt", "A", "text/plain").await.unwrap();
+        f.ws.write_file("/d/x.txt", "X", "text/plain").await.unwrap();
+        f.ws.write_file("/d/sub/y.md", "Y", "text/markdown").await.unwrap();
+        f.ws.write_file_bytes("/bin", &[0, 1, 2], "application/octet-stream").await.unwrap();
+        f.ws.write_file("/j.json", "{\"n\": 1}", "application/json").await.unwrap();
+        f.ws.symlink("/d/x.txt", "/link").unwrap();
+    });
+    let before = snapshot_all(&f);
+    f.sandbox.program("all", |d| {
+        Box::pin(async move {
+            let c = |m: &'static str, a: Value| {
+                let d = d.clone();
+                async move { call(&d, "state", m, a, m).await }
+            };
+            c("writeFile", json!({"path": "/keep/a.txt", "content": "A2"})).await?;
+            c("appendFile", json!({"path": "/keep/a.txt", "content": "+"})).await?;
+            c("writeFile", json!({"path": "/new/deep/n.txt", "content": "N"})).await?;
+            c("updateJson", json!({"path": "/j.json", "operations": [{"op": "set", "path": "n", "value": 2}]})).await?;
+            c("writeFileBytes", json!({"path": "/bin", "base64": "/w=="})).await?;
+            c("rm", json!({"path": "/d", "recursive": true})).await?;
+            c("mkdir", json!({"path": "/m/n", "recursive": true})).await?;
+            c("mv", json!({"src": "/keep/a.txt", "dest": "/moved.txt"})).await?;
+            c("cp", json!({"src": "/moved.txt", "dest": "/keep/copy.txt"})).await?;
+            c("symlink", json!({"target": "/bin", "linkPath": "/keep/l2"})).await?;
+            c("rm", json!({"path": "/link"})).await?;
+            c("applyEdits", json!({"edits": [{"path": "/j.json", "content": "[]"}, {"path": "/e/1.txt", "content": "1"}]})).await?;
+            c("replaceInFiles", json!({"pattern": "/**/*.txt", "search": "N", "replacement": "M"})).await?;
+            c("compressFile", json!({"path": "/moved.txt"})).await?;
+            Ok(json!("done"))
+        })
+    });
+    let out = block_on(f.rt.execute("// all\n", None, &f.connectors));
+    assert_eq!(out["status"], "completed", "{out}");
+    assert_ne!(snapshot_all(&f), before);
+    let id = out["executionId"].as_str().unwrap();
+    let rolled = block_on(f.rt.rollback(id, &f.connectors)).unwrap();
+    assert_eq!(rolled, json!({"executionId": id, "reverted": 14, "status": "rolled_back"}));
+    assert_eq!(snapshot_all(&f), before);
+    // Deleting the execution takes its undo records with it.
+    f.rt.delete_execution(id).unwrap();
+    let left = f.sql.exec("SELECT COUNT(*) FROM think_cm_undo", &[]).unwrap();
+    assert_eq!(left[0][0].as_i64(), Some(0));
+}
+
+#[test]
+fn a_previous_content_over_the_undo_limit_is_not_kept_and_its_call_is_not_undone() {
+    let f = fixture();
+    let big = "b".repeat(undo::MAX_UNDO_FILE_BYTES as usize + 1);
+    block_on(f.ws.write_file("/big.txt", &big, "text/plain")).unwrap();
+    f.sandbox.program("big", |d| {
+        Box::pin(async move {
+            call(&d, "state", "writeFile", json!({"path": "/small.txt", "content": "s"}), "2:1")
+                .await?;
+            call(&d, "state", "writeFile", json!({"path": "/big.txt", "content": "tiny"}), "3:1")
+                .await?;
+            Ok(Value::Null)
+        })
+    });
+    let out = block_on(f.rt.execute("// big\n", None, &f.connectors));
+    let id = out["executionId"].as_str().unwrap();
+    let err = block_on(f.rt.rollback(id, &f.connectors)).unwrap_err().to_string();
+    assert_eq!(
+        err,
+        format!("Rollback reverted 1 action(s) but 1 failed: state.writeFile: the previous content of /big.txt ({} bytes) was over the undo limit (1000000 bytes per file, 16000000 per call), so it was not kept; nothing of this call was undone", big.len())
+    );
+    assert_eq!(read(&f, "/big.txt").as_deref(), Some("tiny"));
+    assert_eq!(read(&f, "/small.txt"), None);
+    let journal = journal::Journal::new(f.sql.as_ref());
+    let states: Vec<_> = journal.log(id).unwrap().iter().map(|e| e.state).collect();
+    assert_eq!(states, [journal::CallState::Reverted, journal::CallState::Applied]);
 }
 
 #[test]

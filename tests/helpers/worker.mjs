@@ -13,7 +13,8 @@ export function tempDir(prefix = "think-rs-") {
   return fs.mkdtempSync(path.join(os.tmpdir(), prefix));
 }
 
-function options({ persistDir, vars, withCaller, inspectorPort, ai }) {
+/** The Miniflare options of `startWorker` (also used by the Code Mode bench). */
+export function options({ persistDir, vars, withCaller, inspectorPort, ai }) {
   const agent = {
     name: "think-rs",
     modules: true,
