@@ -17,6 +17,7 @@ pub mod sandbox;
 pub mod search;
 pub mod sha256;
 pub mod tool;
+pub mod tree;
 pub mod types;
 pub mod undo;
 

@@ -652,6 +652,25 @@ fn at_most_max_in_flight_passes_run_at_once() {
 }
 
 #[test]
+fn sandbox_slots_queue_in_order_give_up_on_time_and_never_lose_a_slot() {
+    use futures::FutureExt;
+    let slots = sandbox::Slots::new(1);
+    let held = slots.acquire().now_or_never().expect("a free slot is taken at once");
+    // A waiter whose time is up gets nothing and leaves the count as it was.
+    assert!(block_on(slots.acquire_within(async {})).is_none());
+    // A waiter handed the slot but dropped before it took it passes the slot on.
+    let mut late = Box::pin(slots.acquire());
+    assert!(late.as_mut().now_or_never().is_none());
+    let mut next = Box::pin(slots.acquire());
+    assert!(next.as_mut().now_or_never().is_none());
+    drop(held);
+    drop(late);
+    let got = next.as_mut().now_or_never().expect("the slot moved on to the next waiter");
+    drop(got);
+    assert!(slots.acquire().now_or_never().is_some());
+}
+
+#[test]
 fn snippets_are_saved_listed_deleted_and_sent_to_the_sandbox() {
     let f = fixture();
     let out = block_on(f.rt.execute("return input.n * 2", None, &f.connectors));
@@ -758,14 +777,72 @@ fn state_methods_reach_the_workspace() {
     assert_eq!(r["real"], "/s/a.txt");
     assert_eq!(r["resolve"], "/s/x/y");
     assert_eq!(r["detect"], false);
-    let dir = json!({"path": "/s/d/e", "name": "e", "type": "directory", "children": []});
+    let dir =
+        json!({"path": "/s/d/e", "name": "e", "type": "directory", "size": 0, "children": []});
     assert_eq!(
         r["tree"],
-        json!({"path": "/s/d", "name": "d", "type": "directory", "children": [dir]})
+        json!({"path": "/s/d", "name": "d", "type": "directory", "size": 0, "children": [dir]})
     );
     assert_eq!(r["missing"], "ENOENT: no such file or directory, open '/nope'");
     assert_eq!(r["hash"], super::sha256::sha256_hex(b"1 two 1"));
     assert_eq!(r["update"], json!({"a": [{"b": "y"}], "n": {"m": 1}}));
+}
+
+#[test]
+fn walk_and_summarize_tree_take_max_depth_and_have_thinks_shapes() {
+    let f = fixture();
+    block_on(async {
+        f.ws.write_file("/t/b/d/e.txt", "1", "text/plain").await.unwrap();
+        f.ws.write_file("/t/b/c.txt", "22", "text/plain").await.unwrap();
+        f.ws.write_file("/t/a.txt", "333", "text/plain").await.unwrap();
+    });
+    f.ws.symlink("/t/a.txt", "/t/l").unwrap();
+    f.sandbox.program("tree", |d| {
+        Box::pin(async move {
+            let c = |m: &'static str, a: Value| {
+                let d = d.clone();
+                async move { call(&d, "state", m, a, m).await }
+            };
+            Ok(json!({
+                "shallow": c("walkTree", json!({"path": "/t", "options": {"maxDepth": 1}})).await?,
+                "root": c("walkTree", json!({"path": "/t/", "options": {"maxDepth": 0}})).await?,
+                "all": c("summarizeTree", json!({"path": "/t"})).await?,
+                "one": c("summarizeTree", json!({"path": "/t", "options": {"maxDepth": 1}})).await?,
+                "file": c("summarizeTree", json!({"path": "/t/a.txt"})).await?,
+                "missing": c("walkTree", json!({"path": "/nope"})).await.unwrap_err(),
+                "bad": c("walkTree", json!({"path": "/t", "maxDepth": 1})).await.unwrap_err(),
+            }))
+        })
+    });
+    let out = block_on(f.rt.execute("// tree\n", None, &f.connectors));
+    assert_eq!(out["status"], "completed", "{out}");
+    let r = &out["result"];
+    let names: Vec<&str> = r["shallow"]["children"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["a.txt", "b", "l"]);
+    let kids = &r["shallow"]["children"];
+    assert_eq!(kids[0], json!({"path": "/t/a.txt", "name": "a.txt", "type": "file", "size": 3}));
+    assert_eq!(kids[1], json!({"path": "/t/b", "name": "b", "type": "directory", "size": 0}));
+    assert_eq!(kids[2]["type"], "symlink");
+    assert_eq!(r["root"], json!({"path": "/t", "name": "t", "type": "directory", "size": 0}));
+    assert_eq!(
+        r["all"],
+        json!({"files": 3, "directories": 3, "symlinks": 1, "totalBytes": 6, "maxDepth": 3})
+    );
+    assert_eq!(
+        r["one"],
+        json!({"files": 1, "directories": 2, "symlinks": 1, "totalBytes": 3, "maxDepth": 1})
+    );
+    assert_eq!(
+        r["file"],
+        json!({"files": 1, "directories": 0, "symlinks": 0, "totalBytes": 3, "maxDepth": 0})
+    );
+    assert_eq!(r["missing"], "ENOENT: no such file or directory: /nope");
+    assert!(r["bad"].as_str().unwrap().starts_with("Invalid input for state.walkTree"), "{r}");
 }
 
 // --- types and search ---
@@ -1102,6 +1179,7 @@ fn hash_algorithms_and_think_search_and_find_options() {
             c("mkdir", json!({"path": "/o/hollow"})).await?;
             let search = |o: Value| c("searchText", json!({"path": "/o/t.md", "query": "foo", "options": o}));
             let find = |o: Value| c("find", json!({"path": "/o", "options": o}));
+            let search_re = |q: &str| c("searchText", json!({"path": "/o/t.md", "query": q, "options": {"regex": true}}));
             let paths = |v: Value| -> Vec<String> {
                 v.as_array().unwrap().iter().map(|e| e["path"].as_str().unwrap().to_owned()).collect()
             };
@@ -1115,6 +1193,9 @@ fn hash_algorithms_and_think_search_and_find_options() {
                 "word": search(json!({"wholeWord": true, "contextBefore": 1, "contextAfter": 5})).await?,
                 "regex": c("searchFiles", json!({"pattern": "/o/**/*.md", "query": "^f\\w+r", "options": {"regex": true}})).await?,
                 "badRegex": c("searchText", json!({"path": "/o/t.md", "query": "(", "options": {"regex": true}})).await.unwrap_err(),
+                "lookbehind": search_re("(?<=foo)bar").await?,
+                "backref": search_re("(o)\\1").await?,
+                "badBounds": search_re("o{2,1}").await.unwrap_err(),
                 "md": paths(find(json!({"name": "*.md"})).await?),
                 "shallow": paths(find(json!({"maxDepth": 1, "type": ["directory"]})).await?),
                 "deep": find(json!({"minDepth": 2})).await?,
@@ -1157,6 +1238,11 @@ fn hash_algorithms_and_think_search_and_find_options() {
         "{}",
         r["badRegex"]
     );
+    // JS syntax: look-behind and backreferences work; bounds out of order are refused as JS does.
+    assert_eq!(at(&r["lookbehind"]), [(2, 4)]);
+    assert_eq!(r["lookbehind"][0]["match"], "bar");
+    assert_eq!(at(&r["backref"]), [(1, 2), (2, 2), (2, 11)]);
+    assert_eq!(r["badBounds"], "Invalid search pattern: Invalid regular expression: /o{2,1}/");
     assert_eq!(r["md"], json!(["/o/sub/deep.md", "/o/t.md"]));
     assert_eq!(r["shallow"], json!(["/o/hollow", "/o/sub"]));
     assert_eq!(r["deep"].as_array().unwrap().len(), 1);

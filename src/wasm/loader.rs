@@ -1,6 +1,8 @@
 //! The sandbox in the Worker: Worker Loader isolates, through `js/codemode/host.mjs`. Each
 //! pass is a fresh isolate with `globalOutbound: null` and no bindings; its connector calls
-//! come back through a function passed over RPC that runs the Rust dispatcher.
+//! come back through a function passed over RPC that runs the Rust dispatcher. One object's
+//! sandbox has at most [`MAX_ISOLATES_IN_FLIGHT`] isolates at once, whoever asks (`execute`,
+//! skill scripts, extensions); the others wait their turn, up to their own time limit.
 
 use std::rc::Rc;
 
@@ -10,9 +12,11 @@ use serde_json::{json, Value};
 use wasm_bindgen::prelude::*;
 use wasm_bindgen_futures::future_to_promise;
 
+use crate::codemode::sandbox::{Slots, MAX_ISOLATES_IN_FLIGHT};
 use crate::codemode::{
     CallError, CallRequest, Dispatcher, Sandbox, SandboxError, SandboxOutcome, SandboxRequest,
 };
+use crate::platform::Clock;
 
 #[wasm_bindgen(module = "/js/codemode/host.mjs")]
 extern "C" {
@@ -30,6 +34,8 @@ pub const LOADER_BINDING: &str = "LOADER";
 /// Runs passes in Worker Loader isolates.
 pub struct LoaderSandbox {
     loader: JsValue,
+    /// The one count of isolates in flight for every use of this object's sandbox.
+    slots: Slots,
 }
 
 impl LoaderSandbox {
@@ -38,7 +44,7 @@ impl LoaderSandbox {
         let env: &JsValue = env.as_ref();
         let loader = Reflect::get(env, &LOADER_BINDING.into()).ok()?;
         let has_load = Reflect::get(&loader, &"load".into()).ok().is_some_and(|f| f.is_function());
-        has_load.then_some(Self { loader })
+        has_load.then(|| Self { loader, slots: Slots::new(MAX_ISOLATES_IN_FLIGHT) })
     }
 }
 
@@ -60,6 +66,13 @@ impl Sandbox for LoaderSandbox {
         request: SandboxRequest,
         dispatcher: Rc<dyn Dispatcher>,
     ) -> Result<SandboxOutcome, SandboxError> {
+        let wait = super::WorkerClock.sleep(request.timeout_ms);
+        let Some(_slot) = self.slots.acquire_within(wait).await else {
+            return Err(SandboxError::Unavailable(format!(
+                "{MAX_ISOLATES_IN_FLIGHT} sandbox isolates were busy in this agent for the whole {} ms time limit",
+                request.timeout_ms
+            )));
+        };
         let request = serde_json::to_string(&request)
             .map_err(|e| SandboxError::Unavailable(e.to_string()))?;
         let dispatch = Closure::<dyn FnMut(String, String, String, String) -> Promise>::new(
