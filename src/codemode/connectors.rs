@@ -987,7 +987,7 @@ impl Connector for StateConnector {
         let args = if args.is_null() { json!({}) } else { args };
         let ws = self.ws.as_ref();
         if let (Some(sql), true) = (&self.undo, self.is_write(method)) {
-            if let Some(paths) = undo::affected_paths(ws, method, &args) {
+            if let Some(paths) = undo::affected_paths(ws, method, &args).await {
                 undo::snapshot(ws, &undo::UndoLog::new(sql.as_ref()), ctx, &paths).await?;
             }
         }

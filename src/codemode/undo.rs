@@ -60,7 +60,7 @@ impl Prior {
 
 /// The paths a `state.*` write may change (each with everything under it), or `None` for a
 /// method that changes nothing (reads).
-pub fn affected_paths(ws: &Workspace, method: &str, args: &Value) -> Option<Vec<String>> {
+pub async fn affected_paths(ws: &Workspace, method: &str, args: &Value) -> Option<Vec<String>> {
     let s = |key: &str| args.get(key).and_then(Value::as_str).unwrap_or("").to_owned();
     let edits = |list: &Value| -> Vec<String> {
         list.as_array()
@@ -86,10 +86,19 @@ pub fn affected_paths(ws: &Workspace, method: &str, args: &Value) -> Option<Vec<
                 None => p,
             }]
         }
-        "replaceInFiles" => ws
-            .glob_files(&s("pattern"))
-            .map(|files| files.into_iter().map(|(p, _)| p).collect())
-            .unwrap_or_default(),
+        // Only the files that contain the search text change.
+        "replaceInFiles" => {
+            let files = ws.glob_files(&s("pattern")).unwrap_or_default();
+            let paths: Vec<String> = files.into_iter().map(|(p, _)| p).collect();
+            let texts = ws.read_files(&paths).await.unwrap_or_default();
+            let search = s("search");
+            paths
+                .into_iter()
+                .zip(texts)
+                .filter(|(_, t)| t.as_deref().is_some_and(|t| t.contains(search.as_str())))
+                .map(|(p, _)| p)
+                .collect()
+        }
         "applyEdits" => edits(&args["edits"]),
         "applyEditPlan" => edits(&args["plan"]["edits"]),
         _ => return None,
