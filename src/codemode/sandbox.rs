@@ -160,11 +160,18 @@ impl Slots {
         Self { free: Cell::new(n.max(1)), waiters: RefCell::default() }
     }
 
+    /// A free slot now, if there is one (and nobody is waiting for it).
+    pub fn try_acquire(&self) -> Option<SlotGuard<'_>> {
+        (self.free.get() > 0).then(|| {
+            self.free.set(self.free.get() - 1);
+            SlotGuard(self)
+        })
+    }
+
     /// Waits for a slot, in arrival order.
     pub async fn acquire(&self) -> SlotGuard<'_> {
-        if self.free.get() > 0 {
-            self.free.set(self.free.get() - 1);
-            return SlotGuard(self);
+        if let Some(slot) = self.try_acquire() {
+            return slot;
         }
         let (tx, rx) = oneshot::channel();
         self.waiters.borrow_mut().push_back(tx);
