@@ -988,7 +988,9 @@ impl Connector for StateConnector {
         let ws = self.ws.as_ref();
         if let (Some(sql), true) = (&self.undo, self.is_write(method)) {
             if let Some(paths) = undo::affected_paths(ws, method, &args).await {
-                undo::snapshot(ws, &undo::UndoLog::new(sql.as_ref()), ctx, &paths).await?;
+                let follow = undo::follows_last_symlink(method);
+                let log = undo::UndoLog::new(sql.as_ref());
+                undo::snapshot(ws, &log, ctx, &paths, follow).await?;
             }
         }
         let path = arg(&args, "path");

@@ -1082,6 +1082,7 @@ fn rollback_restores_the_workspace_after_every_kind_of_state_write() {
                 let d = d.clone();
                 async move { call(&d, "state", m, a, m).await }
             };
+            c("writeFile", json!({"path": "/link", "content": "through the link"})).await?;
             c("writeFile", json!({"path": "/keep/a.txt", "content": "A2"})).await?;
             c("appendFile", json!({"path": "/keep/a.txt", "content": "+"})).await?;
             c("writeFile", json!({"path": "/new/deep/n.txt", "content": "N"})).await?;
@@ -1104,7 +1105,7 @@ fn rollback_restores_the_workspace_after_every_kind_of_state_write() {
     assert_ne!(snapshot_all(&f), before);
     let id = out["executionId"].as_str().unwrap();
     let rolled = block_on(f.rt.rollback(id, &f.connectors)).unwrap();
-    assert_eq!(rolled, json!({"executionId": id, "reverted": 14, "status": "rolled_back"}));
+    assert_eq!(rolled, json!({"executionId": id, "reverted": 15, "status": "rolled_back"}));
     assert_eq!(snapshot_all(&f), before);
     // Deleting the execution takes its undo records with it.
     f.rt.delete_execution(id).unwrap();

@@ -58,6 +58,22 @@ impl Prior {
     }
 }
 
+/// Whether a write method changes the content at its path, following a symlink there (as
+/// the workspace's writes do), rather than the entry itself (rm, mv, cp, mkdir, symlink).
+pub fn follows_last_symlink(method: &str) -> bool {
+    !matches!(
+        method,
+        "rm" | "removeTree"
+            | "cp"
+            | "copyTree"
+            | "mv"
+            | "moveTree"
+            | "mkdir"
+            | "symlink"
+            | "extractArchive"
+    )
+}
+
 /// The paths a `state.*` write may change (each with everything under it), or `None` for a
 /// method that changes nothing (reads).
 pub async fn affected_paths(ws: &Workspace, method: &str, args: &Value) -> Option<Vec<String>> {
@@ -183,18 +199,23 @@ impl<'a> UndoLog<'a> {
 }
 
 /// Records what is now at each of `roots` (and below it) for call `ctx`, before it runs. A
-/// path that does not exist is recorded as its highest missing ancestor being absent, so
-/// the parents the call creates go too.
+/// root is taken where the workspace will act on it (symlinks in it followed, the last one
+/// only when `follow_last`); a path the workspace cannot resolve is skipped, since the call
+/// fails there. A path that does not exist is recorded as its highest missing ancestor being
+/// absent, so the parents the call creates go too.
 pub async fn snapshot(
     ws: &Workspace,
     log: &UndoLog<'_>,
     ctx: &CallContext,
     roots: &[String],
+    follow_last: bool,
 ) -> Result<(), ConnectorError> {
     let mut entries: Vec<(String, Prior)> = Vec::new();
     let mut budget = MAX_UNDO_CALL_BYTES;
     for root in roots {
-        let Ok(root) = path::normalize(root, "open") else { continue };
+        let Ok(norm) = path::normalize(root, "open") else { continue };
+        let Ok(resolved) = ws.resolve(&norm, follow_last, "open", root) else { continue };
+        let root = resolved.path;
         if entries.iter().any(|(p, _)| path::is_within(&root, p)) {
             continue;
         }
