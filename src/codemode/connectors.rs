@@ -203,7 +203,9 @@ impl StateConnector {
             spec(
                 "writeJson",
                 "Write a value as JSON.",
-                json!({"path": p(), "value": {"description": "Any JSON value"}, "spaces": {"type": "integer", "description": "Indentation (default 2)"}}),
+                json!({"path": p(), "value": {"description": "Any JSON value"}, "options": {"type": "object",
+                    "properties": {"spaces": {"type": "integer", "minimum": 0, "description": "Indentation (default 2)"}},
+                    "additionalProperties": false}}),
                 &["path", "value"],
                 Write,
             ),
@@ -1013,8 +1015,9 @@ impl Connector for StateConnector {
                 serde_json::from_str(&text).map_err(|e| format!("{path} is not JSON: {e}"))?
             }
             "writeJson" => {
-                let spaces = args.get("spaces").and_then(Value::as_u64).unwrap_or(2) as usize;
-                let text = pretty(&args["value"], spaces);
+                // As Think's `stringifyJsonFileContent`: a trailing newline.
+                let spaces = args["options"]["spaces"].as_u64().unwrap_or(2) as usize;
+                let text = pretty(&args["value"], spaces) + "\n";
                 ws.write_file(path, &text, "application/json").await.map_err(fs)?;
                 Value::Null
             }
@@ -1226,7 +1229,7 @@ impl Connector for StateConnector {
                         _ => delete_json(&mut value, at),
                     }
                 }
-                let content = pretty(&value, 2);
+                let content = pretty(&value, 2) + "\n";
                 let diff = ws.diff_content(path, &content).await.map_err(fs)?;
                 ws.rewrite_file(path, &content, "application/json").await.map_err(fs)?;
                 json!({"value": value, "content": content, "diff": diff, "operationsApplied": ops.len()})

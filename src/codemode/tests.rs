@@ -738,6 +738,10 @@ fn state_methods_reach_the_workspace() {
             Ok(json!({
                 "read": c("readFile", json!({"path": "/s/a.txt"})).await?,
                 "json": c("readJson", json!({"path": "/s/c.json"})).await?,
+                "jsonText": ({
+                    c("writeJson", json!({"path": "/s/k.json", "value": {"k": 1}, "options": {"spaces": 0}})).await?;
+                    c("readFile", json!({"path": "/s/k.json"})).await?
+                }),
                 "query": c("queryJson", json!({"path": "/s/c.json", "query": "a[1].b"})).await?,
                 "bytes": c("readFileBytes", json!({"path": "/s/bin"})).await?,
                 "dir": c("readdir", json!({"path": "/s"})).await?,
@@ -764,9 +768,10 @@ fn state_methods_reach_the_workspace() {
     let r = &out["result"];
     assert_eq!(r["read"], "one two one");
     assert_eq!(r["json"], json!({"a": [1, {"b": "x"}]}));
+    assert_eq!(r["jsonText"], "{\"k\":1}\n");
     assert_eq!(r["query"], "x");
     assert_eq!(r["bytes"], "AAEC");
-    assert_eq!(r["dir"], json!(["d", "a.txt", "bin", "c.json", "link"]));
+    assert_eq!(r["dir"], json!(["d", "a.txt", "bin", "c.json", "k.json", "link"]));
     assert_eq!(r["glob"], json!(["/s/a.txt"]));
     assert_eq!(
         r["search"],
