@@ -291,7 +291,7 @@ pub struct Extensions {
     loaded: RefCell<Vec<Rc<Loaded>>>,
     started: futures::lock::Mutex<bool>,
     passes: Cell<u64>,
-    slots: crate::codemode::runtime::Slots,
+    slots: crate::codemode::sandbox::Slots,
 }
 
 impl Extensions {
@@ -316,7 +316,7 @@ impl Extensions {
             loaded: RefCell::default(),
             started: futures::lock::Mutex::new(false),
             passes: Cell::new(0),
-            slots: crate::codemode::runtime::Slots::new(MAX_ISOLATES_IN_FLIGHT),
+            slots: crate::codemode::sandbox::Slots::new(MAX_ISOLATES_IN_FLIGHT),
         };
         this.restore();
         this

@@ -1,7 +1,9 @@
 //! The sandbox in the Worker: Worker Loader isolates, through `js/codemode/host.mjs`. Each
-//! pass is a fresh isolate with no bindings and `globalOutbound: null` (an extension with
-//! network hosts gets the host's gateway instead, `run_networked`); its connector calls come
-//! back through a function passed over RPC that runs the Rust dispatcher.
+//! pass is a fresh isolate with `globalOutbound: null` and no bindings (an extension with
+//! network hosts gets the host's gateway instead, `run_networked`); its connector calls
+//! come back through a function passed over RPC that runs the Rust dispatcher. One object's
+//! sandbox has at most [`MAX_ISOLATES_IN_FLIGHT`] isolates at once, whoever asks (`execute`,
+//! skill scripts, extensions); the others wait their turn, up to their own time limit.
 
 use std::rc::Rc;
 
@@ -11,9 +13,11 @@ use serde_json::{json, Value};
 use wasm_bindgen::prelude::*;
 use wasm_bindgen_futures::future_to_promise;
 
+use crate::codemode::sandbox::{Slots, MAX_ISOLATES_IN_FLIGHT};
 use crate::codemode::{
     CallError, CallRequest, Dispatcher, Sandbox, SandboxError, SandboxOutcome, SandboxRequest,
 };
+use crate::platform::Clock;
 
 #[wasm_bindgen(module = "/js/codemode/host.mjs")]
 extern "C" {
@@ -34,6 +38,8 @@ pub struct LoaderSandbox {
     loader: JsValue,
     /// Makes the network gateway of one pass from its props (`src/wasm/extensions.rs`).
     gateway: Option<super::extensions::GatewayFactory>,
+    /// The one count of isolates in flight for every use of this object's sandbox.
+    slots: Slots,
 }
 
 impl LoaderSandbox {
@@ -42,7 +48,7 @@ impl LoaderSandbox {
         let env: &JsValue = env.as_ref();
         let loader = Reflect::get(env, &LOADER_BINDING.into()).ok()?;
         let has_load = Reflect::get(&loader, &"load".into()).ok().is_some_and(|f| f.is_function());
-        has_load.then_some(Self { loader, gateway: None })
+        has_load.then_some(Self { loader, gateway: None, slots: Slots::new(MAX_ISOLATES_IN_FLIGHT) })
     }
 
     /// Lets [`Sandbox::run_networked`] passes reach the network through `gateway`, which
@@ -95,6 +101,17 @@ impl LoaderSandbox {
         dispatcher: Rc<dyn Dispatcher>,
         outbound: JsValue,
     ) -> Result<SandboxOutcome, SandboxError> {
+        // The timer is only made when every slot is taken.
+        let slot = match self.slots.try_acquire() {
+            Some(slot) => Some(slot),
+            None => self.slots.acquire_within(super::WorkerClock.sleep(request.timeout_ms)).await,
+        };
+        let Some(_slot) = slot else {
+            return Err(SandboxError::Unavailable(format!(
+                "{MAX_ISOLATES_IN_FLIGHT} sandbox isolates were busy in this agent for the whole {} ms time limit",
+                request.timeout_ms
+            )));
+        };
         let request = serde_json::to_string(&request)
             .map_err(|e| SandboxError::Unavailable(e.to_string()))?;
         let dispatch = Closure::<dyn FnMut(String, String, String, String) -> Promise>::new(

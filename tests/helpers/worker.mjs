@@ -23,7 +23,8 @@ export function tempDir(prefix = "think-rs-") {
   return dir;
 }
 
-function options({ persistDir, vars, withCaller, inspectorPort, ai }) {
+/** The Miniflare options of `startWorker` (also used by the Code Mode bench). */
+export function options({ persistDir, vars, withCaller, inspectorPort, ai }) {
   const agent = {
     name: "think-rs",
     modules: true,
