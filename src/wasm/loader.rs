@@ -48,7 +48,11 @@ impl LoaderSandbox {
         let env: &JsValue = env.as_ref();
         let loader = Reflect::get(env, &LOADER_BINDING.into()).ok()?;
         let has_load = Reflect::get(&loader, &"load".into()).ok().is_some_and(|f| f.is_function());
-        has_load.then_some(Self { loader, gateway: None, slots: Slots::new(MAX_ISOLATES_IN_FLIGHT) })
+        has_load.then_some(Self {
+            loader,
+            gateway: None,
+            slots: Slots::new(MAX_ISOLATES_IN_FLIGHT),
+        })
     }
 
     /// Lets [`Sandbox::run_networked`] passes reach the network through `gateway`, which
