@@ -13,6 +13,15 @@
 // on each side to check that the outputs are identical, and a module may also export
 // `parity`, a list of single `{ tool, input }` calls compared the same way.
 // BENCH_ONLY=<regex> picks workloads by name.
+//
+// A third column, the floor, runs the same inputs through the bare SQL statements the tool
+// needs at minimum, from plain JavaScript in a think-rs bench object (bench/rust-worker/
+// src/floor.js), set up with the same files, interleaved with the two sides in the same
+// run. `÷ floor` is think-rs's median over the floor's; a workload's `floorGoal` is the
+// most that ratio should be. More workload fields: `sides` (which of rust/ts/floor run;
+// all by default), `warmup` and `reps` (override BENCH_WARMUP/BENCH_REPS for a slow row).
+// think-rs also reports the peak of wasm heap bytes live during each run (its global
+// allocator counts them); a suite whose rows set `showMemory` prints it.
 import { Miniflare } from "miniflare";
 import fs from "node:fs";
 import os from "node:os";
@@ -27,10 +36,15 @@ const REPS = Math.max(1, Number(process.env.BENCH_REPS ?? 5));
 const WARMUP = Math.max(0, Number(process.env.BENCH_WARMUP ?? 3));
 const ONLY = process.env.BENCH_ONLY ? new RegExp(process.env.BENCH_ONLY, "i") : null;
 
+// `worker` is the Miniflare worker a side runs in, `route` its timed route, `suffix` what
+// its object names get, so that the floor has objects (and data) of its own.
 const SIDES = [
-  { key: "rust", label: "think-rs", binding: "BENCH_RUST" },
-  { key: "ts", label: "Think (TS)", binding: "BENCH_TS" },
+  { key: "rust", label: "think-rs", worker: "rust", route: "run", suffix: "" },
+  { key: "ts", label: "Think (TS)", worker: "ts", route: "run", suffix: "" },
+  { key: "floor", label: "floor", worker: "rust", route: "floor", suffix: "-floor" },
 ];
+/** The two implementations, whose outputs must agree. */
+const COMPARED = SIDES.filter((s) => s.key !== "floor");
 
 function miniflareOptions(persistDir) {
   return {
@@ -107,27 +121,50 @@ const clip = (v, n = 240) => {
 
 async function runWorkload(workers, suiteIndex, wi, w) {
   const base = `s${suiteIndex}-w${wi}`;
-  const times = { rust: [], ts: [] };
+  let sides = SIDES.filter((s) => !w.sides || w.sides.includes(s.key));
+  const times = Object.fromEntries(sides.map((s) => [s.key, []]));
+  const peaks = [];
   const errors = {};
+  const warmup = w.warmup ?? WARMUP;
+  const reps = w.reps ?? REPS;
   // Non-fresh workloads share one set-up object per side.
   if (!w.fresh) {
-    for (const side of SIDES) await setup(workers[side.key], base, w.setup ?? []);
+    for (const side of sides) await setup(workers[side.worker], base + side.suffix, w.setup ?? []);
   }
-  for (let rep = 0; rep < WARMUP + REPS; rep++) {
-    // Alternate which side goes first, so drift (GC, other load on the machine) is shared.
-    const order = rep % 2 ? [...SIDES].reverse() : SIDES;
+  for (let rep = 0; rep < warmup + reps; rep++) {
+    // Rotate which side goes first, so drift (GC, other load on the machine) is shared.
+    const order = sides.map((_, i) => sides[(i + rep) % sides.length]);
     for (const side of order) {
-      const doName = w.fresh ? `${base}-r${rep}` : base;
-      if (w.fresh) await setup(workers[side.key], doName, w.setup ?? []);
-      const result = await post(workers[side.key], doName, `run/${w.tool}`, {
+      const doName = (w.fresh ? `${base}-r${rep}` : base) + side.suffix;
+      if (w.fresh) await setup(workers[side.worker], doName, w.setup ?? []);
+      const result = await post(workers[side.worker], doName, `${side.route}/${w.tool}`, {
         inputs: w.inputs,
         iterations: w.iterations ?? 1,
       });
+      if (result.unsupported) {
+        sides = sides.filter((s) => s !== side);
+        delete times[side.key];
+        continue;
+      }
       errors[side.key] = result.errors;
-      if (rep >= WARMUP) times[side.key].push(result.ms);
+      if (rep >= warmup) {
+        times[side.key].push(result.ms);
+        if (side.key === "rust") peaks.push(result.peakBytes ?? 0);
+      }
     }
   }
-  return { name: w.name, goal: w.goal, rust: median(times.rust), ts: median(times.ts), samples: times, errors };
+  const med = (k) => (times[k] ? median(times[k]) : null);
+  return {
+    name: w.name,
+    goal: w.goal,
+    floorGoal: w.floorGoal,
+    rust: med("rust"),
+    ts: med("ts"),
+    floor: med("floor"),
+    peak: peaks.length ? Math.max(...peaks) : null,
+    samples: times,
+    errors,
+  };
 }
 
 /** Runs a workload once more on each side, keeping the outputs, and finds where they differ. */
@@ -135,7 +172,7 @@ async function compareOutputs(workers, suiteIndex, wi, w) {
   const base = `s${suiteIndex}-w${wi}`;
   const doName = w.fresh ? `${base}-compare` : base;
   const outputs = {};
-  for (const side of SIDES) {
+  for (const side of COMPARED) {
     if (w.fresh) await setup(workers[side.key], doName, w.setup ?? []);
     outputs[side.key] = (await post(workers[side.key], doName, `run/${w.tool}`, { inputs: w.inputs, keepOutputs: true })).outputs;
   }
@@ -147,7 +184,7 @@ async function parityCheck(workers, suiteIndex, calls) {
   const doName = `parity-${suiteIndex}`;
   const diffs = [];
   for (const [i, c] of calls.entries()) {
-    const [rust, ts] = await Promise.all(SIDES.map((side) => post(workers[side.key], doName, `call/${c.tool}`, { input: c.input })));
+    const [rust, ts] = await Promise.all(COMPARED.map((side) => post(workers[side.key], doName, `call/${c.tool}`, { input: c.input })));
     if (!isDeepStrictEqual(rust, ts)) diffs.push(`#${i} ${c.tool} ${clip(c.input, 80)}: think-rs ${clip(rust, 300)} vs Think ${clip(ts, 300)}`);
   }
   return diffs;
@@ -161,7 +198,7 @@ async function heapUsage(inspectorPort) {
   const out = {};
   try {
     const targets = await (await fetch(`http://127.0.0.1:${inspectorPort}/json`)).json();
-    for (const side of SIDES) {
+    for (const side of COMPARED) {
       const target = targets.find((t) => t.id === `core:user:${side.key}`);
       if (!target) continue;
       const socket = new WebSocket(target.webSocketDebuggerUrl);
@@ -197,12 +234,32 @@ const fmtMs = (ms) => (ms >= 100 ? ms.toFixed(0) : ms >= 10 ? ms.toFixed(1) : ms
 const fmtMB = (b) => `${(b / 1024 / 1024).toFixed(1)} MB`;
 
 function table(rows) {
-  const head = ["workload", "think-rs ms", "Think ms", "speedup", "goal", ""];
+  const memory = rows.some((r) => r.w.showMemory);
+  const head = ["workload", "think-rs ms", "Think ms", "floor ms", "speedup", "÷ floor", ...(memory ? ["peak wasm heap"] : []), "goal", ""];
   const body = rows.map((r) => {
-    const ratio = r.ts / r.rust;
-    const goal = r.goal ? `≥ ${r.goal}×` : "";
-    const ok = r.goal ? (ratio >= r.goal ? "ok" : "MISSED") : "";
-    return [r.name, fmtMs(r.rust), fmtMs(r.ts), `${ratio.toFixed(1)}×`, goal, ok];
+    const ratio = r.ts != null ? r.ts / r.rust : null;
+    const over = r.floor != null ? r.rust / r.floor : null;
+    const goals = [];
+    const missed = [];
+    if (r.goal) {
+      goals.push(`≥ ${r.goal}×`);
+      if (ratio != null && ratio < r.goal) missed.push("speedup");
+    }
+    if (r.floorGoal) {
+      goals.push(`≤ ${r.floorGoal}× floor`);
+      if (over != null && over > r.floorGoal) missed.push("floor");
+    }
+    const ok = goals.length ? (missed.length ? `MISSED (${missed.join(", ")})` : "ok") : "";
+    const cells = [
+      r.name,
+      fmtMs(r.rust),
+      r.ts != null ? fmtMs(r.ts) : "-",
+      r.floor != null ? fmtMs(r.floor) : "-",
+      ratio != null ? `${ratio.toFixed(1)}×` : "-",
+      over != null ? `${over.toFixed(2)}×` : "-",
+    ];
+    if (memory) cells.push(r.w.showMemory && r.peak != null ? fmtMB(r.peak) : "");
+    return [...cells, goals.join(", "), ok];
   });
   const widths = head.map((h, i) => Math.max(h.length, ...body.map((b) => b[i].length)));
   const line = (cells) => cells.map((c, i) => (i === 0 ? c.padEnd(widths[i]) : c.padStart(widths[i]))).join("  ");
@@ -224,7 +281,10 @@ async function main() {
   const mf = new Miniflare({ ...miniflareOptions(persistDir), inspectorPort });
   await mf.ready;
   const workers = { rust: await mf.getWorker("rust"), ts: await mf.getWorker("ts") };
-  console.log(`bench: ${REPS} timed runs per workload after ${WARMUP} warm-up runs; medians of the time inside each Durable Object\n`);
+  console.log(
+    `bench: ${REPS} timed runs per workload after ${WARMUP} warm-up runs (unless a row says otherwise); medians of the time inside each Durable Object. ` +
+      "floor: the bare SQL each workload needs, from plain JavaScript in the same kind of object, same data, interleaved.\n",
+  );
   try {
     const results = [];
     for (const [si, suite] of suites.entries()) {
@@ -233,7 +293,8 @@ async function main() {
         if (ONLY && !ONLY.test(w.name)) continue;
         const r = await runWorkload(workers, si, wi, w);
         rows.push({ ...r, wi, w });
-        process.stderr.write(`  ${r.name}: think-rs ${r.samples.rust.map(fmtMs).join(" ")} | Think ${r.samples.ts.map(fmtMs).join(" ")}\n`);
+        const samples = SIDES.filter((s) => r.samples[s.key]).map((s) => `${s.label} ${r.samples[s.key].map(fmtMs).join(" ")}`);
+        process.stderr.write(`  ${r.name}: ${samples.join(" | ")}\n`);
       }
       results.push({ si, suite, rows });
     }
@@ -241,11 +302,13 @@ async function main() {
     const heap = await heapUsage(inspectorPort);
     const mem = await post(workers.rust, "memory", "memory", {});
     for (const { si, suite, rows } of results) {
+      if (!rows.length) continue;
       console.log(`## ${suite.name}\n`);
       table(rows);
       const notes = [];
       for (const r of rows) {
         if (r.errors.rust || r.errors.ts) notes.push(`${r.name}: tool errors think-rs ${r.errors.rust}, Think ${r.errors.ts}`);
+        if (r.ts == null) continue;
         const diff = await compareOutputs(workers, si, r.wi, r.w);
         if (diff) notes.push(`${r.name}: outputs differ at call ${diff.index}: think-rs ${clip(diff.rust)} vs Think ${clip(diff.ts)}`);
       }

@@ -10,7 +10,13 @@
 //!   time inside the object per iteration. Any tool in the set can be a workload, so a new
 //!   tool (bash) needs no new route.
 //! - `/call/<tool>` `{input}`: one call, returning the tool's output (for parity checks).
+//! - `/floor/<tool>` `{inputs:[…], iterations}`: the same inputs through the bare SQL the
+//!   tool needs at minimum, issued from plain JavaScript in this object (`src/floor.js`);
+//!   returns `{ms}`, or `{unsupported: true}` for a tool without a floor.
 //! - `/memory`: the wasm linear memory of this isolate, in bytes.
+//!
+//! `/run` also reports `peakBytes`: the most wasm heap bytes live at once during the run
+//! beyond those live when it started, counted by this crate's global allocator.
 //!
 //! The TypeScript worker in `bench/ts-worker` answers the same routes.
 
@@ -18,6 +24,10 @@ use std::collections::HashMap;
 use std::rc::Rc;
 
 use serde_json::{json, Value};
+use std::alloc::{GlobalAlloc, Layout, System};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use wasm_bindgen::prelude::wasm_bindgen;
+use wasm_bindgen::JsValue;
 use think_rs::tools::workspace::{workspace_tools, WorkspaceToolsOptions};
 use think_rs::tools::{ToolContext, ToolRef};
 use think_rs::wasm::{DoSql, R2Blobs, WorkerClock};
@@ -26,10 +36,55 @@ use worker::{
     durable_object, event, Context, DurableObject, Env, Request, Response, Result, State,
 };
 
+/// The system allocator, counting live bytes and their high-water mark, so a run can
+/// report the peak memory it needed (the isolate is single-threaded; the atomics are only
+/// there to make the statics `Sync`).
+struct Counting;
+
+static LIVE: AtomicUsize = AtomicUsize::new(0);
+static PEAK: AtomicUsize = AtomicUsize::new(0);
+
+unsafe impl GlobalAlloc for Counting {
+    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+        let p = System.alloc(layout);
+        if !p.is_null() {
+            let live = LIVE.fetch_add(layout.size(), Ordering::Relaxed) + layout.size();
+            PEAK.fetch_max(live, Ordering::Relaxed);
+        }
+        p
+    }
+
+    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+        System.dealloc(ptr, layout);
+        LIVE.fetch_sub(layout.size(), Ordering::Relaxed);
+    }
+
+    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
+        let p = System.realloc(ptr, layout, new_size);
+        if !p.is_null() {
+            let live = LIVE.fetch_add(new_size, Ordering::Relaxed) + new_size;
+            PEAK.fetch_max(live, Ordering::Relaxed);
+            LIVE.fetch_sub(layout.size(), Ordering::Relaxed);
+        }
+        p
+    }
+}
+
+#[global_allocator]
+static ALLOCATOR: Counting = Counting;
+
+#[wasm_bindgen(module = "/src/floor.js")]
+extern "C" {
+    #[wasm_bindgen(js_name = floorRun)]
+    fn floor_run(sql: &JsValue, tool: &str, inputs: &str, iterations: u32) -> String;
+}
+
 #[durable_object]
 pub struct BenchRust {
     ws: Rc<Workspace>,
     tools: HashMap<String, ToolRef>,
+    /// `ctx.storage.sql`, for the floor.
+    sql: JsValue,
 }
 
 fn now_ms() -> f64 {
@@ -43,6 +98,7 @@ fn error(status: u16, msg: impl Into<String>) -> Result<Response> {
 impl DurableObject for BenchRust {
     fn new(state: State, env: Env) -> Self {
         console_error_panic_hook::set_once();
+        let raw_sql: JsValue = AsRef::<JsValue>::as_ref(&state.storage().sql()).clone();
         let sql: Rc<dyn think_rs::store::Sql> = Rc::new(DoSql::new(&state));
         let blobs = env
             .bucket("WORKSPACE_R2")
@@ -67,7 +123,7 @@ impl DurableObject for BenchRust {
             .into_iter()
             .map(|t| (t.definition().name.clone(), t))
             .collect();
-        Self { ws, tools }
+        Self { ws, tools, sql: raw_sql }
     }
 
     async fn fetch(&self, mut req: Request) -> Result<Response> {
@@ -84,6 +140,7 @@ impl DurableObject for BenchRust {
             ["setup", "files"] => self.setup_files(&body).await,
             ["run", tool] => self.run(tool, &body).await,
             ["call", tool] => self.call(tool, &body).await,
+            ["floor", tool] => self.floor(tool, &body),
             ["memory"] => Response::from_json(&json!({ "wasmMemoryBytes": wasm_memory_bytes() })),
             _ => error(404, format!("no route {path}")),
         }
@@ -114,6 +171,8 @@ impl BenchRust {
         let batches: Vec<Vec<Value>> = (0..iterations).map(|_| inputs.clone()).collect();
         let mut outputs = Vec::with_capacity(inputs.len());
         let mut errors = 0usize;
+        let base = LIVE.load(Ordering::Relaxed);
+        PEAK.store(base, Ordering::Relaxed);
         let start = now_ms();
         for batch in batches {
             outputs.clear();
@@ -129,10 +188,24 @@ impl BenchRust {
             }
         }
         let ms = (now_ms() - start) / iterations as f64;
-        let mut out = json!({ "ms": ms, "calls": inputs.len(), "errors": errors });
+        let peak = PEAK.load(Ordering::Relaxed).saturating_sub(base);
+        let mut out =
+            json!({ "ms": ms, "calls": inputs.len(), "errors": errors, "peakBytes": peak });
         if keep {
             out["outputs"] = Value::Array(outputs);
         }
+        Response::from_json(&out)
+    }
+
+    fn floor(&self, tool: &str, body: &Value) -> Result<Response> {
+        // The workspace creates its tables on first use; a fresh object has none yet.
+        if let Err(e) = self.ws.stat("/") {
+            return error(500, e.to_string());
+        }
+        let inputs = body["inputs"].to_string();
+        let iterations = body["iterations"].as_u64().unwrap_or(1).clamp(1, 1000) as u32;
+        let out: Value = serde_json::from_str(&floor_run(&self.sql, tool, &inputs, iterations))
+            .map_err(|e| worker::Error::RustError(e.to_string()))?;
         Response::from_json(&out)
     }
 
