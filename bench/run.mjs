@@ -190,6 +190,34 @@ async function parityCheck(workers, suiteIndex, calls) {
   return diffs;
 }
 
+/** A DevTools-protocol session with worker `key`'s isolate, via Miniflare's inspector. */
+async function inspect(inspectorPort, key) {
+  const targets = await (await fetch(`http://127.0.0.1:${inspectorPort}/json`)).json();
+  const target = targets.find((t) => t.id === `core:user:${key}`);
+  if (!target) throw new Error(`no inspector target for ${key}`);
+  const socket = new WebSocket(target.webSocketDebuggerUrl, { maxPayload: 1 << 30 });
+  await new Promise((resolve, reject) => {
+    socket.once("open", resolve);
+    socket.once("error", reject);
+  });
+  let next = 1;
+  const send = (method, params = {}) =>
+    new Promise((resolve, reject) => {
+      const id = next++;
+      const timer = setTimeout(() => reject(new Error(`inspector: ${method} timed out`)), 60000);
+      const onMessage = (data) => {
+        const reply = JSON.parse(data.toString());
+        if (reply.id !== id) return;
+        clearTimeout(timer);
+        socket.off("message", onMessage);
+        resolve(reply.result);
+      };
+      socket.on("message", onMessage);
+      socket.send(JSON.stringify({ id, method, params }));
+    });
+  return { send, close: () => socket.close() };
+}
+
 /**
  * The V8 heap of each worker's isolate, via the inspector Miniflare exposes
  * (`Runtime.getHeapUsage`); `{}` if the inspector is unavailable.
@@ -197,37 +225,54 @@ async function parityCheck(workers, suiteIndex, calls) {
 async function heapUsage(inspectorPort) {
   const out = {};
   try {
-    const targets = await (await fetch(`http://127.0.0.1:${inspectorPort}/json`)).json();
     for (const side of COMPARED) {
-      const target = targets.find((t) => t.id === `core:user:${side.key}`);
-      if (!target) continue;
-      const socket = new WebSocket(target.webSocketDebuggerUrl);
-      await new Promise((resolve, reject) => {
-        socket.once("open", resolve);
-        socket.once("error", reject);
-      });
-      let next = 1;
-      const send = (method) =>
-        new Promise((resolve, reject) => {
-          const id = next++;
-          const timer = setTimeout(() => reject(new Error(`inspector: ${method} timed out`)), 10000);
-          const onMessage = (data) => {
-            const reply = JSON.parse(data.toString());
-            if (reply.id !== id) return;
-            clearTimeout(timer);
-            socket.off("message", onMessage);
-            resolve(reply.result);
-          };
-          socket.on("message", onMessage);
-          socket.send(JSON.stringify({ id, method }));
-        });
-      out[side.key] = await send("Runtime.getHeapUsage");
-      socket.close();
+      const session = await inspect(inspectorPort, side.key);
+      out[side.key] = await session.send("Runtime.getHeapUsage");
+      session.close();
     }
   } catch (e) {
     process.stderr.write(`bench: no heap figures (${e.message})\n`);
   }
   return out;
+}
+
+/**
+ * BENCH_PROFILE=1: one more run of the workload on think-rs and on the floor (both in the
+ * rust worker's isolate) under V8's sampling CPU profiler, printed as the functions with the
+ * most self time. Build with `CARGO_PROFILE_RELEASE_STRIP=false THINK_FORCE_BUILD=1 bash
+ * bench/build.sh` first, so that wasm functions keep their Rust names.
+ */
+async function profileWorkload(workers, inspectorPort, suiteIndex, wi, w) {
+  const base = `s${suiteIndex}-w${wi}`;
+  const session = await inspect(inspectorPort, "rust");
+  await session.send("Profiler.enable");
+  await session.send("Profiler.setSamplingInterval", { interval: 100 });
+  const lines = [];
+  for (const side of SIDES.filter((s) => s.worker === "rust" && (!w.sides || w.sides.includes(s.key)))) {
+    const doName = (w.fresh ? `${base}-profile` : base) + side.suffix;
+    if (w.fresh) await setup(workers.rust, doName, w.setup ?? []);
+    await session.send("Profiler.start");
+    const result = await post(workers.rust, doName, `${side.route}/${w.tool}`, { inputs: w.inputs, iterations: w.iterations ?? 1 });
+    const { profile } = await session.send("Profiler.stop");
+    if (result.unsupported) continue;
+    const self = new Map();
+    const byId = new Map(profile.nodes.map((n) => [n.id, n]));
+    let total = 0;
+    profile.samples.forEach((id, i) => {
+      const f = byId.get(id).callFrame;
+      const dt = profile.timeDeltas[i] ?? 0;
+      const name = f.functionName || (f.url ? `(anonymous ${path.basename(f.url)}:${f.lineNumber})` : "(program)");
+      if (name === "(idle)") return;
+      self.set(name, (self.get(name) ?? 0) + dt);
+      total += dt;
+    });
+    const top = [...self].sort((a, b) => b[1] - a[1]).slice(0, 15);
+    lines.push(`  ${side.label} (${fmtMs(total / 1000)} ms sampled, ${fmtMs(result.ms)} ms per iteration):`);
+    for (const [name, us] of top) lines.push(`    ${((100 * us) / total).toFixed(1).padStart(5)}%  ${name.slice(0, 110)}`);
+  }
+  await session.send("Profiler.disable");
+  session.close();
+  return lines;
 }
 
 const fmtMs = (ms) => (ms >= 100 ? ms.toFixed(0) : ms >= 10 ? ms.toFixed(1) : ms.toFixed(2));
@@ -295,6 +340,7 @@ async function main() {
         rows.push({ ...r, wi, w });
         const samples = SIDES.filter((s) => r.samples[s.key]).map((s) => `${s.label} ${r.samples[s.key].map(fmtMs).join(" ")}`);
         process.stderr.write(`  ${r.name}: ${samples.join(" | ")}\n`);
+        if (process.env.BENCH_PROFILE) rows[rows.length - 1].profile = await profileWorkload(workers, inspectorPort, si, wi, w);
       }
       results.push({ si, suite, rows });
     }
@@ -305,6 +351,7 @@ async function main() {
       if (!rows.length) continue;
       console.log(`## ${suite.name}\n`);
       table(rows);
+      for (const r of rows) if (r.profile) console.log(`\nProfile of ${r.name}:\n${r.profile.join("\n")}`);
       const notes = [];
       for (const r of rows) {
         if (r.errors.rust || r.errors.ts) notes.push(`${r.name}: tool errors think-rs ${r.errors.rust}, Think ${r.errors.ts}`);

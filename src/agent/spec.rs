@@ -208,6 +208,8 @@ pub struct AgentSpec {
     pub(crate) before_turn: Option<BeforeTurn>,
     pub(crate) callables: BTreeMap<String, Callable>,
     pub(crate) workspace_tools: bool,
+    /// Whether the workspace keeps `grep`'s trigram index (`WorkspaceOptions::grep_index`).
+    pub(crate) grep_index: bool,
     pub(crate) include_mcp_tools: bool,
     pub(crate) wait_for_mcp_connections: Option<u64>,
     pub(crate) message_concurrency: MessageConcurrency,
@@ -280,6 +282,7 @@ impl AgentSpec {
             before_turn: None,
             callables: BTreeMap::new(),
             workspace_tools: true,
+            grep_index: true,
             include_mcp_tools: true,
             wait_for_mcp_connections: None,
             message_concurrency: MessageConcurrency::Queue,
@@ -363,6 +366,14 @@ impl AgentSpec {
     /// Whether the workspace file tools join every turn (Think's default: yes).
     pub fn workspace_tools(mut self, enabled: bool) -> Self {
         self.workspace_tools = enabled;
+        self
+    }
+
+    /// Whether the workspace keeps a trigram index so that `grep` reads only the files that
+    /// may match (default: yes). Off saves the index's rows and a statement per write;
+    /// `grep`'s output is the same either way.
+    pub fn grep_index(mut self, enabled: bool) -> Self {
+        self.grep_index = enabled;
         self
     }
 

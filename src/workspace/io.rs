@@ -278,7 +278,7 @@ impl Workspace {
             let rows = self.exec(
                 &format!(
                     "UPDATE {} SET content = ?, size = ?, mime_type = ?, modified_at = ?
-                     WHERE path = ? AND type = 'file' AND storage = 'inline' RETURNING 1",
+                     WHERE path = ? AND type = 'file' AND storage = 'inline' RETURNING rowid",
                     self.t
                 ),
                 &[
@@ -289,8 +289,8 @@ impl Workspace {
                     text(&norm),
                 ],
             )?;
-            if !rows.is_empty() {
-                return Ok(());
+            if let Some(row) = rows.first() {
+                return self.index_text(col_i64(row, 0), content);
             }
         }
         self.write_file(path, content, mime).await
@@ -369,12 +369,12 @@ impl Workspace {
                        size = excluded.size, content = excluded.content,
                        modified_at = excluded.modified_at
                      WHERE {t}.type = 'file' AND {t}.storage = 'inline'
-                     RETURNING 1"
+                     RETURNING rowid"
                 ),
                 &params,
             )?;
-            if !rows.is_empty() {
-                return Ok(());
+            if let Some(row) = rows.first() {
+                return self.index_content(col_i64(row, 0), content);
             }
             drop(params);
             return self.write_slow(path, &norm, content, mime, placement).await;
@@ -411,7 +411,8 @@ impl Workspace {
              ON CONFLICT(path) DO UPDATE SET mime_type = excluded.mime_type,
                size = excluded.size, storage = excluded.storage, r2_key = excluded.r2_key,
                chunk_id = excluded.chunk_id, target = NULL, content = excluded.content,
-               modified_at = excluded.modified_at",
+               modified_at = excluded.modified_at
+             RETURNING rowid",
             t = self.t
         );
         let row_params = |storage: Storage, key: SqlValue, chunk: SqlValue, body: SqlValue| {
@@ -438,7 +439,10 @@ impl Workspace {
                 let params =
                     row_params(Storage::Inline, SqlValue::Null, SqlValue::Null, content.to_sql());
                 self.atomically(&mut || {
-                    self.exec(&upsert, &params)?;
+                    let rows = self.exec(&upsert, &params)?;
+                    if let Some(row) = rows.first() {
+                        self.index_content(col_i64(row, 0), content)?;
+                    }
                     self.drop_chunks(old_chunk)
                 })?;
                 if let Some(k) = old_key {
@@ -497,6 +501,15 @@ impl Workspace {
             }
         }
         Ok(())
+    }
+
+    /// Indexes just-written inline content for `grep` (text only: bytes stay unindexed, so
+    /// `grep` reads them as before).
+    fn index_content(&self, rowid: i64, content: ContentRef<'_>) -> Result<(), FsError> {
+        match content {
+            ContentRef::Text(s) => self.index_text(rowid, s),
+            ContentRef::Bytes(_) => Ok(()),
+        }
     }
 
     fn next_chunk_id(&self) -> Result<i64, FsError> {

@@ -291,7 +291,7 @@ impl Workspace {
 
     /// Rows (`cols`, starting with `path`) of the entries matching `g`, ordered by path,
     /// narrowed in SQL by key range, literal suffix and `and` (a condition or empty).
-    fn glob_rows(&self, g: &Glob, cols: &str, and: &str) -> Result<Vec<Row>, FsError> {
+    pub(super) fn glob_rows(&self, g: &Glob, cols: &str, and: &str) -> Result<Vec<Row>, FsError> {
         let t = &self.t;
         let rows = match &g.prefilter {
             Prefilter::Exact(p) => {
@@ -845,7 +845,10 @@ impl Workspace {
         )?;
         let row = rows.first();
         let get = |i| row.map(|r| col_i64(r, i).max(0) as u64).unwrap_or(0);
+        let (grep_index_rows, grep_index_bytes) = self.grams_size()?;
         Ok(WorkspaceInfo {
+            grep_index_rows,
+            grep_index_bytes,
             file_count: get(0),
             directory_count: get(1),
             total_bytes: get(2),
