@@ -94,11 +94,18 @@ async function post(worker, doName, route, body) {
   return value;
 }
 
-async function setup(worker, doName, files) {
+async function setup(worker, doName, files, extra = {}) {
   for (let i = 0; i < files.length; i += 250) {
-    await post(worker, doName, "setup/files", { files: files.slice(i, i + 250) });
+    await post(worker, doName, "setup/files", { files: files.slice(i, i + 250), ...extra });
   }
 }
+
+/**
+ * Options a side's object is built with: think-rs takes the workload's `rustOptions` (e.g.
+ * `{grepIndex: false}`); the floor's objects never keep the grep index, so its statements
+ * fire no index triggers.
+ */
+const sideOptions = (side, w) => (side.key === "floor" ? { grepIndex: false } : side.key === "rust" ? (w.rustOptions ?? {}) : {});
 
 const median = (xs) => {
   const s = [...xs].sort((a, b) => a - b);
@@ -129,17 +136,18 @@ async function runWorkload(workers, suiteIndex, wi, w) {
   const reps = w.reps ?? REPS;
   // Non-fresh workloads share one set-up object per side.
   if (!w.fresh) {
-    for (const side of sides) await setup(workers[side.worker], base + side.suffix, w.setup ?? []);
+    for (const side of sides) await setup(workers[side.worker], base + side.suffix, w.setup ?? [], sideOptions(side, w));
   }
   for (let rep = 0; rep < warmup + reps; rep++) {
     // Rotate which side goes first, so drift (GC, other load on the machine) is shared.
     const order = sides.map((_, i) => sides[(i + rep) % sides.length]);
     for (const side of order) {
       const doName = (w.fresh ? `${base}-r${rep}` : base) + side.suffix;
-      if (w.fresh) await setup(workers[side.worker], doName, w.setup ?? []);
+      if (w.fresh) await setup(workers[side.worker], doName, w.setup ?? [], sideOptions(side, w));
       const result = await post(workers[side.worker], doName, `${side.route}/${w.tool}`, {
         inputs: w.inputs,
         iterations: w.iterations ?? 1,
+        ...sideOptions(side, w),
       });
       if (result.unsupported) {
         sides = sides.filter((s) => s !== side);
@@ -154,6 +162,8 @@ async function runWorkload(workers, suiteIndex, wi, w) {
     }
   }
   const med = (k) => (times[k] ? median(times[k]) : null);
+  // The set-up object's totals (grep index, database size), for rows that show memory.
+  const info = w.showMemory && !w.fresh ? await post(workers.rust, base, "info", sideOptions(SIDES[0], w)) : null;
   return {
     name: w.name,
     goal: w.goal,
@@ -162,6 +172,7 @@ async function runWorkload(workers, suiteIndex, wi, w) {
     ts: med("ts"),
     floor: med("floor"),
     peak: peaks.length ? Math.max(...peaks) : null,
+    info,
     samples: times,
     errors,
   };
@@ -173,10 +184,15 @@ async function compareOutputs(workers, suiteIndex, wi, w) {
   const doName = w.fresh ? `${base}-compare` : base;
   const outputs = {};
   for (const side of COMPARED) {
-    if (w.fresh) await setup(workers[side.key], doName, w.setup ?? []);
-    outputs[side.key] = (await post(workers[side.key], doName, `run/${w.tool}`, { inputs: w.inputs, keepOutputs: true })).outputs;
+    if (w.fresh) await setup(workers[side.key], doName, w.setup ?? [], sideOptions(side, w));
+    outputs[side.key] = await outputsOf(workers[side.key], doName, side, w);
   }
   return firstDifference(outputs.rust ?? [], outputs.ts ?? []);
+}
+
+/** One more run of `w` on an already set-up object of `side`, keeping the outputs. */
+async function outputsOf(worker, doName, side, w) {
+  return (await post(worker, doName, `run/${w.tool}`, { inputs: w.inputs, keepOutputs: true, ...sideOptions(side, w) })).outputs;
 }
 
 /** Runs `calls` in order on a fresh object of each side and lists the calls whose outputs differ. */
@@ -355,11 +371,28 @@ async function main() {
       const notes = [];
       for (const r of rows) {
         if (r.errors.rust || r.errors.ts) notes.push(`${r.name}: tool errors think-rs ${r.errors.rust}, Think ${r.errors.ts}`);
+        if (r.info) {
+          notes.push(
+            `${r.name}: ${r.info.fileCount} files, ${fmtMB(r.info.totalBytes)}; grep index ${r.info.grepIndexRows} rows (~${fmtMB(r.info.grepIndexBytes)}); database ${fmtMB(r.info.databaseSize)}`,
+          );
+        }
+        // `sameOutputAs: <name>`: think-rs's outputs must equal those of another row (the
+        // same search with and without the grep index).
+        const twin = r.w.sameOutputAs && rows.find((o) => o.name === r.w.sameOutputAs);
+        if (twin) {
+          const [a, b] = await Promise.all(
+            [r, twin].map((x) => outputsOf(workers.rust, `s${si}-w${x.wi}`, SIDES[0], x.w)),
+          );
+          const d = firstDifference(a, b);
+          notes.push(d ? `${r.name}: outputs differ from ${twin.name} at call ${d.index}: ${clip(d.rust)} vs ${clip(d.ts)}` : `${r.name}: outputs identical to ${twin.name}`);
+        }
         if (r.ts == null) continue;
         const diff = await compareOutputs(workers, si, r.wi, r.w);
         if (diff) notes.push(`${r.name}: outputs differ at call ${diff.index}: think-rs ${clip(diff.rust)} vs Think ${clip(diff.ts)}`);
       }
-      console.log(notes.length ? `\n${notes.map((n) => `- ${n}`).join("\n")}\n` : "\nOutputs of both sides are identical for every workload.\n");
+      const differ = notes.some((n) => n.includes("outputs differ") || n.includes("tool errors"));
+      if (notes.length) console.log(`\n${notes.map((n) => `- ${n}`).join("\n")}`);
+      console.log(differ ? "" : "\nOutputs of both sides are identical for every workload.\n");
       if (suite.parity.length) {
         const diffs = await parityCheck(workers, si, suite.parity);
         console.log(`Parity: ${suite.parity.length - diffs.length} of ${suite.parity.length} single tool calls give identical outputs on both sides.`);

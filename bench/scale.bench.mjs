@@ -1,8 +1,12 @@
 // Grep at scale: 10,000 files of 10 KB (100 MB) in one workspace, searched by one grep call
 // each, on think-rs and the floor (the TypeScript reference is left out: its set-up alone
-// would hold the tree twice). The patterns are selective, so the search reads the whole
+// would hold the tree twice). The patterns are selective, so the search covers the whole
 // tree without stopping at the 200-match cap: the literal is in one file, the regex in
-// ten. The table shows the peak wasm heap a call needed, beyond what was live before it.
+// ten. Each runs with grep's trigram index (the default) and without it
+// (`grepIndex: false`, the set-up written without it too); the two give identical outputs.
+// The table shows the peak wasm heap a call needed, beyond what was live before it; the
+// notes give the index's rows and the database size. The write rows measure what keeping
+// the index costs per write.
 import { fileContent } from "./workspace.bench.mjs";
 
 const FILES = Array.from({ length: 10_000 }, (_, i) => ({
@@ -10,8 +14,8 @@ const FILES = Array.from({ length: 10_000 }, (_, i) => ({
   content: fileContent(i),
 }));
 
-const row = (name, input) => ({
-  name,
+const grep = (name, input, grepIndex) => ({
+  name: `${name}${grepIndex ? "" : ", no index"}`,
   tool: "grep",
   setup: FILES,
   sides: ["rust", "floor"],
@@ -19,12 +23,33 @@ const row = (name, input) => ({
   warmup: 1,
   reps: 3,
   inputs: [input],
+  ...(grepIndex ? {} : { rustOptions: { grepIndex: false }, sameOutputAs: name }),
+});
+
+const literal = { query: "the needle is here in file 9980", fixedString: true };
+const regex = { query: "fn_99\\d\\(x, y\\)" };
+// No literal of three characters: the index cannot narrow, and the search scans.
+const unnarrowed = { query: "f\\w\\s+\\d{9}" };
+
+const WRITES = FILES.slice(0, 1000).map((f) => ({ path: f.path, content: f.content }));
+const write = (grepIndex) => ({
+  name: `write 1,000 × 10 KB${grepIndex ? ", with grep index" : ", no grep index"}`,
+  tool: "write",
+  fresh: true,
+  sides: ["rust", "floor"],
+  inputs: WRITES,
+  ...(grepIndex ? {} : { rustOptions: { grepIndex: false } }),
 });
 
 export default {
-  name: "grep at scale (10,000 files, 100 MB)",
+  name: "grep at scale (10,000 files, 100 MB) and the index's cost",
   workloads: [
-    row("grep literal, 1 file matches (100 MB)", { query: "the needle is here in file 9980", fixedString: true }),
-    row("grep regex, 10 files match (100 MB)", { query: "fn_99\\d\\(x, y\\)" }),
+    grep("grep literal, 1 file matches (100 MB)", literal, true),
+    grep("grep literal, 1 file matches (100 MB)", literal, false),
+    grep("grep regex, 10 files match (100 MB)", regex, true),
+    grep("grep regex, 10 files match (100 MB)", regex, false),
+    grep("grep regex without a literal (100 MB)", unnarrowed, true),
+    write(true),
+    write(false),
   ],
 };

@@ -3,10 +3,17 @@
 //! Postings live in one table per namespace, `cf_wsgram_<ns>(gram, blk, bits)`: `gram` is
 //! three bytes of text, ASCII-lowercased (`b0 << 16 | b1 << 8 | b2`), and row `(gram, blk)`
 //! has bit `i` of `bits` set when the file whose rowid is `blk * 32 + i` contains it. 32
-//! files per row keep `bits` exact in the f64 that integers cross the JS boundary as. A
-//! write adds its file's trigrams in one statement (`json_each` over the sorted list);
-//! postings are never cleared, so a rewritten or deleted file may stay a candidate (a
+//! files per row keep `bits` exact in the f64 that integers cross the JS boundary as.
+//! Postings are never cleared, so a rewritten or deleted file may stay a candidate (a
 //! false positive the real regex discards), never the reverse.
+//!
+//! A write does not touch the index itself: it queues its file's trigrams, and the queue is
+//! written in one pass ([`Workspace::flush_grams`]) once it holds [`FLUSH_FILES`] files,
+//! before any search, and before any change that does not queue (appends, copies, moves,
+//! deletes, bytes, content in R2 or chunks), so the queue only ever describes current
+//! content. Files of one 32-file block share most trigrams, so a pass upserts far fewer
+//! rows than the files' trigrams added up. A queue lost with the isolate leaves its files
+//! unindexed: read by every search, never missed.
 //!
 //! Which files are indexed is the pseudo-gram [`INDEXED`]: its bit for a file is set by the
 //! statement that adds the file's trigrams, and cleared by SQLite triggers whenever the
@@ -15,6 +22,7 @@
 //! unindexed, and a search reads it as before.
 
 use super::*;
+use std::cell::RefCell;
 use std::collections::HashMap;
 
 /// The pseudo-gram whose bits mark the files whose current content is indexed.
@@ -26,6 +34,13 @@ const BLOCK_BITS: i64 = 32;
 const MAX_JOINED_GRAMS: usize = 12;
 /// Content larger than this is not indexed: `grep` skips files over 1 MB anyway.
 pub const MAX_INDEXED_BYTES: usize = 1_048_576;
+/// Queued files that make the queue be written.
+const FLUSH_FILES: usize = 32;
+/// Bytes of JSON bound to one flush statement (the platform limit per statement is 100 KB).
+const FLUSH_JSON_BYTES: usize = 90_000;
+
+/// Files written since the last flush, with their trigrams: `(rowid, trigrams)`.
+pub(crate) type PendingGrams = RefCell<Vec<(i64, Vec<u32>)>>;
 
 /// What a file must contain to match a pattern, as `grep` derives it from the pattern.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -122,32 +137,62 @@ impl Workspace {
         Ok(())
     }
 
-    /// Adds the trigrams of the file at `rowid`, whose content was just written as `text`,
-    /// and marks it indexed, in one statement.
+    /// Queues the trigrams of the file at `rowid`, whose content was just written as
+    /// `text`; the next flush adds them and marks the file indexed.
     pub(crate) fn index_text(&self, rowid: i64, text: &str) -> Result<(), FsError> {
         if !self.grep_index || text.len() > MAX_INDEXED_BYTES {
             return Ok(());
         }
-        let grams = trigrams(text.as_bytes());
-        let mut list = String::with_capacity(grams.len() * 9 + 4);
-        list.push_str("[-1");
-        for gram in grams {
-            list.push(',');
-            list.push_str(&gram.to_string());
+        let full = {
+            let mut pending = self.pending_grams.borrow_mut();
+            pending.push((rowid, trigrams(text.as_bytes())));
+            pending.len() >= FLUSH_FILES
+        };
+        if full {
+            self.flush_grams()?;
         }
-        list.push(']');
-        self.exec(
-            &format!(
-                "INSERT INTO {} (gram, blk, bits) SELECT value, ?, ? FROM json_each(?) WHERE true
-                 ON CONFLICT(gram, blk) DO UPDATE SET bits = bits | excluded.bits",
-                self.g
-            ),
-            &[
-                SqlValue::Integer(rowid / BLOCK_BITS),
-                SqlValue::Integer(1 << (rowid % BLOCK_BITS)),
-                SqlValue::Text(list),
-            ],
-        )?;
+        Ok(())
+    }
+
+    /// Writes the queued trigrams: per 32-file block, each trigram once with the bits of
+    /// every queued file of the block that has it, plus the blocks' [`INDEXED`] bits, in
+    /// statements of at most [`FLUSH_JSON_BYTES`] of `[gram, blk, bits]` triples.
+    pub(crate) fn flush_grams(&self) -> Result<(), FsError> {
+        let pending = std::mem::take(&mut *self.pending_grams.borrow_mut());
+        if pending.is_empty() {
+            return Ok(());
+        }
+        let mut merged: std::collections::BTreeMap<(i64, i64), i64> = Default::default();
+        for (rowid, grams) in &pending {
+            let (blk, bit) = (rowid / BLOCK_BITS, 1i64 << (rowid % BLOCK_BITS));
+            *merged.entry((INDEXED, blk)).or_insert(0) |= bit;
+            for &g in grams {
+                *merged.entry((i64::from(g), blk)).or_insert(0) |= bit;
+            }
+        }
+        drop(pending);
+        let sql = format!(
+            "INSERT INTO {} (gram, blk, bits)
+             SELECT value ->> 0, value ->> 1, value ->> 2 FROM json_each(?) WHERE true
+             ON CONFLICT(gram, blk) DO UPDATE SET bits = bits | excluded.bits",
+            self.g
+        );
+        let mut json = String::with_capacity(FLUSH_JSON_BYTES + 64);
+        let send = |json: &mut String| -> Result<(), FsError> {
+            json.push(']');
+            self.exec(&sql, &[SqlValue::Text(std::mem::take(json))])?;
+            Ok(())
+        };
+        for ((gram, blk), bits) in merged {
+            json.push(if json.is_empty() { '[' } else { ',' });
+            json.push_str(&format!("[{gram},{blk},{bits}]"));
+            if json.len() >= FLUSH_JSON_BYTES {
+                send(&mut json)?;
+            }
+        }
+        if !json.is_empty() {
+            send(&mut json)?;
+        }
         Ok(())
     }
 
@@ -157,6 +202,7 @@ impl Workspace {
         if !self.grep_index {
             return Ok((0, 0));
         }
+        self.flush_grams()?;
         let rows = self.exec(&format!("SELECT count(*) FROM {}", self.g), &[])?;
         let n = rows.first().map(|r| col_i64(r, 0).max(0) as u64).unwrap_or(0);
         Ok((n, n * 16))
@@ -241,6 +287,7 @@ impl Workspace {
             return Ok(None);
         }
         let glob = Glob::new(pattern)?;
+        self.flush_grams()?;
         let Some(matches) = self.query_bitmap(q)? else { return Ok(None) };
         let indexed: Bitmap = self
             .exec(&format!("SELECT blk, bits FROM {} WHERE gram = {INDEXED}", self.g), &[])?

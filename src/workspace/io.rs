@@ -341,6 +341,10 @@ impl Workspace {
             return Err(FsError::new(Errno::IsDir, "open", path));
         }
         let placement = self.placement(content.len());
+        if placement != Placement::Inline || matches!(content, ContentRef::Bytes(_)) {
+            // This write does not queue trigrams: queued ones must not outlive the content.
+            self.flush_grams()?;
+        }
         if placement == Placement::Inline {
             let now = SqlValue::Integer(self.now());
             let size = SqlValue::Integer(content.len() as i64);
@@ -438,13 +442,16 @@ impl Workspace {
             Placement::Inline => {
                 let params =
                     row_params(Storage::Inline, SqlValue::Null, SqlValue::Null, content.to_sql());
+                let mut rowid = None;
                 self.atomically(&mut || {
                     let rows = self.exec(&upsert, &params)?;
-                    if let Some(row) = rows.first() {
-                        self.index_content(col_i64(row, 0), content)?;
-                    }
+                    rowid = rows.first().map(|row| col_i64(row, 0));
                     self.drop_chunks(old_chunk)
                 })?;
+                // Queued only once committed: a rolled-back write changed nothing.
+                if let Some(rowid) = rowid {
+                    self.index_content(rowid, content)?;
+                }
                 if let Some(k) = old_key {
                     self.delete_blobs(vec![k]).await?;
                 }
@@ -532,6 +539,8 @@ impl Workspace {
     /// statement; other files are read, extended and rewritten.
     pub async fn append_file(&self, path: &str, content: &str, mime: &str) -> Result<(), FsError> {
         let norm = path::normalize(path, "open")?;
+        // Appends are not indexed (the trigger unmarks the file); see grams.rs.
+        self.flush_grams()?;
         let add = content.len() as i64;
         // The grown file must still be one the write path would keep inline.
         let limit = match &self.blobs {

@@ -24,6 +24,7 @@ pub(crate) mod tests;
 pub use diff::{unified_diff, MAX_DIFF_LINES};
 pub use error::{Errno, FsError};
 pub use glob::{Glob, Prefilter};
+use grams::PendingGrams;
 pub use grams::{GramQuery, GrepFile, MAX_INDEXED_BYTES};
 
 use crate::platform::Clock;
@@ -187,6 +188,8 @@ pub struct Workspace {
     /// The trigram index (see `grams.rs`).
     g: String,
     grep_index: bool,
+    /// Trigrams of files written since the index was last written to.
+    pending_grams: PendingGrams,
     initialized: Cell<bool>,
     /// The last glob compiled by [`Workspace::glob_texts`] and its pattern: a paged search
     /// asks with the same pattern for every page.
@@ -382,6 +385,7 @@ impl Workspace {
             max_file_size: options.max_file_size,
             initialized: Cell::new(false),
             last_glob: RefCell::new(None),
+            pending_grams: RefCell::new(Vec::new()),
         }
     }
 

@@ -422,6 +422,8 @@ impl Workspace {
     /// missing path is an error unless `force`; the root is `EPERM`. Blob objects and chunks
     /// of everything removed are deleted too.
     pub async fn rm(&self, path: &str, recursive: bool, force: bool) -> Result<(), FsError> {
+        // Changes that do not queue trigrams: see grams.rs.
+        self.flush_grams()?;
         let norm = path::normalize(path, "rm")?;
         if norm == "/" {
             return Err(FsError::new(Errno::Perm, "rm", path));
@@ -511,6 +513,8 @@ impl Workspace {
     /// Copies `src` to `dest`. Directories need `recursive`; copying onto an existing
     /// directory merges into it; symlinks are copied as symlinks.
     pub async fn cp(&self, src: &str, dest: &str, recursive: bool) -> Result<(), FsError> {
+        // Changes that do not queue trigrams: see grams.rs.
+        self.flush_grams()?;
         let s = path::normalize(src, "cp")?;
         let d = path::normalize(dest, "cp")?;
         let node = self.lnode(src, &s, "cp")?;
@@ -651,6 +655,8 @@ impl Workspace {
     /// Moves (renames) `src` to `dest` with POSIX rename rules: a file replaces a file, a
     /// directory may replace an empty directory, and a directory cannot move into itself.
     pub async fn mv(&self, src: &str, dest: &str) -> Result<(), FsError> {
+        // Changes that do not queue trigrams: see grams.rs.
+        self.flush_grams()?;
         let s_norm = path::normalize(src, "rename")?;
         let d_norm = path::normalize(dest, "rename")?;
         if s_norm == "/" {
@@ -785,6 +791,8 @@ impl Workspace {
 
     /// Creates a symlink at `link` pointing to `target` (stored verbatim, resolved on use).
     pub fn symlink(&self, target: &str, link: &str) -> Result<(), FsError> {
+        // Changes that do not queue trigrams: see grams.rs.
+        self.flush_grams()?;
         if target.trim().is_empty() {
             return Err(FsError::new(Errno::Inval, "symlink", link));
         }

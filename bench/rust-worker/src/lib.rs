@@ -14,6 +14,10 @@
 //!   tool needs at minimum, issued from plain JavaScript in this object (`src/floor.js`);
 //!   returns `{ms}`, or `{unsupported: true}` for a tool without a floor.
 //! - `/memory`: the wasm linear memory of this isolate, in bytes.
+//! - `/info`: the workspace's totals, its grep index rows and the database size.
+//!
+//! A body with `"grepIndex": false` rebuilds the object's workspace without grep's trigram
+//! index first (the set-up and the runs of a workload say it alike).
 //!
 //! `/run` also reports `peakBytes`: the most wasm heap bytes live at once during the run
 //! beyond those live when it started, counted by this crate's global allocator.
@@ -81,25 +85,24 @@ extern "C" {
 
 #[durable_object]
 pub struct BenchRust {
-    ws: Rc<Workspace>,
-    tools: HashMap<String, ToolRef>,
+    state: State,
+    env: Env,
+    /// The workspace and its tools, rebuilt when a request asks for other options.
+    built: std::cell::RefCell<Built>,
     /// `ctx.storage.sql`, for the floor.
     sql: JsValue,
 }
 
-fn now_ms() -> f64 {
-    js_sys::Date::now()
+/// A workspace as the agent builds it, with the tools over it.
+struct Built {
+    grep_index: bool,
+    ws: Rc<Workspace>,
+    tools: HashMap<String, ToolRef>,
 }
 
-fn error(status: u16, msg: impl Into<String>) -> Result<Response> {
-    Ok(Response::from_json(&json!({ "error": msg.into() }))?.with_status(status))
-}
-
-impl DurableObject for BenchRust {
-    fn new(state: State, env: Env) -> Self {
-        console_error_panic_hook::set_once();
-        let raw_sql: JsValue = AsRef::<JsValue>::as_ref(&state.storage().sql()).clone();
-        let sql: Rc<dyn think_rs::store::Sql> = Rc::new(DoSql::new(&state));
+impl Built {
+    fn new(state: &State, env: &Env, grep_index: bool) -> Built {
+        let sql: Rc<dyn think_rs::store::Sql> = Rc::new(DoSql::new(state));
         let blobs = env
             .bucket("WORKSPACE_R2")
             .ok()
@@ -107,6 +110,7 @@ impl DurableObject for BenchRust {
         let options = WorkspaceOptions {
             blobs,
             blob_prefix: format!("bench-rust/{}", state.id()),
+            grep_index,
             ..WorkspaceOptions::default()
         };
         let ws = Rc::new(
@@ -123,7 +127,24 @@ impl DurableObject for BenchRust {
             .into_iter()
             .map(|t| (t.definition().name.clone(), t))
             .collect();
-        Self { ws, tools, sql: raw_sql }
+        Built { grep_index, ws, tools }
+    }
+}
+
+fn now_ms() -> f64 {
+    js_sys::Date::now()
+}
+
+fn error(status: u16, msg: impl Into<String>) -> Result<Response> {
+    Ok(Response::from_json(&json!({ "error": msg.into() }))?.with_status(status))
+}
+
+impl DurableObject for BenchRust {
+    fn new(state: State, env: Env) -> Self {
+        console_error_panic_hook::set_once();
+        let sql: JsValue = AsRef::<JsValue>::as_ref(&state.storage().sql()).clone();
+        let built = std::cell::RefCell::new(Built::new(&state, &env, true));
+        Self { state, env, built, sql }
     }
 
     async fn fetch(&self, mut req: Request) -> Result<Response> {
@@ -135,6 +156,10 @@ impl DurableObject for BenchRust {
         } else {
             Value::Null
         };
+        let grep_index = body["grepIndex"].as_bool().unwrap_or(true);
+        if self.built.borrow().grep_index != grep_index {
+            *self.built.borrow_mut() = Built::new(&self.state, &self.env, grep_index);
+        }
         let parts: Vec<&str> = path.trim_start_matches('/').split('/').collect();
         match parts.as_slice() {
             ["setup", "files"] => self.setup_files(&body).await,
@@ -142,19 +167,28 @@ impl DurableObject for BenchRust {
             ["call", tool] => self.call(tool, &body).await,
             ["floor", tool] => self.floor(tool, &body),
             ["memory"] => Response::from_json(&json!({ "wasmMemoryBytes": wasm_memory_bytes() })),
+            ["info"] => self.info(),
             _ => error(404, format!("no route {path}")),
         }
     }
 }
 
 impl BenchRust {
+    fn ws(&self) -> Rc<Workspace> {
+        self.built.borrow().ws.clone()
+    }
+
+    fn tool(&self, name: &str) -> Option<ToolRef> {
+        self.built.borrow().tools.get(name).cloned()
+    }
+
     async fn setup_files(&self, body: &Value) -> Result<Response> {
         let files = body["files"].as_array().cloned().unwrap_or_default();
         for f in &files {
             let (Some(path), Some(content)) = (f["path"].as_str(), f["content"].as_str()) else {
                 return error(400, "files need path and content");
             };
-            if let Err(e) = self.ws.write_file(path, content, "text/plain").await {
+            if let Err(e) = self.ws().write_file(path, content, "text/plain").await {
                 return error(500, e.to_string());
             }
         }
@@ -162,7 +196,7 @@ impl BenchRust {
     }
 
     async fn run(&self, tool: &str, body: &Value) -> Result<Response> {
-        let Some(t) = self.tools.get(tool) else { return error(404, format!("no tool {tool}")) };
+        let Some(t) = self.tool(tool) else { return error(404, format!("no tool {tool}")) };
         let inputs = body["inputs"].as_array().cloned().unwrap_or_default();
         let iterations = body["iterations"].as_u64().unwrap_or(1).max(1) as usize;
         let keep = body["keepOutputs"].as_bool().unwrap_or(false);
@@ -197,9 +231,28 @@ impl BenchRust {
         Response::from_json(&out)
     }
 
+    /// The workspace's totals and the size of the object's whole database.
+    fn info(&self) -> Result<Response> {
+        let info = match self.ws().info() {
+            Ok(i) => i,
+            Err(e) => return error(500, e.to_string()),
+        };
+        let db = js_sys::Reflect::get(&self.sql, &"databaseSize".into())
+            .ok()
+            .and_then(|v| v.as_f64())
+            .unwrap_or(0.0);
+        Response::from_json(&json!({
+            "fileCount": info.file_count,
+            "totalBytes": info.total_bytes,
+            "grepIndexRows": info.grep_index_rows,
+            "grepIndexBytes": info.grep_index_bytes,
+            "databaseSize": db,
+        }))
+    }
+
     fn floor(&self, tool: &str, body: &Value) -> Result<Response> {
         // The workspace creates its tables on first use; a fresh object has none yet.
-        if let Err(e) = self.ws.stat("/") {
+        if let Err(e) = self.ws().stat("/") {
             return error(500, e.to_string());
         }
         let inputs = body["inputs"].to_string();
@@ -210,7 +263,7 @@ impl BenchRust {
     }
 
     async fn call(&self, tool: &str, body: &Value) -> Result<Response> {
-        let Some(t) = self.tools.get(tool) else { return error(404, format!("no tool {tool}")) };
+        let Some(t) = self.tool(tool) else { return error(404, format!("no tool {tool}")) };
         let ctx = ToolContext { tool_call_id: "call".into(), tool_name: tool.into() };
         let out = match t.execute(body["input"].clone(), &ctx).await {
             Ok(v) => json!({ "output": v }),

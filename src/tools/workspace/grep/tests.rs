@@ -90,7 +90,7 @@ fn random_pattern(rng: &mut Rng, texts: &[String]) -> (String, bool) {
 fn random_write(rng: &mut Rng, both: &[&Workspace], paths: &[&str], texts: &mut Vec<String>) {
     let path = rng.pick(paths);
     let text = random_text(rng);
-    let op = rng.below(8);
+    let op = rng.below(10);
     for ws in both {
         let _ = block_on(async {
             match op {
@@ -99,6 +99,8 @@ fn random_write(rng: &mut Rng, both: &[&Workspace], paths: &[&str], texts: &mut 
                 4 => ws.append_file(path, &text, "text/plain").await,
                 5 => ws.rm(path, false, true).await,
                 6 => ws.mv(path, paths[(path.len() + text.len()) % paths.len()]).await,
+                7 => ws.write_file_bytes(path, text.as_bytes(), "text/plain").await,
+                8 => ws.symlink(paths[text.len() % paths.len()], path),
                 _ => ws.cp(path, paths[(path.len() + 3 * text.len()) % paths.len()], false).await,
             }
         });
