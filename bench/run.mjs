@@ -102,7 +102,7 @@ async function setup(worker, doName, files, extra = {}) {
 
 /**
  * Options a side's object is built with: think-rs takes the workload's `rustOptions` (e.g.
- * `{grepIndex: false}`); the floor's objects never keep the grep index, so its statements
+ * `{grepIndex: true}`); the floor's objects never keep the grep index, so its statements
  * fire no index triggers.
  */
 const sideOptions = (side, w) => (side.key === "floor" ? { grepIndex: false } : side.key === "rust" ? (w.rustOptions ?? {}) : {});

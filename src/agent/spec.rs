@@ -282,7 +282,7 @@ impl AgentSpec {
             before_turn: None,
             callables: BTreeMap::new(),
             workspace_tools: true,
-            grep_index: true,
+            grep_index: false,
             include_mcp_tools: true,
             wait_for_mcp_connections: None,
             message_concurrency: MessageConcurrency::Queue,
@@ -370,7 +370,7 @@ impl AgentSpec {
     }
 
     /// Whether the workspace keeps a trigram index so that `grep` reads only the files that
-    /// may match (default: yes). Off saves the index's rows and a statement per write;
+    /// may match (default: no; see `WorkspaceOptions::grep_index` for the trade-off).
     /// `grep`'s output is the same either way.
     pub fn grep_index(mut self, enabled: bool) -> Self {
         self.grep_index = enabled;

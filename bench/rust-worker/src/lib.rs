@@ -16,8 +16,9 @@
 //! - `/memory`: the wasm linear memory of this isolate, in bytes.
 //! - `/info`: the workspace's totals, its grep index rows and the database size.
 //!
-//! A body with `"grepIndex": false` rebuilds the object's workspace without grep's trigram
-//! index first (the set-up and the runs of a workload say it alike).
+//! A body with `"grepIndex": true` rebuilds the object's workspace with grep's trigram
+//! index first (off by default, as in the agent; the set-up and the runs of a workload say
+//! it alike).
 //!
 //! `/run` also reports `peakBytes`: the most wasm heap bytes live at once during the run
 //! beyond those live when it started, counted by this crate's global allocator.
@@ -143,7 +144,7 @@ impl DurableObject for BenchRust {
     fn new(state: State, env: Env) -> Self {
         console_error_panic_hook::set_once();
         let sql: JsValue = AsRef::<JsValue>::as_ref(&state.storage().sql()).clone();
-        let built = std::cell::RefCell::new(Built::new(&state, &env, true));
+        let built = std::cell::RefCell::new(Built::new(&state, &env, false));
         Self { state, env, built, sql }
     }
 
@@ -156,7 +157,7 @@ impl DurableObject for BenchRust {
         } else {
             Value::Null
         };
-        let grep_index = body["grepIndex"].as_bool().unwrap_or(true);
+        let grep_index = body["grepIndex"].as_bool().unwrap_or(false);
         if self.built.borrow().grep_index != grep_index {
             *self.built.borrow_mut() = Built::new(&self.state, &self.env, grep_index);
         }

@@ -154,7 +154,8 @@ fn indexed_grep_gives_the_output_of_the_scan() {
 
 #[test]
 fn the_index_marks_changed_files_and_info_reports_its_size() {
-    let ws = Workspace::new(Rc::new(SqliteSql::new()), clock());
+    let on = WorkspaceOptions { grep_index: true, ..WorkspaceOptions::default() };
+    let ws = Workspace::with_options(Rc::new(SqliteSql::new()), clock(), on).unwrap();
     let q = GramQuery::Literal(b"needle".to_vec());
     let verdict = |ws: &Workspace| -> Vec<(String, bool)> {
         ws.grep_files("**/*", &q)
@@ -174,12 +175,8 @@ fn the_index_marks_changed_files_and_info_reports_its_size() {
     assert_eq!(verdict(&ws), [("/a.txt".into(), true), ("/b.txt".into(), false)]);
     let info = ws.info().unwrap();
     assert!(info.grep_index_rows > 10, "{info:?}");
-    let off = Workspace::with_options(
-        Rc::new(SqliteSql::new()),
-        clock(),
-        WorkspaceOptions { grep_index: false, ..WorkspaceOptions::default() },
-    )
-    .unwrap();
+    // Off is the default.
+    let off = Workspace::new(Rc::new(SqliteSql::new()), clock());
     block_on(off.write_file("/a.txt", "a needle", "text/plain")).unwrap();
     assert_eq!(off.grep_files("**/*", &q).unwrap(), None);
     assert_eq!(off.info().unwrap().grep_index_rows, 0);
