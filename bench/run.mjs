@@ -29,6 +29,7 @@ import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { isDeepStrictEqual } from "node:util";
 import WebSocket from "ws";
+import * as codemode from "./codemode/bench.mjs";
 
 const HERE = path.dirname(fileURLToPath(import.meta.url));
 const REPS = Math.max(1, Number(process.env.BENCH_REPS ?? 5));
@@ -339,7 +340,7 @@ async function main() {
 
   const persistDir = fs.mkdtempSync(path.join(os.tmpdir(), "think-bench-"));
   const inspectorPort = 9300 + Math.floor(Math.random() * 500);
-  const mf = new Miniflare({ ...miniflareOptions(persistDir), inspectorPort });
+  const mf = new Miniflare({ ...(await codemode.addWorkers(miniflareOptions(persistDir))), inspectorPort });
   await mf.ready;
   const workers = { rust: await mf.getWorker("rust"), ts: await mf.getWorker("ts") };
   console.log(
@@ -405,6 +406,7 @@ async function main() {
     parts.push(`think-rs ${heap.rust ? `${js(heap.rust)}, plus ` : ""}wasm linear memory ${fmtMB(mem.wasmMemoryBytes)} (a high-water mark: it never shrinks)`);
     if (heap.ts) parts.push(`Think (TS) ${js(heap.ts)}`);
     console.log(`Isolate memory after the timed runs: ${parts.join("; ")}.`);
+    await codemode.run(mf);
   } finally {
     await mf.dispose();
     fs.rmSync(persistDir, { recursive: true, force: true });

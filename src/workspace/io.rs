@@ -290,7 +290,8 @@ impl Workspace {
                 ],
             )?;
             if let Some(row) = rows.first() {
-                return self.index_text(col_i64(row, 0), content);
+                let indexed = self.index_text(col_i64(row, 0), content);
+                return self.changed(path, indexed);
             }
         }
         self.write_file(path, content, mime).await
@@ -328,6 +329,16 @@ impl Workspace {
 
     /// Writes content, creating parent directories and following a symlink at `path`.
     pub(crate) async fn write_ref(
+        &self,
+        path: &str,
+        content: ContentRef<'_>,
+        mime: &str,
+    ) -> Result<(), FsError> {
+        let result = self.write_ref_unobserved(path, content, mime).await;
+        self.changed(path, result)
+    }
+
+    async fn write_ref_unobserved(
         &self,
         path: &str,
         content: ContentRef<'_>,
@@ -567,7 +578,7 @@ impl Workspace {
             ],
         )?;
         if !rows.is_empty() {
-            return Ok(());
+            return self.changed(path, Ok(()));
         }
         let existing = self.read_content(path).await?;
         let mime = match (&existing, self.stat(path)?) {

@@ -196,7 +196,13 @@ pub struct Workspace {
     /// The last glob compiled by [`Workspace::glob_texts`] and its pattern: a paged search
     /// asks with the same pattern for every page.
     last_glob: RefCell<Option<(String, Rc<Glob>)>>,
+    /// Told the path of every successful mutation (Think's `onChange`), so the agent can push
+    /// the change to the tabs whichever tool, script or callable made it.
+    on_change: RefCell<Option<ChangeHook>>,
 }
+
+/// A listener for workspace mutations: receives the changed path, lexically normalized.
+pub type ChangeHook = Rc<dyn Fn(&str)>;
 
 /// How a file's content is held.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -388,7 +394,25 @@ impl Workspace {
             initialized: Cell::new(false),
             last_glob: RefCell::new(None),
             pending_grams: RefCell::new(Vec::new()),
+            on_change: RefCell::new(None),
         }
+    }
+
+    /// Sets the listener told of every successful mutation (write, append, mkdir, rm, cp, mv,
+    /// symlink); it must not call back into the workspace.
+    pub fn set_on_change(&self, hook: ChangeHook) {
+        *self.on_change.borrow_mut() = Some(hook);
+    }
+
+    /// Tells the listener that `path` changed, when `result` is a success.
+    fn changed<T>(&self, path: &str, result: Result<T, FsError>) -> Result<T, FsError> {
+        if result.is_ok() {
+            let hook = self.on_change.borrow().clone();
+            if let Some(hook) = hook {
+                hook(&path::lexical(path));
+            }
+        }
+        result
     }
 
     /// The namespace this workspace lives in.

@@ -331,6 +331,11 @@ impl Workspace {
     /// Creates a directory. Without `recursive` the parent must exist and the path must
     /// not; with it, missing ancestors are created and an existing directory is fine.
     pub fn mkdir(&self, path: &str, recursive: bool) -> Result<(), FsError> {
+        let result = self.mkdir_unobserved(path, recursive);
+        self.changed(path, result)
+    }
+
+    fn mkdir_unobserved(&self, path: &str, recursive: bool) -> Result<(), FsError> {
         let norm = path::normalize(path, "mkdir")?;
         if norm == "/" {
             return Ok(());
@@ -424,6 +429,11 @@ impl Workspace {
     pub async fn rm(&self, path: &str, recursive: bool, force: bool) -> Result<(), FsError> {
         // Changes that do not queue trigrams: see grams.rs.
         self.flush_grams()?;
+        let result = self.rm_unobserved(path, recursive, force).await;
+        self.changed(path, result)
+    }
+
+    async fn rm_unobserved(&self, path: &str, recursive: bool, force: bool) -> Result<(), FsError> {
         let norm = path::normalize(path, "rm")?;
         if norm == "/" {
             return Err(FsError::new(Errno::Perm, "rm", path));
@@ -515,6 +525,11 @@ impl Workspace {
     pub async fn cp(&self, src: &str, dest: &str, recursive: bool) -> Result<(), FsError> {
         // Changes that do not queue trigrams: see grams.rs.
         self.flush_grams()?;
+        let result = self.cp_unobserved(src, dest, recursive).await;
+        self.changed(dest, result)
+    }
+
+    async fn cp_unobserved(&self, src: &str, dest: &str, recursive: bool) -> Result<(), FsError> {
         let s = path::normalize(src, "cp")?;
         let d = path::normalize(dest, "cp")?;
         let node = self.lnode(src, &s, "cp")?;
@@ -657,6 +672,12 @@ impl Workspace {
     pub async fn mv(&self, src: &str, dest: &str) -> Result<(), FsError> {
         // Changes that do not queue trigrams: see grams.rs.
         self.flush_grams()?;
+        let result = self.mv_unobserved(src, dest).await;
+        let result = self.changed(src, result);
+        self.changed(dest, result)
+    }
+
+    async fn mv_unobserved(&self, src: &str, dest: &str) -> Result<(), FsError> {
         let s_norm = path::normalize(src, "rename")?;
         let d_norm = path::normalize(dest, "rename")?;
         if s_norm == "/" {
@@ -793,6 +814,11 @@ impl Workspace {
     pub fn symlink(&self, target: &str, link: &str) -> Result<(), FsError> {
         // Changes that do not queue trigrams: see grams.rs.
         self.flush_grams()?;
+        let result = self.symlink_unobserved(target, link);
+        self.changed(link, result)
+    }
+
+    fn symlink_unobserved(&self, target: &str, link: &str) -> Result<(), FsError> {
         if target.trim().is_empty() {
             return Err(FsError::new(Errno::Inval, "symlink", link));
         }

@@ -1,6 +1,6 @@
 //! `grep`: search file contents with a JS-style regular expression or a fixed string.
 
-mod jsregex;
+pub(crate) mod jsregex;
 mod literals;
 
 use super::ops::GrepOps;

@@ -1,0 +1,322 @@
+// The chat page's panels in headless Chromium, against the Rust agent in Miniflare, the
+// scripted model and a real MCP server on 127.0.0.1: the workspace tree following the agent's
+// writes by push (write tool, bash, Code Mode, another tab), the viewer, download and a
+// dropped upload; the MCP panel (add with headers, tools, a held-back change and Accept,
+// remove, a failing server); the Activity panel (a paused Code Mode execution approved from
+// the page, context blocks); collapsible, folded tool JSON; no empty bubble for a failed
+// turn. Screenshots go to test-output/.
+import { test, before, after, afterEach } from "node:test";
+import assert from "node:assert/strict";
+import fs from "node:fs";
+import path from "node:path";
+import { startScriptedModel } from "./helpers/scripted-model.mjs";
+import { startWorker, modelVars, ROOT } from "./helpers/worker.mjs";
+import { connect, closeTabs } from "./helpers/client.mjs";
+import { launchBrowser } from "./helpers/browser.mjs";
+import { openChat as openChatPage, send, slow, assistant } from "./helpers/chat-page.mjs";
+import { startMcpServer } from "./mcp/start-server.mjs";
+
+let model;
+let worker;
+let browser;
+let mcp;
+const pages = [];
+const OUT = path.join(ROOT, "test-output");
+
+before(async () => {
+  [model, mcp] = await Promise.all([startScriptedModel(), startMcpServer("--token", "sekret")]);
+  worker = await startWorker({
+    vars: modelVars(model, {
+      THINK_APPROVAL: "edit",
+      THINK_ALLOW_PRIVATE_NETWORK: "true",
+      THINK_EXECUTE: JSON.stringify({ timeout: 5000 }),
+    }),
+  });
+  browser = await launchBrowser();
+  fs.mkdirSync(OUT, { recursive: true });
+});
+
+afterEach(async () => {
+  for (const page of pages.splice(0)) await page.context().close();
+});
+
+after(async () => {
+  closeTabs();
+  await browser?.close();
+  await worker?.dispose();
+  await model?.close();
+  await mcp?.kill();
+});
+
+const openChat = (name) => openChatPage(browser, worker, pages, name, { width: 1360, height: 900 });
+const treeRow = (page, p) => page.locator(`[data-testid=panel-workspace] .tree-row[data-path="${p}"]`);
+
+async function shot(page, name, locator) {
+  const file = path.join(OUT, `chat-page-${name}.png`);
+  await (locator ?? page).screenshot({ path: file });
+  console.log(`screenshot: ${file}`);
+}
+
+/** Calls a callable from a Node tab of the same instance, as another client would. */
+async function rpc(name, method, args = []) {
+  const tab = await connect(worker.host, name);
+  try {
+    return await tab.client.call(method, args);
+  } finally {
+    tab.close();
+  }
+}
+
+test("the workspace tree follows the agent's writes by push, and the viewer highlights and downloads", async () => {
+  const page = await openChat("ws");
+  await page.locator("[data-testid=panel-workspace] .empty", { hasText: "empty" }).waitFor();
+  // Count the listWorkspace calls the page makes: one per push, none in between (no polling).
+  await page.evaluate(() => {
+    window.__frames = [];
+    const orig = WebSocket.prototype.send;
+    WebSocket.prototype.send = function (data) {
+      if (typeof data === "string" && data.includes('"listWorkspace"')) window.__frames.push(Date.now());
+      return orig.call(this, data);
+    };
+  });
+
+  // The write tool, in a turn.
+  const code = 'export function greet(name) {\n  // say hello\n  return "hi " + name + 42;\n}\n';
+  model.push({ toolCalls: [{ id: "call_w", name: "write", args: { path: "/src/greet.js", content: code } }] }, slow("Wrote it."));
+  await send(page, "write a greeter");
+  await treeRow(page, "/src/greet.js").waitFor();
+  await assistant(page, "Wrote it.").waitFor();
+
+  // bash write-back and Code Mode's state.writeFile, in one more turn.
+  model.push(
+    { toolCalls: [{ id: "call_b", name: "bash", args: { script: "mkdir -p /sh && echo from-bash > /sh/out.txt" } }] },
+    { toolCalls: [{ id: "call_x", name: "execute", args: { code: 'await state.writeFile({ path: "/cm/state.txt", content: "from code" }); return 1' } }] },
+    slow("Both done."),
+  );
+  await send(page, "use bash and code");
+  await treeRow(page, "/sh/out.txt").waitFor();
+  await treeRow(page, "/cm/state.txt").waitFor();
+  await assistant(page, "Both done.").waitFor();
+
+  // Another client's upload reaches this page too.
+  const before = await page.evaluate(() => window.__frames.length);
+  await rpc("ws", "writeWorkspaceFile", ["/other/tab.md", Buffer.from("# from another tab\n").toString("base64"), "text/markdown"]);
+  await treeRow(page, "/other/tab.md").waitFor();
+  const calls = await page.evaluate(() => window.__frames.length);
+  assert.ok(calls > before, "the page re-listed after the push");
+  await new Promise((r) => setTimeout(r, 1500));
+  assert.equal(await page.evaluate(() => window.__frames.length), calls, "no listing without a push");
+
+  // The viewer: highlighted source with line numbers.
+  await treeRow(page, "/src/greet.js").click();
+  const viewer = page.getByTestId("file-viewer");
+  await viewer.locator("[data-testid=file-text]", { hasText: "say hello" }).waitFor();
+  assert.equal(await viewer.getByTestId("file-text").textContent(), code);
+  assert.deepEqual(await viewer.locator(".tok-keyword").allTextContents(), ["export", "function", "return"]);
+  assert.deepEqual(await viewer.locator(".tok-comment").allTextContents(), ["// say hello"]);
+  assert.deepEqual(await viewer.locator(".tok-string").allTextContents(), ['"hi "']);
+  assert.deepEqual(await viewer.locator(".tok-number").allTextContents(), ["42"]);
+
+  // The open file is re-read when a write names it.
+  model.push({ toolCalls: [{ id: "call_w2", name: "write", args: { path: "/src/greet.js", content: "export const v = 2;\n" } }] }, slow("Rewrote it."));
+  await send(page, "rewrite the greeter");
+  await viewer.locator("[data-testid=file-text]", { hasText: "export const v = 2;" }).waitFor();
+
+  const [download] = await Promise.all([page.waitForEvent("download"), viewer.locator("button.download").click()]);
+  assert.equal(download.suggestedFilename(), "greet.js");
+  assert.equal(fs.readFileSync(await download.path(), "utf8"), "export const v = 2;\n");
+  await shot(page, "workspace");
+  assert.deepEqual(page.errors, []);
+});
+
+/** Drops `files` ([{name, type, base64}]) on the workspace panel, as a user's drag would. */
+async function drop(page, files) {
+  const dataTransfer = await page.evaluateHandle((files) => {
+    const dt = new DataTransfer();
+    for (const f of files) {
+      const bin = atob(f.base64);
+      const bytes = Uint8Array.from(bin, (c) => c.charCodeAt(0));
+      dt.items.add(new File([bytes], f.name, { type: f.type }));
+    }
+    return dt;
+  }, files);
+  await page.getByTestId("panel-workspace").dispatchEvent("dragover", { dataTransfer });
+  await page.getByTestId("panel-workspace").dispatchEvent("drop", { dataTransfer });
+}
+
+test("a file dropped on the workspace panel is uploaded into the workspace", async () => {
+  const page = await openChat("upload");
+  await drop(page, [{ name: "notes.txt", type: "text/plain", base64: Buffer.from("dropped text\n").toString("base64") }]);
+  await page.getByTestId("upload-status").filter({ hasText: "Uploaded /notes.txt" }).waitFor();
+  await treeRow(page, "/notes.txt").waitFor();
+  const stored = await rpc("upload", "readWorkspaceFile", ["/notes.txt"]);
+  assert.equal(stored.text, "dropped text\n");
+  assert.equal(stored.mimeType, "text/plain");
+
+  // Into the selected folder; a binary file larger than 1 MiB survives the round trip.
+  await rpc("upload", "writeWorkspaceFile", ["/bin/.keep", "", null]);
+  await treeRow(page, "/bin").click();
+  const big = Buffer.alloc(1_500_000);
+  for (let i = 0; i < big.length; i++) big[i] = (i * 7919) % 256;
+  await drop(page, [{ name: "blob.bin", type: "application/octet-stream", base64: big.toString("base64") }]);
+  await page.getByTestId("upload-status").filter({ hasText: "Uploaded /bin/blob.bin" }).waitFor({ timeout: 20000 });
+  const back = await rpc("upload", "readWorkspaceFile", ["/bin/blob.bin", "base64"]);
+  assert.ok(Buffer.from(back.base64, "base64").equals(big), "the uploaded bytes are stored unchanged");
+  await treeRow(page, "/bin/blob.bin").click();
+  await page.getByTestId("file-viewer").locator(".panel-note", { hasText: "Too large to show here" }).waitFor();
+
+  // Over the page's limit: a clear error, nothing written.
+  await page.evaluate(() => {
+    const dt = new DataTransfer();
+    dt.items.add(new File([new Uint8Array(8 * 1024 * 1024 + 1)], "huge.bin"));
+    const panel = document.querySelector("[data-testid=panel-workspace]");
+    panel.dispatchEvent(new DragEvent("drop", { dataTransfer: dt, bubbles: true, cancelable: true }));
+  });
+  await page.getByTestId("upload-status").filter({ hasText: "huge.bin failed" }).waitFor();
+  await assert.rejects(rpc("upload", "readWorkspaceFile", ["/bin/huge.bin"]), /no such file/);
+  await shot(page, "upload", page.getByTestId("panel-workspace"));
+  assert.deepEqual(page.errors, []);
+});
+
+test("the MCP panel adds a server with headers, lists its tools, accepts a changed definition and removes it", async () => {
+  await mcp.control("reset");
+  const page = await openChat("mcp");
+  const panel = page.getByTestId("panel-mcp");
+  await panel.locator(".empty", { hasText: "No MCP servers" }).waitFor();
+
+  // A wrong token: the server is listed as failed with its error.
+  await panel.locator("input[name=name]").fill("locked");
+  await panel.locator("input[name=url]").fill(mcp.mcp);
+  await panel.locator("textarea[name=headers]").fill("Authorization: Bearer wrong");
+  await panel.locator("button[type=submit]").click();
+  const locked = panel.locator(".mcp-server", { hasText: "locked" });
+  await locked.locator(".mcp-error").waitFor();
+  assert.notEqual(await locked.getAttribute("data-state"), "ready");
+  await locked.locator("button.remove").click();
+  await locked.waitFor({ state: "detached" });
+
+  // A header line without a colon is refused before anything is sent.
+  await panel.locator("input[name=url]").fill(mcp.mcp);
+  await panel.locator("textarea[name=headers]").fill("Authorization Bearer sekret");
+  await panel.locator("button[type=submit]").click();
+  await panel.getByTestId("mcp-add-error").filter({ hasText: "is not" }).waitFor();
+
+  await panel.locator("input[name=name]").fill("tools");
+  await panel.locator("textarea[name=headers]").fill("Authorization: Bearer sekret");
+  await panel.locator("button[type=submit]").click();
+  const server = panel.locator('.mcp-server[data-state="ready"]', { hasText: "tools" });
+  await server.waitFor();
+  const id = await server.getAttribute("data-server");
+  await server.locator(".mcp-tools summary").click();
+  await server.locator('[data-tool-name="echo"]').waitFor();
+  await server.locator('[data-tool-name="mutate"]').waitFor();
+
+  // `mutate` changes echo's description: the change is held back until Accept.
+  // The model-facing name drops the id's dashes (src/mcp/tools.rs `tool_name`).
+  model.push({ toolCalls: [{ id: "call_mut", name: `tool_${id.replaceAll("-", "")}_mutate`, args: {} }] }, slow("Mutated."));
+  await send(page, "mutate the tools");
+  const pending = server.getByTestId("mcp-pending");
+  await pending.filter({ hasText: "echo" }).waitFor();
+  assert.match(await pending.textContent(), /description/);
+  assert.equal(await server.locator('[data-tool-name="echo"]').count(), 0, "the held-back tool is not listed");
+  await shot(page, "mcp", panel);
+  await pending.locator("button.accept").click();
+  await pending.waitFor({ state: "detached" });
+  await server.locator('[data-tool-name="echo"]', { hasText: "Mutated." }).waitFor();
+
+  await server.locator("button.remove").click();
+  await panel.locator(".empty", { hasText: "No MCP servers" }).waitFor();
+  const state = await rpc("mcp", "getMcpServers");
+  assert.deepEqual(state.servers, {});
+  assert.deepEqual(page.errors, []);
+});
+
+test("the Activity panel approves a paused Code Mode execution and shows the context blocks", async () => {
+  const page = await openChat("activity");
+  const panel = page.getByTestId("panel-activity");
+  // The default context: one writable `memory` block with its token budget.
+  await panel.locator('.context-block[data-label="memory"] .context-usage', { hasText: "tokens" }).waitFor();
+  const extensions = await rpc("activity", "listExtensions").then(
+    () => true,
+    () => false,
+  );
+  assert.equal(await panel.getByTestId("activity-extensions").count(), extensions ? 1 : 0, "extensions are shown exactly when the agent has them");
+  await panel.getByTestId("activity-subagents").locator(".empty", { hasText: "None running" }).waitFor();
+
+  await rpc("activity", "writeWorkspaceFile", ["/ap/f.txt", Buffer.from("v1").toString("base64"), "text/plain"]);
+  const code = 'return await tools.edit({ path: "/ap/f.txt", old_string: "v1", new_string: "v2" })';
+  model.push({ toolCalls: [{ id: "call_pause", name: "execute", args: { code } }] }, slow("Waiting for your approval."));
+  await send(page, "edit with code");
+  await assistant(page, "Waiting for your approval.").waitFor();
+  const execution = panel.locator(".execution", { hasText: "tools.edit" });
+  await execution.waitFor();
+  assert.match(await execution.textContent(), /new_string/);
+  await shot(page, "activity", panel);
+
+  model.push(slow("The edit is done."));
+  await execution.locator("button.approve").click();
+  await execution.waitFor({ state: "detached" });
+  await panel.getByTestId("activity-executions").locator(".empty", { hasText: "Nothing waiting" }).waitFor();
+  await assistant(page, "The edit is done.").waitFor();
+  assert.equal((await rpc("activity", "readWorkspaceFile", ["/ap/f.txt"])).text, "v2");
+
+  // Reject: the execution goes away and the file stays.
+  await rpc("activity", "writeWorkspaceFile", ["/ap/g.txt", Buffer.from("v1").toString("base64"), "text/plain"]);
+  const reject = 'return await tools.edit({ path: "/ap/g.txt", old_string: "v1", new_string: "v3" })';
+  model.push({ toolCalls: [{ id: "call_pause2", name: "execute", args: { code: reject } }] }, slow("Waiting again."));
+  await send(page, "edit again");
+  await assistant(page, "Waiting again.").waitFor();
+  const second = panel.locator(".execution", { hasText: "g.txt" });
+  await second.waitFor();
+  model.push(slow("Understood, not edited."));
+  await second.locator("button.deny").click();
+  await second.waitFor({ state: "detached" });
+  assert.equal((await rpc("activity", "readWorkspaceFile", ["/ap/g.txt"])).text, "v1");
+  assert.deepEqual(page.errors, []);
+});
+
+test("tool input and output are collapsible JSON, long outputs start folded", async () => {
+  const page = await openChat("json");
+  const long = Array.from({ length: 120 }, (_, i) => `line ${i + 1}`).join("\n");
+  await rpc("json", "writeWorkspaceFile", ["/long.txt", Buffer.from(long).toString("base64"), "text/plain"]);
+  model.push(
+    { toolCalls: [{ id: "call_list", name: "list", args: { path: "/" } }] },
+    { toolCalls: [{ id: "call_read", name: "read", args: { path: "/long.txt" } }] },
+    slow("Read it."),
+  );
+  await send(page, "read the long file");
+  await assistant(page, "Read it.").waitFor();
+  const list = page.locator('[data-tool="list"]');
+  const read = page.locator('[data-tool="read"]');
+  // A short output is open, as a tree whose nodes fold.
+  assert.equal(await list.locator(".tool-output").getAttribute("data-folded"), "false");
+  assert.equal(await list.locator(".tool-output").evaluate((d) => d.open), true);
+  const input = read.locator(".tool-input");
+  assert.match(await input.locator(".json-key").first().textContent(), /"path"/);
+  assert.match(await input.textContent(), /"\/long.txt"/);
+  // The long one starts folded; opening it shows the value, its long string cut short.
+  const output = read.locator(".tool-output");
+  assert.equal(await output.getAttribute("data-folded"), "true");
+  assert.equal(await output.evaluate((d) => d.open), false);
+  assert.match(await output.locator(":scope > summary").textContent(), /lines/);
+  await output.locator(":scope > summary").click();
+  await output.locator("button.link", { hasText: "more characters" }).click();
+  await output.locator(".json-string", { hasText: "line 120" }).waitFor();
+  await shot(page, "tool-json", page.locator(".messages"));
+  assert.deepEqual(page.errors, []);
+});
+
+test("a turn that fails before any text leaves no empty bubble", async () => {
+  const page = await openChat("fail");
+  model.push({ status: 400, message: "the scripted model is down" });
+  await send(page, "Are you there?");
+  await page.getByTestId("error").filter({ hasText: "the scripted model is down" }).waitFor();
+  await page.locator("button.stop:disabled").waitFor();
+  assert.equal(await page.locator(".msg-assistant").count(), 0);
+  // A fresh tab, from the server's transcript, shows none either.
+  const fresh = await openChat("fail");
+  await fresh.locator(".msg-user", { hasText: "Are you there?" }).waitFor();
+  assert.equal(await fresh.locator(".msg-assistant").count(), 0);
+  await shot(fresh, "full");
+  assert.deepEqual(page.errors, []);
+});
