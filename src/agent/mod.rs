@@ -157,6 +157,7 @@ impl Agent {
                         crate::protocol::routing::camel_case_to_kebab_case(class_name),
                         deps.instance_id
                     ),
+                    grep_index: spec.grep_index,
                     ..WorkspaceOptions::default()
                 },
             )

@@ -208,6 +208,8 @@ pub struct AgentSpec {
     pub(crate) before_turn: Option<BeforeTurn>,
     pub(crate) callables: BTreeMap<String, Callable>,
     pub(crate) workspace_tools: bool,
+    /// Whether the workspace keeps `grep`'s trigram index (`WorkspaceOptions::grep_index`).
+    pub(crate) grep_index: bool,
     pub(crate) include_mcp_tools: bool,
     /// Whether `mcp_list_resources`/`mcp_read_resource` join the MCP tools (off by default).
     pub(crate) mcp_resource_tools: bool,
@@ -292,6 +294,7 @@ impl AgentSpec {
             before_turn: None,
             callables: BTreeMap::new(),
             workspace_tools: true,
+            grep_index: false,
             include_mcp_tools: true,
             mcp_resource_tools: false,
             wait_for_mcp_connections: None,
@@ -441,6 +444,14 @@ impl AgentSpec {
     /// Whether the workspace file tools join every turn (Think's default: yes).
     pub fn workspace_tools(mut self, enabled: bool) -> Self {
         self.workspace_tools = enabled;
+        self
+    }
+
+    /// Whether the workspace keeps a trigram index so that `grep` reads only the files that
+    /// may match (default: no; see `WorkspaceOptions::grep_index` for the trade-off).
+    /// `grep`'s output is the same either way.
+    pub fn grep_index(mut self, enabled: bool) -> Self {
+        self.grep_index = enabled;
         self
     }
 

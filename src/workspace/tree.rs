@@ -291,7 +291,7 @@ impl Workspace {
 
     /// Rows (`cols`, starting with `path`) of the entries matching `g`, ordered by path,
     /// narrowed in SQL by key range, literal suffix and `and` (a condition or empty).
-    fn glob_rows(&self, g: &Glob, cols: &str, and: &str) -> Result<Vec<Row>, FsError> {
+    pub(super) fn glob_rows(&self, g: &Glob, cols: &str, and: &str) -> Result<Vec<Row>, FsError> {
         let t = &self.t;
         let rows = match &g.prefilter {
             Prefilter::Exact(p) => {
@@ -427,6 +427,8 @@ impl Workspace {
     /// missing path is an error unless `force`; the root is `EPERM`. Blob objects and chunks
     /// of everything removed are deleted too.
     pub async fn rm(&self, path: &str, recursive: bool, force: bool) -> Result<(), FsError> {
+        // Changes that do not queue trigrams: see grams.rs.
+        self.flush_grams()?;
         let result = self.rm_unobserved(path, recursive, force).await;
         self.changed(path, result)
     }
@@ -521,6 +523,8 @@ impl Workspace {
     /// Copies `src` to `dest`. Directories need `recursive`; copying onto an existing
     /// directory merges into it; symlinks are copied as symlinks.
     pub async fn cp(&self, src: &str, dest: &str, recursive: bool) -> Result<(), FsError> {
+        // Changes that do not queue trigrams: see grams.rs.
+        self.flush_grams()?;
         let result = self.cp_unobserved(src, dest, recursive).await;
         self.changed(dest, result)
     }
@@ -666,6 +670,8 @@ impl Workspace {
     /// Moves (renames) `src` to `dest` with POSIX rename rules: a file replaces a file, a
     /// directory may replace an empty directory, and a directory cannot move into itself.
     pub async fn mv(&self, src: &str, dest: &str) -> Result<(), FsError> {
+        // Changes that do not queue trigrams: see grams.rs.
+        self.flush_grams()?;
         let result = self.mv_unobserved(src, dest).await;
         let result = self.changed(src, result);
         self.changed(dest, result)
@@ -806,6 +812,8 @@ impl Workspace {
 
     /// Creates a symlink at `link` pointing to `target` (stored verbatim, resolved on use).
     pub fn symlink(&self, target: &str, link: &str) -> Result<(), FsError> {
+        // Changes that do not queue trigrams: see grams.rs.
+        self.flush_grams()?;
         let result = self.symlink_unobserved(target, link);
         self.changed(link, result)
     }
@@ -871,7 +879,10 @@ impl Workspace {
         )?;
         let row = rows.first();
         let get = |i| row.map(|r| col_i64(r, i).max(0) as u64).unwrap_or(0);
+        let (grep_index_rows, grep_index_bytes) = self.grams_size()?;
         Ok(WorkspaceInfo {
+            grep_index_rows,
+            grep_index_bytes,
             file_count: get(0),
             directory_count: get(1),
             total_bytes: get(2),
