@@ -773,3 +773,27 @@ fn children_past_the_cap_wait_and_one_still_waiting_at_a_crash_is_started_once_a
     }
     assert_eq!(parent.seen().len(), 2, "the parent continued once with every answer");
 }
+
+#[test]
+fn events_reach_the_tabs_with_the_fields_use_agent_tool_events_reads() {
+    let started = events::for_clients(events::started(), "agent-tool:c", Some("subagent"));
+    assert_eq!(
+        started,
+        json!({"kind": "started", "runId": "agent-tool:c", "agentType": "subagent", "order": 0})
+    );
+    let chunk = json!({"type": "text-delta", "id": "t", "delta": "hi"});
+    let event = events::for_clients(events::chunk(&chunk), "agent-tool:c", None);
+    assert_eq!(event["chunk"], chunk);
+    assert_eq!(serde_json::from_str::<Value>(event["body"].as_str().unwrap()).unwrap(), chunk);
+    let text = events::for_clients(events::finished(&json!("four")), "agent-tool:c", None);
+    assert_eq!((text["result"].clone(), text["summary"].clone()), (json!("four"), json!("four")));
+    let object = events::for_clients(events::finished(&json!({"n": 4})), "agent-tool:c", None);
+    assert_eq!(object["summary"], "{\"n\":4}");
+    let aborted =
+        events::for_clients(events::failed(EventKind::Aborted, "stop"), "agent-tool:c", None);
+    assert_eq!(
+        (aborted["error"].clone(), aborted["reason"].clone()),
+        (json!("stop"), json!("stop"))
+    );
+    assert_eq!(Outcome::from_event(&text), Some(Outcome::Answer(json!("four"))));
+}

@@ -3,6 +3,7 @@
 import { browserTools } from "../browser-tools.js";
 import { JsonView } from "./JsonView.jsx";
 import { SubAgentRun } from "./SubAgentRun.jsx";
+import { ExtensionPermissions } from "./ExtensionPermissions.jsx";
 
 const STATE_LABELS = {
   "input-streaming": "preparing",
@@ -34,6 +35,7 @@ export function ToolCall({ part, onApproval, runs }) {
         {name in browserTools && <span className="tool-where">in your browser</span>}
         <span className="tool-state">{stateLabel(part)}</span>
       </div>
+      {name === "load_extension" && part.input !== undefined && <ExtensionPermissions input={part.input} />}
       {part.input !== undefined && <JsonView className="tool-input" label="input" value={part.input} />}
       {part.state === "output-available" && <JsonView className="tool-output" label="output" value={part.output} />}
       {part.state === "output-error" && <pre className="tool-output tool-error">{part.errorText}</pre>}
@@ -44,7 +46,7 @@ export function ToolCall({ part, onApproval, runs }) {
         </div>
       )}
       {subRuns.map((run) => (
-        <SubAgentRun key={run.runId} run={run} />
+        <SubAgentRun key={run.runId} run={run} runs={runs} />
       ))}
     </div>
   );
