@@ -3,7 +3,8 @@
 // writes by push (write tool, bash, Code Mode, another tab), the viewer, download and a
 // dropped upload; the MCP panel (add with headers, tools, a held-back change and Accept,
 // remove, a failing server); the Activity panel (a paused Code Mode execution approved from
-// the page, context blocks); sub-agent runs nested under their tool calls two levels deep;
+// the page, context blocks); sub-agent runs nested under their tool calls two levels deep, a
+// child's approval answered from its run;
 // extensions (the approval card's permissions, listed with their tools, Unload); collapsible,
 // folded tool JSON; no empty bubble for a failed turn; the workspace callables over Durable
 // Object RPC. Screenshots go to test-output/.
@@ -420,4 +421,36 @@ test("the workspace callables are Durable Object RPC methods too", async () => {
   const res = await worker.caller("/call?name=do-files", { method: "readWorkspaceFile", args: ["/do/missing.txt"] }).then(() => null, (e) => e);
   assert.ok(res instanceof Error, "a missing file is refused");
   assert.equal((await call("readWorkspaceFile", ["/do/a.txt"])).text, "hello");
+});
+
+test("a sub-agent's tool call waiting for approval is approved from its run, and the child goes on", async () => {
+  // THINK_APPROVAL=edit: the child writes a note, then its edit of it waits for the page.
+  model.setFallback((body) => {
+    const who = firstUserText(body).match(/^(PARENT|CHILD):/)?.[1];
+    const steps = body.messages.filter((m) => m.role === "tool").length;
+    if (who === "PARENT") return steps === 0 ? { toolCalls: [{ id: "call_delegate", name: "subagent", args: { task: "CHILD: write and edit the note" } }] } : slow(`Parent: ${lastToolResult(body)}`);
+    if (who === "CHILD") {
+      if (steps === 0) return { toolCalls: [{ id: "call_child_write", name: "write", args: { path: "/note.txt", content: "draft" } }] };
+      if (steps === 1) return { toolCalls: [{ id: "call_child_edit", name: "edit", args: { path: "/note.txt", old_string: "draft", new_string: "final" } }] };
+      return { text: "The note is final." };
+    }
+    return { text: "(unexpected)" };
+  });
+  try {
+    const page = await openChat("subagent-approval");
+    await send(page, "PARENT: delegate");
+    const run = page.locator('[data-testid=subagent-run][data-run="agent-tool:call_delegate"]');
+    const edit = run.locator('[data-tool="edit"][data-state="approval-requested"]');
+    await edit.locator("button.approve").waitFor({ timeout: 20000 });
+    await shot(page, "subagent-approval", run);
+    await edit.locator("button.approve").click();
+    await assistant(page, 'Parent: "The note is final."').waitFor({ timeout: 20000 });
+    await run.locator(":scope > summary").click();
+    await run.locator('[data-tool="edit"][data-state="output-available"]').waitFor();
+    const drill = await fetch(new URL("/agents/think-agent/subagent-approval/sub/call_delegate/get-messages", worker.url)).then((r) => r.json());
+    assert.match(JSON.stringify(drill), /The note is final\./, "the child ran its edit and answered");
+    assert.deepEqual(page.errors, []);
+  } finally {
+    model.setFallback(null);
+  }
 });

@@ -1,6 +1,7 @@
 // A sub-agent run under the tool call that started it: its status and the parts rebuilt from
 // the child's streamed chunks (by `useAgentToolEvents`), folded once it ended. A tool call of
-// the child shows its own runs (a grandchild's frames name the child's tool call id).
+// the child shows its own runs (a grandchild's frames name the child's tool call id), and one
+// waiting for approval is answered from here: the parent routes the answer to its child.
 import { Part, isShown } from "./Part.jsx";
 
 export function SubAgentRun({ run, runs }) {
@@ -17,7 +18,7 @@ export function SubAgentRun({ run, runs }) {
       </summary>
       <div className="subagent-parts">
         {parts.map((part, i) => (
-          <Part key={i} part={part} runs={runs} />
+          <Part key={i} part={part} runs={runs} onApproval={runs.approve} />
         ))}
         {run.summary && run.summary !== lastText && <div className="text subagent-summary">{run.summary}</div>}
         {run.error && <pre className="tool-output tool-error">{run.error}</pre>}

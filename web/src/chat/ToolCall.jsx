@@ -41,8 +41,8 @@ export function ToolCall({ part, onApproval, runs }) {
       {part.state === "output-error" && <pre className="tool-output tool-error">{part.errorText}</pre>}
       {pending && onApproval && (
         <div className="tool-actions">
-          <button className="approve" onClick={() => onApproval(part.approval.id, true)}>Approve</button>
-          <button className="deny" onClick={() => onApproval(part.approval.id, false)}>Deny</button>
+          <button className="approve" onClick={() => onApproval(part, true)}>Approve</button>
+          <button className="deny" onClick={() => onApproval(part, false)}>Deny</button>
         </div>
       )}
       {subRuns.map((run) => (
