@@ -529,7 +529,10 @@ fn a_parent_runs_its_child_streams_its_events_and_continues_with_the_answer() {
     assert!(frames.iter().any(
         |f| f["event"]["chunk"]["type"] == "text-delta" && f["event"]["chunk"]["delta"] == "4"
     ));
-    assert_eq!(frames.last().unwrap()["event"], json!({"kind": "finished", "result": "4"}));
+    assert_eq!(
+        frames.last().unwrap()["event"],
+        json!({"kind": "finished", "result": "4", "runId": "agent-tool:c1", "summary": "4"})
+    );
     let child_agent = world.link.get("root~c1", None);
     let texts = format!("{:?}", child_agent.messages());
     assert!(
