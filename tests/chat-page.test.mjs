@@ -368,7 +368,24 @@ test("sub-agent runs show under their tool calls, two levels deep, and in the Ac
     assert.deepEqual(await mid.locator(".subagent-parts > .text").allTextContents(), ["The leaf answer, streamed slowly in small pieces."], "the answer is shown once");
     assert.deepEqual(await root.locator(":scope > .subagent-parts > .text").allTextContents(), ['Child got "The leaf answer, streamed slowly in small pieces."']);
     await shot(page, "subagents", page.locator(".msg-assistant").last());
+    assert.equal(await page.getByTestId("subagent-transcript").count(), 0, "a tab that saw the runs shows them, not the drill-in");
+
+    // A tab opened afterwards has no events for the finished runs: it reads the child's steps,
+    // then the grandchild's, from the drill-in route when they are opened.
+    const fresh = await openChat("subagents");
+    const call = fresh.locator('.msg-assistant > [data-tool="subagent"]');
+    await call.waitFor();
+    assert.equal(await call.getByTestId("subagent-run").count(), 0);
+    const child = call.getByTestId("subagent-transcript");
+    await child.locator(":scope > summary").click();
+    await child.locator(".child-assistant .text", { hasText: 'Child got "The leaf answer' }).waitFor();
+    const grandchild = child.locator('[data-tool="subagent"]').getByTestId("subagent-transcript");
+    await grandchild.locator(":scope > summary").click();
+    await grandchild.locator(".child-assistant .text", { hasText: "The leaf answer, streamed slowly in small pieces." }).waitFor();
+    assert.equal(await grandchild.locator(".child-user .text").textContent(), "GRANDCHILD: the leaf");
+    await shot(fresh, "subagents-drill-in", call);
     assert.deepEqual(page.errors, []);
+    assert.deepEqual(fresh.errors, []);
   } finally {
     model.setFallback(null);
   }

@@ -48,6 +48,7 @@ export function App({ name }) {
   // as the frame itself, by tool call id.
   const runs = {
     ...events,
+    drillBase: `/agents/think-agent/${encodeURIComponent(name)}`,
     approve: (part, approved) =>
       agent.send(JSON.stringify({ type: "cf_agent_tool_approval", toolCallId: part.toolCallId, approved, autoContinue: true })),
   };

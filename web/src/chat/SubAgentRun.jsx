@@ -18,7 +18,7 @@ export function SubAgentRun({ run, runs }) {
       </summary>
       <div className="subagent-parts">
         {parts.map((part, i) => (
-          <Part key={i} part={part} runs={runs} onApproval={runs.approve} />
+          <Part key={i} part={part} runs={{ ...runs, drillBase: undefined }} onApproval={runs.approve} />
         ))}
         {run.summary && run.summary !== lastText && <div className="text subagent-summary">{run.summary}</div>}
         {run.error && <pre className="tool-output tool-error">{run.error}</pre>}

@@ -4,6 +4,10 @@ import { browserTools } from "../browser-tools.js";
 import { JsonView } from "./JsonView.jsx";
 import { SubAgentRun } from "./SubAgentRun.jsx";
 import { ExtensionPermissions } from "./ExtensionPermissions.jsx";
+import { ChildTranscript } from "./ChildTranscript.jsx";
+
+/** The shipped agent tool; a finished call of it can show its child's steps on demand. */
+const AGENT_TOOL = "subagent";
 
 const STATE_LABELS = {
   "input-streaming": "preparing",
@@ -44,6 +48,9 @@ export function ToolCall({ part, onApproval, runs }) {
           <button className="approve" onClick={() => onApproval(part, true)}>Approve</button>
           <button className="deny" onClick={() => onApproval(part, false)}>Deny</button>
         </div>
+      )}
+      {subRuns.length === 0 && name === AGENT_TOOL && part.state === "output-available" && runs?.drillBase && (
+        <ChildTranscript base={runs.drillBase} toolCallId={part.toolCallId} />
       )}
       {subRuns.map((run) => (
         <SubAgentRun key={run.runId} run={run} runs={runs} />
