@@ -145,4 +145,20 @@ export class ThinkAgent extends DurableObject {
   unloadExtension(name) {
     return this.#inner.rpcCall("unloadExtension", [name]);
   }
+
+  // The workspace, as the chat page's panel reads and writes it.
+  /** `{entries: [{path, type, size, mimeType, updatedAt}], truncated}`, at most 5,000 entries. */
+  listWorkspace() {
+    return this.#inner.rpcCall("listWorkspace", []);
+  }
+
+  /** `{path, mimeType, size}` plus `text`, `base64` (with `encoding` "base64"), `binary` or `tooLarge`. */
+  readWorkspaceFile(path, encoding) {
+    return this.#inner.rpcCall("readWorkspaceFile", encoding === undefined ? [path] : [path, encoding]);
+  }
+
+  /** Writes base64 content (≤ 8 MB) to `path`; `{path, size}`. */
+  writeWorkspaceFile(path, base64, mimeType) {
+    return this.#inner.rpcCall("writeWorkspaceFile", mimeType === undefined ? [path, base64] : [path, base64, mimeType]);
+  }
 }

@@ -3,8 +3,11 @@
 // writes by push (write tool, bash, Code Mode, another tab), the viewer, download and a
 // dropped upload; the MCP panel (add with headers, tools, a held-back change and Accept,
 // remove, a failing server); the Activity panel (a paused Code Mode execution approved from
-// the page, context blocks); collapsible, folded tool JSON; no empty bubble for a failed
-// turn. Screenshots go to test-output/.
+// the page, context blocks); sub-agent runs nested under their tool calls two levels deep, a
+// child's approval answered from its run;
+// extensions (the approval card's permissions, listed with their tools, Unload); collapsible,
+// folded tool JSON; no empty bubble for a failed turn; the workspace callables over Durable
+// Object RPC. Screenshots go to test-output/.
 import { test, before, after, afterEach } from "node:test";
 import assert from "node:assert/strict";
 import fs from "node:fs";
@@ -30,7 +33,9 @@ before(async () => {
       THINK_APPROVAL: "edit",
       THINK_ALLOW_PRIVATE_NETWORK: "true",
       THINK_EXECUTE: JSON.stringify({ timeout: 5000 }),
+      THINK_SUBAGENT: JSON.stringify({ depth: 2 }),
     }),
+    withCaller: true,
   });
   browser = await launchBrowser();
   fs.mkdirSync(OUT, { recursive: true });
@@ -319,4 +324,150 @@ test("a turn that fails before any text leaves no empty bubble", async () => {
   assert.equal(await fresh.locator(".msg-assistant").count(), 0);
   await shot(fresh, "full");
   assert.deepEqual(page.errors, []);
+});
+
+/** The first user message's text in a model request (who is asking, for the sub-agent script). */
+const firstUserText = (body) => {
+  const m = body.messages.find((x) => x.role === "user");
+  return typeof m?.content === "string" ? m.content : (m?.content ?? []).map((c) => c.text ?? "").join("");
+};
+const lastToolResult = (body) => (body.messages.at(-1)?.role === "tool" ? body.messages.at(-1).content : null);
+
+test("sub-agent runs show under their tool calls, two levels deep, and in the Activity panel while running", async () => {
+  // One script answers parent, child and grandchild by their first user message.
+  model.setFallback((body) => {
+    const who = firstUserText(body).match(/^(PARENT|CHILD|GRANDCHILD):/)?.[1];
+    const result = lastToolResult(body);
+    if (who === "PARENT") return result === null ? { toolCalls: [{ id: "call_root", name: "subagent", args: { task: "CHILD: delegate further" } }] } : slow(`Root: ${result}`);
+    if (who === "CHILD") return result === null ? { toolCalls: [{ id: "call_mid", name: "subagent", args: { task: "GRANDCHILD: the leaf" } }] } : { text: `Child got ${result}` };
+    if (who === "GRANDCHILD") return { text: "The leaf answer, streamed slowly in small pieces.", chunkSize: 2, delayMs: 80 };
+    return { text: "(unexpected)" };
+  });
+  try {
+    const page = await openChat("subagents");
+    const activity = page.getByTestId("activity-subagents");
+    await send(page, "PARENT: nest");
+    // While the grandchild streams, both runs are listed as running, each under its tool call.
+    await activity.locator('li[data-run="agent-tool:call_root"]', { hasText: "under call_root" }).waitFor({ timeout: 20000 });
+    await activity.locator('li[data-run="agent-tool:call_mid"]', { hasText: "under call_mid" }).waitFor({ timeout: 20000 });
+    const root = page.locator('.msg-assistant [data-tool="subagent"] > [data-testid=subagent-run][data-run="agent-tool:call_root"]');
+    const mid = root.locator('[data-tool="subagent"] > [data-testid=subagent-run][data-run="agent-tool:call_mid"]');
+    await mid.locator(".text", { hasText: "The leaf" }).waitFor();
+    assert.equal(await root.evaluate((d) => d.open), true, "a running run is open");
+    assert.equal(await root.locator(":scope > summary .tool-state").textContent(), "running");
+    await shot(page, "subagents-running");
+
+    await assistant(page, 'Root: "Child got \\"The leaf answer').waitFor({ timeout: 30000 });
+    await activity.locator(".empty", { hasText: "None running (2 finished)" }).waitFor();
+    assert.equal(await root.locator(":scope > summary .tool-state").textContent(), "completed");
+    assert.equal(await mid.locator(":scope > summary .tool-state").textContent(), "completed");
+    assert.equal(await root.evaluate((d) => d.open), false, "a finished run folds");
+    // The grandchild's whole stream, and the answers each level returned.
+    await root.locator(":scope > summary").click();
+    await mid.locator(":scope > summary").click();
+    assert.deepEqual(await mid.locator(".subagent-parts > .text").allTextContents(), ["The leaf answer, streamed slowly in small pieces."], "the answer is shown once");
+    assert.deepEqual(await root.locator(":scope > .subagent-parts > .text").allTextContents(), ['Child got "The leaf answer, streamed slowly in small pieces."']);
+    await shot(page, "subagents", page.locator(".msg-assistant").last());
+    assert.equal(await page.getByTestId("subagent-transcript").count(), 0, "a tab that saw the runs shows them, not the drill-in");
+
+    // A tab opened afterwards has no events for the finished runs: it reads the child's steps,
+    // then the grandchild's, from the drill-in route when they are opened.
+    const fresh = await openChat("subagents");
+    const call = fresh.locator('.msg-assistant > [data-tool="subagent"]');
+    await call.waitFor();
+    assert.equal(await call.getByTestId("subagent-run").count(), 0);
+    const child = call.getByTestId("subagent-transcript");
+    await child.locator(":scope > summary").click();
+    await child.locator(".child-assistant .text", { hasText: 'Child got "The leaf answer' }).waitFor();
+    const grandchild = child.locator('[data-tool="subagent"]').getByTestId("subagent-transcript");
+    await grandchild.locator(":scope > summary").click();
+    await grandchild.locator(".child-assistant .text", { hasText: "The leaf answer, streamed slowly in small pieces." }).waitFor();
+    assert.equal(await grandchild.locator(".child-user .text").textContent(), "GRANDCHILD: the leaf");
+    await shot(fresh, "subagents-drill-in", call);
+    assert.deepEqual(page.errors, []);
+    assert.deepEqual(fresh.errors, []);
+  } finally {
+    model.setFallback(null);
+  }
+});
+
+const MATH = `({ tools: { add: { description: "Add two numbers", parameters: { a: { type: "number" }, b: { type: "number" } }, required: ["a", "b"], execute: async ({ a, b }) => a + b } } })`;
+
+test("an extension load shows its permissions for approval, is listed with its tools, and Unload removes it", async () => {
+  const page = await openChat("extensions");
+  const panel = page.getByTestId("activity-extensions");
+  await panel.locator(".empty", { hasText: "None loaded" }).waitFor();
+  const args = { name: "math", version: "1.2.0", description: "Arithmetic", source: MATH, network: ["127.0.0.1", "api.example.test"], workspace_access: "read-write" };
+  model.push({ toolCalls: [{ id: "call_load", name: "load_extension", args }] });
+  await send(page, "load math");
+  const card = page.locator('[data-tool="load_extension"][data-state="approval-requested"]');
+  const request = card.getByTestId("extension-permissions");
+  await request.waitFor({ timeout: 20000 });
+  assert.match(await request.textContent(), /Extension math 1\.2\.0 — Arithmetic/);
+  assert.deepEqual(await request.locator('[data-permission="network"] code').allTextContents(), ["127.0.0.1", "api.example.test"]);
+  assert.equal(await request.locator('[data-permission="workspace"]').textContent(), "read and write");
+  await shot(page, "extension-approval", card);
+
+  model.push(slow("Loaded math."));
+  await card.locator("button.approve").click();
+  await assistant(page, "Loaded math.").waitFor({ timeout: 20000 });
+  const item = panel.locator('li[data-extension="math"]');
+  await item.waitFor();
+  assert.deepEqual(await item.locator(".extension-tools code").allTextContents(), ["math_add"]);
+  assert.match(await item.textContent(), /1\.2\.0/);
+  assert.deepEqual(await item.locator('[data-permission="network"] code').allTextContents(), ["127.0.0.1", "api.example.test"]);
+  assert.equal(await item.locator('[data-permission="workspace"]').textContent(), "read and write");
+  await shot(page, "extensions", page.getByTestId("panel-activity"));
+
+  await item.locator("button.remove").click();
+  await panel.locator(".empty", { hasText: "None loaded" }).waitFor();
+  assert.deepEqual(await rpc("extensions", "listExtensions"), []);
+  assert.deepEqual(page.errors, []);
+});
+
+test("the workspace callables are Durable Object RPC methods too", async () => {
+  const call = (method, args) => worker.caller("/call?name=do-files", { method, args });
+  const bytes = Buffer.from([0, 1, 2, 250, 251, 252]);
+  assert.deepEqual(await call("writeWorkspaceFile", ["/do/a.txt", Buffer.from("hello").toString("base64"), "text/plain"]), { path: "/do/a.txt", size: 5 });
+  await call("writeWorkspaceFile", ["/do/b.bin", bytes.toString("base64")]);
+  const listed = await call("listWorkspace", []);
+  assert.deepEqual(listed.entries.filter((e) => e.path.startsWith("/do/")).map((e) => [e.path, e.type, e.size]), [["/do/a.txt", "file", 5], ["/do/b.bin", "file", 6]]);
+  assert.equal((await call("readWorkspaceFile", ["/do/a.txt"])).text, "hello");
+  assert.equal((await call("readWorkspaceFile", ["/do/b.bin", "base64"])).base64, bytes.toString("base64"));
+  // A bad call is an error, and the object keeps answering.
+  const res = await worker.caller("/call?name=do-files", { method: "readWorkspaceFile", args: ["/do/missing.txt"] }).then(() => null, (e) => e);
+  assert.ok(res instanceof Error, "a missing file is refused");
+  assert.equal((await call("readWorkspaceFile", ["/do/a.txt"])).text, "hello");
+});
+
+test("a sub-agent's tool call waiting for approval is approved from its run, and the child goes on", async () => {
+  // THINK_APPROVAL=edit: the child writes a note, then its edit of it waits for the page.
+  model.setFallback((body) => {
+    const who = firstUserText(body).match(/^(PARENT|CHILD):/)?.[1];
+    const steps = body.messages.filter((m) => m.role === "tool").length;
+    if (who === "PARENT") return steps === 0 ? { toolCalls: [{ id: "call_delegate", name: "subagent", args: { task: "CHILD: write and edit the note" } }] } : slow(`Parent: ${lastToolResult(body)}`);
+    if (who === "CHILD") {
+      if (steps === 0) return { toolCalls: [{ id: "call_child_write", name: "write", args: { path: "/note.txt", content: "draft" } }] };
+      if (steps === 1) return { toolCalls: [{ id: "call_child_edit", name: "edit", args: { path: "/note.txt", old_string: "draft", new_string: "final" } }] };
+      return { text: "The note is final." };
+    }
+    return { text: "(unexpected)" };
+  });
+  try {
+    const page = await openChat("subagent-approval");
+    await send(page, "PARENT: delegate");
+    const run = page.locator('[data-testid=subagent-run][data-run="agent-tool:call_delegate"]');
+    const edit = run.locator('[data-tool="edit"][data-state="approval-requested"]');
+    await edit.locator("button.approve").waitFor({ timeout: 20000 });
+    await shot(page, "subagent-approval", run);
+    await edit.locator("button.approve").click();
+    await assistant(page, 'Parent: "The note is final."').waitFor({ timeout: 20000 });
+    await run.locator(":scope > summary").click();
+    await run.locator('[data-tool="edit"][data-state="output-available"]').waitFor();
+    const drill = await fetch(new URL("/agents/think-agent/subagent-approval/sub/call_delegate/get-messages", worker.url)).then((r) => r.json());
+    assert.match(JSON.stringify(drill), /The note is final\./, "the child ran its edit and answered");
+    assert.deepEqual(page.errors, []);
+  } finally {
+    model.setFallback(null);
+  }
 });

@@ -94,7 +94,7 @@ test("the parent calls subagent: another tab sees the child's events, the parent
     assert.deepEqual(seen.map((f) => f.sequence), seen.map((_, i) => i), "sequences run 0, 1, 2, …");
     assert.equal(seen[0].event.kind, "started");
     assert.equal(deltas(seen), "It is four.", "the child's chunks reached the other tab");
-    assert.deepEqual(seen.at(-1).event, { kind: "finished", result: "It is four." });
+    assert.deepEqual(seen.at(-1).event, { kind: "finished", result: "It is four.", runId: "agent-tool:call_basic", summary: "It is four." });
     assert.ok(seen.every((f) => f.replay === undefined));
 
     const drill = await childMessages(worker, "sub-basic", "call_basic");
@@ -248,7 +248,7 @@ test("two levels of nesting: the grandchild's events reach the root's tab", asyn
     const deep = events(tab, "call_mid");
     assert.equal(deep[0].event.kind, "started");
     assert.equal(deltas(deep), "leaf answer", "the grandchild's chunks reached the root");
-    assert.deepEqual(deep.at(-1).event, { kind: "finished", result: "leaf answer" });
+    assert.deepEqual(deep.at(-1).event, { kind: "finished", result: "leaf answer", runId: "agent-tool:call_mid", summary: "leaf answer" });
     const mid = events(tab, "call_root");
     assert.ok(mid.some((f) => f.event.chunk?.type === "tool-input-available" && f.event.chunk.toolCallId === "call_mid"), "the child's own call is in its stream, for the panel to nest under");
     assert.ok(!requestsOf("GRANDCHILD")[0].tools.some((t) => t.function.name === "subagent"), "the last level has no subagent tool");

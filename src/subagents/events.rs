@@ -65,6 +65,42 @@ pub fn failed(kind: EventKind, error: &str) -> Value {
     json!({"kind": kind, "error": error})
 }
 
+/// The event as the tabs receive it: think-rs's own fields plus those `agents`'
+/// `useAgentToolEvents` reads: `runId` on every event, `agentType`/`order` on `started`, the
+/// chunk as a JSON string `body`, the answer as a string `summary`, and `reason` on `aborted`.
+pub fn for_clients(mut event: Value, run_id: &str, agent_type: Option<&str>) -> Value {
+    let kind = kind_of(&event);
+    let Some(obj) = event.as_object_mut() else { return event };
+    obj.insert("runId".into(), Value::String(run_id.to_owned()));
+    match kind {
+        Some(EventKind::Started) => {
+            if let Some(agent_type) = agent_type {
+                obj.insert("agentType".into(), Value::String(agent_type.to_owned()));
+            }
+            obj.insert("order".into(), json!(0));
+        }
+        Some(EventKind::Chunk) => {
+            let body = obj.get("chunk").map(Value::to_string).unwrap_or_default();
+            obj.insert("body".into(), Value::String(body));
+        }
+        Some(EventKind::Finished) => {
+            let summary = match obj.get("result") {
+                Some(Value::String(s)) => s.clone(),
+                Some(other) => other.to_string(),
+                None => String::new(),
+            };
+            obj.insert("summary".into(), Value::String(summary));
+        }
+        Some(EventKind::Aborted) => {
+            if let Some(error) = obj.get("error").cloned() {
+                obj.insert("reason".into(), error);
+            }
+        }
+        _ => {}
+    }
+    event
+}
+
 /// The kind of an event value, if it has a known one.
 pub fn kind_of(event: &Value) -> Option<EventKind> {
     serde_json::from_value(event.get("kind")?.clone()).ok()

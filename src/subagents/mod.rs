@@ -433,7 +433,7 @@ impl Subagents {
             .borrow_mut()
             .entry(tool_call_id.to_owned())
             .or_default()
-            .local(tool_call_id, event)
+            .local(tool_call_id, events::for_clients(event, &registry::run_id(tool_call_id), None))
     }
 
     fn record(&self, run: &Run, outcome: &Outcome) -> Value {
@@ -512,6 +512,7 @@ impl Subagents {
             self.approvals.borrow_mut().insert(call.to_owned(), run.child_name.clone());
         }
         let outcome = Outcome::from_event(&event);
+        let event = events::for_clients(event, &run.run_id, Some(&run.tool_name));
         let frame = self.live.borrow_mut().entry(run.tool_call_id.clone()).or_default().own(
             &run.tool_call_id,
             entry.sequence.unwrap_or(0),

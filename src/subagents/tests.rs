@@ -529,7 +529,10 @@ fn a_parent_runs_its_child_streams_its_events_and_continues_with_the_answer() {
     assert!(frames.iter().any(
         |f| f["event"]["chunk"]["type"] == "text-delta" && f["event"]["chunk"]["delta"] == "4"
     ));
-    assert_eq!(frames.last().unwrap()["event"], json!({"kind": "finished", "result": "4"}));
+    assert_eq!(
+        frames.last().unwrap()["event"],
+        json!({"kind": "finished", "result": "4", "runId": "agent-tool:c1", "summary": "4"})
+    );
     let child_agent = world.link.get("root~c1", None);
     let texts = format!("{:?}", child_agent.messages());
     assert!(
@@ -772,4 +775,28 @@ fn children_past_the_cap_wait_and_one_still_waiting_at_a_crash_is_started_once_a
         assert_eq!(users, 1, "child p{i} was given its task once");
     }
     assert_eq!(parent.seen().len(), 2, "the parent continued once with every answer");
+}
+
+#[test]
+fn events_reach_the_tabs_with_the_fields_use_agent_tool_events_reads() {
+    let started = events::for_clients(events::started(), "agent-tool:c", Some("subagent"));
+    assert_eq!(
+        started,
+        json!({"kind": "started", "runId": "agent-tool:c", "agentType": "subagent", "order": 0})
+    );
+    let chunk = json!({"type": "text-delta", "id": "t", "delta": "hi"});
+    let event = events::for_clients(events::chunk(&chunk), "agent-tool:c", None);
+    assert_eq!(event["chunk"], chunk);
+    assert_eq!(serde_json::from_str::<Value>(event["body"].as_str().unwrap()).unwrap(), chunk);
+    let text = events::for_clients(events::finished(&json!("four")), "agent-tool:c", None);
+    assert_eq!((text["result"].clone(), text["summary"].clone()), (json!("four"), json!("four")));
+    let object = events::for_clients(events::finished(&json!({"n": 4})), "agent-tool:c", None);
+    assert_eq!(object["summary"], "{\"n\":4}");
+    let aborted =
+        events::for_clients(events::failed(EventKind::Aborted, "stop"), "agent-tool:c", None);
+    assert_eq!(
+        (aborted["error"].clone(), aborted["reason"].clone()),
+        (json!("stop"), json!("stop"))
+    );
+    assert_eq!(Outcome::from_event(&text), Some(Outcome::Answer(json!("four"))));
 }

@@ -43,7 +43,15 @@ export function App({ name }) {
     syncMessagesToServer: false,
     onToolCall: ({ toolCall, addToolOutput }) => runBrowserTool(toolCall, addToolOutput),
   });
-  const runs = useAgentToolEvents({ agent });
+  const events = useAgentToolEvents({ agent });
+  // A child's tool call is not in this chat's messages, so its approval goes to the parent
+  // as the frame itself, by tool call id.
+  const runs = {
+    ...events,
+    drillBase: `/agents/think-agent/${encodeURIComponent(name)}`,
+    approve: (part, approved) =>
+      agent.send(JSON.stringify({ type: "cf_agent_tool_approval", toolCallId: part.toolCallId, approved, autoContinue: true })),
+  };
 
   return (
     <div className="app">

@@ -28,7 +28,7 @@ export function Chat({ chat, runs }) {
     chat.sendMessage({ text });
   }
 
-  const approve = (id, approved) => chat.addToolApprovalResponse({ id, approved });
+  const approve = (part, approved) => chat.addToolApprovalResponse({ id: part.approval.id, approved });
   // A turn that failed before any text leaves an assistant message with nothing to show:
   // no bubble for it, the error banner says what happened.
   const messages = chat.messages.filter((m) => m.role !== "assistant" || m.parts.some(isShown));

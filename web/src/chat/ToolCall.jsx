@@ -3,6 +3,11 @@
 import { browserTools } from "../browser-tools.js";
 import { JsonView } from "./JsonView.jsx";
 import { SubAgentRun } from "./SubAgentRun.jsx";
+import { ExtensionPermissions } from "./ExtensionPermissions.jsx";
+import { ChildTranscript } from "./ChildTranscript.jsx";
+
+/** The shipped agent tool; a finished call of it can show its child's steps on demand. */
+const AGENT_TOOL = "subagent";
 
 const STATE_LABELS = {
   "input-streaming": "preparing",
@@ -34,17 +39,21 @@ export function ToolCall({ part, onApproval, runs }) {
         {name in browserTools && <span className="tool-where">in your browser</span>}
         <span className="tool-state">{stateLabel(part)}</span>
       </div>
+      {name === "load_extension" && part.input !== undefined && <ExtensionPermissions input={part.input} />}
       {part.input !== undefined && <JsonView className="tool-input" label="input" value={part.input} />}
       {part.state === "output-available" && <JsonView className="tool-output" label="output" value={part.output} />}
       {part.state === "output-error" && <pre className="tool-output tool-error">{part.errorText}</pre>}
       {pending && onApproval && (
         <div className="tool-actions">
-          <button className="approve" onClick={() => onApproval(part.approval.id, true)}>Approve</button>
-          <button className="deny" onClick={() => onApproval(part.approval.id, false)}>Deny</button>
+          <button className="approve" onClick={() => onApproval(part, true)}>Approve</button>
+          <button className="deny" onClick={() => onApproval(part, false)}>Deny</button>
         </div>
       )}
+      {subRuns.length === 0 && name === AGENT_TOOL && part.state === "output-available" && runs?.drillBase && (
+        <ChildTranscript base={runs.drillBase} toolCallId={part.toolCallId} />
+      )}
       {subRuns.map((run) => (
-        <SubAgentRun key={run.runId} run={run} />
+        <SubAgentRun key={run.runId} run={run} runs={runs} />
       ))}
     </div>
   );

@@ -3,6 +3,7 @@
 // A section whose callable does not exist in this agent (the feature is off) is not shown.
 import { useCallback, useEffect, useState } from "react";
 import { Panel, errorText, isMissingMethod } from "./Panel.jsx";
+import { PermissionList } from "../chat/ExtensionPermissions.jsx";
 
 /** Calls `method` whenever `deps` change; `{value, error, missing, reload}`. */
 function useCallable(agent, method, args, deps) {
@@ -79,29 +80,39 @@ function SubAgents({ runs }) {
   );
 }
 
+/** Loaded extensions as `listExtensions()` gives them: name, version, tools, permissions;
+ * a static one (from the agent's configuration) cannot be unloaded. */
 function Extensions({ agent, extensions }) {
   const [error, setError] = useState(null);
-  const list = Array.isArray(extensions.value) ? extensions.value : (extensions.value?.extensions ?? []);
+  const list = Array.isArray(extensions.value) ? extensions.value : [];
   const unload = (name) =>
     agent.call("unloadExtension", [name]).then(
       () => (setError(null), extensions.reload()),
-      (e) => setError(errorText(e)),
+      (e) => (setError(errorText(e)), extensions.reload()),
     );
   return (
     <div className="activity-section" data-testid="activity-extensions">
       <h3>Extensions</h3>
       {list.length === 0 && <p className="empty">None loaded.</p>}
       <ul>
-        {list.map((x) => {
-          const name = x.name ?? x.manifest?.name;
-          const version = x.version ?? x.manifest?.version;
-          return (
-            <li key={name} data-extension={name}>
-              <code>{name}</code> {version && <span className="panel-note">{version}</span>}
-              <button type="button" className="remove" onClick={() => unload(name)}>Unload</button>
-            </li>
-          );
-        })}
+        {list.map((x) => (
+          <li key={x.name} className="extension" data-extension={x.name}>
+            <div className="context-head">
+              <code>{x.name}</code> <span className="panel-note">{x.version}</span>
+              {x.static ? (
+                <span className="badge" title="part of the agent's configuration">static</span>
+              ) : (
+                <button type="button" className="remove" onClick={() => unload(x.name)}>Unload</button>
+              )}
+            </div>
+            {x.description && <div className="panel-note">{x.description}</div>}
+            <div className="extension-tools">
+              {(x.tools ?? []).map((t) => <code key={t} data-tool={t}>{t}</code>)}
+              {x.hooks?.length > 0 && <span className="panel-note"> hooks: {x.hooks.join(", ")}</span>}
+            </div>
+            <PermissionList network={x.permissions?.network} workspace={x.permissions?.workspace} />
+          </li>
+        ))}
       </ul>
       {(error || extensions.error) && <div className="status bad">{error || extensions.error}</div>}
     </div>
