@@ -28,7 +28,8 @@ impl Agent {
     /// The `execute` tool over this turn's (already merged and ledgered) tools.
     pub(super) fn codemode_tool(&self, tools: &ToolSet) -> Option<ToolRef> {
         let runtime = self.codemode.clone()?;
-        let connectors = turn_connectors(tools, &self.spec.approval, &self.workspace);
+        let connectors =
+            turn_connectors(tools, &self.spec.approval, &self.workspace, &self.deps.sql);
         Some(ExecuteTool::new(runtime, connectors).into_ref())
     }
 
@@ -70,14 +71,16 @@ impl Agent {
             }
             "rollbackExecution" => {
                 let tools = self.turn_tools(None);
-                let connectors = turn_connectors(&tools, &self.spec.approval, &self.workspace);
+                let connectors =
+                    turn_connectors(&tools, &self.spec.approval, &self.workspace, &self.deps.sql);
                 cm.rollback(id.unwrap_or(""), &connectors).await
             }
             "approveExecution" => {
                 return Some(Ok(self.approve_execution(&cm, id.unwrap_or("")).await))
             }
             "rejectExecution" => {
-                return Some(Ok(self.reject_execution(&cm, id.unwrap_or(""), arg_str(args, 1))))
+                let out = self.reject_execution(&cm, id.unwrap_or(""), arg_str(args, 1));
+                return Some(Ok(self.settle_browser_output(out).await));
             }
             _ => return None,
         };
@@ -88,9 +91,13 @@ impl Agent {
     /// continues the turn. Errors are returned as `{status:"error"}`, as Think does.
     async fn approve_execution(self: &Rc<Self>, cm: &Rc<CodeMode>, id: &str) -> Value {
         let tools = self.turn_tools(None);
-        let connectors = turn_connectors(&tools, &self.spec.approval, &self.workspace);
+        let mut connectors =
+            turn_connectors(&tools, &self.spec.approval, &self.workspace, &self.deps.sql);
+        // One set of callables answers `execute` and `browser_execute` runs alike.
+        connectors.extend(self.cdp_connector());
         match cm.approve(id, &connectors).await {
             Ok(output) => {
+                let output = self.settle_browser_output(output).await;
                 self.settle_paused_output(cm, id, &output);
                 output
             }

@@ -188,6 +188,7 @@ impl Bench {
             blobs: Some(Rc::new(DiskBlobs::new())),
             bash_engine: None,
             sandbox: None,
+            browser: None,
             tasks: Rc::new(Spawner(pool.spawner())),
             alarm: Rc::new(NoAlarm),
             instance_id: "mem".into(),

@@ -3,7 +3,10 @@
 //! the merged tools. Everything here is host-testable; the Workers glue only adapts storage,
 //! sockets, time and fetch to the traits in `store` and `platform`.
 
+mod browser;
 mod codemode;
+mod extensions;
+mod files;
 mod interaction;
 pub mod ledger;
 mod mcp;
@@ -13,6 +16,7 @@ pub mod settings;
 pub mod spec;
 pub mod store;
 pub mod streams;
+mod subagents;
 mod turn;
 
 #[cfg(test)]
@@ -66,6 +70,9 @@ pub struct Deps {
     pub sandbox: Option<Rc<dyn crate::codemode::Sandbox>>,
     /// A stable id of this instance (the Durable Object id), used to keep its R2 keys apart.
     pub instance_id: String,
+    /// Opens browser WebSockets (a `cdpUrl` or the `BROWSER` binding); without one there is
+    /// no browser tool.
+    pub browser: Option<Rc<dyn crate::browser::BrowserLauncher>>,
 }
 
 /// A plain HTTP answer for the few non-WebSocket routes (`/get-messages`).
@@ -128,6 +135,14 @@ pub struct Agent {
     codemode: Option<Rc<crate::codemode::CodeMode>>,
     /// The context blocks and the compaction summary.
     session: crate::session::Session,
+    /// The browser behind the browser tools, when configured.
+    browser: Option<Rc<crate::browser::Browser>>,
+    /// Loaded extensions, when a sandbox exists to run them.
+    extensions: Option<Rc<crate::extensions::Extensions>>,
+    /// Workspace changes waiting to be pushed to the tabs.
+    workspace_push: files::WorkspacePush,
+    /// Agents as tools: this instance's children, and its own run as a child.
+    subagents: Rc<crate::subagents::Subagents>,
 }
 
 impl Agent {
@@ -145,6 +160,7 @@ impl Agent {
                         crate::protocol::routing::camel_case_to_kebab_case(class_name),
                         deps.instance_id
                     ),
+                    grep_index: spec.grep_index,
                     ..WorkspaceOptions::default()
                 },
             )
@@ -183,7 +199,21 @@ impl Agent {
             )
         });
         let codemode = codemode::runtime(&spec, &deps);
+        let subagents = crate::subagents::Subagents::new(
+            crate::subagents::SubagentDeps {
+                sql: deps.sql.clone(),
+                sockets: deps.sockets.clone(),
+                clock: deps.clock.clone(),
+                tasks: deps.tasks.clone(),
+            },
+            spec.agent_tool_limits,
+        );
+        let browser = browser::runtime(&spec, &deps);
+        let extensions = extensions::runtime(&spec, &deps, &workspace, &session);
         let agent = Rc::new(Self {
+            browser,
+            extensions,
+            subagents,
             skills: crate::skills::Skills::new(spec.skills.clone()),
             codemode,
             session,
@@ -195,7 +225,14 @@ impl Agent {
             model,
             turn_lock: futures::lock::Mutex::new(()),
             rt: RefCell::new(Runtime::default()),
+            workspace_push: files::WorkspacePush::default(),
         });
+        let weak = Rc::downgrade(&agent);
+        agent.workspace.set_on_change(Rc::new(move |path| {
+            if let Some(agent) = weak.upgrade() {
+                agent.workspace_changed(path);
+            }
+        }));
         if let Some(mcp) = &agent.mcp {
             let weak = Rc::downgrade(&agent);
             mcp.set_on_change(Rc::new(move || {
@@ -204,6 +241,7 @@ impl Agent {
                 }
             }));
         }
+        agent.wire_mcp();
         agent
     }
 
@@ -212,10 +250,17 @@ impl Agent {
     pub async fn start(self: Rc<Self>) {
         // A paused execution must expire even if nothing else wakes the object; no later
         // than the cleanup interval, so an alarm already due is not pushed back far.
-        if let Some(at) = self.codemode_sweep(true) {
+        let next = [self.codemode_sweep(true), self.browser_next_sweep()];
+        if let Some(at) = next.into_iter().flatten().reduce(f64::min) {
             self.deps.alarm.set(at.min(self.now() + CLEANUP_MS));
         }
-        futures::join!(self.recover(), self.restore_mcp());
+        let extensions = async {
+            if let Some(ext) = &self.extensions {
+                ext.ensure_started().await;
+            }
+        };
+        futures::join!(self.recover(), self.restore_mcp(), extensions);
+        self.settle_agent_tool_run();
     }
 
     /// The alarm: keeps a running turn's heartbeat, recovers interrupted turns, and sweeps
@@ -226,7 +271,10 @@ impl Agent {
             return;
         }
         self.recover().await;
-        let expiry = self.codemode_sweep(false);
+        let expiry = [self.codemode_sweep(false), self.browser_sweep().await]
+            .into_iter()
+            .flatten()
+            .reduce(f64::min);
         let now = self.now();
         let sweep = self.streams().and_then(|b| {
             b.cleanup(now)?;
@@ -234,7 +282,7 @@ impl Agent {
             b.any()
         });
         match sweep {
-            Ok(true) => self.deps.alarm.set(now + CLEANUP_MS),
+            Ok(true) => self.deps.alarm.set(expiry.unwrap_or(f64::MAX).min(now + CLEANUP_MS)),
             Ok(false) => {
                 if let Some(at) = expiry {
                     self.deps.alarm.set(at);
@@ -408,6 +456,8 @@ impl Agent {
         }
         self.send(conn, &frames::Identity::new(&self.name(), &self.agent_kebab));
         self.deps.sockets.send(conn, &self.mcp_frame());
+        self.subagents.replay_to(conn);
+        self.send_mcp_elicitations(conn);
     }
 
     /// Forgets a closed connection's handshake state.
@@ -445,11 +495,8 @@ impl Agent {
             }
             Ok(ClientFrame::StreamResumeAck { id }) => self.on_resume_ack(conn, &id),
             Ok(ClientFrame::Rpc(rpc)) => self.on_rpc(conn, &rpc.id, &rpc.method, rpc.args).await,
-            Ok(
-                ClientFrame::ChatMessages { .. }
-                | ClientFrame::State { .. }
-                | ClientFrame::Other(_),
-            ) => {}
+            Ok(ClientFrame::Other(frame)) => self.on_mcp_frame(conn, &frame).await,
+            Ok(ClientFrame::ChatMessages { .. } | ClientFrame::State { .. }) => {}
             Err(err) => self.send(conn, &err.reply_frame()),
         }
     }
@@ -462,7 +509,7 @@ impl Agent {
     }
 
     /// Calls a callable by name: the app's own first, then the built-in ones (`skills`,
-    /// `getContext`, Code Mode's, MCP's).
+    /// `getContext`, Code Mode's, the workspace's, MCP's).
     pub async fn call(self: &Rc<Self>, method: &str, args: Vec<Value>) -> Result<Value, CallError> {
         if let Some(f) = self.spec.callables.get(method).cloned() {
             return f(args).await;
@@ -471,6 +518,12 @@ impl Agent {
             return Ok(self.skills_report().await);
         }
         if let Some(result) = self.codemode_callable(method, &args).await {
+            return result;
+        }
+        if let Some(result) = self.extensions_callable(method, &args).await {
+            return result;
+        }
+        if let Some(result) = self.files_callable(method, &args).await {
             return result;
         }
         if method == "getContext" {
@@ -520,6 +573,7 @@ impl Agent {
         if let Err(e) = result {
             self.warn("clearing failed", e);
         }
+        self.subagents.clear();
         self.broadcast(&frames::ChatClear::new(), origin);
     }
 }

@@ -7,7 +7,8 @@
 //!   the model name (Anthropic's base defaults to `https://api.anthropic.com/v1`, Workers AI's
 //!   model to [`DEFAULT_WORKERS_AI_MODEL`]);
 //! - `THINK_MODEL_THINKING_BUDGET`: Anthropic's extended thinking, in budget tokens;
-//! - `THINK_APPROVAL`: comma-separated names or globs of tools that need approval;
+//! - `THINK_APPROVAL`: comma-separated names or globs of tools that need approval; an entry
+//!   `!glob` lifts the approval that MCP tools annotated `destructiveHint: true` need by default;
 //! - `THINK_BASH`: the bash tool, like Think's `workspaceBash`: `false` removes it, a JSON
 //!   object sets its options (`{"timeout": 5000, "network": true, "maxWorkspaceFiles": 1000,
 //!   "maxWorkspaceFileBytes": 1000000, "maxOutputBytes": 64000}`; missing keys keep Think's
@@ -17,11 +18,20 @@
 //!   86400000}`);
 //! - `THINK_MESSAGE_CONCURRENCY`: `queue`, `latest`, `merge`, `drop`, `debounce[:ms]`;
 //! - `THINK_WAIT_FOR_MCP_CONNECTIONS`: `true` (Think's 10 s), a number of ms, or off;
+//! - `THINK_MCP_RESOURCES`: `true` gives the model `mcp_list_resources`/`mcp_read_resource`;
 //! - `THINK_ALLOW_PRIVATE_NETWORK`: `true` lets run-time URLs reach private addresses;
 //! - `THINK_SKILLS_DIR`: the workspace folder of skills (an absolute path; `/skills`).
 //! - `THINK_CONTEXT`: the context blocks, a JSON array `[{label, description?, type,
 //!   maxTokens?, content?}]` (default: one writable `memory` block; `[]`: none);
 //! - `THINK_CONTEXT_WINDOW`: the model's context window in tokens (default 128000).
+//! - `THINK_BROWSER_CDP_URL`, `THINK_BROWSER_ALLOW`, `THINK_BROWSER_SESSION`, `THINK_BROWSER`:
+//!   the browser tools (see [`browser_options`]).
+//! - `THINK_EXTENSIONS`: `false` removes `load_extension` and `list_extensions`; a JSON
+//!   object sets `{"approval": "permissions"|"always"|"never", "toolTimeout": 30000,
+//!   "hookTimeout": 5000, "extensions": [{"manifest": {...}, "source": "..."}]}` (the last
+//!   being static extensions loaded at every start).
+//! - `THINK_SUBAGENT`: the `subagent` tool (agents as tools): `false` removes it, a JSON
+//!   object sets `{"depth": 1, "maxConcurrent": 4, "stallMs": 120000}`.
 //!
 //! A value that cannot be read is ignored with a logged reason, and the default applies, so a
 //! typo never stops the agent from starting.
@@ -117,14 +127,14 @@ pub fn read_settings_and_ai(
                 ignore("THINK_EXECUTE", e.to_string());
                 Some(Default::default())
             });
-    let private = match get("THINK_ALLOW_PRIVATE_NETWORK").as_deref().map(str::trim) {
-        None | Some("" | "false" | "0") => false,
-        Some("true" | "1") => true,
-        Some(other) => {
-            ignore("THINK_ALLOW_PRIVATE_NETWORK", format!("expected true or false, not {other:?}"));
+    let mut flag = |name: &'static str| {
+        flag_setting(get(name).as_deref()).unwrap_or_else(|e| {
+            ignore(name, e);
             false
-        }
+        })
     };
+    let mcp_resources = flag("THINK_MCP_RESOURCES");
+    let private = flag("THINK_ALLOW_PRIVATE_NETWORK");
     let skills_dir = match get("THINK_SKILLS_DIR").as_deref().map(str::trim) {
         None | Some("") => crate::skills::DEFAULT_SKILLS_DIR.to_owned(),
         Some(dir) if dir.starts_with('/') && !dir.split('/').any(|s| s == "..") => dir.to_owned(),
@@ -151,13 +161,27 @@ pub fn read_settings_and_ai(
             }
         },
     };
+    let (extension_options, statics) =
+        read_extensions(&get("THINK_EXTENSIONS").unwrap_or_default(), &mut ignore);
+    let subagent = crate::subagents::setting::SubagentSetting::parse(
+        &get("THINK_SUBAGENT").unwrap_or_default(),
+    )
+    .unwrap_or_else(|e| {
+        ignore("THINK_SUBAGENT", e.to_string());
+        Some(Default::default())
+    });
     let mut spec = AgentSpec::new(model).context_window(window).skills_dir(skills_dir);
+    spec = spec.extensions(extension_options);
+    for (manifest, source) in statics {
+        spec = spec.extension(manifest, source);
+    }
     for block in blocks {
         spec = spec.context(block);
     }
     let spec = spec
         .approval(approval)
         .wait_for_mcp_connections(mcp_wait)
+        .mcp_resource_tools(mcp_resources)
         .message_concurrency(concurrency)
         .allow_private_network(private);
     let spec = match bash {
@@ -168,7 +192,122 @@ pub fn read_settings_and_ai(
         Some(options) => spec.execute(options),
         None => spec.execute_enabled(false),
     };
+    let spec = match browser_options(&get, false) {
+        Ok(Some(options)) => spec.browser(options),
+        Ok(None) => spec,
+        Err(e) => {
+            ignored.push(e);
+            spec
+        }
+    };
+    let spec = match subagent {
+        Some(setting) => setting.apply(spec),
+        None => spec,
+    };
     (spec, ignored)
+}
+
+/// The browser tools from `THINK_BROWSER_CDP_URL` (a Chrome's `http://host:port`, which wins)
+/// or, when `binding` says the Worker has one, the `BROWSER` binding; `THINK_BROWSER_ALLOW`
+/// (hosts, comma-separated), `THINK_BROWSER_SESSION` (`one-shot`, `reuse`, `dynamic`) and
+/// `THINK_BROWSER` (`false` turns the tools off; a JSON object sets `maxChars`,
+/// `commandTimeoutMs`, `idleMs` and `content`). `None` when there is no browser.
+pub fn browser_options(
+    get: &impl Fn(&str) -> Option<String>,
+    binding: bool,
+) -> Result<Option<crate::browser::BrowserOptions>, SettingError> {
+    use crate::browser::{BrowserEndpoint, BrowserOptions, HostPolicy, SessionMode};
+    let err = |name: &'static str, reason: String| SettingError { name, reason };
+    let extra = non_empty(get("THINK_BROWSER"));
+    if matches!(extra.as_deref(), Some("false" | "0")) {
+        return Ok(None);
+    }
+    let endpoint = match non_empty(get("THINK_BROWSER_CDP_URL")) {
+        Some(url) => {
+            crate::net::Url::parse(&url)
+                .map_err(|e| err("THINK_BROWSER_CDP_URL", format!("{url:?} is not a URL: {e}")))?;
+            BrowserEndpoint::CdpUrl(url)
+        }
+        None if binding => BrowserEndpoint::Binding,
+        None => return Ok(None),
+    };
+    let mut options = BrowserOptions::new(endpoint);
+    options.allowed_hosts = HostPolicy::parse_list(&get("THINK_BROWSER_ALLOW").unwrap_or_default());
+    if let Some(mode) = non_empty(get("THINK_BROWSER_SESSION")) {
+        options.session_mode =
+            SessionMode::parse(&mode).map_err(|e| err("THINK_BROWSER_SESSION", e.to_string()))?;
+    }
+    if let Some(extra) = extra.filter(|e| e != "true" && e != "1") {
+        let bad = |reason: String| err("THINK_BROWSER", reason);
+        let v: serde_json::Value = serde_json::from_str(&extra)
+            .map_err(|e| bad(format!("not false or a JSON object: {e}")))?;
+        let obj = v.as_object().ok_or_else(|| bad("not false or a JSON object".into()))?;
+        for (k, v) in obj {
+            let n = || {
+                v.as_f64()
+                    .filter(|n| *n >= 1.0)
+                    .ok_or_else(|| bad(format!("{k} must be a positive number")))
+            };
+            match k.as_str() {
+                "maxChars" => options.max_chars = n()? as usize,
+                "commandTimeoutMs" => options.command_timeout_ms = n()? as u64,
+                "idleMs" => options.idle_ms = n()?,
+                "content" => {
+                    options.content_action =
+                        v.as_bool().ok_or_else(|| bad("content must be true or false".into()))?
+                }
+                other => return Err(bad(format!("unknown key {other:?}"))),
+            }
+        }
+    }
+    Ok(Some(options))
+}
+
+/// `THINK_EXTENSIONS`: the options, and the static extensions of its `extensions` key.
+fn read_extensions(
+    value: &str,
+    ignore: &mut impl FnMut(&'static str, String),
+) -> (crate::extensions::ExtensionOptions, Vec<(crate::extensions::Manifest, String)>) {
+    use crate::extensions::{ExtensionOptions, Manifest};
+    let mut parsed: Option<serde_json::Value> = serde_json::from_str(value).ok();
+    let statics = parsed
+        .as_mut()
+        .and_then(|v| v.as_object_mut())
+        .and_then(|o| o.remove("extensions"))
+        .map(|list| {
+            let items = list.as_array().cloned().unwrap_or_default();
+            if !list.is_array() {
+                ignore("THINK_EXTENSIONS", "extensions must be an array".into());
+            }
+            items
+                .into_iter()
+                .filter_map(|item| {
+                    let source = item.get("source").and_then(|s| s.as_str()).map(str::to_owned);
+                    let manifest = item.get("manifest").cloned().map(Manifest::from_json);
+                    match (manifest, source) {
+                        (Some(Ok(m)), Some(s)) => Some((m, s)),
+                        (Some(Err(e)), _) => {
+                            ignore("THINK_EXTENSIONS", e.to_string());
+                            None
+                        }
+                        _ => {
+                            ignore(
+                                "THINK_EXTENSIONS",
+                                "each of extensions needs a manifest and a source".into(),
+                            );
+                            None
+                        }
+                    }
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    let rest = parsed.map(|v| v.to_string()).unwrap_or_else(|| value.to_owned());
+    let options = ExtensionOptions::from_setting(&rest).unwrap_or_else(|e| {
+        ignore("THINK_EXTENSIONS", e.to_string());
+        ExtensionOptions::default()
+    });
+    (options, statics)
 }
 
 /// Trimmed and non-empty, or `None`.
@@ -244,6 +383,15 @@ fn model_choice(
             ),
         },
         _ => ModelChoice::from_settings(base_url.as_deref(), Some(&api_key), model.as_deref()),
+    }
+}
+
+/// A true/false setting: unset, empty, `false` and `0` are false; `true` and `1` true.
+fn flag_setting(value: Option<&str>) -> Result<bool, String> {
+    match value.map(str::trim) {
+        None | Some("" | "false" | "0") => Ok(false),
+        Some("true" | "1") => Ok(true),
+        Some(other) => Err(format!("expected true or false, not {other:?}")),
     }
 }
 
@@ -479,6 +627,13 @@ mod tests {
             ignored(&[("THINK_WAIT_FOR_MCP_CONNECTIONS", "soon")]),
             ["THINK_WAIT_FOR_MCP_CONNECTIONS"]
         );
+    }
+
+    #[test]
+    fn mcp_resources() {
+        let resources = |v: &str| read(&[("THINK_MCP_RESOURCES", v)]).0.mcp_resource_tools;
+        assert!(resources("true") && !resources("false") && !read(&[]).0.mcp_resource_tools);
+        assert_eq!(ignored(&[("THINK_MCP_RESOURCES", "maybe")]), ["THINK_MCP_RESOURCES"]);
     }
 
     #[test]
