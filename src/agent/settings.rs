@@ -7,6 +7,7 @@
 //!   the model name (Anthropic's base defaults to `https://api.anthropic.com/v1`, Workers AI's
 //!   model to [`DEFAULT_WORKERS_AI_MODEL`]);
 //! - `THINK_MODEL_THINKING_BUDGET`: Anthropic's extended thinking, in budget tokens;
+//! - `THINK_MODEL_VISION`: `true` says the model takes images (browser screenshots reach it);
 //! - `THINK_APPROVAL`: comma-separated names or globs of tools that need approval;
 //! - `THINK_BASH`: the bash tool, like Think's `workspaceBash`: `false` removes it, a JSON
 //!   object sets its options (`{"timeout": 5000, "network": true, "maxWorkspaceFiles": 1000,
@@ -119,14 +120,14 @@ pub fn read_settings_and_ai(
                 ignore("THINK_EXECUTE", e.to_string());
                 Some(Default::default())
             });
-    let private = match get("THINK_ALLOW_PRIVATE_NETWORK").as_deref().map(str::trim) {
-        None | Some("" | "false" | "0") => false,
-        Some("true" | "1") => true,
-        Some(other) => {
-            ignore("THINK_ALLOW_PRIVATE_NETWORK", format!("expected true or false, not {other:?}"));
+    let mut flag = |name: &'static str| {
+        bool_setting(get(name)).unwrap_or_else(|reason| {
+            ignore(name, reason);
             false
-        }
+        })
     };
+    let private = flag("THINK_ALLOW_PRIVATE_NETWORK");
+    let vision = flag("THINK_MODEL_VISION");
     let skills_dir = match get("THINK_SKILLS_DIR").as_deref().map(str::trim) {
         None | Some("") => crate::skills::DEFAULT_SKILLS_DIR.to_owned(),
         Some(dir) if dir.starts_with('/') && !dir.split('/').any(|s| s == "..") => dir.to_owned(),
@@ -161,7 +162,8 @@ pub fn read_settings_and_ai(
         .approval(approval)
         .wait_for_mcp_connections(mcp_wait)
         .message_concurrency(concurrency)
-        .allow_private_network(private);
+        .allow_private_network(private)
+        .vision(vision);
     let spec = match bash {
         Some(options) => spec.bash(options),
         None => spec.bash_enabled(false),
@@ -235,6 +237,15 @@ pub fn browser_options(
         }
     }
     Ok(Some(options))
+}
+
+/// A boolean setting: unset, empty, `false` or `0` is false, `true` or `1` true.
+fn bool_setting(value: Option<String>) -> Result<bool, String> {
+    match value.as_deref().map(str::trim) {
+        None | Some("" | "false" | "0") => Ok(false),
+        Some("true" | "1") => Ok(true),
+        Some(other) => Err(format!("expected true or false, not {other:?}")),
+    }
 }
 
 /// Trimmed and non-empty, or `None`.
@@ -545,6 +556,15 @@ mod tests {
             ignored(&[("THINK_WAIT_FOR_MCP_CONNECTIONS", "soon")]),
             ["THINK_WAIT_FOR_MCP_CONNECTIONS"]
         );
+    }
+
+    #[test]
+    fn model_vision() {
+        let vision = |v: &str| read(&[("THINK_MODEL_VISION", v)]).0.vision;
+        assert!(vision("true"));
+        assert!(!vision("false"));
+        assert!(!read(&[]).0.vision);
+        assert_eq!(ignored(&[("THINK_MODEL_VISION", "sure")]), ["THINK_MODEL_VISION"]);
     }
 
     #[test]

@@ -227,6 +227,8 @@ pub struct AgentSpec {
     pub(crate) token_counter: Option<TokenCounter>,
     /// The browser tools' configuration; `None` offers no browser tool.
     pub(crate) browser: Option<crate::browser::BrowserOptions>,
+    /// Whether the model takes images (browser screenshots reach it as image parts).
+    pub(crate) vision: bool,
 }
 
 /// What happens to a message sent while a turn is running or queued (Think's
@@ -293,7 +295,16 @@ impl AgentSpec {
             context_window: DEFAULT_CONTEXT_WINDOW,
             token_counter: None,
             browser: None,
+            vision: false,
         }
+    }
+
+    /// Says the model takes images (`THINK_MODEL_VISION=true`): a `browser_execute`
+    /// screenshot then reaches the next model request of the turn as an image part; without
+    /// it the model reads the screenshot's text description only.
+    pub fn vision(mut self, vision: bool) -> Self {
+        self.vision = vision;
+        self
     }
 
     /// Offers the browser tools (`browser_execute` and the quick actions) over the browser

@@ -780,6 +780,7 @@ fn browser_execute_runs_on_the_journal_and_strips_screenshots() {
         runtime: Some(runtime.clone()),
         connector: Rc::new(f.cdp()),
         model: None,
+        vision: true,
     }
     .tools();
     let names: Vec<&str> = tools.iter().map(|t| t.definition().name.as_str()).collect();
@@ -790,6 +791,9 @@ fn browser_execute_runs_on_the_journal_and_strips_screenshots() {
     assert_eq!(out["result"]["title"], json!("Home"));
     assert_eq!(out["result"]["shot"]["bytes"], json!(15000));
     assert!(out["result"]["shot"].get("data").is_none());
+    let shot = Screenshot { media_type: "image/png".into(), data: "QUJD".repeat(5000) };
+    assert_eq!(tools[0].take_images("call_1"), vec![shot], "a vision model gets the pixels");
+    assert!(tools[0].take_images("call_1").is_empty(), "handed over once");
     assert!(f.chrome.contexts.borrow().is_empty(), "one-shot closed its session");
     let log = runtime.executions(Some(1)).unwrap();
     let calls: Vec<&str> =

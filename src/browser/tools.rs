@@ -2,13 +2,15 @@
 //! runs journalled and approved like `execute`'s) and the quick actions, each opening a page
 //! in a context of its own, reading it, and closing it.
 
+use std::cell::RefCell;
+use std::collections::HashMap;
 use std::rc::Rc;
 
 use async_trait::async_trait;
 use futures::StreamExt;
 use serde_json::{json, Value};
 
-use super::bound::{bound_result, strip_media};
+use super::bound::{bound_result, strip_media, Screenshot};
 use super::connector::Browser;
 use super::html;
 use super::BrowserError;
@@ -31,6 +33,9 @@ pub struct BrowserTools {
     pub connector: Rc<dyn Connector>,
     /// The agent's model, for `browser_extract` (absent: no extract tool).
     pub model: Option<Rc<dyn Model>>,
+    /// Whether the model takes images: `browser_execute` then hands its screenshots to the
+    /// next model request of the turn.
+    pub vision: bool,
 }
 
 impl BrowserTools {
@@ -38,11 +43,10 @@ impl BrowserTools {
     pub fn tools(self) -> Vec<ToolRef> {
         let mut out: Vec<ToolRef> = Vec::new();
         if let Some(runtime) = self.runtime.clone() {
-            out.push(Rc::new(BrowserExecute::new(
-                self.browser.clone(),
-                runtime,
-                self.connector.clone(),
-            )));
+            let mut execute =
+                BrowserExecute::new(self.browser.clone(), runtime, self.connector.clone());
+            execute.vision = self.vision;
+            out.push(Rc::new(execute));
         }
         let mut kinds = vec![Quick::Markdown, Quick::Links, Quick::Scrape];
         if self.model.is_some() {
@@ -76,6 +80,10 @@ pub struct BrowserExecute {
     runtime: Rc<CodeMode>,
     connector: Rc<dyn Connector>,
     definition: ToolDefinition,
+    /// Whether screenshots are kept for the model (see [`BrowserTools::vision`]).
+    vision: bool,
+    /// Screenshots by tool call, until the turn takes them.
+    images: RefCell<HashMap<String, Vec<Screenshot>>>,
 }
 
 impl BrowserExecute {
@@ -92,17 +100,22 @@ impl BrowserExecute {
             }),
             output_schema: None,
         };
-        Self { browser, runtime, connector, definition }
+        Self { browser, runtime, connector, definition, vision: false, images: RefCell::default() }
     }
 }
 
-/// An execution output as the transcript keeps it: screenshots described, long base64 cut.
-/// Ends the run's use of the browser (its one-shot session closes unless it paused).
-pub async fn settle_output(browser: &Browser, mut output: Value) -> Value {
+/// An execution output as the transcript keeps it: screenshots described (their images go
+/// to `shots`), long base64 cut. Ends the run's use of the browser (its one-shot session
+/// closes unless it paused).
+pub async fn settle_output(
+    browser: &Browser,
+    mut output: Value,
+    shots: &mut Vec<Screenshot>,
+) -> Value {
     let id = output["executionId"].as_str().unwrap_or_default().to_owned();
     browser.finish_run(&id, output["status"] == "paused").await;
     if let Some(result) = output.get_mut("result") {
-        strip_media(result, &mut Vec::new());
+        strip_media(result, shots);
     }
     output
 }
@@ -118,9 +131,17 @@ impl Tool for BrowserExecute {
         self.browser.begin();
         let connectors = [self.connector.clone()];
         let output = self.runtime.execute(code, Some(&ctx.tool_call_id), &connectors).await;
-        let output = settle_output(&self.browser, output).await;
+        let mut shots = Vec::new();
+        let output = settle_output(&self.browser, output, &mut shots).await;
         self.browser.end();
+        if self.vision && !shots.is_empty() {
+            self.images.borrow_mut().insert(ctx.tool_call_id.clone(), shots);
+        }
         Ok(output)
+    }
+
+    fn take_images(&self, tool_call_id: &str) -> Vec<Screenshot> {
+        self.images.borrow_mut().remove(tool_call_id).unwrap_or_default()
     }
 }
 

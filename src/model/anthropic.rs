@@ -179,12 +179,9 @@ impl AnthropicModel {
                     }));
                     ("assistant", blocks)
                 }
-                ModelMessage::Tool { tool_call_id, content, .. } => (
-                    "user",
-                    vec![
-                        json!({"type": "tool_result", "tool_use_id": tool_call_id, "content": content}),
-                    ],
-                ),
+                ModelMessage::Tool { tool_call_id, content, images, .. } => {
+                    ("user", vec![tool_result(tool_call_id, content, images)])
+                }
             };
             if blocks.is_empty() {
                 continue;
@@ -196,6 +193,19 @@ impl AnthropicModel {
         }
         out.into_iter().map(|(role, content)| json!({"role": role, "content": content})).collect()
     }
+}
+
+/// A `tool_result` block: its text, or a text block and base64 `image` blocks when the result
+/// carries images.
+fn tool_result(id: &str, content: &str, images: &[super::ImagePart]) -> Value {
+    if images.is_empty() {
+        return json!({"type": "tool_result", "tool_use_id": id, "content": content});
+    }
+    let mut blocks = text_block(content);
+    blocks.extend(images.iter().map(|i| {
+        json!({"type": "image", "source": {"type": "base64", "media_type": i.media_type, "data": i.data}})
+    }));
+    json!({"type": "tool_result", "tool_use_id": id, "content": blocks})
 }
 
 /// A text block for non-empty text (the API refuses empty ones).
@@ -501,6 +511,25 @@ mod tests {
     }
 
     #[test]
+    fn tool_images_are_image_blocks_in_the_tool_result() {
+        let (m, _) = model(vec![], None);
+        let req = ModelRequest { messages: crate::model::screenshot_step(), ..Default::default() };
+        let body = m.request_body(&req);
+        let results = &body["messages"][2]["content"];
+        assert_eq!(
+            results[0],
+            json!({"type": "tool_result", "tool_use_id": "c1", "content": [
+                {"type": "text", "text": "result c1"},
+                {"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": "iVBORw0KGgo="}},
+            ]})
+        );
+        assert_eq!(
+            results[1],
+            json!({"type": "tool_result", "tool_use_id": "c2", "content": "result c2"})
+        );
+    }
+
+    #[test]
     fn thinking_text_and_tool_use_stream_as_events() {
         let body = thinking_then_tool_use();
         let (m, _) = model(vec![(200, &body)], Some(2000));
@@ -569,11 +598,13 @@ mod tests {
                 tool_call_id: "toolu_1".into(),
                 tool_name: "read".into(),
                 content: "1\tx".into(),
+                images: Vec::new(),
             },
             ModelMessage::Tool {
                 tool_call_id: "toolu_2".into(),
                 tool_name: "list".into(),
                 content: "a".into(),
+                images: Vec::new(),
             },
         ]);
         collect(&m, &req);
@@ -662,6 +693,7 @@ mod tests {
                     tool_call_id: "toolu_before_restart".into(),
                     tool_name: "list".into(),
                     content: "a".into(),
+                    images: Vec::new(),
                 },
             ],
             ..Default::default()

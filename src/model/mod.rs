@@ -47,7 +47,20 @@ pub enum ModelMessage {
         tool_name: String,
         /// What the model reads of the result.
         content: String,
+        /// Images the result carries (a browser screenshot), for vision models; empty
+        /// otherwise. They live for the rest of the turn only: the transcript keeps the text.
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        images: Vec<ImagePart>,
     },
+}
+
+/// An image for the model, as base64 (providers send it inline).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ImagePart {
+    /// `image/png`, `image/jpeg`, ...
+    pub media_type: String,
+    /// The base64 data.
+    pub data: String,
 }
 
 /// A tool call the model made, with its arguments as parsed JSON.
@@ -234,4 +247,33 @@ pub trait Model {
     fn id(&self) -> &str;
     /// Starts one call; the stream yields its events as they arrive.
     async fn stream(&self, request: &ModelRequest) -> Result<ModelStream, ModelError>;
+}
+
+/// A step that called two tools, the first of which returned a screenshot: the providers'
+/// image encoding tests share it.
+#[cfg(test)]
+pub(crate) fn screenshot_step() -> Vec<ModelMessage> {
+    let call = |id: &str| ModelToolCall {
+        id: id.into(),
+        name: "browser_execute".into(),
+        arguments: serde_json::json!({}),
+    };
+    let result = |id: &str, images: Vec<ImagePart>| ModelMessage::Tool {
+        tool_call_id: id.into(),
+        tool_name: "browser_execute".into(),
+        content: format!("result {id}"),
+        images,
+    };
+    vec![
+        ModelMessage::User { content: "look".into() },
+        ModelMessage::Assistant {
+            content: String::new(),
+            tool_calls: vec![call("c1"), call("c2")],
+        },
+        result(
+            "c1",
+            vec![ImagePart { media_type: "image/png".into(), data: "iVBORw0KGgo=".into() }],
+        ),
+        result("c2", Vec::new()),
+    ]
 }
