@@ -252,7 +252,7 @@ test("browser_markdown, browser_links and browser_scrape read a served page", as
   tab.close();
 });
 
-test("browser_extract asks the configured model and checks its answer against the schema", async () => {
+test("browser_extract asks the configured model with the schema as its response format and checks the answer", async () => {
   const tab = await connect(oneShot.host, "br-extract");
   const schema = { type: "object", properties: { price: { type: "number" }, currency: { type: "string" } }, required: ["price", "currency"] };
   const out = await callTool(tab, "browser_extract", { url: `${origin()}/docs`, prompt: "the price", schema }, { extra: [{ text: '{"price": 42, "currency": "EUR"}' }] });
@@ -262,6 +262,7 @@ test("browser_extract asks the configured model and checks its answer against th
   assert.match(question, /Price: 42 EUR/);
   assert.match(question, /Task: the price/);
   assert.equal(asked.tools, undefined, "the extraction call offers no tools");
+  assert.deepEqual(asked.response_format, { type: "json_schema", json_schema: { name: "browser_extract", schema, strict: false } });
   const wrong = await callTool(tab, "browser_extract", { url: `${origin()}/docs`, schema }, { extra: [{ text: '{"price": "cheap"}' }] });
   assert.match(wrong.error, /does not match the schema/);
   tab.close();

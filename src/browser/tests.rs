@@ -21,6 +21,7 @@ use super::{html, BrowserEndpoint, BrowserError, BrowserLauncher, BrowserOptions
 use crate::codemode::connectors::{CallContext, Connector};
 use crate::codemode::{CallRequest, CodeMode, Dispatcher, ExecuteOptions, Sandbox, SandboxError};
 use crate::codemode::{SandboxOutcome, SandboxRequest};
+use crate::model::ModelEvent;
 use crate::platform::Clock;
 use crate::store::sqlite::SqliteSql;
 use crate::store::Sql;
@@ -713,9 +714,22 @@ fn extract_asks_the_model_and_validates_against_the_schema() {
             && content.contains("\"heading\""),
         "{content}"
     );
+    let format = seen[0].response_format.as_ref().expect("the schema is the response format");
+    assert_eq!((format.name.as_str(), &format.schema), ("browser_extract", &schema));
     drop(seen);
-    let e = quick(&f, Quick::Extract, Some(model), input).unwrap_err();
+    let e = quick(&f, Quick::Extract, Some(model.clone()), input.clone()).unwrap_err();
     assert!(e.contains("does not match the schema"), "{e}");
+    // A forced answer tool (Anthropic) answers with the call's input instead of text.
+    model.push([vec![
+        ModelEvent::ToolCallStart { index: 0, id: "t".into(), name: "browser_extract".into() },
+        ModelEvent::ToolCallDelta { index: 0, arguments: "{\"heading\": \"Tool\"}".into() },
+    ]]);
+    let out = quick(&f, Quick::Extract, Some(model.clone()), input).unwrap();
+    assert_eq!(out, json!({"heading": "Tool"}));
+    model.push([text("[1]")]);
+    let list = json!({"url": "http://127.0.0.1:8000/", "schema": {"type": "array"}});
+    assert_eq!(quick(&f, Quick::Extract, Some(model.clone()), list).unwrap(), json!([1]));
+    assert!(model.seen()[3].response_format.is_none(), "only an object schema is a format");
     let e = quick(&f, Quick::Extract, None, json!({"html": "<p>x</p>"})).unwrap_err();
     assert!(e.contains("a prompt, a schema, or both"), "{e}");
 }

@@ -16,7 +16,7 @@ use super::html;
 use super::BrowserError;
 use crate::codemode::connectors::Connector;
 use crate::codemode::CodeMode;
-use crate::model::{Model, ModelEvent, ModelMessage, ModelRequest};
+use crate::model::{Model, ModelEvent, ModelMessage, ModelRequest, ResponseFormat};
 use crate::tools::schema::InputValidator;
 use crate::tools::{Tool, ToolContext, ToolDefinition, ToolError, ToolRef};
 
@@ -320,19 +320,26 @@ impl QuickAction {
         let request = ModelRequest {
             system: "You extract structured data from web pages. You answer with JSON only.".into(),
             messages: vec![ModelMessage::User { content: task }],
+            response_format: schema
+                .filter(|s| s["type"] == "object")
+                .map(|s| ResponseFormat { name: "browser_extract".into(), schema: s.clone() }),
             ..Default::default()
         };
         let mut stream = model
             .stream(&request)
             .await
             .map_err(|e| ToolError::Failed(format!("browser_extract: {e}")))?;
-        let mut text = String::new();
+        // The answer is the text, or the input of a forced answer tool (Anthropic).
+        let (mut text, mut args) = (String::new(), String::new());
         while let Some(event) = stream.next().await {
-            if let ModelEvent::TextDelta(d) =
-                event.map_err(|e| ToolError::Failed(format!("browser_extract: {e}")))?
-            {
-                text.push_str(&d);
+            match event.map_err(|e| ToolError::Failed(format!("browser_extract: {e}")))? {
+                ModelEvent::TextDelta(d) => text.push_str(&d),
+                ModelEvent::ToolCallDelta { arguments, .. } => args.push_str(&arguments),
+                _ => {}
             }
+        }
+        if text.trim().is_empty() {
+            text = args;
         }
         let body = text
             .trim()

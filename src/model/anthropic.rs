@@ -134,6 +134,9 @@ impl AnthropicModel {
                 }
             }
         }
+        if let Some(format) = request.response_format.as_ref().filter(|_| budget.is_none()) {
+            force_answer_tool(&mut body, format);
+        }
         body.insert("stream".into(), json!(true));
         Value::Object(body)
     }
@@ -193,6 +196,22 @@ impl AnthropicModel {
         }
         out.into_iter().map(|(role, content)| json!({"role": role, "content": content})).collect()
     }
+}
+
+/// Structured output as a forced tool whose input is the answer, when the request offers no
+/// tools and the schema describes an object (the API's `input_schema` must); otherwise, and
+/// when thinking (which refuses a forced tool), the schema is left to the prompt.
+fn force_answer_tool(body: &mut Map<String, Value>, format: &super::ResponseFormat) {
+    if body.contains_key("tools") || format.schema.get("type") != Some(&json!("object")) {
+        return;
+    }
+    let tool = json!({
+        "name": format.name,
+        "description": "Give your answer as this tool's input.",
+        "input_schema": format.schema,
+    });
+    body.insert("tools".into(), json!([tool]));
+    body.insert("tool_choice".into(), json!({"type": "tool", "name": format.name}));
 }
 
 /// A `tool_result` block: its text, or a text block and base64 `image` blocks when the result
@@ -430,7 +449,7 @@ impl Decode for EventDecoder {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::model::ModelToolCall;
+    use crate::model::{ModelToolCall, ResponseFormat};
     use crate::platform::{HttpError, HttpRequest, HttpResponse};
     use crate::tools::definition::ToolDefinition;
     use futures::StreamExt;
@@ -508,6 +527,23 @@ mod tests {
             json!({"type": "message_delta", "delta": {"stop_reason": "tool_use"}, "usage": {"output_tokens": 42}}),
             json!({"type": "message_stop"}),
         ])
+    }
+
+    #[test]
+    fn a_response_format_is_a_forced_tool_unless_thinking() {
+        let schema = json!({"type": "object", "properties": {"a": {"type": "string"}}});
+        let format = ResponseFormat { name: "browser_extract".into(), schema: schema.clone() };
+        let req = ModelRequest {
+            messages: vec![ModelMessage::User { content: "x".into() }],
+            response_format: Some(format),
+            ..Default::default()
+        };
+        let body = model(vec![], None).0.request_body(&req);
+        assert_eq!(body["tools"][0]["name"], "browser_extract");
+        assert_eq!(body["tools"][0]["input_schema"], schema);
+        assert_eq!(body["tool_choice"], json!({"type": "tool", "name": "browser_extract"}));
+        let thinking = model(vec![], Some(2048)).0.request_body(&req);
+        assert!(thinking.get("tools").is_none() && thinking.get("tool_choice").is_none());
     }
 
     #[test]

@@ -89,6 +89,18 @@ pub struct ModelRequest {
     pub max_output_tokens: Option<u32>,
     /// Sampling temperature; `None` = provider default.
     pub temperature: Option<f64>,
+    /// A JSON Schema the answer must follow (structured output), for providers that enforce
+    /// one; the caller still validates the answer.
+    pub response_format: Option<ResponseFormat>,
+}
+
+/// Structured output: the answer is one JSON value matching `schema`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ResponseFormat {
+    /// A name for the schema (OpenAI's `json_schema.name`, Anthropic's forced tool).
+    pub name: String,
+    /// The JSON Schema.
+    pub schema: Value,
 }
 
 /// Token usage of one call.

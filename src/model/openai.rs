@@ -69,8 +69,25 @@ struct WireRequest<'a> {
     max_tokens: Option<u32>,
     #[serde(skip_serializing_if = "Option::is_none")]
     temperature: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    response_format: Option<WireResponseFormat<'a>>,
     stream: bool,
     stream_options: StreamOptions,
+}
+
+/// `{type: "json_schema", json_schema: {name, schema, strict: false}}`: not strict, as strict
+/// mode refuses schemas without `additionalProperties: false` everywhere.
+#[derive(Serialize)]
+struct WireResponseFormat<'a> {
+    r#type: &'static str,
+    json_schema: WireJsonSchema<'a>,
+}
+
+#[derive(Serialize)]
+struct WireJsonSchema<'a> {
+    name: &'a str,
+    schema: &'a Value,
+    strict: bool,
 }
 
 #[derive(Serialize)]
@@ -190,6 +207,10 @@ impl<'a> WireRequest<'a> {
             tools,
             max_tokens: request.max_output_tokens,
             temperature: request.temperature,
+            response_format: request.response_format.as_ref().map(|f| WireResponseFormat {
+                r#type: "json_schema",
+                json_schema: WireJsonSchema { name: &f.name, schema: &f.schema, strict: false },
+            }),
             stream: true,
             stream_options: StreamOptions { include_usage: true },
         }
@@ -470,7 +491,7 @@ fn parse_chunk(data: &str) -> Result<Value, serde_json::Error> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::model::ModelToolCall;
+    use crate::model::{ModelToolCall, ResponseFormat};
     use crate::platform::{HttpError, HttpRequest, HttpResponse};
     use crate::tools::definition::ToolDefinition;
     use futures::StreamExt;
@@ -591,6 +612,21 @@ mod tests {
                 },
             ]
         );
+    }
+
+    #[test]
+    fn a_response_format_is_a_json_schema_format() {
+        let schema = json!({"type": "object", "properties": {"a": {"type": "string"}}});
+        let format = ResponseFormat { name: "browser_extract".into(), schema: schema.clone() };
+        let req = ModelRequest { response_format: Some(format), ..Default::default() };
+        let body = OpenAiChatModel::chat_body("m", &req);
+        assert_eq!(
+            body["response_format"],
+            json!({"type": "json_schema", "json_schema": {"name": "browser_extract", "schema": schema, "strict": false}})
+        );
+        assert!(OpenAiChatModel::chat_body("m", &ModelRequest::default())
+            .get("response_format")
+            .is_none());
     }
 
     #[test]

@@ -65,6 +65,9 @@ impl WorkersAiModel {
         if let Value::Object(o) = &mut body {
             o.remove("model");
             o.remove("stream_options");
+            // The binding's JSON mode takes another shape, on some models only: the prompt
+            // carries the schema.
+            o.remove("response_format");
             if let Some(Value::Array(messages)) = o.get_mut("messages") {
                 for m in messages {
                     match m.get("content") {
