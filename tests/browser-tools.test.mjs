@@ -378,6 +378,26 @@ test("a run paused for approval finds its page again when approved", async () =>
   tab.close();
 });
 
+test("plain execute has the cdp global; an approved replay's tools.* has no browser tools, as the live run", async () => {
+  const tab = await connect(oneShot.host, "br-exec-cdp");
+  const before = (await pageTargets()).length;
+  const code = `
+    let md;
+    try { await tools.browser_markdown({ html: "<p>x</p>" }); md = "present"; } catch { md = "absent"; }
+    const { sessionId } = await cdp.openPage({ url: "${origin()}/docs" });
+    await cdp.send({ method: "Input.dispatchKeyEvent", params: { type: "keyDown", key: "a" }, sessionId });
+    const r = await cdp.send({ method: "Runtime.evaluate", params: { expression: "document.title", returnByValue: true }, sessionId });
+    return { md, title: r.result.value };`;
+  const paused = await callTool(tab, "execute", { code });
+  assert.equal(paused.status, "paused", JSON.stringify(paused));
+  model.push({ text: "approved and done" });
+  const approved = await rpc(tab, "approveExecution", [paused.executionId]);
+  assert.equal(approved.status, "completed", JSON.stringify(approved));
+  assert.deepEqual(approved.result, { md: "absent", title: "Docs" });
+  assert.equal((await pageTargets()).length, before, "the finished one-shot run closed its page");
+  tab.close();
+});
+
 test("a paused run keeps its session until the sweep closes it; approving then fails loudly", async () => {
   const tab = await connect(oneShot.host, "br-sweep");
   const code = `

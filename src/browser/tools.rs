@@ -45,7 +45,7 @@ impl BrowserTools {
         if let Some(runtime) = self.runtime.clone() {
             let mut execute =
                 BrowserExecute::new(self.browser.clone(), runtime, self.connector.clone());
-            execute.vision = self.vision;
+            execute.shots.vision = self.vision;
             out.push(Rc::new(execute));
         }
         let mut kinds = vec![Quick::Markdown, Quick::Links, Quick::Scrape];
@@ -74,16 +74,96 @@ fn execute_description() -> String {
     .join("\n")
 }
 
+/// The names of every browser tool (`tools.*` in Code Mode leaves them out: a run reaches
+/// the browser through `cdp.*`).
+pub const TOOL_NAMES: &[&str] = &[
+    BROWSER_EXECUTE,
+    "browser_markdown",
+    "browser_links",
+    "browser_scrape",
+    "browser_extract",
+    "browser_content",
+];
+
+/// Screenshots by tool call, kept for a vision model until the turn takes them.
+#[derive(Default)]
+struct Shots {
+    vision: bool,
+    by_call: RefCell<HashMap<String, Vec<Screenshot>>>,
+}
+
+impl Shots {
+    fn keep(&self, tool_call_id: &str, shots: Vec<Screenshot>) {
+        if self.vision && !shots.is_empty() {
+            self.by_call.borrow_mut().insert(tool_call_id.to_owned(), shots);
+        }
+    }
+
+    fn take(&self, tool_call_id: &str) -> Vec<Screenshot> {
+        self.by_call.borrow_mut().remove(tool_call_id).unwrap_or_default()
+    }
+}
+
+/// Runs `run` as one use of `browser`, then settles its output (see [`settle_output`]),
+/// keeping the screenshots in `shots`.
+async fn browser_run(
+    browser: &Browser,
+    shots: &Shots,
+    ctx: &ToolContext,
+    run: impl std::future::Future<Output = Result<Value, ToolError>>,
+) -> Result<Value, ToolError> {
+    browser.begin();
+    let output = match run.await {
+        Ok(output) => {
+            let mut taken = Vec::new();
+            let output = settle_output(browser, output, &mut taken).await;
+            shots.keep(&ctx.tool_call_id, taken);
+            Ok(output)
+        }
+        Err(e) => Err(e),
+    };
+    browser.end();
+    output
+}
+
+/// `execute` with the `cdp` global (Think adds it when a browser is configured): its runs end
+/// their browser use and hand screenshots over exactly as `browser_execute`'s do.
+pub struct WithBrowser {
+    inner: ToolRef,
+    browser: Rc<Browser>,
+    shots: Shots,
+}
+
+impl WithBrowser {
+    /// `inner` (the `execute` tool, whose connectors include `cdp`) over `browser`; `vision`
+    /// as in [`BrowserTools::vision`].
+    pub fn wrap(inner: ToolRef, browser: Rc<Browser>, vision: bool) -> ToolRef {
+        Rc::new(Self { inner, browser, shots: Shots { vision, ..Default::default() } })
+    }
+}
+
+#[async_trait(?Send)]
+impl Tool for WithBrowser {
+    fn definition(&self) -> &ToolDefinition {
+        self.inner.definition()
+    }
+
+    async fn execute(&self, input: Value, ctx: &ToolContext) -> Result<Value, ToolError> {
+        browser_run(&self.browser, &self.shots, ctx, self.inner.execute(input, ctx)).await
+    }
+
+    fn take_images(&self, tool_call_id: &str) -> Vec<Screenshot> {
+        self.shots.take(tool_call_id)
+    }
+}
+
 /// `browser_execute {code}`.
 pub struct BrowserExecute {
     browser: Rc<Browser>,
     runtime: Rc<CodeMode>,
     connector: Rc<dyn Connector>,
     definition: ToolDefinition,
-    /// Whether screenshots are kept for the model (see [`BrowserTools::vision`]).
-    vision: bool,
-    /// Screenshots by tool call, until the turn takes them.
-    images: RefCell<HashMap<String, Vec<Screenshot>>>,
+    shots: Shots,
 }
 
 impl BrowserExecute {
@@ -100,7 +180,7 @@ impl BrowserExecute {
             }),
             output_schema: None,
         };
-        Self { browser, runtime, connector, definition, vision: false, images: RefCell::default() }
+        Self { browser, runtime, connector, definition, shots: Shots::default() }
     }
 }
 
@@ -128,20 +208,13 @@ impl Tool for BrowserExecute {
 
     async fn execute(&self, input: Value, ctx: &ToolContext) -> Result<Value, ToolError> {
         let code = input.get("code").and_then(Value::as_str).unwrap_or_default();
-        self.browser.begin();
         let connectors = [self.connector.clone()];
-        let output = self.runtime.execute(code, Some(&ctx.tool_call_id), &connectors).await;
-        let mut shots = Vec::new();
-        let output = settle_output(&self.browser, output, &mut shots).await;
-        self.browser.end();
-        if self.vision && !shots.is_empty() {
-            self.images.borrow_mut().insert(ctx.tool_call_id.clone(), shots);
-        }
-        Ok(output)
+        let run = self.runtime.execute(code, Some(&ctx.tool_call_id), &connectors);
+        browser_run(&self.browser, &self.shots, ctx, async { Ok(run.await) }).await
     }
 
     fn take_images(&self, tool_call_id: &str) -> Vec<Screenshot> {
-        self.images.borrow_mut().remove(tool_call_id).unwrap_or_default()
+        self.shots.take(tool_call_id)
     }
 }
 
