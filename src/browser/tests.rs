@@ -16,7 +16,7 @@ use super::cdp::{CdpClient, WsConnection, WsSender};
 use super::connector::{Browser, CdpConnector};
 use super::policy::HostPolicy;
 use super::session::{run_key, SessionMode, Sessions};
-use super::tools::{BrowserTools, Quick, QuickAction};
+use super::tools::{BrowserTools, Quick, QuickAction, WithBrowser};
 use super::{html, BrowserEndpoint, BrowserError, BrowserLauncher, BrowserOptions};
 use crate::codemode::connectors::{CallContext, Connector};
 use crate::codemode::{CallRequest, CodeMode, Dispatcher, ExecuteOptions, Sandbox, SandboxError};
@@ -874,4 +874,33 @@ fn settings_configure_the_browser_or_leave_it_off() {
         false,
     );
     assert!(bad.unwrap_err().to_string().contains("unknown key \"max\""));
+}
+
+#[test]
+fn execute_with_browser_settles_its_output_and_hands_screenshots_to_vision_models_only() {
+    let f = fixture(SessionMode::OneShot);
+    let shot = json!({"type": "browser_screenshot", "mediaType": "image/png", "data": "QUJD".repeat(2000)});
+    let output = json!({"status": "completed", "executionId": "exec_1", "result": {"shot": shot}});
+    let inner = move || -> crate::tools::ToolRef {
+        let output = output.clone();
+        Rc::new(crate::tools::DynamicTool::new(
+            "execute",
+            "",
+            json!({"type": "object"}),
+            move |_, _| {
+                let output = output.clone();
+                async move { Ok(output) }
+            },
+        ))
+    };
+    let ctx = ToolContext { tool_call_id: "call_x".into(), tool_name: "execute".into() };
+    for vision in [true, false] {
+        let tool = WithBrowser::wrap(inner(), f.browser.clone(), vision);
+        assert_eq!(tool.definition().name, "execute");
+        let out = run(&f.clock, tool.execute(json!({}), &ctx)).unwrap();
+        assert_eq!(out["result"]["shot"]["bytes"], json!(6000), "{out}");
+        assert!(out["result"]["shot"].get("data").is_none(), "no pixels in the output");
+        let images = tool.take_images("call_x");
+        assert_eq!(images.len(), usize::from(vision), "vision {vision}: {images:?}");
+    }
 }
