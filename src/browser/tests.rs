@@ -16,7 +16,9 @@ use super::cdp::{CdpClient, WsConnection, WsSender};
 use super::connector::{Browser, CdpConnector};
 use super::policy::HostPolicy;
 use super::session::{run_key, SessionMode, Sessions};
-use super::tools::{BrowserTools, Quick, QuickAction, WithBrowser};
+use super::tools::{
+    BrowserTools, Quick, QuickAction, WithBrowser, MAX_IMAGES_PER_CALL, MAX_IMAGE_CHARS,
+};
 use super::{html, BrowserEndpoint, BrowserError, BrowserLauncher, BrowserOptions};
 use crate::codemode::connectors::{CallContext, Connector};
 use crate::codemode::{CallRequest, CodeMode, Dispatcher, ExecuteOptions, Sandbox, SandboxError};
@@ -903,4 +905,22 @@ fn execute_with_browser_settles_its_output_and_hands_screenshots_to_vision_model
         let images = tool.take_images("call_x");
         assert_eq!(images.len(), usize::from(vision), "vision {vision}: {images:?}");
     }
+    // Bounds: at most MAX_IMAGES_PER_CALL per call, none over MAX_IMAGE_CHARS.
+    let small = json!({"type": "browser_screenshot", "data": "QUJD".repeat(10)});
+    let huge = json!({"type": "browser_screenshot", "data": "A".repeat(MAX_IMAGE_CHARS + 4)});
+    let mut shots = vec![huge];
+    shots.extend(std::iter::repeat_n(small, MAX_IMAGES_PER_CALL + 2));
+    let output = json!({"status": "completed", "executionId": "exec_2", "result": shots});
+    let tool = WithBrowser::wrap(
+        Rc::new(crate::tools::DynamicTool::new("execute", "", json!({}), move |_, _| {
+            let output = output.clone();
+            async move { Ok(output) }
+        })),
+        f.browser.clone(),
+        true,
+    );
+    run(&f.clock, tool.execute(json!({}), &ctx)).unwrap();
+    let images = tool.take_images("call_x");
+    assert_eq!(images.len(), MAX_IMAGES_PER_CALL);
+    assert!(images.iter().all(|i| i.data.len() == 40));
 }

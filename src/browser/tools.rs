@@ -85,6 +85,14 @@ pub const TOOL_NAMES: &[&str] = &[
     "browser_content",
 ];
 
+/// Most screenshots of one call handed to a vision model; the rest keep their description
+/// only. Each one rides on every later model request of the turn, held in memory.
+pub const MAX_IMAGES_PER_CALL: usize = 4;
+
+/// Largest screenshot handed to a vision model, in base64 characters (Anthropic refuses
+/// images over 5 MB); a larger one keeps its description only.
+pub const MAX_IMAGE_CHARS: usize = 5 * 1024 * 1024;
+
 /// Screenshots by tool call, kept for a vision model until the turn takes them.
 #[derive(Default)]
 struct Shots {
@@ -93,7 +101,9 @@ struct Shots {
 }
 
 impl Shots {
-    fn keep(&self, tool_call_id: &str, shots: Vec<Screenshot>) {
+    fn keep(&self, tool_call_id: &str, mut shots: Vec<Screenshot>) {
+        shots.retain(|s| s.data.len() <= MAX_IMAGE_CHARS);
+        shots.truncate(MAX_IMAGES_PER_CALL);
         if self.vision && !shots.is_empty() {
             self.by_call.borrow_mut().insert(tool_call_id.to_owned(), shots);
         }
