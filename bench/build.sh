@@ -25,3 +25,6 @@ else
   # `wrangler dev` (just-bash imports node:worker_threads, which workerd lacks).
   (cd bench/ts-worker && WRANGLER_LOG=warn "$root/node_modules/.bin/wrangler" deploy --dry-run --outdir dist >/dev/null)
 fi
+
+# The Code Mode rows: the agent itself and the Think side of bench/codemode.
+bash bench/codemode/build.sh

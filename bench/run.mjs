@@ -13,6 +13,15 @@
 // on each side to check that the outputs are identical, and a module may also export
 // `parity`, a list of single `{ tool, input }` calls compared the same way.
 // BENCH_ONLY=<regex> picks workloads by name.
+//
+// A third column, the floor, runs the same inputs through the bare SQL statements the tool
+// needs at minimum, from plain JavaScript in a think-rs bench object (bench/rust-worker/
+// src/floor.js), set up with the same files, interleaved with the two sides in the same
+// run. `÷ floor` is think-rs's median over the floor's; a workload's `floorGoal` is the
+// most that ratio should be. More workload fields: `sides` (which of rust/ts/floor run;
+// all by default), `warmup` and `reps` (override BENCH_WARMUP/BENCH_REPS for a slow row).
+// think-rs also reports the peak of wasm heap bytes live during each run (its global
+// allocator counts them); a suite whose rows set `showMemory` prints it.
 import { Miniflare } from "miniflare";
 import fs from "node:fs";
 import os from "node:os";
@@ -20,6 +29,7 @@ import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { isDeepStrictEqual } from "node:util";
 import WebSocket from "ws";
+import * as codemode from "./codemode/bench.mjs";
 
 const HERE = path.dirname(fileURLToPath(import.meta.url));
 const REPS = Math.max(1, Number(process.env.BENCH_REPS ?? 5));
@@ -27,10 +37,15 @@ const REPS = Math.max(1, Number(process.env.BENCH_REPS ?? 5));
 const WARMUP = Math.max(0, Number(process.env.BENCH_WARMUP ?? 3));
 const ONLY = process.env.BENCH_ONLY ? new RegExp(process.env.BENCH_ONLY, "i") : null;
 
+// `worker` is the Miniflare worker a side runs in, `route` its timed route, `suffix` what
+// its object names get, so that the floor has objects (and data) of its own.
 const SIDES = [
-  { key: "rust", label: "think-rs", binding: "BENCH_RUST" },
-  { key: "ts", label: "Think (TS)", binding: "BENCH_TS" },
+  { key: "rust", label: "think-rs", worker: "rust", route: "run", suffix: "" },
+  { key: "ts", label: "Think (TS)", worker: "ts", route: "run", suffix: "" },
+  { key: "floor", label: "floor", worker: "rust", route: "floor", suffix: "-floor" },
 ];
+/** The two implementations, whose outputs must agree. */
+const COMPARED = SIDES.filter((s) => s.key !== "floor");
 
 function miniflareOptions(persistDir) {
   return {
@@ -80,11 +95,18 @@ async function post(worker, doName, route, body) {
   return value;
 }
 
-async function setup(worker, doName, files) {
+async function setup(worker, doName, files, extra = {}) {
   for (let i = 0; i < files.length; i += 250) {
-    await post(worker, doName, "setup/files", { files: files.slice(i, i + 250) });
+    await post(worker, doName, "setup/files", { files: files.slice(i, i + 250), ...extra });
   }
 }
+
+/**
+ * Options a side's object is built with: think-rs takes the workload's `rustOptions` (e.g.
+ * `{grepIndex: true}`); the floor's objects never keep the grep index, so its statements
+ * fire no index triggers.
+ */
+const sideOptions = (side, w) => (side.key === "floor" ? { grepIndex: false } : side.key === "rust" ? (w.rustOptions ?? {}) : {});
 
 const median = (xs) => {
   const s = [...xs].sort((a, b) => a - b);
@@ -107,27 +129,54 @@ const clip = (v, n = 240) => {
 
 async function runWorkload(workers, suiteIndex, wi, w) {
   const base = `s${suiteIndex}-w${wi}`;
-  const times = { rust: [], ts: [] };
+  let sides = SIDES.filter((s) => !w.sides || w.sides.includes(s.key));
+  const times = Object.fromEntries(sides.map((s) => [s.key, []]));
+  const peaks = [];
   const errors = {};
+  const warmup = w.warmup ?? WARMUP;
+  const reps = w.reps ?? REPS;
   // Non-fresh workloads share one set-up object per side.
   if (!w.fresh) {
-    for (const side of SIDES) await setup(workers[side.key], base, w.setup ?? []);
+    for (const side of sides) await setup(workers[side.worker], base + side.suffix, w.setup ?? [], sideOptions(side, w));
   }
-  for (let rep = 0; rep < WARMUP + REPS; rep++) {
-    // Alternate which side goes first, so drift (GC, other load on the machine) is shared.
-    const order = rep % 2 ? [...SIDES].reverse() : SIDES;
+  for (let rep = 0; rep < warmup + reps; rep++) {
+    // Rotate which side goes first, so drift (GC, other load on the machine) is shared.
+    const order = sides.map((_, i) => sides[(i + rep) % sides.length]);
     for (const side of order) {
-      const doName = w.fresh ? `${base}-r${rep}` : base;
-      if (w.fresh) await setup(workers[side.key], doName, w.setup ?? []);
-      const result = await post(workers[side.key], doName, `run/${w.tool}`, {
+      const doName = (w.fresh ? `${base}-r${rep}` : base) + side.suffix;
+      if (w.fresh) await setup(workers[side.worker], doName, w.setup ?? [], sideOptions(side, w));
+      const result = await post(workers[side.worker], doName, `${side.route}/${w.tool}`, {
         inputs: w.inputs,
         iterations: w.iterations ?? 1,
+        ...sideOptions(side, w),
       });
+      if (result.unsupported) {
+        sides = sides.filter((s) => s !== side);
+        delete times[side.key];
+        continue;
+      }
       errors[side.key] = result.errors;
-      if (rep >= WARMUP) times[side.key].push(result.ms);
+      if (rep >= warmup) {
+        times[side.key].push(result.ms);
+        if (side.key === "rust") peaks.push(result.peakBytes ?? 0);
+      }
     }
   }
-  return { name: w.name, goal: w.goal, rust: median(times.rust), ts: median(times.ts), samples: times, errors };
+  const med = (k) => (times[k] ? median(times[k]) : null);
+  // The set-up object's totals (grep index, database size), for rows that show memory.
+  const info = w.showMemory && !w.fresh ? await post(workers.rust, base, "info", sideOptions(SIDES[0], w)) : null;
+  return {
+    name: w.name,
+    goal: w.goal,
+    floorGoal: w.floorGoal,
+    rust: med("rust"),
+    ts: med("ts"),
+    floor: med("floor"),
+    peak: peaks.length ? Math.max(...peaks) : null,
+    info,
+    samples: times,
+    errors,
+  };
 }
 
 /** Runs a workload once more on each side, keeping the outputs, and finds where they differ. */
@@ -135,11 +184,16 @@ async function compareOutputs(workers, suiteIndex, wi, w) {
   const base = `s${suiteIndex}-w${wi}`;
   const doName = w.fresh ? `${base}-compare` : base;
   const outputs = {};
-  for (const side of SIDES) {
-    if (w.fresh) await setup(workers[side.key], doName, w.setup ?? []);
-    outputs[side.key] = (await post(workers[side.key], doName, `run/${w.tool}`, { inputs: w.inputs, keepOutputs: true })).outputs;
+  for (const side of COMPARED) {
+    if (w.fresh) await setup(workers[side.key], doName, w.setup ?? [], sideOptions(side, w));
+    outputs[side.key] = await outputsOf(workers[side.key], doName, side, w);
   }
   return firstDifference(outputs.rust ?? [], outputs.ts ?? []);
+}
+
+/** One more run of `w` on an already set-up object of `side`, keeping the outputs. */
+async function outputsOf(worker, doName, side, w) {
+  return (await post(worker, doName, `run/${w.tool}`, { inputs: w.inputs, keepOutputs: true, ...sideOptions(side, w) })).outputs;
 }
 
 /** Runs `calls` in order on a fresh object of each side and lists the calls whose outputs differ. */
@@ -147,10 +201,38 @@ async function parityCheck(workers, suiteIndex, calls) {
   const doName = `parity-${suiteIndex}`;
   const diffs = [];
   for (const [i, c] of calls.entries()) {
-    const [rust, ts] = await Promise.all(SIDES.map((side) => post(workers[side.key], doName, `call/${c.tool}`, { input: c.input })));
+    const [rust, ts] = await Promise.all(COMPARED.map((side) => post(workers[side.key], doName, `call/${c.tool}`, { input: c.input })));
     if (!isDeepStrictEqual(rust, ts)) diffs.push(`#${i} ${c.tool} ${clip(c.input, 80)}: think-rs ${clip(rust, 300)} vs Think ${clip(ts, 300)}`);
   }
   return diffs;
+}
+
+/** A DevTools-protocol session with worker `key`'s isolate, via Miniflare's inspector. */
+async function inspect(inspectorPort, key) {
+  const targets = await (await fetch(`http://127.0.0.1:${inspectorPort}/json`)).json();
+  const target = targets.find((t) => t.id === `core:user:${key}`);
+  if (!target) throw new Error(`no inspector target for ${key}`);
+  const socket = new WebSocket(target.webSocketDebuggerUrl, { maxPayload: 1 << 30 });
+  await new Promise((resolve, reject) => {
+    socket.once("open", resolve);
+    socket.once("error", reject);
+  });
+  let next = 1;
+  const send = (method, params = {}) =>
+    new Promise((resolve, reject) => {
+      const id = next++;
+      const timer = setTimeout(() => reject(new Error(`inspector: ${method} timed out`)), 60000);
+      const onMessage = (data) => {
+        const reply = JSON.parse(data.toString());
+        if (reply.id !== id) return;
+        clearTimeout(timer);
+        socket.off("message", onMessage);
+        resolve(reply.result);
+      };
+      socket.on("message", onMessage);
+      socket.send(JSON.stringify({ id, method, params }));
+    });
+  return { send, close: () => socket.close() };
 }
 
 /**
@@ -160,32 +242,10 @@ async function parityCheck(workers, suiteIndex, calls) {
 async function heapUsage(inspectorPort) {
   const out = {};
   try {
-    const targets = await (await fetch(`http://127.0.0.1:${inspectorPort}/json`)).json();
-    for (const side of SIDES) {
-      const target = targets.find((t) => t.id === `core:user:${side.key}`);
-      if (!target) continue;
-      const socket = new WebSocket(target.webSocketDebuggerUrl);
-      await new Promise((resolve, reject) => {
-        socket.once("open", resolve);
-        socket.once("error", reject);
-      });
-      let next = 1;
-      const send = (method) =>
-        new Promise((resolve, reject) => {
-          const id = next++;
-          const timer = setTimeout(() => reject(new Error(`inspector: ${method} timed out`)), 10000);
-          const onMessage = (data) => {
-            const reply = JSON.parse(data.toString());
-            if (reply.id !== id) return;
-            clearTimeout(timer);
-            socket.off("message", onMessage);
-            resolve(reply.result);
-          };
-          socket.on("message", onMessage);
-          socket.send(JSON.stringify({ id, method }));
-        });
-      out[side.key] = await send("Runtime.getHeapUsage");
-      socket.close();
+    for (const side of COMPARED) {
+      const session = await inspect(inspectorPort, side.key);
+      out[side.key] = await session.send("Runtime.getHeapUsage");
+      session.close();
     }
   } catch (e) {
     process.stderr.write(`bench: no heap figures (${e.message})\n`);
@@ -193,16 +253,75 @@ async function heapUsage(inspectorPort) {
   return out;
 }
 
+/**
+ * BENCH_PROFILE=1: one more run of the workload on think-rs and on the floor (both in the
+ * rust worker's isolate) under V8's sampling CPU profiler, printed as the functions with the
+ * most self time. Build with `CARGO_PROFILE_RELEASE_STRIP=false THINK_FORCE_BUILD=1 bash
+ * bench/build.sh` first, so that wasm functions keep their Rust names.
+ */
+async function profileWorkload(workers, inspectorPort, suiteIndex, wi, w) {
+  const base = `s${suiteIndex}-w${wi}`;
+  const session = await inspect(inspectorPort, "rust");
+  await session.send("Profiler.enable");
+  await session.send("Profiler.setSamplingInterval", { interval: 100 });
+  const lines = [];
+  for (const side of SIDES.filter((s) => s.worker === "rust" && (!w.sides || w.sides.includes(s.key)))) {
+    const doName = (w.fresh ? `${base}-profile` : base) + side.suffix;
+    if (w.fresh) await setup(workers.rust, doName, w.setup ?? []);
+    await session.send("Profiler.start");
+    const result = await post(workers.rust, doName, `${side.route}/${w.tool}`, { inputs: w.inputs, iterations: w.iterations ?? 1 });
+    const { profile } = await session.send("Profiler.stop");
+    if (result.unsupported) continue;
+    const self = new Map();
+    const byId = new Map(profile.nodes.map((n) => [n.id, n]));
+    let total = 0;
+    profile.samples.forEach((id, i) => {
+      const f = byId.get(id).callFrame;
+      const dt = profile.timeDeltas[i] ?? 0;
+      const name = f.functionName || (f.url ? `(anonymous ${path.basename(f.url)}:${f.lineNumber})` : "(program)");
+      if (name === "(idle)") return;
+      self.set(name, (self.get(name) ?? 0) + dt);
+      total += dt;
+    });
+    const top = [...self].sort((a, b) => b[1] - a[1]).slice(0, 15);
+    lines.push(`  ${side.label} (${fmtMs(total / 1000)} ms sampled, ${fmtMs(result.ms)} ms per iteration):`);
+    for (const [name, us] of top) lines.push(`    ${((100 * us) / total).toFixed(1).padStart(5)}%  ${name.slice(0, 110)}`);
+  }
+  await session.send("Profiler.disable");
+  session.close();
+  return lines;
+}
+
 const fmtMs = (ms) => (ms >= 100 ? ms.toFixed(0) : ms >= 10 ? ms.toFixed(1) : ms.toFixed(2));
 const fmtMB = (b) => `${(b / 1024 / 1024).toFixed(1)} MB`;
 
 function table(rows) {
-  const head = ["workload", "think-rs ms", "Think ms", "speedup", "goal", ""];
+  const memory = rows.some((r) => r.w.showMemory);
+  const head = ["workload", "think-rs ms", "Think ms", "floor ms", "speedup", "÷ floor", ...(memory ? ["peak wasm heap"] : []), "goal", ""];
   const body = rows.map((r) => {
-    const ratio = r.ts / r.rust;
-    const goal = r.goal ? `≥ ${r.goal}×` : "";
-    const ok = r.goal ? (ratio >= r.goal ? "ok" : "MISSED") : "";
-    return [r.name, fmtMs(r.rust), fmtMs(r.ts), `${ratio.toFixed(1)}×`, goal, ok];
+    const ratio = r.ts != null ? r.ts / r.rust : null;
+    const over = r.floor != null ? r.rust / r.floor : null;
+    const goals = [];
+    const missed = [];
+    if (r.goal) {
+      goals.push(`≥ ${r.goal}×`);
+      if (ratio != null && ratio < r.goal) missed.push("speedup");
+    }
+    if (r.floorGoal) {
+      goals.push(`≤ ${r.floorGoal}× floor`);
+      if (over != null && over > r.floorGoal) missed.push("floor");
+    }
+    const ok = goals.length ? (missed.length ? `MISSED (${missed.join(", ")})` : "ok") : "";
+    const cells = [
+      r.name,
+      fmtMs(r.rust),
+      r.ts != null ? fmtMs(r.ts) : "-",
+      r.floor != null ? fmtMs(r.floor) : "-",
+      ratio != null ? `${ratio.toFixed(1)}×` : "-",
+      over != null ? `${over.toFixed(2)}×` : "-",
+    ];
+    if (memory) cells.push(r.w.showMemory && r.peak != null ? fmtMB(r.peak) : "");
+    return [...cells, goals.join(", "), ok];
   });
   const widths = head.map((h, i) => Math.max(h.length, ...body.map((b) => b[i].length)));
   const line = (cells) => cells.map((c, i) => (i === 0 ? c.padEnd(widths[i]) : c.padStart(widths[i]))).join("  ");
@@ -221,10 +340,13 @@ async function main() {
 
   const persistDir = fs.mkdtempSync(path.join(os.tmpdir(), "think-bench-"));
   const inspectorPort = 9300 + Math.floor(Math.random() * 500);
-  const mf = new Miniflare({ ...miniflareOptions(persistDir), inspectorPort });
+  const mf = new Miniflare({ ...(await codemode.addWorkers(miniflareOptions(persistDir))), inspectorPort });
   await mf.ready;
   const workers = { rust: await mf.getWorker("rust"), ts: await mf.getWorker("ts") };
-  console.log(`bench: ${REPS} timed runs per workload after ${WARMUP} warm-up runs; medians of the time inside each Durable Object\n`);
+  console.log(
+    `bench: ${REPS} timed runs per workload after ${WARMUP} warm-up runs (unless a row says otherwise); medians of the time inside each Durable Object. ` +
+      "floor: the bare SQL each workload needs, from plain JavaScript in the same kind of object, same data, interleaved.\n",
+  );
   try {
     const results = [];
     for (const [si, suite] of suites.entries()) {
@@ -233,7 +355,9 @@ async function main() {
         if (ONLY && !ONLY.test(w.name)) continue;
         const r = await runWorkload(workers, si, wi, w);
         rows.push({ ...r, wi, w });
-        process.stderr.write(`  ${r.name}: think-rs ${r.samples.rust.map(fmtMs).join(" ")} | Think ${r.samples.ts.map(fmtMs).join(" ")}\n`);
+        const samples = SIDES.filter((s) => r.samples[s.key]).map((s) => `${s.label} ${r.samples[s.key].map(fmtMs).join(" ")}`);
+        process.stderr.write(`  ${r.name}: ${samples.join(" | ")}\n`);
+        if (process.env.BENCH_PROFILE) rows[rows.length - 1].profile = await profileWorkload(workers, inspectorPort, si, wi, w);
       }
       results.push({ si, suite, rows });
     }
@@ -241,15 +365,35 @@ async function main() {
     const heap = await heapUsage(inspectorPort);
     const mem = await post(workers.rust, "memory", "memory", {});
     for (const { si, suite, rows } of results) {
+      if (!rows.length) continue;
       console.log(`## ${suite.name}\n`);
       table(rows);
+      for (const r of rows) if (r.profile) console.log(`\nProfile of ${r.name}:\n${r.profile.join("\n")}`);
       const notes = [];
       for (const r of rows) {
         if (r.errors.rust || r.errors.ts) notes.push(`${r.name}: tool errors think-rs ${r.errors.rust}, Think ${r.errors.ts}`);
+        if (r.info) {
+          notes.push(
+            `${r.name}: ${r.info.fileCount} files, ${fmtMB(r.info.totalBytes)}; grep index ${r.info.grepIndexRows} rows (~${fmtMB(r.info.grepIndexBytes)}); database ${fmtMB(r.info.databaseSize)}`,
+          );
+        }
+        // `sameOutputAs: <name>`: think-rs's outputs must equal those of another row (the
+        // same search with and without the grep index).
+        const twin = r.w.sameOutputAs && rows.find((o) => o.name === r.w.sameOutputAs);
+        if (twin) {
+          const [a, b] = await Promise.all(
+            [r, twin].map((x) => outputsOf(workers.rust, `s${si}-w${x.wi}`, SIDES[0], x.w)),
+          );
+          const d = firstDifference(a, b);
+          notes.push(d ? `${r.name}: outputs differ from ${twin.name} at call ${d.index}: ${clip(d.rust)} vs ${clip(d.ts)}` : `${r.name}: outputs identical to ${twin.name}`);
+        }
+        if (r.ts == null) continue;
         const diff = await compareOutputs(workers, si, r.wi, r.w);
         if (diff) notes.push(`${r.name}: outputs differ at call ${diff.index}: think-rs ${clip(diff.rust)} vs Think ${clip(diff.ts)}`);
       }
-      console.log(notes.length ? `\n${notes.map((n) => `- ${n}`).join("\n")}\n` : "\nOutputs of both sides are identical for every workload.\n");
+      const differ = notes.some((n) => n.includes("outputs differ") || n.includes("tool errors"));
+      if (notes.length) console.log(`\n${notes.map((n) => `- ${n}`).join("\n")}`);
+      console.log(differ ? "" : "\nOutputs of both sides are identical for every workload.\n");
       if (suite.parity.length) {
         const diffs = await parityCheck(workers, si, suite.parity);
         console.log(`Parity: ${suite.parity.length - diffs.length} of ${suite.parity.length} single tool calls give identical outputs on both sides.`);
@@ -262,6 +406,7 @@ async function main() {
     parts.push(`think-rs ${heap.rust ? `${js(heap.rust)}, plus ` : ""}wasm linear memory ${fmtMB(mem.wasmMemoryBytes)} (a high-water mark: it never shrinks)`);
     if (heap.ts) parts.push(`Think (TS) ${js(heap.ts)}`);
     console.log(`Isolate memory after the timed runs: ${parts.join("; ")}.`);
+    await codemode.run(mf);
   } finally {
     await mf.dispose();
     fs.rmSync(persistDir, { recursive: true, force: true });

@@ -22,7 +22,7 @@ const WORDS = (
 
 /** ~10 KB of code-like text. File i carries a unique marker line (for edits), "needle" in
  * every 20th file, and a `fn_NNN(x, y)` call in every 10th (for the regex). */
-function fileContent(i) {
+export function fileContent(i) {
   const rand = rng(i + 1);
   const lines = [`// file ${i}`, `const marker_${i} = ${i};`];
   let size = lines.join("\n").length;
@@ -61,6 +61,7 @@ export default {
       tool: "write",
       fresh: true,
       goal: 2,
+      floorGoal: 1.25,
       inputs: FILES.map((f) => ({ path: f.path, content: f.content })),
     },
     {
@@ -68,6 +69,7 @@ export default {
       tool: "read",
       setup: FILES,
       goal: 2,
+      floorGoal: 1.25,
       inputs: FILES.map((f) => ({ path: f.path })),
     },
     {
@@ -78,6 +80,7 @@ export default {
       fresh: true,
       setup: FILES,
       goal: 2,
+      floorGoal: 1.25,
       iterations: 5,
       inputs: [
         ...FILES.slice(0, 200).map((f, i) => ({

@@ -6,6 +6,8 @@ import { DurableObject } from "cloudflare:workers";
 import * as rust from "../build/index.js";
 
 export default rust.default;
+// Extensions' network gateway: their isolates' `globalOutbound` (ctx.exports.ExtensionGateway).
+export { ExtensionGateway } from "./extensions/gateway.mjs";
 
 export class ThinkAgent extends DurableObject {
   #inner;
@@ -48,6 +50,11 @@ export class ThinkAgent extends DurableObject {
     return this.#inner.rpcClearMessages();
   }
 
+  /** Agents as tools: a parent's call on this instance as its child (`start`, `events`, `cancel`, `approve`, `messages`); JSON text in and out. */
+  subagentRpc(method, arg) {
+    return this.#inner.rpcSubagent(method, arg);
+  }
+
   addMcpServer(name, url, options) {
     return this.#inner.rpcCall("addMcpServer", [name, url, options ?? null]);
   }
@@ -62,6 +69,16 @@ export class ThinkAgent extends DurableObject {
 
   acceptMcpToolChanges(id) {
     return this.#inner.rpcCall("acceptMcpToolChanges", [id]);
+  }
+
+  /** `resources/read` on an MCP server: `{contents: [{uri, mimeType?, text | blob}]}`. */
+  readMcpResource(serverId, uri) {
+    return this.#inner.rpcCall("readMcpResource", [serverId, uri]);
+  }
+
+  /** `prompts/get` on an MCP server: `{description?, messages}`. */
+  getMcpPrompt(serverId, name, args) {
+    return this.#inner.rpcCall("getMcpPrompt", [serverId, name, args ?? null]);
   }
 
   /** Every skill found, valid or not: `[{name, description, source, valid, error?}]`. */
@@ -113,5 +130,35 @@ export class ThinkAgent extends DurableObject {
 
   deleteSnippet(name) {
     return this.#inner.rpcCall("deleteSnippet", [name]);
+  }
+
+  // Extensions: `[{name, version, description, tools, contextLabels, permissions, hooks, static}]`.
+  listExtensions() {
+    return this.#inner.rpcCall("listExtensions", []);
+  }
+
+  loadExtension(manifest, source) {
+    return this.#inner.rpcCall("loadExtension", [manifest, source]);
+  }
+
+  /** `{unloaded: true, name, tools, contextLabels}`; an error if it is not loaded or is static. */
+  unloadExtension(name) {
+    return this.#inner.rpcCall("unloadExtension", [name]);
+  }
+
+  // The workspace, as the chat page's panel reads and writes it.
+  /** `{entries: [{path, type, size, mimeType, updatedAt}], truncated}`, at most 5,000 entries. */
+  listWorkspace() {
+    return this.#inner.rpcCall("listWorkspace", []);
+  }
+
+  /** `{path, mimeType, size}` plus `text`, `base64` (with `encoding` "base64"), `binary` or `tooLarge`. */
+  readWorkspaceFile(path, encoding) {
+    return this.#inner.rpcCall("readWorkspaceFile", encoding === undefined ? [path] : [path, encoding]);
+  }
+
+  /** Writes base64 content (≤ 8 MB) to `path`; `{path, size}`. */
+  writeWorkspaceFile(path, base64, mimeType) {
+    return this.#inner.rpcCall("writeWorkspaceFile", mimeType === undefined ? [path, base64] : [path, base64, mimeType]);
   }
 }

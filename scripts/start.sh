@@ -3,18 +3,51 @@
 # on 127.0.0.1:$PORT (default 8787), persisting state to $THINK_STATE_DIR.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-bash scripts/setup.sh
+# The wasm-bindgen CLI goes on compiling in the background while wrangler's build compiles the
+# crate; the build waits for it just before it runs it.
+bash scripts/setup.sh start
 source scripts/env.sh
 # wrangler runs scripts/build.sh itself ([build] in wrangler.toml) and rebuilds on edits.
 
 # Model settings come from the environment when set; otherwise wrangler reads .dev.vars.
 vars=()
-for name in THINK_MODEL_PROVIDER THINK_MODEL_BASE_URL THINK_MODEL_API_KEY THINK_MODEL THINK_MODEL_THINKING_BUDGET THINK_APPROVAL THINK_BASH THINK_MESSAGE_CONCURRENCY THINK_WAIT_FOR_MCP_CONNECTIONS THINK_SKILLS_DIR THINK_ALLOW_PRIVATE_NETWORK; do
+for name in THINK_MODEL_PROVIDER THINK_MODEL_BASE_URL THINK_MODEL_API_KEY THINK_MODEL THINK_MODEL_THINKING_BUDGET THINK_APPROVAL THINK_BASH THINK_EXECUTE THINK_MESSAGE_CONCURRENCY THINK_WAIT_FOR_MCP_CONNECTIONS THINK_SKILLS_DIR THINK_ALLOW_PRIVATE_NETWORK THINK_CONTEXT THINK_CONTEXT_WINDOW; do
   if [ -n "${!name:-}" ]; then vars+=(--var "$name:${!name}"); fi
 done
-if [ -z "${THINK_MODEL_BASE_URL:-}" ] && ! grep -qs '^THINK_MODEL_BASE_URL' .dev.vars; then
-  echo "start: no model configured (THINK_MODEL_BASE_URL/THINK_MODEL); the agent will answer with a setup hint." >&2
-fi
+
+# A setting as the Worker will see it: the environment first, then .dev.vars.
+setting() {
+  if [ -n "${!1:-}" ]; then
+    echo "${!1}"
+  elif [ -f .dev.vars ]; then
+    sed -n "s/^$1 *= *\"\{0,1\}\([^\"]*\)\"\{0,1\} *\$/\1/p" .dev.vars | tail -n 1
+  fi
+}
+# Which model the agent will use, by the rules of `ModelChoice` (README, "Models").
+provider=$(setting THINK_MODEL_PROVIDER)
+base=$(setting THINK_MODEL_BASE_URL)
+model=$(setting THINK_MODEL)
+if [ -z "$provider" ]; then provider=$([ -n "$base" ] && echo openai || echo workers-ai); fi
+case "$provider" in
+  workers-ai)
+    default=$(sed -n 's/^pub const DEFAULT_WORKERS_AI_MODEL: &str = "\(.*\)";/\1/p' src/model/workers_ai.rs)
+    echo "start: model: Workers AI ${model:-$default} through the AI binding, which wrangler dev reaches on Cloudflare (run \`npx wrangler login\` once); set THINK_MODEL_BASE_URL for an OpenAI-compatible or Anthropic endpoint instead." >&2
+    ;;
+  anthropic)
+    if [ -z "$model" ]; then
+      echo "start: no model configured: THINK_MODEL_PROVIDER is anthropic but THINK_MODEL is unset; the agent will answer with a setup hint." >&2
+    else
+      echo "start: model: Anthropic $model at ${base:-https://api.anthropic.com/v1}." >&2
+    fi
+    ;;
+  *)
+    if [ -z "$base" ] || [ -z "$model" ]; then
+      echo "start: no model configured: the OpenAI-compatible provider needs THINK_MODEL_BASE_URL and THINK_MODEL; the agent will answer with a setup hint." >&2
+    else
+      echo "start: model: $model at the OpenAI-compatible $base." >&2
+    fi
+    ;;
+esac
 # wrangler leaves a large bundle in .wrangler/tmp when killed; start clean.
 rm -rf .wrangler/tmp
 exec node_modules/.bin/wrangler dev --local --ip 127.0.0.1 --port "${PORT:-8787}" \

@@ -6,7 +6,7 @@
 # model server, so they do not share state).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-bash scripts/setup.sh
+bash scripts/setup.sh test
 bash scripts/build.sh
 bash scripts/deploy-check.sh
 echo "test: cargo fmt --check"

@@ -10,7 +10,7 @@
 #   4. js/shim.mjs writes the entry module (handlers + class proxies) and esbuild bundles it
 #      with the glue and its JS snippets into one minified index.js.
 # worker-build's other steps are left out on purpose: installing wasm-bindgen and esbuild
-# (scripts/setup.sh and npm do that), a `producers` custom section naming workers-rs
+# (scripts/wasm-bindgen-cli.sh and npm do that), a `producers` custom section naming workers-rs
 # (metadata only), package.json and the build/worker/shim.mjs alias (nothing imports them).
 # Usage: scripts/wasm-build.sh <crate-dir> [extra cargo build args]
 set -euo pipefail
@@ -26,6 +26,8 @@ wasm="$target_dir/wasm32-unknown-unknown/release/${name//-/_}.wasm"
 (cd "$crate" && WASM_BINDGEN_USE_JS_SYS=1 cargo build --lib --release --target wasm32-unknown-unknown "$@")
 
 # Build into a staging directory and swap it in, so a failed build leaves the last good one.
+# The CLI may still be compiling in the background (scripts/setup.sh); wait for it here.
+bash "$root/scripts/wasm-bindgen-cli.sh"
 stage=$(mktemp -d "$crate/.build.XXXXXX")
 trap 'rm -rf "$stage"' EXIT
 "$WASM_BINDGEN_BIN" "$wasm" --out-dir "$stage" --no-typescript --target module --out-name index \

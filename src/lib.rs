@@ -8,6 +8,7 @@
 pub mod agent;
 pub mod browser;
 pub mod codemode;
+pub mod extensions;
 pub mod mcp;
 pub mod model;
 pub mod net;
@@ -16,6 +17,7 @@ pub mod protocol;
 pub mod session;
 pub mod skills;
 pub mod store;
+pub mod subagents;
 pub mod tools;
 pub mod turn;
 pub mod workspace;

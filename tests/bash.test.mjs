@@ -230,8 +230,9 @@ test("THINK_BASH=false removes the tool", async () => {
   const tab = await connect(w.host, "bash-off");
   const [r] = await runTools(tab, ["bash", { script: "echo hi > /hi.txt" }]);
   const names = model.requests.at(-2).tools.map((t) => t.function.name);
-  // `execute` is built last (its `tools.*` are the rest of the turn), the memory block brings set_context.
-  assert.deepEqual(names, ["read", "write", "edit", "list", "find", "grep", "delete", "set_context", "execute"]);
+  // The merge order: workspace, agent (subagent), extensions, context (the memory block brings
+  // set_context); `execute` is built last (its `tools.*` are the rest of the turn).
+  assert.deepEqual(names, ["read", "write", "edit", "list", "find", "grep", "delete", "subagent", "load_extension", "list_extensions", "set_context", "execute"]);
   assert.equal(r.type, "tool-input-error", "an unknown tool cannot run");
   assert.match(r.error, /bash/);
 });

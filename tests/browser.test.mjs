@@ -8,7 +8,8 @@ import path from "node:path";
 import { startScriptedModel, lastMessage } from "./helpers/scripted-model.mjs";
 import { startWorker, modelVars, ROOT } from "./helpers/worker.mjs";
 import { getMessages } from "./helpers/client.mjs";
-import { launchBrowser, openPage } from "./helpers/browser.mjs";
+import { launchBrowser } from "./helpers/browser.mjs";
+import { openChat as openChatPage, send, slow, assistant } from "./helpers/chat-page.mjs";
 
 let model;
 let worker;
@@ -31,25 +32,8 @@ after(async () => {
   await model?.close();
 });
 
-async function openChat(name) {
-  const page = await openPage(browser, new URL(`/?name=${encodeURIComponent(name)}`, worker.url).href);
-  pages.push(page);
-  await page.locator("[data-testid=connection].on").waitFor();
-  return page;
-}
+const openChat = (name) => openChatPage(browser, worker, pages, name);
 
-async function send(page, text) {
-  await page.locator(".composer textarea").fill(text);
-  await page.locator("button.send").click();
-  await page.locator(".msg-user", { hasText: text }).waitFor();
-}
-
-// Continuation replies stream at a model's pace (a few hundred ms), so the tab that answered has
-// ACKed the continuation before it ends. A continuation that finishes before the ACK reaches that
-// tab as a replay after the final transcript, which useAgentChat cannot merge (so with Think too).
-const slow = (text) => ({ text, chunkSize: 6, delayMs: 30 });
-
-const assistant = (page, text) => page.locator(".msg-assistant .text", { hasText: text });
 /** Waits for an assistant text, or fails as soon as the page shows a chat error instead. */
 async function answer(page, text) {
   await assistant(page, text).or(page.getByTestId("error")).first().waitFor();
@@ -89,7 +73,7 @@ test("the Worker serves the page at / and still routes /agents/* to the agent", 
 
 test("a message streams its answer into the page", async () => {
   const page = await openChat("demo");
-  await page.locator(".empty").waitFor();
+  await page.locator(".messages .empty").waitFor();
   const reply = "Hello from the scripted model, streamed into the browser piece by piece.";
   model.push({ text: reply, chunkSize: 6, delayMs: 25 });
   // Record every text the assistant bubble shows, to see the answer grow.

@@ -386,7 +386,7 @@ test("the callables are reachable over Durable Object RPC", async () => {
   assert.equal(history[0].id, paused.executionId);
   assert.deepEqual(await call("snippets"), []);
   assert.deepEqual(await readFiles(tab, ["/do/f.txt"]), [null]);
-  // No built-in connector has an undo (as in Think), so a rollback reverts nothing.
+  // Tool calls have no undo (as in Think), so a rollback of tools.delete reverts nothing.
   assert.deepEqual(await call("rollbackExecution", [paused.executionId]), { executionId: paused.executionId, reverted: 0, status: "completed" });
   await assert.rejects(call("rollbackExecution", ["exec_nope"]), /exec_nope does not exist/);
   assert.equal(await call("deleteExecution", [paused.executionId]), true);
@@ -396,6 +396,59 @@ test("the callables are reachable over Durable Object RPC", async () => {
   // Pruning to 0 drops every settled run that is left.
   assert.equal(await call("pruneExecutions", [0]), left.length);
   assert.deepEqual(await call("executions", [10]), []);
+  tab.close();
+});
+
+test("rollbackExecution puts the workspace back as it was before the run's state.* writes", async () => {
+  const tab = await connect(worker.host, "cm-rollback");
+  const before = await execute(tab, `
+    await state.writeFile({ path: "/rb/a.txt", content: "A" });
+    await state.writeFile({ path: "/rb/d/x.txt", content: "X" });
+    return "set up"`);
+  assert.equal(before.status, "completed", JSON.stringify(before));
+  const run = await execute(tab, `
+    await state.writeFile({ path: "/rb/a.txt", content: "changed" });
+    await state.appendFile({ path: "/rb/a.txt", content: "+more" });
+    await state.rm({ path: "/rb/d", recursive: true });
+    await state.writeFile({ path: "/rb/new/deep/n.txt", content: "N" });
+    await state.mv({ src: "/rb/a.txt", dest: "/rb/moved.txt" });
+    return await state.readdir({ path: "/rb" })`);
+  assert.deepEqual(run.result, ["new", "moved.txt"], JSON.stringify(run));
+  const rolled = await rpc(tab, "rollbackExecution", [run.executionId]);
+  assert.deepEqual(rolled, { executionId: run.executionId, reverted: 5, status: "rolled_back" });
+  assert.deepEqual(await readFiles(tab, ["/rb/a.txt", "/rb/d/x.txt", "/rb/moved.txt", "/rb/new/deep/n.txt"]), ["A", "X", null, null]);
+  const after = await execute(tab, `return await state.readdir({ path: "/rb" })`);
+  assert.deepEqual(after.result, ["d", "a.txt"]);
+  const [row] = (await rpc(tab, "executions", [20])).filter((r) => r.id === run.executionId);
+  assert.equal(row.status, "rolled_back");
+  const states = row.calls.map((c) => [c.method, c.state]);
+  assert.deepEqual(states.filter(([m]) => m !== "readdir").map(([, st]) => st), Array(5).fill("reverted"), JSON.stringify(states));
+  tab.close();
+});
+
+test("execute passes and skill scripts share one limit of 10 sandbox isolates in flight", async () => {
+  const tab = await connect(worker.host, "cm-shared-limit");
+  const WAIT = "const start = Date.now(); await new Promise((r) => setTimeout(r, 400)); return [start, Date.now()]";
+  const setup = await execute(tab, `
+    await state.writeFile({ path: "/skills/wait/SKILL.md", content: "---\\nname: wait\\ndescription: Waits.\\n---\\nRun scripts/wait.mjs.\\n" });
+    await state.writeFile({ path: "/skills/wait/scripts/wait.mjs", content: ${JSON.stringify(`export default async () => { ${WAIT}; };
+`)} });
+    return "ok"`);
+  assert.equal(setup.status, "completed", JSON.stringify(setup));
+  const calls = Array.from({ length: 12 }, (_, i) =>
+    i % 2
+      ? { id: `call_mix_${i}`, name: "execute", args: { code: WAIT } }
+      : { id: `call_mix_${i}`, name: "run_skill_script", args: { name: "wait", path: "scripts/wait.mjs" } },
+  );
+  model.push({ toolCalls: calls }, { text: "all done" });
+  const { id } = tab.chat("run both kinds");
+  await tab.turn(id, { timeout: 30000 });
+  const outs = tab.chunks(id).filter((c) => c.type === "tool-output-available" && c.toolCallId.startsWith("call_mix_"));
+  assert.equal(outs.length, 12, JSON.stringify(tab.chunks(id).filter((c) => c.toolCallId?.startsWith("call_mix_"))));
+  const spans = outs.map((c) => c.output.result);
+  assert.ok(spans.every((s) => Array.isArray(s) && s.length === 2), JSON.stringify(outs.map((c) => c.output)));
+  const maxOverlap = Math.max(...spans.map(([s]) => spans.filter(([s2, e2]) => s2 <= s && s < e2).length));
+  assert.equal(maxOverlap, 10, `at most 10 at once across both kinds: ${JSON.stringify(spans)}`);
   tab.close();
 });
 

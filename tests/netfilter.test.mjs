@@ -5,36 +5,14 @@
 // other address fails locally, with "network unreachable", and no packet leaves the machine.
 import { test, before, after } from "node:test";
 import assert from "node:assert/strict";
-import { spawn } from "node:child_process";
 import os from "node:os";
-import { fileURLToPath } from "node:url";
+import { INSIDE_NETNS, runInNetns } from "./helpers/netns.mjs";
 import { startWorker } from "./helpers/worker.mjs";
 import { connect, closeTabs } from "./helpers/client.mjs";
 import { startMcpServer } from "./mcp/start-server.mjs";
 
-const INSIDE = process.env.THINK_TEST_NETNS === "1";
-
-if (!INSIDE) {
-  test("the address-filter tests pass inside a loopback-only network namespace", async () => {
-    const script = 'ip link set lo up && exec "$0" --test --test-force-exit --test-reporter=tap "$1"';
-    // Without NODE_TEST_CONTEXT the inner runner runs the file instead of deferring to this one.
-    const { NODE_TEST_CONTEXT, ...env } = process.env;
-    const child = spawn("unshare", ["--net", "sh", "-c", script, process.execPath, fileURLToPath(import.meta.url)], {
-      env: { ...env, THINK_TEST_NETNS: "1" },
-      stdio: ["ignore", "pipe", "pipe"],
-    });
-    let output = "";
-    child.stdout.on("data", (d) => (output += d));
-    child.stderr.on("data", (d) => (output += d));
-    const code = await new Promise((resolve, reject) => {
-      child.once("error", reject);
-      child.once("exit", (c) => resolve(c));
-    });
-    process.stderr.write(output.replace(/^/gm, "  [netns] "));
-    assert.equal(code, 0, "the tests in the namespace failed (their output is above)");
-    assert.match(output, /^# pass [1-9]\d*$/m, "no test ran in the namespace");
-    assert.match(output, /^# fail 0$/m);
-  });
+if (!INSIDE_NETNS) {
+  runInNetns(import.meta.url, "the address-filter tests pass inside a loopback-only network namespace");
 } else {
   let worker;
   let open;

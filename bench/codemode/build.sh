@@ -1,8 +1,11 @@
 #!/usr/bin/env bash
-# Bundles the Think side of the Code Mode bench (bench/codemode/ts-worker → dist/index.js)
-# with wrangler, as bench/build.sh does for the workspace bench; skipped when up to date.
+# Builds what the Code Mode rows of the bench run (bench/codemode/bench.mjs): the agent
+# itself (scripts/build.sh) and the Think side (bench/codemode/ts-worker → dist/index.js,
+# bundled with wrangler as bench/build.sh does for the workspace bench). Each is skipped when
+# up to date.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
+bash scripts/build.sh
 out=bench/codemode/ts-worker/dist/index.js
 if [ -f "$out" ] && [ -z "$(find bench/codemode/ts-worker/src bench/codemode/ts-worker/wrangler.toml package-lock.json -newer "$out" -print -quit)" ]; then
   echo "bench build: codemode ts worker up to date"

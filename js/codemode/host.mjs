@@ -137,10 +137,12 @@ function userModule(body) {
  *   modules:[{name, source}] (extra modules loaded as is), timeoutMs}
  * @param {(connector: string, method: string, argsJson: string, site: string) => Promise<string>} dispatch
  *   answers `{"ok": value}`, `{"error": message}` or `{"paused": true}`
+ * @param {Fetcher|null} [outbound] the isolate's `globalOutbound` (an extension's network
+ *   gateway); none by default
  * @returns {Promise<{kind: "done"|"syntax"|"crash", ok?: boolean, result?: string, error?: string,
  *   paused?: boolean, logs?: string[]}>}
  */
-export async function runInLoader(loader, requestJson, dispatch) {
+export async function runInLoader(loader, requestJson, dispatch, outbound = null) {
   const spec = JSON.parse(requestJson);
   const modules = { "sandbox.js": SANDBOX_MODULE, "user.js": userModule(spec.body) };
   spec.snippets.forEach((s, i) => {
@@ -154,7 +156,7 @@ export async function runInLoader(loader, requestJson, dispatch) {
       mainModule: "sandbox.js",
       modules,
       env: {},
-      globalOutbound: null,
+      globalOutbound: outbound ?? null,
       limits: { cpuMs: spec.timeoutMs },
     });
   } catch (e) {

@@ -29,7 +29,8 @@ impl Agent {
     /// The `execute` tool over this turn's (already merged and ledgered) tools.
     pub(super) fn codemode_tool(&self, tools: &ToolSet) -> Option<ToolRef> {
         let runtime = self.codemode.clone()?;
-        let mut connectors = turn_connectors(tools, &self.spec.approval, &self.workspace);
+        let mut connectors =
+            turn_connectors(tools, &self.spec.approval, &self.workspace, &self.deps.sql);
         let (Some(browser), Some(cdp)) = (self.browser.clone(), self.cdp_connector()) else {
             return Some(ExecuteTool::new(runtime, connectors).into_ref());
         };
@@ -114,7 +115,8 @@ impl Agent {
                 .collect();
             tools.retain_names(&keep);
         }
-        let mut connectors = turn_connectors(&tools, &self.spec.approval, &self.workspace);
+        let mut connectors =
+            turn_connectors(&tools, &self.spec.approval, &self.workspace, &self.deps.sql);
         connectors.extend(self.cdp_connector());
         connectors
     }

@@ -36,6 +36,10 @@ impl Agent {
     pub(super) async fn on_tool_approval(self: Rc<Self>, conn: &str, approval: ToolApprovalFrame) {
         let update = ToolPartUpdate::approval(approval.tool_call_id.clone(), approval.approved);
         let applied = self.apply_interaction(&update);
+        // Not a call of this agent: the answer may be for a child's (or deeper) call.
+        if !applied && self.subagents.route_approval(&approval.tool_call_id, approval.approved) {
+            return;
+        }
         self.after_interaction(conn, applied, approval.auto_continue).await;
     }
 
@@ -161,6 +165,7 @@ impl Agent {
             return;
         }
         if queued == 0 {
+            self.settle_agent_tool_run();
             let parked = std::mem::take(&mut self.rt.borrow_mut().parked);
             for (conn, probe) in parked {
                 self.send(

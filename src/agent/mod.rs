@@ -5,6 +5,8 @@
 
 mod browser;
 mod codemode;
+mod extensions;
+mod files;
 mod interaction;
 pub mod ledger;
 mod mcp;
@@ -14,6 +16,7 @@ pub mod settings;
 pub mod spec;
 pub mod store;
 pub mod streams;
+mod subagents;
 mod turn;
 
 #[cfg(test)]
@@ -131,6 +134,12 @@ pub struct Agent {
     session: crate::session::Session,
     /// The browser behind the browser tools, when configured.
     browser: Option<Rc<crate::browser::Browser>>,
+    /// Loaded extensions, when a sandbox exists to run them.
+    extensions: Option<Rc<crate::extensions::Extensions>>,
+    /// Workspace changes waiting to be pushed to the tabs.
+    workspace_push: files::WorkspacePush,
+    /// Agents as tools: this instance's children, and its own run as a child.
+    subagents: Rc<crate::subagents::Subagents>,
 }
 
 impl Agent {
@@ -148,6 +157,7 @@ impl Agent {
                         crate::protocol::routing::camel_case_to_kebab_case(class_name),
                         deps.instance_id
                     ),
+                    grep_index: spec.grep_index,
                     ..WorkspaceOptions::default()
                 },
             )
@@ -186,9 +196,21 @@ impl Agent {
             )
         });
         let codemode = codemode::runtime(&spec, &deps);
+        let subagents = crate::subagents::Subagents::new(
+            crate::subagents::SubagentDeps {
+                sql: deps.sql.clone(),
+                sockets: deps.sockets.clone(),
+                clock: deps.clock.clone(),
+                tasks: deps.tasks.clone(),
+            },
+            spec.agent_tool_limits,
+        );
         let browser = browser::runtime(&spec, &deps);
+        let extensions = extensions::runtime(&spec, &deps, &workspace, &session);
         let agent = Rc::new(Self {
             browser,
+            extensions,
+            subagents,
             skills: crate::skills::Skills::new(spec.skills.clone()),
             codemode,
             session,
@@ -200,7 +222,14 @@ impl Agent {
             model,
             turn_lock: futures::lock::Mutex::new(()),
             rt: RefCell::new(Runtime::default()),
+            workspace_push: files::WorkspacePush::default(),
         });
+        let weak = Rc::downgrade(&agent);
+        agent.workspace.set_on_change(Rc::new(move |path| {
+            if let Some(agent) = weak.upgrade() {
+                agent.workspace_changed(path);
+            }
+        }));
         if let Some(mcp) = &agent.mcp {
             let weak = Rc::downgrade(&agent);
             mcp.set_on_change(Rc::new(move || {
@@ -209,6 +238,7 @@ impl Agent {
                 }
             }));
         }
+        agent.wire_mcp();
         agent
     }
 
@@ -221,7 +251,13 @@ impl Agent {
         if let Some(at) = next.into_iter().flatten().reduce(f64::min) {
             self.deps.alarm.set(at.min(self.now() + CLEANUP_MS));
         }
-        futures::join!(self.recover(), self.restore_mcp());
+        let extensions = async {
+            if let Some(ext) = &self.extensions {
+                ext.ensure_started().await;
+            }
+        };
+        futures::join!(self.recover(), self.restore_mcp(), extensions);
+        self.settle_agent_tool_run();
     }
 
     /// The alarm: keeps a running turn's heartbeat, recovers interrupted turns, and sweeps
@@ -417,6 +453,8 @@ impl Agent {
         }
         self.send(conn, &frames::Identity::new(&self.name(), &self.agent_kebab));
         self.deps.sockets.send(conn, &self.mcp_frame());
+        self.subagents.replay_to(conn);
+        self.send_mcp_elicitations(conn);
     }
 
     /// Forgets a closed connection's handshake state.
@@ -454,11 +492,8 @@ impl Agent {
             }
             Ok(ClientFrame::StreamResumeAck { id }) => self.on_resume_ack(conn, &id),
             Ok(ClientFrame::Rpc(rpc)) => self.on_rpc(conn, &rpc.id, &rpc.method, rpc.args).await,
-            Ok(
-                ClientFrame::ChatMessages { .. }
-                | ClientFrame::State { .. }
-                | ClientFrame::Other(_),
-            ) => {}
+            Ok(ClientFrame::Other(frame)) => self.on_mcp_frame(conn, &frame).await,
+            Ok(ClientFrame::ChatMessages { .. } | ClientFrame::State { .. }) => {}
             Err(err) => self.send(conn, &err.reply_frame()),
         }
     }
@@ -471,7 +506,7 @@ impl Agent {
     }
 
     /// Calls a callable by name: the app's own first, then the built-in ones (`skills`,
-    /// `getContext`, Code Mode's, MCP's).
+    /// `getContext`, Code Mode's, the workspace's, MCP's).
     pub async fn call(self: &Rc<Self>, method: &str, args: Vec<Value>) -> Result<Value, CallError> {
         if let Some(f) = self.spec.callables.get(method).cloned() {
             return f(args).await;
@@ -480,6 +515,12 @@ impl Agent {
             return Ok(self.skills_report().await);
         }
         if let Some(result) = self.codemode_callable(method, &args).await {
+            return result;
+        }
+        if let Some(result) = self.extensions_callable(method, &args).await {
+            return result;
+        }
+        if let Some(result) = self.files_callable(method, &args).await {
             return result;
         }
         if method == "getContext" {
@@ -529,6 +570,7 @@ impl Agent {
         if let Err(e) = result {
             self.warn("clearing failed", e);
         }
+        self.subagents.clear();
         self.broadcast(&frames::ChatClear::new(), origin);
     }
 }

@@ -39,7 +39,10 @@ impl Agent {
         };
         for record in interrupted {
             let attempts = self.attempts_of(&record.id);
-            let message = self.rebuild(&record.id, &record.message_id, record.continuation);
+            let mut message = self.rebuild(&record.id, &record.message_id, record.continuation);
+            if let Some(m) = message.as_mut() {
+                self.reattach_agent_tools(m).await;
+            }
             if let Err(e) = self
                 .streams()
                 .and_then(|b| b.finish(&record.id, StreamStatus::Completed, self.now()))
@@ -160,7 +163,8 @@ impl Agent {
             let is_client = tool_name_of(part).is_some_and(|n| client_tools.contains(n));
             let unsettled =
                 matches!(state, "input-streaming") || (state == "input-available" && !is_client);
-            if !unsettled {
+            // An agent-tool call is settled by tailing its child again, not from the ledger.
+            if !unsettled || tool_call_id_of(part).is_some_and(|id| self.subagents.is_run(id)) {
                 continue;
             }
             let entry = tool_call_id_of(part).and_then(|id| ledger.get(id).ok().flatten());

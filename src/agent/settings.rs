@@ -8,7 +8,8 @@
 //!   model to [`DEFAULT_WORKERS_AI_MODEL`]);
 //! - `THINK_MODEL_THINKING_BUDGET`: Anthropic's extended thinking, in budget tokens;
 //! - `THINK_MODEL_VISION`: `true` says the model takes images (browser screenshots reach it);
-//! - `THINK_APPROVAL`: comma-separated names or globs of tools that need approval;
+//! - `THINK_APPROVAL`: comma-separated names or globs of tools that need approval; an entry
+//!   `!glob` lifts the approval that MCP tools annotated `destructiveHint: true` need by default;
 //! - `THINK_BASH`: the bash tool, like Think's `workspaceBash`: `false` removes it, a JSON
 //!   object sets its options (`{"timeout": 5000, "network": true, "maxWorkspaceFiles": 1000,
 //!   "maxWorkspaceFileBytes": 1000000, "maxOutputBytes": 64000}`; missing keys keep Think's
@@ -18,6 +19,7 @@
 //!   86400000}`);
 //! - `THINK_MESSAGE_CONCURRENCY`: `queue`, `latest`, `merge`, `drop`, `debounce[:ms]`;
 //! - `THINK_WAIT_FOR_MCP_CONNECTIONS`: `true` (Think's 10 s), a number of ms, or off;
+//! - `THINK_MCP_RESOURCES`: `true` gives the model `mcp_list_resources`/`mcp_read_resource`;
 //! - `THINK_ALLOW_PRIVATE_NETWORK`: `true` lets run-time URLs reach private addresses;
 //! - `THINK_SKILLS_DIR`: the workspace folder of skills (an absolute path; `/skills`).
 //! - `THINK_CONTEXT`: the context blocks, a JSON array `[{label, description?, type,
@@ -25,6 +27,12 @@
 //! - `THINK_CONTEXT_WINDOW`: the model's context window in tokens (default 128000).
 //! - `THINK_BROWSER_CDP_URL`, `THINK_BROWSER_ALLOW`, `THINK_BROWSER_SESSION`, `THINK_BROWSER`:
 //!   the browser tools (see [`browser_options`]).
+//! - `THINK_EXTENSIONS`: `false` removes `load_extension` and `list_extensions`; a JSON
+//!   object sets `{"approval": "permissions"|"always"|"never", "toolTimeout": 30000,
+//!   "hookTimeout": 5000, "extensions": [{"manifest": {...}, "source": "..."}]}` (the last
+//!   being static extensions loaded at every start).
+//! - `THINK_SUBAGENT`: the `subagent` tool (agents as tools): `false` removes it, a JSON
+//!   object sets `{"depth": 1, "maxConcurrent": 4, "stallMs": 120000}`.
 //!
 //! A value that cannot be read is ignored with a logged reason, and the default applies, so a
 //! typo never stops the agent from starting.
@@ -121,11 +129,12 @@ pub fn read_settings_and_ai(
                 Some(Default::default())
             });
     let mut flag = |name: &'static str| {
-        bool_setting(get(name)).unwrap_or_else(|reason| {
-            ignore(name, reason);
+        flag_setting(get(name).as_deref()).unwrap_or_else(|e| {
+            ignore(name, e);
             false
         })
     };
+    let mcp_resources = flag("THINK_MCP_RESOURCES");
     let private = flag("THINK_ALLOW_PRIVATE_NETWORK");
     let vision = flag("THINK_MODEL_VISION");
     let skills_dir = match get("THINK_SKILLS_DIR").as_deref().map(str::trim) {
@@ -154,13 +163,27 @@ pub fn read_settings_and_ai(
             }
         },
     };
+    let (extension_options, statics) =
+        read_extensions(&get("THINK_EXTENSIONS").unwrap_or_default(), &mut ignore);
+    let subagent = crate::subagents::setting::SubagentSetting::parse(
+        &get("THINK_SUBAGENT").unwrap_or_default(),
+    )
+    .unwrap_or_else(|e| {
+        ignore("THINK_SUBAGENT", e.to_string());
+        Some(Default::default())
+    });
     let mut spec = AgentSpec::new(model).context_window(window).skills_dir(skills_dir);
+    spec = spec.extensions(extension_options);
+    for (manifest, source) in statics {
+        spec = spec.extension(manifest, source);
+    }
     for block in blocks {
         spec = spec.context(block);
     }
     let spec = spec
         .approval(approval)
         .wait_for_mcp_connections(mcp_wait)
+        .mcp_resource_tools(mcp_resources)
         .message_concurrency(concurrency)
         .allow_private_network(private)
         .vision(vision);
@@ -179,6 +202,10 @@ pub fn read_settings_and_ai(
             ignored.push(e);
             spec
         }
+    };
+    let spec = match subagent {
+        Some(setting) => setting.apply(spec),
+        None => spec,
     };
     (spec, ignored)
 }
@@ -239,13 +266,51 @@ pub fn browser_options(
     Ok(Some(options))
 }
 
-/// A boolean setting: unset, empty, `false` or `0` is false, `true` or `1` true.
-fn bool_setting(value: Option<String>) -> Result<bool, String> {
-    match value.as_deref().map(str::trim) {
-        None | Some("" | "false" | "0") => Ok(false),
-        Some("true" | "1") => Ok(true),
-        Some(other) => Err(format!("expected true or false, not {other:?}")),
-    }
+/// `THINK_EXTENSIONS`: the options, and the static extensions of its `extensions` key.
+fn read_extensions(
+    value: &str,
+    ignore: &mut impl FnMut(&'static str, String),
+) -> (crate::extensions::ExtensionOptions, Vec<(crate::extensions::Manifest, String)>) {
+    use crate::extensions::{ExtensionOptions, Manifest};
+    let mut parsed: Option<serde_json::Value> = serde_json::from_str(value).ok();
+    let statics = parsed
+        .as_mut()
+        .and_then(|v| v.as_object_mut())
+        .and_then(|o| o.remove("extensions"))
+        .map(|list| {
+            let items = list.as_array().cloned().unwrap_or_default();
+            if !list.is_array() {
+                ignore("THINK_EXTENSIONS", "extensions must be an array".into());
+            }
+            items
+                .into_iter()
+                .filter_map(|item| {
+                    let source = item.get("source").and_then(|s| s.as_str()).map(str::to_owned);
+                    let manifest = item.get("manifest").cloned().map(Manifest::from_json);
+                    match (manifest, source) {
+                        (Some(Ok(m)), Some(s)) => Some((m, s)),
+                        (Some(Err(e)), _) => {
+                            ignore("THINK_EXTENSIONS", e.to_string());
+                            None
+                        }
+                        _ => {
+                            ignore(
+                                "THINK_EXTENSIONS",
+                                "each of extensions needs a manifest and a source".into(),
+                            );
+                            None
+                        }
+                    }
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    let rest = parsed.map(|v| v.to_string()).unwrap_or_else(|| value.to_owned());
+    let options = ExtensionOptions::from_setting(&rest).unwrap_or_else(|e| {
+        ignore("THINK_EXTENSIONS", e.to_string());
+        ExtensionOptions::default()
+    });
+    (options, statics)
 }
 
 /// Trimmed and non-empty, or `None`.
@@ -321,6 +386,15 @@ fn model_choice(
             ),
         },
         _ => ModelChoice::from_settings(base_url.as_deref(), Some(&api_key), model.as_deref()),
+    }
+}
+
+/// A true/false setting: unset, empty, `false` and `0` are false; `true` and `1` true.
+fn flag_setting(value: Option<&str>) -> Result<bool, String> {
+    match value.map(str::trim) {
+        None | Some("" | "false" | "0") => Ok(false),
+        Some("true" | "1") => Ok(true),
+        Some(other) => Err(format!("expected true or false, not {other:?}")),
     }
 }
 
@@ -565,6 +639,13 @@ mod tests {
         assert!(!vision("false"));
         assert!(!read(&[]).0.vision);
         assert_eq!(ignored(&[("THINK_MODEL_VISION", "sure")]), ["THINK_MODEL_VISION"]);
+    }
+
+    #[test]
+    fn mcp_resources() {
+        let resources = |v: &str| read(&[("THINK_MCP_RESOURCES", v)]).0.mcp_resource_tools;
+        assert!(resources("true") && !resources("false") && !read(&[]).0.mcp_resource_tools);
+        assert_eq!(ignored(&[("THINK_MCP_RESOURCES", "maybe")]), ["THINK_MCP_RESOURCES"]);
     }
 
     #[test]

@@ -208,7 +208,11 @@ pub struct AgentSpec {
     pub(crate) before_turn: Option<BeforeTurn>,
     pub(crate) callables: BTreeMap<String, Callable>,
     pub(crate) workspace_tools: bool,
+    /// Whether the workspace keeps `grep`'s trigram index (`WorkspaceOptions::grep_index`).
+    pub(crate) grep_index: bool,
     pub(crate) include_mcp_tools: bool,
+    /// Whether `mcp_list_resources`/`mcp_read_resource` join the MCP tools (off by default).
+    pub(crate) mcp_resource_tools: bool,
     pub(crate) wait_for_mcp_connections: Option<u64>,
     pub(crate) message_concurrency: MessageConcurrency,
     /// The bash tool's limits; `None` removes the tool (Think's `workspaceBash = false`).
@@ -229,6 +233,14 @@ pub struct AgentSpec {
     pub(crate) browser: Option<crate::browser::BrowserOptions>,
     /// Whether the model takes images (browser screenshots reach it as image parts).
     pub(crate) vision: bool,
+    /// Extensions' limits and whether the model may load them (`THINK_EXTENSIONS`).
+    pub(crate) extensions: crate::extensions::ExtensionOptions,
+    /// The app's own extensions, loaded at every start before the stored ones.
+    pub(crate) static_extensions: Vec<(crate::extensions::Manifest, String)>,
+    /// Child agents offered as tools (agents as tools).
+    pub(crate) agent_tools: Vec<crate::subagents::AgentTool>,
+    /// How many children run at once and when a silent one is given up.
+    pub(crate) agent_tool_limits: crate::subagents::AgentToolLimits,
 }
 
 /// What happens to a message sent while a turn is running or queued (Think's
@@ -284,7 +296,9 @@ impl AgentSpec {
             before_turn: None,
             callables: BTreeMap::new(),
             workspace_tools: true,
+            grep_index: false,
             include_mcp_tools: true,
+            mcp_resource_tools: false,
             wait_for_mcp_connections: None,
             message_concurrency: MessageConcurrency::Queue,
             bash: Some(BashOptions::default()),
@@ -296,7 +310,57 @@ impl AgentSpec {
             token_counter: None,
             browser: None,
             vision: false,
+            extensions: Default::default(),
+            static_extensions: Vec::new(),
+            agent_tools: Vec::new(),
+            agent_tool_limits: Default::default(),
         }
+    }
+
+    /// Offers a child agent as a tool: the model's call runs the child in its own instance
+    /// and returns its final answer (see [`crate::subagents`]).
+    pub fn agent_tool(mut self, tool: crate::subagents::AgentTool) -> Self {
+        self.agent_tools.retain(|t| t.name != tool.name);
+        self.agent_tools.push(tool);
+        self
+    }
+
+    /// How many children run at once (default 4; more wait) and how long a child may make
+    /// no progress before it is reported `interrupted` (default 120 s).
+    pub fn agent_tool_limits(mut self, limits: crate::subagents::AgentToolLimits) -> Self {
+        self.agent_tool_limits = limits;
+        self
+    }
+
+    /// The spec of the child reached through the agent tools named by `path`, from this
+    /// agent down; `None` when a name is not an agent tool.
+    pub fn child_spec(&self, path: &[String]) -> Option<AgentSpec> {
+        let mut spec = self.clone();
+        for name in path {
+            let tool = spec.agent_tools.iter().find(|t| &t.name == name)?;
+            spec = (tool.child)();
+        }
+        Some(spec)
+    }
+
+    /// Adds an extension of the app: `source` is a JavaScript object expression
+    /// `({ tools: {...}, hooks: {...} })`, run in sandboxed isolates with what `manifest`
+    /// permits. It is loaded at every start, before those the model loaded.
+    pub fn extension(
+        mut self,
+        manifest: crate::extensions::Manifest,
+        source: impl Into<String>,
+    ) -> Self {
+        self.static_extensions.retain(|(m, _)| m.name != manifest.name);
+        self.static_extensions.push((manifest, source.into()));
+        self
+    }
+
+    /// Extensions' limits, approval policy and whether the model gets `load_extension` and
+    /// `list_extensions`.
+    pub fn extensions(mut self, options: crate::extensions::ExtensionOptions) -> Self {
+        self.extensions = options;
+        self
     }
 
     /// Says the model takes images (`THINK_MODEL_VISION=true`): a `browser_execute`
@@ -374,6 +438,13 @@ impl AgentSpec {
         self
     }
 
+    /// Whether the model gets `mcp_list_resources` and `mcp_read_resource` to read the
+    /// resources connected MCP servers publish (default off; `THINK_MCP_RESOURCES=true`).
+    pub fn mcp_resource_tools(mut self, enabled: bool) -> Self {
+        self.mcp_resource_tools = enabled;
+        self
+    }
+
     /// Before each model call, wait up to `ms` for MCP servers that are still connecting, so
     /// a turn right after a restart does not miss their tools. `None` (the default) waits not.
     pub fn wait_for_mcp_connections(mut self, ms: Option<u64>) -> Self {
@@ -384,6 +455,14 @@ impl AgentSpec {
     /// Whether the workspace file tools join every turn (Think's default: yes).
     pub fn workspace_tools(mut self, enabled: bool) -> Self {
         self.workspace_tools = enabled;
+        self
+    }
+
+    /// Whether the workspace keeps a trigram index so that `grep` reads only the files that
+    /// may match (default: no; see `WorkspaceOptions::grep_index` for the trade-off).
+    /// `grep`'s output is the same either way.
+    pub fn grep_index(mut self, enabled: bool) -> Self {
+        self.grep_index = enabled;
         self
     }
 

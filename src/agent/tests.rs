@@ -424,3 +424,122 @@ fn queue_mode_sends_each_turn_the_history_up_to_its_own_message() {
         ["one", "answer one", "two", "answer two", "three", "answer three"]
     );
 }
+
+/// A model call that runs the `write` tool on `path`.
+fn write_call(path: &str) -> Vec<ModelEvent> {
+    let args = json!({"path": path, "content": "hello"}).to_string();
+    vec![
+        ModelEvent::ToolCallStart { index: 0, id: "w1".into(), name: "write".into() },
+        ModelEvent::ToolCallDelta { index: 0, arguments: args },
+        ModelEvent::Finish { reason: FinishReason::ToolCalls, usage: None },
+    ]
+}
+
+fn workspace_pushes(frames: &[Value]) -> Vec<Value> {
+    frames.iter().filter(|f| f["type"] == "think_workspace_changed").cloned().collect()
+}
+
+/// Calls a callable over the `rpc` frame and returns its reply frame.
+fn rpc(h: &mut Harness, id: &str, method: &str, args: Value) -> Value {
+    h.send(json!({"type": "rpc", "id": id, "method": method, "args": args}));
+    h.frames().into_iter().rfind(|f| f["type"] == "rpc" && f["id"] == id).expect("an rpc reply")
+}
+
+#[test]
+fn workspace_changes_reach_every_tab_as_one_coalesced_push() {
+    let mut h = Harness::new(AgentSpec::new);
+    h.connect("other");
+    h.model.push([write_call("/notes/a.txt"), text("saved")]);
+    h.chat("save", json!({}));
+    assert!(workspace_pushes(&h.frames()).is_empty(), "nothing before the window ends");
+    h.advance(super::files::WORKSPACE_PUSH_MS as f64);
+    for conn in ["tab", "other"] {
+        let pushes = workspace_pushes(&h.frames_of(conn));
+        assert_eq!(
+            pushes,
+            [
+                json!({"type": "think_workspace_changed", "paths": ["/notes/a.txt"], "truncated": false})
+            ]
+        );
+    }
+    // An upload, a mkdir from Rust and a failed write within one window: one push, the
+    // successful paths only.
+    let b64 = "aGk="; // "hi"
+    let reply = rpc(&mut h, "1", "writeWorkspaceFile", json!(["up/x.txt", b64, "text/plain"]));
+    assert_eq!(reply["result"], json!({"path": "/up/x.txt", "size": 2}), "{reply}");
+    h.agent.workspace().mkdir("/made", false).unwrap();
+    let agent = h.agent.clone();
+    let _ = h.pool.spawner().spawn_local(async move {
+        assert!(agent.workspace().write_file("/up/x.txt/child", "x", "text/plain").await.is_err());
+    });
+    h.pool.run_until_stalled();
+    h.advance(super::files::WORKSPACE_PUSH_MS as f64);
+    let pushes = workspace_pushes(&h.frames_of("other"));
+    assert_eq!(pushes.len(), 2);
+    assert_eq!(pushes[1]["paths"], json!(["/made", "/up/x.txt"]));
+    // Past the bound the push says `truncated` instead of listing everything.
+    let agent = h.agent.clone();
+    let _ = h.pool.spawner().spawn_local(async move {
+        for i in 0..150 {
+            agent.workspace().write_file(&format!("/many/{i}"), "x", "text/plain").await.unwrap();
+        }
+    });
+    h.pool.run_until_stalled();
+    h.advance(super::files::WORKSPACE_PUSH_MS as f64);
+    let last = workspace_pushes(&h.frames()).pop().unwrap();
+    assert_eq!(last["paths"].as_array().unwrap().len(), super::files::MAX_PUSHED_PATHS);
+    assert_eq!(last["truncated"], true);
+}
+
+#[test]
+fn workspace_callables_list_view_download_and_upload() {
+    let mut h = Harness::new(AgentSpec::new);
+    let png = "iVBORw0KGgoAAAANSUhEUg=="; // a PNG header: not text
+    assert_eq!(
+        rpc(&mut h, "w1", "writeWorkspaceFile", json!(["/img/a.png", png, "image/png"]))["success"],
+        true
+    );
+    assert_eq!(
+        rpc(&mut h, "w2", "writeWorkspaceFile", json!(["/src/main.rs", "Zm4gbWFpbigpIHt9", ""]))
+            ["success"],
+        true
+    );
+    let list = rpc(&mut h, "l", "listWorkspace", json!([]))["result"].clone();
+    let paths: Vec<&str> =
+        list["entries"].as_array().unwrap().iter().map(|e| e["path"].as_str().unwrap()).collect();
+    assert_eq!(paths, ["/img", "/img/a.png", "/src", "/src/main.rs"]);
+    assert_eq!(list["entries"][0]["type"], "directory");
+    assert_eq!(list["truncated"], false);
+    let text = rpc(&mut h, "r1", "readWorkspaceFile", json!(["/src/main.rs"]))["result"].clone();
+    assert_eq!(
+        text,
+        json!({"path": "/src/main.rs", "mimeType": "text/plain", "size": 12, "text": "fn main() {}"})
+    );
+    let bin = rpc(&mut h, "r2", "readWorkspaceFile", json!(["/img/a.png"]))["result"].clone();
+    assert_eq!(bin["binary"], true);
+    assert_eq!(bin["mimeType"], "image/png");
+    let down =
+        rpc(&mut h, "r3", "readWorkspaceFile", json!(["/img/a.png", "base64"]))["result"].clone();
+    assert_eq!(down["base64"], png);
+    // Bad input is a clear error, and the object keeps answering.
+    let bad = rpc(&mut h, "e1", "writeWorkspaceFile", json!(["/x", "not base64!"]));
+    assert_eq!(bad["success"], false);
+    assert!(bad["error"].as_str().unwrap().contains("not base64"), "{bad}");
+    let missing = rpc(&mut h, "e2", "readWorkspaceFile", json!(["/nope"]));
+    assert!(missing["error"].as_str().unwrap().contains("no such file"), "{missing}");
+    let dir = rpc(&mut h, "e3", "readWorkspaceFile", json!(["/img"]));
+    assert!(dir["error"].as_str().unwrap().contains("not a file"), "{dir}");
+    let enc = rpc(&mut h, "e4", "readWorkspaceFile", json!(["/img/a.png", "hex"]));
+    assert!(enc["error"].as_str().unwrap().contains("encoding"), "{enc}");
+    let no_path = rpc(&mut h, "e5", "writeWorkspaceFile", json!([1, "aGk="]));
+    assert!(no_path["error"].as_str().unwrap().contains("path must be a string"), "{no_path}");
+    let onto_dir = rpc(&mut h, "e6", "writeWorkspaceFile", json!(["/img", "aGk="]));
+    assert!(onto_dir["error"].as_str().unwrap().contains("EISDIR"), "{onto_dir}");
+    assert_eq!(
+        rpc(&mut h, "l2", "listWorkspace", json!([]))["result"]["entries"]
+            .as_array()
+            .unwrap()
+            .len(),
+        4
+    );
+}

@@ -265,7 +265,10 @@ impl Agent {
             };
             tools.add_layer(Layer::Workspace, workspace_tools(self.workspace.clone(), options));
         }
-        tools.add_layer(Layer::Agent, self.spec.tools.iter().cloned());
+        tools.add_layer(Layer::Agent, self.spec.tools.iter().cloned().chain(self.agent_tools()));
+        if let Some(ext) = &self.extensions {
+            tools.add_layer(Layer::Extension, crate::extensions::tools::turn_tools(ext));
+        }
         self.add_context_tools(&mut tools);
         let (schemas, executor) = match rpc {
             Some(r) => (r.client_tools.clone(), r.executor.clone()),
@@ -311,7 +314,11 @@ impl Agent {
         );
         if self.spec.include_mcp_tools {
             if let Some(mcp) = &self.mcp {
-                tools.add_layer(Layer::Mcp, mcp.tools());
+                let mut mcp_tools = mcp.tools();
+                if self.spec.mcp_resource_tools {
+                    mcp_tools.extend(mcp.resource_tools());
+                }
+                tools.add_layer(Layer::Mcp, mcp_tools);
             }
         }
         tools.add_layer(Layer::Client, client);
@@ -327,6 +334,9 @@ impl Agent {
             Layer::Agent,
             browser.map(|t| LedgeredTool::wrap(t, sql.clone(), now.clone())),
         );
+        if let Some(ext) = &self.extensions {
+            ext.wrap_tool_hooks(&mut tools);
+        }
         tools
     }
 
@@ -408,6 +418,9 @@ impl Agent {
             }
         }
         self.skills.refresh(&self.workspace, self.deps.blobs.as_deref(), self.now()).await;
+        if let Some(ext) = &self.extensions {
+            ext.ensure_started().await;
+        }
         let tools = self.turn_tools(rpc.as_ref());
         let message_id = random_uuid(self.deps.clock.as_ref());
         let stream = Rc::new(TurnStream {
@@ -415,6 +428,7 @@ impl Agent {
             request_id: request_id.clone(),
             continuation: turn.continuation,
             observer: rpc.as_ref().map(|r| r.observer.clone()),
+            steps: std::cell::Cell::new(0),
         });
         let abort = rpc.as_ref().and_then(|r| r.abort.clone()).unwrap_or_default();
         self.begin_stream(&request_id, &message_id, &turn, abort.clone());
@@ -446,6 +460,7 @@ impl Agent {
             max_steps = cfg.max_steps.unwrap_or(max_steps);
             tool_choice = cfg.tool_choice;
         }
+        self.extensions_before_turn(&mut ctx).await;
         let clock = self.deps.clock.clone();
         let plan = TurnPlan {
             context: Some(self.session_step(&model)),
@@ -480,6 +495,7 @@ impl Agent {
                 if let Some(r) = &rpc {
                     r.observer.on_error(msg);
                 }
+                self.subagents.note_failure(msg);
                 StreamStatus::Error
             }
         };
@@ -640,6 +656,8 @@ struct TurnStream {
     request_id: String,
     continuation: bool,
     observer: Option<Rc<dyn TurnObserver>>,
+    /// Steps finished so far, for the extensions' `onStepFinish`.
+    steps: std::cell::Cell<usize>,
 }
 
 impl ChunkSink for TurnStream {
@@ -655,6 +673,10 @@ impl ChunkSink for TurnStream {
         let Some(acc) = self.agent.rt.borrow().active.as_ref().map(|a| a.acc.clone()) else {
             return;
         };
+        if chunk.get("type").and_then(Value::as_str) == Some("finish-step") {
+            self.steps.set(self.steps.get() + 1);
+            self.agent.extensions_step_finished(self.steps.get());
+        }
         let action = acc.borrow_mut().apply(chunk);
         if let ChunkAction::CrossMessageToolUpdate { tool_call_id, update } = action {
             self.agent.apply_to_stored(&ToolPartUpdate::cross_message(tool_call_id, update));
@@ -662,6 +684,7 @@ impl ChunkSink for TurnStream {
         let frame = frames::chat_chunk_frame_text(&self.request_id, chunk, self.continuation);
         self.agent.broadcast_live_text(&frame);
         drop(frame);
+        self.agent.subagents.note_chunk(chunk);
         let body = crate::protocol::json::to_string_exact(chunk);
         if let Some(observer) = &self.observer {
             observer.on_event(&body);

@@ -8,7 +8,8 @@ use async_trait::async_trait;
 use serde_json::{json, Map, Value};
 use sha1::Digest;
 
-use super::archive;
+use super::{archive, tree, undo};
+use crate::store::Sql;
 use crate::tools::approval::ApprovalPolicy;
 use crate::tools::schema::InputValidator;
 use crate::tools::{ToolContext, ToolRef, ToolSet};
@@ -120,7 +121,7 @@ pub trait Connector {
         ctx: &CallContext,
     ) -> Result<Value, ConnectorError>;
     /// Undoes an applied call for `rollbackExecution`; false when the method has no undo
-    /// (reads, and every built-in method today, as in Think's shell and tool connectors).
+    /// (reads, and tools: `state.*` writes have one, which Think's shell connector lacks).
     async fn revert(
         &self,
         _method: &str,
@@ -162,6 +163,8 @@ fn path_prop() -> Value {
 pub struct StateConnector {
     ws: Rc<Workspace>,
     methods: Vec<MethodSpec>,
+    /// Where writes record what they replace, so a rollback can undo them (`undo.rs`).
+    undo: Option<Rc<dyn Sql>>,
 }
 
 /// Checks a connector call's `args` against its method's schema, with the shared compiled
@@ -201,7 +204,9 @@ impl StateConnector {
             spec(
                 "writeJson",
                 "Write a value as JSON.",
-                json!({"path": p(), "value": {"description": "Any JSON value"}, "spaces": {"type": "integer", "description": "Indentation (default 2)"}}),
+                json!({"path": p(), "value": {"description": "Any JSON value"}, "options": {"type": "object",
+                    "properties": {"spaces": {"type": "integer", "minimum": 0, "description": "Indentation (default 2)"}},
+                    "additionalProperties": false}}),
                 &["path", "value"],
                 Write,
             ),
@@ -259,8 +264,9 @@ impl StateConnector {
             ),
             spec(
                 "summarizeTree",
-                "Counts and total size of the files under a path.",
-                json!({"path": p()}),
+                "Counts of the files, directories (the root included) and symlinks under a path, \
+                 their total bytes and the deepest level, down to `options.maxDepth`.",
+                json!({"path": p(), "options": tree_options()}),
                 &["path"],
                 Read,
             ),
@@ -392,8 +398,9 @@ impl StateConnector {
             ),
             spec(
                 "walkTree",
-                "The tree of entries under a path, nested.",
-                json!({"path": p()}),
+                "The tree of entries under a path, nested ({path, name, type, size, children}), \
+                 children sorted by name, down to `options.maxDepth` levels.",
+                json!({"path": p(), "options": tree_options()}),
                 &["path"],
                 Read,
             ),
@@ -487,7 +494,18 @@ impl StateConnector {
         for m in &mut methods {
             m.output_schema = state_output(&m.name);
         }
-        Self { ws, methods }
+        Self { ws, methods, undo: None }
+    }
+
+    /// Records, before each write, what it replaces in the journal's `think_cm_undo` table
+    /// in `sql`, so `rollbackExecution` restores the workspace.
+    pub fn with_undo(mut self, sql: Rc<dyn Sql>) -> Self {
+        self.undo = Some(sql);
+        self
+    }
+
+    fn is_write(&self, method: &str) -> bool {
+        self.methods.iter().any(|m| m.name == method && m.kind == CallKind::Write)
     }
 }
 
@@ -521,6 +539,22 @@ fn state_output(method: &str) -> Option<Value> {
             "required": ["path", "matches"]}}),
         "replaceInFile" => json!({"type": "object", "properties": {"path": {"type": "string"},
             "replacements": {"type": "number"}}, "required": ["path", "replacements"]}),
+        "summarizeTree" => {
+            let n = json!({"type": "number"});
+            json!({"type": "object", "properties": {"files": n, "directories": n, "symlinks": n,
+                "totalBytes": n, "maxDepth": n},
+                "required": ["files", "directories", "symlinks", "totalBytes", "maxDepth"]})
+        }
+        "walkTree" => {
+            let node = |children: Value| {
+                json!({"type": "object", "properties": {"path": {"type": "string"},
+                    "name": {"type": "string"}, "type": {"enum": ["file", "directory", "symlink"]},
+                    "size": {"type": "number"}, "children": children},
+                    "required": ["path", "name", "type", "size"]})
+            };
+            // One level spelled out; deeper ones are the same shape.
+            node(json!({"type": "array", "items": node(json!({"type": "array"}))}))
+        }
         "detectFile" => json!({"type": "object", "properties": {"path": {"type": "string"},
             "mimeType": {"type": "string"}, "text": {"type": "boolean"}, "size": {"type": "number"}},
             "required": ["path", "mimeType", "text", "size"]}),
@@ -577,6 +611,17 @@ pub fn query_json<'a>(value: &'a Value, query: &str) -> Option<&'a Value> {
 
 /// The `options` of `find`, as in Think's shell (`mtime*` take epoch milliseconds or an ISO
 /// date).
+/// Think's `StateTreeOptions`.
+fn tree_options() -> Value {
+    json!({"type": "object", "properties": {
+        "maxDepth": {"type": "integer", "minimum": 0, "description": "Levels of children to list (default: all)"},
+    }, "additionalProperties": false})
+}
+
+fn max_depth(args: &Value) -> Option<u64> {
+    args["options"]["maxDepth"].as_u64()
+}
+
 fn find_options() -> Value {
     let kind = json!({"enum": ["file", "directory", "symlink"]});
     let time = json!({"type": ["number", "string"], "description": "Epoch ms or ISO date"});
@@ -718,8 +763,9 @@ async fn plan_edits(ws: &Workspace, instructions: &Value) -> Result<Value, Conne
                 };
                 let options = ins.get("options").cloned().unwrap_or(Value::Null);
                 let matcher = text_matcher(arg(ins, "search"), &options)?;
-                let replacement = regex::NoExpand(arg(ins, "replacement"));
-                matcher.replace_all(text, replacement).into_owned()
+                matcher
+                    .replace_all(text, arg(ins, "replacement"))
+                    .map_err(|e| format!("planEdits: replacing in {path} failed: {e}"))?
             }
         };
         let changed = before.as_deref() != Some(content.as_str());
@@ -806,20 +852,74 @@ fn search_options() -> Value {
         "maxMatches": {"type": "integer", "minimum": 1, "description": "Stop after this many (per file)"}}})
 }
 
-/// The matcher of a search: the query (escaped unless `regex`), `\b` around it for
-/// `wholeWord`, case folded when `caseSensitive` is false.
-fn text_matcher(query: &str, options: &Value) -> Result<regex::Regex, ConnectorError> {
+/// The matcher of a search, built as Think's `createTextMatcher` builds its `RegExp`: the
+/// query (escaped unless `regex`), `\b` around it for `wholeWord`, case folded when
+/// `caseSensitive` is false; the JS syntax is translated by grep's `jsregex`, so look-around
+/// and backreferences work, and `\d`, `\w`, `\b` and `.` keep their JS meaning.
+fn text_matcher(query: &str, options: &Value) -> Result<TextMatcher, ConnectorError> {
     if query.is_empty() {
         return Err("Search query must not be empty".into());
     }
-    let mut source = if flag(options, "regex") { query.to_owned() } else { regex::escape(query) };
+    let mut source = if flag(options, "regex") { query.to_owned() } else { escape_js(query) };
     if flag(options, "wholeWord") {
         source = format!(r"\b(?:{source})\b");
     }
-    regex::RegexBuilder::new(&source)
-        .case_insensitive(options.get("caseSensitive") == Some(&Value::Bool(false)))
-        .build()
-        .map_err(|e| ConnectorError::from(format!("Invalid search pattern: {e}")))
+    let invalid = |e: String| ConnectorError::from(format!("Invalid search pattern: {e}"));
+    let translated = crate::tools::workspace::grep::jsregex::translate(&source)
+        .ok_or_else(|| invalid(format!("Invalid regular expression: /{source}/")))?;
+    let fold = options.get("caseSensitive") == Some(&Value::Bool(false));
+    let pattern = &translated.pattern;
+    Ok(if translated.context_sensitive {
+        let built = fancy_regex::RegexBuilder::new(pattern).case_insensitive(fold).build();
+        TextMatcher::Fancy(built.map_err(|e| invalid(e.to_string()))?)
+    } else {
+        let built = regex::RegexBuilder::new(pattern).case_insensitive(fold).build();
+        TextMatcher::Plain(built.map_err(|e| invalid(e.to_string()))?)
+    })
+}
+
+/// A compiled search: the `regex` crate, or `fancy_regex` for look-around and
+/// backreferences (as grep's translation says).
+enum TextMatcher {
+    Plain(regex::Regex),
+    Fancy(fancy_regex::Regex),
+}
+
+impl TextMatcher {
+    /// The start and text of every match in `line`; a line where the backtracking limit
+    /// is hit has no further matches.
+    fn find_all<'t>(&self, line: &'t str) -> Vec<(usize, &'t str)> {
+        match self {
+            TextMatcher::Plain(r) => r.find_iter(line).map(|m| (m.start(), m.as_str())).collect(),
+            TextMatcher::Fancy(r) => {
+                r.find_iter(line).map_while(Result::ok).map(|m| (m.start(), m.as_str())).collect()
+            }
+        }
+    }
+
+    /// `text` with every match replaced by `replacement` taken literally (JS's
+    /// `replace(re, () => replacement)`).
+    fn replace_all(&self, text: &str, replacement: &str) -> Result<String, String> {
+        Ok(match self {
+            TextMatcher::Plain(r) => r.replace_all(text, regex::NoExpand(replacement)).into_owned(),
+            TextMatcher::Fancy(r) => r
+                .try_replacen(text, 0, fancy_regex::NoExpand(replacement))
+                .map_err(|e| e.to_string())?
+                .into_owned(),
+        })
+    }
+}
+
+/// JS's `escapeRegExp` as @cloudflare/shell writes it: `.*+?^${}()|[]\` get a backslash.
+fn escape_js(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for c in s.chars() {
+        if ".*+?^${}()|[]\\".contains(c) {
+            out.push('\\');
+        }
+        out.push(c);
+    }
+    out
 }
 
 fn count_opt(options: &Value, key: &str) -> usize {
@@ -828,17 +928,17 @@ fn count_opt(options: &Value, key: &str) -> usize {
 
 /// Every match of `matcher` in `text`, as Think's `StateTextMatch` (1-based line and UTF-16
 /// column, with context lines when asked).
-fn matches_in(text: &str, matcher: &regex::Regex, options: &Value) -> Vec<Value> {
+fn matches_in(text: &str, matcher: &TextMatcher, options: &Value) -> Vec<Value> {
     let (before, after) = (count_opt(options, "contextBefore"), count_opt(options, "contextAfter"));
     let max = options.get("maxMatches").and_then(Value::as_u64).map(|n| n as usize);
     let lines: Vec<&str> = text.split('\n').collect();
     let mut out = Vec::new();
     for (i, line) in lines.iter().enumerate() {
-        for m in matcher.find_iter(line) {
+        for (start, found) in matcher.find_all(line) {
             let mut hit = json!({
                 "line": i + 1,
-                "column": line[..m.start()].encode_utf16().count() + 1,
-                "match": m.as_str(),
+                "column": line[..start].encode_utf16().count() + 1,
+                "match": found,
                 "lineText": line,
             });
             if before > 0 {
@@ -884,11 +984,18 @@ impl Connector for StateConnector {
         &self,
         method: &str,
         args: Value,
-        _ctx: &CallContext,
+        ctx: &CallContext,
     ) -> Result<Value, ConnectorError> {
         self.validate(method, &args)?;
         let args = if args.is_null() { json!({}) } else { args };
         let ws = self.ws.as_ref();
+        if let (Some(sql), true) = (&self.undo, self.is_write(method)) {
+            if let Some(paths) = undo::affected_paths(ws, method, &args).await {
+                let follow = undo::follows_last_symlink(method);
+                let log = undo::UndoLog::new(sql.as_ref());
+                undo::snapshot(ws, &log, ctx, &paths, follow).await?;
+            }
+        }
         let path = arg(&args, "path");
         Ok(match method {
             "getCapabilities" => json!({
@@ -909,8 +1016,9 @@ impl Connector for StateConnector {
                 serde_json::from_str(&text).map_err(|e| format!("{path} is not JSON: {e}"))?
             }
             "writeJson" => {
-                let spaces = args.get("spaces").and_then(Value::as_u64).unwrap_or(2) as usize;
-                let text = pretty(&args["value"], spaces);
+                // As Think's `stringifyJsonFileContent`: a trailing newline.
+                let spaces = args["options"]["spaces"].as_u64().unwrap_or(2) as usize;
+                let text = pretty(&args["value"], spaces) + "\n";
                 ws.write_file(path, &text, "application/json").await.map_err(fs)?;
                 Value::Null
             }
@@ -943,18 +1051,7 @@ impl Connector for StateConnector {
                 paths.into_iter().map(|(p, _)| Value::String(p)).collect()
             }
             "find" => find(ws, path, &args)?,
-            "summarizeTree" => {
-                let root = path.trim_end_matches('/');
-                let files = ws.glob_files(&format!("{root}/**")).map_err(fs)?;
-                let dirs = ws
-                    .glob_paths(&format!("{root}/**"))
-                    .map_err(fs)?
-                    .into_iter()
-                    .filter(|(_, k)| *k == EntryType::Directory)
-                    .count();
-                let bytes: u64 = files.iter().map(|(_, s)| s).sum();
-                json!({"path": path, "files": files.len(), "directories": dirs, "totalBytes": bytes})
-            }
+            "summarizeTree" => tree::summarize_tree(ws, path, max_depth(&args))?,
             "searchText" => {
                 let options = args.get("options").cloned().unwrap_or(Value::Null);
                 let matcher = text_matcher(arg(&args, "query"), &options)?;
@@ -1067,12 +1164,7 @@ impl Connector for StateConnector {
                 }
                 json!({ "files": changed })
             }
-            "walkTree" => {
-                let root = path.trim_end_matches('/');
-                let mut entries = ws.glob_paths(&format!("{root}/**")).map_err(fs)?;
-                entries.sort_by(|a, b| a.0.cmp(&b.0));
-                walk(if root.is_empty() { "/" } else { root }, &entries)
-            }
+            "walkTree" => tree::walk_tree(ws, path, max_depth(&args))?,
             "planEdits" => plan_edits(ws, &args["instructions"]).await?,
             "createArchive" => {
                 let sources: Vec<String> = args["sources"]
@@ -1138,13 +1230,29 @@ impl Connector for StateConnector {
                         _ => delete_json(&mut value, at),
                     }
                 }
-                let content = pretty(&value, 2);
+                let content = pretty(&value, 2) + "\n";
                 let diff = ws.diff_content(path, &content).await.map_err(fs)?;
                 ws.rewrite_file(path, &content, "application/json").await.map_err(fs)?;
                 json!({"value": value, "content": content, "diff": diff, "operationsApplied": ops.len()})
             }
             other => return Err(ConnectorError::UnknownMethod(format!("state.{other}"))),
         })
+    }
+
+    /// Puts back what the call replaced, from the record [`undo::snapshot`] made before it.
+    async fn revert(
+        &self,
+        method: &str,
+        _args: &Value,
+        _result: Option<&Value>,
+        ctx: &CallContext,
+    ) -> Result<bool, ConnectorError> {
+        match &self.undo {
+            Some(sql) if self.is_write(method) => {
+                undo::restore(&self.ws, &undo::UndoLog::new(sql.as_ref()), ctx).await
+            }
+            _ => Ok(false),
+        }
     }
 }
 
@@ -1226,25 +1334,6 @@ fn delete_json(root: &mut Value, path: &str) {
         }
         _ => {}
     }
-}
-
-/// The nested tree under `root` from a sorted list of every path below it.
-fn walk(root: &str, entries: &[(String, EntryType)]) -> Value {
-    let prefix = if root == "/" { "/".to_owned() } else { format!("{root}/") };
-    let children: Vec<Value> = entries
-        .iter()
-        .filter(|(p, _)| {
-            p.strip_prefix(&prefix).is_some_and(|rest| !rest.is_empty() && !rest.contains('/'))
-        })
-        .map(|(p, kind)| match kind {
-            EntryType::Directory => walk(p, entries),
-            k => {
-                json!({"path": p, "name": crate::workspace::path::basename(p), "type": k.as_str()})
-            }
-        })
-        .collect();
-    let name = crate::workspace::path::basename(root);
-    json!({"path": root, "name": name, "type": "directory", "children": children})
 }
 
 /// JSON with `spaces` of indentation, as `JSON.stringify(v, null, spaces)`.

@@ -261,7 +261,7 @@ fn log_from_row(row: Vec<SqlValue>) -> LogEntry {
 impl<'a> Journal<'a> {
     /// Creates the tables if they do not exist; once per instance.
     pub fn create_tables(sql: &dyn Sql) -> Result<(), StoreError> {
-        for stmt in SCHEMA {
+        for stmt in SCHEMA.iter().chain([&super::undo::SCHEMA]) {
             sql.exec(stmt, &[])?;
         }
         Ok(())
@@ -452,9 +452,10 @@ impl<'a> Journal<'a> {
         Ok(removed)
     }
 
-    /// Deletes an execution and its log; false if there was none.
+    /// Deletes an execution, its log and its undo records; false if there was none.
     pub fn delete(&self, id: &str) -> Result<bool, StoreError> {
         self.sql.exec("DELETE FROM think_cm_log WHERE execution_id = ?", &[id.into()])?;
+        self.sql.exec("DELETE FROM think_cm_undo WHERE execution_id = ?", &[id.into()])?;
         let gone = self
             .sql
             .exec("DELETE FROM think_cm_executions WHERE id = ? RETURNING id", &[id.into()])?;

@@ -17,7 +17,9 @@ pub mod sandbox;
 pub mod search;
 pub mod sha256;
 pub mod tool;
+pub mod tree;
 pub mod types;
+pub mod undo;
 
 #[cfg(test)]
 mod tests;

@@ -8,12 +8,11 @@
 //! approved call runs for real, once. A call at a journaled site whose connector, method or
 //! arguments changed is a divergence, which fails the run naming the step.
 
-use std::cell::{Cell, RefCell};
-use std::collections::{HashMap, HashSet, VecDeque};
+use std::cell::RefCell;
+use std::collections::{HashMap, HashSet};
 use std::rc::Rc;
 
 use async_trait::async_trait;
-use futures::channel::oneshot;
 use futures::FutureExt;
 use serde_json::{json, Value};
 
@@ -21,7 +20,7 @@ use super::connectors::{CallContext, CallKind, Connector};
 use super::journal::{CallState, ExecStatus, ExecutionRow, Journal, LogEntry, Snippet};
 use super::normalize::{guard_loops, normalize_code, CodeShape};
 use super::sandbox::{
-    CallError, CallRequest, Dispatcher, Namespace, Sandbox, SandboxError, SandboxRequest,
+    CallError, CallRequest, Dispatcher, Namespace, Sandbox, SandboxError, SandboxRequest, Slots,
     SnippetModule,
 };
 use super::{search, types};
@@ -150,48 +149,6 @@ impl std::error::Error for CodeModeError {}
 impl From<StoreError> for CodeModeError {
     fn from(e: StoreError) -> Self {
         CodeModeError::Store(e)
-    }
-}
-
-/// A FIFO counting semaphore: at most `n` executions in flight, the rest wait in order.
-struct Slots {
-    free: Cell<usize>,
-    waiters: RefCell<VecDeque<oneshot::Sender<()>>>,
-}
-
-struct SlotGuard<'a>(&'a Slots);
-
-impl Slots {
-    async fn acquire(&self) -> SlotGuard<'_> {
-        if self.free.get() > 0 {
-            self.free.set(self.free.get() - 1);
-            return SlotGuard(self);
-        }
-        let (tx, rx) = oneshot::channel();
-        self.waiters.borrow_mut().push_back(tx);
-        // A dropped sender cannot happen while `self` lives; either way the slot is ours.
-        let _ = rx.await;
-        SlotGuard(self)
-    }
-}
-
-impl Drop for SlotGuard<'_> {
-    fn drop(&mut self) {
-        loop {
-            let next = self.0.waiters.borrow_mut().pop_front();
-            match next {
-                // A waiter that went away (its future was dropped) does not take the slot.
-                Some(tx) => {
-                    if tx.send(()).is_ok() {
-                        return;
-                    }
-                }
-                None => {
-                    self.0.free.set(self.0.free.get() + 1);
-                    return;
-                }
-            }
-        }
     }
 }
 
@@ -667,8 +624,7 @@ impl CodeMode {
         options: ExecuteOptions,
     ) -> Result<Rc<Self>, StoreError> {
         Journal::create_tables(sql.as_ref())?;
-        let slots =
-            Slots { free: Cell::new(options.max_in_flight.max(1)), waiters: Default::default() };
+        let slots = Slots::new(options.max_in_flight);
         Ok(Rc::new(Self { sql, clock, sandbox, options, slots }))
     }
 

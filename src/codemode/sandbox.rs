@@ -5,9 +5,13 @@
 //! The Worker implements it with Worker Loader (`src/wasm/loader.rs`); host tests script
 //! the calls a program would make.
 
+use std::cell::{Cell, RefCell};
+use std::collections::VecDeque;
 use std::rc::Rc;
 
 use async_trait::async_trait;
+use futures::channel::oneshot;
+use futures::FutureExt;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
@@ -137,6 +141,106 @@ pub trait Dispatcher {
     async fn call(&self, call: CallRequest) -> Result<Value, CallError>;
 }
 
+/// Worker Loader isolates one object may have in flight at once (the platform's limit); the
+/// Worker's sandbox counts every use (`execute` passes, skill scripts, extensions) against it.
+pub const MAX_ISOLATES_IN_FLIGHT: usize = 10;
+
+/// A FIFO counting semaphore: at most `n` holders at once, the rest wait in order.
+pub struct Slots {
+    free: Cell<usize>,
+    waiters: RefCell<VecDeque<oneshot::Sender<()>>>,
+}
+
+/// A held slot; dropping it hands the slot to the next waiter.
+pub struct SlotGuard<'a>(&'a Slots);
+
+impl Slots {
+    /// `n` slots (at least one).
+    pub fn new(n: usize) -> Self {
+        Self { free: Cell::new(n.max(1)), waiters: RefCell::default() }
+    }
+
+    /// A free slot now, if there is one (and nobody is waiting for it).
+    pub fn try_acquire(&self) -> Option<SlotGuard<'_>> {
+        (self.free.get() > 0).then(|| {
+            self.free.set(self.free.get() - 1);
+            SlotGuard(self)
+        })
+    }
+
+    /// Waits for a slot, in arrival order.
+    pub async fn acquire(&self) -> SlotGuard<'_> {
+        if let Some(slot) = self.try_acquire() {
+            return slot;
+        }
+        let (tx, rx) = oneshot::channel();
+        self.waiters.borrow_mut().push_back(tx);
+        let mut waiting = Waiting { slots: self, rx: Some(rx) };
+        if let Some(rx) = waiting.rx.as_mut() {
+            // A dropped sender cannot happen while `self` lives; either way the slot is ours.
+            let _ = rx.await;
+        }
+        waiting.rx = None;
+        SlotGuard(self)
+    }
+
+    /// Hands a slot to the next waiter still waiting, or frees it.
+    fn release(&self) {
+        loop {
+            let next = self.waiters.borrow_mut().pop_front();
+            match next {
+                // A waiter that went away (its future was dropped) does not take the slot.
+                Some(tx) => {
+                    if tx.send(()).is_ok() {
+                        return;
+                    }
+                }
+                None => {
+                    self.free.set(self.free.get() + 1);
+                    return;
+                }
+            }
+        }
+    }
+
+    /// [`Slots::acquire`], giving up (`None`) once `wait` ends first.
+    pub async fn acquire_within(
+        &self,
+        wait: impl std::future::Future<Output = ()>,
+    ) -> Option<SlotGuard<'_>> {
+        let acquire = self.acquire().fuse();
+        let wait = wait.fuse();
+        futures::pin_mut!(acquire, wait);
+        futures::select! {
+            slot = acquire => Some(slot),
+            _ = wait => None,
+        }
+    }
+}
+
+impl Drop for SlotGuard<'_> {
+    fn drop(&mut self) {
+        self.0.release();
+    }
+}
+
+/// A waiter's place in the queue: if it is dropped after a slot was handed to it but before
+/// it took it (a timeout that fired at the same moment), the slot goes on to the next.
+struct Waiting<'a> {
+    slots: &'a Slots,
+    rx: Option<oneshot::Receiver<()>>,
+}
+
+impl Drop for Waiting<'_> {
+    fn drop(&mut self) {
+        if let Some(mut rx) = self.rx.take() {
+            if let Ok(Some(())) = rx.try_recv() {
+                self.slots.release();
+            }
+        }
+    }
+}
+
 /// Runs code in a fresh isolate.
 #[async_trait(?Send)]
 pub trait Sandbox {
@@ -146,4 +250,16 @@ pub trait Sandbox {
         request: SandboxRequest,
         dispatcher: Rc<dyn Dispatcher>,
     ) -> Result<SandboxOutcome, SandboxError>;
+
+    /// Like [`Sandbox::run`], but the isolate's outbound requests go through the host's
+    /// network gateway, which lets only `network`'s hosts through (extensions). A sandbox
+    /// without a gateway refuses.
+    async fn run_networked(
+        &self,
+        _request: SandboxRequest,
+        _dispatcher: Rc<dyn Dispatcher>,
+        _network: &crate::extensions::NetworkGrant,
+    ) -> Result<SandboxOutcome, SandboxError> {
+        Err(SandboxError::Unavailable("this sandbox has no network gateway".into()))
+    }
 }

@@ -144,7 +144,7 @@ fn fixture_with(options: ExecuteOptions, hang_long: bool) -> Fixture {
         ApprovalPolicy::new().require_when("charge", |i| i["cents"].as_i64() > Some(100)).unwrap();
     let connectors: Vec<Rc<dyn Connector>> = vec![
         Rc::new(ToolsConnector::new(&set, policy, &["execute"])),
-        Rc::new(StateConnector::new(ws.clone())),
+        Rc::new(StateConnector::new(ws.clone()).with_undo(sql.clone())),
     ];
     let sandbox = Rc::new(Scripted::default());
     let sql_dyn: Rc<dyn Sql> = sql.clone();
@@ -652,6 +652,25 @@ fn at_most_max_in_flight_passes_run_at_once() {
 }
 
 #[test]
+fn sandbox_slots_queue_in_order_give_up_on_time_and_never_lose_a_slot() {
+    use futures::FutureExt;
+    let slots = sandbox::Slots::new(1);
+    let held = slots.acquire().now_or_never().expect("a free slot is taken at once");
+    // A waiter whose time is up gets nothing and leaves the count as it was.
+    assert!(block_on(slots.acquire_within(async {})).is_none());
+    // A waiter handed the slot but dropped before it took it passes the slot on.
+    let mut late = Box::pin(slots.acquire());
+    assert!(late.as_mut().now_or_never().is_none());
+    let mut next = Box::pin(slots.acquire());
+    assert!(next.as_mut().now_or_never().is_none());
+    drop(held);
+    drop(late);
+    let got = next.as_mut().now_or_never().expect("the slot moved on to the next waiter");
+    drop(got);
+    assert!(slots.acquire().now_or_never().is_some());
+}
+
+#[test]
 fn snippets_are_saved_listed_deleted_and_sent_to_the_sandbox() {
     let f = fixture();
     let out = block_on(f.rt.execute("return input.n * 2", None, &f.connectors));
@@ -719,6 +738,10 @@ fn state_methods_reach_the_workspace() {
             Ok(json!({
                 "read": c("readFile", json!({"path": "/s/a.txt"})).await?,
                 "json": c("readJson", json!({"path": "/s/c.json"})).await?,
+                "jsonText": ({
+                    c("writeJson", json!({"path": "/s/k.json", "value": {"k": 1}, "options": {"spaces": 0}})).await?;
+                    c("readFile", json!({"path": "/s/k.json"})).await?
+                }),
                 "query": c("queryJson", json!({"path": "/s/c.json", "query": "a[1].b"})).await?,
                 "bytes": c("readFileBytes", json!({"path": "/s/bin"})).await?,
                 "dir": c("readdir", json!({"path": "/s"})).await?,
@@ -745,9 +768,10 @@ fn state_methods_reach_the_workspace() {
     let r = &out["result"];
     assert_eq!(r["read"], "one two one");
     assert_eq!(r["json"], json!({"a": [1, {"b": "x"}]}));
+    assert_eq!(r["jsonText"], "{\"k\":1}\n");
     assert_eq!(r["query"], "x");
     assert_eq!(r["bytes"], "AAEC");
-    assert_eq!(r["dir"], json!(["d", "a.txt", "bin", "c.json", "link"]));
+    assert_eq!(r["dir"], json!(["d", "a.txt", "bin", "c.json", "k.json", "link"]));
     assert_eq!(r["glob"], json!(["/s/a.txt"]));
     assert_eq!(
         r["search"],
@@ -758,14 +782,72 @@ fn state_methods_reach_the_workspace() {
     assert_eq!(r["real"], "/s/a.txt");
     assert_eq!(r["resolve"], "/s/x/y");
     assert_eq!(r["detect"], false);
-    let dir = json!({"path": "/s/d/e", "name": "e", "type": "directory", "children": []});
+    let dir =
+        json!({"path": "/s/d/e", "name": "e", "type": "directory", "size": 0, "children": []});
     assert_eq!(
         r["tree"],
-        json!({"path": "/s/d", "name": "d", "type": "directory", "children": [dir]})
+        json!({"path": "/s/d", "name": "d", "type": "directory", "size": 0, "children": [dir]})
     );
     assert_eq!(r["missing"], "ENOENT: no such file or directory, open '/nope'");
     assert_eq!(r["hash"], super::sha256::sha256_hex(b"1 two 1"));
     assert_eq!(r["update"], json!({"a": [{"b": "y"}], "n": {"m": 1}}));
+}
+
+#[test]
+fn walk_and_summarize_tree_take_max_depth_and_have_thinks_shapes() {
+    let f = fixture();
+    block_on(async {
+        f.ws.write_file("/t/b/d/e.txt", "1", "text/plain").await.unwrap();
+        f.ws.write_file("/t/b/c.txt", "22", "text/plain").await.unwrap();
+        f.ws.write_file("/t/a.txt", "333", "text/plain").await.unwrap();
+    });
+    f.ws.symlink("/t/a.txt", "/t/l").unwrap();
+    f.sandbox.program("tree", |d| {
+        Box::pin(async move {
+            let c = |m: &'static str, a: Value| {
+                let d = d.clone();
+                async move { call(&d, "state", m, a, m).await }
+            };
+            Ok(json!({
+                "shallow": c("walkTree", json!({"path": "/t", "options": {"maxDepth": 1}})).await?,
+                "root": c("walkTree", json!({"path": "/t/", "options": {"maxDepth": 0}})).await?,
+                "all": c("summarizeTree", json!({"path": "/t"})).await?,
+                "one": c("summarizeTree", json!({"path": "/t", "options": {"maxDepth": 1}})).await?,
+                "file": c("summarizeTree", json!({"path": "/t/a.txt"})).await?,
+                "missing": c("walkTree", json!({"path": "/nope"})).await.unwrap_err(),
+                "bad": c("walkTree", json!({"path": "/t", "maxDepth": 1})).await.unwrap_err(),
+            }))
+        })
+    });
+    let out = block_on(f.rt.execute("// tree\n", None, &f.connectors));
+    assert_eq!(out["status"], "completed", "{out}");
+    let r = &out["result"];
+    let names: Vec<&str> = r["shallow"]["children"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["a.txt", "b", "l"]);
+    let kids = &r["shallow"]["children"];
+    assert_eq!(kids[0], json!({"path": "/t/a.txt", "name": "a.txt", "type": "file", "size": 3}));
+    assert_eq!(kids[1], json!({"path": "/t/b", "name": "b", "type": "directory", "size": 0}));
+    assert_eq!(kids[2]["type"], "symlink");
+    assert_eq!(r["root"], json!({"path": "/t", "name": "t", "type": "directory", "size": 0}));
+    assert_eq!(
+        r["all"],
+        json!({"files": 3, "directories": 3, "symlinks": 1, "totalBytes": 6, "maxDepth": 3})
+    );
+    assert_eq!(
+        r["one"],
+        json!({"files": 1, "directories": 2, "symlinks": 1, "totalBytes": 3, "maxDepth": 1})
+    );
+    assert_eq!(
+        r["file"],
+        json!({"files": 1, "directories": 0, "symlinks": 0, "totalBytes": 3, "maxDepth": 0})
+    );
+    assert_eq!(r["missing"], "ENOENT: no such file or directory: /nope");
+    assert!(r["bad"].as_str().unwrap().starts_with("Invalid input for state.walkTree"), "{r}");
 }
 
 // --- types and search ---
@@ -931,7 +1013,7 @@ fn rollback_undoes_applied_calls_newest_first_and_marks_the_run() {
     let out = block_on(f.rt.execute("// puts\n", None, &connectors));
     let id = out["executionId"].as_str().unwrap().to_owned();
     let rolled = block_on(f.rt.rollback(&id, &connectors)).unwrap();
-    assert_eq!(rolled, json!({"executionId": id, "reverted": 2, "status": "rolled_back"}));
+    assert_eq!(rolled, json!({"executionId": id, "reverted": 3, "status": "rolled_back"}));
     assert_eq!(
         *undo.undone.borrow(),
         [
@@ -943,10 +1025,10 @@ fn rollback_undoes_applied_calls_newest_first_and_marks_the_run() {
     let journal = journal::Journal::new(f.sql.as_ref());
     let states: Vec<_> = journal.log(&id).unwrap().iter().map(|e| e.state).collect();
     use journal::CallState::{Applied, Reverted};
-    assert_eq!(states, [Applied, Reverted, Reverted, Applied]);
+    assert_eq!(states, [Reverted, Reverted, Reverted, Applied]);
     assert_eq!(journal.execution(&id).unwrap().unwrap().status, journal::ExecStatus::RolledBack);
-    // A state write has no undo (as in Think's shell): the file stays.
-    assert_eq!(read(&f, "/r.txt").as_deref(), Some("x"));
+    // The state write is undone too: the file it made is gone.
+    assert_eq!(read(&f, "/r.txt"), None);
 
     // A failed undo is reported after the others ran; nothing reverted leaves the status.
     f.sandbox.program("bad", |d| {
@@ -969,6 +1051,99 @@ fn rollback_undoes_applied_calls_newest_first_and_marks_the_run() {
     assert!(err.contains("is paused; only a settled execution"), "{err}");
     let err = block_on(f.rt.rollback("exec_nope", &connectors)).unwrap_err().to_string();
     assert_eq!(err, "Execution exec_nope does not exist");
+}
+
+/// Every entry of the workspace: path, type, mime type, bytes (or a symlink's target).
+fn snapshot_all(f: &Fixture) -> Vec<Value> {
+    let mut out = Vec::new();
+    for e in f.ws.glob("/**").unwrap() {
+        let body = match e.kind {
+            crate::workspace::EntryType::File => {
+                let bytes = block_on(f.ws.read_file_bytes(&e.path)).unwrap().unwrap();
+                json!(String::from_utf8_lossy(&bytes))
+            }
+            _ => json!(e.target),
+        };
+        out.push(json!([e.path, e.kind.as_str(), e.mime_type, body]));
+    }
+    out
+}
+
+#[test]
+fn rollback_restores_the_workspace_after_every_kind_of_state_write() {
+    let f = fixture();
+    block_on(async {
+        f.ws.write_file("/keep/a.txt", "A", "text/plain").await.unwrap();
+        f.ws.write_file("/d/x.txt", "X", "text/plain").await.unwrap();
+        f.ws.write_file("/d/sub/y.md", "Y", "text/markdown").await.unwrap();
+        f.ws.write_file_bytes("/bin", &[0, 1, 2], "application/octet-stream").await.unwrap();
+        f.ws.write_file("/j.json", "{\"n\": 1}", "application/json").await.unwrap();
+        f.ws.symlink("/d/x.txt", "/link").unwrap();
+    });
+    let before = snapshot_all(&f);
+    f.sandbox.program("all", |d| {
+        Box::pin(async move {
+            let c = |m: &'static str, a: Value| {
+                let d = d.clone();
+                async move { call(&d, "state", m, a, m).await }
+            };
+            c("writeFile", json!({"path": "/link", "content": "through the link"})).await?;
+            c("writeFile", json!({"path": "/keep/a.txt", "content": "A2"})).await?;
+            c("appendFile", json!({"path": "/keep/a.txt", "content": "+"})).await?;
+            c("writeFile", json!({"path": "/new/deep/n.txt", "content": "N"})).await?;
+            c("updateJson", json!({"path": "/j.json", "operations": [{"op": "set", "path": "n", "value": 2}]})).await?;
+            c("writeFileBytes", json!({"path": "/bin", "base64": "/w=="})).await?;
+            c("rm", json!({"path": "/d", "recursive": true})).await?;
+            c("mkdir", json!({"path": "/m/n", "recursive": true})).await?;
+            c("mv", json!({"src": "/keep/a.txt", "dest": "/moved.txt"})).await?;
+            c("cp", json!({"src": "/moved.txt", "dest": "/keep/copy.txt"})).await?;
+            c("symlink", json!({"target": "/bin", "linkPath": "/keep/l2"})).await?;
+            c("rm", json!({"path": "/link"})).await?;
+            c("applyEdits", json!({"edits": [{"path": "/j.json", "content": "[]"}, {"path": "/e/1.txt", "content": "1"}]})).await?;
+            c("replaceInFiles", json!({"pattern": "/**/*.txt", "search": "N", "replacement": "M"})).await?;
+            c("compressFile", json!({"path": "/moved.txt"})).await?;
+            Ok(json!("done"))
+        })
+    });
+    let out = block_on(f.rt.execute("// all\n", None, &f.connectors));
+    assert_eq!(out["status"], "completed", "{out}");
+    assert_ne!(snapshot_all(&f), before);
+    let id = out["executionId"].as_str().unwrap();
+    let rolled = block_on(f.rt.rollback(id, &f.connectors)).unwrap();
+    assert_eq!(rolled, json!({"executionId": id, "reverted": 15, "status": "rolled_back"}));
+    assert_eq!(snapshot_all(&f), before);
+    // Deleting the execution takes its undo records with it.
+    f.rt.delete_execution(id).unwrap();
+    let left = f.sql.exec("SELECT COUNT(*) FROM think_cm_undo", &[]).unwrap();
+    assert_eq!(left[0][0].as_i64(), Some(0));
+}
+
+#[test]
+fn a_previous_content_over_the_undo_limit_is_not_kept_and_its_call_is_not_undone() {
+    let f = fixture();
+    let big = "b".repeat(undo::MAX_UNDO_FILE_BYTES as usize + 1);
+    block_on(f.ws.write_file("/big.txt", &big, "text/plain")).unwrap();
+    f.sandbox.program("big", |d| {
+        Box::pin(async move {
+            call(&d, "state", "writeFile", json!({"path": "/small.txt", "content": "s"}), "2:1")
+                .await?;
+            call(&d, "state", "writeFile", json!({"path": "/big.txt", "content": "tiny"}), "3:1")
+                .await?;
+            Ok(Value::Null)
+        })
+    });
+    let out = block_on(f.rt.execute("// big\n", None, &f.connectors));
+    let id = out["executionId"].as_str().unwrap();
+    let err = block_on(f.rt.rollback(id, &f.connectors)).unwrap_err().to_string();
+    assert_eq!(
+        err,
+        format!("Rollback reverted 1 action(s) but 1 failed: state.writeFile: the previous content of /big.txt ({} bytes) was over the undo limit (1000000 bytes per file, 16000000 per call), so it was not kept; nothing of this call was undone", big.len())
+    );
+    assert_eq!(read(&f, "/big.txt").as_deref(), Some("tiny"));
+    assert_eq!(read(&f, "/small.txt"), None);
+    let journal = journal::Journal::new(f.sql.as_ref());
+    let states: Vec<_> = journal.log(id).unwrap().iter().map(|e| e.state).collect();
+    assert_eq!(states, [journal::CallState::Reverted, journal::CallState::Applied]);
 }
 
 #[test]
@@ -1010,6 +1185,7 @@ fn hash_algorithms_and_think_search_and_find_options() {
             c("mkdir", json!({"path": "/o/hollow"})).await?;
             let search = |o: Value| c("searchText", json!({"path": "/o/t.md", "query": "foo", "options": o}));
             let find = |o: Value| c("find", json!({"path": "/o", "options": o}));
+            let search_re = |q: &str| c("searchText", json!({"path": "/o/t.md", "query": q, "options": {"regex": true}}));
             let paths = |v: Value| -> Vec<String> {
                 v.as_array().unwrap().iter().map(|e| e["path"].as_str().unwrap().to_owned()).collect()
             };
@@ -1023,6 +1199,9 @@ fn hash_algorithms_and_think_search_and_find_options() {
                 "word": search(json!({"wholeWord": true, "contextBefore": 1, "contextAfter": 5})).await?,
                 "regex": c("searchFiles", json!({"pattern": "/o/**/*.md", "query": "^f\\w+r", "options": {"regex": true}})).await?,
                 "badRegex": c("searchText", json!({"path": "/o/t.md", "query": "(", "options": {"regex": true}})).await.unwrap_err(),
+                "lookbehind": search_re("(?<=foo)bar").await?,
+                "backref": search_re("(o)\\1").await?,
+                "badBounds": search_re("o{2,1}").await.unwrap_err(),
                 "md": paths(find(json!({"name": "*.md"})).await?),
                 "shallow": paths(find(json!({"maxDepth": 1, "type": ["directory"]})).await?),
                 "deep": find(json!({"minDepth": 2})).await?,
@@ -1065,6 +1244,11 @@ fn hash_algorithms_and_think_search_and_find_options() {
         "{}",
         r["badRegex"]
     );
+    // JS syntax: look-behind and backreferences work; bounds out of order are refused as JS does.
+    assert_eq!(at(&r["lookbehind"]), [(2, 4)]);
+    assert_eq!(r["lookbehind"][0]["match"], "bar");
+    assert_eq!(at(&r["backref"]), [(1, 2), (2, 2), (2, 11)]);
+    assert_eq!(r["badBounds"], "Invalid search pattern: Invalid regular expression: /o{2,1}/");
     assert_eq!(r["md"], json!(["/o/sub/deep.md", "/o/t.md"]));
     assert_eq!(r["shallow"], json!(["/o/hollow", "/o/sub"]));
     assert_eq!(r["deep"].as_array().unwrap().len(), 1);

@@ -8,6 +8,7 @@ use serde_json::{json, Value};
 
 use super::connectors::{Connector, StateConnector, ToolsConnector};
 use super::CodeMode;
+use crate::store::Sql;
 use crate::tools::approval::ApprovalPolicy;
 use crate::tools::{Tool, ToolContext, ToolDefinition, ToolError, ToolRef, ToolSet};
 use crate::workspace::Workspace;
@@ -16,15 +17,16 @@ use crate::workspace::Workspace;
 pub const EXECUTE_TOOL: &str = "execute";
 
 /// The connectors of a turn: `tools.*` over the turn's server tools (not `execute` itself)
-/// and `state.*` over the workspace.
+/// and `state.*` over the workspace, whose writes keep undo records in `sql` (the journal's).
 pub fn turn_connectors(
     tools: &ToolSet,
     policy: &ApprovalPolicy,
     workspace: &Rc<Workspace>,
+    sql: &Rc<dyn Sql>,
 ) -> Vec<Rc<dyn Connector>> {
     vec![
         Rc::new(ToolsConnector::new(tools, policy.clone(), &[EXECUTE_TOOL])),
-        Rc::new(StateConnector::new(workspace.clone())),
+        Rc::new(StateConnector::new(workspace.clone()).with_undo(sql.clone())),
     ]
 }
 

@@ -5,10 +5,13 @@
 //! `add_mcp_server`, `restore`, `wait_for_connections` and tool calls all await the same
 //! future, so whoever is waiting drives it, which suits a single-threaded Worker.
 
+use super::elicitation::{self, Waiting};
+use super::oauth::{self, AuthRecord, CallbackParams, OAuth, OAuthError};
+use super::resource_tools::{self, ResourceAccess};
 use super::session::Session;
 use super::store::{self, Pin, ServerRow};
 use super::tools::{self, McpTool, ToolCaller};
-use super::transport::{Env, TransportKind};
+use super::transport::{Env, ServerRequests, StreamableHttp, TransportKind};
 use super::McpError;
 use crate::net::{self, NetPolicy};
 use crate::platform::{random_id, Clock, HttpClient};
@@ -42,6 +45,9 @@ pub struct McpConfig {
     /// reference, so a prompt-injected URL cannot reach internal services). Loopback is
     /// allowed either way; see [`crate::net`] for the classes refused.
     pub allow_private_addresses: bool,
+    /// How long a server's `elicitation/create` waits for a person before it is answered
+    /// `cancel`. Requests waiting on it are not timed out meanwhile.
+    pub elicitation_timeout_ms: u64,
 }
 
 impl McpConfig {
@@ -61,6 +67,7 @@ impl Default for McpConfig {
             reconnect_cooldown_ms: 5_000,
             restore_attempts: 3,
             allow_private_addresses: false,
+            elicitation_timeout_ms: 600_000,
         }
     }
 }
@@ -74,11 +81,19 @@ pub struct AddServerOptions {
     pub headers: Vec<(String, String)>,
     /// A stable id instead of a random one, so tool names survive re-adding.
     pub id: Option<String>,
+    /// The OAuth redirect URI, used if the server asks for authorization
+    /// (`https://<host>/agents/<class>/<name>/callback`).
+    pub callback_url: Option<String>,
+    /// An OAuth client registered by hand (id, optional secret), for authorization servers
+    /// without dynamic registration.
+    pub oauth_client: Option<(String, Option<String>)>,
 }
 
 /// Where a server's connection stands.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ConnectionState {
+    /// Waiting for the user to authorize the agent at the server's `auth_url`.
+    Authenticating,
     /// Opening the transport and initialising the session.
     Connecting,
     /// Initialised; listing tools, prompts and resources.
@@ -93,6 +108,7 @@ impl ConnectionState {
     /// The name the reference uses in `cf_agent_mcp_servers`.
     pub fn as_str(self) -> &'static str {
         match self {
+            ConnectionState::Authenticating => "authenticating",
             ConnectionState::Connecting => "connecting",
             ConnectionState::Discovering => "discovering",
             ConnectionState::Ready => "ready",
@@ -110,6 +126,8 @@ pub struct AddedServer {
     pub state: ConnectionState,
     /// Why connecting failed, when it did.
     pub error: Option<String>,
+    /// Where the user authorizes the agent, while `Authenticating`.
+    pub auth_url: Option<String>,
 }
 
 /// A tool whose description or input schema changed after it was pinned; it stays out of
@@ -156,6 +174,8 @@ pub struct ServerStatus {
     pub state: ConnectionState,
     /// The last connection error, while failed.
     pub error: Option<String>,
+    /// Where the user authorizes the agent, while `Authenticating`.
+    pub auth_url: Option<String>,
     /// Transport actually in use while connected (`auto` resolves to one of the two).
     pub connected_via: Option<TransportKind>,
     /// The negotiated MCP protocol version while connected.
@@ -207,13 +227,32 @@ struct Server {
     stale: bool,
     /// The session a `listen` call is reading, so that a second caller steps aside.
     listener: Option<Weak<Session>>,
+    /// OAuth registration, tokens and pending authorization, for servers that asked for it.
+    auth: Option<AuthRecord>,
+    /// The access token every request of this server's sessions sends.
+    bearer: Rc<RefCell<Option<String>>>,
 }
 
 impl Server {
-    fn new(row: ServerRow, pins: BTreeMap<String, Pin>) -> Server {
+    fn new(
+        row: ServerRow,
+        pins: BTreeMap<String, Pin>,
+        auth: Option<AuthRecord>,
+        now: f64,
+    ) -> Server {
+        let token = auth.as_ref().and_then(|a| a.tokens.as_ref()).map(|t| t.access_token.clone());
+        // An authorization left waiting before a restart keeps waiting for its callback.
+        let waiting = auth.as_ref().is_some_and(|a| {
+            a.tokens.is_none()
+                && a.pending.as_ref().is_some_and(|p| now - p.created_at < oauth::PENDING_TTL_MS)
+        });
         Server {
             row,
-            state: ConnectionState::Connecting,
+            state: if waiting {
+                ConnectionState::Authenticating
+            } else {
+                ConnectionState::Connecting
+            },
             error: None,
             session: None,
             catalog: None,
@@ -225,7 +264,17 @@ impl Server {
             refreshing: false,
             stale: false,
             listener: None,
+            auth,
+            bearer: Rc::new(RefCell::new(token)),
         }
+    }
+
+    /// The URL the user should open, while the server waits for authorization.
+    fn auth_url(&self) -> Option<String> {
+        if self.state != ConnectionState::Authenticating {
+            return None;
+        }
+        self.auth.as_ref()?.pending.as_ref().map(|p| p.auth_url.clone())
     }
 }
 
@@ -240,6 +289,104 @@ struct Inner {
     on_change: RefCell<Option<Rc<dyn Fn()>>>,
     generation: Cell<u64>,
     tool_cache: RefCell<Option<Vec<ToolRef>>>,
+    /// Serialises token refreshes and new authorizations, so concurrent calls that meet an
+    /// expired token refresh it once.
+    auth_lock: futures::lock::Mutex<()>,
+    /// Inputs servers asked for (elicitation), oldest first.
+    elicitations: RefCell<Vec<Waiting>>,
+    /// Sends an elicitation frame to every tab; set, the client declares elicitation.
+    on_elicitation: RefCell<Option<FrameSink>>,
+    /// Elicitations waiting in this process; requests do not time out while any is.
+    eliciting: Cell<u32>,
+    /// Whether a tool declared destructive needs approval, by model-facing name (all do
+    /// unless the owner says otherwise).
+    destructive_gate: RefCell<Option<NameGate>>,
+}
+
+/// Where frames for the tabs go.
+type FrameSink = Rc<dyn Fn(&str)>;
+
+/// A yes/no decision by tool name.
+type NameGate = Rc<dyn Fn(&str) -> bool>;
+
+/// Hands a server's requests to the client without keeping it alive (sessions hold this).
+struct Elicitor(Weak<Inner>);
+
+#[async_trait::async_trait(?Send)]
+impl ServerRequests for Elicitor {
+    async fn elicit(&self, server_id: &str, request_id: &Value, params: Value) -> Value {
+        match self.0.upgrade() {
+            Some(inner) => inner.elicit(server_id, request_id, params).await,
+            None => json!({"action": "cancel"}),
+        }
+    }
+}
+
+/// Withdraws a pending input however its wait ends, unless a person answered it (then it is
+/// gone already).
+struct Unanswered<'a> {
+    inner: &'a Inner,
+    id: &'a str,
+}
+
+impl Drop for Unanswered<'_> {
+    fn drop(&mut self) {
+        self.inner.resolve_elicitation(self.id, "cancel");
+    }
+}
+
+/// Counts an elicitation as waiting for as long as it lives.
+struct Eliciting<'a>(&'a Cell<u32>);
+
+impl<'a> Eliciting<'a> {
+    fn new(c: &'a Cell<u32>) -> Self {
+        c.set(c.get() + 1);
+        Eliciting(c)
+    }
+}
+
+impl Drop for Eliciting<'_> {
+    fn drop(&mut self) {
+        self.0.set(self.0.get().saturating_sub(1));
+    }
+}
+
+/// Like [`with_timeout`], but the time does not run out while `busy` is non-zero (a person is
+/// filling in a form the request waits on).
+async fn with_timeout_unless_busy<T>(
+    clock: &dyn Clock,
+    ms: u64,
+    busy: &Cell<u32>,
+    fut: impl Future<Output = T>,
+) -> Option<T> {
+    let mut fut = std::pin::pin!(fut);
+    loop {
+        let sleep = clock.sleep(ms);
+        match select(fut.as_mut(), sleep).await {
+            Either::Left((v, _)) => return Some(v),
+            Either::Right(_) if busy.get() > 0 => continue,
+            Either::Right(_) => return None,
+        }
+    }
+}
+
+#[async_trait::async_trait(?Send)]
+impl ResourceAccess for Inner {
+    fn list_resources(&self, server: Option<&str>) -> Vec<Value> {
+        let servers = self.servers.borrow();
+        servers
+            .iter()
+            .filter(|s| server.is_none_or(|id| id == s.row.id))
+            .filter_map(|s| {
+                Some(with_server_id(&s.catalog.as_ref()?.resources, &s.row.id).collect::<Vec<_>>())
+            })
+            .flatten()
+            .collect()
+    }
+
+    async fn read_resource(&self, server: &str, uri: &str) -> Result<Value, McpError> {
+        Inner::read_resource(self, server, uri).await
+    }
 }
 
 #[async_trait::async_trait(?Send)]
@@ -398,7 +545,10 @@ impl Inner {
                     return;
                 }
                 Err(e) => {
-                    let retry = !matches!(e, McpError::Url(_));
+                    let retry = !matches!(
+                        e,
+                        McpError::Url(_) | McpError::AuthorizationRequired(_) | McpError::OAuth(_)
+                    );
                     if retry && tries < attempts && self.is_current(id, attempt) {
                         self.mark_state(id, attempt, ConnectionState::Connecting);
                         self.clock.sleep(delay).await;
@@ -412,19 +562,48 @@ impl Inner {
         }
     }
 
+    /// One connection attempt with the server's credentials: tokens due for refresh are
+    /// refreshed first, a 401 refreshes them once more, and a 401 they cannot fix starts a
+    /// new authorization (`AuthorizationRequired`).
     async fn connect_once(
         &self,
         id: &str,
         attempt: u64,
     ) -> Result<(Rc<Session>, Catalog), McpError> {
-        let row = self
-            .with_server(id, |s| s.row.clone())
+        self.refresh_if_due(id).await;
+        let mut refreshed = false;
+        loop {
+            match self.connect_attempt(id, attempt).await {
+                Err(McpError::Unauthorized { challenge }) => {
+                    if !refreshed && self.has_refresh_token(id) {
+                        refreshed = true;
+                        let seen = self.bearer(id);
+                        if self.refresh_tokens(id, seen.as_deref()).await.is_ok() {
+                            continue;
+                        }
+                    }
+                    return Err(self.begin_authorization(id, challenge.as_deref()).await);
+                }
+                other => return other,
+            }
+        }
+    }
+
+    async fn connect_attempt(
+        &self,
+        id: &str,
+        attempt: u64,
+    ) -> Result<(Rc<Session>, Catalog), McpError> {
+        let (row, bearer) = self
+            .with_server(id, |s| (s.row.clone(), s.bearer.clone()))
             .ok_or_else(|| McpError::UnknownServer(id.into()))?;
         let url = net::check_url(&row.url, &self.config.net_policy())?;
         let env = Env {
             http: self.http.clone(),
             clock: self.clock.clone(),
             headers: row.headers.clone(),
+            bearer,
+            requests: self.requests_handler(id),
         };
         let info = json!({"name": self.config.client_name, "version": self.config.client_version});
         let timeout = self.config.connect_timeout_ms;
@@ -583,15 +762,49 @@ impl Inner {
                 return false;
             }
             s.session = None;
-            s.state = ConnectionState::Failed;
-            s.error = Some(e.to_string());
-            s.failed_at = Some(now);
             s.task = None;
+            if matches!(e, McpError::AuthorizationRequired(_)) {
+                s.state = ConnectionState::Authenticating;
+                s.error = None;
+                s.failed_at = None;
+            } else {
+                s.state = ConnectionState::Failed;
+                s.error = Some(e.to_string());
+                s.failed_at = Some(now);
+            }
             true
         });
         if applied == Some(true) {
             self.changed();
         }
+    }
+
+    /// Posts the answer to an elicitation made before a restart into the session it came in.
+    async fn answer_later(&self, p: &elicitation::Pending, result: Value) -> Result<(), McpError> {
+        let (Some(request_id), Some((session, version))) = (&p.request_id, &p.session) else {
+            return Err(McpError::Transport("the request that asked is gone".into()));
+        };
+        let (url, headers, bearer) = self
+            .with_server(&p.server_id, |s| {
+                (s.row.url.clone(), s.row.headers.clone(), s.bearer.clone())
+            })
+            .ok_or_else(|| McpError::UnknownServer(p.server_id.clone()))?;
+        let url = net::check_url(&url, &self.config.net_policy())?;
+        let env = Env {
+            http: self.http.clone(),
+            clock: self.clock.clone(),
+            headers,
+            bearer,
+            requests: None,
+        };
+        let msg = super::jsonrpc::result(request_id, result);
+        StreamableHttp::post_into(env, &url, session, version, &msg).await
+    }
+
+    /// Marks the server failed whatever attempt is current (a callback that went wrong).
+    fn apply_failed_now(&self, id: &str, e: &McpError) {
+        let attempt = self.with_server(id, |s| s.attempt).unwrap_or_default();
+        self.apply_failed(id, attempt, e);
     }
 
     /// Records that `session` broke, unless the server has moved on to another one. The next
@@ -624,13 +837,21 @@ impl Inner {
     /// A live session for `id`, connecting (or waiting for the attempt under way) if needed.
     async fn ready_session(&self, id: &str) -> Result<Rc<Session>, McpError> {
         for _ in 0..2 {
-            let (session, task, failed) = self
+            let (session, task, failed, auth_url) = self
                 .with_server(id, |s| {
-                    (s.session.clone(), s.task.clone(), s.failed_at.map(|t| (t, s.error.clone())))
+                    (
+                        s.session.clone(),
+                        s.task.clone(),
+                        s.failed_at.map(|t| (t, s.error.clone())),
+                        s.auth_url(),
+                    )
                 })
                 .ok_or_else(|| McpError::UnknownServer(id.into()))?;
             if let Some(session) = session {
                 return Ok(session);
+            }
+            if let (None, Some(url)) = (&task, auth_url) {
+                return Err(McpError::AuthorizationRequired(url));
             }
             let task = match task {
                 Some(t) => t,
@@ -713,6 +934,295 @@ impl Inner {
         }
     }
 
+    /// The handler sessions of server `id` pass server requests to, once the owner listens
+    /// for elicitations.
+    fn requests_handler(&self, id: &str) -> Option<(Rc<dyn ServerRequests>, String)> {
+        self.on_elicitation.borrow().as_ref()?;
+        Some((Rc::new(Elicitor(self.me.clone())), id.to_owned()))
+    }
+
+    fn emit_elicitation(&self, frame: &str) {
+        let cb = self.on_elicitation.borrow().clone();
+        if let Some(cb) = cb {
+            cb(frame);
+        }
+    }
+
+    /// Takes a pending input out (in memory and in storage) and tells the tabs it is gone.
+    fn resolve_elicitation(&self, id: &str, action: &str) -> Option<Waiting> {
+        let taken = {
+            let mut all = self.elicitations.borrow_mut();
+            let i = all.iter().position(|w| w.pending.id == id)?;
+            all.remove(i)
+        };
+        let _ = elicitation::delete(self.sql.as_ref(), id);
+        self.emit_elicitation(&elicitation::resolved_frame(id, action));
+        Some(taken)
+    }
+
+    /// `elicitation/create`: waits for a person's answer at the tabs, or the timeout.
+    async fn elicit(&self, server_id: &str, request_id: &Value, params: Value) -> Value {
+        let decline = json!({"action": "decline"});
+        if params["mode"].as_str().is_some_and(|m| m != "form") {
+            return decline;
+        }
+        let schema = params["requestedSchema"].clone();
+        if elicitation::check_schema(&schema).is_err() {
+            return decline;
+        }
+        let Some((server_name, session)) = self.with_server(server_id, |s| {
+            let saved = s.session.as_ref().and_then(|x| x.saved());
+            (s.row.name.clone(), saved.map(|x| (x.session_id, x.protocol_version)))
+        }) else {
+            return decline;
+        };
+        let now = self.clock.now_ms();
+        let timeout = self.config.elicitation_timeout_ms;
+        let pending = elicitation::Pending {
+            id: format!("elicit_{}", random_id(self.clock.as_ref(), 16)),
+            server_id: server_id.to_owned(),
+            server_name,
+            message: params["message"].as_str().unwrap_or_default().to_owned(),
+            requested_schema: schema,
+            created_at: now,
+            expires_at: now + timeout as f64,
+            request_id: Some(request_id.clone()),
+            session,
+        };
+        let id = pending.id.clone();
+        // Only needed to answer after a restart; the wait goes on without it.
+        let _ = elicitation::save(self.sql.as_ref(), &pending);
+        let (tx, rx) = futures::channel::oneshot::channel();
+        let frame = pending.frame();
+        self.elicitations.borrow_mut().push(Waiting { pending, reply: Some(tx) });
+        let _busy = Eliciting::new(&self.eliciting);
+        // Timed out, or the call was dropped (its turn aborted): the input goes away.
+        let _unanswered = Unanswered { inner: self, id: &id };
+        self.emit_elicitation(&frame);
+        match with_timeout(self.clock.as_ref(), timeout, rx).await {
+            Some(Ok(result)) => result,
+            _ => json!({"action": "cancel"}),
+        }
+    }
+
+    fn oauth(&self) -> OAuth<'_> {
+        OAuth {
+            http: self.http.as_ref(),
+            clock: self.clock.as_ref(),
+            policy: self.config.net_policy(),
+            client_name: &self.config.client_name,
+        }
+    }
+
+    /// The access token the server's requests send now.
+    fn bearer(&self, id: &str) -> Option<String> {
+        self.with_server(id, |s| s.bearer.borrow().clone()).flatten()
+    }
+
+    fn has_refresh_token(&self, id: &str) -> bool {
+        self.with_server(id, |s| {
+            s.auth
+                .as_ref()
+                .and_then(|a| a.tokens.as_ref())
+                .is_some_and(|t| t.refresh_token.is_some())
+        })
+        .unwrap_or(false)
+    }
+
+    /// Persists `record` first, then installs it and its access token in memory.
+    fn set_auth(&self, id: &str, record: AuthRecord) -> Result<(), McpError> {
+        store::save_auth(self.sql.as_ref(), id, Some(&record))?;
+        self.with_server(id, |s| {
+            *s.bearer.borrow_mut() = record.tokens.as_ref().map(|t| t.access_token.clone());
+            s.auth = Some(record);
+        });
+        Ok(())
+    }
+
+    /// Refreshes the tokens of `id`, unless someone refreshed them since the caller saw
+    /// `seen` (then the caller just uses the new ones).
+    async fn refresh_tokens(&self, id: &str, seen: Option<&str>) -> Result<(), McpError> {
+        let _lock = self.auth_lock.lock().await;
+        let record = self
+            .with_server(id, |s| s.auth.clone())
+            .flatten()
+            .ok_or_else(|| McpError::UnknownServer(id.into()))?;
+        let current = record.tokens.as_ref().map(|t| t.access_token.as_str());
+        if current != seen {
+            return Ok(());
+        }
+        let tokens = self.oauth().refresh(&record).await?;
+        self.set_auth(id, AuthRecord { tokens: Some(tokens), ..record })
+    }
+
+    /// Refreshes tokens about to expire, before a request would be refused with them. A
+    /// failed refresh is left to the request: its 401 starts a new authorization.
+    async fn refresh_if_due(&self, id: &str) {
+        let now = self.clock.now_ms();
+        let due = self
+            .with_server(id, |s| {
+                let tokens = s.auth.as_ref()?.tokens.as_ref()?;
+                tokens.refresh_due(now).then(|| tokens.access_token.clone())
+            })
+            .flatten();
+        if let Some(seen) = due {
+            let _ = self.refresh_tokens(id, Some(&seen)).await;
+        }
+    }
+
+    /// After a 401 the tokens could not fix: discovers the authorization server, registers a
+    /// client if needed and stores a new pending authorization. Returns
+    /// `AuthorizationRequired(url)`, or why OAuth could not start.
+    async fn begin_authorization(&self, id: &str, challenge: Option<&str>) -> McpError {
+        let started = self.clock.now_ms();
+        let _lock = self.auth_lock.lock().await;
+        self.begin_locked(id, challenge, started).await
+    }
+
+    /// [`Self::begin_authorization`] with `auth_lock` held. An authorization another caller
+    /// began after `started` is reused rather than replaced.
+    async fn begin_locked(&self, id: &str, challenge: Option<&str>, started: f64) -> McpError {
+        let Some((url, callback, record)) = self
+            .with_server(id, |s| (s.row.url.clone(), s.row.callback_url.clone(), s.auth.clone()))
+        else {
+            return McpError::UnknownServer(id.into());
+        };
+        if let Some(p) =
+            record.as_ref().filter(|r| r.tokens.is_none()).and_then(|r| r.pending.as_ref())
+        {
+            if p.created_at >= started {
+                return McpError::AuthorizationRequired(p.auth_url.clone());
+            }
+        }
+        let url = match net::check_url(&url, &self.config.net_policy()) {
+            Ok(u) => u,
+            Err(e) => return e.into(),
+        };
+        let challenge = oauth::parse_challenge(challenge.unwrap_or_default());
+        let mut record = record.unwrap_or_default();
+        let began = with_timeout(
+            self.clock.as_ref(),
+            self.config.connect_timeout_ms,
+            self.oauth().begin(&url, &challenge, &mut record, callback.as_deref()),
+        )
+        .await;
+        match began {
+            Some(Ok(auth_url)) => match self.set_auth(id, record) {
+                Ok(()) => McpError::AuthorizationRequired(auth_url),
+                Err(e) => e,
+            },
+            Some(Err(e @ OAuthError::NoCallback)) => e.into(),
+            // A server that asked for a token it does not issue itself (or a static one).
+            Some(Err(OAuthError::Discovery(_))) if challenge.resource_metadata.is_none() => {
+                McpError::Transport(
+                    "HTTP 401: Unauthorized (the server offers no OAuth metadata)".into(),
+                )
+            }
+            Some(Err(e)) => McpError::Transport(format!(
+                "HTTP 401: Unauthorized, and OAuth could not start: {e}"
+            )),
+            None => McpError::Timeout(self.config.connect_timeout_ms),
+        }
+    }
+
+    /// A live session was refused and could not be re-authorized: waits for the user if a new
+    /// authorization began, else fails like any broken connection.
+    fn apply_auth_lost(&self, id: &str, session: &Rc<Session>, e: &McpError) {
+        if !matches!(e, McpError::AuthorizationRequired(_)) {
+            self.mark_failed(id, session, e);
+            return;
+        }
+        self.apply_authenticating(id, None);
+    }
+
+    /// Puts the server in `authenticating` (its pending authorization holds the URL), with an
+    /// error saying why when a previous attempt went wrong.
+    fn apply_authenticating(&self, id: &str, error: Option<String>) {
+        self.with_server(id, |s| {
+            s.session = None;
+            s.task = None;
+            s.attempt += 1;
+            s.state = ConnectionState::Authenticating;
+            s.error = error;
+            s.failed_at = None;
+        });
+        self.changed();
+    }
+
+    /// Sends one request to the server, connecting first if needed. An expired session is
+    /// re-initialised once, and a 401 is answered by refreshing the tokens or, failing that,
+    /// by a new authorization (the error is then `AuthorizationRequired`).
+    pub(crate) async fn request(
+        &self,
+        id: &str,
+        method: &str,
+        params: Value,
+    ) -> Result<Value, McpError> {
+        let mut retried = false;
+        let mut reauthorized = false;
+        loop {
+            let session = self.ready_session(id).await?;
+            self.refresh_if_due(id).await;
+            let timeout = self.config.request_timeout_ms;
+            let Some(outcome) = with_timeout_unless_busy(
+                self.clock.as_ref(),
+                timeout,
+                &self.eliciting,
+                session.request(method, Some(params.clone())),
+            )
+            .await
+            else {
+                return Err(McpError::Timeout(timeout));
+            };
+            self.after_exchange(id, &session).await;
+            match outcome {
+                Ok(result) => return Ok(result),
+                Err(McpError::SessionExpired) if !retried => {
+                    retried = true;
+                    self.drop_session(id, &session);
+                }
+                Err(McpError::Unauthorized { challenge }) if !reauthorized => {
+                    reauthorized = true;
+                    let seen = self.bearer(id);
+                    if self.has_refresh_token(id)
+                        && self.refresh_tokens(id, seen.as_deref()).await.is_ok()
+                    {
+                        continue;
+                    }
+                    let e = self.begin_authorization(id, challenge.as_deref()).await;
+                    self.apply_auth_lost(id, &session, &e);
+                    return Err(e);
+                }
+                Err(e @ McpError::Rpc { .. }) => return Err(e),
+                Err(e) => {
+                    if e.is_connection_failure() || e == McpError::SessionExpired {
+                        self.mark_failed(id, &session, &e);
+                    }
+                    return Err(e);
+                }
+            }
+        }
+    }
+
+    /// Refuses a request for a feature the connected server did not declare. A server not yet
+    /// connected is let through (the request connects it and the server answers for itself).
+    fn require_capability(&self, id: &str, capability: &str) -> Result<(), McpError> {
+        let declared = self
+            .with_server(id, |s| s.session.as_ref().map(|x| x.has_capability(capability)))
+            .ok_or_else(|| McpError::UnknownServer(id.into()))?;
+        match declared {
+            Some(false) => {
+                Err(McpError::Invalid(format!("MCP server \"{id}\" does not offer {capability}")))
+            }
+            _ => Ok(()),
+        }
+    }
+
+    async fn read_resource(&self, id: &str, uri: &str) -> Result<Value, McpError> {
+        self.require_capability(id, "resources")?;
+        self.request(id, "resources/read", json!({ "uri": uri })).await
+    }
+
     /// Calls a tool; every failure becomes a `ToolError` the model can read.
     pub(crate) async fn call_tool(
         &self,
@@ -723,49 +1233,21 @@ impl Inner {
         let Some(name) = self.with_server(id, |s| s.row.name.clone()) else {
             return Err(ToolError::Failed(format!("MCP server \"{id}\" has been removed.")));
         };
-        let unavailable =
-            |e: &McpError| ToolError::Failed(format!("MCP server \"{name}\" is unavailable: {e}"));
         let params = json!({"name": tool, "arguments": args});
-        let mut retried = false;
-        loop {
-            let session = self.ready_session(id).await.map_err(|e| unavailable(&e))?;
-            let timeout = self.config.request_timeout_ms;
-            let Some(outcome) = with_timeout(
-                self.clock.as_ref(),
-                timeout,
-                session.request("tools/call", Some(params.clone())),
-            )
-            .await
-            else {
-                return Err(unavailable(&McpError::Timeout(timeout)));
-            };
-            self.after_exchange(id, &session).await;
-            match outcome {
-                Ok(result) if result.get("isError").and_then(Value::as_bool) == Some(true) => {
-                    let text = tools::content_text(&result);
-                    return Err(ToolError::Failed(if text.is_empty() {
-                        "Tool call failed".into()
-                    } else {
-                        text
-                    }));
-                }
-                Ok(result) => return Ok(result),
-                Err(McpError::SessionExpired) if !retried => {
-                    retried = true;
-                    self.drop_session(id, &session);
-                }
-                Err(McpError::Rpc { message, .. }) => {
-                    return Err(ToolError::Failed(format!(
-                        "MCP tool \"{tool}\" on server \"{name}\" failed: {message}"
-                    )))
-                }
-                Err(e) => {
-                    if e.is_connection_failure() || e == McpError::SessionExpired {
-                        self.mark_failed(id, &session, &e);
-                    }
-                    return Err(unavailable(&e));
-                }
+        match self.request(id, "tools/call", params).await {
+            Ok(result) if result.get("isError").and_then(Value::as_bool) == Some(true) => {
+                let text = tools::content_text(&result);
+                Err(ToolError::Failed(if text.is_empty() {
+                    "Tool call failed".into()
+                } else {
+                    text
+                }))
             }
+            Ok(result) => Ok(result),
+            Err(McpError::Rpc { message, .. }) => Err(ToolError::Failed(format!(
+                "MCP tool \"{tool}\" on server \"{name}\" failed: {message}"
+            ))),
+            Err(e) => Err(ToolError::Failed(format!("MCP server \"{name}\" is unavailable: {e}"))),
         }
     }
 }
@@ -826,11 +1308,16 @@ impl McpClient {
     ) -> Result<McpClient, McpError> {
         store::init(sql.as_ref())?;
         let mut pins = store::load_pins(sql.as_ref())?;
+        let mut auth = store::load_auth(sql.as_ref())?;
+        elicitation::init(sql.as_ref())?;
+        let elicitations = elicitation::load(sql.as_ref())?;
+        let now = clock.now_ms();
         let servers = store::load_servers(sql.as_ref())?
             .into_iter()
             .map(|row| {
                 let p = pins.remove(&row.id).unwrap_or_default();
-                Server::new(row, p)
+                let a = auth.remove(&row.id);
+                Server::new(row, p, a, now)
             })
             .collect();
         // Every request and redirect hop is checked, not only the URL a server was added with.
@@ -845,6 +1332,13 @@ impl McpClient {
             on_change: RefCell::new(None),
             generation: Cell::new(0),
             tool_cache: RefCell::new(None),
+            auth_lock: futures::lock::Mutex::new(()),
+            elicitations: RefCell::new(
+                elicitations.into_iter().map(|pending| Waiting { pending, reply: None }).collect(),
+            ),
+            on_elicitation: RefCell::new(None),
+            eliciting: Cell::new(0),
+            destructive_gate: RefCell::new(None),
         });
         Ok(McpClient { inner })
     }
@@ -917,9 +1411,16 @@ impl McpClient {
                 transport,
                 headers: options.headers,
                 session: None,
+                callback_url: options.callback_url,
             }
         };
         let id = row.id.clone();
+        let preset = options.oauth_client.map(|(client_id, client_secret)| oauth::Registration {
+            client_id,
+            client_secret,
+            redirect_uri: row.callback_url.clone().unwrap_or_default(),
+            preset: true,
+        });
         let existing = inner.with_server(&id, |s| s.row.clone());
         match existing {
             Some(old) if old.same_config(&row) => {}
@@ -930,6 +1431,7 @@ impl McpClient {
                     s.row = row;
                     s.task = None;
                     s.attempt += 1;
+                    s.state = ConnectionState::Connecting;
                     s.failed_at = None;
                     s.session.take()
                 });
@@ -939,20 +1441,32 @@ impl McpClient {
             }
             None => {
                 store::save_server(inner.sql.as_ref(), &row)?;
-                inner.servers.borrow_mut().push(Server::new(row, BTreeMap::new()));
+                let now = inner.clock.now_ms();
+                inner.servers.borrow_mut().push(Server::new(row, BTreeMap::new(), None, now));
                 inner.changed();
             }
         }
-        let ready = inner.with_server(&id, |s| s.session.is_some()).unwrap_or(false);
-        if !ready {
+        if let Some(client) = preset {
+            let record = inner.with_server(&id, |s| s.auth.clone()).flatten().unwrap_or_default();
+            if record.client.as_ref().map(|c| (&c.client_id, &c.client_secret))
+                != Some((&client.client_id, &client.client_secret))
+            {
+                inner.set_auth(&id, AuthRecord { client: Some(client), ..record })?;
+            }
+        }
+        // A server waiting for authorization keeps its URL rather than getting a new one.
+        let settled = inner
+            .with_server(&id, |s| s.session.is_some() || s.auth_url().is_some())
+            .unwrap_or(false);
+        if !settled {
             if let Some(task) = inner.start_connect(&id, 1) {
                 task.await;
             }
         }
-        let (state, error) = inner
-            .with_server(&id, |s| (s.state, s.error.clone()))
+        let (state, error, auth_url) = inner
+            .with_server(&id, |s| (s.state, s.error.clone(), s.auth_url()))
             .ok_or_else(|| McpError::UnknownServer(id.clone()))?;
-        Ok(AddedServer { id, state, error })
+        Ok(AddedServer { id, state, error, auth_url })
     }
 
     /// Disconnects (ending a Streamable HTTP session with DELETE, best effort) and forgets
@@ -1006,6 +1520,123 @@ impl McpClient {
         Ok(pins.len())
     }
 
+    /// Lets servers ask for input (elicitation): `send` gets every `cf_agent_mcp_elicitation`
+    /// and `..._resolved` frame, to push to all tabs. Connections made from now on declare
+    /// the capability.
+    pub fn set_on_elicitation(&self, send: FrameSink) {
+        *self.inner.on_elicitation.borrow_mut() = Some(send);
+    }
+
+    /// The pending inputs, as frames for a tab that just connected. Ones left by a previous
+    /// run that have expired are dropped (their server gave up on them).
+    pub fn elicitation_frames(&self) -> Vec<String> {
+        let now = self.inner.clock.now_ms();
+        let expired: Vec<String> = self
+            .inner
+            .elicitations
+            .borrow()
+            .iter()
+            .filter(|w| w.reply.is_none() && w.pending.expires_at <= now)
+            .map(|w| w.pending.id.clone())
+            .collect();
+        for id in expired {
+            self.inner.resolve_elicitation(&id, "cancel");
+        }
+        self.inner.elicitations.borrow().iter().map(|w| w.pending.frame()).collect()
+    }
+
+    /// A person's answer to pending input `id`: `accept` with `content` valid against the
+    /// requested schema, `decline` or `cancel`. A bad answer is refused and the input stays
+    /// pending. An input from before a restart is answered into the server's session.
+    pub async fn answer_elicitation(
+        &self,
+        id: &str,
+        action: &str,
+        content: Option<&Value>,
+    ) -> Result<(), McpError> {
+        let inner = &self.inner;
+        let schema = inner
+            .elicitations
+            .borrow()
+            .iter()
+            .find(|w| w.pending.id == id)
+            .map(|w| w.pending.requested_schema.clone())
+            .ok_or_else(|| McpError::Invalid(format!("no pending MCP input with id \"{id}\"")))?;
+        let result = elicitation::answer(&schema, action, content).map_err(McpError::Invalid)?;
+        let Some(waiting) = inner.resolve_elicitation(id, action) else { return Ok(()) };
+        match waiting.reply {
+            Some(tx) => {
+                let _ = tx.send(result);
+                Ok(())
+            }
+            None => inner.answer_later(&waiting.pending, result).await,
+        }
+    }
+
+    /// Whether `path` is the OAuth callback path of a registered server.
+    pub fn is_callback_path(&self, path: &str) -> bool {
+        self.inner.servers.borrow().iter().any(|s| {
+            s.row
+                .callback_url
+                .as_deref()
+                .and_then(|u| net::Url::parse(u).ok())
+                .is_some_and(|u| u.path() == path)
+        })
+    }
+
+    /// Completes an authorization from the callback's query (`code`, `state`): the state must
+    /// match an authorization in progress, and is used up before anything else happens; a
+    /// wrong or replayed one changes nothing. The code is exchanged for tokens and the server
+    /// connects. Returns the server's id.
+    pub async fn complete_authorization(&self, query: &str) -> Result<String, McpError> {
+        let inner = &self.inner;
+        let params = CallbackParams::parse(query);
+        let state = params.state.ok_or(OAuthError::UnknownState)?;
+        let lock = inner.auth_lock.lock().await;
+        let found = inner.servers.borrow().iter().find_map(|s| {
+            let record = s.auth.as_ref()?;
+            let pending = record.pending.as_ref()?;
+            oauth::same_secret(&pending.state, &state).then(|| (s.row.id.clone(), record.clone()))
+        });
+        let (id, mut record) = found.ok_or(OAuthError::UnknownState)?;
+        let pending = record.pending.take().ok_or(OAuthError::UnknownState)?;
+        inner.set_auth(&id, record.clone())?;
+        let now = inner.clock.now_ms();
+        let outcome = match (params.error, params.code) {
+            (Some(error), _) => Err(OAuthError::Denied(error)),
+            _ if now - pending.created_at >= oauth::PENDING_TTL_MS => {
+                Err(OAuthError::Denied("the authorization expired".into()))
+            }
+            (None, None) => Err(OAuthError::Denied("the callback carries no code".into())),
+            (None, Some(code)) => inner.oauth().exchange(&record, &pending, &code).await,
+        };
+        let tokens = match outcome {
+            Ok(tokens) => tokens,
+            Err(e) => {
+                // The user can try again at a new URL.
+                let again = inner.begin_locked(&id, None, now).await;
+                match again {
+                    McpError::AuthorizationRequired(_) => {
+                        inner.apply_authenticating(&id, Some(e.to_string()))
+                    }
+                    other => inner.apply_failed_now(&id, &other),
+                }
+                return Err(e.into());
+            }
+        };
+        inner.set_auth(&id, AuthRecord { tokens: Some(tokens), ..record })?;
+        drop(lock);
+        inner.with_server(&id, |s| {
+            s.task = None;
+            s.attempt += 1;
+            s.failed_at = None;
+        });
+        if let Some(task) = inner.start_connect(&id, 1) {
+            task.await;
+        }
+        Ok(id)
+    }
+
     /// Connects every registered server that has no connection, with retries, and resolves
     /// when all have settled. The glue runs this when the object starts.
     pub async fn restore(&self) {
@@ -1014,7 +1645,7 @@ impl McpClient {
             .servers
             .borrow()
             .iter()
-            .filter(|s| s.session.is_none())
+            .filter(|s| s.session.is_none() && s.state != ConnectionState::Authenticating)
             .map(|s| s.row.id.clone())
             .collect();
         let attempts = inner.config.restore_attempts;
@@ -1071,6 +1702,7 @@ impl McpClient {
             return Ok(ListenEnd::AlreadyListening);
         }
         let _claim = Listening { inner, id, session: &session };
+        inner.refresh_if_due(id).await;
         let mut listener = match session.listen().await {
             Ok(Some(l)) => l,
             Ok(None) => return Ok(ListenEnd::Unsupported),
@@ -1104,6 +1736,36 @@ impl McpClient {
         self.inner.call_tool(id, tool, args).await
     }
 
+    /// `resources/read`: the contents of the resource `uri` on server `id`, as the server
+    /// returns them (`{contents: [{uri, mimeType?, text | blob}]}`).
+    pub async fn read_resource(&self, id: &str, uri: &str) -> Result<Value, McpError> {
+        self.inner.read_resource(id, uri).await
+    }
+
+    /// `mcp_list_resources` and `mcp_read_resource`, for agents that let the model read
+    /// servers' resources.
+    pub fn resource_tools(&self) -> Vec<ToolRef> {
+        let access: Weak<dyn ResourceAccess> = self.inner.me.clone();
+        resource_tools::tools(access)
+    }
+
+    /// `prompts/get`: the prompt `name` filled with `args` (string values, as MCP requires),
+    /// as the server returns it (`{description?, messages}`).
+    pub async fn get_prompt(
+        &self,
+        id: &str,
+        name: &str,
+        args: Map<String, Value>,
+    ) -> Result<Value, McpError> {
+        self.inner.require_capability(id, "prompts")?;
+        if let Some((k, v)) = args.iter().find(|(_, v)| !v.is_string()) {
+            return Err(McpError::Invalid(format!(
+                "prompt argument {k} must be a string, not {v}"
+            )));
+        }
+        self.inner.request(id, "prompts/get", json!({ "name": name, "arguments": args })).await
+    }
+
     /// The tools of every server, named `tool_<serverId>_<name>`, minus held-back ones.
     /// Cached: rebuilt only after a catalog or pin change.
     pub fn tools(&self) -> Vec<ToolRef> {
@@ -1120,13 +1782,26 @@ impl McpClient {
                     continue;
                 }
                 let caller: Weak<dyn ToolCaller> = inner.me.clone();
-                if let Some(t) = McpTool::new(caller, &s.row.id, tool) {
+                let gate = inner.destructive_gate.borrow();
+                let gate: &dyn Fn(&str) -> bool = match gate.as_ref() {
+                    Some(g) => g.as_ref(),
+                    None => &|_| true,
+                };
+                if let Some(t) = McpTool::new(caller, &s.row.id, tool, gate) {
                     out.push(Rc::new(t));
                 }
             }
         }
         *inner.tool_cache.borrow_mut() = Some(out.clone());
         out
+    }
+
+    /// Decides, by model-facing name, whether a tool that declares itself destructive
+    /// (`annotations.destructiveHint: true`, not `readOnlyHint: true`) needs approval; without
+    /// it every such tool does. The agent passes its approval policy's exemptions.
+    pub fn set_destructive_gate(&self, gate: NameGate) {
+        *self.inner.destructive_gate.borrow_mut() = Some(gate);
+        self.inner.invalidate_tools();
     }
 
     /// Every registered server in the order added, for Rust callers that want types rather
@@ -1143,6 +1818,7 @@ impl McpClient {
                 transport: s.row.transport,
                 state: s.state,
                 error: s.error.clone(),
+                auth_url: s.auth_url(),
                 connected_via: s.session.as_ref().map(|x| x.transport_kind()),
                 protocol_version: s.session.as_ref().map(|x| x.protocol_version.clone()),
                 tool_count: s.catalog.as_ref().map_or(0, |c| c.tools.len()),
@@ -1159,7 +1835,7 @@ impl McpClient {
         let (mut tools, mut prompts, mut resources) = (Vec::new(), Vec::new(), Vec::new());
         for s in servers.iter() {
             let mut entry = json!({
-                "auth_url": null,
+                "auth_url": s.auth_url(),
                 "capabilities": s.catalog.as_ref().map(|c| c.capabilities.clone()),
                 "error": s.error.as_deref().map(sanitize_error),
                 "instructions": s.catalog.as_ref().and_then(|c| c.instructions.clone()),

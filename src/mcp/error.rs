@@ -1,6 +1,7 @@
 //! Why an MCP operation failed, kept structured so the client can tell a stale session (retry
 //! after re-initialising) from a dead server (mark it failed) from a tool's own error.
 
+use super::oauth::OAuthError;
 use crate::net::NetError;
 
 /// A failed MCP operation.
@@ -35,6 +36,15 @@ pub enum McpError {
     },
     /// Persisting the server list failed.
     Store(String),
+    /// The server answered 401: credentials are missing, expired or revoked.
+    Unauthorized {
+        /// Its `WWW-Authenticate` header, which points to the OAuth metadata.
+        challenge: Option<String>,
+    },
+    /// The server waits for the user to authorize the agent at this URL.
+    AuthorizationRequired(String),
+    /// An OAuth step failed.
+    OAuth(OAuthError),
 }
 
 impl McpError {
@@ -43,7 +53,7 @@ impl McpError {
     /// availability error. A plain 500 is taken as that request's failure.
     pub(crate) fn is_connection_failure(&self) -> bool {
         match self {
-            McpError::Transport(_) => true,
+            McpError::Transport(_) | McpError::Unauthorized { .. } => true,
             McpError::Http { status, .. } => {
                 matches!(status, 401 | 403 | 404 | 405 | 410 | 502 | 503 | 504)
             }
@@ -70,6 +80,11 @@ impl std::fmt::Display for McpError {
             McpError::Timeout(ms) => write!(f, "no response within {ms} ms"),
             McpError::Rpc { code, message } => write!(f, "{message} (JSON-RPC error {code})"),
             McpError::Store(m) => write!(f, "storage error: {m}"),
+            McpError::Unauthorized { .. } => f.write_str("HTTP 401: Unauthorized"),
+            McpError::AuthorizationRequired(_) => f.write_str(
+                "the server waits for the user to authorize the agent (open the authUrl)",
+            ),
+            McpError::OAuth(e) => e.fmt(f),
         }
     }
 }
@@ -78,6 +93,7 @@ impl std::error::Error for McpError {
     fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
         match self {
             McpError::Url(e) => Some(e),
+            McpError::OAuth(e) => Some(e),
             _ => None,
         }
     }
@@ -98,5 +114,11 @@ impl From<crate::store::StoreError> for McpError {
 impl From<crate::platform::HttpError> for McpError {
     fn from(e: crate::platform::HttpError) -> Self {
         McpError::Transport(e.to_string())
+    }
+}
+
+impl From<OAuthError> for McpError {
+    fn from(e: OAuthError) -> Self {
+        McpError::OAuth(e)
     }
 }

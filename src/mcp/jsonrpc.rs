@@ -37,7 +37,7 @@ pub(crate) fn id_key(id: &Value) -> Option<String> {
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) enum Incoming {
     Response { key: String, outcome: Result<Value, McpError> },
-    Request { id: Value, method: String },
+    Request { id: Value, method: String, params: Value },
     Notification { method: String },
 }
 
@@ -47,7 +47,11 @@ pub(crate) fn classify(msg: &Value) -> Option<Incoming> {
     let method = obj.get("method").and_then(Value::as_str);
     let id = obj.get("id").filter(|v| !v.is_null());
     match (method, id) {
-        (Some(m), Some(id)) => Some(Incoming::Request { id: id.clone(), method: m.to_owned() }),
+        (Some(m), Some(id)) => Some(Incoming::Request {
+            id: id.clone(),
+            method: m.to_owned(),
+            params: obj.get("params").cloned().unwrap_or(Value::Null),
+        }),
         (Some(m), None) => Some(Incoming::Notification { method: m.to_owned() }),
         (None, Some(id)) => {
             let key = id_key(id)?;
@@ -78,8 +82,13 @@ pub(crate) fn decode(text: &str) -> Vec<Incoming> {
     }
 }
 
-/// Our reply to a server-initiated request: `ping` is answered, everything else (sampling,
-/// elicitation, roots) is declined since we advertise no client capabilities.
+/// A successful reply to a server-initiated request.
+pub(crate) fn result(id: &Value, result: Value) -> Value {
+    json!({"jsonrpc": "2.0", "id": id, "result": result})
+}
+
+/// Our reply to a server-initiated request nobody else handles: `ping` is answered,
+/// everything else (sampling, roots, elicitation without a handler) is declined.
 pub(crate) fn answer(id: &Value, method: &str) -> Value {
     if method == "ping" {
         json!({"jsonrpc": "2.0", "id": id, "result": {}})
@@ -108,7 +117,7 @@ mod tests {
         );
         assert_eq!(
             classify(&json!({"jsonrpc":"2.0","id":7,"method":"ping"})),
-            Some(Incoming::Request { id: json!(7), method: "ping".into() })
+            Some(Incoming::Request { id: json!(7), method: "ping".into(), params: Value::Null })
         );
         assert_eq!(
             classify(&json!({"jsonrpc":"2.0","method":"notifications/tools/list_changed"})),

@@ -18,13 +18,18 @@
 //! chunk), as the legacy SSE stream is read by whichever caller is waiting.
 
 mod client;
+mod elicitation;
 mod error;
 mod jsonrpc;
+mod oauth;
+mod resource_tools;
 mod session;
 mod store;
 mod tools;
 mod transport;
 
+#[cfg(test)]
+mod oauth_tests;
 #[cfg(test)]
 mod tests;
 
@@ -33,5 +38,6 @@ pub use client::{
     PendingToolChange, ServerStatus,
 };
 pub use error::McpError;
+pub use oauth::OAuthError;
 pub use tools::tool_name;
 pub use transport::TransportKind;

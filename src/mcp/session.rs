@@ -42,11 +42,13 @@ impl Session {
         url: &Url,
         client_info: &Value,
     ) -> Result<Session, McpError> {
+        let elicits = env.requests.is_some();
         match kind {
             TransportKind::StreamableHttp => {
                 Self::initialize(
                     Transport::Streamable(StreamableHttp::new(env.clone(), url)),
                     client_info,
+                    elicits,
                 )
                 .await
             }
@@ -54,6 +56,7 @@ impl Session {
                 Self::initialize(
                     Transport::Sse(LegacySse::open(env.clone(), url).await?),
                     client_info,
+                    elicits,
                 )
                 .await
             }
@@ -61,13 +64,14 @@ impl Session {
                 let first = Self::initialize(
                     Transport::Streamable(StreamableHttp::new(env.clone(), url)),
                     client_info,
+                    elicits,
                 )
                 .await;
                 match first {
                     Err(e) if legacy_hint(&e) => {
                         let sse = async {
                             let t = LegacySse::open(env.clone(), url).await?;
-                            Self::initialize(Transport::Sse(t), client_info).await
+                            Self::initialize(Transport::Sse(t), client_info, elicits).await
                         };
                         sse.await.map_err(|sse_err| {
                             McpError::Transport(format!("Streamable HTTP: {e}; SSE: {sse_err}"))
@@ -79,11 +83,16 @@ impl Session {
         }
     }
 
-    async fn initialize(transport: Transport, client_info: &Value) -> Result<Session, McpError> {
+    async fn initialize(
+        transport: Transport,
+        client_info: &Value,
+        elicits: bool,
+    ) -> Result<Session, McpError> {
         let inbox = Inbox::default();
         let params = json!({
             "protocolVersion": LATEST_PROTOCOL_VERSION,
-            "capabilities": {},
+            // Form elicitation only: URL mode would send the user to the server's own pages.
+            "capabilities": if elicits { json!({"elicitation": {"form": {}}}) } else { json!({}) },
             "clientInfo": client_info,
         });
         let result =

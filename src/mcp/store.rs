@@ -2,6 +2,7 @@
 //! so servers reconnect when the object starts and a changed tool stays held back across
 //! restarts. The server table keeps the reference's name and columns.
 
+use super::oauth::AuthRecord;
 use super::transport::TransportKind;
 use crate::store::{Sql, SqlValue, StoreError};
 use serde_json::{json, Map, Value};
@@ -16,6 +17,10 @@ const SCHEMA: &[&str] = &[
         client_id TEXT,
         auth_url TEXT,
         server_options TEXT
+    )",
+    "CREATE TABLE IF NOT EXISTS think_mcp_oauth (
+        server_id TEXT PRIMARY KEY NOT NULL,
+        record TEXT NOT NULL
     )",
     "CREATE TABLE IF NOT EXISTS think_mcp_tool_pins (
         server_id TEXT NOT NULL,
@@ -37,6 +42,9 @@ pub(crate) struct ServerRow {
     /// The last Streamable HTTP session, so a woken object resumes it instead of
     /// initialising again (the reference persists it too).
     pub session: Option<SavedSession>,
+    /// Where the authorization server sends the user back (`/agents/<class>/<name>/callback`),
+    /// when known; only servers that ask for OAuth use it.
+    pub callback_url: Option<String>,
 }
 
 impl ServerRow {
@@ -47,6 +55,7 @@ impl ServerRow {
             && self.url == other.url
             && self.transport == other.transport
             && self.headers == other.headers
+            && self.callback_url == other.callback_url
     }
 }
 
@@ -98,7 +107,7 @@ fn text(v: Option<&SqlValue>) -> Option<String> {
 /// Every server, in the order they were added. Unreadable rows are skipped.
 pub(crate) fn load_servers(sql: &dyn Sql) -> Result<Vec<ServerRow>, StoreError> {
     let rows = sql.exec(
-        "SELECT id, name, server_url, server_options FROM cf_agents_mcp_servers ORDER BY rowid",
+        "SELECT id, name, server_url, server_options, callback_url FROM cf_agents_mcp_servers ORDER BY rowid",
         &[],
     )?;
     Ok(rows
@@ -125,6 +134,7 @@ pub(crate) fn load_servers(sql: &dyn Sql) -> Result<Vec<ServerRow>, StoreError> 
                     .unwrap_or_default(),
                 headers,
                 session: SavedSession::from_json(&options["session"]),
+                callback_url: text(r.get(4)).filter(|s| !s.is_empty()),
             })
         })
         .collect())
@@ -140,10 +150,16 @@ pub(crate) fn save_server(sql: &dyn Sql, row: &ServerRow) -> Result<(), StoreErr
     }
     sql.exec(
         "INSERT INTO cf_agents_mcp_servers (id, name, server_url, callback_url, client_id, auth_url, server_options)
-         VALUES (?, ?, ?, '', NULL, NULL, ?)
+         VALUES (?, ?, ?, ?, NULL, NULL, ?)
          ON CONFLICT(id) DO UPDATE SET name = excluded.name, server_url = excluded.server_url,
-             server_options = excluded.server_options",
-        &[row.id.as_str().into(), row.name.as_str().into(), row.url.as_str().into(), options.to_string().into()],
+             callback_url = excluded.callback_url, server_options = excluded.server_options",
+        &[
+            row.id.as_str().into(),
+            row.name.as_str().into(),
+            row.url.as_str().into(),
+            row.callback_url.as_deref().unwrap_or("").into(),
+            options.to_string().into(),
+        ],
     )?;
     Ok(())
 }
@@ -153,8 +169,42 @@ pub(crate) fn delete_server(sql: &dyn Sql, id: &str) -> Result<(), StoreError> {
     sql.transaction(&mut || {
         sql.exec("DELETE FROM cf_agents_mcp_servers WHERE id = ?", &[id.into()])?;
         sql.exec("DELETE FROM think_mcp_tool_pins WHERE server_id = ?", &[id.into()])?;
+        sql.exec("DELETE FROM think_mcp_oauth WHERE server_id = ?", &[id.into()])?;
         Ok(())
     })
+}
+
+/// The OAuth records by server id. Unreadable records are skipped (the server then asks for
+/// authorization again).
+pub(crate) fn load_auth(sql: &dyn Sql) -> Result<HashMap<String, AuthRecord>, StoreError> {
+    let rows = sql.exec("SELECT server_id, record FROM think_mcp_oauth", &[])?;
+    Ok(rows
+        .into_iter()
+        .filter_map(|r| Some((text(r.first())?, serde_json::from_str(&text(r.get(1))?).ok()?)))
+        .collect())
+}
+
+/// Stores a server's OAuth record (registration, tokens, pending authorization), or forgets
+/// it when `None`.
+pub(crate) fn save_auth(
+    sql: &dyn Sql,
+    server_id: &str,
+    record: Option<&AuthRecord>,
+) -> Result<(), StoreError> {
+    match record {
+        Some(r) => {
+            let json = serde_json::to_string(r).unwrap_or_default();
+            sql.exec(
+                "INSERT INTO think_mcp_oauth (server_id, record) VALUES (?, ?)
+                 ON CONFLICT(server_id) DO UPDATE SET record = excluded.record",
+                &[server_id.into(), json.into()],
+            )?;
+        }
+        None => {
+            sql.exec("DELETE FROM think_mcp_oauth WHERE server_id = ?", &[server_id.into()])?;
+        }
+    }
+    Ok(())
 }
 
 /// Pins by server id, then tool name.
@@ -221,11 +271,13 @@ mod tests {
             transport: TransportKind::Sse,
             headers: vec![("Authorization".into(), "Bearer t".into())],
             session: None,
+            callback_url: Some("https://agent.example/agents/think-agent/a/callback".into()),
         };
         let b = ServerRow {
             id: "b".into(),
             transport: TransportKind::Auto,
             headers: vec![],
+            callback_url: None,
             session: Some(SavedSession {
                 session_id: "s-1".into(),
                 protocol_version: "2025-11-25".into(),

@@ -71,7 +71,12 @@ fn connects_discovers_and_calls_over_streamable_http_json() {
         env.run(client.add_mcp_server("Alpha", "https://a.example/mcp", opts("alpha"))).unwrap();
     assert_eq!(
         added,
-        AddedServer { id: "alpha".into(), state: ConnectionState::Ready, error: None }
+        AddedServer {
+            id: "alpha".into(),
+            state: ConnectionState::Ready,
+            error: None,
+            auth_url: None
+        }
     );
 
     // initialize, then the initialized notification, then listings.
@@ -447,8 +452,13 @@ fn auto_reports_both_errors_and_auth_errors_do_not_fall_back() {
     *locked.bearer.borrow_mut() = Some("secret".into());
     let o = AddServerOptions { transport: Some(TransportKind::Auto), ..Default::default() };
     let added = env.run(client.add_mcp_server("Locked", "https://locked.example/mcp", o)).unwrap();
-    assert_eq!(added.error.unwrap(), "HTTP 401: Unauthorized");
-    assert_eq!(env.http.requests("GET").len(), 1, "only the first server fell back to SSE");
+    assert_eq!(
+        added.error.unwrap(),
+        "HTTP 401: Unauthorized (the server offers no OAuth metadata)"
+    );
+    let sse_gets =
+        env.http.requests("GET").iter().filter(|r| !r.url.contains("/.well-known/")).count();
+    assert_eq!(sse_gets, 1, "only the first server fell back to SSE");
 }
 
 #[test]
@@ -462,7 +472,7 @@ fn bearer_headers_are_sent_on_every_request_of_both_transports() {
     let with = |token: &str, t: TransportKind| AddServerOptions {
         transport: Some(t),
         headers: vec![("Authorization".into(), format!("Bearer {token}"))],
-        id: None,
+        ..Default::default()
     };
     let ra = env.run(client.add_mcp_server(
         "A",
@@ -1049,6 +1059,7 @@ fn a_stored_private_url_is_not_connected_on_restore() {
         transport: TransportKind::default(),
         headers: Vec::new(),
         session: None,
+        callback_url: None,
     };
     store::save_server(env.sql.as_ref(), &row).unwrap();
     let client = env.client();
@@ -1061,4 +1072,150 @@ fn a_stored_private_url_is_not_connected_on_restore() {
         .unwrap_or("")
         .starts_with("Blocked URL: http://169.254.169.254/mcp"));
     assert!(env.http.log.borrow().is_empty());
+}
+
+#[test]
+fn resources_and_prompts_are_read_and_the_model_tools_list_and_read_them() {
+    let env = Env::new();
+    env.server("https://a.example", Mode::Streamable { sse: false });
+    let client = env.client();
+    env.run(client.add_mcp_server("A", "https://a.example/mcp", opts("alpha"))).unwrap();
+    let read = env.run(client.read_resource("alpha", "file:///readme")).unwrap();
+    assert_eq!(read["contents"][0]["text"], "Read me.");
+    let mut args = serde_json::Map::new();
+    args.insert("name".into(), json!("Ada"));
+    let prompt = env.run(client.get_prompt("alpha", "greet", args.clone())).unwrap();
+    assert_eq!(prompt["messages"][0]["content"]["text"], "Hi Ada");
+    args.insert("age".into(), json!(36));
+    assert!(matches!(
+        env.run(client.get_prompt("alpha", "greet", args)),
+        Err(McpError::Invalid(_))
+    ));
+    assert_eq!(
+        env.run(client.read_resource("nope", "x")),
+        Err(McpError::UnknownServer("nope".into()))
+    );
+
+    let tools = client.resource_tools();
+    assert_eq!(names(&tools), ["mcp_list_resources", "mcp_read_resource"]);
+    let listed = call(&env, &tools[0], json!({})).unwrap();
+    assert_eq!(
+        listed,
+        json!({"resources": [{"serverId": "alpha", "uri": "file:///readme", "name": "readme"}]})
+    );
+    assert_eq!(
+        call(&env, &tools[0], json!({"serverId": "other"})).unwrap(),
+        json!({"resources": []})
+    );
+    let out = call(&env, &tools[1], json!({"serverId": "alpha", "uri": "file:///readme"})).unwrap();
+    assert_eq!(tools[1].model_output(&out), ModelOutput::Text("Read me.".into()));
+    assert!(call(&env, &tools[1], json!({"serverId": "nope", "uri": "x"})).is_err());
+
+    // A server that declares no resources is refused before anything is sent.
+    *env.server("https://b.example", Mode::Streamable { sse: false }).capabilities.borrow_mut() =
+        json!({"tools": {}});
+    env.run(client.add_mcp_server("B", "https://b.example/mcp", opts("beta"))).unwrap();
+    assert!(matches!(env.run(client.read_resource("beta", "x")), Err(McpError::Invalid(_))));
+}
+
+/// The last answer the client posted to the fake server's `elicitation/create` (id "e1").
+fn elicit_reply(server: &FakeServer) -> Option<Value> {
+    let received = server.received.borrow();
+    received
+        .iter()
+        .rev()
+        .find(|m| m["id"] == "e1" && m.get("method").is_none())
+        .map(|m| m["result"].clone())
+}
+
+#[test]
+fn elicitation_waits_for_a_valid_answer_and_times_out_as_cancel() {
+    let env = Env::new();
+    let server = env.server("https://a.example", Mode::Streamable { sse: true });
+    let client = env.client_with(McpConfig {
+        request_timeout_ms: 500,
+        elicitation_timeout_ms: 2_000,
+        ..Default::default()
+    });
+    let frames = Rc::new(RefCell::new(Vec::<Value>::new()));
+    let sink = frames.clone();
+    client.set_on_elicitation(Rc::new(move |f: &str| {
+        sink.borrow_mut().push(serde_json::from_str(f).unwrap())
+    }));
+    env.run(client.add_mcp_server("A", "https://a.example/mcp", opts("alpha"))).unwrap();
+    let init = server.received.borrow()[0].clone();
+    assert_eq!(init["params"]["capabilities"], json!({"elicitation": {"form": {}}}));
+
+    // Answered: a bad answer is refused and the input stays; a good one goes to the server.
+    let answered = env.run(async {
+        let call = client.call_tool("alpha", "ask", json!({}));
+        let answer = async {
+            while frames.borrow().is_empty() {
+                env.clock.sleep(100).await;
+            }
+            let asked = frames.borrow()[0].clone();
+            assert_eq!(asked["type"], "cf_agent_mcp_elicitation");
+            assert_eq!(asked["serverId"], "alpha");
+            assert_eq!(asked["message"], "Your name?");
+            assert_eq!(asked["requestedSchema"]["required"], json!(["name"]));
+            assert_eq!(client.elicitation_frames().len(), 1, "a tab connecting now sees it");
+            let id = asked["id"].as_str().unwrap().to_owned();
+            let bad = client.answer_elicitation(&id, "accept", Some(&json!({"name": ""}))).await;
+            assert!(matches!(bad, Err(McpError::Invalid(_))), "{bad:?}");
+            // Longer than the request timeout: the call keeps waiting while a person answers.
+            env.clock.sleep(1_000).await;
+            client.answer_elicitation(&id, "accept", Some(&json!({"name": "Ada"}))).await.unwrap();
+            assert!(
+                client.answer_elicitation(&id, "decline", None).await.is_err(),
+                "answered once"
+            );
+        };
+        futures::join!(call, answer).0
+    });
+    assert_eq!(answered.unwrap()["content"][0]["text"], "asked");
+    assert_eq!(
+        elicit_reply(&server),
+        Some(json!({"action": "accept", "content": {"name": "Ada"}}))
+    );
+    assert_eq!(frames.borrow().last().unwrap()["type"], "cf_agent_mcp_elicitation_resolved");
+    assert!(client.elicitation_frames().is_empty());
+
+    // Unanswered: after the elicitation timeout the server is told `cancel`.
+    frames.borrow_mut().clear();
+    env.run(client.call_tool("alpha", "ask", json!({}))).unwrap();
+    assert_eq!(elicit_reply(&server), Some(json!({"action": "cancel"})));
+    assert_eq!(
+        frames.borrow().last().unwrap(),
+        &json!({"type": "cf_agent_mcp_elicitation_resolved", "id": frames.borrow()[0]["id"], "action": "cancel"})
+    );
+}
+
+#[test]
+fn without_an_elicitation_handler_the_capability_is_not_declared_and_requests_are_refused() {
+    let env = Env::new();
+    let server = env.server("https://a.example", Mode::Streamable { sse: true });
+    let client = env.client();
+    env.run(client.add_mcp_server("A", "https://a.example/mcp", opts("alpha"))).unwrap();
+    assert_eq!(server.received.borrow()[0]["params"]["capabilities"], json!({}));
+    env.run(client.call_tool("alpha", "ask", json!({}))).unwrap();
+    let reply = server.received.borrow().iter().find(|m| m["id"] == "e1").cloned().unwrap();
+    assert_eq!(reply["error"]["code"], -32601);
+}
+
+#[test]
+fn destructive_tools_need_approval_unless_the_gate_exempts_them() {
+    let env = Env::new();
+    let server = env.server("https://a.example", Mode::Streamable { sse: false });
+    server.tools.borrow_mut().extend([
+        json!({"name": "wipe", "inputSchema": {"type": "object"}, "annotations": {"destructiveHint": true}}),
+        json!({"name": "peek", "inputSchema": {"type": "object"}, "annotations": {"destructiveHint": true, "readOnlyHint": true}}),
+    ]);
+    let client = env.client();
+    env.run(client.add_mcp_server("A", "https://a.example/mcp", opts("alpha"))).unwrap();
+    let needs = |name: &str| find(&client.tools(), name).needs_approval(&json!({}));
+    assert!(needs("tool_alpha_wipe"));
+    assert!(!needs("tool_alpha_peek"), "readOnlyHint wins");
+    assert!(!needs("tool_alpha_echo"), "unannotated tools do not");
+    client.set_destructive_gate(Rc::new(|name: &str| name != "tool_alpha_wipe"));
+    assert!(!needs("tool_alpha_wipe"), "exempted");
 }

@@ -25,6 +25,14 @@ pub(crate) fn declared(tool: &Value) -> (String, Value) {
     (description, schema)
 }
 
+/// Whether a `tools/list` entry declares the tool destructive. Only an explicit
+/// `destructiveHint: true` counts (the spec's default of true for tools that are not
+/// read-only would put every unannotated tool behind approval); `readOnlyHint: true` wins.
+pub(crate) fn is_destructive(tool: &Value) -> bool {
+    let hint = |k: &str| tool["annotations"][k].as_bool();
+    hint("destructiveHint") == Some(true) && hint("readOnlyHint") != Some(true)
+}
+
 /// What an MCP tool needs from the client that listed it.
 #[async_trait(?Send)]
 pub(crate) trait ToolCaller {
@@ -40,19 +48,29 @@ pub(crate) trait ToolCaller {
 /// One remote tool, callable through the client that listed it.
 pub(crate) struct McpTool {
     definition: ToolDefinition,
+    /// Declared destructive and not exempted by the approval policy.
+    needs_approval: bool,
     server_id: String,
     remote_name: String,
     client: Weak<dyn ToolCaller>,
 }
 
 impl McpTool {
-    /// The tool a `tools/list` entry describes, or `None` when it has no name.
-    pub fn new(client: Weak<dyn ToolCaller>, server_id: &str, tool: &Value) -> Option<McpTool> {
+    /// The tool a `tools/list` entry describes, or `None` when it has no name. A tool
+    /// declared destructive needs approval when `destructive_needs_approval(name)` says so.
+    pub fn new(
+        client: Weak<dyn ToolCaller>,
+        server_id: &str,
+        tool: &Value,
+        destructive_needs_approval: &dyn Fn(&str) -> bool,
+    ) -> Option<McpTool> {
         let remote_name = tool.get("name").and_then(Value::as_str)?.to_owned();
         let (description, input_schema) = declared(tool);
+        let name = tool_name(server_id, &remote_name);
         Some(McpTool {
+            needs_approval: is_destructive(tool) && destructive_needs_approval(&name),
             definition: ToolDefinition {
-                name: tool_name(server_id, &remote_name),
+                name,
                 description,
                 input_schema,
                 output_schema: tool.get("outputSchema").filter(|s| s.is_object()).cloned(),
@@ -77,6 +95,10 @@ impl Tool for McpTool {
             return Err(ToolError::Failed("The MCP client has shut down.".into()));
         };
         client.call_tool(&self.server_id, &self.remote_name, input).await
+    }
+
+    fn needs_approval(&self, _input: &Value) -> bool {
+        self.needs_approval
     }
 
     fn model_output(&self, output: &Value) -> ModelOutput {
@@ -145,6 +167,16 @@ fn base64_len(data: &str) -> usize {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn only_an_explicit_destructive_hint_counts() {
+        let t = |a: Value| json!({"name": "t", "annotations": a});
+        assert!(is_destructive(&t(json!({"destructiveHint": true}))));
+        assert!(!is_destructive(&t(json!({"destructiveHint": true, "readOnlyHint": true}))));
+        assert!(!is_destructive(&t(json!({"destructiveHint": false}))));
+        assert!(!is_destructive(&t(json!({}))));
+        assert!(!is_destructive(&json!({"name": "t"})));
+    }
 
     #[test]
     fn names_strip_dashes_from_the_server_id_only() {

@@ -90,6 +90,14 @@ impl Inbox {
     }
 }
 
+/// Answers what a server asks the client (elicitation), for whoever holds the client.
+#[async_trait::async_trait(?Send)]
+pub trait ServerRequests {
+    /// `elicitation/create` from server `server_id` (its JSON-RPC request `request_id`):
+    /// resolves with the `ElicitResult` to send back, `{action, content?}`.
+    async fn elicit(&self, server_id: &str, request_id: &Value, params: Value) -> Value;
+}
+
 /// Which transport a server uses; `Auto` tries Streamable HTTP and falls back to SSE.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum TransportKind {
@@ -123,17 +131,38 @@ impl TransportKind {
     }
 }
 
-/// What every request needs: the HTTP seam, the clock and the caller's custom headers.
+/// What every request needs: the HTTP seam, the clock, the caller's custom headers and the
+/// server's OAuth access token.
 #[derive(Clone)]
 pub(crate) struct Env {
     pub http: Rc<dyn HttpClient>,
     pub clock: Rc<dyn Clock>,
     pub headers: Vec<(String, String)>,
+    /// Shared with the client, which replaces the token when it refreshes it, so a live
+    /// session sends the new one from its next request on.
+    pub bearer: Rc<RefCell<Option<String>>>,
+    /// Who answers the server's own requests (`elicitation/create`), and for which server.
+    pub requests: Option<(Rc<dyn ServerRequests>, String)>,
 }
 
 impl Env {
-    /// The caller's headers, minus any that `ours` sets, followed by `ours`.
-    fn headers(&self, ours: Vec<(&str, String)>) -> Vec<(String, String)> {
+    /// The reply to a server-initiated request: elicitations go to the handler (which may
+    /// wait for a person), the rest is answered at once.
+    async fn reply(&self, id: &Value, method: &str, params: Value) -> Value {
+        match (&self.requests, method) {
+            (Some((handler, server)), "elicitation/create") => {
+                jsonrpc::result(id, handler.elicit(server, id, params).await)
+            }
+            _ => jsonrpc::answer(id, method),
+        }
+    }
+
+    /// The caller's headers, minus any that `ours` sets, followed by `ours` and the OAuth
+    /// access token, when there is one.
+    fn headers(&self, mut ours: Vec<(&str, String)>) -> Vec<(String, String)> {
+        if let Some(token) = self.bearer.borrow().as_ref() {
+            ours.push(("authorization", format!("Bearer {token}")));
+        }
         let mut out: Vec<(String, String)> = self
             .headers
             .iter()
@@ -176,6 +205,10 @@ async fn error_text(resp: HttpResponse) -> String {
 async fn check_status(resp: HttpResponse) -> Result<HttpResponse, McpError> {
     if (200..300).contains(&resp.status) {
         Ok(resp)
+    } else if resp.status == 401 {
+        Err(McpError::Unauthorized {
+            challenge: resp.header("www-authenticate").map(str::to_owned),
+        })
     } else {
         let status = resp.status;
         Err(McpError::Http { status, body: error_text(resp).await })
@@ -375,9 +408,10 @@ impl StreamableHttp {
     async fn handle(&self, m: Incoming, inbox: &Inbox) {
         match m {
             Incoming::Notification { method } => inbox.push(method),
-            Incoming::Request { id, method } => {
+            Incoming::Request { id, method, params } => {
                 // Best effort: a failed answer shows up as the server's own timeout.
-                let _ = self.send(&jsonrpc::answer(&id, &method)).await;
+                let reply = self.env.reply(&id, &method, params).await;
+                let _ = self.send(&reply).await;
             }
             Incoming::Response { .. } => {}
         }
@@ -536,6 +570,18 @@ impl StreamableHttp {
         }
     }
 
+    /// Posts one message into an existing session (an answer to a server request made before
+    /// the object restarted).
+    pub async fn post_into(
+        env: Env,
+        url: &Url,
+        session: &str,
+        version: &str,
+        msg: &Value,
+    ) -> Result<(), McpError> {
+        Self::resumed(env, url, session, version).send(msg).await
+    }
+
     /// DELETE the session so the server can free it; failures are ignored.
     async fn terminate(&self) {
         if self.session_id.borrow().is_none() {
@@ -652,8 +698,9 @@ impl LegacySse {
         for m in items {
             match m {
                 Incoming::Notification { method } => inbox.push(method),
-                Incoming::Request { id, method } => {
-                    let _ = self.send(&jsonrpc::answer(&id, &method)).await;
+                Incoming::Request { id, method, params } => {
+                    let reply = self.env.reply(&id, &method, params).await;
+                    let _ = self.send(&reply).await;
                 }
                 Incoming::Response { .. } => {}
             }

@@ -60,6 +60,8 @@ pub mod types {
     /// think-rs extension: the answer to a frame that could not be understood. Clients
     /// ignore unknown types.
     pub const PROTOCOL_ERROR: &str = "cf_agent_protocol_error";
+    /// think-rs extension: workspace paths changed (coalesced), so a tab re-reads its tree.
+    pub const WORKSPACE_CHANGED: &str = "think_workspace_changed";
 }
 
 // ── Incoming ────────────────────────────────────────────────────────────────
@@ -653,6 +655,7 @@ enum FrameType {
     StreamResumeNone,
     StreamPending,
     ChatRecovering,
+    WorkspaceChanged,
 }
 
 impl Serialize for FrameType {
@@ -670,6 +673,7 @@ impl Serialize for FrameType {
             FrameType::StreamResumeNone => types::STREAM_RESUME_NONE,
             FrameType::StreamPending => types::STREAM_PENDING,
             FrameType::ChatRecovering => types::CHAT_RECOVERING,
+            FrameType::WorkspaceChanged => types::WORKSPACE_CHANGED,
         })
     }
 }
@@ -720,6 +724,26 @@ impl<'a> McpServers<'a> {
     /// The frame for MCP state `mcp`.
     pub fn new(mcp: &'a Value) -> Self {
         Self { mcp, kind: FrameType::McpServers }
+    }
+}
+
+/// `{"paths","truncated","type":"think_workspace_changed"}`: the workspace paths written,
+/// created or removed since the last such frame (at most a bounded number; `truncated` says
+/// more changed), pushed to every tab so a file tree follows the agent without polling.
+#[derive(Debug, Clone, Serialize)]
+pub struct WorkspaceChanged<'a> {
+    /// Normalized paths that changed, sorted.
+    pub paths: &'a [String],
+    /// More paths changed than are listed.
+    pub truncated: bool,
+    #[serde(rename = "type")]
+    kind: FrameType,
+}
+
+impl<'a> WorkspaceChanged<'a> {
+    /// The frame for the changed `paths`.
+    pub fn new(paths: &'a [String], truncated: bool) -> Self {
+        Self { paths, truncated, kind: FrameType::WorkspaceChanged }
     }
 }
 
@@ -1056,6 +1080,34 @@ impl<'a> ChatRecovering<'a> {
     /// Recovery of stream `id` (if known) settled.
     pub fn settled(id: Option<&'a str>) -> Self {
         Self { kind: FrameType::ChatRecovering, recovering: false, id }
+    }
+}
+
+/// `{"type":"agent-tool-event","parentToolCallId","sequence","event":{kind,…}[,"replay":true]}`:
+/// one event of a child agent that runs as the tool call `parentToolCallId` (agents as tools).
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct AgentToolEvent<'a> {
+    #[serde(rename = "type")]
+    kind: &'static str,
+    /// The parent's tool call the child runs as.
+    pub parent_tool_call_id: &'a str,
+    /// The event's place in the run, from 0.
+    pub sequence: u64,
+    /// `{kind:"started"|"chunk"|"finished"|"error"|"aborted"|"interrupted", …}`.
+    pub event: Value,
+    /// Set on events sent again to a tab that joined mid-run.
+    #[serde(skip_serializing_if = "is_false")]
+    pub replay: bool,
+}
+
+impl<'a> AgentToolEvent<'a> {
+    /// The `type` of these frames.
+    pub const TYPE: &'static str = "agent-tool-event";
+
+    /// Event number `sequence` of the child running as `parent_tool_call_id`.
+    pub fn new(parent_tool_call_id: &'a str, sequence: u64, event: Value) -> Self {
+        Self { kind: Self::TYPE, parent_tool_call_id, sequence, event, replay: false }
     }
 }
 

@@ -5,6 +5,7 @@
 //! Everything is stored in the object's SQLite through [`Sql`], so it survives restarts and
 //! is host-tested over rusqlite. Searchable entries are indexed with SQLite FTS5.
 
+use std::cell::RefCell;
 use std::rc::Rc;
 
 use serde::Deserialize;
@@ -207,7 +208,8 @@ const SCHEMA: &[&str] = &[
 #[derive(Clone)]
 pub struct Session {
     sql: Rc<dyn Sql>,
-    blocks: Rc<Vec<ContextBlock>>,
+    /// The configured blocks, then those added at run time (extensions').
+    blocks: Rc<RefCell<Vec<ContextBlock>>>,
     counter: Option<TokenCounter>,
 }
 
@@ -232,7 +234,7 @@ impl Session {
             };
             sql.exec(sql_text, &[b.label.as_str().into(), content.as_str().into()])?;
         }
-        Ok(Self { sql, blocks: Rc::new(blocks), counter })
+        Ok(Self { sql, blocks: Rc::new(RefCell::new(blocks)), counter })
     }
 
     /// A session whose tables could not be created: every operation reports the database's
@@ -242,17 +244,58 @@ impl Session {
         blocks: Vec<ContextBlock>,
         counter: Option<TokenCounter>,
     ) -> Self {
-        Self { sql, blocks: Rc::new(blocks), counter }
+        Self { sql, blocks: Rc::new(RefCell::new(blocks)), counter }
     }
 
-    /// The configured blocks, in configuration order.
-    pub fn blocks(&self) -> &[ContextBlock] {
-        &self.blocks
+    /// The blocks, in configuration order, then those added at run time.
+    pub fn blocks(&self) -> Vec<ContextBlock> {
+        self.blocks.borrow().clone()
+    }
+
+    /// Adds a block at run time (an extension's), refused when its label is taken. Its
+    /// content, if any, is kept from an earlier registration under the same label.
+    pub fn add_block(&self, block: ContextBlock) -> Result<(), SessionError> {
+        if block.label.trim().is_empty() {
+            return Err(SessionError::BadConfig("a block has an empty label".into()));
+        }
+        if self.blocks.borrow().iter().any(|b| b.label == block.label) {
+            return Err(SessionError::BadConfig(format!(
+                "label {:?} is used by another block",
+                block.label
+            )));
+        }
+        self.blocks.borrow_mut().push(block);
+        Ok(())
+    }
+
+    /// Removes a block added at run time, with its content and entries; false if none had
+    /// that label.
+    pub fn remove_block(&self, label: &str) -> bool {
+        let before = self.blocks.borrow().len();
+        self.blocks.borrow_mut().retain(|b| b.label != label);
+        if self.blocks.borrow().len() == before {
+            return false;
+        }
+        let tables = [
+            "think_context_blocks",
+            "think_context_entries",
+            "think_context_fts",
+            "think_context_loaded",
+        ];
+        for table in tables {
+            if let Err(e) =
+                self.sql.exec(&format!("DELETE FROM {table} WHERE label = ?"), &[label.into()])
+            {
+                crate::platform::log(&format!("think-rs: removing block {label:?}: {e}"));
+            }
+        }
+        true
     }
 
     /// The labels of blocks of these kinds, in configuration order.
     pub fn labels(&self, kinds: &[BlockKind]) -> Vec<String> {
-        self.blocks.iter().filter(|b| kinds.contains(&b.kind)).map(|b| b.label.clone()).collect()
+        let blocks = self.blocks.borrow();
+        blocks.iter().filter(|b| kinds.contains(&b.kind)).map(|b| b.label.clone()).collect()
     }
 
     pub(crate) fn sql(&self) -> &dyn Sql {
@@ -267,14 +310,16 @@ impl Session {
         }
     }
 
-    fn block(&self, label: &str) -> Result<&ContextBlock, SessionError> {
+    fn block(&self, label: &str) -> Result<ContextBlock, SessionError> {
         self.blocks
+            .borrow()
             .iter()
             .find(|b| b.label == label)
+            .cloned()
             .ok_or_else(|| SessionError::NoSuchBlock(label.to_owned()))
     }
 
-    fn text_block(&self, label: &str) -> Result<&ContextBlock, SessionError> {
+    fn text_block(&self, label: &str) -> Result<ContextBlock, SessionError> {
         let b = self.block(label)?;
         match b.kind {
             BlockKind::Readonly | BlockKind::Writable => Ok(b),
@@ -285,7 +330,7 @@ impl Session {
         }
     }
 
-    fn keyed_block(&self, label: &str, kind: BlockKind) -> Result<&ContextBlock, SessionError> {
+    fn keyed_block(&self, label: &str, kind: BlockKind) -> Result<ContextBlock, SessionError> {
         let b = self.block(label)?;
         if b.kind != kind {
             let expected = if kind == BlockKind::Skill { "a skill block" } else { "searchable" };
@@ -493,7 +538,8 @@ impl Session {
     /// The blocks as the system prompt shows them, after the app's prompt: per block a
     /// header (label, description, usage, kind) and its content. Empty without blocks.
     pub fn render(&self) -> Result<String, SessionError> {
-        let mut order: Vec<&ContextBlock> = self.blocks.iter().collect();
+        let blocks = self.blocks();
+        let mut order: Vec<&ContextBlock> = blocks.iter().collect();
         order.sort_by_key(|b| b.kind.render_rank());
         let sep = "═".repeat(46);
         let mut parts = Vec::new();
@@ -535,7 +581,7 @@ impl Session {
     /// blocks): the `getContext` callable's answer, for a client to show what the model keeps.
     pub fn snapshot(&self) -> Result<serde_json::Value, SessionError> {
         let mut out = Vec::new();
-        for b in self.blocks.iter() {
+        for b in self.blocks().iter() {
             let kind = match b.kind {
                 BlockKind::Readonly => "readonly",
                 BlockKind::Writable => "writable",

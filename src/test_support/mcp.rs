@@ -169,6 +169,8 @@ pub struct FakeServer {
     pub capabilities: RefCell<Value>,
     pub instructions: Option<String>,
     pub bearer: RefCell<Option<String>>,
+    /// The `WWW-Authenticate` header sent with a 401.
+    pub challenge: RefCell<Option<String>>,
     /// Whether a GET on `/mcp` opens a notification stream (else 405).
     pub get_stream: Cell<bool>,
     /// Interleave a ping request and a log notification before each SSE response.
@@ -208,6 +210,7 @@ impl FakeServer {
             ),
             instructions: Some("Use echo for echoes.".into()),
             bearer: RefCell::new(None),
+            challenge: RefCell::new(None),
             get_stream: Cell::new(false),
             chatter: Cell::new(false),
             sessions: RefCell::new(Vec::new()),
@@ -258,7 +261,10 @@ impl FakeServer {
             return Reply::Refused;
         }
         if !self.authorised(req) {
-            return Reply::Now(response(401, &[], "Unauthorized", 64));
+            let challenge = self.challenge.borrow().clone();
+            let headers: Vec<(&str, &str)> =
+                challenge.as_deref().map(|c| ("www-authenticate", c)).into_iter().collect();
+            return Reply::Now(response(401, &headers, "Unauthorized", 64));
         }
         let path = req.url.strip_prefix(self.origin.as_str()).unwrap_or("");
         match self.mode {
@@ -440,6 +446,12 @@ impl FakeServer {
             }
             "prompts/list" => json!({"prompts": [{"name": "greet", "description": "Say hi"}]}),
             "resources/list" => json!({"resources": [{"uri": "file:///readme", "name": "readme"}]}),
+            "resources/read" => {
+                json!({"contents": [{"uri": msg["params"]["uri"], "text": "Read me."}]})
+            }
+            "prompts/get" => {
+                json!({"messages": [{"role": "user", "content": {"type": "text", "text": format!("Hi {}", msg["params"]["arguments"]["name"].as_str().unwrap_or_default())}}]})
+            }
             "ping" => json!({}),
             "tools/call" => {
                 let args = &msg["params"]["arguments"];
@@ -465,6 +477,13 @@ impl FakeServer {
                             json!({"jsonrpc": "2.0", "method": "notifications/tools/list_changed"}),
                         );
                         json!({"content": [{"type": "text", "text": "mutated"}]})
+                    }
+                    "ask" => {
+                        before.push(json!({"jsonrpc": "2.0", "id": "e1", "method": "elicitation/create", "params": {
+                            "message": "Your name?",
+                            "requestedSchema": {"type": "object", "properties": {"name": {"type": "string", "minLength": 1}}, "required": ["name"]},
+                        }}));
+                        json!({"content": [{"type": "text", "text": "asked"}]})
                     }
                     other => {
                         return Some((

@@ -47,6 +47,8 @@ impl std::error::Error for ApprovalError {}
 #[derive(Clone, Default)]
 pub struct ApprovalPolicy {
     rules: Vec<Rule>,
+    /// Tools whose own annotations (an MCP tool's `destructiveHint`) do not ask for approval.
+    exempt: Vec<GlobMatcher>,
 }
 
 impl ApprovalPolicy {
@@ -55,13 +57,29 @@ impl ApprovalPolicy {
         Self::default()
     }
 
-    /// Parses a comma-separated list of names or globs (the `THINK_APPROVAL` format).
+    /// Parses a comma-separated list of names or globs (the `THINK_APPROVAL` format); an
+    /// entry `!pattern` is an [`exempt`](Self::exempt) one.
     pub fn from_list(list: &str) -> Result<Self, ApprovalError> {
         let mut policy = Self::new();
         for name in list.split(',').map(str::trim).filter(|s| !s.is_empty()) {
-            policy = policy.require(name)?;
+            policy = match name.strip_prefix('!') {
+                Some(pattern) => policy.exempt(pattern.trim())?,
+                None => policy.require(name)?,
+            };
         }
         Ok(policy)
+    }
+
+    /// Tools matching `pattern` no longer need approval just because they declare themselves
+    /// destructive (MCP `destructiveHint: true`); the other rules still apply to them.
+    pub fn exempt(mut self, pattern: &str) -> Result<Self, ApprovalError> {
+        self.exempt.push(compile(pattern)?);
+        Ok(self)
+    }
+
+    /// Whether a tool that declares itself destructive needs approval: yes unless exempted.
+    pub fn hinted_needs_approval(&self, tool_name: &str) -> bool {
+        !self.exempt.iter().any(|m| m.is_match(tool_name))
     }
 
     /// Every call of a tool whose name matches `pattern` needs approval.
@@ -79,12 +97,7 @@ impl ApprovalPolicy {
     }
 
     fn rule(mut self, pattern: &str, when: Option<InputPredicate>) -> Result<Self, ApprovalError> {
-        let matcher = Glob::new(pattern)
-            .map_err(|e| ApprovalError::InvalidPattern {
-                pattern: pattern.to_owned(),
-                reason: e.to_string(),
-            })?
-            .compile_matcher();
+        let matcher = compile(pattern)?;
         self.rules.push(Rule { pattern: pattern.to_owned(), matcher, when });
         Ok(self)
     }
@@ -101,16 +114,37 @@ impl ApprovalPolicy {
         self.rules.iter().map(|r| r.pattern.as_str())
     }
 
-    /// True when no rule is set.
+    /// True when no rule and no exemption is set.
     pub fn is_empty(&self) -> bool {
-        self.rules.is_empty()
+        self.rules.is_empty() && self.exempt.is_empty()
     }
+}
+
+fn compile(pattern: &str) -> Result<GlobMatcher, ApprovalError> {
+    Ok(Glob::new(pattern)
+        .map_err(|e| ApprovalError::InvalidPattern {
+            pattern: pattern.to_owned(),
+            reason: e.to_string(),
+        })?
+        .compile_matcher())
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use serde_json::json;
+
+    #[test]
+    fn exemptions_lift_only_what_annotations_ask_for() {
+        let p = ApprovalPolicy::from_list("tool_a_wipe, !tool_a_*, ! tool_b_drop").unwrap();
+        assert!(!p.hinted_needs_approval("tool_a_wipe"));
+        assert!(p.needs_approval("tool_a_wipe", &json!({})), "an explicit rule still applies");
+        assert!(!p.hinted_needs_approval("tool_b_drop"));
+        assert!(p.hinted_needs_approval("tool_c_drop"));
+        assert!(ApprovalPolicy::new().hinted_needs_approval("anything"));
+        assert!(!ApprovalPolicy::from_list("!x").unwrap().is_empty());
+        assert!(ApprovalPolicy::from_list("![").is_err());
+    }
 
     #[test]
     fn names_globs_and_predicates() {

@@ -1,6 +1,9 @@
 //! The sandbox in the Worker: Worker Loader isolates, through `js/codemode/host.mjs`. Each
-//! pass is a fresh isolate with `globalOutbound: null` and no bindings; its connector calls
-//! come back through a function passed over RPC that runs the Rust dispatcher.
+//! pass is a fresh isolate with `globalOutbound: null` and no bindings (an extension with
+//! network hosts gets the host's gateway instead, `run_networked`); its connector calls
+//! come back through a function passed over RPC that runs the Rust dispatcher. One object's
+//! sandbox has at most [`MAX_ISOLATES_IN_FLIGHT`] isolates at once, whoever asks (`execute`,
+//! skill scripts, extensions); the others wait their turn, up to their own time limit.
 
 use std::rc::Rc;
 
@@ -10,9 +13,11 @@ use serde_json::{json, Value};
 use wasm_bindgen::prelude::*;
 use wasm_bindgen_futures::future_to_promise;
 
+use crate::codemode::sandbox::{Slots, MAX_ISOLATES_IN_FLIGHT};
 use crate::codemode::{
     CallError, CallRequest, Dispatcher, Sandbox, SandboxError, SandboxOutcome, SandboxRequest,
 };
+use crate::platform::Clock;
 
 #[wasm_bindgen(module = "/js/codemode/host.mjs")]
 extern "C" {
@@ -21,6 +26,7 @@ extern "C" {
         loader: &JsValue,
         request: String,
         dispatch: &Function,
+        outbound: &JsValue,
     ) -> Result<JsValue, JsValue>;
 }
 
@@ -30,6 +36,10 @@ pub const LOADER_BINDING: &str = "LOADER";
 /// Runs passes in Worker Loader isolates.
 pub struct LoaderSandbox {
     loader: JsValue,
+    /// Makes the network gateway of one pass from its props (`src/wasm/extensions.rs`).
+    gateway: Option<super::extensions::GatewayFactory>,
+    /// The one count of isolates in flight for every use of this object's sandbox.
+    slots: Slots,
 }
 
 impl LoaderSandbox {
@@ -38,7 +48,18 @@ impl LoaderSandbox {
         let env: &JsValue = env.as_ref();
         let loader = Reflect::get(env, &LOADER_BINDING.into()).ok()?;
         let has_load = Reflect::get(&loader, &"load".into()).ok().is_some_and(|f| f.is_function());
-        has_load.then_some(Self { loader })
+        has_load.then_some(Self {
+            loader,
+            gateway: None,
+            slots: Slots::new(MAX_ISOLATES_IN_FLIGHT),
+        })
+    }
+
+    /// Lets [`Sandbox::run_networked`] passes reach the network through `gateway`, which
+    /// makes the `globalOutbound` of a pass from its grant.
+    pub fn with_gateway(mut self, gateway: super::extensions::GatewayFactory) -> Self {
+        self.gateway = Some(gateway);
+        self
     }
 }
 
@@ -60,6 +81,41 @@ impl Sandbox for LoaderSandbox {
         request: SandboxRequest,
         dispatcher: Rc<dyn Dispatcher>,
     ) -> Result<SandboxOutcome, SandboxError> {
+        self.pass(request, dispatcher, JsValue::NULL).await
+    }
+
+    async fn run_networked(
+        &self,
+        request: SandboxRequest,
+        dispatcher: Rc<dyn Dispatcher>,
+        network: &crate::extensions::NetworkGrant,
+    ) -> Result<SandboxOutcome, SandboxError> {
+        let outbound = self.gateway.as_ref().and_then(|g| g(network)).ok_or_else(|| {
+            SandboxError::Unavailable("the Worker exports no ExtensionGateway".into())
+        })?;
+        self.pass(request, dispatcher, outbound).await
+    }
+}
+
+impl LoaderSandbox {
+    /// One pass whose `globalOutbound` is `outbound` (`null`: no network).
+    async fn pass(
+        &self,
+        request: SandboxRequest,
+        dispatcher: Rc<dyn Dispatcher>,
+        outbound: JsValue,
+    ) -> Result<SandboxOutcome, SandboxError> {
+        // The timer is only made when every slot is taken.
+        let slot = match self.slots.try_acquire() {
+            Some(slot) => Some(slot),
+            None => self.slots.acquire_within(super::WorkerClock.sleep(request.timeout_ms)).await,
+        };
+        let Some(_slot) = slot else {
+            return Err(SandboxError::Unavailable(format!(
+                "{MAX_ISOLATES_IN_FLIGHT} sandbox isolates were busy in this agent for the whole {} ms time limit",
+                request.timeout_ms
+            )));
+        };
         let request = serde_json::to_string(&request)
             .map_err(|e| SandboxError::Unavailable(e.to_string()))?;
         let dispatch = Closure::<dyn FnMut(String, String, String, String) -> Promise>::new(
@@ -77,9 +133,10 @@ impl Sandbox for LoaderSandbox {
                 })
             },
         );
-        let out = run_in_loader(&self.loader, request, dispatch.as_ref().unchecked_ref())
-            .await
-            .map_err(|e| SandboxError::Crashed(error_text(&e)))?;
+        let out =
+            run_in_loader(&self.loader, request, dispatch.as_ref().unchecked_ref(), &outbound)
+                .await
+                .map_err(|e| SandboxError::Crashed(error_text(&e)))?;
         let logs: Vec<String> = Reflect::get(&out, &"logs".into())
             .ok()
             .filter(js_sys::Array::is_array)

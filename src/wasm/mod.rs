@@ -6,12 +6,14 @@ mod ai;
 mod bash;
 mod browser;
 mod clock;
+mod extensions;
 mod http;
 mod loader;
 mod r2;
 mod rpc;
 mod sockets;
 mod sql;
+mod subagents;
 
 use std::rc::Rc;
 
@@ -26,6 +28,7 @@ use crate::protocol::routing::{camel_case_to_kebab_case, parse_agent_path, Route
 pub use ai::WorkerAi;
 pub use bash::JustBash;
 pub use clock::WorkerClock;
+pub use extensions::ExtensionNetGate;
 pub use http::FetchHttp;
 pub use r2::R2Blobs;
 pub use sockets::DoSockets;
@@ -61,8 +64,13 @@ impl crate::platform::Alarm for DoAlarm {
 /// The state behind one agent Durable Object: the core agent plus its adapters.
 pub struct ThinkHost {
     state: Rc<State>,
-    agent: Rc<Agent>,
+    /// Replaced once when the instance becomes a child (agents as tools) and takes its spec.
+    agent: std::cell::RefCell<Rc<Agent>>,
     sockets: Rc<DoSockets>,
+    class_name: String,
+    env: Env,
+    /// The class's own spec, from which a child's is derived.
+    root_spec: AgentSpec,
 }
 
 fn console_log(msg: &str) {
@@ -76,6 +84,30 @@ impl ThinkHost {
         crate::platform::set_logger(console_log);
         let state = Rc::new(state);
         let sockets = Rc::new(DoSockets::new(state.clone()));
+        // A child of an agent tool runs its tool's child spec from its first start on.
+        let own_spec = crate::subagents::child::ChildLog::role(&DoSql::new(&state))
+            .and_then(|path| spec.child_spec(&path))
+            .unwrap_or_else(|| spec.clone());
+        let agent = Self::build(class_name, &state, env, &sockets, own_spec);
+        Self {
+            agent: std::cell::RefCell::new(agent),
+            state,
+            sockets,
+            class_name: class_name.to_owned(),
+            env: env.clone(),
+            root_spec: spec,
+        }
+    }
+
+    fn build(
+        class_name: &str,
+        state: &Rc<State>,
+        env: &Env,
+        sockets: &Rc<DoSockets>,
+        spec: AgentSpec,
+    ) -> Rc<Agent> {
+        let state = state.clone();
+        let sockets = sockets.clone();
         let deps = Deps {
             sql: Rc::new(DoSql::new(&state)),
             sockets: sockets.clone(),
@@ -87,6 +119,10 @@ impl ThinkHost {
                 .map(|b| Rc::new(R2Blobs(b)) as Rc<dyn crate::store::BlobStore>),
             bash_engine: Some(Rc::new(JustBash)),
             sandbox: loader::LoaderSandbox::from_env(env)
+                .map(|s| match extensions::gateway_factory(&state) {
+                    Some(gateway) => s.with_gateway(gateway),
+                    None => s,
+                })
                 .map(|s| Rc::new(s) as Rc<dyn crate::codemode::Sandbox>),
             tasks: Rc::new(LocalTasks),
             alarm: Rc::new(DoAlarm(state.clone())),
@@ -94,20 +130,51 @@ impl ThinkHost {
             browser: Some(Rc::new(browser::WorkerBrowser::from_env(env))),
         };
         let agent = Agent::new(class_name, spec, deps);
+        if let Some(link) = subagents::DoLink::new(env, class_name) {
+            agent.subagents().set_link(Rc::new(link));
+        }
         wasm_bindgen_futures::spawn_local(agent.clone().start());
-        Self { agent, state, sockets }
+        agent
     }
 
     /// The core agent, for Rust code that drives it directly.
-    pub fn agent(&self) -> &Rc<Agent> {
-        &self.agent
+    pub fn agent(&self) -> Rc<Agent> {
+        self.agent.borrow().clone()
+    }
+
+    /// DO RPC `subagentRpc(method, json)`: a parent's call on this instance as its child. The
+    /// first `start` makes the instance a child: it is rebuilt with its tool's child spec.
+    pub async fn rpc_subagent(
+        &self,
+        method: String,
+        arg: String,
+    ) -> std::result::Result<JsValue, JsValue> {
+        if method == "start" {
+            let req: crate::subagents::StartRequest = serde_json::from_str(&arg)
+                .map_err(|e| JsValue::from(js_sys::Error::new(&format!("subagentRpc: {e}"))))?;
+            let sql = DoSql::new(&self.state);
+            if crate::subagents::child::ChildLog::role(&sql).is_none() {
+                let Some(spec) = self.root_spec.child_spec(&req.tool_path) else {
+                    return Err(js_sys::Error::new("subagentRpc: no such agent tool").into());
+                };
+                let agent =
+                    Self::build(&self.class_name, &self.state, &self.env, &self.sockets, spec);
+                *self.agent.borrow_mut() = agent;
+            }
+        }
+        subagents::answer(&self.agent(), &method, &arg).await
     }
 
     /// HTTP requests to the object: WebSocket upgrades and `get-messages`.
     pub async fn fetch(&self, req: Request) -> Result<Response> {
         let url = req.url()?;
+        // A child of an agent tool is read only through its parent's drill-in route.
+        if crate::subagents::child::ChildLog::role(&DoSql::new(&self.state)).is_some() {
+            return Response::error("Not found: this agent runs as a child of another", 404);
+        }
         if let Ok(route) = parse_agent_path(url.path(), "agents") {
-            self.agent.set_name(&route.name);
+            self.agent().set_name(&route.name);
+            self.agent().set_public_origin(&url.origin().ascii_serialization());
         }
         let upgrade = req.headers().get("Upgrade")?.unwrap_or_default();
         if upgrade.eq_ignore_ascii_case("websocket") {
@@ -121,16 +188,40 @@ impl ThinkHost {
             pair.server.serialize_attachment(&conn_id)?;
             self.state.accept_web_socket(&pair.server);
             self.sockets.invalidate();
-            self.agent.on_connect(&conn_id);
+            self.agent().on_connect(&conn_id);
             return Response::from_websocket(pair.client);
         }
-        match self.agent.on_http(req.method().as_ref(), url.path()) {
+        if let Some(path) = crate::subagents::drill_in_segments(url.path()) {
+            return self.child_messages(&path).await;
+        }
+        let agent = self.agent();
+        let callback = match req.method() {
+            worker::Method::Get => {
+                agent.on_mcp_callback(url.path(), url.query().unwrap_or_default()).await
+            }
+            _ => None,
+        };
+        match callback.or_else(|| agent.on_http(req.method().as_ref(), url.path())) {
             Some(reply) => {
                 let mut resp = Response::ok(reply.body)?.with_status(reply.status);
                 resp.headers_mut().set("content-type", reply.content_type)?;
                 Ok(resp)
             }
             None => Response::error("Not found", 404),
+        }
+    }
+
+    /// `GET …/sub/<child>[/sub/<grandchild>…]/get-messages`: a descendant's transcript, only
+    /// when each parent on the way has that run.
+    async fn child_messages(&self, path: &[String]) -> Result<Response> {
+        match self.agent().subagents().child_messages(path).await {
+            Ok(serde_json::Value::Null) => Response::error("Not found: no such child run", 404),
+            Ok(messages) => {
+                let mut resp = Response::ok(messages.to_string())?;
+                resp.headers_mut().set("content-type", "application/json")?;
+                Ok(resp)
+            }
+            Err(e) => Response::error(e.to_string(), 502),
         }
     }
 
@@ -144,7 +235,7 @@ impl ThinkHost {
             return Ok(());
         };
         if let WebSocketIncomingMessage::String(text) = message {
-            self.agent.clone().on_message(&conn_id, &text).await;
+            self.agent().on_message(&conn_id, &text).await;
         }
         Ok(())
     }
@@ -159,7 +250,7 @@ impl ThinkHost {
     ) -> Result<()> {
         self.sockets.invalidate();
         if let Some(conn_id) = ws.deserialize_attachment::<String>().ok().flatten() {
-            self.agent.on_close(&conn_id);
+            self.agent().on_close(&conn_id);
         }
         // 1005/1006 cannot be echoed back; the socket is gone either way.
         let code = if (1000..=4999).contains(&code) && code != 1005 && code != 1006 {
@@ -179,7 +270,7 @@ impl ThinkHost {
 
     /// The object's alarm fired: recovery and cleanup.
     pub async fn alarm(&self) -> Result<Response> {
-        self.agent.clone().on_alarm().await;
+        self.agent().on_alarm().await;
         Response::ok("ok")
     }
 
@@ -190,17 +281,17 @@ impl ThinkHost {
         callback: JsValue,
         options: JsValue,
     ) -> std::result::Result<JsValue, JsValue> {
-        rpc::chat(&self.agent, message, callback, options).await
+        rpc::chat(&self.agent(), message, callback, options).await
     }
 
     /// DO RPC `getMessages()`.
     pub fn rpc_get_messages(&self) -> std::result::Result<JsValue, JsValue> {
-        rpc::get_messages(&self.agent)
+        rpc::get_messages(&self.agent())
     }
 
     /// DO RPC `clearMessages()`.
     pub fn rpc_clear_messages(&self) {
-        self.agent.clear_messages();
+        self.agent().clear_messages();
     }
 
     /// DO RPC call of a callable (`addMcpServer`, `removeMcpServer`, `getMcpServers`, …).
@@ -209,7 +300,7 @@ impl ThinkHost {
         method: String,
         args: JsValue,
     ) -> std::result::Result<JsValue, JsValue> {
-        rpc::call_method(&self.agent, method, args).await
+        rpc::call_method(&self.agent(), method, args).await
     }
 }
 
@@ -319,6 +410,17 @@ macro_rules! think_agent {
             #[wasm_bindgen(js_name = rpcClearMessages)]
             pub fn rpc_clear_messages(&self) {
                 self.0.rpc_clear_messages()
+            }
+            #[wasm_bindgen(js_name = rpcSubagent)]
+            pub async fn rpc_subagent(
+                &self,
+                method: String,
+                arg: String,
+            ) -> ::std::result::Result<
+                ::worker::wasm_bindgen::JsValue,
+                ::worker::wasm_bindgen::JsValue,
+            > {
+                self.0.rpc_subagent(method, arg).await
             }
             #[wasm_bindgen(js_name = rpcCall)]
             pub async fn rpc_call(

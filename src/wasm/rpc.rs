@@ -43,6 +43,24 @@ async fn call(obj: &JsValue, name: &str, arg: &JsValue) -> Result<JsValue, JsVal
     settle(out).await
 }
 
+/// Calls RPC method `name` of a Durable Object stub with `args` and awaits its answer.
+pub(super) async fn call_stub(
+    stub: &JsValue,
+    name: &str,
+    args: &[JsValue],
+) -> Result<JsValue, JsValue> {
+    let f = method(stub, name).ok_or_else(|| {
+        JsValue::from(js_sys::Error::new(&format!("the stub has no method {name}")))
+    })?;
+    let list: js_sys::Array = args.iter().collect();
+    settle(Reflect::apply(&f, stub, &list)?).await
+}
+
+/// The message of a thrown JavaScript value.
+pub(super) fn js_error_text(e: &JsValue) -> String {
+    error_text(e.clone())
+}
+
 /// Awaits `v` if it is thenable (RPC results are thenables, not always `Promise`s).
 async fn settle(v: JsValue) -> Result<JsValue, JsValue> {
     if method(&v, "then").is_some() {

@@ -278,7 +278,7 @@ impl Workspace {
             let rows = self.exec(
                 &format!(
                     "UPDATE {} SET content = ?, size = ?, mime_type = ?, modified_at = ?
-                     WHERE path = ? AND type = 'file' AND storage = 'inline' RETURNING 1",
+                     WHERE path = ? AND type = 'file' AND storage = 'inline' RETURNING rowid",
                     self.t
                 ),
                 &[
@@ -289,8 +289,9 @@ impl Workspace {
                     text(&norm),
                 ],
             )?;
-            if !rows.is_empty() {
-                return Ok(());
+            if let Some(row) = rows.first() {
+                let indexed = self.index_text(col_i64(row, 0), content);
+                return self.changed(path, indexed);
             }
         }
         self.write_file(path, content, mime).await
@@ -333,6 +334,16 @@ impl Workspace {
         content: ContentRef<'_>,
         mime: &str,
     ) -> Result<(), FsError> {
+        let result = self.write_ref_unobserved(path, content, mime).await;
+        self.changed(path, result)
+    }
+
+    async fn write_ref_unobserved(
+        &self,
+        path: &str,
+        content: ContentRef<'_>,
+        mime: &str,
+    ) -> Result<(), FsError> {
         let norm = path::normalize(path, "open")?;
         if content.len() > self.max_file_size {
             return Err(FsError::new(Errno::FBig, "write", path));
@@ -341,6 +352,10 @@ impl Workspace {
             return Err(FsError::new(Errno::IsDir, "open", path));
         }
         let placement = self.placement(content.len());
+        if placement != Placement::Inline || matches!(content, ContentRef::Bytes(_)) {
+            // This write does not queue trigrams: queued ones must not outlive the content.
+            self.flush_grams()?;
+        }
         if placement == Placement::Inline {
             let now = SqlValue::Integer(self.now());
             let size = SqlValue::Integer(content.len() as i64);
@@ -369,12 +384,12 @@ impl Workspace {
                        size = excluded.size, content = excluded.content,
                        modified_at = excluded.modified_at
                      WHERE {t}.type = 'file' AND {t}.storage = 'inline'
-                     RETURNING 1"
+                     RETURNING rowid"
                 ),
                 &params,
             )?;
-            if !rows.is_empty() {
-                return Ok(());
+            if let Some(row) = rows.first() {
+                return self.index_content(col_i64(row, 0), content);
             }
             drop(params);
             return self.write_slow(path, &norm, content, mime, placement).await;
@@ -411,7 +426,8 @@ impl Workspace {
              ON CONFLICT(path) DO UPDATE SET mime_type = excluded.mime_type,
                size = excluded.size, storage = excluded.storage, r2_key = excluded.r2_key,
                chunk_id = excluded.chunk_id, target = NULL, content = excluded.content,
-               modified_at = excluded.modified_at",
+               modified_at = excluded.modified_at
+             RETURNING rowid",
             t = self.t
         );
         let row_params = |storage: Storage, key: SqlValue, chunk: SqlValue, body: SqlValue| {
@@ -437,10 +453,16 @@ impl Workspace {
             Placement::Inline => {
                 let params =
                     row_params(Storage::Inline, SqlValue::Null, SqlValue::Null, content.to_sql());
+                let mut rowid = None;
                 self.atomically(&mut || {
-                    self.exec(&upsert, &params)?;
+                    let rows = self.exec(&upsert, &params)?;
+                    rowid = rows.first().map(|row| col_i64(row, 0));
                     self.drop_chunks(old_chunk)
                 })?;
+                // Queued only once committed: a rolled-back write changed nothing.
+                if let Some(rowid) = rowid {
+                    self.index_content(rowid, content)?;
+                }
                 if let Some(k) = old_key {
                     self.delete_blobs(vec![k]).await?;
                 }
@@ -499,6 +521,15 @@ impl Workspace {
         Ok(())
     }
 
+    /// Indexes just-written inline content for `grep` (text only: bytes stay unindexed, so
+    /// `grep` reads them as before).
+    fn index_content(&self, rowid: i64, content: ContentRef<'_>) -> Result<(), FsError> {
+        match content {
+            ContentRef::Text(s) => self.index_text(rowid, s),
+            ContentRef::Bytes(_) => Ok(()),
+        }
+    }
+
     fn next_chunk_id(&self) -> Result<i64, FsError> {
         let rows =
             self.exec(&format!("SELECT COALESCE(MAX(chunk_id), 0) + 1 FROM {}", self.c), &[])?;
@@ -519,6 +550,8 @@ impl Workspace {
     /// statement; other files are read, extended and rewritten.
     pub async fn append_file(&self, path: &str, content: &str, mime: &str) -> Result<(), FsError> {
         let norm = path::normalize(path, "open")?;
+        // Appends are not indexed (the trigger unmarks the file); see grams.rs.
+        self.flush_grams()?;
         let add = content.len() as i64;
         // The grown file must still be one the write path would keep inline.
         let limit = match &self.blobs {
@@ -545,7 +578,7 @@ impl Workspace {
             ],
         )?;
         if !rows.is_empty() {
-            return Ok(());
+            return self.changed(path, Ok(()));
         }
         let existing = self.read_content(path).await?;
         let mime = match (&existing, self.stat(path)?) {

@@ -324,9 +324,11 @@ fn rm_rules() {
     ws.mkdir("/empty", false).unwrap();
     block_on(ws.rm("/empty", false, false)).unwrap();
     block_on(ws.rm("/de.txt", false, false)).unwrap();
+    let info = ws.info().unwrap();
+    // Postings outlive the files (see grams.rs); the totals do not.
     assert_eq!(
-        ws.info().unwrap(),
-        WorkspaceInfo { file_count: 0, directory_count: 1, total_bytes: 0, r2_file_count: 0 }
+        (info.file_count, info.directory_count, info.total_bytes, info.r2_file_count),
+        (0, 1, 0, 0)
     );
 }
 

@@ -291,7 +291,7 @@ impl Workspace {
 
     /// Rows (`cols`, starting with `path`) of the entries matching `g`, ordered by path,
     /// narrowed in SQL by key range, literal suffix and `and` (a condition or empty).
-    fn glob_rows(&self, g: &Glob, cols: &str, and: &str) -> Result<Vec<Row>, FsError> {
+    pub(super) fn glob_rows(&self, g: &Glob, cols: &str, and: &str) -> Result<Vec<Row>, FsError> {
         let t = &self.t;
         let rows = match &g.prefilter {
             Prefilter::Exact(p) => {
@@ -331,6 +331,11 @@ impl Workspace {
     /// Creates a directory. Without `recursive` the parent must exist and the path must
     /// not; with it, missing ancestors are created and an existing directory is fine.
     pub fn mkdir(&self, path: &str, recursive: bool) -> Result<(), FsError> {
+        let result = self.mkdir_unobserved(path, recursive);
+        self.changed(path, result)
+    }
+
+    fn mkdir_unobserved(&self, path: &str, recursive: bool) -> Result<(), FsError> {
         let norm = path::normalize(path, "mkdir")?;
         if norm == "/" {
             return Ok(());
@@ -422,6 +427,13 @@ impl Workspace {
     /// missing path is an error unless `force`; the root is `EPERM`. Blob objects and chunks
     /// of everything removed are deleted too.
     pub async fn rm(&self, path: &str, recursive: bool, force: bool) -> Result<(), FsError> {
+        // Changes that do not queue trigrams: see grams.rs.
+        self.flush_grams()?;
+        let result = self.rm_unobserved(path, recursive, force).await;
+        self.changed(path, result)
+    }
+
+    async fn rm_unobserved(&self, path: &str, recursive: bool, force: bool) -> Result<(), FsError> {
         let norm = path::normalize(path, "rm")?;
         if norm == "/" {
             return Err(FsError::new(Errno::Perm, "rm", path));
@@ -511,6 +523,13 @@ impl Workspace {
     /// Copies `src` to `dest`. Directories need `recursive`; copying onto an existing
     /// directory merges into it; symlinks are copied as symlinks.
     pub async fn cp(&self, src: &str, dest: &str, recursive: bool) -> Result<(), FsError> {
+        // Changes that do not queue trigrams: see grams.rs.
+        self.flush_grams()?;
+        let result = self.cp_unobserved(src, dest, recursive).await;
+        self.changed(dest, result)
+    }
+
+    async fn cp_unobserved(&self, src: &str, dest: &str, recursive: bool) -> Result<(), FsError> {
         let s = path::normalize(src, "cp")?;
         let d = path::normalize(dest, "cp")?;
         let node = self.lnode(src, &s, "cp")?;
@@ -651,6 +670,14 @@ impl Workspace {
     /// Moves (renames) `src` to `dest` with POSIX rename rules: a file replaces a file, a
     /// directory may replace an empty directory, and a directory cannot move into itself.
     pub async fn mv(&self, src: &str, dest: &str) -> Result<(), FsError> {
+        // Changes that do not queue trigrams: see grams.rs.
+        self.flush_grams()?;
+        let result = self.mv_unobserved(src, dest).await;
+        let result = self.changed(src, result);
+        self.changed(dest, result)
+    }
+
+    async fn mv_unobserved(&self, src: &str, dest: &str) -> Result<(), FsError> {
         let s_norm = path::normalize(src, "rename")?;
         let d_norm = path::normalize(dest, "rename")?;
         if s_norm == "/" {
@@ -785,6 +812,13 @@ impl Workspace {
 
     /// Creates a symlink at `link` pointing to `target` (stored verbatim, resolved on use).
     pub fn symlink(&self, target: &str, link: &str) -> Result<(), FsError> {
+        // Changes that do not queue trigrams: see grams.rs.
+        self.flush_grams()?;
+        let result = self.symlink_unobserved(target, link);
+        self.changed(link, result)
+    }
+
+    fn symlink_unobserved(&self, target: &str, link: &str) -> Result<(), FsError> {
         if target.trim().is_empty() {
             return Err(FsError::new(Errno::Inval, "symlink", link));
         }
@@ -845,7 +879,10 @@ impl Workspace {
         )?;
         let row = rows.first();
         let get = |i| row.map(|r| col_i64(r, i).max(0) as u64).unwrap_or(0);
+        let (grep_index_rows, grep_index_bytes) = self.grams_size()?;
         Ok(WorkspaceInfo {
+            grep_index_rows,
+            grep_index_bytes,
             file_count: get(0),
             directory_count: get(1),
             total_bytes: get(2),

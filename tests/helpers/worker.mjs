@@ -9,11 +9,22 @@ import { fileURLToPath } from "node:url";
 
 export const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../..");
 
+const tempDirs = [];
+// Each Miniflare persist directory holds ~90 MB of workerd state; a test run must not leave them
+// behind (`--test-force-exit` still runs "exit" listeners).
+process.on("exit", () => {
+  for (const dir of tempDirs) fs.rmSync(dir, { recursive: true, force: true });
+});
+
+/** A fresh directory under the system temp dir, removed when the test process exits. */
 export function tempDir(prefix = "think-rs-") {
-  return fs.mkdtempSync(path.join(os.tmpdir(), prefix));
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), prefix));
+  tempDirs.push(dir);
+  return dir;
 }
 
-function options({ persistDir, vars, withCaller, inspectorPort, ai }) {
+/** The Miniflare options of `startWorker` (also used by the Code Mode bench). */
+export function options({ persistDir, vars, withCaller, inspectorPort, ai }) {
   const agent = {
     name: "think-rs",
     modules: true,
@@ -24,7 +35,7 @@ function options({ persistDir, vars, withCaller, inspectorPort, ai }) {
       { type: "CompiledWasm", include: ["**/*.wasm"], fallthrough: true },
     ],
     compatibilityDate: "2025-11-01",
-    compatibilityFlags: ["nodejs_compat"],
+    compatibilityFlags: ["nodejs_compat", "enable_ctx_exports"],
     durableObjects: { ThinkAgent: { className: "ThinkAgent", useSQLite: true } },
     r2Buckets: ["WORKSPACE_R2"],
     // wrangler.toml's [[worker_loaders]]: the `execute` tool's sandbox isolates.

@@ -4,11 +4,20 @@ import { spawn } from "node:child_process";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 
-const SERVER = path.join(path.dirname(fileURLToPath(import.meta.url)), "servers/server.mjs");
+const SERVERS = path.join(path.dirname(fileURLToPath(import.meta.url)), "servers");
 
 /** Starts server.mjs with `args` and resolves once it listens, with its ports and URLs. */
-export async function startMcpServer(...args) {
-  const child = spawn(process.execPath, [SERVER, "--port", "0", ...args], { stdio: ["ignore", "pipe", "pipe"] });
+export function startMcpServer(...args) {
+  return start("server.mjs", args);
+}
+
+/** Starts oauth-server.mjs (an MCP server behind the SDK's OAuth authorization server). */
+export function startOAuthServer(...args) {
+  return start("oauth-server.mjs", args);
+}
+
+async function start(script, args) {
+  const child = spawn(process.execPath, [path.join(SERVERS, script), "--port", "0", ...args], { stdio: ["ignore", "pipe", "pipe"] });
   let stderr = "";
   child.stderr.on("data", (d) => (stderr = (stderr + d).slice(-2000)));
   const info = await new Promise((resolve, reject) => {

@@ -10,7 +10,18 @@
 //!   time inside the object per iteration. Any tool in the set can be a workload, so a new
 //!   tool (bash) needs no new route.
 //! - `/call/<tool>` `{input}`: one call, returning the tool's output (for parity checks).
+//! - `/floor/<tool>` `{inputs:[…], iterations}`: the same inputs through the bare SQL the
+//!   tool needs at minimum, issued from plain JavaScript in this object (`src/floor.js`);
+//!   returns `{ms}`, or `{unsupported: true}` for a tool without a floor.
 //! - `/memory`: the wasm linear memory of this isolate, in bytes.
+//! - `/info`: the workspace's totals, its grep index rows and the database size.
+//!
+//! A body with `"grepIndex": true` rebuilds the object's workspace with grep's trigram
+//! index first (off by default, as in the agent; the set-up and the runs of a workload say
+//! it alike).
+//!
+//! `/run` also reports `peakBytes`: the most wasm heap bytes live at once during the run
+//! beyond those live when it started, counted by this crate's global allocator.
 //!
 //! The TypeScript worker in `bench/ts-worker` answers the same routes.
 
@@ -18,6 +29,10 @@ use std::collections::HashMap;
 use std::rc::Rc;
 
 use serde_json::{json, Value};
+use std::alloc::{GlobalAlloc, Layout, System};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use wasm_bindgen::prelude::wasm_bindgen;
+use wasm_bindgen::JsValue;
 use think_rs::tools::workspace::{workspace_tools, WorkspaceToolsOptions};
 use think_rs::tools::{ToolContext, ToolRef};
 use think_rs::wasm::{DoSql, R2Blobs, WorkerClock};
@@ -26,24 +41,69 @@ use worker::{
     durable_object, event, Context, DurableObject, Env, Request, Response, Result, State,
 };
 
+/// The system allocator, counting live bytes and their high-water mark, so a run can
+/// report the peak memory it needed (the isolate is single-threaded; the atomics are only
+/// there to make the statics `Sync`).
+struct Counting;
+
+static LIVE: AtomicUsize = AtomicUsize::new(0);
+static PEAK: AtomicUsize = AtomicUsize::new(0);
+
+unsafe impl GlobalAlloc for Counting {
+    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+        let p = System.alloc(layout);
+        if !p.is_null() {
+            let live = LIVE.fetch_add(layout.size(), Ordering::Relaxed) + layout.size();
+            PEAK.fetch_max(live, Ordering::Relaxed);
+        }
+        p
+    }
+
+    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+        System.dealloc(ptr, layout);
+        LIVE.fetch_sub(layout.size(), Ordering::Relaxed);
+    }
+
+    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
+        let p = System.realloc(ptr, layout, new_size);
+        if !p.is_null() {
+            let live = LIVE.fetch_add(new_size, Ordering::Relaxed) + new_size;
+            PEAK.fetch_max(live, Ordering::Relaxed);
+            LIVE.fetch_sub(layout.size(), Ordering::Relaxed);
+        }
+        p
+    }
+}
+
+#[global_allocator]
+static ALLOCATOR: Counting = Counting;
+
+#[wasm_bindgen(module = "/src/floor.js")]
+extern "C" {
+    #[wasm_bindgen(js_name = floorRun)]
+    fn floor_run(sql: &JsValue, tool: &str, inputs: &str, iterations: u32) -> String;
+}
+
 #[durable_object]
 pub struct BenchRust {
+    state: State,
+    env: Env,
+    /// The workspace and its tools, rebuilt when a request asks for other options.
+    built: std::cell::RefCell<Built>,
+    /// `ctx.storage.sql`, for the floor.
+    sql: JsValue,
+}
+
+/// A workspace as the agent builds it, with the tools over it.
+struct Built {
+    grep_index: bool,
     ws: Rc<Workspace>,
     tools: HashMap<String, ToolRef>,
 }
 
-fn now_ms() -> f64 {
-    js_sys::Date::now()
-}
-
-fn error(status: u16, msg: impl Into<String>) -> Result<Response> {
-    Ok(Response::from_json(&json!({ "error": msg.into() }))?.with_status(status))
-}
-
-impl DurableObject for BenchRust {
-    fn new(state: State, env: Env) -> Self {
-        console_error_panic_hook::set_once();
-        let sql: Rc<dyn think_rs::store::Sql> = Rc::new(DoSql::new(&state));
+impl Built {
+    fn new(state: &State, env: &Env, grep_index: bool) -> Built {
+        let sql: Rc<dyn think_rs::store::Sql> = Rc::new(DoSql::new(state));
         let blobs = env
             .bucket("WORKSPACE_R2")
             .ok()
@@ -51,6 +111,7 @@ impl DurableObject for BenchRust {
         let options = WorkspaceOptions {
             blobs,
             blob_prefix: format!("bench-rust/{}", state.id()),
+            grep_index,
             ..WorkspaceOptions::default()
         };
         let ws = Rc::new(
@@ -67,7 +128,24 @@ impl DurableObject for BenchRust {
             .into_iter()
             .map(|t| (t.definition().name.clone(), t))
             .collect();
-        Self { ws, tools }
+        Built { grep_index, ws, tools }
+    }
+}
+
+fn now_ms() -> f64 {
+    js_sys::Date::now()
+}
+
+fn error(status: u16, msg: impl Into<String>) -> Result<Response> {
+    Ok(Response::from_json(&json!({ "error": msg.into() }))?.with_status(status))
+}
+
+impl DurableObject for BenchRust {
+    fn new(state: State, env: Env) -> Self {
+        console_error_panic_hook::set_once();
+        let sql: JsValue = AsRef::<JsValue>::as_ref(&state.storage().sql()).clone();
+        let built = std::cell::RefCell::new(Built::new(&state, &env, false));
+        Self { state, env, built, sql }
     }
 
     async fn fetch(&self, mut req: Request) -> Result<Response> {
@@ -79,25 +157,39 @@ impl DurableObject for BenchRust {
         } else {
             Value::Null
         };
+        let grep_index = body["grepIndex"].as_bool().unwrap_or(false);
+        if self.built.borrow().grep_index != grep_index {
+            *self.built.borrow_mut() = Built::new(&self.state, &self.env, grep_index);
+        }
         let parts: Vec<&str> = path.trim_start_matches('/').split('/').collect();
         match parts.as_slice() {
             ["setup", "files"] => self.setup_files(&body).await,
             ["run", tool] => self.run(tool, &body).await,
             ["call", tool] => self.call(tool, &body).await,
+            ["floor", tool] => self.floor(tool, &body),
             ["memory"] => Response::from_json(&json!({ "wasmMemoryBytes": wasm_memory_bytes() })),
+            ["info"] => self.info(),
             _ => error(404, format!("no route {path}")),
         }
     }
 }
 
 impl BenchRust {
+    fn ws(&self) -> Rc<Workspace> {
+        self.built.borrow().ws.clone()
+    }
+
+    fn tool(&self, name: &str) -> Option<ToolRef> {
+        self.built.borrow().tools.get(name).cloned()
+    }
+
     async fn setup_files(&self, body: &Value) -> Result<Response> {
         let files = body["files"].as_array().cloned().unwrap_or_default();
         for f in &files {
             let (Some(path), Some(content)) = (f["path"].as_str(), f["content"].as_str()) else {
                 return error(400, "files need path and content");
             };
-            if let Err(e) = self.ws.write_file(path, content, "text/plain").await {
+            if let Err(e) = self.ws().write_file(path, content, "text/plain").await {
                 return error(500, e.to_string());
             }
         }
@@ -105,7 +197,7 @@ impl BenchRust {
     }
 
     async fn run(&self, tool: &str, body: &Value) -> Result<Response> {
-        let Some(t) = self.tools.get(tool) else { return error(404, format!("no tool {tool}")) };
+        let Some(t) = self.tool(tool) else { return error(404, format!("no tool {tool}")) };
         let inputs = body["inputs"].as_array().cloned().unwrap_or_default();
         let iterations = body["iterations"].as_u64().unwrap_or(1).max(1) as usize;
         let keep = body["keepOutputs"].as_bool().unwrap_or(false);
@@ -114,6 +206,8 @@ impl BenchRust {
         let batches: Vec<Vec<Value>> = (0..iterations).map(|_| inputs.clone()).collect();
         let mut outputs = Vec::with_capacity(inputs.len());
         let mut errors = 0usize;
+        let base = LIVE.load(Ordering::Relaxed);
+        PEAK.store(base, Ordering::Relaxed);
         let start = now_ms();
         for batch in batches {
             outputs.clear();
@@ -129,15 +223,48 @@ impl BenchRust {
             }
         }
         let ms = (now_ms() - start) / iterations as f64;
-        let mut out = json!({ "ms": ms, "calls": inputs.len(), "errors": errors });
+        let peak = PEAK.load(Ordering::Relaxed).saturating_sub(base);
+        let mut out =
+            json!({ "ms": ms, "calls": inputs.len(), "errors": errors, "peakBytes": peak });
         if keep {
             out["outputs"] = Value::Array(outputs);
         }
         Response::from_json(&out)
     }
 
+    /// The workspace's totals and the size of the object's whole database.
+    fn info(&self) -> Result<Response> {
+        let info = match self.ws().info() {
+            Ok(i) => i,
+            Err(e) => return error(500, e.to_string()),
+        };
+        let db = js_sys::Reflect::get(&self.sql, &"databaseSize".into())
+            .ok()
+            .and_then(|v| v.as_f64())
+            .unwrap_or(0.0);
+        Response::from_json(&json!({
+            "fileCount": info.file_count,
+            "totalBytes": info.total_bytes,
+            "grepIndexRows": info.grep_index_rows,
+            "grepIndexBytes": info.grep_index_bytes,
+            "databaseSize": db,
+        }))
+    }
+
+    fn floor(&self, tool: &str, body: &Value) -> Result<Response> {
+        // The workspace creates its tables on first use; a fresh object has none yet.
+        if let Err(e) = self.ws().stat("/") {
+            return error(500, e.to_string());
+        }
+        let inputs = body["inputs"].to_string();
+        let iterations = body["iterations"].as_u64().unwrap_or(1).clamp(1, 1000) as u32;
+        let out: Value = serde_json::from_str(&floor_run(&self.sql, tool, &inputs, iterations))
+            .map_err(|e| worker::Error::RustError(e.to_string()))?;
+        Response::from_json(&out)
+    }
+
     async fn call(&self, tool: &str, body: &Value) -> Result<Response> {
-        let Some(t) = self.tools.get(tool) else { return error(404, format!("no tool {tool}")) };
+        let Some(t) = self.tool(tool) else { return error(404, format!("no tool {tool}")) };
         let ctx = ToolContext { tool_call_id: "call".into(), tool_name: tool.into() };
         let out = match t.execute(body["input"].clone(), &ctx).await {
             Ok(v) => json!({ "output": v }),

@@ -35,21 +35,21 @@ pub(crate) fn within<T>(secs: f64, what: &str, f: impl FnOnce() -> T) -> (T, f64
 }
 
 /// A small deterministic generator (xorshift64*), so a failing input can be reproduced.
-struct Rng(u64);
+pub(crate) struct Rng(pub(crate) u64);
 
 impl Rng {
-    fn next(&mut self) -> u64 {
+    pub(crate) fn next(&mut self) -> u64 {
         self.0 ^= self.0 >> 12;
         self.0 ^= self.0 << 25;
         self.0 ^= self.0 >> 27;
         self.0.wrapping_mul(0x2545_F491_4F6C_DD1D)
     }
 
-    fn below(&mut self, n: usize) -> usize {
+    pub(crate) fn below(&mut self, n: usize) -> usize {
         (self.next() % n as u64) as usize
     }
 
-    fn pick<'a>(&mut self, from: &[&'a str]) -> &'a str {
+    pub(crate) fn pick<'a>(&mut self, from: &[&'a str]) -> &'a str {
         from[self.below(from.len())]
     }
 

@@ -10,7 +10,7 @@ pub mod bash;
 mod delete;
 mod edit;
 mod find;
-mod grep;
+pub(crate) mod grep;
 mod list;
 pub(crate) mod media;
 pub mod ops;

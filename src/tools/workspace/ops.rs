@@ -2,7 +2,7 @@
 //! so the tools can run over a store other than [`Workspace`]: a remote filesystem, a
 //! sandbox, a read-only view.
 
-use crate::workspace::{EntryType, FileInfo, FileText, FsError, Workspace};
+use crate::workspace::{EntryType, FileInfo, FileText, FsError, GramQuery, GrepFile, Workspace};
 use async_trait::async_trait;
 
 /// What `read` needs.
@@ -131,6 +131,16 @@ pub trait GrepOps {
             None,
         ))
     }
+    /// Every file matching a glob, in path order, with whether the store's trigram index
+    /// lets it contain a match of `required`; `None` (the default) when the store has no
+    /// index or the query gives it nothing to narrow by, and `grep` reads every file.
+    async fn grep_files(
+        &self,
+        _pattern: &str,
+        _required: &GramQuery,
+    ) -> Result<Option<Vec<GrepFile>>, FsError> {
+        Ok(None)
+    }
     /// Reads several files, in order. Stores that can fetch many files in one request
     /// override this; the default reads them one by one.
     async fn read_files(&self, paths: &[String]) -> Result<Vec<Option<String>>, FsError> {
@@ -246,6 +256,13 @@ impl GrepOps for Workspace {
     }
     async fn read_files(&self, paths: &[String]) -> Result<Vec<Option<String>>, FsError> {
         Workspace::read_files(self, paths).await
+    }
+    async fn grep_files(
+        &self,
+        pattern: &str,
+        required: &GramQuery,
+    ) -> Result<Option<Vec<GrepFile>>, FsError> {
+        Workspace::grep_files(self, pattern, required)
     }
 }
 

@@ -1,11 +1,14 @@
 //! `grep`: search file contents with a JS-style regular expression or a fixed string.
 
-mod jsregex;
+pub(crate) mod jsregex;
+mod literals;
 
 use super::ops::GrepOps;
 use super::scan::Literal;
 use super::{error_output, file_tool, FileToolKind, Int};
 use crate::tools::{ToolError, ToolRef};
+use crate::workspace::FileText;
+use crate::workspace::{GramQuery, GrepFile};
 use async_trait::async_trait;
 use serde::Deserialize;
 use serde_json::{json, Value};
@@ -53,6 +56,8 @@ pub fn grep_tool(ops: Rc<dyn GrepOps>) -> ToolRef {
 /// A compiled search.
 pub struct Matcher {
     kind: Kind,
+    /// What a matching file must contain, for the workspace's trigram index.
+    required: GramQuery,
     /// Lines on which a backtracking pattern gave up (see [`BACKTRACK_LIMIT`]).
     gave_up: std::cell::Cell<usize>,
 }
@@ -126,8 +131,14 @@ enum Kind {
 }
 
 impl Matcher {
-    fn of(kind: Kind) -> Matcher {
-        Matcher { kind, gave_up: std::cell::Cell::new(0) }
+    fn of(kind: Kind, required: GramQuery) -> Matcher {
+        Matcher { kind, required, gave_up: std::cell::Cell::new(0) }
+    }
+
+    /// What a file must contain to hold a match; `All` when nothing is known, and for a
+    /// backtracking pattern, whose give-ups depend on every file it reads.
+    pub fn required(&self) -> &GramQuery {
+        &self.required
     }
 
     /// Whether the search stopped because the pattern backtracked too much.
@@ -149,13 +160,14 @@ impl Matcher {
     /// `None` when it is not a valid pattern.
     pub fn new(query: &str, fixed: bool, case_sensitive: bool) -> Option<Matcher> {
         if fixed && query.contains('\n') {
-            return Some(Matcher::of(Kind::Never));
+            return Some(Matcher::of(Kind::Never, GramQuery::All));
         }
         // Case-insensitive JS matching of an ASCII pattern is ASCII case folding exactly;
         // other case-insensitive strings go to the (Unicode-folding) regex.
         if fixed && !query.is_empty() && (case_sensitive || query.is_ascii()) {
             let literal = Literal::new(query.as_bytes(), !case_sensitive);
-            return Some(Matcher::of(Kind::Literal(literal)));
+            let required = GramQuery::Literal(query.as_bytes().to_ascii_lowercase());
+            return Some(Matcher::of(Kind::Literal(literal), required));
         }
         let (pattern, per_line, prefilter) = if fixed {
             (regex::escape(query), false, None)
@@ -164,11 +176,15 @@ impl Matcher {
             (t.pattern, t.context_sensitive, t.prefilter)
         };
         let regex = Regex::build(&pattern, per_line, !case_sensitive)?;
+        let required = match per_line {
+            true => GramQuery::All,
+            false => literals::required(&pattern, !case_sensitive),
+        };
         let prefilter = prefilter.and_then(|p| match Regex::build(&p, false, !case_sensitive) {
             Some(Regex::Plain(r)) => Some(r),
             _ => None,
         });
-        Some(Matcher::of(Kind::Regex { regex, per_line, prefilter }))
+        Some(Matcher::of(Kind::Regex { regex, per_line, prefilter }, required))
     }
 
     /// The byte range of the first match in one line.
@@ -278,79 +294,13 @@ impl FileToolKind for Grep {
             ops.glob_files(pattern).await?;
             return Ok(error_output(format!("Invalid regex: {}", input.query)));
         };
-        let ctx = input.context_lines.map_or(0, |c| c.0 as usize);
-        let mut matches: Vec<Value> = Vec::new();
-        let (mut total, mut searched, mut with_matches, mut skipped) =
-            (0usize, 0usize, 0usize, 0usize);
-        // Pages of files with their texts; a page never holds more than PAGE_BYTES of text,
-        // and holds more files while the files are small.
-        let mut after: Option<String> = None;
-        let mut limit = FIRST_PAGE;
-        let mut largest = 0u64;
-        'pages: loop {
-            let text_max = (PAGE_BYTES / limit as u64).min(MAX_FILE_SIZE);
-            let (mut page, next) =
-                ops.glob_texts(pattern, after.as_deref(), limit, text_max).await?;
-            let mut k = 0;
-            while k < page.len() {
-                // Texts the page did not carry are read in batches.
-                let mut need: Vec<usize> = Vec::new();
-                let mut bytes = 0;
-                let mut j = k;
-                while j < page.len() {
-                    let f = &page[j];
-                    if f.text.is_none() && f.size <= MAX_FILE_SIZE {
-                        if !need.is_empty()
-                            && (need.len() >= BATCH_FILES || bytes + f.size > BATCH_BYTES)
-                        {
-                            break;
-                        }
-                        bytes += f.size;
-                        need.push(j);
-                    }
-                    j += 1;
-                }
-                if !need.is_empty() {
-                    let paths: Vec<String> = need.iter().map(|&n| page[n].path.clone()).collect();
-                    let texts = ops.read_files(&paths).await?;
-                    for (&n, text) in need.iter().zip(texts) {
-                        page[n].text = text;
-                    }
-                }
-                for f in &mut page[k..j] {
-                    if total >= MAX_MATCHES || matcher.gave_up() {
-                        break 'pages;
-                    }
-                    if f.size > MAX_FILE_SIZE {
-                        skipped += 1;
-                        continue;
-                    }
-                    let Some(content) = f.text.take() else { continue };
-                    searched += 1;
-                    let hits = matcher.matching_lines(&content, MAX_MATCHES - total);
-                    if hits.is_empty() {
-                        continue;
-                    }
-                    with_matches += 1;
-                    total += hits.len();
-                    push_matches(&mut matches, &matcher, &f.path, &content, &hits, ctx);
-                }
-                k = j;
-            }
-            if total >= MAX_MATCHES {
-                break;
-            }
-            match next {
-                Some(p) => after = Some(p),
-                None => break,
-            }
-            // Size the next page so files like the largest seen so far still carry their
-            // text (each gets PAGE_BYTES / limit).
-            largest =
-                page.iter().map(|f| f.size).filter(|&s| s <= MAX_FILE_SIZE).fold(largest, u64::max);
-            limit = (PAGE_BYTES / (2 * largest).max(1)).clamp(MIN_PAGE as u64, MAX_PAGE as u64)
-                as usize;
+        let mut tally =
+            Tally { ctx: input.context_lines.map_or(0, |c| c.0 as usize), ..Tally::default() };
+        match ops.grep_files(pattern, matcher.required()).await? {
+            Some(files) => search_candidates(ops, &matcher, &files, &mut tally).await?,
+            None => search_pages(ops, &matcher, pattern, &mut tally).await?,
         }
+        let Tally { matches, total, searched, with_matches, skipped, .. } = tally;
         let mut out = json!({
             "query": input.query,
             "filesSearched": searched,
@@ -374,6 +324,154 @@ impl FileToolKind for Grep {
         }
         Ok(out)
     }
+}
+
+/// The counts and matches of a search so far.
+#[derive(Default)]
+struct Tally {
+    ctx: usize,
+    matches: Vec<Value>,
+    total: usize,
+    searched: usize,
+    with_matches: usize,
+    skipped: usize,
+}
+
+impl Tally {
+    /// Whether the search is over: enough matches, or a pattern that backtracks too much.
+    fn done(&self, matcher: &Matcher) -> bool {
+        self.total >= MAX_MATCHES || matcher.gave_up()
+    }
+
+    /// Searches one file's text.
+    fn search(&mut self, matcher: &Matcher, path: &str, content: &str) {
+        self.searched += 1;
+        let hits = matcher.matching_lines(content, MAX_MATCHES - self.total);
+        if hits.is_empty() {
+            return;
+        }
+        self.with_matches += 1;
+        self.total += hits.len();
+        push_matches(&mut self.matches, matcher, path, content, &hits, self.ctx);
+    }
+}
+
+/// The search without an index: pages of files with their texts; a page never holds more
+/// than PAGE_BYTES of text, and holds more files while the files are small.
+async fn search_pages(
+    ops: &dyn GrepOps,
+    matcher: &Matcher,
+    pattern: &str,
+    tally: &mut Tally,
+) -> Result<(), ToolError> {
+    let mut after: Option<String> = None;
+    let mut limit = FIRST_PAGE;
+    let mut largest = 0u64;
+    loop {
+        let text_max = (PAGE_BYTES / limit as u64).min(MAX_FILE_SIZE);
+        let (mut page, next) = ops.glob_texts(pattern, after.as_deref(), limit, text_max).await?;
+        let mut k = 0;
+        while k < page.len() {
+            // Texts the page did not carry are read in batches.
+            let j = read_batch(ops, &mut page, k, |_, f| f.text.is_none()).await?;
+            for f in &mut page[k..j] {
+                if tally.done(matcher) {
+                    return Ok(());
+                }
+                if f.size > MAX_FILE_SIZE {
+                    tally.skipped += 1;
+                    continue;
+                }
+                let Some(content) = f.text.take() else { continue };
+                tally.search(matcher, &f.path, &content);
+            }
+            k = j;
+        }
+        if tally.total >= MAX_MATCHES {
+            return Ok(());
+        }
+        match next {
+            Some(p) => after = Some(p),
+            None => return Ok(()),
+        }
+        // Size the next page so files like the largest seen so far still carry their
+        // text (each gets PAGE_BYTES / limit).
+        largest =
+            page.iter().map(|f| f.size).filter(|&s| s <= MAX_FILE_SIZE).fold(largest, u64::max);
+        limit =
+            (PAGE_BYTES / (2 * largest).max(1)).clamp(MIN_PAGE as u64, MAX_PAGE as u64) as usize;
+    }
+}
+
+/// The search over the files the trigram index lists: only candidates are read (in
+/// batches, in path order), and every other file counts as searched without a match, so
+/// the counts and matches are those of [`search_pages`].
+async fn search_candidates(
+    ops: &dyn GrepOps,
+    matcher: &Matcher,
+    files: &[GrepFile],
+    tally: &mut Tally,
+) -> Result<(), ToolError> {
+    for stretch in files.chunks(MAX_PAGE) {
+        let mut page: Vec<FileText> = stretch
+            .iter()
+            .map(|f| FileText { path: f.path.clone(), size: f.size, text: None })
+            .collect();
+        let mut k = 0;
+        while k < page.len() {
+            let j = read_batch(ops, &mut page, k, |n, _| stretch[n].candidate).await?;
+            for (f, file) in page[k..j].iter_mut().zip(&stretch[k..j]) {
+                if tally.done(matcher) {
+                    return Ok(());
+                }
+                if f.size > MAX_FILE_SIZE {
+                    tally.skipped += 1;
+                    continue;
+                }
+                if !file.candidate {
+                    tally.searched += 1;
+                    continue;
+                }
+                let Some(content) = f.text.take() else { continue };
+                tally.search(matcher, &f.path, &content);
+            }
+            k = j;
+        }
+    }
+    Ok(())
+}
+
+/// Reads, in one `read_files` call, the texts of the files of `page` from `k` on that
+/// `wanted` picks (given their index in `page`) (at most [`BATCH_FILES`] of them and [`BATCH_BYTES`], files over
+/// [`MAX_FILE_SIZE`] left out), and returns where the batch ends.
+async fn read_batch(
+    ops: &dyn GrepOps,
+    page: &mut [FileText],
+    k: usize,
+    wanted: impl Fn(usize, &FileText) -> bool,
+) -> Result<usize, ToolError> {
+    let mut need: Vec<usize> = Vec::new();
+    let mut bytes = 0;
+    let mut j = k;
+    while j < page.len() {
+        let f = &page[j];
+        if f.size <= MAX_FILE_SIZE && wanted(j, f) {
+            if !need.is_empty() && (need.len() >= BATCH_FILES || bytes + f.size > BATCH_BYTES) {
+                break;
+            }
+            bytes += f.size;
+            need.push(j);
+        }
+        j += 1;
+    }
+    if !need.is_empty() {
+        let paths: Vec<String> = need.iter().map(|&n| page[n].path.clone()).collect();
+        let texts = ops.read_files(&paths).await?;
+        for (&n, text) in need.iter().zip(texts) {
+            page[n].text = text;
+        }
+    }
+    Ok(j)
 }
 
 /// Appends the matches of one file: `path:line: text`, or `{file, line, context}` objects
@@ -435,3 +533,6 @@ fn cut_line(line: &str, hit: Option<(usize, usize)>) -> Cow<'_, str> {
     }
     Cow::Owned(out)
 }
+
+#[cfg(test)]
+mod tests;

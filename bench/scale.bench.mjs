@@ -1,0 +1,68 @@
+// Grep at scale: 10,000 files of 10 KB (100 MB) in one workspace, searched by one grep call
+// each, on think-rs and the floor (the TypeScript reference is left out: its set-up alone
+// would hold the tree twice). The patterns are selective, so the search covers the whole
+// tree without stopping at the 200-match cap: the literal is in one file, the regex in
+// ten. Each runs with grep's trigram index (`grepIndex: true`, the set-up written with it
+// too) and without it (the default); the two give identical outputs.
+// The table shows the peak wasm heap a call needed, beyond what was live before it; the
+// notes give the index's rows and the database size. The write rows measure what keeping
+// the index costs per write, and the edit row what it costs per edit.
+import tools, { fileContent } from "./workspace.bench.mjs";
+
+const FILES = Array.from({ length: 10_000 }, (_, i) => ({
+  path: `/big/d${String(i % 100).padStart(2, "0")}/f${String(i).padStart(5, "0")}.txt`,
+  content: fileContent(i),
+}));
+
+const grep = (name, input, grepIndex) => ({
+  name: `${name}${grepIndex ? "" : ", no index"}`,
+  tool: "grep",
+  setup: FILES,
+  sides: ["rust", "floor"],
+  showMemory: true,
+  warmup: 1,
+  reps: 3,
+  inputs: [input],
+  ...(grepIndex ? { rustOptions: { grepIndex: true } } : { sameOutputAs: name }),
+});
+
+const literal = { query: "the needle is here in file 9980", fixedString: true };
+const regex = { query: "fn_99\\d\\(x, y\\)" };
+// No literal of three characters: the index cannot narrow, and the search scans.
+const unnarrowed = { query: "f\\w\\s+\\d{9}" };
+
+const WRITES = FILES.slice(0, 1000).map((f) => ({ path: f.path, content: f.content }));
+const write = (grepIndex) => ({
+  name: `write 1,000 × 10 KB${grepIndex ? ", with grep index" : ", no grep index"}`,
+  tool: "write",
+  fresh: true,
+  sides: ["rust", "floor"],
+  inputs: WRITES,
+  ...(grepIndex ? { rustOptions: { grepIndex: true } } : {}),
+});
+
+// The edit row of the workspace suite (the same 200 files edited and undone five times),
+// with the index: each edit queues its file's trigrams again.
+const edit = tools.workloads.find((w) => w.tool === "edit");
+const editIndexed = {
+  ...edit,
+  name: `${edit.name}, with grep index`,
+  sides: ["rust", "floor"],
+  goal: undefined,
+  floorGoal: undefined,
+  rustOptions: { grepIndex: true },
+};
+
+export default {
+  name: "grep at scale (10,000 files, 100 MB) and the index's cost",
+  workloads: [
+    grep("grep literal, 1 file matches (100 MB)", literal, true),
+    grep("grep literal, 1 file matches (100 MB)", literal, false),
+    grep("grep regex, 10 files match (100 MB)", regex, true),
+    grep("grep regex, 10 files match (100 MB)", regex, false),
+    grep("grep regex without a literal (100 MB)", unnarrowed, true),
+    write(true),
+    write(false),
+    editIndexed,
+  ],
+};

@@ -1,0 +1,120 @@
+//! The agent's side of extensions: the runtime over the agent's sandbox, workspace, session
+//! and transcript; the callables `listExtensions()`, `loadExtension(manifest, source)` and
+//! `unloadExtension(name)`; and the turn's `beforeTurn` and `onStepFinish` hooks.
+
+use std::rc::Rc;
+
+use serde_json::{json, Value};
+
+use super::store::ChatStore;
+use super::{Agent, AgentSpec, CallError, Deps, TurnContext};
+use crate::extensions::hooks::TurnSnapshot;
+use crate::extensions::{BridgeEnv, ExtensionError, Extensions, HookName, Manifest};
+use crate::session::Session;
+use crate::workspace::Workspace;
+
+/// The runtime, when the platform has a sandbox to run extensions in.
+pub(super) fn runtime(
+    spec: &AgentSpec,
+    deps: &Deps,
+    workspace: &Rc<Workspace>,
+    session: &Session,
+) -> Option<Rc<Extensions>> {
+    let sandbox = deps.sandbox.clone()?;
+    let sql = deps.sql.clone();
+    let env = BridgeEnv {
+        workspace: workspace.clone(),
+        session: session.clone(),
+        transcript: Rc::new(move || ChatStore::new(sql.as_ref()).messages().unwrap_or_default()),
+    };
+    let mut options = spec.extensions.clone();
+    options.allow_private_network = spec.net.allow_private;
+    Some(Rc::new(Extensions::new(
+        deps.sql.clone(),
+        Some(sandbox),
+        env,
+        options,
+        spec.static_extensions.clone(),
+    )))
+}
+
+fn failed(e: ExtensionError) -> CallError {
+    CallError::Failed(e.to_string())
+}
+
+impl Agent {
+    /// The extension callables; `None` when `method` is not one of them.
+    pub(super) async fn extensions_callable(
+        &self,
+        method: &str,
+        args: &[Value],
+    ) -> Option<Result<Value, CallError>> {
+        if !matches!(method, "listExtensions" | "loadExtension" | "unloadExtension") {
+            return None;
+        }
+        let Some(ext) = self.extensions.clone() else {
+            return Some(Err(CallError::Unavailable(
+                "Extensions are unavailable: the agent has no sandbox (the LOADER binding)".into(),
+            )));
+        };
+        ext.ensure_started().await;
+        let result = match method {
+            "listExtensions" => Ok(serde_json::to_value(ext.list()).unwrap_or(Value::Null)),
+            "loadExtension" => {
+                let manifest = args.first().cloned().unwrap_or(Value::Null);
+                let Some(source) = args.get(1).and_then(Value::as_str) else {
+                    return Some(Err(CallError::BadArguments(
+                        "loadExtension(manifest, source): source must be a string".into(),
+                    )));
+                };
+                match Manifest::from_json(manifest) {
+                    Ok(m) => ext.load(m, source.to_owned()).await.map(|info| json!(info)),
+                    Err(e) => Err(e),
+                }
+                .map_err(failed)
+            }
+            _ => {
+                let Some(name) = args.first().and_then(Value::as_str) else {
+                    return Some(Err(CallError::BadArguments(
+                        "unloadExtension(name): name must be a string".into(),
+                    )));
+                };
+                ext.unload(name).await.map_err(failed).map(|info| {
+                    json!({"unloaded": true, "name": info.name, "tools": info.tools,
+                           "contextLabels": info.context_labels})
+                })
+            }
+        };
+        Some(result)
+    }
+
+    /// Runs the extensions' `beforeTurn` hooks over the turn's context.
+    pub(super) async fn extensions_before_turn(&self, ctx: &mut TurnContext) {
+        let Some(ext) = self.extensions.clone() else { return };
+        let snapshot = TurnSnapshot {
+            system: &ctx.system,
+            tool_names: ctx.tools.names().map(str::to_owned).collect(),
+            message_count: ctx.messages.len(),
+            continuation: ctx.continuation,
+            body: &ctx.body,
+        };
+        let change = ext.before_turn(snapshot).await;
+        if let Some(system) = change.system {
+            ctx.system = system;
+        }
+        if let Some(active) = change.active_tools {
+            ctx.tools.retain_names(&active);
+        }
+    }
+
+    /// Tells the `onStepFinish` hooks that a step ended (in the background: they observe).
+    pub(super) fn extensions_step_finished(&self, step: usize) {
+        let Some(ext) = self.extensions.clone() else { return };
+        if ext.subscribers(HookName::OnStepFinish).is_empty() {
+            return;
+        }
+        self.deps.tasks.spawn(Box::pin(async move {
+            ext.observe(HookName::OnStepFinish, json!({"stepNumber": step})).await;
+        }));
+    }
+}

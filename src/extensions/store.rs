@@ -1,0 +1,79 @@
+//! Loaded extensions in the object's SQLite, so they are loaded again after a restart, in
+//! the order they were first loaded. One row per extension: its manifest and its source
+//! (a source is at most [`super::MAX_SOURCE_BYTES`], well under the 2 MB row limit).
+
+use std::rc::Rc;
+
+use super::isolate::Description;
+use super::manifest::Manifest;
+use super::ExtensionError;
+use crate::store::{create_tables, Sql, SqlValue};
+
+const SCHEMA: &[&str] = &["CREATE TABLE IF NOT EXISTS think_extensions (\
+     name TEXT PRIMARY KEY, seq INTEGER NOT NULL, manifest TEXT NOT NULL, source TEXT NOT NULL, \
+     description TEXT NOT NULL)"];
+
+/// The stored extensions of one agent instance.
+#[derive(Clone)]
+pub struct ExtensionStore {
+    sql: Rc<dyn Sql>,
+}
+
+impl ExtensionStore {
+    /// Opens the store, creating its table.
+    pub fn open(sql: Rc<dyn Sql>) -> Result<Self, ExtensionError> {
+        create_tables(sql.as_ref(), SCHEMA)?;
+        Ok(Self { sql })
+    }
+
+    /// Stores an extension, with what its source described, after the last one.
+    pub fn put(
+        &self,
+        manifest: &Manifest,
+        source: &str,
+        description: &Description,
+    ) -> Result<(), ExtensionError> {
+        let encode = |e: serde_json::Error| {
+            ExtensionError::Store(crate::store::StoreError::Encoding(e.to_string()))
+        };
+        let json = serde_json::to_string(manifest).map_err(encode)?;
+        let described = serde_json::to_string(description).map_err(encode)?;
+        self.sql.exec(
+            "INSERT INTO think_extensions (name, seq, manifest, source, description) VALUES (?, \
+             (SELECT COALESCE(MAX(seq), 0) + 1 FROM think_extensions), ?, ?, ?)",
+            &[manifest.name.as_str().into(), json.into(), source.into(), described.into()],
+        )?;
+        Ok(())
+    }
+
+    /// Forgets an extension; false when none was stored under that name.
+    pub fn delete(&self, name: &str) -> Result<bool, ExtensionError> {
+        let rows = self
+            .sql
+            .exec("DELETE FROM think_extensions WHERE name = ? RETURNING name", &[name.into()])?;
+        Ok(!rows.is_empty())
+    }
+
+    /// Every stored extension in load order; a row that no longer reads as a manifest is
+    /// returned as the error it gives, so the caller can report it and go on.
+    pub fn all(&self) -> Result<Vec<Result<Stored, ExtensionError>>, ExtensionError> {
+        let rows = self
+            .sql
+            .exec("SELECT manifest, source, description FROM think_extensions ORDER BY seq", &[])?;
+        Ok(rows.into_iter().map(decode).collect())
+    }
+}
+
+/// A stored extension: its manifest, source and description.
+pub type Stored = (Manifest, String, Description);
+
+fn decode(row: crate::store::Row) -> Result<Stored, ExtensionError> {
+    let mut cells = row.into_iter().map(SqlValue::into_string);
+    let mut next = || cells.next().flatten().unwrap_or_default();
+    let (manifest, source, description) = (next(), next(), next());
+    let value = serde_json::from_str(&manifest)
+        .map_err(|e| ExtensionError::InvalidManifest(e.to_string()))?;
+    let description = serde_json::from_str(&description)
+        .map_err(|e| ExtensionError::InvalidSource(format!("its stored description: {e}")))?;
+    Ok((Manifest::from_json(value)?, source, description))
+}

@@ -1,0 +1,183 @@
+//! The indexed search against the scan: the same random files, written through every write
+//! path, give the same output for random patterns whether the trigram index is used or not.
+
+use super::*;
+use crate::store::sqlite::SqliteSql;
+use crate::tools::workspace::bounds::Rng;
+use crate::tools::ToolContext;
+use crate::workspace::tests::{block_on, clock};
+use crate::workspace::{Workspace, WorkspaceOptions};
+
+/// Words with mixed case, digits, punctuation and characters whose case folds reach
+/// outside ASCII (the Kelvin sign, the long s), so that folding mistakes show.
+const WORDS: &[&str] = &[
+    "needle",
+    "Needle",
+    "NEEDLE",
+    "haystack",
+    "fn_123(x, y)",
+    "fn_9",
+    "kelvin",
+    "\u{212A}elvin",
+    "ſtraw",
+    "straw",
+    "STRAW",
+    "é",
+    "été",
+    "ÉTÉ",
+    "foo",
+    "bar",
+    "foobar",
+    "the",
+    "Thistle",
+    "a",
+    "ab",
+    "abc",
+    "x",
+    "  ",
+    "\t",
+    ";",
+    "// note",
+    "0x1F",
+    "dollar$",
+    "[brackets]",
+];
+
+fn random_text(rng: &mut Rng) -> String {
+    let mut out = String::new();
+    for _ in 0..rng.below(20) {
+        out.push_str(rng.pick(WORDS));
+        out.push_str(match rng.below(6) {
+            0 => "\n",
+            1 => "",
+            _ => " ",
+        });
+    }
+    out
+}
+
+fn random_pattern(rng: &mut Rng, texts: &[String]) -> (String, bool) {
+    let word = rng.pick(WORDS).to_owned();
+    let other = rng.pick(WORDS).to_owned();
+    let fixed = rng.below(3) == 0;
+    if fixed {
+        // A piece of some file, or a word.
+        let text = &texts[rng.below(texts.len())];
+        let chars: Vec<char> = text.chars().collect();
+        if !chars.is_empty() && rng.below(2) == 0 {
+            let from = rng.below(chars.len());
+            let len = 1 + rng.below(12);
+            return (chars[from..(from + len).min(chars.len())].iter().collect(), true);
+        }
+        return (word, true);
+    }
+    let w = regex::escape(&word);
+    let o = regex::escape(&other);
+    let pattern = match rng.below(8) {
+        0 => w,
+        1 => format!("{w}.*{o}"),
+        2 => format!("({w}|{o})"),
+        3 => format!("\\b{w}"),
+        4 => format!("{w}\\s*{o}"),
+        5 => format!("(?:{w})+x?"),
+        6 => format!("[a-z]{w}"),
+        _ => format!("{w}\\d*"),
+    };
+    (pattern, false)
+}
+
+/// Applies one random write, through the same path, to both workspaces.
+fn random_write(rng: &mut Rng, both: &[&Workspace], paths: &[&str], texts: &mut Vec<String>) {
+    let path = rng.pick(paths);
+    let text = random_text(rng);
+    let op = rng.below(10);
+    for ws in both {
+        let _ = block_on(async {
+            match op {
+                0..=2 => ws.write_file(path, &text, "text/plain").await,
+                3 => ws.rewrite_file(path, &text, "text/plain").await,
+                4 => ws.append_file(path, &text, "text/plain").await,
+                5 => ws.rm(path, false, true).await,
+                6 => ws.mv(path, paths[(path.len() + text.len()) % paths.len()]).await,
+                7 => ws.write_file_bytes(path, text.as_bytes(), "text/plain").await,
+                8 => ws.symlink(paths[text.len() % paths.len()], path),
+                _ => ws.cp(path, paths[(path.len() + 3 * text.len()) % paths.len()], false).await,
+            }
+        });
+    }
+    texts.push(text);
+}
+
+#[test]
+fn indexed_grep_gives_the_output_of_the_scan() {
+    let sql = Rc::new(SqliteSql::new());
+    let make = |namespace: &str, grep_index: bool| {
+        let options = WorkspaceOptions {
+            namespace: namespace.into(),
+            grep_index,
+            ..WorkspaceOptions::default()
+        };
+        Rc::new(Workspace::with_options(sql.clone(), clock(), options).unwrap())
+    };
+    let (indexed, scanned) = (make("indexed", true), make("scanned", false));
+    let tools = [grep_tool(indexed.clone()), grep_tool(scanned.clone())];
+    let paths = ["/a.txt", "/b.md", "/d/c.txt", "/d/e/f.txt", "/g.txt", "/h.rs", "/d/i.md"];
+    let mut rng = Rng(0x9E37_79B9_7F4A_7C15);
+    let mut texts = vec![String::new()];
+    let (mut narrowed, mut checked) = (0, 0);
+    for round in 0..60 {
+        for _ in 0..6 {
+            random_write(&mut rng, &[&indexed, &scanned], &paths, &mut texts);
+        }
+        for _ in 0..15 {
+            let (query, fixed) = random_pattern(&mut rng, &texts);
+            let case_sensitive = rng.below(2) == 0;
+            let include = ["**/*", "/d/**", "**/*.md"][rng.below(3)];
+            let input = json!({
+                "query": query, "fixedString": fixed, "caseSensitive": case_sensitive,
+                "include": include, "contextLines": rng.below(2),
+            });
+            let ctx = ToolContext::default();
+            let out: Vec<Value> =
+                tools.iter().map(|t| block_on(t.execute(input.clone(), &ctx)).unwrap()).collect();
+            assert_eq!(out[0], out[1], "round {round}: {input}");
+            checked += 1;
+            let matcher = Matcher::new(&query, fixed, case_sensitive).unwrap();
+            if let Some(files) = indexed.grep_files(include, matcher.required()).unwrap() {
+                narrowed += usize::from(files.iter().any(|f| !f.candidate));
+            }
+        }
+    }
+    // The comparison means something only if the index did exclude files.
+    assert!(narrowed * 4 > checked, "the index excluded files in {narrowed} of {checked} searches");
+}
+
+#[test]
+fn the_index_marks_changed_files_and_info_reports_its_size() {
+    let on = WorkspaceOptions { grep_index: true, ..WorkspaceOptions::default() };
+    let ws = Workspace::with_options(Rc::new(SqliteSql::new()), clock(), on).unwrap();
+    let q = GramQuery::Literal(b"needle".to_vec());
+    let verdict = |ws: &Workspace| -> Vec<(String, bool)> {
+        ws.grep_files("**/*", &q)
+            .unwrap()
+            .unwrap()
+            .into_iter()
+            .map(|f| (f.path, f.candidate))
+            .collect()
+    };
+    block_on(ws.write_file("/a.txt", "a Needle here", "text/plain")).unwrap();
+    block_on(ws.write_file("/b.txt", "only hay", "text/plain")).unwrap();
+    assert_eq!(verdict(&ws), [("/a.txt".into(), true), ("/b.txt".into(), false)]);
+    // An append is not indexed: the trigger unmarks the file, so it is read again.
+    block_on(ws.append_file("/b.txt", " and a needle", "text/plain")).unwrap();
+    assert_eq!(verdict(&ws), [("/a.txt".into(), true), ("/b.txt".into(), true)]);
+    block_on(ws.rewrite_file("/b.txt", "hay again", "text/plain")).unwrap();
+    assert_eq!(verdict(&ws), [("/a.txt".into(), true), ("/b.txt".into(), false)]);
+    let info = ws.info().unwrap();
+    assert!(info.grep_index_rows > 10, "{info:?}");
+    // Off is the default.
+    let off = Workspace::new(Rc::new(SqliteSql::new()), clock());
+    block_on(off.write_file("/a.txt", "a needle", "text/plain")).unwrap();
+    assert_eq!(off.grep_files("**/*", &q).unwrap(), None);
+    assert_eq!(off.info().unwrap().grep_index_rows, 0);
+}
