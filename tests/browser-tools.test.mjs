@@ -98,7 +98,9 @@ before(async () => {
     THINK_BROWSER: JSON.stringify({ maxChars: MAX_CHARS, idleMs: 1500 }),
   };
   oneShot = await startWorker({ vars: modelVars(model, vars) });
-  reuse = await startWorker({ vars: modelVars(model, { ...vars, THINK_BROWSER_SESSION: "reuse" }) });
+  reuse = await startWorker({
+    vars: modelVars(model, { ...vars, THINK_BROWSER_SESSION: "reuse", THINK_MODEL_VISION: "true" }),
+  });
 });
 
 after(async () => {
@@ -162,20 +164,56 @@ test("browser_execute navigates and returns document.title; one-shot leaves no t
   tab.close();
 });
 
-test("a screenshot comes back described, without its pixels", async () => {
-  const tab = await connect(oneShot.host, "br-shot");
-  const code = `
-    const { sessionId } = await cdp.openPage({ url: "${origin()}/" });
+/** A 640×400 screenshot of the home page; the page is closed after (the reuse worker's shared
+ *  session must hold only the pages its own test opens). */
+const SHOT_CODE = () => `
+    const { sessionId, targetId } = await cdp.openPage({ url: "${origin()}/" });
     await cdp.send({ method: "Emulation.setDeviceMetricsOverride", params: { width: 640, height: 400, deviceScaleFactor: 1, mobile: false }, sessionId });
     const { data } = await cdp.send({ method: "Page.captureScreenshot", params: { format: "png" }, sessionId });
+    await cdp.send({ method: "Target.closeTarget", params: { targetId } });
     return { type: "browser_screenshot", mediaType: "image/png", data };`;
-  const out = await callTool(tab, "browser_execute", { code });
+
+/** The model request that carried the result of tool call `id`. */
+const requestAfter = (id) => model.requests.find((r) => r.messages.some((m) => m.role === "tool" && m.tool_call_id === id));
+
+test("a screenshot comes back described, without its pixels", async () => {
+  const tab = await connect(oneShot.host, "br-shot");
+  const out = await callTool(tab, "browser_execute", { code: SHOT_CODE() });
   assert.equal(out.status, "completed", JSON.stringify(out));
   assert.equal(out.result.type, "browser_screenshot");
   assert.equal(out.result.mediaType, "image/png");
   assert.equal(out.result.data, undefined);
   assert.deepEqual([out.result.width, out.result.height], [640, 400]);
   assert.ok(out.result.bytes > 1000, JSON.stringify(out.result));
+  const next = requestAfter(`call_br_${seq - 1}`);
+  assert.ok(next, "the model saw the result");
+  assert.ok(!JSON.stringify(next.messages).includes("image_url"), "no image for a model without vision");
+  tab.close();
+});
+
+test("with THINK_MODEL_VISION the next request of the turn carries the screenshot as an image part", async () => {
+  const tab = await connect(reuse.host, "br-vision");
+  const out = await callTool(tab, "browser_execute", { code: SHOT_CODE() });
+  assert.equal(out.status, "completed", JSON.stringify(out));
+  assert.equal(out.result.data, undefined, "the transcript keeps no pixels");
+  const id = `call_br_${seq - 1}`;
+  const next = requestAfter(id);
+  const at = next.messages.findIndex((m) => m.role === "tool" && m.tool_call_id === id);
+  const image = next.messages[at + 1];
+  assert.equal(image.role, "user", JSON.stringify(next.messages.slice(at).map((m) => m.role)));
+  assert.equal(image.content[0].text, `Image from tool call ${id}:`);
+  const url = image.content[1].image_url.url;
+  assert.match(url, /^data:image\/png;base64,/);
+  const png = Buffer.from(url.slice(url.indexOf(",") + 1), "base64");
+  assert.equal(png.subarray(1, 4).toString(), "PNG");
+  assert.deepEqual([png.readUInt32BE(16), png.readUInt32BE(20)], [640, 400]);
+  // The next turn rebuilds the history from the transcript: the description, not the image.
+  model.push({ text: "later" });
+  const { id: requestId } = tab.chat("and now?");
+  await tab.turn(requestId, { timeout: 40000 });
+  const later = model.requests.at(-1);
+  assert.ok(later.messages.some((m) => m.role === "tool" && m.tool_call_id === id), "the result is still in the history");
+  assert.ok(!JSON.stringify(later.messages).includes("image_url"), "the image lived for its turn only");
   tab.close();
 });
 
@@ -214,7 +252,7 @@ test("browser_markdown, browser_links and browser_scrape read a served page", as
   tab.close();
 });
 
-test("browser_extract asks the configured model and checks its answer against the schema", async () => {
+test("browser_extract asks the configured model with the schema as its response format and checks the answer", async () => {
   const tab = await connect(oneShot.host, "br-extract");
   const schema = { type: "object", properties: { price: { type: "number" }, currency: { type: "string" } }, required: ["price", "currency"] };
   const out = await callTool(tab, "browser_extract", { url: `${origin()}/docs`, prompt: "the price", schema }, { extra: [{ text: '{"price": 42, "currency": "EUR"}' }] });
@@ -224,6 +262,7 @@ test("browser_extract asks the configured model and checks its answer against th
   assert.match(question, /Price: 42 EUR/);
   assert.match(question, /Task: the price/);
   assert.equal(asked.tools, undefined, "the extraction call offers no tools");
+  assert.deepEqual(asked.response_format, { type: "json_schema", json_schema: { name: "browser_extract", schema, strict: false } });
   const wrong = await callTool(tab, "browser_extract", { url: `${origin()}/docs`, schema }, { extra: [{ text: '{"price": "cheap"}' }] });
   assert.match(wrong.error, /does not match the schema/);
   tab.close();
@@ -336,6 +375,26 @@ test("a run paused for approval finds its page again when approved", async () =>
   assert.equal(approved.status, "completed", JSON.stringify(approved));
   assert.equal(approved.result, "Docs");
   assert.equal((await pageTargets()).length, before - 1, "the finished one-shot run closed its page");
+  tab.close();
+});
+
+test("plain execute has the cdp global; an approved replay's tools.* has no browser tools, as the live run", async () => {
+  const tab = await connect(oneShot.host, "br-exec-cdp");
+  const before = (await pageTargets()).length;
+  const code = `
+    let md;
+    try { await tools.browser_markdown({ html: "<p>x</p>" }); md = "present"; } catch { md = "absent"; }
+    const { sessionId } = await cdp.openPage({ url: "${origin()}/docs" });
+    await cdp.send({ method: "Input.dispatchKeyEvent", params: { type: "keyDown", key: "a" }, sessionId });
+    const r = await cdp.send({ method: "Runtime.evaluate", params: { expression: "document.title", returnByValue: true }, sessionId });
+    return { md, title: r.result.value };`;
+  const paused = await callTool(tab, "execute", { code });
+  assert.equal(paused.status, "paused", JSON.stringify(paused));
+  model.push({ text: "approved and done" });
+  const approved = await rpc(tab, "approveExecution", [paused.executionId]);
+  assert.equal(approved.status, "completed", JSON.stringify(approved));
+  assert.deepEqual(approved.result, { md: "absent", title: "Docs" });
+  assert.equal((await pageTargets()).length, before, "the finished one-shot run closed its page");
   tab.close();
 });
 

@@ -40,6 +40,7 @@ impl Agent {
             runtime: self.codemode.clone(),
             connector,
             model: self.model.clone().ok(),
+            vision: self.spec.vision,
         }
         .tools()
     }
@@ -50,7 +51,7 @@ impl Agent {
         match &self.browser {
             Some(browser) => {
                 browser.begin();
-                let out = settle_output(browser, output).await;
+                let out = settle_output(browser, output, &mut Vec::new()).await;
                 browser.end();
                 out
             }

@@ -7,6 +7,7 @@ use std::rc::Rc;
 use serde_json::{json, Value};
 
 use super::{Agent, AgentSpec, Deps, CONFIG_PENDING_CONTINUATION};
+use crate::browser::tools::WithBrowser;
 use crate::codemode::tool::{turn_connectors, ExecuteTool};
 use crate::codemode::CodeMode;
 use crate::protocol::tool_state::ToolPartUpdate;
@@ -28,9 +29,15 @@ impl Agent {
     /// The `execute` tool over this turn's (already merged and ledgered) tools.
     pub(super) fn codemode_tool(&self, tools: &ToolSet) -> Option<ToolRef> {
         let runtime = self.codemode.clone()?;
-        let connectors =
+        let mut connectors =
             turn_connectors(tools, &self.spec.approval, &self.workspace, &self.deps.sql);
-        Some(ExecuteTool::new(runtime, connectors).into_ref())
+        let (Some(browser), Some(cdp)) = (self.browser.clone(), self.cdp_connector()) else {
+            return Some(ExecuteTool::new(runtime, connectors).into_ref());
+        };
+        // With a browser, `execute` has the `cdp` global too, as in Think.
+        connectors.push(cdp);
+        let execute = ExecuteTool::new(runtime, connectors).into_ref();
+        Some(WithBrowser::wrap(execute, browser, self.spec.vision))
     }
 
     /// Settles executions a restart interrupted (`at_start`) or that waited too long, and
@@ -69,12 +76,7 @@ impl Agent {
             "pruneExecutions" => {
                 cm.prune_executions(args.first().and_then(Value::as_u64).map(|n| n as usize))
             }
-            "rollbackExecution" => {
-                let tools = self.turn_tools(None);
-                let connectors =
-                    turn_connectors(&tools, &self.spec.approval, &self.workspace, &self.deps.sql);
-                cm.rollback(id.unwrap_or(""), &connectors).await
-            }
+            "rollbackExecution" => cm.rollback(id.unwrap_or(""), &self.replay_connectors()).await,
             "approveExecution" => {
                 return Some(Ok(self.approve_execution(&cm, id.unwrap_or("")).await))
             }
@@ -90,12 +92,7 @@ impl Agent {
     /// Runs an approved execution again, puts its outcome in place of the paused output, and
     /// continues the turn. Errors are returned as `{status:"error"}`, as Think does.
     async fn approve_execution(self: &Rc<Self>, cm: &Rc<CodeMode>, id: &str) -> Value {
-        let tools = self.turn_tools(None);
-        let mut connectors =
-            turn_connectors(&tools, &self.spec.approval, &self.workspace, &self.deps.sql);
-        // One set of callables answers `execute` and `browser_execute` runs alike.
-        connectors.extend(self.cdp_connector());
-        match cm.approve(id, &connectors).await {
+        match cm.approve(id, &self.replay_connectors()).await {
             Ok(output) => {
                 let output = self.settle_browser_output(output).await;
                 self.settle_paused_output(cm, id, &output);
@@ -103,6 +100,25 @@ impl Agent {
             }
             Err(e) => json!({"status": "error", "executionId": id, "error": e.to_string()}),
         }
+    }
+
+    /// The connectors a replayed run gets: the turn's, with `tools.*` as the run saw it
+    /// (without the browser tools, which were added after `execute`), and `cdp` when there is
+    /// a browser, so one set answers `execute` and `browser_execute` runs alike.
+    fn replay_connectors(&self) -> Vec<Rc<dyn crate::codemode::connectors::Connector>> {
+        let mut tools = self.turn_tools(None);
+        if self.browser.is_some() {
+            let keep: Vec<String> = tools
+                .names()
+                .filter(|n| !crate::browser::tools::TOOL_NAMES.contains(n))
+                .map(str::to_owned)
+                .collect();
+            tools.retain_names(&keep);
+        }
+        let mut connectors =
+            turn_connectors(&tools, &self.spec.approval, &self.workspace, &self.deps.sql);
+        connectors.extend(self.cdp_connector());
+        connectors
     }
 
     fn reject_execution(

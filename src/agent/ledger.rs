@@ -182,6 +182,10 @@ impl Tool for LedgeredTool {
     fn model_output(&self, output: &Value) -> ModelOutput {
         self.inner.model_output(output)
     }
+
+    fn take_images(&self, tool_call_id: &str) -> Vec<crate::model::ImagePart> {
+        self.inner.take_images(tool_call_id)
+    }
 }
 
 #[cfg(test)]

@@ -7,6 +7,7 @@
 //!   the model name (Anthropic's base defaults to `https://api.anthropic.com/v1`, Workers AI's
 //!   model to [`DEFAULT_WORKERS_AI_MODEL`]);
 //! - `THINK_MODEL_THINKING_BUDGET`: Anthropic's extended thinking, in budget tokens;
+//! - `THINK_MODEL_VISION`: `true` says the model takes images (browser screenshots reach it);
 //! - `THINK_APPROVAL`: comma-separated names or globs of tools that need approval; an entry
 //!   `!glob` lifts the approval that MCP tools annotated `destructiveHint: true` need by default;
 //! - `THINK_BASH`: the bash tool, like Think's `workspaceBash`: `false` removes it, a JSON
@@ -135,6 +136,7 @@ pub fn read_settings_and_ai(
     };
     let mcp_resources = flag("THINK_MCP_RESOURCES");
     let private = flag("THINK_ALLOW_PRIVATE_NETWORK");
+    let vision = flag("THINK_MODEL_VISION");
     let skills_dir = match get("THINK_SKILLS_DIR").as_deref().map(str::trim) {
         None | Some("") => crate::skills::DEFAULT_SKILLS_DIR.to_owned(),
         Some(dir) if dir.starts_with('/') && !dir.split('/').any(|s| s == "..") => dir.to_owned(),
@@ -183,7 +185,8 @@ pub fn read_settings_and_ai(
         .wait_for_mcp_connections(mcp_wait)
         .mcp_resource_tools(mcp_resources)
         .message_concurrency(concurrency)
-        .allow_private_network(private);
+        .allow_private_network(private)
+        .vision(vision);
     let spec = match bash {
         Some(options) => spec.bash(options),
         None => spec.bash_enabled(false),
@@ -627,6 +630,15 @@ mod tests {
             ignored(&[("THINK_WAIT_FOR_MCP_CONNECTIONS", "soon")]),
             ["THINK_WAIT_FOR_MCP_CONNECTIONS"]
         );
+    }
+
+    #[test]
+    fn model_vision() {
+        let vision = |v: &str| read(&[("THINK_MODEL_VISION", v)]).0.vision;
+        assert!(vision("true"));
+        assert!(!vision("false"));
+        assert!(!read(&[]).0.vision);
+        assert_eq!(ignored(&[("THINK_MODEL_VISION", "sure")]), ["THINK_MODEL_VISION"]);
     }
 
     #[test]

@@ -231,6 +231,8 @@ pub struct AgentSpec {
     pub(crate) token_counter: Option<TokenCounter>,
     /// The browser tools' configuration; `None` offers no browser tool.
     pub(crate) browser: Option<crate::browser::BrowserOptions>,
+    /// Whether the model takes images (browser screenshots reach it as image parts).
+    pub(crate) vision: bool,
     /// Extensions' limits and whether the model may load them (`THINK_EXTENSIONS`).
     pub(crate) extensions: crate::extensions::ExtensionOptions,
     /// The app's own extensions, loaded at every start before the stored ones.
@@ -307,6 +309,7 @@ impl AgentSpec {
             context_window: DEFAULT_CONTEXT_WINDOW,
             token_counter: None,
             browser: None,
+            vision: false,
             extensions: Default::default(),
             static_extensions: Vec::new(),
             agent_tools: Vec::new(),
@@ -357,6 +360,14 @@ impl AgentSpec {
     /// `list_extensions`.
     pub fn extensions(mut self, options: crate::extensions::ExtensionOptions) -> Self {
         self.extensions = options;
+        self
+    }
+
+    /// Says the model takes images (`THINK_MODEL_VISION=true`): a `browser_execute`
+    /// screenshot then reaches the next model request of the turn as an image part; without
+    /// it the model reads the screenshot's text description only.
+    pub fn vision(mut self, vision: bool) -> Self {
+        self.vision = vision;
         self
     }
 

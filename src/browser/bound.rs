@@ -55,14 +55,8 @@ pub fn bound_result(value: Value, max_chars: usize) -> Value {
     }
 }
 
-/// A screenshot taken out of a result.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Screenshot {
-    /// `image/png`, `image/jpeg`, …
-    pub media_type: String,
-    /// The base64 data.
-    pub data: String,
-}
+/// A screenshot taken out of a result: an image part for the model.
+pub type Screenshot = crate::model::ImagePart;
 
 fn looks_base64(s: &str) -> bool {
     s.len() > MAX_BASE64_CHARS

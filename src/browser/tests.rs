@@ -16,11 +16,14 @@ use super::cdp::{CdpClient, WsConnection, WsSender};
 use super::connector::{Browser, CdpConnector};
 use super::policy::HostPolicy;
 use super::session::{run_key, SessionMode, Sessions};
-use super::tools::{BrowserTools, Quick, QuickAction};
+use super::tools::{
+    BrowserTools, Quick, QuickAction, WithBrowser, MAX_IMAGES_PER_CALL, MAX_IMAGE_CHARS,
+};
 use super::{html, BrowserEndpoint, BrowserError, BrowserLauncher, BrowserOptions};
 use crate::codemode::connectors::{CallContext, Connector};
 use crate::codemode::{CallRequest, CodeMode, Dispatcher, ExecuteOptions, Sandbox, SandboxError};
 use crate::codemode::{SandboxOutcome, SandboxRequest};
+use crate::model::ModelEvent;
 use crate::platform::Clock;
 use crate::store::sqlite::SqliteSql;
 use crate::store::Sql;
@@ -713,9 +716,22 @@ fn extract_asks_the_model_and_validates_against_the_schema() {
             && content.contains("\"heading\""),
         "{content}"
     );
+    let format = seen[0].response_format.as_ref().expect("the schema is the response format");
+    assert_eq!((format.name.as_str(), &format.schema), ("browser_extract", &schema));
     drop(seen);
-    let e = quick(&f, Quick::Extract, Some(model), input).unwrap_err();
+    let e = quick(&f, Quick::Extract, Some(model.clone()), input.clone()).unwrap_err();
     assert!(e.contains("does not match the schema"), "{e}");
+    // A forced answer tool (Anthropic) answers with the call's input instead of text.
+    model.push([vec![
+        ModelEvent::ToolCallStart { index: 0, id: "t".into(), name: "browser_extract".into() },
+        ModelEvent::ToolCallDelta { index: 0, arguments: "{\"heading\": \"Tool\"}".into() },
+    ]]);
+    let out = quick(&f, Quick::Extract, Some(model.clone()), input).unwrap();
+    assert_eq!(out, json!({"heading": "Tool"}));
+    model.push([text("[1]")]);
+    let list = json!({"url": "http://127.0.0.1:8000/", "schema": {"type": "array"}});
+    assert_eq!(quick(&f, Quick::Extract, Some(model.clone()), list).unwrap(), json!([1]));
+    assert!(model.seen()[3].response_format.is_none(), "only an object schema is a format");
     let e = quick(&f, Quick::Extract, None, json!({"html": "<p>x</p>"})).unwrap_err();
     assert!(e.contains("a prompt, a schema, or both"), "{e}");
 }
@@ -780,6 +796,7 @@ fn browser_execute_runs_on_the_journal_and_strips_screenshots() {
         runtime: Some(runtime.clone()),
         connector: Rc::new(f.cdp()),
         model: None,
+        vision: true,
     }
     .tools();
     let names: Vec<&str> = tools.iter().map(|t| t.definition().name.as_str()).collect();
@@ -790,6 +807,9 @@ fn browser_execute_runs_on_the_journal_and_strips_screenshots() {
     assert_eq!(out["result"]["title"], json!("Home"));
     assert_eq!(out["result"]["shot"]["bytes"], json!(15000));
     assert!(out["result"]["shot"].get("data").is_none());
+    let shot = Screenshot { media_type: "image/png".into(), data: "QUJD".repeat(5000) };
+    assert_eq!(tools[0].take_images("call_1"), vec![shot], "a vision model gets the pixels");
+    assert!(tools[0].take_images("call_1").is_empty(), "handed over once");
     assert!(f.chrome.contexts.borrow().is_empty(), "one-shot closed its session");
     let log = runtime.executions(Some(1)).unwrap();
     let calls: Vec<&str> =
@@ -856,4 +876,51 @@ fn settings_configure_the_browser_or_leave_it_off() {
         false,
     );
     assert!(bad.unwrap_err().to_string().contains("unknown key \"max\""));
+}
+
+#[test]
+fn execute_with_browser_settles_its_output_and_hands_screenshots_to_vision_models_only() {
+    let f = fixture(SessionMode::OneShot);
+    let shot = json!({"type": "browser_screenshot", "mediaType": "image/png", "data": "QUJD".repeat(2000)});
+    let output = json!({"status": "completed", "executionId": "exec_1", "result": {"shot": shot}});
+    let inner = move || -> crate::tools::ToolRef {
+        let output = output.clone();
+        Rc::new(crate::tools::DynamicTool::new(
+            "execute",
+            "",
+            json!({"type": "object"}),
+            move |_, _| {
+                let output = output.clone();
+                async move { Ok(output) }
+            },
+        ))
+    };
+    let ctx = ToolContext { tool_call_id: "call_x".into(), tool_name: "execute".into() };
+    for vision in [true, false] {
+        let tool = WithBrowser::wrap(inner(), f.browser.clone(), vision);
+        assert_eq!(tool.definition().name, "execute");
+        let out = run(&f.clock, tool.execute(json!({}), &ctx)).unwrap();
+        assert_eq!(out["result"]["shot"]["bytes"], json!(6000), "{out}");
+        assert!(out["result"]["shot"].get("data").is_none(), "no pixels in the output");
+        let images = tool.take_images("call_x");
+        assert_eq!(images.len(), usize::from(vision), "vision {vision}: {images:?}");
+    }
+    // Bounds: at most MAX_IMAGES_PER_CALL per call, none over MAX_IMAGE_CHARS.
+    let small = json!({"type": "browser_screenshot", "data": "QUJD".repeat(10)});
+    let huge = json!({"type": "browser_screenshot", "data": "A".repeat(MAX_IMAGE_CHARS + 4)});
+    let mut shots = vec![huge];
+    shots.extend(std::iter::repeat_n(small, MAX_IMAGES_PER_CALL + 2));
+    let output = json!({"status": "completed", "executionId": "exec_2", "result": shots});
+    let tool = WithBrowser::wrap(
+        Rc::new(crate::tools::DynamicTool::new("execute", "", json!({}), move |_, _| {
+            let output = output.clone();
+            async move { Ok(output) }
+        })),
+        f.browser.clone(),
+        true,
+    );
+    run(&f.clock, tool.execute(json!({}), &ctx)).unwrap();
+    let images = tool.take_images("call_x");
+    assert_eq!(images.len(), MAX_IMAGES_PER_CALL);
+    assert!(images.iter().all(|i| i.data.len() == 40));
 }

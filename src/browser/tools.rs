@@ -2,19 +2,21 @@
 //! runs journalled and approved like `execute`'s) and the quick actions, each opening a page
 //! in a context of its own, reading it, and closing it.
 
+use std::cell::RefCell;
+use std::collections::HashMap;
 use std::rc::Rc;
 
 use async_trait::async_trait;
 use futures::StreamExt;
 use serde_json::{json, Value};
 
-use super::bound::{bound_result, strip_media};
+use super::bound::{bound_result, strip_media, Screenshot};
 use super::connector::Browser;
 use super::html;
 use super::BrowserError;
 use crate::codemode::connectors::Connector;
 use crate::codemode::CodeMode;
-use crate::model::{Model, ModelEvent, ModelMessage, ModelRequest};
+use crate::model::{Model, ModelEvent, ModelMessage, ModelRequest, ResponseFormat};
 use crate::tools::schema::InputValidator;
 use crate::tools::{Tool, ToolContext, ToolDefinition, ToolError, ToolRef};
 
@@ -31,6 +33,9 @@ pub struct BrowserTools {
     pub connector: Rc<dyn Connector>,
     /// The agent's model, for `browser_extract` (absent: no extract tool).
     pub model: Option<Rc<dyn Model>>,
+    /// Whether the model takes images: `browser_execute` then hands its screenshots to the
+    /// next model request of the turn.
+    pub vision: bool,
 }
 
 impl BrowserTools {
@@ -38,11 +43,10 @@ impl BrowserTools {
     pub fn tools(self) -> Vec<ToolRef> {
         let mut out: Vec<ToolRef> = Vec::new();
         if let Some(runtime) = self.runtime.clone() {
-            out.push(Rc::new(BrowserExecute::new(
-                self.browser.clone(),
-                runtime,
-                self.connector.clone(),
-            )));
+            let mut execute =
+                BrowserExecute::new(self.browser.clone(), runtime, self.connector.clone());
+            execute.shots.vision = self.vision;
+            out.push(Rc::new(execute));
         }
         let mut kinds = vec![Quick::Markdown, Quick::Links, Quick::Scrape];
         if self.model.is_some() {
@@ -70,12 +74,106 @@ fn execute_description() -> String {
     .join("\n")
 }
 
+/// The names of every browser tool (`tools.*` in Code Mode leaves them out: a run reaches
+/// the browser through `cdp.*`).
+pub const TOOL_NAMES: &[&str] = &[
+    BROWSER_EXECUTE,
+    "browser_markdown",
+    "browser_links",
+    "browser_scrape",
+    "browser_extract",
+    "browser_content",
+];
+
+/// Most screenshots of one call handed to a vision model; the rest keep their description
+/// only. Each one rides on every later model request of the turn, held in memory.
+pub const MAX_IMAGES_PER_CALL: usize = 4;
+
+/// Largest screenshot handed to a vision model, in base64 characters (Anthropic refuses
+/// images over 5 MB); a larger one keeps its description only.
+pub const MAX_IMAGE_CHARS: usize = 5 * 1024 * 1024;
+
+/// Screenshots by tool call, kept for a vision model until the turn takes them.
+#[derive(Default)]
+struct Shots {
+    vision: bool,
+    by_call: RefCell<HashMap<String, Vec<Screenshot>>>,
+}
+
+impl Shots {
+    fn keep(&self, tool_call_id: &str, mut shots: Vec<Screenshot>) {
+        shots.retain(|s| s.data.len() <= MAX_IMAGE_CHARS);
+        shots.truncate(MAX_IMAGES_PER_CALL);
+        if self.vision && !shots.is_empty() {
+            self.by_call.borrow_mut().insert(tool_call_id.to_owned(), shots);
+        }
+    }
+
+    fn take(&self, tool_call_id: &str) -> Vec<Screenshot> {
+        self.by_call.borrow_mut().remove(tool_call_id).unwrap_or_default()
+    }
+}
+
+/// Runs `run` as one use of `browser`, then settles its output (see [`settle_output`]),
+/// keeping the screenshots in `shots`.
+async fn browser_run(
+    browser: &Browser,
+    shots: &Shots,
+    ctx: &ToolContext,
+    run: impl std::future::Future<Output = Result<Value, ToolError>>,
+) -> Result<Value, ToolError> {
+    browser.begin();
+    let output = match run.await {
+        Ok(output) => {
+            let mut taken = Vec::new();
+            let output = settle_output(browser, output, &mut taken).await;
+            shots.keep(&ctx.tool_call_id, taken);
+            Ok(output)
+        }
+        Err(e) => Err(e),
+    };
+    browser.end();
+    output
+}
+
+/// `execute` with the `cdp` global (Think adds it when a browser is configured): its runs end
+/// their browser use and hand screenshots over exactly as `browser_execute`'s do.
+pub struct WithBrowser {
+    inner: ToolRef,
+    browser: Rc<Browser>,
+    shots: Shots,
+}
+
+impl WithBrowser {
+    /// `inner` (the `execute` tool, whose connectors include `cdp`) over `browser`; `vision`
+    /// as in [`BrowserTools::vision`].
+    pub fn wrap(inner: ToolRef, browser: Rc<Browser>, vision: bool) -> ToolRef {
+        Rc::new(Self { inner, browser, shots: Shots { vision, ..Default::default() } })
+    }
+}
+
+#[async_trait(?Send)]
+impl Tool for WithBrowser {
+    fn definition(&self) -> &ToolDefinition {
+        self.inner.definition()
+    }
+
+    async fn execute(&self, input: Value, ctx: &ToolContext) -> Result<Value, ToolError> {
+        browser_run(&self.browser, &self.shots, ctx, self.inner.execute(input, ctx)).await
+    }
+
+    fn take_images(&self, tool_call_id: &str) -> Vec<Screenshot> {
+        self.shots.take(tool_call_id)
+    }
+}
+
 /// `browser_execute {code}`.
 pub struct BrowserExecute {
     browser: Rc<Browser>,
     runtime: Rc<CodeMode>,
     connector: Rc<dyn Connector>,
     definition: ToolDefinition,
+    shots: Shots,
 }
 
 impl BrowserExecute {
@@ -92,17 +190,22 @@ impl BrowserExecute {
             }),
             output_schema: None,
         };
-        Self { browser, runtime, connector, definition }
+        Self { browser, runtime, connector, definition, shots: Shots::default() }
     }
 }
 
-/// An execution output as the transcript keeps it: screenshots described, long base64 cut.
-/// Ends the run's use of the browser (its one-shot session closes unless it paused).
-pub async fn settle_output(browser: &Browser, mut output: Value) -> Value {
+/// An execution output as the transcript keeps it: screenshots described (their images go
+/// to `shots`), long base64 cut. Ends the run's use of the browser (its one-shot session
+/// closes unless it paused).
+pub async fn settle_output(
+    browser: &Browser,
+    mut output: Value,
+    shots: &mut Vec<Screenshot>,
+) -> Value {
     let id = output["executionId"].as_str().unwrap_or_default().to_owned();
     browser.finish_run(&id, output["status"] == "paused").await;
     if let Some(result) = output.get_mut("result") {
-        strip_media(result, &mut Vec::new());
+        strip_media(result, shots);
     }
     output
 }
@@ -115,12 +218,13 @@ impl Tool for BrowserExecute {
 
     async fn execute(&self, input: Value, ctx: &ToolContext) -> Result<Value, ToolError> {
         let code = input.get("code").and_then(Value::as_str).unwrap_or_default();
-        self.browser.begin();
         let connectors = [self.connector.clone()];
-        let output = self.runtime.execute(code, Some(&ctx.tool_call_id), &connectors).await;
-        let output = settle_output(&self.browser, output).await;
-        self.browser.end();
-        Ok(output)
+        let run = self.runtime.execute(code, Some(&ctx.tool_call_id), &connectors);
+        browser_run(&self.browser, &self.shots, ctx, async { Ok(run.await) }).await
+    }
+
+    fn take_images(&self, tool_call_id: &str) -> Vec<Screenshot> {
+        self.shots.take(tool_call_id)
     }
 }
 
@@ -299,19 +403,26 @@ impl QuickAction {
         let request = ModelRequest {
             system: "You extract structured data from web pages. You answer with JSON only.".into(),
             messages: vec![ModelMessage::User { content: task }],
+            response_format: schema
+                .filter(|s| s["type"] == "object")
+                .map(|s| ResponseFormat { name: "browser_extract".into(), schema: s.clone() }),
             ..Default::default()
         };
         let mut stream = model
             .stream(&request)
             .await
             .map_err(|e| ToolError::Failed(format!("browser_extract: {e}")))?;
-        let mut text = String::new();
+        // The answer is the text, or the input of a forced answer tool (Anthropic).
+        let (mut text, mut args) = (String::new(), String::new());
         while let Some(event) = stream.next().await {
-            if let ModelEvent::TextDelta(d) =
-                event.map_err(|e| ToolError::Failed(format!("browser_extract: {e}")))?
-            {
-                text.push_str(&d);
+            match event.map_err(|e| ToolError::Failed(format!("browser_extract: {e}")))? {
+                ModelEvent::TextDelta(d) => text.push_str(&d),
+                ModelEvent::ToolCallDelta { arguments, .. } => args.push_str(&arguments),
+                _ => {}
             }
+        }
+        if text.trim().is_empty() {
+            text = args;
         }
         let body = text
             .trim()

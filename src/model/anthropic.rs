@@ -134,6 +134,9 @@ impl AnthropicModel {
                 }
             }
         }
+        if let Some(format) = request.response_format.as_ref().filter(|_| budget.is_none()) {
+            force_answer_tool(&mut body, format);
+        }
         body.insert("stream".into(), json!(true));
         Value::Object(body)
     }
@@ -181,12 +184,9 @@ impl AnthropicModel {
                     }));
                     ("assistant", blocks)
                 }
-                ModelMessage::Tool { tool_call_id, content, .. } => (
-                    "user",
-                    vec![
-                        json!({"type": "tool_result", "tool_use_id": tool_call_id, "content": content}),
-                    ],
-                ),
+                ModelMessage::Tool { tool_call_id, content, images, .. } => {
+                    ("user", vec![tool_result(tool_call_id, content, images)])
+                }
             };
             if blocks.is_empty() {
                 continue;
@@ -198,6 +198,35 @@ impl AnthropicModel {
         }
         out.into_iter().map(|(role, content)| json!({"role": role, "content": content})).collect()
     }
+}
+
+/// Structured output as a forced tool whose input is the answer, when the request offers no
+/// tools and the schema describes an object (the API's `input_schema` must); otherwise, and
+/// when thinking (which refuses a forced tool), the schema is left to the prompt.
+fn force_answer_tool(body: &mut Map<String, Value>, format: &super::ResponseFormat) {
+    if body.contains_key("tools") || format.schema.get("type") != Some(&json!("object")) {
+        return;
+    }
+    let tool = json!({
+        "name": format.name,
+        "description": "Give your answer as this tool's input.",
+        "input_schema": format.schema,
+    });
+    body.insert("tools".into(), json!([tool]));
+    body.insert("tool_choice".into(), json!({"type": "tool", "name": format.name}));
+}
+
+/// A `tool_result` block: its text, or a text block and base64 `image` blocks when the result
+/// carries images.
+fn tool_result(id: &str, content: &str, images: &[super::ImagePart]) -> Value {
+    if images.is_empty() {
+        return json!({"type": "tool_result", "tool_use_id": id, "content": content});
+    }
+    let mut blocks = text_block(content);
+    blocks.extend(images.iter().map(|i| {
+        json!({"type": "image", "source": {"type": "base64", "media_type": i.media_type, "data": i.data}})
+    }));
+    json!({"type": "tool_result", "tool_use_id": id, "content": blocks})
 }
 
 /// A text block for non-empty text (the API refuses empty ones).
@@ -422,7 +451,7 @@ impl Decode for EventDecoder {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::model::ModelToolCall;
+    use crate::model::{ModelToolCall, ResponseFormat};
     use crate::platform::{HttpError, HttpRequest, HttpResponse};
     use crate::tools::definition::ToolDefinition;
     use futures::StreamExt;
@@ -503,6 +532,42 @@ mod tests {
     }
 
     #[test]
+    fn a_response_format_is_a_forced_tool_unless_thinking() {
+        let schema = json!({"type": "object", "properties": {"a": {"type": "string"}}});
+        let format = ResponseFormat { name: "browser_extract".into(), schema: schema.clone() };
+        let req = ModelRequest {
+            messages: vec![ModelMessage::User { content: "x".into() }],
+            response_format: Some(format),
+            ..Default::default()
+        };
+        let body = model(vec![], None).0.request_body(&req);
+        assert_eq!(body["tools"][0]["name"], "browser_extract");
+        assert_eq!(body["tools"][0]["input_schema"], schema);
+        assert_eq!(body["tool_choice"], json!({"type": "tool", "name": "browser_extract"}));
+        let thinking = model(vec![], Some(2048)).0.request_body(&req);
+        assert!(thinking.get("tools").is_none() && thinking.get("tool_choice").is_none());
+    }
+
+    #[test]
+    fn tool_images_are_image_blocks_in_the_tool_result() {
+        let (m, _) = model(vec![], None);
+        let req = ModelRequest { messages: crate::model::screenshot_step(), ..Default::default() };
+        let body = m.request_body(&req);
+        let results = &body["messages"][2]["content"];
+        assert_eq!(
+            results[0],
+            json!({"type": "tool_result", "tool_use_id": "c1", "content": [
+                {"type": "text", "text": "result c1"},
+                {"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": "iVBORw0KGgo="}},
+            ]})
+        );
+        assert_eq!(
+            results[1],
+            json!({"type": "tool_result", "tool_use_id": "c2", "content": "result c2"})
+        );
+    }
+
+    #[test]
     fn thinking_text_and_tool_use_stream_as_events() {
         let body = thinking_then_tool_use();
         let (m, _) = model(vec![(200, &body)], Some(2000));
@@ -571,11 +636,13 @@ mod tests {
                 tool_call_id: "toolu_1".into(),
                 tool_name: "read".into(),
                 content: "1\tx".into(),
+                images: Vec::new(),
             },
             ModelMessage::Tool {
                 tool_call_id: "toolu_2".into(),
                 tool_name: "list".into(),
                 content: "a".into(),
+                images: Vec::new(),
             },
         ]);
         collect(&m, &req);
@@ -667,6 +734,7 @@ mod tests {
                     tool_call_id: "toolu_before_restart".into(),
                     tool_name: "list".into(),
                     content: "a".into(),
+                    images: Vec::new(),
                 },
             ],
             ..Default::default()

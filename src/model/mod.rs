@@ -47,7 +47,20 @@ pub enum ModelMessage {
         tool_name: String,
         /// What the model reads of the result.
         content: String,
+        /// Images the result carries (a browser screenshot), for vision models; empty
+        /// otherwise. They live for the rest of the turn only: the transcript keeps the text.
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        images: Vec<ImagePart>,
     },
+}
+
+/// An image for the model, as base64 (providers send it inline).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ImagePart {
+    /// `image/png`, `image/jpeg`, ...
+    pub media_type: String,
+    /// The base64 data.
+    pub data: String,
 }
 
 /// A tool call the model made, with its arguments as JSON text.
@@ -151,6 +164,18 @@ pub struct ModelRequest {
     pub max_output_tokens: Option<u32>,
     /// Sampling temperature; `None` = provider default.
     pub temperature: Option<f64>,
+    /// A JSON Schema the answer must follow (structured output), for providers that enforce
+    /// one; the caller still validates the answer.
+    pub response_format: Option<ResponseFormat>,
+}
+
+/// Structured output: the answer is one JSON value matching `schema`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ResponseFormat {
+    /// A name for the schema (OpenAI's `json_schema.name`, Anthropic's forced tool).
+    pub name: String,
+    /// The JSON Schema.
+    pub schema: Value,
 }
 
 /// Token usage of one call.
@@ -309,4 +334,33 @@ pub trait Model {
     fn id(&self) -> &str;
     /// Starts one call; the stream yields its events as they arrive.
     async fn stream(&self, request: &ModelRequest) -> Result<ModelStream, ModelError>;
+}
+
+/// A step that called two tools, the first of which returned a screenshot: the providers'
+/// image encoding tests share it.
+#[cfg(test)]
+pub(crate) fn screenshot_step() -> Vec<ModelMessage> {
+    let call = |id: &str| ModelToolCall {
+        id: id.into(),
+        name: "browser_execute".into(),
+        arguments: serde_json::json!({}).into(),
+    };
+    let result = |id: &str, images: Vec<ImagePart>| ModelMessage::Tool {
+        tool_call_id: id.into(),
+        tool_name: "browser_execute".into(),
+        content: format!("result {id}"),
+        images,
+    };
+    vec![
+        ModelMessage::User { content: "look".into() },
+        ModelMessage::Assistant {
+            content: String::new(),
+            tool_calls: vec![call("c1"), call("c2")],
+        },
+        result(
+            "c1",
+            vec![ImagePart { media_type: "image/png".into(), data: "iVBORw0KGgo=".into() }],
+        ),
+        result("c2", Vec::new()),
+    ]
 }

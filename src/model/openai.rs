@@ -70,8 +70,25 @@ struct WireRequest<'a> {
     max_tokens: Option<u32>,
     #[serde(skip_serializing_if = "Option::is_none")]
     temperature: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    response_format: Option<WireResponseFormat<'a>>,
     stream: bool,
     stream_options: StreamOptions,
+}
+
+/// `{type: "json_schema", json_schema: {name, schema, strict: false}}`: not strict, as strict
+/// mode refuses schemas without `additionalProperties: false` everywhere.
+#[derive(Serialize)]
+struct WireResponseFormat<'a> {
+    r#type: &'static str,
+    json_schema: WireJsonSchema<'a>,
+}
+
+#[derive(Serialize)]
+struct WireJsonSchema<'a> {
+    name: &'a str,
+    schema: &'a Value,
+    strict: bool,
 }
 
 #[derive(Serialize)]
@@ -102,6 +119,11 @@ enum WireMessage<'a> {
     User {
         content: &'a str,
     },
+    /// Tool results' images, as a user message of parts.
+    #[serde(rename = "user")]
+    UserParts {
+        content: Vec<WirePart<'a>>,
+    },
     Assistant {
         /// `null` for a message that only calls tools, as OpenAI sends it.
         content: Option<&'a str>,
@@ -112,6 +134,27 @@ enum WireMessage<'a> {
         tool_call_id: &'a str,
         content: &'a str,
     },
+}
+
+/// A part of a user message with images.
+#[derive(Serialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+enum WirePart<'a> {
+    Text { text: String },
+    ImageUrl { image_url: DataUrl<'a> },
+}
+
+/// `{"url": "data:<type>;base64,<data>"}`, written straight from the image (no copy).
+struct DataUrl<'a>(&'a super::ImagePart);
+
+impl Serialize for DataUrl<'_> {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap;
+        let mut map = s.serialize_map(Some(1))?;
+        let url = format_args!("data:{};base64,{}", self.0.media_type, self.0.data);
+        map.serialize_entry("url", &url)?;
+        map.end()
+    }
 }
 
 #[derive(Serialize)]
@@ -143,7 +186,7 @@ impl<'a> WireRequest<'a> {
         if !request.system.is_empty() {
             messages.push(WireMessage::System { content: &request.system });
         }
-        messages.extend(request.messages.iter().map(WireMessage::from));
+        push_messages(&mut messages, &request.messages);
         let tools = (!request.tools.is_empty()).then(|| {
             request
                 .tools
@@ -165,8 +208,33 @@ impl<'a> WireRequest<'a> {
             tools,
             max_tokens: request.max_output_tokens,
             temperature: request.temperature,
+            response_format: request.response_format.as_ref().map(|f| WireResponseFormat {
+                r#type: "json_schema",
+                json_schema: WireJsonSchema { name: &f.name, schema: &f.schema, strict: false },
+            }),
             stream: true,
             stream_options: StreamOptions { include_usage: true },
+        }
+    }
+}
+
+/// Appends `messages`, each run of tool results followed by one user message holding their
+/// images (OpenAI tool messages carry text only, and nothing may come between a call's
+/// results).
+fn push_messages<'a>(out: &mut Vec<WireMessage<'a>>, messages: &'a [ModelMessage]) {
+    let mut parts = Vec::new();
+    for (i, m) in messages.iter().enumerate() {
+        out.push(WireMessage::from(m));
+        if let ModelMessage::Tool { tool_call_id, images, .. } = m {
+            for image in images {
+                parts
+                    .push(WirePart::Text { text: format!("Image from tool call {tool_call_id}:") });
+                parts.push(WirePart::ImageUrl { image_url: DataUrl(image) });
+            }
+        }
+        let run_ends = !matches!(messages.get(i + 1), Some(ModelMessage::Tool { .. }));
+        if run_ends && !parts.is_empty() {
+            out.push(WireMessage::UserParts { content: std::mem::take(&mut parts) });
         }
     }
 }
@@ -351,7 +419,7 @@ fn parse_chunk(data: String) -> Result<Value, serde_json::Error> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::model::ModelToolCall;
+    use crate::model::{ModelToolCall, ResponseFormat};
     use crate::platform::{HttpError, HttpRequest, HttpResponse};
     use crate::tools::definition::ToolDefinition;
     use futures::StreamExt;
@@ -472,6 +540,45 @@ mod tests {
     }
 
     #[test]
+    fn a_response_format_is_a_json_schema_format() {
+        let schema = json!({"type": "object", "properties": {"a": {"type": "string"}}});
+        let format = ResponseFormat { name: "browser_extract".into(), schema: schema.clone() };
+        let req = ModelRequest { response_format: Some(format), ..Default::default() };
+        let body = OpenAiChatModel::chat_body("m", &req);
+        assert_eq!(
+            body["response_format"],
+            json!({"type": "json_schema", "json_schema": {"name": "browser_extract", "schema": schema, "strict": false}})
+        );
+        assert!(OpenAiChatModel::chat_body("m", &ModelRequest::default())
+            .get("response_format")
+            .is_none());
+    }
+
+    #[test]
+    fn tool_images_follow_the_run_of_tool_results_as_a_user_message() {
+        let req = ModelRequest { messages: crate::model::screenshot_step(), ..Default::default() };
+        let body = OpenAiChatModel::chat_body("m", &req);
+        let roles: Vec<&str> = body["messages"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|m| m["role"].as_str().unwrap())
+            .collect();
+        assert_eq!(roles, ["user", "assistant", "tool", "tool", "user"]);
+        assert_eq!(
+            body["messages"][2],
+            json!({"role": "tool", "tool_call_id": "c1", "content": "result c1"})
+        );
+        assert_eq!(
+            body["messages"][4]["content"],
+            json!([
+                {"type": "text", "text": "Image from tool call c1:"},
+                {"type": "image_url", "image_url": {"url": "data:image/png;base64,iVBORw0KGgo="}},
+            ])
+        );
+    }
+
+    #[test]
     fn request_body_carries_history_tools_and_streaming_flags() {
         let (m, canned) = model(200, "data: [DONE]\n\n", 100);
         let req = ModelRequest {
@@ -490,6 +597,7 @@ mod tests {
                     tool_call_id: "c1".into(),
                     tool_name: "read".into(),
                     content: "1\tx".into(),
+                    images: Vec::new(),
                 },
             ],
             tools: vec![ToolDefinition {

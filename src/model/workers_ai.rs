@@ -65,16 +65,28 @@ impl WorkersAiModel {
         if let Value::Object(o) = &mut body {
             o.remove("model");
             o.remove("stream_options");
+            // The binding's JSON mode takes another shape, on some models only: the prompt
+            // carries the schema.
+            o.remove("response_format");
             if let Some(Value::Array(messages)) = o.get_mut("messages") {
                 for m in messages {
-                    if m.get("content").is_some_and(Value::is_null) {
-                        m["content"] = json!("");
+                    match m.get("content") {
+                        Some(Value::Null) => m["content"] = json!(""),
+                        Some(Value::Array(parts)) => m["content"] = json!(images_note(parts)),
+                        _ => {}
                     }
                 }
             }
         }
         body
     }
+}
+
+/// What a Workers AI model reads instead of tool results' images (the OpenAI shape's user
+/// message of parts): the binding's chat models take text only.
+fn images_note(parts: &[Value]) -> String {
+    let n = parts.iter().filter(|p| p["type"] == "image_url").count();
+    format!("[{n} image(s) from the tool results above were not sent: this model takes text only.]")
 }
 
 /// A thrown `run` error as a model error: capacity and rate limits (Workers AI codes 3040
@@ -292,6 +304,20 @@ mod tests {
                 },
             ]
         );
+    }
+
+    #[test]
+    fn tool_images_become_a_text_note() {
+        let req = ModelRequest { messages: crate::model::screenshot_step(), ..Default::default() };
+        let (_, ai) = run(Ok("data: [DONE]\n\n"), &req);
+        let (_, inputs) = ai.seen.borrow()[0].clone();
+        let last = &inputs["messages"][4];
+        assert_eq!(last["role"], "user");
+        assert_eq!(
+            last["content"],
+            "[1 image(s) from the tool results above were not sent: this model takes text only.]"
+        );
+        assert!(!inputs.to_string().contains("iVBORw0KGgo"), "no pixels sent");
     }
 
     #[test]

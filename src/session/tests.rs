@@ -286,6 +286,7 @@ fn tool_pair(i: usize) -> Vec<ModelMessage> {
             tool_call_id: format!("c{i}"),
             tool_name: "read".into(),
             content: "x ".repeat(50),
+            images: Vec::new(),
         },
     ]
 }
@@ -300,6 +301,7 @@ fn the_cut_keeps_head_and_tail_and_never_parts_a_tool_pair() {
         tool_call_id: "c1b".into(),
         tool_name: "read".into(),
         content: "y".into(),
+        images: Vec::new(),
     });
     for i in 2..20 {
         messages.push(user(i, 20));

@@ -185,6 +185,13 @@ pub trait Tool {
     fn model_output(&self, output: &Value) -> ModelOutput {
         ModelOutput::Json(output.clone())
     }
+
+    /// Images the call `tool_call_id` produced for a vision model (a browser screenshot),
+    /// handed over once after the call: the output, which the transcript keeps, only
+    /// describes them.
+    fn take_images(&self, _tool_call_id: &str) -> Vec<crate::model::ImagePart> {
+        Vec::new()
+    }
 }
 
 /// A shared, dynamically typed tool.

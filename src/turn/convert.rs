@@ -126,7 +126,12 @@ fn tool_exchange(
     };
     Some((
         ModelToolCall { id: id.to_owned(), name: name.to_owned(), arguments },
-        ModelMessage::Tool { tool_call_id: id.to_owned(), tool_name: name.to_owned(), content },
+        ModelMessage::Tool {
+            tool_call_id: id.to_owned(),
+            tool_name: name.to_owned(),
+            content,
+            images: Vec::new(),
+        },
     ))
 }
 
@@ -176,7 +181,8 @@ mod tests {
             ModelMessage::Tool {
                 tool_call_id: "c1".into(),
                 tool_name: "read".into(),
-                content: "{\"x\":1}".into()
+                content: "{\"x\":1}".into(),
+                images: Vec::new(),
             }
         );
         assert_eq!(
@@ -184,7 +190,8 @@ mod tests {
             ModelMessage::Tool {
                 tool_call_id: "c2".into(),
                 tool_name: "delete".into(),
-                content: DENIED_TEXT.into()
+                content: DENIED_TEXT.into(),
+                images: Vec::new(),
             }
         );
         match &out[4] {
@@ -198,7 +205,8 @@ mod tests {
             ModelMessage::Tool {
                 tool_call_id: "c4".into(),
                 tool_name: "nope".into(),
-                content: r#"{"error":"no such tool"}"#.into()
+                content: r#"{"error":"no such tool"}"#.into(),
+                images: Vec::new(),
             }
         );
         assert_eq!(out[6], ModelMessage::Assistant { content: "Done".into(), tool_calls: vec![] });

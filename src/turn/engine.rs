@@ -290,11 +290,12 @@ pub async fn run(
                 .collect(),
         });
         for (c, r) in calls.iter().zip(results) {
-            if let Some(content) = r {
+            if let Some((content, images)) = r {
                 plan.messages.push(ModelMessage::Tool {
                     tool_call_id: c.id.clone(),
                     tool_name: c.name.clone(),
                     content,
+                    images,
                 });
             }
         }
@@ -448,17 +449,17 @@ fn resolve_call(
     Resolved::Run(tool, input)
 }
 
-/// Runs the resolved calls concurrently. Returns, per call, the text the model sees next
-/// (`None` while a call waits for a human).
+/// Runs the resolved calls concurrently. Returns, per call, the text the model sees next and
+/// the images the call handed over (`None` while a call waits for a human).
 async fn execute(
     calls: &[Call],
     resolved: Vec<Resolved>,
     sink: &dyn ChunkSink,
     abort: &AbortSignal,
-) -> Vec<Option<String>> {
+) -> Vec<Option<(String, Vec<crate::model::ImagePart>)>> {
     let runs = calls.iter().zip(resolved).map(|(call, r)| async move {
         match r {
-            Resolved::Settled(text) => Some(text),
+            Resolved::Settled(text) => Some((text, Vec::new())),
             Resolved::Waiting => None,
             Resolved::Run(tool, input) => {
                 let ctx =
@@ -467,16 +468,16 @@ async fn execute(
                     None => {
                         let text = "The tool call was aborted.";
                         sink.emit(chunk::tool_output_error(&call.id, text));
-                        Some(crate::tools::thrown_error_json(text))
+                        Some((crate::tools::thrown_error_json(text), Vec::new()))
                     }
                     Some(Ok(output)) => {
                         let text = tool.model_output(&output).to_text();
                         sink.emit(chunk::tool_output_available(&call.id, output));
-                        Some(text)
+                        Some((text, tool.take_images(&call.id)))
                     }
                     Some(Err(e)) => {
                         sink.emit(chunk::tool_output_error(&call.id, &e.to_string()));
-                        Some(crate::tools::thrown_error_json(&e.to_string()))
+                        Some((crate::tools::thrown_error_json(&e.to_string()), Vec::new()))
                     }
                 }
             }
@@ -621,7 +622,8 @@ mod tests {
             ModelMessage::Tool {
                 tool_call_id: "c1".into(),
                 tool_name: "add".into(),
-                content: "{\"sum\":5}".into()
+                content: "{\"sum\":5}".into(),
+                images: Vec::new(),
             }
         );
         assert_eq!(
@@ -629,7 +631,8 @@ mod tests {
             ModelMessage::Tool {
                 tool_call_id: "c2".into(),
                 tool_name: "fail".into(),
-                content: r#"{"error":"Error: boom"}"#.into()
+                content: r#"{"error":"Error: boom"}"#.into(),
+                images: Vec::new(),
             }
         );
     }
