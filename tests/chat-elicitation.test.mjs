@@ -77,7 +77,8 @@ async function openChat() {
 }
 
 const sent = (page) => page.evaluate(() => window.__sent);
-const askCall = (page) => page.locator('[data-tool="tool_secure_ask"]');
+// The latest call of the `ask` tool (earlier tests left theirs in the transcript).
+const askCall = (page) => page.locator('[data-tool="tool_secure_ask"]').last();
 
 test("the MCP panel badges read-only and destructive tools", async () => {
   const page = await openChat();
