@@ -3,8 +3,9 @@
 // 127.0.0.1 (its `ask` tool sends `elicitation/create` for {name (required, minLength 1),
 // age (integer, minimum 0)}): the form appears in the chat, required and bounds are checked
 // before anything is sent, an accepted answer and a decline reach the server and finish the
-// tool call, the agent's refusal is shown next to the form, and the MCP panel badges
-// read-only and destructive tools. Screenshots go to test-output/.
+// tool call, the agent's refusal is shown next to the form, a question answered in another tab
+// leaves the page, and the MCP panel badges read-only and destructive tools. Screenshots go to
+// test-output/.
 import { test, before, after, afterEach } from "node:test";
 import assert from "node:assert/strict";
 import fs from "node:fs";
@@ -157,4 +158,24 @@ test("the agent's refusal shows next to the form, and Decline answers the server
   assert.deepEqual((await sent(page)).map((f) => f.action), ["accept", "decline"]);
   await shot(page, "declined");
   assert.deepEqual(page.errors, []);
+});
+
+test("a question answered in another tab leaves the page", async () => {
+  const page = await openChat();
+  const tab = await connect(worker.host, NAME);
+  try {
+    model.push({ toolCalls: [{ id: "call_ask_other", name: "tool_secure_ask", args: {} }] }, slow("Hello, Grace."));
+    await send(page, "ask once more");
+    const form = page.getByTestId("elicitation");
+    await form.waitFor({ timeout: 15000 });
+    const asked = await tab.waitFor((f) => f.type === "cf_agent_mcp_elicitation");
+    assert.equal(asked.id, await form.getAttribute("data-id"));
+    tab.send({ type: "cf_agent_mcp_elicitation_response", id: asked.id, action: "accept", content: { name: "Grace" } });
+    await form.waitFor({ state: "detached" });
+    await assistant(page, "Hello, Grace.").waitFor();
+    assert.deepEqual(await sent(page), [], "the page sent nothing");
+    assert.deepEqual((await stats()).elicited.at(-1), { action: "accept", content: { name: "Grace" } });
+  } finally {
+    tab.close();
+  }
 });
