@@ -160,7 +160,7 @@ test("the agent's refusal shows next to the form, and Decline answers the server
   assert.deepEqual(page.errors, []);
 });
 
-test("a question answered in another tab leaves the page", async () => {
+test("a tab opened while a question waits shows it; answered in another tab, it leaves both pages", async () => {
   const page = await openChat();
   const tab = await connect(worker.host, NAME);
   try {
@@ -170,8 +170,14 @@ test("a question answered in another tab leaves the page", async () => {
     await form.waitFor({ timeout: 15000 });
     const asked = await tab.waitFor((f) => f.type === "cf_agent_mcp_elicitation");
     assert.equal(asked.id, await form.getAttribute("data-id"));
+    // The agent re-sends pending questions to a connecting tab.
+    const late = await openChat();
+    const lateForm = late.getByTestId("elicitation");
+    await lateForm.waitFor();
+    assert.equal(await lateForm.getAttribute("data-id"), asked.id);
     tab.send({ type: "cf_agent_mcp_elicitation_response", id: asked.id, action: "accept", content: { name: "Grace" } });
     await form.waitFor({ state: "detached" });
+    await lateForm.waitFor({ state: "detached" });
     await assistant(page, "Hello, Grace.").waitFor();
     assert.deepEqual(await sent(page), [], "the page sent nothing");
     assert.deepEqual((await stats()).elicited.at(-1), { action: "accept", content: { name: "Grace" } });
