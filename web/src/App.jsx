@@ -6,6 +6,7 @@ import { useAgent, useAgentToolEvents } from "agents/react";
 import { useAgentChat } from "agents/chat/react";
 import { browserTools, runBrowserTool } from "./browser-tools.js";
 import { Chat, chatBusy } from "./chat/Chat.jsx";
+import { Elicitations } from "./chat/Elicitation.jsx";
 import { WorkspacePanel } from "./panels/Workspace.jsx";
 import { McpPanel } from "./panels/Mcp.jsx";
 import { ActivityPanel } from "./panels/Activity.jsx";
@@ -66,7 +67,9 @@ export function App({ name }) {
         </button>
       </header>
       <div className="body">
-        <Chat chat={chat} runs={runs} />
+        <Chat chat={chat} runs={runs}>
+          <Elicitations agent={agent} />
+        </Chat>
         <aside className="side">
           <WorkspacePanel agent={agent} connected={connected} change={workspaceChange} />
           <McpPanel agent={agent} mcp={mcp} />

@@ -7,7 +7,7 @@ export function chatBusy(chat) {
   return chat.status === "submitted" || chat.status === "streaming" || chat.isServerStreaming;
 }
 
-export function Chat({ chat, runs }) {
+export function Chat({ chat, runs, children }) {
   const [draft, setDraft] = useState("");
   const listRef = useRef(null);
   const busy = chatBusy(chat);
@@ -46,6 +46,7 @@ export function Chat({ chat, runs }) {
         ))}
         {chat.status === "submitted" && <div className="thinking">thinking…</div>}
       </main>
+      {children}
       {error && (
         <div className="error" role="alert" data-testid="error">
           <span>{error}</span>

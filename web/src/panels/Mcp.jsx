@@ -3,6 +3,7 @@
 // changes with an Accept button.
 import { useState } from "react";
 import { Panel, errorText } from "./Panel.jsx";
+import { ToolHints } from "./McpHints.jsx";
 
 /** Reads "Name: value" lines into a header object; throws on a line without a colon. */
 export function parseHeaders(text) {
@@ -70,7 +71,7 @@ function Server({ agent, id, server, tools }) {
           <ul>
             {tools.map((t) => (
               <li key={t.name} data-tool-name={t.name}>
-                <code>{t.name}</code> <span className="panel-note">{t.description}</span>
+                <code>{t.name}</code> <ToolHints annotations={t.annotations} /> <span className="panel-note">{t.description}</span>
               </li>
             ))}
           </ul>
