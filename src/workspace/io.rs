@@ -277,15 +277,18 @@ impl Workspace {
         {
             let rows = self.exec(
                 &format!(
-                    "UPDATE {} SET content = ?, size = ?, mime_type = ?, modified_at = ?
+                    "UPDATE {} SET content = ?, size = ?, mime_type = ?, modified_at = ?,
+                       version = version + 1, hash = ?, changed_by = '{}'
                      WHERE path = ? AND type = 'file' AND storage = 'inline' RETURNING rowid",
-                    self.t
+                    self.t,
+                    self.writer().as_str()
                 ),
                 &[
                     text(content),
                     SqlValue::Integer(content.len() as i64),
                     text(mime),
                     SqlValue::Integer(self.now()),
+                    text(&content_hash(content.as_bytes())),
                     text(&norm),
                 ],
             )?;
@@ -352,6 +355,7 @@ impl Workspace {
             return Err(FsError::new(Errno::IsDir, "open", path));
         }
         let placement = self.placement(content.len());
+        let hash = content_hash(content.bytes());
         if placement != Placement::Inline || matches!(content, ContentRef::Bytes(_)) {
             // This write does not queue trigrams: queued ones must not outlive the content.
             self.flush_grams()?;
@@ -363,6 +367,7 @@ impl Workspace {
             // or an inline file. Anything else falls through to the general path.
             let parent = path::parent(&norm).unwrap_or("/");
             let t = &self.t;
+            let w = self.writer().as_str();
             let params = vec![
                 text(&norm),
                 text(parent),
@@ -372,17 +377,19 @@ impl Workspace {
                 now.clone(),
                 now,
                 content.to_sql(),
+                text(&hash),
                 text(parent),
             ];
             let rows = self.exec(
                 &format!(
                     "INSERT INTO {t} (path, parent_path, name, type, mime_type, size, storage,
-                       created_at, modified_at, content)
-                     SELECT ?, ?, ?, 'file', ?, ?, 'inline', ?, ?, ?
+                       created_at, modified_at, content, version, hash, changed_by)
+                     SELECT ?, ?, ?, 'file', ?, ?, 'inline', ?, ?, ?, 1, ?, '{w}'
                      WHERE EXISTS (SELECT 1 FROM {t} WHERE path = ? AND type = 'directory')
                      ON CONFLICT(path) DO UPDATE SET mime_type = excluded.mime_type,
                        size = excluded.size, content = excluded.content,
-                       modified_at = excluded.modified_at
+                       modified_at = excluded.modified_at, version = {t}.version + 1,
+                       hash = excluded.hash, changed_by = excluded.changed_by
                      WHERE {t}.type = 'file' AND {t}.storage = 'inline'
                      RETURNING rowid"
                 ),
@@ -392,9 +399,9 @@ impl Workspace {
                 return self.index_content(col_i64(row, 0), content);
             }
             drop(params);
-            return self.write_slow(path, &norm, content, mime, placement).await;
+            return self.write_slow(path, &norm, content, mime, placement, &hash).await;
         }
-        self.write_slow(path, &norm, content, mime, placement).await
+        self.write_slow(path, &norm, content, mime, placement, &hash).await
     }
 
     async fn write_slow(
@@ -404,6 +411,7 @@ impl Workspace {
         content: ContentRef<'_>,
         mime: &str,
         placement: Placement,
+        hash: &str,
     ) -> Result<(), FsError> {
         let r = self.resolve(norm, true, "open", shown)?;
         if let Some(n) = &r.node {
@@ -421,14 +429,16 @@ impl Workspace {
         let size = content.len() as i64;
         let upsert = format!(
             "INSERT INTO {t} (path, parent_path, name, type, mime_type, size, storage, r2_key,
-               chunk_id, created_at, modified_at, content)
-             VALUES (?, ?, ?, 'file', ?, ?, ?, ?, ?, ?, ?, ?)
+               chunk_id, created_at, modified_at, content, version, hash, changed_by)
+             VALUES (?, ?, ?, 'file', ?, ?, ?, ?, ?, ?, ?, ?, 1, ?, '{w}')
              ON CONFLICT(path) DO UPDATE SET mime_type = excluded.mime_type,
                size = excluded.size, storage = excluded.storage, r2_key = excluded.r2_key,
                chunk_id = excluded.chunk_id, target = NULL, content = excluded.content,
-               modified_at = excluded.modified_at
+               modified_at = excluded.modified_at, version = {t}.version + 1,
+               hash = excluded.hash, changed_by = excluded.changed_by
              RETURNING rowid",
-            t = self.t
+            t = self.t,
+            w = self.writer().as_str()
         );
         let row_params = |storage: Storage, key: SqlValue, chunk: SqlValue, body: SqlValue| {
             vec![
@@ -443,6 +453,7 @@ impl Workspace {
                 now.clone(),
                 now.clone(),
                 body,
+                text(hash),
             ]
         };
         let old_chunk =
@@ -559,9 +570,11 @@ impl Workspace {
             None => MAX_INLINE_ROW_BYTES + 1,
         } as i64;
         let t = &self.t;
+        let w = self.writer().as_str();
         let rows = self.exec(
             &format!(
-                "UPDATE {t} SET content = content || ?, size = size + ?, modified_at = ?
+                "UPDATE {t} SET content = content || ?, size = size + ?, modified_at = ?,
+                   version = version + 1, hash = NULL, changed_by = '{w}'
                  WHERE path = ? AND type = 'file' AND storage = 'inline'
                    AND typeof(content) = 'text' AND size + ? < ? AND size + ? <= ?
                  RETURNING 1"

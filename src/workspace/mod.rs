@@ -17,6 +17,7 @@ mod grams;
 mod io;
 pub mod path;
 mod tree;
+mod version;
 
 #[cfg(test)]
 pub(crate) mod tests;
@@ -26,6 +27,10 @@ pub use error::{Errno, FsError};
 pub use glob::{Glob, Prefilter};
 use grams::PendingGrams;
 pub use grams::{GramQuery, GrepFile, MAX_INDEXED_BYTES};
+pub(crate) use version::content_hash;
+pub use version::{
+    FileVersion, StaleWrite, Writer, WriterScope, MAX_HISTORY_BYTES, MAX_HISTORY_VERSIONS,
+};
 
 use crate::platform::Clock;
 use crate::store::{BlobStore, Row, Sql, SqlValue, StoreError};
@@ -189,6 +194,10 @@ pub struct Workspace {
     c: String,
     /// The trigram index (see `grams.rs`).
     g: String,
+    /// Content the model has seen, per version (see `version.rs`).
+    h: String,
+    /// Who the current mutations are attributed to.
+    writer: Cell<Writer>,
     grep_index: bool,
     /// Trigrams of files written since the index was last written to.
     pending_grams: PendingGrams,
@@ -386,6 +395,8 @@ impl Workspace {
             t: format!("cf_wsfile_{ns}"),
             c: format!("cf_wschunk_{ns}"),
             g: format!("cf_wsgram_{ns}"),
+            h: format!("cf_wshist_{ns}"),
+            writer: Cell::new(Writer::App),
             grep_index: options.grep_index,
             namespace: ns,
             blob_prefix: options.blob_prefix,
@@ -464,11 +475,15 @@ impl Workspace {
                   target TEXT,
                   created_at INTEGER NOT NULL,
                   modified_at INTEGER NOT NULL,
-                  content
+                  content,
+                  version INTEGER NOT NULL DEFAULT 1,
+                  hash TEXT,
+                  changed_by TEXT
                 )"
             ),
             &[],
         )?;
+        self.migrate_versions()?;
         self.sql.exec(
             &format!("CREATE INDEX IF NOT EXISTS cf_wsdir_{ns} ON {t}(parent_path, type, name)"),
             &[],

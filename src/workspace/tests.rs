@@ -678,3 +678,119 @@ fn invalid_glob_is_einval() {
     assert_eq!(errno(ws.glob("/[z-a]")), Errno::Inval);
     assert!(ws.glob("/[a-z]").unwrap().is_empty());
 }
+
+#[test]
+fn every_write_path_bumps_the_version_and_records_the_writer() {
+    let (_sql, ws) = ws();
+    block_on(async {
+        ws.write_file("/a.txt", "one\n", "text/plain").await.unwrap();
+        let v1 = ws.version("/a.txt").unwrap().unwrap();
+        assert_eq!(v1.counter, 1);
+        assert_eq!(v1.changed_by, Some(Writer::App));
+        assert_eq!(v1.hash.as_deref(), Some(content_hash(b"one\n").as_str()));
+        {
+            let _bash = ws.writing_as(Writer::Bash);
+            ws.rewrite_file("/a.txt", "two\n", "text/plain").await.unwrap();
+        }
+        let v2 = ws.version("/a.txt").unwrap().unwrap();
+        assert_eq!((v2.counter, v2.changed_by), (2, Some(Writer::Bash)));
+        assert_eq!(ws.writer(), Writer::App, "the scope restores the writer");
+        let _code = ws.writing_as(Writer::Code);
+        ws.append_file("/a.txt", "three\n", "text/plain").await.unwrap();
+        let v3 = ws.version("/a.txt").unwrap().unwrap();
+        assert_eq!((v3.counter, v3.changed_by, v3.hash), (3, Some(Writer::Code), None));
+        ws.write_file("/a.txt", "four\n", "text/plain").await.unwrap();
+        assert_eq!(ws.version("/a.txt").unwrap().unwrap().counter, 4);
+        ws.cp("/a.txt", "/b.txt", false).await.unwrap();
+        ws.cp("/a.txt", "/b.txt", false).await.unwrap();
+        let b = ws.version("/b.txt").unwrap().unwrap();
+        assert_eq!(b.counter, 2);
+        assert_eq!(b.hash, ws.version("/a.txt").unwrap().unwrap().hash);
+        ws.mv("/b.txt", "/c.txt").await.unwrap();
+        assert_eq!(ws.version("/c.txt").unwrap().unwrap().counter, 3);
+        assert!(ws.version("/b.txt").unwrap().is_none());
+    });
+}
+
+#[test]
+fn large_writes_through_the_slow_path_are_versioned() {
+    let (_sql, _blobs, ws) = ws_with_blobs(10);
+    block_on(async {
+        ws.write_file("/big.txt", "0123456789abcdef", "text/plain").await.unwrap();
+        ws.write_file("/big.txt", "fedcba9876543210", "text/plain").await.unwrap();
+        let v = ws.version("/big.txt").unwrap().unwrap();
+        assert_eq!(v.counter, 2);
+        assert_eq!(v.hash.as_deref(), Some(content_hash(b"fedcba9876543210").as_str()));
+    });
+}
+
+#[test]
+fn a_table_from_before_versioning_is_migrated() {
+    let sql = Rc::new(SqliteSql::new());
+    sql.exec(
+        "CREATE TABLE cf_wsfile_default (path TEXT PRIMARY KEY, parent_path TEXT NOT NULL,
+           name TEXT NOT NULL, type TEXT NOT NULL, mime_type TEXT NOT NULL DEFAULT 'text/plain',
+           size INTEGER NOT NULL DEFAULT 0, storage TEXT NOT NULL DEFAULT 'inline',
+           r2_key TEXT, chunk_id INTEGER, target TEXT, created_at INTEGER NOT NULL,
+           modified_at INTEGER NOT NULL, content)",
+        &[],
+    )
+    .unwrap();
+    sql.exec(
+        "INSERT INTO cf_wsfile_default (path, parent_path, name, type, created_at, modified_at)
+         VALUES ('/', '', '', 'directory', 0, 0),
+                ('/old.txt', '/', 'old.txt', 'file', 0, 0)",
+        &[],
+    )
+    .unwrap();
+    let ws = Workspace::new(sql, clock());
+    let old = ws.version("/old.txt").unwrap().unwrap();
+    assert_eq!((old.counter, old.hash, old.changed_by), (1, None, None));
+    block_on(ws.write_file("/old.txt", "new", "text/plain")).unwrap();
+    assert_eq!(ws.version("/old.txt").unwrap().unwrap().counter, 2);
+}
+
+#[test]
+fn a_stale_version_is_refused_with_who_when_and_the_diff() {
+    let (_sql, ws) = ws();
+    block_on(async {
+        ws.write_file("/f.txt", "alpha\nbeta\n", "text/plain").await.unwrap();
+        let seen = ws.version("/f.txt").unwrap().unwrap();
+        ws.remember_seen("/f.txt", &seen, Some("alpha\nbeta\n")).unwrap();
+        assert_eq!(ws.last_seen("/f.txt").unwrap(), Some(1));
+        ws.check_version("/f.txt", &seen.token()).await.unwrap();
+        {
+            let _bash = ws.writing_as(Writer::Bash);
+            ws.write_file("/f.txt", "alpha\ngamma\n", "text/plain").await.unwrap();
+        }
+        let err = ws.check_version("/f.txt", &seen.token()).await.unwrap_err().to_string();
+        assert!(err.contains("changed by bash at 2023-11-14T22:13:"), "{err}");
+        assert!(err.contains("it is now version 2:"), "{err}");
+        assert!(err.contains("-beta") && err.contains("+gamma"), "{err}");
+        // Counter 1 was never kept: the refusal says there is no diff.
+        let err = ws.check_version("/f.txt", "7:0000").await.unwrap_err().to_string();
+        assert!(err.contains("no longer kept"), "{err}");
+        // Same content again: the hash matches although the counter moved on.
+        ws.write_file("/f.txt", "alpha\nbeta\n", "text/plain").await.unwrap();
+        ws.check_version("/f.txt", &seen.token()).await.unwrap();
+        ws.rm("/f.txt", false, false).await.unwrap();
+        let err = ws.check_version("/f.txt", &seen.token()).await.unwrap_err().to_string();
+        assert!(err.contains("was deleted"), "{err}");
+    });
+}
+
+#[test]
+fn seen_history_is_bounded() {
+    let (_sql, ws) = ws();
+    block_on(async {
+        let big = "x".repeat(MAX_HISTORY_BYTES + 1);
+        for i in 0..10 {
+            ws.write_file("/h.txt", &format!("{i}"), "text/plain").await.unwrap();
+            let v = ws.version("/h.txt").unwrap().unwrap();
+            ws.remember_seen("/h.txt", &v, Some(&big)).unwrap();
+        }
+        let rows = ws.exec("SELECT COUNT(*), COUNT(content) FROM cf_wshist_default", &[]).unwrap();
+        assert_eq!(col_i64(&rows[0], 0), MAX_HISTORY_VERSIONS);
+        assert_eq!(col_i64(&rows[0], 1), 0, "over-size content is not kept");
+    });
+}

@@ -566,16 +566,19 @@ impl Workspace {
             self.create_missing_ancestors(&dest)?;
             // Copy inside SQLite so the content never crosses into wasm.
             let t = &self.t;
+            let w = self.writer().as_str();
             let now = SqlValue::Integer(self.now());
             self.exec(
                 &format!(
                     "INSERT INTO {t} (path, parent_path, name, type, mime_type, size, storage,
-                       created_at, modified_at, content)
-                     SELECT ?, ?, ?, 'file', mime_type, size, 'inline', ?, ?, content
+                       created_at, modified_at, content, version, hash, changed_by)
+                     SELECT ?, ?, ?, 'file', mime_type, size, 'inline', ?, ?, content, 1, hash,
+                       '{w}'
                      FROM {t} WHERE path = ?
                      ON CONFLICT(path) DO UPDATE SET mime_type = excluded.mime_type,
                        size = excluded.size, content = excluded.content,
-                       modified_at = excluded.modified_at"
+                       modified_at = excluded.modified_at, version = {t}.version + 1,
+                       hash = excluded.hash, changed_by = excluded.changed_by"
                 ),
                 &[
                     text(&dest.path),
@@ -708,6 +711,7 @@ impl Workspace {
             return Err(FsError::new(Errno::Inval, "rename", dest));
         }
         let t = &self.t;
+        let w = self.writer().as_str();
         let existing = self.lookup(&d)?;
         let mut replaced: Option<Node> = None;
         if let Some(e) = existing {
@@ -773,7 +777,8 @@ impl Workspace {
                        path = ? || substr(path, ?),
                        parent_path = CASE WHEN path = ? THEN ? ELSE ? || substr(parent_path, ?) END,
                        name = CASE WHEN path = ? THEN ? ELSE name END,
-                       r2_key = CASE WHEN storage = 'r2' THEN ? || ? || substr(path, ?) ELSE r2_key END
+                       r2_key = CASE WHEN storage = 'r2' THEN ? || ? || substr(path, ?) ELSE r2_key END,
+                       version = version + 1, changed_by = '{w}'
                      WHERE path = ? OR (path > ? AND path < ?)"
                 ),
                 &[
