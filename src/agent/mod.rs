@@ -161,6 +161,7 @@ impl Agent {
                         deps.instance_id
                     ),
                     grep_index: spec.grep_index,
+                    guard_stale_writes: spec.guard_stale_writes,
                     ..WorkspaceOptions::default()
                 },
             )

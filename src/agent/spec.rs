@@ -210,6 +210,8 @@ pub struct AgentSpec {
     pub(crate) workspace_tools: bool,
     /// Whether the workspace keeps `grep`'s trigram index (`WorkspaceOptions::grep_index`).
     pub(crate) grep_index: bool,
+    /// Whether the model's unversioned writes of files changed behind it are refused.
+    pub(crate) guard_stale_writes: bool,
     pub(crate) include_mcp_tools: bool,
     /// Whether `mcp_list_resources`/`mcp_read_resource` join the MCP tools (off by default).
     pub(crate) mcp_resource_tools: bool,
@@ -297,6 +299,7 @@ impl AgentSpec {
             callables: BTreeMap::new(),
             workspace_tools: true,
             grep_index: false,
+            guard_stale_writes: true,
             include_mcp_tools: true,
             mcp_resource_tools: false,
             wait_for_mcp_connections: None,
@@ -463,6 +466,14 @@ impl AgentSpec {
     /// `grep`'s output is the same either way.
     pub fn grep_index(mut self, enabled: bool) -> Self {
         self.grep_index = enabled;
+        self
+    }
+
+    /// Whether an `edit` or overwriting `write` without `expectedVersion` of a file that
+    /// bash, Code Mode or the app changed since the model last read it is refused with the
+    /// diff (default: yes; Think has no such guard).
+    pub fn guard_stale_writes(mut self, enabled: bool) -> Self {
+        self.guard_stale_writes = enabled;
         self
     }
 

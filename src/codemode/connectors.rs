@@ -13,7 +13,7 @@ use crate::store::Sql;
 use crate::tools::approval::ApprovalPolicy;
 use crate::tools::schema::InputValidator;
 use crate::tools::{ToolContext, ToolRef, ToolSet};
-use crate::workspace::{EntryType, FsError, Glob, Workspace};
+use crate::workspace::{EntryType, FsError, Glob, StaleWrite, Workspace, Writer};
 
 /// Why a connector call failed; its text is what the sandboxed code sees thrown.
 #[derive(Debug, Clone, PartialEq)]
@@ -185,11 +185,17 @@ impl StateConnector {
         let b = |d: &str| json!({"type": "boolean", "description": d});
         let methods = vec![
             spec("getCapabilities", "What this workspace supports.", json!({}), &[], Read),
-            spec("readFile", "Read a text file.", json!({"path": p()}), &["path"], Read),
+            spec(
+                "readFile",
+                "Read a text file; with withVersion, {content, version} (the version writeFile's expectedVersion takes).",
+                json!({"path": p(), "withVersion": b("Return {content, version} instead of the text")}),
+                &["path"],
+                Read,
+            ),
             spec(
                 "writeFile",
-                "Create or overwrite a text file (parents are created).",
-                json!({"path": p(), "content": s("The new text")}),
+                "Create or overwrite a text file (parents are created); with expectedVersion, refused if the file changed since that version.",
+                json!({"path": p(), "content": s("The new text"), "expectedVersion": s("The version readFile reported")}),
                 &["path", "content"],
                 Write,
             ),
@@ -518,8 +524,11 @@ fn state_output(method: &str) -> Option<Value> {
         "size": {"type": "number"}, "createdAt": {"type": "number"}, "updatedAt": {"type": "number"},
         "target": {"type": "string"}}, "required": ["path", "name", "type", "size"]}, {"type": "null"}]});
     Some(match method {
-        "readFile" | "readFileBytes" | "readlink" | "realpath" | "resolvePath" | "diff"
-        | "diffContent" | "hashFile" => string,
+        "readFile" => json!({"anyOf": [string, {"type": "object", "properties": {
+            "content": {"type": "string"}, "version": {"type": ["string", "null"]}},
+            "required": ["content", "version"]}]}),
+        "readFileBytes" | "readlink" | "realpath" | "resolvePath" | "diff" | "diffContent"
+        | "hashFile" => string,
         "exists" => json!({"type": "boolean"}),
         "stat" | "lstat" => info,
         "readdir" | "glob" => json!({"type": "array", "items": {"type": "string"}}),
@@ -997,13 +1006,25 @@ impl Connector for StateConnector {
             }
         }
         let path = arg(&args, "path");
+        let _code = ws.writing_as(Writer::Code);
         Ok(match method {
             "getCapabilities" => json!({
                 "files": true, "json": true, "search": true, "symlinks": true, "diffs": true,
                 "bytes": "base64", "archives": "tar", "compression": "gzip", "hashing": ["md5", "sha1", "sha256"],
             }),
+            "readFile" if flag(&args, "withVersion") => {
+                let content = read_text(ws, path).await?;
+                let version = ws.remember_seen(path, Some(&content)).map_err(fs)?;
+                json!({"content": content, "version": version})
+            }
             "readFile" => Value::String(read_text(ws, path).await?),
             "writeFile" => {
+                if let Some(expected) = args.get("expectedVersion").and_then(Value::as_str) {
+                    ws.check_version(path, expected).await.map_err(|e| match e {
+                        StaleWrite::Fs(e) => fs(e),
+                        other => ConnectorError::Failed(other.to_string()),
+                    })?;
+                }
                 ws.write_file(path, arg(&args, "content"), "text/plain").await.map_err(fs)?;
                 Value::Null
             }

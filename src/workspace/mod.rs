@@ -164,6 +164,9 @@ pub struct WorkspaceOptions {
     /// but a 10 KB write about 8× and a repeated edit far slower (README, "Measured
     /// figures"), so a workspace that is searched more than written turns it on.
     pub grep_index: bool,
+    /// Refuse the model's `edit` or overwriting `write` without `expectedVersion` of a file
+    /// changed since it last read it by another writer (on by default; see `version.rs`).
+    pub guard_stale_writes: bool,
 }
 
 impl Default for WorkspaceOptions {
@@ -175,6 +178,7 @@ impl Default for WorkspaceOptions {
             inline_threshold: DEFAULT_INLINE_THRESHOLD,
             max_file_size: DEFAULT_MAX_FILE_SIZE,
             grep_index: false,
+            guard_stale_writes: true,
         }
     }
 }
@@ -198,6 +202,8 @@ pub struct Workspace {
     h: String,
     /// Who the current mutations are attributed to.
     writer: Cell<Writer>,
+    /// Whether the model's unversioned writes are checked against what it last read.
+    guard_unseen: bool,
     grep_index: bool,
     /// Trigrams of files written since the index was last written to.
     pending_grams: PendingGrams,
@@ -397,6 +403,7 @@ impl Workspace {
             g: format!("cf_wsgram_{ns}"),
             h: format!("cf_wshist_{ns}"),
             writer: Cell::new(Writer::App),
+            guard_unseen: options.guard_stale_writes,
             grep_index: options.grep_index,
             namespace: ns,
             blob_prefix: options.blob_prefix,
@@ -507,6 +514,7 @@ impl Workspace {
             ),
             &[now.clone(), now],
         )?;
+        self.init_history()?;
         if self.grep_index {
             self.init_grams()?;
         }

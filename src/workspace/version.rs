@@ -126,15 +126,18 @@ impl Workspace {
         Ok(())
     }
 
-    /// The history table of content the model has seen.
-    fn init_history(&self) -> Result<(), FsError> {
+    /// The history table of content the model has seen: one slot per version modulo
+    /// [`MAX_HISTORY_VERSIONS`], so it stays bounded without a pruning statement.
+    pub(super) fn init_history(&self) -> Result<(), FsError> {
         self.sql.exec(
             &format!(
                 "CREATE TABLE IF NOT EXISTS {} (
                   path TEXT NOT NULL,
+                  slot INTEGER NOT NULL,
                   version INTEGER NOT NULL,
+                  hash TEXT,
                   content TEXT,
-                  PRIMARY KEY (path, version)
+                  PRIMARY KEY (path, slot)
                 ) WITHOUT ROWID",
                 self.h
             ),
@@ -145,60 +148,72 @@ impl Workspace {
 
     /// The version of the file at `path` (symlinks not followed); `None` when no file is there.
     pub fn version(&self, path: &str) -> Result<Option<FileVersion>, FsError> {
+        Ok(self.version_and_seen(path)?.map(|(v, _)| v))
+    }
+
+    /// The file's version and the token of the newest version the model has seen, in one
+    /// statement (the guard runs before every model write).
+    fn version_and_seen(
+        &self,
+        path: &str,
+    ) -> Result<Option<(FileVersion, Option<String>)>, FsError> {
         let norm = path::normalize(path, "stat")?;
         let rows = self.exec(
             &format!(
-                "SELECT version, hash, changed_by, modified_at FROM {} WHERE path = ? AND type = 'file'",
-                self.t
+                "SELECT version, hash, changed_by, modified_at,
+                   (SELECT s.version || ':' || COALESCE(s.hash, '-') FROM {h} s
+                    WHERE s.path = f.path ORDER BY s.version DESC LIMIT 1)
+                 FROM {t} f WHERE path = ? AND type = 'file'",
+                t = self.t,
+                h = self.h
             ),
             &[text(&norm)],
         )?;
-        Ok(rows.first().map(|r| FileVersion {
-            counter: col_i64(r, 0),
-            hash: col_opt_str(r, 1),
-            changed_by: col_opt_str(r, 2).as_deref().and_then(Writer::parse),
-            changed_at: col_i64(r, 3),
+        Ok(rows.first().map(|r| {
+            let version = FileVersion {
+                counter: col_i64(r, 0),
+                hash: col_opt_str(r, 1),
+                changed_by: col_opt_str(r, 2).as_deref().and_then(Writer::parse),
+                changed_at: col_i64(r, 3),
+            };
+            (version, col_opt_str(r, 4))
         }))
     }
 
-    /// Records that the model has seen `content` as `version` of `path`, keeping the last
-    /// [`MAX_HISTORY_VERSIONS`]; content over [`MAX_HISTORY_BYTES`] is noted without its text.
+    /// Records that the model has seen `content` as the current version of `path` and
+    /// returns that version's token (`None` when no file is there), in one statement.
+    /// Content over [`MAX_HISTORY_BYTES`] is noted without its text.
     pub fn remember_seen(
         &self,
         path: &str,
-        version: &FileVersion,
         content: Option<&str>,
-    ) -> Result<(), FsError> {
+    ) -> Result<Option<String>, FsError> {
         let norm = path::normalize(path, "open")?;
-        self.init()?;
-        self.init_history()?;
         let kept = content.filter(|c| c.len() <= MAX_HISTORY_BYTES);
-        let h = &self.h;
-        self.exec(
-            &format!("INSERT OR REPLACE INTO {h} (path, version, content) VALUES (?, ?, ?)"),
-            &[text(&norm), SqlValue::Integer(version.counter), kept.map_or(SqlValue::Null, text)],
+        let rows = self.exec(
+            &format!(
+                "INSERT OR REPLACE INTO {h} (path, slot, version, hash, content)
+                 SELECT path, version % {MAX_HISTORY_VERSIONS}, version, hash, ? FROM {t}
+                 WHERE path = ? AND type = 'file'
+                 RETURNING version, hash",
+                t = self.t,
+                h = self.h
+            ),
+            &[kept.map_or(SqlValue::Null, text), text(&norm)],
         )?;
-        self.exec(
-            &format!("DELETE FROM {h} WHERE path = ? AND version <= ?"),
-            &[text(&norm), SqlValue::Integer(version.counter - MAX_HISTORY_VERSIONS)],
-        )?;
-        Ok(())
-    }
-
-    /// The newest version of `path` the model has seen, if any.
-    pub fn last_seen(&self, path: &str) -> Result<Option<i64>, FsError> {
-        let norm = path::normalize(path, "open")?;
-        self.init()?;
-        self.init_history()?;
-        let rows = self
-            .exec(&format!("SELECT MAX(version) FROM {} WHERE path = ?", self.h), &[text(&norm)])?;
-        Ok(rows.first().and_then(|r| r.first()).and_then(SqlValue::as_i64))
+        Ok(rows.first().map(|r| {
+            FileVersion {
+                counter: col_i64(r, 0),
+                hash: col_opt_str(r, 1),
+                changed_by: None,
+                changed_at: 0,
+            }
+            .token()
+        }))
     }
 
     /// The text the model saw as version `counter` of `path`, when it was kept.
     fn seen_content(&self, norm: &str, counter: i64) -> Result<Option<String>, FsError> {
-        self.init()?;
-        self.init_history()?;
         let rows = self.exec(
             &format!("SELECT content FROM {} WHERE path = ? AND version = ?", self.h),
             &[text(norm), SqlValue::Integer(counter)],
@@ -209,20 +224,29 @@ impl Workspace {
     /// Checks that `path` is still at the version `expected` names; otherwise a
     /// [`StaleWrite`] saying who changed it, when, and the diff since (when that is kept).
     pub async fn check_version(&self, path: &str, expected: &str) -> Result<(), StaleWrite> {
-        let current = self.version(path).map_err(StaleWrite::Fs)?;
+        let current = self.version(path)?;
+        self.compare(path, expected, current).await
+    }
+
+    async fn compare(
+        &self,
+        path: &str,
+        expected: &str,
+        current: Option<FileVersion>,
+    ) -> Result<(), StaleWrite> {
         let Some(current) = current else {
             return Err(StaleWrite::Gone { path: path.to_owned(), expected: expected.to_owned() });
         };
         if current.matches(expected) {
             return Ok(());
         }
-        let norm = path::normalize(path, "open").map_err(StaleWrite::Fs)?;
+        let norm = path::normalize(path, "open")?;
         let old = match FileVersion::parse_token(expected) {
-            Some((c, _)) => self.seen_content(&norm, c).map_err(StaleWrite::Fs)?,
+            Some((c, _)) => self.seen_content(&norm, c)?,
             None => None,
         };
         let diff = match old {
-            Some(old) => Some(self.diff_content_rev(path, &old).await.map_err(StaleWrite::Fs)?),
+            Some(old) => Some(self.diff_content_rev(path, &old).await?),
             None => None,
         };
         Err(StaleWrite::Changed {
@@ -231,6 +255,24 @@ impl Workspace {
             current,
             diff,
         })
+    }
+
+    /// The model's write check, one statement when it passes: `expected` when given;
+    /// otherwise, when the guard is on and the model has read the file, that nobody
+    /// changed it since.
+    pub async fn check_fresh_for_model(
+        &self,
+        path: &str,
+        expected: Option<&str>,
+    ) -> Result<(), StaleWrite> {
+        let state = self.version_and_seen(path)?;
+        match (expected, state) {
+            (Some(expected), state) => self.compare(path, expected, state.map(|(v, _)| v)).await,
+            (None, Some((current, Some(seen)))) if self.guard_unseen => {
+                self.compare(path, &seen, Some(current)).await
+            }
+            (None, _) => Ok(()),
+        }
     }
 
     /// The unified diff from `old` to the file's current text.

@@ -154,6 +154,14 @@ fn error_output(msg: impl Into<String>) -> Value {
     serde_json::json!({ "error": msg.into() })
 }
 
+/// A refused stale write as the tool's error output; a storage failure stays a tool error.
+fn stale_output(stale: crate::workspace::StaleWrite) -> Result<Value, crate::tools::ToolError> {
+    match stale {
+        crate::workspace::StaleWrite::Fs(e) => Err(e.into()),
+        other => Ok(error_output(other.to_string())),
+    }
+}
+
 /// Number of lines as Think counts them (`split("\n").length`).
 fn line_count(s: &str) -> usize {
     bytecount::count(s.as_bytes(), b'\n') + 1

@@ -2,7 +2,9 @@
 //! so the tools can run over a store other than [`Workspace`]: a remote filesystem, a
 //! sandbox, a read-only view.
 
-use crate::workspace::{EntryType, FileInfo, FileText, FsError, GramQuery, GrepFile, Workspace};
+use crate::workspace::{
+    EntryType, FileInfo, FileText, FsError, GramQuery, GrepFile, StaleWrite, Workspace, Writer,
+};
 use async_trait::async_trait;
 
 /// What `read` needs.
@@ -23,11 +25,31 @@ pub trait ReadOps {
     ) -> Result<Option<(FileInfo, Option<String>)>, FsError> {
         Ok(self.stat(path).await?.map(|info| (info, None)))
     }
+    /// Notes that the model has read `content` at `path` and returns its version token;
+    /// `None` (the default) for stores without versions.
+    async fn seen(&self, _path: &str, _content: &str) -> Result<Option<String>, FsError> {
+        Ok(None)
+    }
+}
+
+/// What `write` and `edit` need to refuse a stale write (see `version.rs`); stores without
+/// versions accept every write.
+#[async_trait(?Send)]
+pub trait VersionOps {
+    /// Refuses the write when `path` is not at `expected`, or, without one, when it changed
+    /// since the model last saw it by another writer.
+    async fn check_fresh(&self, _path: &str, _expected: Option<&str>) -> Result<(), StaleWrite> {
+        Ok(())
+    }
+    /// Notes that the model's own write left `content` at `path`; returns the new version.
+    async fn wrote(&self, _path: &str, _content: &str) -> Result<Option<String>, FsError> {
+        Ok(None)
+    }
 }
 
 /// What `write` needs.
 #[async_trait(?Send)]
-pub trait WriteOps {
+pub trait WriteOps: VersionOps {
     /// Creates or overwrites a text file.
     async fn write_file(&self, path: &str, content: &str) -> Result<(), FsError>;
     /// Creates a directory (and, with `recursive`, its missing ancestors).
@@ -41,7 +63,7 @@ pub trait WriteOps {
 
 /// What `edit` needs.
 #[async_trait(?Send)]
-pub trait EditOps {
+pub trait EditOps: VersionOps {
     /// File text, `None` when absent.
     async fn read_file(&self, path: &str) -> Result<Option<String>, FsError>;
     /// Creates or overwrites a text file.
@@ -176,11 +198,25 @@ impl ReadOps for Workspace {
     ) -> Result<Option<(FileInfo, Option<String>)>, FsError> {
         Workspace::stat_with_text(self, path)
     }
+    async fn seen(&self, path: &str, content: &str) -> Result<Option<String>, FsError> {
+        self.remember_seen(path, Some(content))
+    }
+}
+
+#[async_trait(?Send)]
+impl VersionOps for Workspace {
+    async fn check_fresh(&self, path: &str, expected: Option<&str>) -> Result<(), StaleWrite> {
+        self.check_fresh_for_model(path, expected).await
+    }
+    async fn wrote(&self, path: &str, content: &str) -> Result<Option<String>, FsError> {
+        ReadOps::seen(self, path, content).await
+    }
 }
 
 #[async_trait(?Send)]
 impl WriteOps for Workspace {
     async fn write_file(&self, path: &str, content: &str) -> Result<(), FsError> {
+        let _tool = self.writing_as(Writer::Tool);
         Workspace::write_file(self, path, content, "text/plain").await
     }
     async fn mkdir(&self, path: &str, recursive: bool) -> Result<(), FsError> {
@@ -197,9 +233,11 @@ impl EditOps for Workspace {
         Workspace::read_file(self, path).await
     }
     async fn write_file(&self, path: &str, content: &str) -> Result<(), FsError> {
+        let _tool = self.writing_as(Writer::Tool);
         Workspace::write_file(self, path, content, "text/plain").await
     }
     async fn rewrite_file(&self, path: &str, content: &str) -> Result<(), FsError> {
+        let _tool = self.writing_as(Writer::Tool);
         Workspace::rewrite_file(self, path, content, "text/plain").await
     }
 }

@@ -97,7 +97,11 @@ impl FileToolKind for Read {
         let Some(content) = content else {
             return Ok(error_output(format!("Could not read file: {path}")));
         };
-        Ok(numbered(&path, &content, offset.map(|i| i.0), limit.map(|i| i.0)))
+        let mut out = numbered(&path, &content, offset.map(|i| i.0), limit.map(|i| i.0));
+        if let Some(version) = ops.seen(&path, &content).await? {
+            out["version"] = json!(version);
+        }
+        Ok(out)
     }
 
     fn model_output(output: &Value) -> ModelOutput {

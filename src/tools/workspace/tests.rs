@@ -48,13 +48,17 @@ fn read_numbers_lines_and_pages() {
     let out = ok(&read, json!({"path": "/a.txt"}));
     assert_eq!(
         out,
-        json!({"path": "/a.txt", "content": "1\tone\n2\ttwo\n3\tthree\n4\t", "totalLines": 4})
+        json!({"path": "/a.txt", "content": "1\tone\n2\ttwo\n3\tthree\n4\t", "totalLines": 4,
+            "version": format!("1:{}", crate::workspace::content_hash(b"one\ntwo\nthree\n"))})
     );
     assert_eq!(read.model_output(&out), ModelOutput::Text("1\tone\n2\ttwo\n3\tthree\n4\t".into()));
     let out = ok(&read, json!({"path": "/a.txt", "offset": 2, "limit": 1}));
     assert_eq!(
         serde_json::to_string(&out).unwrap(),
-        r#"{"path":"/a.txt","content":"2\ttwo","totalLines":4,"fromLine":2,"toLine":2}"#
+        format!(
+            r#"{{"path":"/a.txt","content":"2\ttwo","totalLines":4,"fromLine":2,"toLine":2,"version":"{}"}}"#,
+            out["version"].as_str().unwrap()
+        )
     );
     let out = ok(&read, json!({"path": "/a.txt", "offset": 3, "limit": 10}));
     assert_eq!((out["fromLine"].clone(), out["toLine"].clone()), (json!(3), json!(4)));
@@ -159,6 +163,9 @@ fn info(path: &str, size: usize) -> FileInfo {
         target: None,
     }
 }
+
+/// A store without versions accepts every write.
+impl VersionOps for MapStore {}
 
 #[async_trait(?Send)]
 impl WriteOps for MapStore {
@@ -654,30 +661,33 @@ fn statements_per_operation_stay_minimal() {
         sql.count.get() - before
     };
     let body = "lorem ipsum\n".repeat(850);
+    // Versioned writes add one statement to check the version (and what the model saw)
+    // before a write, and one to note the version the model now knows after a read or its
+    // own write (see workspace/version.rs).
     assert_eq!(
         statements(&|| {
             ok(&write, json!({"path": "/docs/a.md", "content": body}));
         }),
-        1
+        3
     );
     assert_eq!(
         statements(&|| {
             ok(&write, json!({"path": "/docs/a.md", "content": "changed"}));
         }),
-        1
+        3
     );
-    // Metadata and text in one statement.
+    // Metadata and text in one statement, and the version noted.
     assert_eq!(
         statements(&|| {
             ok(&read, json!({"path": "/docs/a.md"}));
         }),
-        1
+        2
     );
     assert_eq!(
         statements(&|| {
             ok(&edit, json!({"path": "/docs/a.md", "old_string": "changed", "new_string": "x"}));
         }),
-        2
+        4
     );
     for i in 0..250 {
         put(&ws, &format!("/docs/f{i}.md"), "needle\n");
@@ -759,4 +769,85 @@ fn tool_errors_say_why() {
     let err = run(&read_tool(ws.clone()), json!({"path": 3})).unwrap_err();
     assert!(matches!(&err, crate::tools::ToolError::InvalidInput { tool, .. } if tool == "read"));
     assert!(err.to_string().starts_with("Invalid input for tool \"read\": "), "{err}");
+}
+
+fn err(tool: &ToolRef, input: Value) -> String {
+    let out = ok(tool, input);
+    out["error"].as_str().unwrap_or_else(|| panic!("refused: {out}")).to_owned()
+}
+
+#[test]
+fn read_reports_the_version_that_write_and_edit_accept() {
+    let ws = ws();
+    let (read, write, edit) =
+        (read_tool(ws.clone()), write_tool(ws.clone()), edit_tool(ws.clone()));
+    put(&ws, "/v.txt", "one\ntwo\n");
+    let v1 = ok(&read, json!({"path": "/v.txt"}))["version"].as_str().unwrap().to_owned();
+    assert!(v1.starts_with("1:"), "{v1}");
+    let out = ok(
+        &edit,
+        json!({"path": "/v.txt", "old_string": "two", "new_string": "2", "expectedVersion": v1}),
+    );
+    assert_eq!(out["replaced"], true);
+    // The same version again is stale now: the model's own edit moved it on.
+    let msg = err(&write, json!({"path": "/v.txt", "content": "x", "expectedVersion": v1}));
+    assert!(
+        msg.contains("changed since version 1:") && msg.contains("changed by tool at"),
+        "{msg}"
+    );
+    assert!(msg.contains("-two") && msg.contains("+2"), "{msg}");
+    assert_eq!(block_on(ws.read_file("/v.txt")).unwrap().unwrap(), "one\n2\n");
+    let v2 = ok(&read, json!({"path": "/v.txt"}))["version"].as_str().unwrap().to_owned();
+    ok(&write, json!({"path": "/v.txt", "content": "x", "expectedVersion": v2}));
+    assert_eq!(block_on(ws.read_file("/v.txt")).unwrap().unwrap(), "x");
+}
+
+#[test]
+fn a_write_behind_the_models_back_is_refused_without_expected_version() {
+    let ws = ws();
+    let (read, write, edit) =
+        (read_tool(ws.clone()), write_tool(ws.clone()), edit_tool(ws.clone()));
+    put(&ws, "/g.txt", "keep\nold\n");
+    ok(&read, json!({"path": "/g.txt"}));
+    // The model's own edits never trip the guard.
+    ok(&edit, json!({"path": "/g.txt", "old_string": "old", "new_string": "mine"}));
+    ok(&edit, json!({"path": "/g.txt", "old_string": "mine", "new_string": "mine2"}));
+    // Bash's write-back changes it behind the model.
+    block_on(crate::tools::workspace::bash::BashFs::write_file_bytes(
+        ws.as_ref(),
+        "/g.txt",
+        b"keep\nbash\n",
+    ))
+    .unwrap();
+    let msg = err(&edit, json!({"path": "/g.txt", "old_string": "keep", "new_string": "k"}));
+    assert!(msg.contains("changed by bash at"), "{msg}");
+    assert!(msg.contains("-mine2") && msg.contains("+bash"), "{msg}");
+    let msg = err(&write, json!({"path": "/g.txt", "content": "clobber"}));
+    assert!(msg.contains("changed by bash"), "{msg}");
+    assert_eq!(block_on(ws.read_file("/g.txt")).unwrap().unwrap(), "keep\nbash\n");
+    // Reading again lets the edit through; files the model never read are not guarded.
+    ok(&read, json!({"path": "/g.txt"}));
+    ok(&edit, json!({"path": "/g.txt", "old_string": "keep", "new_string": "k"}));
+    put(&ws, "/unread.txt", "a");
+    ok(&write, json!({"path": "/unread.txt", "content": "b"}));
+}
+
+#[test]
+fn the_guard_can_be_turned_off() {
+    let ws = Rc::new(
+        Workspace::with_options(
+            Rc::new(SqliteSql::new()),
+            clock(),
+            crate::workspace::WorkspaceOptions { guard_stale_writes: false, ..Default::default() },
+        )
+        .unwrap(),
+    );
+    let (read, write) = (read_tool(ws.clone()), write_tool(ws.clone()));
+    put(&ws, "/o.txt", "a");
+    let v = ok(&read, json!({"path": "/o.txt"}))["version"].clone();
+    put(&ws, "/o.txt", "app");
+    ok(&write, json!({"path": "/o.txt", "content": "model"}));
+    // An explicit expectedVersion is still checked.
+    let msg = err(&write, json!({"path": "/o.txt", "content": "again", "expectedVersion": v}));
+    assert!(msg.contains("changed by tool"), "{msg}");
 }

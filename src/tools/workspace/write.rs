@@ -1,7 +1,7 @@
 //! `write`: create or overwrite a file.
 
 use super::ops::WriteOps;
-use super::{file_tool, line_count, FileToolKind};
+use super::{file_tool, line_count, stale_output, FileToolKind};
 use crate::tools::{ToolError, ToolRef};
 use async_trait::async_trait;
 use serde::Deserialize;
@@ -14,6 +14,8 @@ const DESCRIPTION: &str = "Write content to a file. Creates the file if it does 
 struct Input {
     path: String,
     content: String,
+    #[serde(rename = "expectedVersion")]
+    expected_version: Option<String>,
 }
 
 /// Think's `createWriteTool`.
@@ -35,14 +37,19 @@ impl FileToolKind for Write {
             "type": "object",
             "properties": {
                 "path": {"type": "string", "description": "Absolute path to the file"},
-                "content": {"type": "string", "description": "Content to write to the file"}
+                "content": {"type": "string", "description": "Content to write to the file"},
+                "expectedVersion": {"type": "string", "description": "The version `read` reported; the call is refused if the file changed since"}
             },
             "required": ["path", "content"],
             "additionalProperties": false
         })
     }
 
-    async fn run(ops: &dyn WriteOps, Input { path, content }: Input) -> Result<Value, ToolError> {
+    async fn run(ops: &dyn WriteOps, input: Input) -> Result<Value, ToolError> {
+        let Input { path, content, expected_version } = input;
+        if let Err(stale) = ops.check_fresh(&path, expected_version.as_deref()).await {
+            return stale_output(stale);
+        }
         if !ops.creates_parents() {
             if let Some(i) = path.rfind('/') {
                 let parent = &path[..i];
@@ -52,6 +59,7 @@ impl FileToolKind for Write {
             }
         }
         ops.write_file(&path, &content).await?;
+        ops.wrote(&path, &content).await?;
         Ok(json!({"path": path, "bytesWritten": content.len(), "lines": line_count(&content)}))
     }
 }

@@ -2,7 +2,7 @@
 
 use super::{BashFs, DirEntry, EntryKind};
 use crate::tools::workspace::media::looks_like_text;
-use crate::workspace::{EntryType, FsError, Workspace};
+use crate::workspace::{EntryType, FsError, Workspace, Writer};
 use async_trait::async_trait;
 
 /// Entries per `read_dir` page, as Think's snapshot walk pages them.
@@ -35,12 +35,14 @@ impl BashFs for Workspace {
     }
 
     async fn mkdir(&self, path: &str) -> Result<(), FsError> {
+        let _bash = self.writing_as(Writer::Bash);
         Workspace::mkdir(self, path, true)
     }
 
     /// Text (valid UTF-8 that looks like text) is stored as text, like the `write` tool's
     /// files; anything else as bytes, so binary output round-trips byte for byte.
     async fn write_file_bytes(&self, path: &str, bytes: &[u8]) -> Result<(), FsError> {
+        let _bash = self.writing_as(Writer::Bash);
         let result = match std::str::from_utf8(bytes) {
             Ok(text) if looks_like_text(bytes) => {
                 Workspace::write_file(self, path, text, "text/plain").await
@@ -51,6 +53,7 @@ impl BashFs for Workspace {
     }
 
     async fn remove(&self, path: &str, recursive: bool) -> Result<(), FsError> {
+        let _bash = self.writing_as(Writer::Bash);
         Workspace::rm(self, path, recursive, true).await
     }
 }

@@ -3,7 +3,7 @@
 mod matcher;
 
 use super::ops::EditOps;
-use super::{error_output, file_tool, line_count, FileToolKind};
+use super::{error_output, file_tool, line_count, stale_output, FileToolKind};
 use crate::tools::{ToolError, ToolRef};
 use async_trait::async_trait;
 use matcher::{apply_edit, EditResult, MatchLevel};
@@ -20,6 +20,8 @@ struct Input {
     path: String,
     old_string: String,
     new_string: String,
+    #[serde(rename = "expectedVersion")]
+    expected_version: Option<String>,
 }
 
 /// Think's `createEditTool`, with the matching cascade of `matcher`. Outputs
@@ -62,7 +64,8 @@ impl FileToolKind for Edit {
             "properties": {
                 "path": {"type": "string", "description": "Absolute path to the file"},
                 "old_string": {"type": "string", "description": "Exact text to find and replace. Empty string to create a new file."},
-                "new_string": {"type": "string", "description": "Replacement text"}
+                "new_string": {"type": "string", "description": "Replacement text"},
+                "expectedVersion": {"type": "string", "description": "The version `read` reported; the call is refused if the file changed since"}
             },
             "required": ["path", "old_string", "new_string"],
             "additionalProperties": false
@@ -70,7 +73,10 @@ impl FileToolKind for Edit {
     }
 
     async fn run(ops: &dyn EditOps, input: Input) -> Result<Value, ToolError> {
-        let Input { path, old_string, new_string } = input;
+        let Input { path, old_string, new_string, expected_version } = input;
+        if let Err(stale) = ops.check_fresh(&path, expected_version.as_deref()).await {
+            return stale_output(stale);
+        }
         if old_string.is_empty() {
             if ops.read_file(&path).await?.is_some() {
                 return Ok(error_output(
@@ -78,6 +84,7 @@ impl FileToolKind for Edit {
                 ));
             }
             ops.write_file(&path, &new_string).await?;
+            ops.wrote(&path, &new_string).await?;
             return Ok(json!({"path": path, "created": true, "lines": line_count(&new_string)}));
         }
         let Some(content) = ops.read_file(&path).await? else {
@@ -86,6 +93,7 @@ impl FileToolKind for Edit {
         match apply_edit(&content, &old_string, &new_string) {
             EditResult::Replaced { content: updated, level } => {
                 ops.rewrite_file(&path, &updated).await?;
+                ops.wrote(&path, &updated).await?;
                 let mut out = json!({"path": path, "replaced": true});
                 if level != MatchLevel::Exact {
                     out["fuzzyMatch"] = json!(true);
