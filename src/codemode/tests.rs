@@ -1465,3 +1465,49 @@ fn an_archive_entry_with_dotdot_is_refused_before_anything_is_written() {
     );
     assert_eq!(read(&f, "/etc/pw"), None);
 }
+
+#[test]
+fn state_reads_versions_and_refuses_stale_writes() {
+    let f = fixture();
+    block_on(f.ws.write_file("/v/a.txt", "one\n", "text/plain")).unwrap();
+    let ws = f.ws.clone();
+    f.sandbox.program("versions", move |d| {
+        let ws = ws.clone();
+        Box::pin(async move {
+            let c = |m: &'static str, a: Value| {
+                let d = d.clone();
+                async move { call(&d, "state", m, a, m).await }
+            };
+            let first = c("readFile", json!({"path": "/v/a.txt", "withVersion": true})).await?;
+            let v1 = first["version"].as_str().unwrap().to_owned();
+            let plain = c("readFile", json!({"path": "/v/a.txt"})).await?;
+            c("writeFile", json!({"path": "/v/a.txt", "content": "two\n", "expectedVersion": v1}))
+                .await?;
+            let by = ws.version("/v/a.txt").unwrap().unwrap().changed_by;
+            // The app changes it behind the script's back.
+            ws.write_file("/v/a.txt", "app\n", "text/plain").await.unwrap();
+            let second = c("readFile", json!({"path": "/v/a.txt", "withVersion": true})).await?;
+            ws.write_file("/v/a.txt", "app2\n", "text/plain").await.unwrap();
+            let stale = c(
+                "writeFile",
+                json!({"path": "/v/a.txt", "content": "x", "expectedVersion": second["version"]}),
+            )
+            .await
+            .unwrap_err();
+            Ok(json!({"first": first, "plain": plain, "by": format!("{by:?}"), "stale": stale}))
+        })
+    });
+    let out = block_on(f.rt.execute("// versions\n", None, &f.connectors));
+    let r = &out["result"];
+    assert_eq!(r["first"]["content"], "one\n", "{out}");
+    assert!(r["first"]["version"].as_str().unwrap().starts_with("1:"), "{out}");
+    assert_eq!(r["plain"], "one\n", "without withVersion readFile is Think's string");
+    assert_eq!(r["by"], "Some(Code)");
+    let stale = r["stale"].as_str().unwrap();
+    assert!(
+        stale.contains("changed since version 3:") && stale.contains("changed by app"),
+        "{stale}"
+    );
+    assert!(stale.contains("-app") && stale.contains("+app2"), "{stale}");
+    assert_eq!(read(&f, "/v/a.txt").as_deref(), Some("app2\n"));
+}
