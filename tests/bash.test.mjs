@@ -79,7 +79,9 @@ test("writes persist in the workspace and are readable with read", async () => {
     changedFiles: { ...noChanges, created: ["/notes/a.txt", "/top.txt"], directoriesCreated: ["/notes"] },
   });
   const [read, again] = await runTools(tab, ["read", { path: "/notes/a.txt" }], ["bash", { script: "cat top.txt; echo more >> notes/a.txt; pwd", cwd: "/notes/.." }]);
-  assert.deepEqual(read.output, { path: "/notes/a.txt", content: "1\talpha\n2\tbeta\n3\t", totalLines: 3 });
+  const { version, ...output } = read.output;
+  assert.match(version, /^1:[0-9a-f]{16}$/, "bash's write is version 1");
+  assert.deepEqual(output, { path: "/notes/a.txt", content: "1\talpha\n2\tbeta\n3\t", totalLines: 3 });
   assert.equal(again.output.stdout, "hi\n/\n");
   assert.deepEqual(again.output.changedFiles, { ...noChanges, updated: ["/notes/a.txt"] });
   const [reread] = await runTools(tab, ["read", { path: "/notes/a.txt" }]);
@@ -246,4 +248,24 @@ test("THINK_APPROVAL=bash gates bash like any tool", async () => {
   const types = tab.chunks(id).map((c) => c.type);
   assert.ok(types.includes("tool-approval-request"), types.join());
   assert.ok(!types.includes("tool-output-available"), "the script did not run");
+});
+
+test("a model edit is refused after bash changed the file behind it (versioned writes)", async () => {
+  const tab = await connect(worker.host, "bash-guard");
+  const [, read, , edit, reread, redo] = await runTools(
+    tab,
+    ["write", { path: "/g/a.txt", content: "keep\nold\n" }],
+    ["read", { path: "/g/a.txt" }],
+    ["bash", { script: "printf 'keep\\nbash\\n' > /g/a.txt" }],
+    ["edit", { path: "/g/a.txt", old_string: "keep", new_string: "k" }],
+    ["read", { path: "/g/a.txt" }],
+    ["edit", { path: "/g/a.txt", old_string: "keep", new_string: "k" }],
+  );
+  assert.match(read.output.version, /^1:[0-9a-f]{16}$/);
+  const msg = edit.output?.error ?? edit.error;
+  assert.match(msg, /changed since version 1:[0-9a-f]{16}: it is now version 2:[0-9a-f]{16} \(changed by bash at \d{4}-\d\d-\d\dT/, msg);
+  assert.match(msg, /-old\n\+bash/, msg);
+  assert.match(reread.output.version, /^2:/);
+  assert.deepEqual(redo.output, { path: "/g/a.txt", replaced: true, lines: 3 });
+  tab.close();
 });

@@ -4,6 +4,7 @@
 // `tool-output-error`) and what the model saw next (the `role: tool` message).
 import { test, before, after } from "node:test";
 import assert from "node:assert/strict";
+import { createHash } from "node:crypto";
 import { asSchema } from "ai";
 import * as think from "@cloudflare/think/tools/workspace";
 import { startScriptedModel } from "./helpers/scripted-model.mjs";
@@ -83,18 +84,20 @@ test("write reports bytes and lines; read numbers lines, pages with offset/limit
   assert.deepEqual(r.output, { path: "/docs/a.txt", bytesWritten: 24, lines: 3 });
   assert.equal(r.seen, JSON.stringify(r.output));
 
+  // `version` is the one addition to Think's output (README, "Versioned writes").
+  const version = `1:${createHash("sha256").update(text).digest("hex").slice(0, 16)}`;
   r = await callTool(tab, "read", { path: "/docs/a.txt" });
-  assert.deepEqual(r.output, { path: "/docs/a.txt", content: "1\théllo\n2\twörld\n3\tthird line", totalLines: 3 });
+  assert.deepEqual(r.output, { path: "/docs/a.txt", content: "1\théllo\n2\twörld\n3\tthird line", totalLines: 3, version });
   assert.equal(r.seen, "1\théllo\n2\twörld\n3\tthird line", "the model gets the numbered text, not JSON");
 
   r = await callTool(tab, "read", { path: "/docs/a.txt", offset: 2, limit: 1 });
-  assert.deepEqual(r.output, { path: "/docs/a.txt", content: "2\twörld", totalLines: 3, fromLine: 2, toLine: 2 });
+  assert.deepEqual(r.output, { path: "/docs/a.txt", content: "2\twörld", totalLines: 3, fromLine: 2, toLine: 2, version });
   r = await callTool(tab, "read", { path: "/docs/a.txt", offset: 2 });
-  assert.deepEqual(r.output, { path: "/docs/a.txt", content: "2\twörld\n3\tthird line", totalLines: 3, fromLine: 2, toLine: 3 });
+  assert.deepEqual(r.output, { path: "/docs/a.txt", content: "2\twörld\n3\tthird line", totalLines: 3, fromLine: 2, toLine: 3, version });
   r = await callTool(tab, "read", { path: "/docs/a.txt", limit: 10 });
   assert.equal(r.output.toLine, 3);
   r = await callTool(tab, "read", { path: "/docs/a.txt", offset: 9 });
-  assert.deepEqual(r.output, { path: "/docs/a.txt", content: "", totalLines: 3, fromLine: 9, toLine: 3 });
+  assert.deepEqual(r.output, { path: "/docs/a.txt", content: "", totalLines: 3, fromLine: 9, toLine: 3, version });
 
   const long = "x".repeat(2500);
   const many = Array.from({ length: 2005 }, (_, i) => `l${i + 1}`).join("\n");
