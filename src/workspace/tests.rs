@@ -706,6 +706,14 @@ fn every_write_path_bumps_the_version_and_records_the_writer() {
         let b = ws.version("/b.txt").unwrap().unwrap();
         assert_eq!(b.counter, 2);
         assert_eq!(b.hash, ws.version("/a.txt").unwrap().unwrap().hash);
+        ws.mkdir("/t", false).unwrap();
+        ws.cp("/a.txt", "/t/a.txt", false).await.unwrap();
+        ws.cp("/t", "/u", true).await.unwrap();
+        let tree = ws.version("/u/a.txt").unwrap().unwrap();
+        assert_eq!(
+            (tree.counter, tree.hash, tree.changed_by),
+            (1, b.hash.clone(), Some(Writer::Code))
+        );
         ws.mv("/b.txt", "/c.txt").await.unwrap();
         assert_eq!(ws.version("/c.txt").unwrap().unwrap().counter, 3);
         assert!(ws.version("/b.txt").unwrap().is_none());

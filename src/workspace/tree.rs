@@ -625,16 +625,17 @@ impl Workspace {
         let t = &self.t;
         let (lo, hi) = path::subtree_bounds(s);
         let skip = s.chars().count() as i64 + 1;
+        let w = self.writer().as_str();
         let now = SqlValue::Integer(self.now());
         // Everything but externally stored files is copied in one statement.
         self.exec(
             &format!(
                 "INSERT INTO {t} (path, parent_path, name, type, mime_type, size, storage,
-                   target, created_at, modified_at, content)
+                   target, created_at, modified_at, content, hash, changed_by)
                  SELECT ? || substr(path, ?),
                    CASE WHEN path = ? THEN ? ELSE ? || substr(parent_path, ?) END,
                    CASE WHEN path = ? THEN ? ELSE name END,
-                   type, mime_type, size, storage, target, ?, ?, content
+                   type, mime_type, size, storage, target, ?, ?, content, hash, '{w}'
                  FROM {t}
                  WHERE (path = ? OR (path > ? AND path < ?))
                    AND NOT (type = 'file' AND storage != 'inline')"
