@@ -114,10 +114,20 @@ const median = (xs) => {
   return s.length % 2 ? s[m] : (s[m - 1] + s[m]) / 2;
 };
 
+/**
+ * think-rs's output in Think's shape: the one documented addition (README, *Versioned writes*)
+ * is the `version` that `read` reports, dropped here so the rest is compared byte for byte.
+ */
+const thinkShape = (v) => {
+  if (!v || typeof v !== "object" || Array.isArray(v) || !("version" in v)) return v;
+  const { version: _version, ...rest } = v;
+  return rest;
+};
+
 function firstDifference(a, b) {
   const n = Math.max(a.length, b.length);
   for (let i = 0; i < n; i++) {
-    if (!isDeepStrictEqual(a[i], b[i])) return { index: i, rust: a[i], ts: b[i] };
+    if (!isDeepStrictEqual(thinkShape(a[i]), b[i])) return { index: i, rust: a[i], ts: b[i] };
   }
   return null;
 }
@@ -202,7 +212,7 @@ async function parityCheck(workers, suiteIndex, calls) {
   const diffs = [];
   for (const [i, c] of calls.entries()) {
     const [rust, ts] = await Promise.all(COMPARED.map((side) => post(workers[side.key], doName, `call/${c.tool}`, { input: c.input })));
-    if (!isDeepStrictEqual(rust, ts)) diffs.push(`#${i} ${c.tool} ${clip(c.input, 80)}: think-rs ${clip(rust, 300)} vs Think ${clip(ts, 300)}`);
+    if (!isDeepStrictEqual(thinkShape(rust), ts)) diffs.push(`#${i} ${c.tool} ${clip(c.input, 80)}: think-rs ${clip(rust, 300)} vs Think ${clip(ts, 300)}`);
   }
   return diffs;
 }
