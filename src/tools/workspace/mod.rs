@@ -128,6 +128,15 @@ fn parse_input<T: DeserializeOwned>(tool: &str, input: Value) -> Result<T, ToolE
         .map_err(|e| ToolError::InvalidInput { tool: tool.to_owned(), reason: e.to_string() })
 }
 
+/// The optional `expectedVersion` property that `write` and `edit` add to Think's schemas
+/// (versioned writes): one definition, so both tools describe it alike.
+pub(crate) fn expected_version_property() -> serde_json::Value {
+    serde_json::json!({
+        "type": "string",
+        "description": "The version `read` reported; the call is refused if the file changed since"
+    })
+}
+
 /// A thrown error in Think becomes the tool's error text. Where the tools meet them, the
 /// errors are worded as Think's `Workspace` words them; the rest keep the filesystem's
 /// Node-style text (`ENOENT: no such file or directory, open '/x'`).

@@ -38,7 +38,7 @@ impl FileToolKind for Write {
             "properties": {
                 "path": {"type": "string", "description": "Absolute path to the file"},
                 "content": {"type": "string", "description": "Content to write to the file"},
-                "expectedVersion": {"type": "string", "description": "The version `read` reported; the call is refused if the file changed since"}
+                "expectedVersion": crate::tools::workspace::expected_version_property()
             },
             "required": ["path", "content"],
             "additionalProperties": false

@@ -65,7 +65,7 @@ impl FileToolKind for Edit {
                 "path": {"type": "string", "description": "Absolute path to the file"},
                 "old_string": {"type": "string", "description": "Exact text to find and replace. Empty string to create a new file."},
                 "new_string": {"type": "string", "description": "Replacement text"},
-                "expectedVersion": {"type": "string", "description": "The version `read` reported; the call is refused if the file changed since"}
+                "expectedVersion": crate::tools::workspace::expected_version_property()
             },
             "required": ["path", "old_string", "new_string"],
             "additionalProperties": false
