@@ -49,6 +49,7 @@ export async function runBash(request) {
   }
 
   const controller = new AbortController();
+  const started = Date.now();
   const timer = setTimeout(() => controller.abort(), timeoutMs);
   let result;
   let error = null;
@@ -60,6 +61,9 @@ export async function runBash(request) {
   } finally {
     clearTimeout(timer);
   }
+  // just-bash's own deadline (the same timeoutMs) can end the run a moment before the timer
+  // fires; either way the timeout ended it.
+  const timedOut = controller.signal.aborted || Date.now() - started >= timeoutMs;
 
   const excluded = (path) =>
     !initialFiles.has(path) &&
@@ -89,7 +93,7 @@ export async function runBash(request) {
     stdout: result.stdout,
     stderr: result.stderr,
     exitCode: result.exitCode,
-    aborted: controller.signal.aborted,
+    aborted: timedOut,
     error,
     entries,
   };
