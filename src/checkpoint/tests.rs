@@ -89,6 +89,19 @@ fn state(f: &Fx) -> State {
     (files, msgs)
 }
 
+/// Asserts two states are equal, naming only what differs (states hold whole files).
+#[track_caller]
+fn same(a: &State, b: &State, what: &str) {
+    let differing: Vec<&String> =
+        a.0.keys().chain(b.0.keys()).filter(|k| a.0.get(*k) != b.0.get(*k)).collect();
+    assert!(
+        differing.is_empty() && a.1 == b.1,
+        "{what}: paths {differing:?} differ, or messages {:?} vs {:?}",
+        a.1,
+        b.1
+    );
+}
+
 fn blob_bytes(f: &Fx) -> i64 {
     let b = crate::workspace::journal::blob_table(f.ws.namespace());
     let rows = f
@@ -457,4 +470,142 @@ fn large_content_spans_export_pages() {
     }
     assert!(pages >= 5, "{pages}");
     assert_eq!(state(&g), at_k);
+}
+
+/// A database that fails at statement `k`: either that statement alone (an error the code
+/// sees and rolls back), or every statement from `k` on (the process dying there: nothing
+/// more reaches SQLite, and the file is reopened as a restarted object would).
+struct Faulty {
+    inner: SqliteSql,
+    count: std::cell::Cell<usize>,
+    fail_at: std::cell::Cell<usize>,
+    die: bool,
+}
+
+impl Sql for Faulty {
+    fn exec(&self, sql: &str, params: &[SqlValue]) -> Result<Vec<crate::store::Row>, StoreError> {
+        let n = self.count.get() + 1;
+        self.count.set(n);
+        let k = self.fail_at.get();
+        if n == k || (self.die && k > 0 && n > k) {
+            return Err(StoreError::Sql(format!("injected fault at statement {n}")));
+        }
+        self.inner.exec(sql, params)
+    }
+
+    fn transaction(&self, f: &mut dyn FnMut() -> Result<(), StoreError>) -> Result<(), StoreError> {
+        self.exec("SAVEPOINT fault_tx", &[])?;
+        let result = f().and_then(|()| self.exec("RELEASE fault_tx", &[]).map(|_| ()));
+        if result.is_err() && !self.die {
+            // A failed body or commit rolls back, as `transactionSync` does.
+            self.inner.exec("ROLLBACK TO fault_tx", &[])?;
+            self.inner.exec("RELEASE fault_tx", &[])?;
+        }
+        result
+    }
+}
+
+/// A workspace over `sql` with checkpoints and the shared blob store.
+fn over(sql: Rc<dyn Sql>, blobs: &Rc<MemoryBlobs>) -> (Rc<Workspace>, Checkpoints) {
+    let ws = Rc::new(
+        Workspace::with_options(
+            sql,
+            clock(),
+            WorkspaceOptions {
+                blobs: Some(blobs.clone() as Rc<dyn BlobStore>),
+                blob_prefix: "agent".into(),
+                inline_threshold: 100_000,
+                ..Default::default()
+            },
+        )
+        .unwrap(),
+    );
+    let cp = Checkpoints::new(ws.clone()).unwrap();
+    (ws, cp)
+}
+
+fn state_of(sql: Rc<dyn Sql>, blobs: &Rc<MemoryBlobs>) -> State {
+    let (ws, cp) = over(sql.clone(), blobs);
+    state(&Fx { sql, counter: Rc::new(SqliteSql::new()), ws, cp, blobs: Some(blobs.clone()) })
+}
+
+/// Builds the scene of a rewind in the database file `path`: returns the state at the
+/// checkpoint, the state now, and the checkpoint's id.
+fn scene(path: &std::path::Path, blobs: &Rc<MemoryBlobs>) -> (State, State, String) {
+    let sql: Rc<dyn Sql> = Rc::new(SqliteSql::open(path));
+    let (ws, cp) = over(sql.clone(), blobs);
+    let f = Fx { sql, counter: Rc::new(SqliteSql::new()), ws, cp, blobs: Some(blobs.clone()) };
+    seed(&f);
+    write(&f.ws, "/spilled.txt", &"s".repeat(150_000));
+    let k = create(&f, "k");
+    let old = state(&f);
+    mutate_everything(&f);
+    write(&f.ws, "/spilled.txt", &"t".repeat(150_000));
+    (old, state(&f), k.id)
+}
+
+#[test]
+fn a_rewind_is_all_or_nothing_whichever_statement_fails_or_the_process_dies_at() {
+    let dir = std::env::temp_dir().join(format!("think-ckpt-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    // How many statements a successful rewind runs.
+    let (total, restored) = {
+        let path = dir.join("count.db");
+        let blobs = Rc::new(MemoryBlobs::default());
+        let (at_k, _, id) = scene(&path, &blobs);
+        let faulty = Rc::new(Faulty {
+            inner: SqliteSql::open(&path),
+            count: 0.into(),
+            fail_at: 0.into(),
+            die: false,
+        });
+        let (_, cp) = over(faulty.clone(), &blobs);
+        let start = faulty.count.get();
+        block_on(cp.rewind(&id, RewindScope::default())).unwrap();
+        let total = faulty.count.get() - start;
+        same(&state_of(faulty.clone(), &blobs), &at_k, "counting run");
+        (total, at_k)
+    };
+    assert!(total >= 5, "{total}");
+    let _ = restored;
+    for die in [false, true] {
+        for k in 1..=total {
+            let path = dir.join(format!("k{k}-{die}.db"));
+            let _ = std::fs::remove_file(&path);
+            let blobs = Rc::new(MemoryBlobs::default());
+            let (_, now, id) = scene(&path, &blobs);
+            let objects = blobs.objects.borrow().clone();
+            let result = {
+                let faulty = Rc::new(Faulty {
+                    inner: SqliteSql::open(&path),
+                    count: 0.into(),
+                    fail_at: 0.into(),
+                    die,
+                });
+                let (_, cp) = over(faulty.clone(), &blobs);
+                faulty.fail_at.set(faulty.count.get() + k);
+                let result = block_on(cp.rewind(&id, RewindScope::default()));
+                if !die {
+                    // The object kept running: its own view is the old state, whole.
+                    faulty.fail_at.set(0);
+                    same(&state_of(faulty.clone(), &blobs), &now, &format!("k={k}: {result:?}"));
+                }
+                result.is_ok()
+            };
+            // Reopened (after a crash, or just again): entirely the old or the new state.
+            let after = state_of(Rc::new(SqliteSql::open(&path)), &blobs);
+            assert!(!result, "k={k} die={die}: the fault reached the rewind");
+            same(&after, &now, &format!("k={k} die={die}: a failed rewind changed nothing"));
+            assert_eq!(*blobs.objects.borrow(), objects, "k={k}: no R2 object touched");
+            let _ = std::fs::remove_file(&path);
+        }
+    }
+    // Without a fault, the same scene rewinds whole.
+    let path = dir.join("whole.db");
+    let blobs = Rc::new(MemoryBlobs::default());
+    let (at_k, _, id) = scene(&path, &blobs);
+    let (_, cp) = over(Rc::new(SqliteSql::open(&path)), &blobs);
+    block_on(cp.rewind(&id, RewindScope::default())).unwrap();
+    same(&state_of(Rc::new(SqliteSql::open(&path)), &blobs), &at_k, "whole");
+    let _ = std::fs::remove_dir_all(&dir);
 }
