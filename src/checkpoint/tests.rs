@@ -659,3 +659,29 @@ fn checkpoint_cost_of_1000_files_with_10_changed() {
         rewind_time
     );
 }
+
+#[test]
+fn a_restarted_workspace_shares_spilled_objects_before_checkpoints_are_built() {
+    let sql = Rc::new(SqliteSql::new());
+    let blobs = Rc::new(MemoryBlobs::default());
+    let f = fx_with(sql.clone(), Some(blobs.clone()), Retention::default());
+    write(&f.ws, "/big.txt", &"1".repeat(200_000));
+    let before = state(&f);
+    let k = create(&f, "k");
+    // The object restarts: a new Workspace over the same database, no Checkpoints yet.
+    let ws = Workspace::with_options(
+        sql.clone(),
+        clock(),
+        WorkspaceOptions {
+            blobs: Some(blobs.clone() as Rc<dyn BlobStore>),
+            blob_prefix: "agent".into(),
+            inline_threshold: 100_000,
+            ..Default::default()
+        },
+    )
+    .unwrap();
+    write(&ws, "/big.txt", &"2".repeat(200_000));
+    assert_eq!(blobs.objects.borrow().len(), 2, "the checkpoint's object was not overwritten");
+    block_on(f.cp.rewind(&k.id, RewindScope::default())).unwrap();
+    same(&state(&f), &before, "restored");
+}

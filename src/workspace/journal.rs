@@ -27,6 +27,19 @@ impl Workspace {
         Ok(())
     }
 
+    /// Notices, once per instance, that checkpoints journal this workspace (their blob
+    /// table exists), so R2 objects are shared safely even before `Checkpoints` is built.
+    pub(crate) fn detect_journal(&self) -> Result<(), FsError> {
+        let rows = self.sql.exec(
+            "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?",
+            &[text(&blob_table(&self.namespace))],
+        )?;
+        if !rows.is_empty() {
+            self.journaled.set(true);
+        }
+        Ok(())
+    }
+
     /// The SQL database this workspace lives in.
     pub(crate) fn sql(&self) -> &Rc<dyn Sql> {
         &self.sql

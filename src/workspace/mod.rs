@@ -519,6 +519,7 @@ impl Workspace {
             &[now.clone(), now],
         )?;
         self.init_history()?;
+        self.detect_journal()?;
         if self.grep_index {
             self.init_grams()?;
         }
