@@ -36,14 +36,8 @@ after(async () => {
 });
 
 let seq = 0;
-/** Calls a callable over the `rpc` frame; a refusal rejects with its error text. */
-async function rpc(tab, method, args = []) {
-  const id = `rpc_${seq++}`;
-  tab.send({ type: "rpc", id, method, args });
-  const reply = await tab.waitFor((f) => f.type === "rpc" && f.id === id, { timeout: 30000 });
-  if (!reply.success) throw new Error(reply.error);
-  return reply.result;
-}
+/** Calls a callable over the `rpc` frame (the `agents` client's `call`); a refusal rejects with its error text. */
+const rpc = (tab, method, args = []) => tab.client.call(method, args);
 
 /** The whole workspace: every entry's path and type, and every file's bytes (base64). */
 async function snapshot(tab) {
@@ -60,7 +54,7 @@ async function turn(tab, prompt, steps, text = "Done.") {
   model.push(...steps.map(([name, args], i) => ({ toolCalls: [{ id: `call_${seq++}_${i}`, name, args }] })), { text });
   const sent = tab.chat(prompt);
   await tab.turn(sent.id, { timeout: 60000 });
-  const errors = tab.chunks(sent.id).filter((c) => c.type === "tool-output-error" || c.type === "error");
+  const errors = tab.chunks(sent.id).filter((c) => /^(tool-output-error|tool-input-error|error)$/.test(c.type));
   assert.deepEqual(errors, [], `the turn's tools failed: ${JSON.stringify(errors)}`);
   return sent;
 }
@@ -104,7 +98,13 @@ test("a rewind restores every byte the file tools, bash and state.* changed, and
   tab.name = name;
   const other = await connect(worker.host, name);
   const { before, after, sent } = await changeEverything(tab);
-  assert.notDeepEqual(after.files, before.files, "the turn changed the workspace");
+  // Every path of the turn ran: each writer's new file is there and each deleted one gone.
+  for (const p of ["/tool/new.txt", "/sh/new/n.txt", "/code/new.txt", "/code/b-moved.txt"]) assert.ok(after.files[p], p);
+  for (const p of ["/tool/gone.txt", "/sh/rm.txt", "/bin/blob.dat", "/code/old.txt", "/tool/b.txt"]) {
+    assert.ok(before.files[p], p);
+    assert.equal(after.files[p], undefined, p);
+  }
+  assert.equal(before.files["/bin/blob.dat"], BINARY);
   assert.ok(after.messages.length > before.messages.length);
 
   const cp = await checkpointOf(tab, sent.userMessage.id);
