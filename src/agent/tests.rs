@@ -647,3 +647,45 @@ fn a_fork_copies_the_checkpoint_and_the_original_keeps_its_state() {
     assert_eq!(again["success"], false);
     assert!(again["error"].as_str().unwrap().contains("is not empty"), "{again}");
 }
+
+struct Unobserved;
+impl super::TurnObserver for Unobserved {
+    fn on_start(&self, _request_id: &str) {}
+    fn on_event(&self, _chunk: &str) {}
+    fn on_error(&self, _error: &str) {}
+    fn on_done(&self) {}
+}
+
+#[test]
+fn the_turn_checkpoint_precedes_the_user_message_on_every_path_and_policy() {
+    use crate::protocol::message::{Role, UIMessage};
+    for policy in [super::MessageConcurrency::Queue, super::MessageConcurrency::Latest] {
+        let mut h = Harness::new(|m| AgentSpec::new(m).message_concurrency(policy));
+        h.model.push([text("a")]);
+        h.chat("one", json!({}));
+        let after_one = ids(&h.agent.messages());
+        // A programmatic turn (DO RPC `chat()`, and a sub-agent's run).
+        let message = UIMessage::new(
+            "u-rpc",
+            Role::User,
+            vec![json!({"type": "text", "text": "rpc"})],
+        );
+        let rpc_turn = super::RpcTurn {
+            observer: Rc::new(Unobserved),
+            client_tools: Vec::new(),
+            executor: None,
+            abort: None,
+        };
+        let agent = h.agent.clone();
+        let _ = h.pool.spawner().spawn_local(async move { agent.chat(message, rpc_turn).await });
+        h.pool.run_until_stalled();
+        assert_eq!(h.agent.messages().len(), 4, "{policy:?}");
+        let list = rpc(&mut h, "l", "checkpoints", json!([]))["result"].clone();
+        let turns: Vec<Value> =
+            list.as_array().unwrap().iter().map(|c| c["turnId"].clone()).collect();
+        assert_eq!(turns, [json!("u-one"), json!("u-rpc")], "{policy:?}");
+        let reply = rpc(&mut h, "r", "rewind", json!([list[1]["id"]]));
+        assert_eq!(reply["success"], true, "{reply}");
+        assert_eq!(ids(&h.agent.messages()), after_one, "{policy:?}");
+    }
+}
