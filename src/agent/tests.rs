@@ -627,6 +627,16 @@ fn a_fork_copies_the_checkpoint_and_the_original_keeps_its_state() {
     let mut src = Harness::new(AgentSpec::new);
     let mut dst = Harness::new(AgentSpec::new);
     src.agent.set_fork_link(Rc::new(LocalFork(dst.agent.clone())));
+    // Three files of 400 KB: more than one page (720 KiB of content) crosses to the fork.
+    let big: Vec<String> = (0..3).map(|i| format!("{i}").repeat(400_000)).collect();
+    for (i, content) in big.iter().enumerate() {
+        let (ws, content) = (src.agent.workspace().clone(), content.clone());
+        let path = format!("/big/{i}.txt");
+        let _ = src.pool.spawner().spawn_local(async move {
+            ws.write_file(&path, &content, "text/plain").await.unwrap();
+        });
+    }
+    src.pool.run_until_stalled();
     src.model.push([text("first")]);
     src.chat("one", json!({}));
     let at_one = src.agent.messages();
@@ -637,7 +647,13 @@ fn a_fork_copies_the_checkpoint_and_the_original_keeps_its_state() {
 
     let forked = rpc(&mut src, "f", "forkSession", json!([id, "copy"]));
     assert_eq!(forked["success"], true, "{forked}");
+    assert!(forked["result"]["pages"].as_u64().unwrap() >= 2, "{forked}");
     dst.pool.run_until_stalled();
+    for (i, content) in big.iter().enumerate() {
+        let (ws, path) = (dst.agent.workspace().clone(), format!("/big/{i}.txt"));
+        let read = futures::executor::block_on(ws.read_file(&path)).unwrap();
+        assert_eq!(read.as_deref(), Some(content.as_str()), "{path}");
+    }
     assert_eq!(dst.agent.messages(), at_one, "the fork has the transcript at the checkpoint");
     assert!(dst.agent.workspace().stat("/notes/a.txt").unwrap().is_none());
     assert_eq!(src.agent.messages().len(), 4, "the original keeps both turns");
@@ -665,11 +681,8 @@ fn the_turn_checkpoint_precedes_the_user_message_on_every_path_and_policy() {
         h.chat("one", json!({}));
         let after_one = ids(&h.agent.messages());
         // A programmatic turn (DO RPC `chat()`, and a sub-agent's run).
-        let message = UIMessage::new(
-            "u-rpc",
-            Role::User,
-            vec![json!({"type": "text", "text": "rpc"})],
-        );
+        let message =
+            UIMessage::new("u-rpc", Role::User, vec![json!({"type": "text", "text": "rpc"})]);
         let rpc_turn = super::RpcTurn {
             observer: Rc::new(Unobserved),
             client_tools: Vec::new(),
