@@ -309,7 +309,7 @@ impl Checkpoints {
         });
         match (result, inner, outcome) {
             (Ok(()), _, Some(mut o)) => {
-                o.undo.files_changed = o.paths.len() as u32;
+                o.undo.files_changed = o.files_restored;
                 Ok(o)
             }
             (_, Some(e), _) => Err(e),

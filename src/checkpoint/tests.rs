@@ -275,6 +275,11 @@ fn journaling_adds_no_statement_to_the_write_path() {
         block_on(f.ws.rewrite_file("/a.txt", "three", "text/plain")).unwrap();
         block_on(f.ws.append_file("/a.txt", "four", "text/plain")).unwrap();
         block_on(f.ws.rm("/b.txt", false, false)).unwrap();
+        f.ws.mkdir("/d", false).unwrap();
+        block_on(f.ws.mv("/a.txt", "/d/a.txt")).unwrap();
+        block_on(f.ws.cp("/d", "/e", true)).unwrap();
+        block_on(f.ws.rm("/d", true, false)).unwrap();
+        f.ws.symlink("/e", "/l").unwrap();
         f.counter.statements() - before
     };
     assert_eq!(count(true), count(false));
