@@ -777,3 +777,27 @@ fn random_histories_rewind_to_exactly_each_checkpoint() {
         }
     }
 }
+
+#[test]
+fn retention_on_create_deletes_the_r2_objects_of_dropped_checkpoints() {
+    let blobs = Rc::new(MemoryBlobs::default());
+    let f = fx_with(
+        Rc::new(SqliteSql::new()),
+        Some(blobs.clone()),
+        Retention { max_checkpoints: 2, max_bytes: 1_000_000_000 },
+    );
+    let mut states = Vec::new();
+    for i in 0..6u8 {
+        write(&f.ws, "/big.bin", &char::from(b'a' + i).to_string().repeat(200_000));
+        let k = create(&f, &format!("k{i}"));
+        states.push((k.id, state(&f)));
+    }
+    // The live object, and the prior content k4 needs (nothing changed after k5); the
+    // objects only k0..k3 needed were deleted when those were dropped.
+    assert_eq!(blobs.objects.borrow().len(), 2, "{:?}", blobs.objects.borrow().keys());
+    assert_eq!(f.cp.list().unwrap().len(), 2);
+    for (id, expected) in states.iter().rev().take(2) {
+        block_on(f.cp.rewind(id, RewindScope::default())).unwrap();
+        same(&state(&f), expected, id);
+    }
+}
