@@ -801,3 +801,46 @@ fn retention_on_create_deletes_the_r2_objects_of_dropped_checkpoints() {
         same(&state(&f), expected, id);
     }
 }
+
+#[test]
+fn bad_ids_and_cursors_are_clear_errors() {
+    let f = fx();
+    write(&f.ws, "/a.txt", "a");
+    let k = create(&f, "k");
+    for cursor in ["x", "f:", "f:abc:/a", "m:z"] {
+        let err = block_on(f.cp.export_page(&k.id, Some(cursor))).unwrap_err();
+        assert!(matches!(err, CheckpointError::BadPage(_)), "{cursor}: {err}");
+    }
+    let err = block_on(f.cp.export_page("c42", None)).unwrap_err();
+    assert_eq!(err.to_string(), "no checkpoint \"c42\"");
+    let err = block_on(f.cp.rewind("", RewindScope::default())).unwrap_err();
+    assert!(matches!(err, CheckpointError::NotFound(_)));
+    // A piece out of order is refused, and nothing is written for that file.
+    let g = fx();
+    let page = ExportPage {
+        checkpoint: k.id.clone(),
+        first: true,
+        items: vec![
+            ExportItem::File {
+                path: "/x.bin".into(),
+                mime_type: "application/octet-stream".into(),
+                text: false,
+                offset: 0,
+                bytes: vec![1, 2],
+                last: false,
+            },
+            ExportItem::File {
+                path: "/x.bin".into(),
+                mime_type: "application/octet-stream".into(),
+                text: false,
+                offset: 5,
+                bytes: vec![3],
+                last: true,
+            },
+        ],
+        next: None,
+    };
+    let err = block_on(g.cp.import_page(&page)).unwrap_err();
+    assert!(matches!(err, CheckpointError::BadPage(_)), "{err}");
+    assert_eq!(block_on(g.ws.read_file("/x.bin")).unwrap(), None);
+}
