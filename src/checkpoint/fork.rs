@@ -329,8 +329,9 @@ impl Checkpoints {
                      (SELECT seq FROM think_ckpt_msgs WHERE epoch >= ?)
                    UNION ALL
                    SELECT m.seq, m.id, m.role, m.body, m.created_at FROM think_ckpt_msgs m
-                   WHERE m.epoch >= ? AND m.seq <= ? AND m.epoch = (SELECT MIN(m2.epoch)
-                     FROM think_ckpt_msgs m2 WHERE m2.seq = m.seq AND m2.epoch >= ?))
+                   WHERE m.epoch >= ? AND m.seq <= ? AND m.existed = 1
+                     AND m.epoch = (SELECT MIN(m2.epoch) FROM think_ckpt_msgs m2
+                                    WHERE m2.seq = m.seq AND m2.epoch >= ?))
                  WHERE seq > ? ORDER BY seq LIMIT ?",
                 &[
                     mark.into(),

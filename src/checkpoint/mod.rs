@@ -309,7 +309,7 @@ impl Checkpoints {
         });
         match (result, inner, outcome) {
             (Ok(()), _, Some(mut o)) => {
-                o.undo.files_changed = o.paths.len() as u32;
+                o.undo.files_changed = o.files_restored;
                 Ok(o)
             }
             (_, Some(e), _) => Err(e),
@@ -327,20 +327,34 @@ impl Checkpoints {
     }
 }
 
-/// Removes the messages after `mark` and puts back the bodies saved in epochs ≥ `from`
-/// (before `now`); returns how many messages were removed.
+/// Removes the messages after `mark`, removes those put at seqs the checkpoint saw empty,
+/// and puts back the bodies saved in epochs ≥ `from` (before `now`); returns how many
+/// messages were removed.
 fn restore_transcript(sql: &dyn Sql, from: i64, now: i64, mark: i64) -> Result<u32, StoreError> {
     let removed =
         sql.exec("DELETE FROM think_messages WHERE seq > ? RETURNING 1", &[mark.into()])?;
-    sql.exec(
-        "INSERT INTO think_messages (seq, id, role, body, created_at)
-         SELECT m.seq, m.id, m.role, m.body, m.created_at FROM think_ckpt_msgs m
-         WHERE m.epoch >= ? AND m.epoch < ? AND m.seq <= ?
-           AND m.epoch = (SELECT MIN(epoch) FROM think_ckpt_msgs m2
-                          WHERE m2.seq = m.seq AND m2.epoch >= ? AND m2.epoch < ?)
-         ON CONFLICT(seq) DO UPDATE SET id = excluded.id, role = excluded.role,
-           body = excluded.body, created_at = excluded.created_at",
-        &[from.into(), now.into(), mark.into(), from.into(), now.into()],
+    let earliest = "m.epoch >= ? AND m.epoch < ? AND m.seq <= ?
+        AND m.epoch = (SELECT MIN(epoch) FROM think_ckpt_msgs m2
+                       WHERE m2.seq = m.seq AND m2.epoch >= ? AND m2.epoch < ?)";
+    let params: Vec<SqlValue> = vec![from.into(), now.into(), mark.into(), from.into(), now.into()];
+    // Seqs filled since (by a rewind) go first, so no id is held twice meanwhile.
+    let refilled = sql.exec(
+        &format!(
+            "DELETE FROM think_messages WHERE seq IN
+               (SELECT m.seq FROM think_ckpt_msgs m WHERE {earliest} AND m.existed = 0)
+             RETURNING 1"
+        ),
+        &params,
     )?;
-    Ok(removed.len() as u32)
+    sql.exec(
+        &format!(
+            "INSERT INTO think_messages (seq, id, role, body, created_at)
+             SELECT m.seq, m.id, m.role, m.body, m.created_at FROM think_ckpt_msgs m
+             WHERE {earliest} AND m.existed = 1
+             ON CONFLICT(seq) DO UPDATE SET id = excluded.id, role = excluded.role,
+               body = excluded.body, created_at = excluded.created_at"
+        ),
+        &params,
+    )?;
+    Ok((removed.len() + refilled.len()) as u32)
 }

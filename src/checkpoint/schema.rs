@@ -8,7 +8,8 @@
 //! - `cf_wsckblob_<ns>`: prior content, content-addressed by the workspace's content hash: the
 //!   inline bytes, or a reference to the R2 object / chunk set the live row used.
 //! - `think_ckpt_msgs`: the prior body of a transcript message updated or deleted in an epoch
-//!   (only messages the epoch's checkpoint saw: later ones are removed by a rewind anyway).
+//!   (only messages the epoch's checkpoint saw: later ones are removed by a rewind anyway), or
+//!   that a seq it saw as absent was filled (by a rewind).
 //!
 //! The triggers are active only while a checkpoint exists. A chunk set a journal blob (or a
 //! live row) still names is never deleted: its DELETE is ignored, and the GC sweeps it later.
@@ -24,11 +25,21 @@ pub(crate) const SHARED: &[&str] = &[
     "CREATE TABLE IF NOT EXISTS think_ckpt_msgs (
         epoch INTEGER NOT NULL,
         seq INTEGER NOT NULL,
-        id TEXT NOT NULL,
-        role TEXT NOT NULL,
-        body TEXT NOT NULL,
-        created_at INTEGER NOT NULL,
+        existed INTEGER NOT NULL DEFAULT 1,
+        id TEXT,
+        role TEXT,
+        body TEXT,
+        created_at INTEGER,
         PRIMARY KEY (epoch, seq)) WITHOUT ROWID",
+    // A message inserted at a seq the checkpoint saw (only a rewind puts one back there):
+    // remembered as absent, so rewinding to the checkpoint removes it again.
+    "CREATE TRIGGER IF NOT EXISTS think_ckpt_msg_ins AFTER INSERT ON think_messages
+     WHEN NEW.seq <= COALESCE((SELECT mark FROM think_ckpt ORDER BY epoch DESC LIMIT 1), -1)
+     BEGIN
+       INSERT INTO think_ckpt_msgs (epoch, seq, existed)
+       SELECT e.epoch, NEW.seq, 0 FROM (SELECT MAX(epoch) AS epoch FROM think_ckpt) e
+       WHERE NOT EXISTS (SELECT 1 FROM think_ckpt_msgs WHERE epoch = e.epoch AND seq = NEW.seq);
+     END",
     "CREATE TABLE IF NOT EXISTS think_ckpt_import (
         path TEXT NOT NULL,
         offset INTEGER NOT NULL,

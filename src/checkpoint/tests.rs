@@ -275,6 +275,11 @@ fn journaling_adds_no_statement_to_the_write_path() {
         block_on(f.ws.rewrite_file("/a.txt", "three", "text/plain")).unwrap();
         block_on(f.ws.append_file("/a.txt", "four", "text/plain")).unwrap();
         block_on(f.ws.rm("/b.txt", false, false)).unwrap();
+        f.ws.mkdir("/d", false).unwrap();
+        block_on(f.ws.mv("/a.txt", "/d/a.txt")).unwrap();
+        block_on(f.ws.cp("/d", "/e", true)).unwrap();
+        block_on(f.ws.rm("/d", true, false)).unwrap();
+        f.ws.symlink("/e", "/l").unwrap();
         f.counter.statements() - before
     };
     assert_eq!(count(true), count(false));
@@ -424,26 +429,31 @@ fn export_then_import_reproduces_the_checkpoint() {
     write(&f.ws, "/spilled.txt", "gone");
     let now = state(&f);
     let g = fx_with(Rc::new(SqliteSql::new()), f.blobs.clone(), Retention::default());
-    let mut cursor: Option<String> = None;
-    let mut pages = 0;
-    loop {
-        let page = block_on(f.cp.export_page(&k.id, cursor.as_deref())).unwrap();
-        let wire = serde_json::to_string(&page).unwrap();
-        assert!(wire.len() <= 1_048_576, "a page is {} bytes", wire.len());
-        let page: ExportPage = serde_json::from_str(&wire).unwrap();
-        block_on(g.cp.import_page(&page)).unwrap();
-        pages += 1;
-        match page.next {
-            Some(n) => cursor = Some(n),
-            None => break,
-        }
-    }
+    let pages = fork(&f, &g, &k.id);
     assert!(pages >= 1);
     assert_eq!(state(&g), at_k, "the fork holds the checkpoint's state");
     assert_eq!(state(&f), now, "the original keeps its own");
     // A fork is imported into an empty instance only.
     let page = block_on(f.cp.export_page(&k.id, None)).unwrap();
     assert!(matches!(block_on(g.cp.import_page(&page)), Err(CheckpointError::NotEmpty)));
+}
+
+/// Copies checkpoint `id` of `from` into `to`, page by page through JSON; returns the pages.
+fn fork(from: &Fx, to: &Fx, id: &str) -> usize {
+    let mut cursor: Option<String> = None;
+    let mut pages = 0;
+    loop {
+        let page = block_on(from.cp.export_page(id, cursor.as_deref())).unwrap();
+        let wire = serde_json::to_string(&page).unwrap();
+        assert!(wire.len() <= 1_048_576, "a page is {} bytes", wire.len());
+        let page: ExportPage = serde_json::from_str(&wire).unwrap();
+        block_on(to.cp.import_page(&page)).unwrap();
+        pages += 1;
+        match page.next {
+            Some(n) => cursor = Some(n),
+            None => return pages,
+        }
+    }
 }
 
 #[test]
@@ -456,18 +466,7 @@ fn large_content_spans_export_pages() {
     let at_k = state(&f);
     block_on(f.ws.rm("/chunked.bin", false, false)).unwrap();
     let g = fx();
-    let mut cursor: Option<String> = None;
-    let mut pages = 0;
-    loop {
-        let page = block_on(f.cp.export_page(&k.id, cursor.as_deref())).unwrap();
-        assert!(serde_json::to_string(&page).unwrap().len() <= 1_048_576);
-        block_on(g.cp.import_page(&page)).unwrap();
-        pages += 1;
-        match page.next {
-            Some(n) => cursor = Some(n),
-            None => break,
-        }
-    }
+    let pages = fork(&f, &g, &k.id);
     assert!(pages >= 5, "{pages}");
     assert_eq!(state(&g), at_k);
 }
@@ -684,4 +683,164 @@ fn a_restarted_workspace_shares_spilled_objects_before_checkpoints_are_built() {
     assert_eq!(blobs.objects.borrow().len(), 2, "the checkpoint's object was not overwritten");
     block_on(f.cp.rewind(&k.id, RewindScope::default())).unwrap();
     same(&state(&f), &before, "restored");
+}
+
+/// Random operations (inline, spilled and chunked content, every mutation kind, transcript
+/// edits) with checkpoints among them; then rewinds to checkpoints in random order, each
+/// of which must give back exactly the state recorded when that checkpoint was taken, also
+/// after retention dropped the oldest.
+#[test]
+fn random_histories_rewind_to_exactly_each_checkpoint() {
+    for seed_value in [1u64, 7, 42] {
+        let f = fx_with(
+            Rc::new(SqliteSql::new()),
+            Some(Rc::new(MemoryBlobs::default())),
+            Retention { max_checkpoints: 12, max_bytes: 1_000_000_000 },
+        );
+        let mut rng = seed_value;
+        let mut next = |n: u64| {
+            rng = rng.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+            (rng >> 33) % n
+        };
+        let paths = ["/a", "/b", "/d/c", "/d/e/f", "/g"];
+        let chat = ChatStore::new(f.sql.as_ref());
+        let mut recorded: Vec<(String, State)> = Vec::new();
+        let random_op = |f: &Fx, step: usize, next: &mut dyn FnMut(u64) -> u64| {
+            let p = paths[next(paths.len() as u64) as usize];
+            let q = paths[next(paths.len() as u64) as usize];
+            let size = [10usize, 150_000, 1_800_000][next(3) as usize];
+            let ws = &f.ws;
+            // Errors (a missing source, a file where a directory is) are fine: the
+            // operation then changed nothing, which the checkpoints must agree with.
+            match next(9) {
+                0 | 1 => {
+                    let text = format!("{step}").repeat(size / 2 + 1);
+                    let _ = block_on(ws.write_file(p, &text, "text/plain"));
+                }
+                2 => {
+                    let _ = block_on(ws.append_file(p, "+", "text/plain"));
+                }
+                3 => {
+                    let _ = block_on(ws.rm(p, true, true));
+                }
+                4 => {
+                    let _ = block_on(ws.mv(p, q));
+                }
+                5 => {
+                    let _ = block_on(ws.cp(p, q, true));
+                }
+                6 => {
+                    let _ = ws.mkdir(p, true);
+                }
+                7 => {
+                    let _ = ws.symlink(q, p);
+                }
+                _ => {
+                    let id = format!("m{}", next(6));
+                    if next(3) == 0 {
+                        let _ = chat.truncate_after(&id);
+                    } else {
+                        let m = message(&id, "user", &format!("s{step}"));
+                        chat.upsert(&m, step as f64).unwrap();
+                    }
+                }
+            }
+        };
+        for step in 0..60 {
+            random_op(&f, step, &mut next);
+            if next(4) == 0 {
+                let k = create(&f, &format!("s{step}"));
+                recorded.push((k.id, state(&f)));
+            }
+        }
+        for round in 0..12 {
+            let live: Vec<String> = f.cp.list().unwrap().into_iter().map(|c| c.id).collect();
+            recorded.retain(|(id, _)| live.contains(id));
+            assert!(recorded.len() >= 3, "seed {seed_value}: {} checkpoints", recorded.len());
+            let (id, expected) = recorded[next(recorded.len() as u64) as usize].clone();
+            let present = state(&f);
+            let out = block_on(f.cp.rewind(&id, RewindScope::default())).unwrap();
+            same(&state(&f), &expected, &format!("seed {seed_value}, rewind to {id}"));
+            // The rewind's own checkpoint holds the state before it.
+            recorded.push((out.undo.id, present));
+            for step in 0..3 {
+                random_op(&f, 100 + round * 3 + step, &mut next);
+            }
+        }
+        // A fork of any remaining checkpoint holds exactly its state.
+        let live: Vec<String> = f.cp.list().unwrap().into_iter().map(|c| c.id).collect();
+        recorded.retain(|(id, _)| live.contains(id));
+        for (id, expected) in recorded.iter().take(3) {
+            let g = fx_with(Rc::new(SqliteSql::new()), f.blobs.clone(), Retention::default());
+            fork(&f, &g, id);
+            same(&state(&g), expected, &format!("seed {seed_value}, fork of {id}"));
+        }
+    }
+}
+
+#[test]
+fn retention_on_create_deletes_the_r2_objects_of_dropped_checkpoints() {
+    let blobs = Rc::new(MemoryBlobs::default());
+    let f = fx_with(
+        Rc::new(SqliteSql::new()),
+        Some(blobs.clone()),
+        Retention { max_checkpoints: 2, max_bytes: 1_000_000_000 },
+    );
+    let mut states = Vec::new();
+    for i in 0..6u8 {
+        write(&f.ws, "/big.bin", &char::from(b'a' + i).to_string().repeat(200_000));
+        let k = create(&f, &format!("k{i}"));
+        states.push((k.id, state(&f)));
+    }
+    // The live object, and the prior content k4 needs (nothing changed after k5); the
+    // objects only k0..k3 needed were deleted when those were dropped.
+    assert_eq!(blobs.objects.borrow().len(), 2, "{:?}", blobs.objects.borrow().keys());
+    assert_eq!(f.cp.list().unwrap().len(), 2);
+    for (id, expected) in states.iter().rev().take(2) {
+        block_on(f.cp.rewind(id, RewindScope::default())).unwrap();
+        same(&state(&f), expected, id);
+    }
+}
+
+#[test]
+fn bad_ids_and_cursors_are_clear_errors() {
+    let f = fx();
+    write(&f.ws, "/a.txt", "a");
+    let k = create(&f, "k");
+    for cursor in ["x", "f:", "f:abc:/a", "m:z"] {
+        let err = block_on(f.cp.export_page(&k.id, Some(cursor))).unwrap_err();
+        assert!(matches!(err, CheckpointError::BadPage(_)), "{cursor}: {err}");
+    }
+    let err = block_on(f.cp.export_page("c42", None)).unwrap_err();
+    assert_eq!(err.to_string(), "no checkpoint \"c42\"");
+    let err = block_on(f.cp.rewind("", RewindScope::default())).unwrap_err();
+    assert!(matches!(err, CheckpointError::NotFound(_)));
+    // A piece out of order is refused, and nothing is written for that file.
+    let g = fx();
+    let page = ExportPage {
+        checkpoint: k.id.clone(),
+        first: true,
+        items: vec![
+            ExportItem::File {
+                path: "/x.bin".into(),
+                mime_type: "application/octet-stream".into(),
+                text: false,
+                offset: 0,
+                bytes: vec![1, 2],
+                last: false,
+            },
+            ExportItem::File {
+                path: "/x.bin".into(),
+                mime_type: "application/octet-stream".into(),
+                text: false,
+                offset: 5,
+                bytes: vec![3],
+                last: true,
+            },
+        ],
+        next: None,
+    };
+    let err = block_on(g.cp.import_page(&page)).unwrap_err();
+    assert!(matches!(err, CheckpointError::BadPage(_)), "{err}");
+    assert_eq!(block_on(g.ws.read_file("/x.bin")).unwrap(), None);
 }
