@@ -1,21 +1,26 @@
 #!/usr/bin/env bash
-# Builds the Worker: Rust → wasm (release, size-optimised, wasm-opt -Oz) plus the JS shim, into
-# build/ (scripts/wasm-build.sh), and the chat page into web/dist (scripts/build-web.sh) at the
-# same time, since the page needs nothing from the wasm. Each step is skipped when its output is
-# newer than every input.
+# Builds the Worker: Rust → wasm plus the JS shim, into build/ (scripts/wasm-build.sh), and the
+# chat page into web/dist (scripts/build-web.sh) at the same time, since the page needs nothing
+# from the wasm. The wasm is the size-optimised release build (wasm-opt -Oz), or under
+# `npm start` the quicker `start` profile (THINK_WASM_PROFILE, README "First run"). Each step is
+# skipped when its output is newer than every input (scripts/wasm-up-to-date.sh for the wasm).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source scripts/env.sh
 bash scripts/build-web.sh &
 web=$!
-out=build/index_bg.wasm
-if [ -f "$out" ] && [ -f build/index.js ] && [ "${THINK_FORCE_BUILD:-}" != 1 ] \
-   && [ -z "$(find src js build.rs Cargo.toml Cargo.lock package-lock.json .cargo -newer "$out" -print -quit)" ]; then
-  echo "build: up to date"
+if bash scripts/wasm-up-to-date.sh; then
+  echo "build: up to date ($(cat build/profile 2>/dev/null || echo release) build)"
 else
   bash scripts/wasm-build.sh . "$@"
+  out=build/index_bg.wasm
+  raw=$(stat -c %s "$out")
+  if [ "$THINK_WASM_PROFILE" = release ]; then
+    echo "build: index_bg.wasm $raw bytes raw, $(gzip -9 -c "$out" | wc -c) bytes gzip"
+  else
+    # The gzip size matters only for what is deployed; gzip -9 of the larger `start` wasm would
+    # delay `npm start` by a second or two.
+    echo "build: index_bg.wasm ($THINK_WASM_PROFILE build) $raw bytes raw"
+  fi
 fi
-raw=$(stat -c %s "$out")
-gz=$(gzip -9 -c "$out" | wc -c)
-echo "build: index_bg.wasm $raw bytes raw, $gz bytes gzip"
 wait "$web"

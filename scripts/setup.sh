@@ -4,9 +4,11 @@
 # the pinned npm packages (esbuild and binaryen's wasm-opt among them), and Debian's chromium
 # for the browser tests.
 # Usage: setup.sh [start|test]. Without an argument (`npm run setup`) it returns once all is
-# installed. `start` and `test` leave the CLI compiling in the background, to overlap with the
-# crate's wasm build that comes next (scripts/wasm-build.sh waits for the CLI only when it
-# needs it); `start` skips what only the tests use (chromium, rustfmt, clippy).
+# installed. `start` and `test` also start compiling the crate for wasm32 (in the
+# $THINK_WASM_PROFILE profile, scripts/wasm-compile.sh), which needs nothing from npm, and leave
+# it and the CLI compiling in the background while the build that comes next does what it can
+# without them (scripts/wasm-build.sh waits on cargo's lock, and for the CLI only when it needs
+# it); `start` skips what only the tests use (chromium, rustfmt, clippy).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source scripts/env.sh
@@ -14,6 +16,11 @@ mode=${1:-all}
 
 rustup target list --installed 2>/dev/null | grep -qx wasm32-unknown-unknown \
   || rustup target add wasm32-unknown-unknown
+if [ "$mode" != all ] && ! bash scripts/wasm-up-to-date.sh; then
+  # The longest step of a fresh clone's first run, so it starts first; a failure shows again
+  # (in the foreground) when scripts/wasm-build.sh runs the same compile.
+  bash scripts/wasm-compile.sh . &
+fi
 if [ "$mode" != start ]; then
   # npm test's gates: cargo fmt --check and cargo clippy.
   for component in rustfmt clippy; do

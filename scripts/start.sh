@@ -3,11 +3,17 @@
 # on 127.0.0.1:$PORT (default 8787), persisting state to $THINK_STATE_DIR.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-# The wasm-bindgen CLI goes on compiling in the background while wrangler's build compiles the
-# crate; the build waits for it just before it runs it.
+# The quick-to-compile wasm profile (Cargo.toml); THINK_WASM_PROFILE=release serves the tests'
+# build instead. A release build already in build/ is used as it is.
+export THINK_WASM_PROFILE="${THINK_WASM_PROFILE:-start}"
+# The crate and the wasm-bindgen CLI go on compiling in the background, started before npm ci;
+# wrangler's build (below) waits for them just before it needs them.
 bash scripts/setup.sh start
 source scripts/env.sh
-# wrangler runs scripts/build.sh itself ([build] in wrangler.toml) and rebuilds on edits.
+# wrangler runs scripts/build.sh itself ([build] in wrangler.toml), with this environment, and
+# rebuilds on edits. It runs it twice at start (wrangler 4.86 builds once to find the entry and
+# again when its file watcher is ready, printing "The file src changed"); the second finds
+# everything up to date and only checks timestamps.
 
 # Model settings come from the environment when set; otherwise wrangler reads .dev.vars.
 vars=()

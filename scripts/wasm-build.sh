@@ -2,11 +2,12 @@
 # Builds one workers-rs crate into <crate-dir>/build (index.js + index_bg.wasm), doing what
 # worker-build 0.8.7 does for a plain wasm32-unknown-unknown crate, with the project's own
 # tools (README, "Building"):
-#   1. cargo build --lib --release --target wasm32-unknown-unknown (WASM_BINDGEN_USE_JS_SYS=1,
-#      which the `worker` macros read);
+#   1. cargo build --lib --target wasm32-unknown-unknown in the $THINK_WASM_PROFILE profile
+#      (scripts/wasm-compile.sh);
 #   2. wasm-bindgen --target module, with the reset-state function and the abort handler that
 #      the shim uses to recover from a trap;
-#   3. wasm-opt -Oz with workerd's feature set, keeping the name section;
+#   3. wasm-opt -Oz with workerd's feature set, keeping the name section (release only: the
+#      `start` profile is for a quick local start, where size does not matter);
 #   4. js/shim.mjs writes the entry module (handlers + class proxies) and esbuild bundles it
 #      with the glue and its JS snippets into one minified index.js.
 # worker-build's other steps are left out on purpose: installing wasm-bindgen and esbuild
@@ -21,9 +22,9 @@ cd "$root"
 source scripts/env.sh
 name=$(awk -F'"' '/^\[package\]/{p=1} p && $1 ~ /^name *= */{print $2; exit}' "$crate/Cargo.toml")
 target_dir=${CARGO_TARGET_DIR:-$crate/target}
-wasm="$target_dir/wasm32-unknown-unknown/release/${name//-/_}.wasm"
+wasm="$target_dir/wasm32-unknown-unknown/$THINK_WASM_PROFILE/${name//-/_}.wasm"
 
-(cd "$crate" && WASM_BINDGEN_USE_JS_SYS=1 cargo build --lib --release --target wasm32-unknown-unknown "$@")
+bash "$root/scripts/wasm-compile.sh" "$crate" "$@"
 
 # Build into a staging directory and swap it in, so a failed build leaves the last good one.
 # The CLI may still be compiling in the background (scripts/setup.sh); wait for it here.
@@ -32,12 +33,14 @@ stage=$(mktemp -d "$crate/.build.XXXXXX")
 trap 'rm -rf "$stage"' EXIT
 "$WASM_BINDGEN_BIN" "$wasm" --out-dir "$stage" --no-typescript --target module --out-name index \
   --experimental-reset-state-function --force-enable-abort-handler
-# Explicit features, not --all-features, so binaryen never emits an encoding workerd lacks.
-"$WASM_OPT_BIN" "$stage/index_bg.wasm" -o "$stage/index_bg.opt.wasm" -Oz --enable-simd \
-  --enable-mutable-globals --enable-sign-ext --enable-nontrapping-float-to-int \
-  --enable-bulk-memory --enable-multivalue --enable-reference-types \
-  --enable-exception-handling --debuginfo
-mv "$stage/index_bg.opt.wasm" "$stage/index_bg.wasm"
+if [ "$THINK_WASM_PROFILE" = release ]; then
+  # Explicit features, not --all-features, so binaryen never emits an encoding workerd lacks.
+  "$WASM_OPT_BIN" "$stage/index_bg.wasm" -o "$stage/index_bg.opt.wasm" -Oz --enable-simd \
+    --enable-mutable-globals --enable-sign-ext --enable-nontrapping-float-to-int \
+    --enable-bulk-memory --enable-multivalue --enable-reference-types \
+    --enable-exception-handling --debuginfo
+  mv "$stage/index_bg.opt.wasm" "$stage/index_bg.wasm"
+fi
 node "$root/js/shim.mjs" "$stage"
 # Node builtins stay imports: just-bash (js/bash/bridge.mjs) needs `node:zlib`, which workerd
 # serves under `compatibility_flags = ["nodejs_compat"]`.
@@ -49,5 +52,8 @@ node "$root/js/shim.mjs" "$stage"
 sed 's/import source /import /' "$stage/index.bundle.js" > "$stage/index.js"
 rm -rf "$stage/index.bundle.js" "$stage/shim.js" "$stage/snippets"
 
+# Which profile built it, so scripts/build.sh rebuilds a `start` build for the tests or deploy.
+echo "$THINK_WASM_PROFILE" > "$stage/profile"
+
 mkdir -p "$crate/build"
-mv -f "$stage/index.js" "$stage/index_bg.wasm" "$crate/build/"
+mv -f "$stage/index.js" "$stage/index_bg.wasm" "$stage/profile" "$crate/build/"
