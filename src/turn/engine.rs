@@ -356,8 +356,12 @@ fn joined(deltas: &mut Vec<String>) -> String {
     if deltas.len() == 1 {
         return deltas.pop().unwrap_or_default();
     }
-    let mut text = String::with_capacity(deltas.iter().map(String::len).sum());
-    for d in deltas.drain(..) {
+    // The first delta grows to the whole text, in place when the memory after it is free.
+    let total = deltas.iter().map(String::len).sum::<usize>();
+    let mut pieces = deltas.drain(..);
+    let mut text = pieces.next().unwrap_or_default();
+    text.reserve_exact(total - text.len());
+    for d in pieces {
         text.push_str(&d);
     }
     text
@@ -427,7 +431,12 @@ fn resolve_call(
         return input_error(call, input, text, true);
     };
     let args = joined(&mut call.args);
-    let input = match parse_args(&args) {
+    let parsed = if args.len() >= ANNOUNCE_FROM_TEXT_BYTES {
+        parse_args_with_room(&args)
+    } else {
+        parse_args(&args)
+    };
+    let input = match parsed {
         Ok(v) => v,
         Err(e) => {
             let text = format!(
@@ -459,6 +468,22 @@ fn resolve_call(
 
 /// Arguments from this size on are announced from their text (see [`announce_input`]).
 const ANNOUNCE_FROM_TEXT_BYTES: usize = 1 << 20;
+
+/// Bytes of the announcing frame beyond the arguments' escaped text: its envelope, the
+/// request id and the chunk's other fields.
+const FRAME_ROOM_BYTES: usize = 1024;
+
+/// [`parse_args`] for a large text, parsed from a copy with room for the frame that will
+/// announce it: the input's largest string is unescaped in place in that copy, so once the
+/// input is dropped (see [`announce_input`]) the frame, a little larger than the input (its
+/// quotes and backslashes escaped once more), fits in its place instead of growing the
+/// memory, which wasm never gives back. Same result and errors as [`parse_args`].
+fn parse_args_with_room(args: &str) -> Result<Value, serde_json::Error> {
+    let escapes = args.bytes().filter(|b| matches!(b, b'"' | b'\\')).count();
+    let mut copy = String::with_capacity(args.len() + escapes + FRAME_ROOM_BYTES);
+    copy.push_str(args);
+    crate::protocol::json::from_string_exact(copy)
+}
 
 /// Emits `tool-input-available` for a call and returns its input for the run. A large
 /// input that the model's text is exactly the serialization of is dropped and announced
