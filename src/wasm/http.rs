@@ -10,42 +10,43 @@ use async_trait::async_trait;
 use futures::StreamExt;
 use js_sys::{Array, Uint8Array};
 use wasm_bindgen::prelude::wasm_bindgen;
-use wasm_bindgen::JsValue;
+use wasm_bindgen::{JsCast, JsValue};
 use wasm_bindgen_futures::JsFuture;
 use worker::{Fetch, Headers, Method, Request, RequestInit, RequestRedirect};
 
 use crate::platform::{HttpClient, HttpError, HttpRequest, HttpResponse, Redirect, RequestBody};
 
 #[wasm_bindgen(inline_js = r#"
-// A response body's reader: BYOB into one buffer where the stream supports it (a fetch
-// body does), else the default reader.
-export function openBody(response) {
+// A response body's reader, as a function that resolves to the next chunk (a Uint8Array) or
+// to undefined at the end; null without a body. BYOB into one buffer where the stream
+// supports it (a fetch body does): a read hands the buffer back transferred (the same
+// memory), and the next read reuses it. Else the default reader.
+export function bodyReader(response) {
   const body = response.body;
   if (!body) return null;
+  let reader;
+  let buffer = null;
   try {
-    return { reader: body.getReader({ mode: "byob" }), buffer: new ArrayBuffer(65536) };
+    reader = body.getReader({ mode: "byob" });
+    buffer = new ArrayBuffer(65536);
   } catch {
-    return { reader: body.getReader(), buffer: null };
+    reader = body.getReader();
   }
-}
-// The next chunk as a Uint8Array, or undefined at the end. A BYOB read hands the buffer back
-// transferred (the same memory), and the next read reuses it.
-export async function readBody(state) {
-  if (state.buffer === null) {
-    const { done, value } = await state.reader.read();
-    return done ? undefined : value;
-  }
-  const { done, value } = await state.reader.read(new Uint8Array(state.buffer));
-  if (done) return undefined;
-  state.buffer = value.buffer;
-  return value;
+  return async () => {
+    if (buffer === null) {
+      const { done, value } = await reader.read();
+      return done ? undefined : value;
+    }
+    const { done, value } = await reader.read(new Uint8Array(buffer));
+    if (done) return undefined;
+    buffer = value.buffer;
+    return value;
+  };
 }
 "#)]
 extern "C" {
-    #[wasm_bindgen(js_name = openBody)]
-    fn open_body(response: &JsValue) -> JsValue;
-    #[wasm_bindgen(js_name = readBody)]
-    fn read_body(state: &JsValue) -> js_sys::Promise;
+    #[wasm_bindgen(js_name = bodyReader)]
+    fn body_reader(response: &JsValue) -> JsValue;
 }
 
 /// The Worker's `fetch`, as the agent's [`HttpClient`].
@@ -92,19 +93,24 @@ impl HttpClient for FetchHttp {
         let status = response.status_code();
         let headers: Vec<(String, String)> = response.headers().entries().collect();
         let raw: JsValue = web_sys::Response::from(&response).into();
-        let state = open_body(&raw);
-        if state.is_null() {
+        let next = body_reader(&raw);
+        if next.is_null() {
             return Ok(HttpResponse {
                 status,
                 headers,
                 body: futures::stream::empty().boxed_local(),
             });
         }
-        let body = futures::stream::unfold(Some(state), |state| async move {
-            let s = state?;
-            match JsFuture::from(read_body(&s)).await {
+        let next: js_sys::Function = next.unchecked_into();
+        let body = futures::stream::unfold(Some(next), |next| async move {
+            let next = next?;
+            let read = match next.call0(&JsValue::NULL) {
+                Ok(promise) => JsFuture::from(js_sys::Promise::from(promise)).await,
+                Err(e) => Err(e),
+            };
+            match read {
                 Ok(v) if v.is_undefined() => None,
-                Ok(v) => Some((Ok(Uint8Array::from(v).to_vec()), Some(s))),
+                Ok(v) => Some((Ok(Uint8Array::from(v).to_vec()), Some(next))),
                 Err(e) => Some((Err(HttpError::Body(format!("{e:?}"))), None)),
             }
         });
