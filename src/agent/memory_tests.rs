@@ -236,16 +236,17 @@ fn file_of(bytes: usize) -> String {
     format!("{line}\n").repeat(bytes / 64 + 1)[..bytes].to_owned()
 }
 
-/// Most a write through the model may hold at once, as a multiple of the file: the tool's
-/// input, the answer being built (its copy of the input), and then the history's text with
-/// the next model request written from it.
-const WRITE_MAX_MULTIPLE: f64 = 3.3;
+/// Most a write through the model may hold at once, as a multiple of the file: the
+/// history's text of the arguments and one more of the file's size at a time (the parsed
+/// input, the frame announcing it, or the next model request in pieces); 3.2x before the
+/// input was announced from the text and the answer kept that text.
+const WRITE_MAX_MULTIPLE: f64 = 2.5;
 /// Most a read may hold at once: the file as the blob store returns it, and a little more.
 const READ_MAX_MULTIPLE: f64 = 1.25;
 /// Most the wasm linear memory may grow for a write, as a multiple of the file: what is
 /// held at once plus the holes wasm's allocator cannot reuse for the larger blocks after
-/// them.
-const WASM_MAX_MULTIPLE: f64 = 4.6;
+/// them (4.2x before the parsed input left room for the frame after it).
+const WASM_MAX_MULTIPLE: f64 = 3.5;
 
 #[test]
 fn a_large_write_and_read_hold_a_small_multiple_of_the_file_and_give_it_back() {

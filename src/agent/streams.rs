@@ -169,6 +169,10 @@ impl<'a> StreamBuffer<'a> {
         self.insert_row(id, seq, "pack", &body)
     }
 
+    /// Writes one row. The body is bound as bytes and stored as text (`CAST(? AS TEXT)`, the
+    /// same UTF-8): the SQLite bridge binds a large blob straight from wasm memory, where a
+    /// large text would become a JavaScript string per row (a chunk carrying a whole file
+    /// crosses as garbage of its size in the JS heap).
     fn insert_row(
         &self,
         id: &str,
@@ -177,8 +181,8 @@ impl<'a> StreamBuffer<'a> {
         body: &str,
     ) -> Result<(), StoreError> {
         self.sql.exec(
-            "INSERT OR REPLACE INTO think_stream_chunks (stream_id, seq, kind, body) VALUES (?, ?, ?, ?)",
-            &[id.into(), SqlValue::Integer(*seq), kind.into(), body.into()],
+            "INSERT OR REPLACE INTO think_stream_chunks (stream_id, seq, kind, body) VALUES (?, ?, ?, CAST(? AS TEXT))",
+            &[id.into(), SqlValue::Integer(*seq), kind.into(), SqlValue::Blob(body.as_bytes().to_vec())],
         )?;
         *seq += 1;
         Ok(())
@@ -344,6 +348,11 @@ mod tests {
             .as_i64()
             .unwrap();
         assert!(max_row as usize <= ROW_BYTES + 64, "{max_row}");
+        let not_text = sql
+            .exec("SELECT count(*) FROM think_stream_chunks WHERE typeof(body) != 'text'", &[])
+            .unwrap()[0][0]
+            .as_i64();
+        assert_eq!(not_text, Some(0), "rows are stored as text");
         let rec = buf.get("r1").unwrap().unwrap();
         assert_eq!(rec.status, StreamStatus::Streaming);
         assert!(rec.continuation);

@@ -11,12 +11,14 @@ use super::ledger::LedgeredTool;
 use super::spec::MessageConcurrency;
 use super::streams::{FlushCursor, StreamBuffer, StreamStatus};
 use super::{Agent, CallError, TurnContext, CONFIG_BODY};
+use crate::model::ToolArguments;
 use crate::platform::{random_id, random_uuid};
 use crate::protocol::accumulator::{ChunkAction, StreamAccumulator};
 use crate::protocol::chunk;
 use crate::protocol::frames::{
     self, ChatRequest, ChatResponse, ClientToolSchema, MessageUpdated, StreamResuming, Trigger,
 };
+use crate::protocol::json::WithRawMember;
 use crate::protocol::message::{
     part_type, state_of, tool_call_id_of, tool_name_of, Role, UIMessage,
 };
@@ -27,6 +29,7 @@ use crate::tools::{DynamicTool, Layer, ToolContext, ToolError, ToolRef, ToolSet}
 use crate::turn::abort::AbortSignal;
 use crate::turn::convert::to_model_messages;
 use crate::turn::engine::{self, ChunkSink, TurnOutcome, TurnPlan};
+use serde_json::value::RawValue;
 
 /// The stream being produced right now.
 pub(super) struct ActiveStream {
@@ -703,19 +706,43 @@ impl ChunkSink for TurnStream {
         self.agent.broadcast_live_text(&frame);
         drop(frame);
         self.agent.subagents.note_chunk(chunk);
-        self.buffer(chunk);
+        self.buffer(crate::protocol::json::to_string_exact(chunk), is_milestone(chunk));
         let action = acc.borrow_mut().apply(chunk);
         if let ChunkAction::CrossMessageToolUpdate { tool_call_id, update } = action {
             self.agent.apply_to_stored(&ToolPartUpdate::cross_message(tool_call_id, update));
         }
     }
+
+    /// The frame and the buffered text are written with the model's argument text in place
+    /// of the input, and the answer being built keeps that shared text: the input is not
+    /// held parsed here at all. A sub-agent run, which logs every chunk as a tree, takes the
+    /// parsed chunk instead.
+    fn emit_input_available(&self, chunk: &Value, arguments: &ToolArguments) {
+        let (Some(object), Ok(raw), None) = (
+            chunk.as_object(),
+            serde_json::from_str::<&RawValue>(arguments.text()),
+            self.agent.subagents.current(),
+        ) else {
+            let mut chunk = chunk.clone();
+            chunk["input"] = arguments.to_value();
+            return self.emit_ref(&chunk);
+        };
+        let Some(acc) = self.agent.rt.borrow().active.as_ref().map(|a| a.acc.clone()) else {
+            return;
+        };
+        let written = WithRawMember { object, key: "input", raw };
+        let frame = frames::chat_chunk_frame_text(&self.request_id, &written, self.continuation);
+        self.agent.broadcast_live_text(&frame);
+        drop(frame);
+        self.buffer(crate::protocol::json::to_string_exact(&written), true);
+        acc.borrow_mut().apply_input_available(chunk, arguments.clone());
+    }
 }
 
 impl TurnStream {
-    /// Hands the chunk's text to a programmatic caller and to the stream buffer, which
+    /// Hands a chunk's text to a programmatic caller and to the stream buffer, which
     /// writes a large one (or a milestone) to SQLite at once.
-    fn buffer(&self, chunk: &Value) {
-        let body = crate::protocol::json::to_string_exact(chunk);
+    fn buffer(&self, body: String, milestone: bool) {
         if let Some(observer) = &self.observer {
             observer.on_event(&body);
         }
@@ -723,7 +750,7 @@ impl TurnStream {
         let Some(active) = rt.active.as_mut() else { return };
         let len = body.len();
         active.chunks.push(body);
-        if active.cursor.note(active.chunks.len(), len) || is_milestone(chunk) {
+        if active.cursor.note(active.chunks.len(), len) || milestone {
             let flushed = StreamBuffer::new(self.agent.deps.sql.as_ref()).flush(
                 &self.request_id,
                 &mut active.chunks,

@@ -476,7 +476,7 @@ impl OAuth<'_> {
                 ("content-type".into(), content_type.into()),
                 ("accept".into(), "application/json".into()),
             ],
-            body: Some(body),
+            body: Some(body.into()),
             ..Default::default()
         })
         .await

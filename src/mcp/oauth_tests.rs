@@ -5,7 +5,7 @@
 use super::oauth::{self, Pkce};
 use super::store;
 use super::*;
-use crate::platform::{HttpClient, HttpRequest};
+use crate::platform::{HttpClient, HttpRequest, RequestBody};
 use crate::store::sqlite::SqliteSql;
 use crate::store::Sql;
 use crate::test_support::mcp::*;
@@ -42,7 +42,7 @@ struct World {
 }
 
 fn form(req: &HttpRequest) -> HashMap<String, String> {
-    let body = req.body.clone().unwrap_or_default();
+    let body = req.body.as_ref().map(RequestBody::to_vec).unwrap_or_default();
     url::form_urlencoded::parse(&body).into_owned().collect()
 }
 
@@ -86,8 +86,10 @@ impl World {
         });
         let a = auth.clone();
         http.route("https://auth.example/register", move |req| {
-            let body: Value =
-                serde_json::from_slice(req.body.as_deref().unwrap_or_default()).unwrap();
+            let body: Value = serde_json::from_slice(
+                &req.body.as_ref().map(RequestBody::to_vec).unwrap_or_default(),
+            )
+            .unwrap();
             a.registrations.borrow_mut().push(body);
             json_reply(
                 201,

@@ -751,8 +751,8 @@ fn add_is_idempotent_and_checks_ids_and_urls() {
             .iter()
             .filter(|r| r
                 .body
-                .as_deref()
-                .is_some_and(|b| String::from_utf8_lossy(b).contains("initialize\"")))
+                .as_ref()
+                .is_some_and(|b| String::from_utf8_lossy(&b.to_vec()).contains("initialize\"")))
             .count(),
         1
     );

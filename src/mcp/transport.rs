@@ -355,7 +355,7 @@ impl StreamableHttp {
             method: "POST".into(),
             url: self.url.clone(),
             headers,
-            body: Some(body),
+            body: Some(body.into()),
             ..Default::default()
         };
         let resp = self.env.http.fetch(req).await?;
@@ -668,7 +668,7 @@ impl LegacySse {
             method: "POST".into(),
             url: self.endpoint.clone(),
             headers,
-            body: Some(body),
+            body: Some(body.into()),
             ..Default::default()
         };
         let resp = self.env.http.fetch(req).await?;

@@ -250,7 +250,7 @@ impl Model for AnthropicModel {
         if !self.config.api_key.is_empty() {
             headers.push(("x-api-key".to_owned(), self.config.api_key.clone()));
         }
-        let body = crate::protocol::json::to_vec_exact(&self.request_body(request))
+        let body = crate::protocol::json::to_body(&self.request_body(request))
             .map_err(|e| ModelError::Encode(e.to_string()))?;
         let response = post_for_events(self.http.as_ref(), url, headers, body).await?;
         Ok(decoded(response.body, EventDecoder::new(self.memo.clone())))
@@ -651,7 +651,7 @@ mod tests {
         let header = |n: &str| seen[1].headers.iter().find(|(k, _)| k == n).map(|(_, v)| v.clone());
         assert_eq!(header("x-api-key").as_deref(), Some("sk-ant"));
         assert_eq!(header("anthropic-version").as_deref(), Some(ANTHROPIC_VERSION));
-        let sent: Value = serde_json::from_slice(seen[1].body.as_ref().unwrap()).unwrap();
+        let sent: Value = serde_json::from_slice(&seen[1].body.as_ref().unwrap().to_vec()).unwrap();
         assert_eq!(sent["stream"], true);
         assert_eq!(sent["model"], "claude-test");
         assert_eq!(
@@ -741,7 +741,7 @@ mod tests {
         };
         collect(&m, &req);
         let sent: Value =
-            serde_json::from_slice(http.seen.borrow()[0].body.as_ref().unwrap()).unwrap();
+            serde_json::from_slice(&http.seen.borrow()[0].body.as_ref().unwrap().to_vec()).unwrap();
         assert_eq!(sent.get("thinking"), None);
         let fresh = ModelRequest { messages: req.messages[..1].to_vec(), ..Default::default() };
         assert_eq!(m.request_body(&fresh)["thinking"]["budget_tokens"], 2000);

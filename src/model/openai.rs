@@ -49,11 +49,14 @@ impl OpenAiChatModel {
         serde_json::to_value(WireRequest::new(model, request)).unwrap_or(Value::Null)
     }
 
-    /// The body as bytes, serialized straight from the request (no JSON tree in between) into
-    /// a buffer of its exact size, so a large tool argument in the history is held once in
-    /// the buffer, not again in a tree and in the slack of a doubled buffer.
-    pub fn request_bytes(&self, request: &ModelRequest) -> Result<Vec<u8>, serde_json::Error> {
-        crate::protocol::json::to_vec_exact(&WireRequest::new(&self.config.model, request))
+    /// The body as bytes, serialized straight from the request (no JSON tree in between) in
+    /// fixed-size pieces, so a large tool argument in the history is written once, in
+    /// pieces, not again in a tree nor in one block of its size.
+    pub fn request_bytes(
+        &self,
+        request: &ModelRequest,
+    ) -> Result<crate::platform::RequestBody, serde_json::Error> {
+        crate::protocol::json::to_body(&WireRequest::new(&self.config.model, request))
     }
 }
 
@@ -616,7 +619,7 @@ mod tests {
         let seen = canned.seen.borrow().clone().unwrap();
         assert_eq!(seen.url, "http://x/v1/chat/completions");
         assert!(seen.headers.contains(&("authorization".into(), "Bearer k".into())));
-        let body: Value = serde_json::from_slice(&seen.body.unwrap()).unwrap();
+        let body: Value = serde_json::from_slice(&seen.body.unwrap().to_vec()).unwrap();
         assert_eq!(body["stream"], true);
         assert_eq!(body["messages"][0], json!({"role": "system", "content": "be brief"}));
         assert_eq!(body["messages"][2]["content"], Value::Null);

@@ -9,15 +9,15 @@ use serde_json::Value;
 
 use super::retry::RetryAfter;
 use super::{ModelError, ModelEvent, ModelStream};
-use crate::platform::{HttpClient, HttpError, HttpRequest, HttpResponse};
+use crate::platform::{HttpClient, HttpError, HttpRequest, HttpResponse, RequestBody};
 
-/// POSTs `body` (JSON bytes) to `url`, asking for an event stream, with the provider's `headers`.
+/// POSTs `body` (JSON bytes, in pieces) to `url`, asking for an event stream, with the provider's `headers`.
 /// A non-2xx answer becomes [`ModelError::Status`] with the provider's message and wait.
 pub async fn post_for_events(
     http: &dyn HttpClient,
     url: String,
     extra_headers: Vec<(String, String)>,
-    body: Vec<u8>,
+    body: RequestBody,
 ) -> Result<HttpResponse, ModelError> {
     let mut headers = vec![
         ("content-type".to_owned(), "application/json".to_owned()),

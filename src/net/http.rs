@@ -121,7 +121,7 @@ mod tests {
                 ("content-type".into(), "application/json".into()),
                 ("Authorization".into(), "Bearer t".into()),
             ],
-            body: Some(b"{}".to_vec()),
+            body: Some(b"{}".to_vec().into()),
             ..Default::default()
         }
     }

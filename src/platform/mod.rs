@@ -46,10 +46,81 @@ pub struct HttpRequest {
     /// Header names and values, in order.
     pub headers: Vec<(String, String)>,
     /// The body, if any.
-    pub body: Option<Vec<u8>>,
+    pub body: Option<RequestBody>,
     /// Whether the runtime follows redirects (`fetch`'s default) or hands them back, so that
     /// a caller such as [`crate::net::GuardedHttp`] can check each hop.
     pub redirect: Redirect,
+}
+
+/// A request body as pieces of at most [`RequestBody::PIECE_BYTES`] (or one buffer as it
+/// was given): a model request carries the whole history, a large tool argument included,
+/// and written in pieces it never needs one block of wasm memory of its size; the runtime
+/// joins the pieces into the one buffer it sends.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct RequestBody {
+    pieces: Vec<Vec<u8>>,
+}
+
+impl RequestBody {
+    /// The size of the pieces a [`RequestBody::writer`] fills.
+    pub const PIECE_BYTES: usize = 64 * 1024;
+
+    /// A writer that appends to the body in pieces.
+    pub fn writer(&mut self) -> impl std::io::Write + '_ {
+        PieceWriter(&mut self.pieces)
+    }
+
+    /// The body's size in bytes.
+    pub fn len(&self) -> usize {
+        self.pieces.iter().map(Vec::len).sum()
+    }
+
+    /// Whether the body has no bytes.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// The pieces, in order, handed over one by one (each freed once copied out).
+    pub fn into_pieces(self) -> Vec<Vec<u8>> {
+        self.pieces
+    }
+
+    /// The body in one buffer (for clients that need one, and for tests).
+    pub fn to_vec(&self) -> Vec<u8> {
+        self.pieces.concat()
+    }
+}
+
+impl From<Vec<u8>> for RequestBody {
+    fn from(bytes: Vec<u8>) -> Self {
+        Self { pieces: vec![bytes] }
+    }
+}
+
+/// Appends to a body's pieces, opening a new one when the last is full.
+struct PieceWriter<'a>(&'a mut Vec<Vec<u8>>);
+
+impl std::io::Write for PieceWriter<'_> {
+    fn write(&mut self, mut buf: &[u8]) -> std::io::Result<usize> {
+        let written = buf.len();
+        while !buf.is_empty() {
+            let last = match self.0.last_mut() {
+                Some(last) if last.len() < RequestBody::PIECE_BYTES => last,
+                _ => {
+                    self.0.push(Vec::with_capacity(RequestBody::PIECE_BYTES));
+                    self.0.last_mut().expect("just pushed")
+                }
+            };
+            let take = (RequestBody::PIECE_BYTES - last.len()).min(buf.len());
+            last.extend_from_slice(&buf[..take]);
+            buf = &buf[take..];
+        }
+        Ok(written)
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
 }
 
 /// `fetch`'s `redirect` option.

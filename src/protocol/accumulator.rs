@@ -8,6 +8,7 @@ use super::message::{
     is_terminal_state, json_kind, state, state_of, tool_call_id_of, truthy, Role, UIMessage,
 };
 use super::tool_state::{apply_to_parts, CrossMessageUpdate, ToolPartUpdate};
+use crate::model::ToolArguments;
 use serde_json::{json, Map, Value};
 
 /// Coerces a tool input to the plain object every provider requires: objects pass, a string
@@ -88,6 +89,10 @@ pub struct StreamAccumulator {
     continuation: bool,
     parts: Vec<Value>,
     metadata: Option<Map<String, Value>>,
+    /// Tool inputs kept as the model's argument text (shared with the turn's history)
+    /// instead of a parsed copy, by call id: their parts hold `null` as `input` until the
+    /// message is read, when the text is parsed into place.
+    text_inputs: Vec<(String, ToolArguments)>,
 }
 
 impl StreamAccumulator {
@@ -99,6 +104,7 @@ impl StreamAccumulator {
             continuation,
             parts: Vec::new(),
             metadata: None,
+            text_inputs: Vec::new(),
         }
     }
 
@@ -123,7 +129,7 @@ impl StreamAccumulator {
         self.continuation
     }
 
-    /// The parts built so far.
+    /// The parts built so far (an input kept as text reads `null` here; see [`StreamAccumulator::message`]).
     pub fn parts(&self) -> &[Value] {
         &self.parts
     }
@@ -137,6 +143,47 @@ impl StreamAccumulator {
     /// streaming, so the end-of-turn persist does not regress it. `true` when a part changed.
     pub fn apply_tool_update(&mut self, update: &ToolPartUpdate) -> bool {
         apply_to_parts(&mut self.parts, update).is_some()
+    }
+
+    /// Applies a `tool-input-available` chunk whose input (null in `chunk`) is `arguments`,
+    /// keeping the shared text rather than a parsed copy of a large input: the message
+    /// reads the same, the input is parsed when the message is read.
+    pub fn apply_input_available(
+        &mut self,
+        chunk: &Value,
+        arguments: ToolArguments,
+    ) -> ChunkAction {
+        let id = chunk.get("toolCallId").and_then(Value::as_str);
+        let takes_input = match find_tool_part(&self.parts, id) {
+            Some(i) => state_of(&self.parts[i]) == Some(state::INPUT_STREAMING),
+            None => true,
+        };
+        let action = self.apply(chunk);
+        if let (true, Some(id)) = (takes_input, id) {
+            if let Some(i) = find_tool_part(&self.parts, Some(id)) {
+                self.parts[i]["input"] = Value::Null;
+                self.text_inputs.push((id.to_owned(), arguments));
+            }
+        }
+        action
+    }
+
+    /// Parses the inputs kept as text into `parts`, where their part still waits for one.
+    /// An object (what a large input is) goes in as parsed, not through a copy.
+    fn fill_text_inputs<'a>(
+        parts: &mut [Value],
+        text_inputs: impl IntoIterator<Item = (&'a str, &'a ToolArguments)>,
+    ) {
+        for (id, arguments) in text_inputs {
+            let Some(i) = find_tool_part(parts, Some(id)) else { continue };
+            if parts[i].get("input").is_some_and(Value::is_null) {
+                let input = arguments.to_value();
+                parts[i]["input"] = match input {
+                    Value::Object(_) => input,
+                    other => normalize_tool_input(Some(&other)).0,
+                };
+            }
+        }
     }
 
     /// Applies one parsed chunk body.
@@ -224,7 +271,9 @@ impl StreamAccumulator {
 
     /// A snapshot of the message as it would be persisted now.
     pub fn message(&self) -> UIMessage {
-        let mut m = UIMessage::new(self.message_id.clone(), Role::Assistant, self.parts.clone());
+        let mut parts = self.parts.clone();
+        Self::fill_text_inputs(&mut parts, self.text_inputs.iter().map(|(id, a)| (id.as_str(), a)));
+        let mut m = UIMessage::new(self.message_id.clone(), Role::Assistant, parts);
         m.metadata = self.metadata.clone().map(Value::Object);
         m
     }
@@ -232,11 +281,12 @@ impl StreamAccumulator {
     /// The message, with the parts moved out rather than copied (they can hold a large tool
     /// input): for the end of a stream, after which the accumulator is left empty.
     pub fn take_message(&mut self) -> UIMessage {
-        let mut m = UIMessage::new(
-            self.message_id.clone(),
-            Role::Assistant,
-            std::mem::take(&mut self.parts),
-        );
+        let mut parts = std::mem::take(&mut self.parts);
+        // Each text is dropped once parsed: here the accumulator is its last holder.
+        for (id, arguments) in std::mem::take(&mut self.text_inputs) {
+            Self::fill_text_inputs(&mut parts, [(id.as_str(), &arguments)]);
+        }
+        let mut m = UIMessage::new(self.message_id.clone(), Role::Assistant, parts);
         m.metadata = self.metadata.take().map(Value::Object);
         m
     }
@@ -552,6 +602,30 @@ mod tests {
         for c in chunks {
             a.apply(c);
         }
+    }
+
+    #[test]
+    fn an_input_kept_as_text_reads_as_the_parsed_input() {
+        let input = json!({"path": "/a", "content": "x\ny"});
+        let arguments = ToolArguments::from_text(input.to_string()).unwrap();
+        let start = json!({"type": "tool-input-start", "toolCallId": "c1", "toolName": "write"});
+        let available = |input: Value| json!({"type": "tool-input-available", "toolCallId": "c1", "toolName": "write", "input": input});
+        let output =
+            json!({"type": "tool-output-available", "toolCallId": "c1", "output": {"ok": true}});
+        let mut parsed = acc();
+        feed(&mut parsed, &[start.clone(), available(input.clone()), output.clone()]);
+        let mut text = acc();
+        text.apply(&start);
+        text.apply_input_available(&available(Value::Null), arguments.clone());
+        text.apply(&output);
+        assert_eq!(text.parts()[0]["input"], Value::Null, "not held parsed");
+        assert_eq!(text.message(), parsed.message());
+        assert_eq!(text.take_message(), parsed.take_message());
+        // An input settled before is not replaced by a later announcement.
+        let mut settled = acc();
+        feed(&mut settled, &[start, available(json!({"a": 1}))]);
+        settled.apply_input_available(&available(Value::Null), arguments);
+        assert_eq!(settled.message().parts[0]["input"], json!({"a": 1}));
     }
 
     #[test]

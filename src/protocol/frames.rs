@@ -858,7 +858,11 @@ impl<'a> ChatResponse<'a> {
 /// The text of [`ChatResponse::chunk`] for `chunk`, written straight from the value into a
 /// buffer of its exact size: a chunk that carries a large tool input is not first held as a
 /// string of its own, nor copied into a JSON tree.
-pub fn chat_chunk_frame_text(id: &str, chunk: &Value, continuation: bool) -> String {
+pub fn chat_chunk_frame_text<T: Serialize + ?Sized>(
+    id: &str,
+    chunk: &T,
+    continuation: bool,
+) -> String {
     let prefix = format!(
         "{{\"type\":\"{}\",\"id\":{},\"body\":\"",
         types::USE_CHAT_RESPONSE,

@@ -8,6 +8,8 @@ use serde::Serialize;
 use serde_json::value::RawValue;
 use serde_json::{Map, Value};
 
+use crate::platform::RequestBody;
+
 /// Counts the bytes written to it.
 struct ByteCount(usize);
 
@@ -33,6 +35,65 @@ pub fn to_vec_exact<T: Serialize + ?Sized>(value: &T) -> Result<Vec<u8>, serde_j
     let mut out = Vec::with_capacity(json_len(value)?);
     serde_json::to_writer(&mut out, value)?;
     Ok(out)
+}
+
+/// `value` as a request body of JSON bytes, written in fixed-size pieces: a body carrying a
+/// large tool argument is never one block of its size (see [`RequestBody`]).
+pub fn to_body<T: Serialize + ?Sized>(value: &T) -> Result<RequestBody, serde_json::Error> {
+    let mut body = RequestBody::default();
+    serde_json::to_writer(body.writer(), value)?;
+    Ok(body)
+}
+
+/// Whether `value` serializes to exactly `text`, checked while serializing, without
+/// writing it anywhere: then `text` can stand for the value in a document (a model's tool
+/// arguments for the parsed input they gave).
+pub fn serializes_to<T: Serialize + ?Sized>(value: &T, text: &str) -> bool {
+    struct Compare<'a> {
+        rest: &'a [u8],
+        equal: bool,
+    }
+    impl std::io::Write for Compare<'_> {
+        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+            match self.rest.strip_prefix(buf) {
+                Some(rest) if self.equal => self.rest = rest,
+                _ => self.equal = false,
+            }
+            Ok(buf.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+    let mut compare = Compare { rest: text.as_bytes(), equal: true };
+    serde_json::to_writer(&mut compare, value).is_ok() && compare.equal && compare.rest.is_empty()
+}
+
+/// A JSON object written with one member's value taken from JSON text as it is: a chunk
+/// announcing a large tool input is written from the model's argument text, without the
+/// parsed input having to exist next to the chunk's text.
+pub struct WithRawMember<'a> {
+    /// The object; the member `key` in it is a placeholder (its value is not written).
+    pub object: &'a Map<String, Value>,
+    /// The member written from `raw`.
+    pub key: &'a str,
+    /// The member's value, as JSON text.
+    pub raw: &'a RawValue,
+}
+
+impl Serialize for WithRawMember<'_> {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap;
+        let mut map = s.serialize_map(Some(self.object.len()))?;
+        for (k, v) in self.object {
+            if k == self.key {
+                map.serialize_entry(k, self.raw)?;
+            } else {
+                map.serialize_entry(k, v)?;
+            }
+        }
+        map.end()
+    }
 }
 
 /// `value` as JSON text, in a buffer allocated once at its final size.
@@ -367,6 +428,44 @@ pub(crate) fn ascii_escaped(text: &str) -> String {
 mod tests {
     use super::*;
     use serde_json::json;
+
+    #[test]
+    fn serializes_to_tells_whether_a_text_is_the_value_as_serde_writes_it() {
+        let v = json!({"path": "/a", "content": "x\n\"é\u{1}".repeat(50_000)});
+        assert!(serializes_to(&v, &v.to_string()));
+        // Other spacing, another escape of the same character, a prefix or a longer text.
+        assert!(!serializes_to(&v, &serde_json::to_string_pretty(&v).unwrap()));
+        assert!(!serializes_to(&v, &v.to_string().replace('é', "\\u00e9")));
+        let text = v.to_string();
+        assert!(!serializes_to(&v, &text[..text.len() - 1]));
+        assert!(!serializes_to(&v, &format!("{text} ")));
+    }
+
+    #[test]
+    fn a_raw_member_is_written_as_its_text_in_its_place() {
+        let input = json!({"content": "a\nb", "n": 1});
+        let chunk = json!({"type": "tool-input-available", "toolCallId": "c", "input": null, "toolName": "write"});
+        let raw: &RawValue = serde_json::from_str(r#"{"content":"a\nb","n":1}"#).unwrap();
+        let object = chunk.as_object().unwrap();
+        let text = to_string_exact(&WithRawMember { object, key: "input", raw });
+        let mut parsed = chunk.clone();
+        parsed["input"] = input;
+        assert_eq!(text, parsed.to_string());
+    }
+
+    #[test]
+    fn a_body_written_in_pieces_is_the_text_in_pieces_of_the_piece_size() {
+        let v = json!({"messages": [{"content": "é\n".repeat(100_000)}]});
+        let body = to_body(&v).unwrap();
+        assert_eq!(body.to_vec(), v.to_string().into_bytes());
+        assert_eq!(body.len(), v.to_string().len());
+        let pieces = body.into_pieces();
+        assert!(pieces.len() > 1);
+        assert!(pieces.iter().all(
+            |p| p.len() <= RequestBody::PIECE_BYTES && p.capacity() <= RequestBody::PIECE_BYTES
+        ));
+        assert!(pieces[..pieces.len() - 1].iter().all(|p| p.len() == RequestBody::PIECE_BYTES));
+    }
 
     #[test]
     fn exact_text_equals_to_string_and_has_no_slack() {

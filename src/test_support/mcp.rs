@@ -2,7 +2,7 @@
 //! every future is stuck (so timeouts are exact and instant), and an `HttpClient` that routes to
 //! fake MCP servers speaking either transport, with bodies split into arbitrary chunks.
 
-use crate::platform::{HttpClient, HttpError, HttpRequest, HttpResponse};
+use crate::platform::{HttpClient, HttpError, HttpRequest, HttpResponse, RequestBody};
 pub use crate::test_support::ManualClock;
 use async_trait::async_trait;
 use futures::channel::mpsc::{unbounded, UnboundedSender};
@@ -301,9 +301,9 @@ impl FakeServer {
                 Reply::Now(response(200, &[], "", 64))
             }
             "POST" => {
-                let Ok(msg) =
-                    serde_json::from_slice::<Value>(req.body.as_deref().unwrap_or_default())
-                else {
+                let Ok(msg) = serde_json::from_slice::<Value>(
+                    &req.body.as_ref().map(RequestBody::to_vec).unwrap_or_default(),
+                ) else {
                     return Reply::Now(response(400, &[], "Parse error", 64));
                 };
                 self.received.borrow_mut().push(msg.clone());
@@ -380,9 +380,9 @@ impl FakeServer {
                 let Some(index) = self.sessions.borrow().iter().position(|s| s == sid) else {
                     return Reply::Now(response(404, &[], "Session not found", 64));
                 };
-                let Ok(msg) =
-                    serde_json::from_slice::<Value>(req.body.as_deref().unwrap_or_default())
-                else {
+                let Ok(msg) = serde_json::from_slice::<Value>(
+                    &req.body.as_ref().map(RequestBody::to_vec).unwrap_or_default(),
+                ) else {
                     return Reply::Now(response(400, &[], "Parse error", 64));
                 };
                 self.received.borrow_mut().push(msg.clone());

@@ -29,6 +29,17 @@ pub trait ChunkSink {
     fn emit_ref(&self, chunk: &Value) {
         self.emit(chunk.clone());
     }
+
+    /// Emits a `tool-input-available` chunk whose `input` (null in `chunk`) is `arguments`,
+    /// the model's text, which is exactly the input as serialized: a sink that writes chunks
+    /// as text writes the text in place, and one that builds the answer may keep the shared
+    /// text instead of a parsed copy. The engine parses the input again for the call, so a
+    /// large one is not held parsed while the chunk is written.
+    fn emit_input_available(&self, chunk: &Value, arguments: &ToolArguments) {
+        let mut chunk = chunk.clone();
+        chunk["input"] = arguments.to_value();
+        self.emit(chunk);
+    }
 }
 
 /// Decides whether a call needs a human's approval before it runs (beyond the tool's own rule).
@@ -345,8 +356,12 @@ fn joined(deltas: &mut Vec<String>) -> String {
     if deltas.len() == 1 {
         return deltas.pop().unwrap_or_default();
     }
-    let mut text = String::with_capacity(deltas.iter().map(String::len).sum());
-    for d in deltas.drain(..) {
+    // The first delta grows to the whole text, in place when the memory after it is free.
+    let total = deltas.iter().map(String::len).sum::<usize>();
+    let mut pieces = deltas.drain(..);
+    let mut text = pieces.next().unwrap_or_default();
+    text.reserve_exact(total - text.len());
+    for d in pieces {
         text.push_str(&d);
     }
     text
@@ -416,7 +431,12 @@ fn resolve_call(
         return input_error(call, input, text, true);
     };
     let args = joined(&mut call.args);
-    let input = match parse_args(&args) {
+    let parsed = if args.len() >= ANNOUNCE_FROM_TEXT_BYTES {
+        parse_args_with_room(&args)
+    } else {
+        parse_args(&args)
+    };
+    let input = match parsed {
         Ok(v) => v,
         Err(e) => {
             let text = format!(
@@ -435,10 +455,7 @@ fn resolve_call(
     if let Err(text) = schema_check {
         return input_error(call, input, text, false);
     }
-    // The input travels in the chunk and is taken back for the call: not copied.
-    let mut available = chunk::tool_input_available(&call.id, &call.name, input);
-    sink.emit_ref(&available);
-    let input = available.get_mut("input").map(Value::take).unwrap_or_default();
+    let input = announce_input(call, input, sink);
     if !tool.executes_on_server() {
         return Resolved::Waiting;
     }
@@ -447,6 +464,46 @@ fn resolve_call(
         return Resolved::Waiting;
     }
     Resolved::Run(tool, input)
+}
+
+/// Arguments from this size on are announced from their text (see [`announce_input`]).
+const ANNOUNCE_FROM_TEXT_BYTES: usize = 1 << 20;
+
+/// Bytes of the announcing frame beyond the arguments' escaped text: its envelope, the
+/// request id and the chunk's other fields.
+const FRAME_ROOM_BYTES: usize = 1024;
+
+/// [`parse_args`] for a large text, parsed from a copy with room for the frame that will
+/// announce it: the input's largest string is unescaped in place in that copy, so once the
+/// input is dropped (see [`announce_input`]) the frame, a little larger than the input (its
+/// quotes and backslashes escaped once more), fits in its place instead of growing the
+/// memory, which wasm never gives back. Same result and errors as [`parse_args`].
+fn parse_args_with_room(args: &str) -> Result<Value, serde_json::Error> {
+    let escapes = args.bytes().filter(|b| matches!(b, b'"' | b'\\')).count();
+    let mut copy = String::with_capacity(args.len() + escapes + FRAME_ROOM_BYTES);
+    copy.push_str(args);
+    crate::protocol::json::from_string_exact(copy)
+}
+
+/// Emits `tool-input-available` for a call and returns its input for the run. A large
+/// input that the model's text is exactly the serialization of is dropped and announced
+/// from the text, then parsed again: the parsed input, the text and the chunk's frame are
+/// never held at once. Otherwise the input travels in the chunk and is taken back: not
+/// copied.
+fn announce_input(call: &Call, input: Value, sink: &dyn ChunkSink) -> Value {
+    if let Some(arguments) = call.history.as_ref().filter(|a| {
+        a.text().len() >= ANNOUNCE_FROM_TEXT_BYTES
+            && input.is_object()
+            && crate::protocol::json::serializes_to(&input, a.text())
+    }) {
+        drop(input);
+        let available = chunk::tool_input_available(&call.id, &call.name, Value::Null);
+        sink.emit_input_available(&available, arguments);
+        return parse_args(arguments.text()).unwrap_or_default();
+    }
+    let mut available = chunk::tool_input_available(&call.id, &call.name, input);
+    sink.emit_ref(&available);
+    available.get_mut("input").map(Value::take).unwrap_or_default()
 }
 
 /// Runs the resolved calls concurrently. Returns, per call, the text the model sees next and
@@ -677,6 +734,56 @@ mod tests {
         assert_eq!(out, TurnOutcome::AwaitingHuman);
         assert_eq!(sink.types().last().unwrap(), "finish-step");
         assert!(sink.types().contains(&"tool-input-available".to_owned()));
+    }
+
+    #[test]
+    fn a_large_input_is_announced_and_run_as_the_parsed_arguments() {
+        let seen = Rc::new(RefCell::new(Vec::new()));
+        let got = seen.clone();
+        let mut set = ToolSet::new();
+        set.add_layer(
+            Layer::Agent,
+            [Rc::new(DynamicTool::new(
+                "keep",
+                "Keeps",
+                json!({"type": "object"}),
+                move |input, _| {
+                    got.borrow_mut().push(input);
+                    async { Ok(json!("kept")) }
+                },
+            )) as ToolRef],
+        );
+        let input = json!({"path": "/a", "content": "line é\n\"q\"".repeat(120_000)});
+        // The model's own text (canonical, then spaced) and what each gives the sink and tool.
+        for text in [input.to_string(), serde_json::to_string_pretty(&input).unwrap()] {
+            assert!(text.len() >= ANNOUNCE_FROM_TEXT_BYTES);
+            let mut step = call(0, "c1", "keep", &text);
+            step.push(finish(FinishReason::ToolCalls));
+            let model = ScriptedModel::new(vec![
+                step,
+                vec![ModelEvent::TextDelta("ok".into()), finish(FinishReason::Stop)],
+            ]);
+            let sink = Sink::default();
+            let out = futures::executor::block_on(run(
+                model.as_ref(),
+                plan(set.clone()),
+                &|_: &str, _: &Value| false,
+                &sink,
+                &AbortSignal::new(),
+            ));
+            assert_eq!(out, TurnOutcome::Finished(FinishReason::Stop));
+            let chunks = sink.0.borrow();
+            let available = chunks.iter().find(|c| c["type"] == "tool-input-available").unwrap();
+            assert_eq!(
+                available,
+                &json!({"type": "tool-input-available", "toolCallId": "c1", "toolName": "keep", "input": input})
+            );
+            assert_eq!(seen.borrow_mut().pop(), Some(input.clone()));
+            let ModelMessage::Assistant { tool_calls, .. } = &model.seen()[1].messages[1] else {
+                panic!("the call is in the history")
+            };
+            assert_eq!(tool_calls[0].arguments.text(), text, "the history keeps the model's text");
+        }
     }
 
     #[test]

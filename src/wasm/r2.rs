@@ -32,8 +32,11 @@ impl BlobStore for R2Blobs {
     async fn put(&self, key: &str, bytes: &[u8], content_type: &str) -> Result<(), StoreError> {
         let bucket: &JsValue = self.0.as_ref();
         let put: Function = Reflect::get(bucket, &"put".into()).map_err(js_err)?.unchecked_into();
-        let body = Uint8Array::new_with_length(bytes.len() as u32);
-        body.copy_from(bytes);
+        // A view of the bytes in wasm memory, not a copy in the JS heap: R2 reads them while
+        // `bytes` stays borrowed, for the whole put.
+        // SAFETY: nothing allocates between here and the call that takes the view, so it
+        // cannot be detached by a memory growth before R2 has it.
+        let body = unsafe { Uint8Array::view(bytes) };
         let metadata = Object::new();
         Reflect::set(&metadata, &"contentType".into(), &content_type.into()).map_err(js_err)?;
         let options = Object::new();

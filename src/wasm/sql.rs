@@ -37,11 +37,15 @@ function room(pos, extra) {
   view = new DataView(buf.buffer);
 }
 const decoder = new TextDecoder();
+// As wasm-bindgen decodes a `&str`: a leading BOM is kept.
+const bigDecoder = new TextDecoder("utf-8", { ignoreBOM: true });
 // Values are packed as a tag (0 null, 1 integer, 2 real, 3 text, 4 blob) and a payload
 // (f64, or u32 length + bytes), little-endian. A large value is left out: tag 5 (text) or
-// 6 (blob) and its u32 index for `takeLarge` in results, tag 5 alone for the `big` binding.
-// Bindings arrive packed that way (a view of wasm memory); results go back as u32 columns,
-// u32 rows, then the values.
+// 6 (blob) and its u32 index for `takeLarge` in results, tag 5 (text) or 7 (blob) alone for
+// the `big` binding, a view of wasm memory: a blob is bound as that view, not copied into
+// the JS heap (SQLite copies it), so a large row written as a blob under `CAST(? AS TEXT)`
+// costs no JS string. Bindings arrive packed that way (a view of wasm memory); results go
+// back as u32 columns, u32 rows, then the values.
 function unpackParams(p, big) {
   const pv = new DataView(p.buffer, p.byteOffset, p.byteLength);
   const out = [];
@@ -52,6 +56,9 @@ function unpackParams(p, big) {
       out.push(null);
       at += 1;
     } else if (tag === 5) {
+      out.push(bigDecoder.decode(big));
+      at += 1;
+    } else if (tag === 7) {
       out.push(big);
       at += 1;
     } else if (tag === 1 || tag === 2) {
@@ -166,7 +173,7 @@ extern "C" {
         sql: &JsValue,
         query: &str,
         params: &[u8],
-        big: &str,
+        big: &[u8],
     ) -> Result<Uint8Array, JsValue>;
 
     /// The UTF-8 (text) or bytes (blob) of out-of-band result value `i` of the last call.
@@ -174,7 +181,7 @@ extern "C" {
     fn take_large(i: u32) -> Uint8Array;
 }
 
-/// Text bindings longer than this are passed on their own, not packed.
+/// Text and blob bindings longer than this are passed on their own, not packed.
 const LARGE_PARAM: usize = 1 << 16;
 
 /// `Sql` over `ctx.storage.sql`, with `transactionSync` for atomic groups.
@@ -195,13 +202,17 @@ impl DoSql {
     }
 }
 
-/// The first text binding large enough to be passed on its own, if any.
+/// The first text or blob binding large enough to be passed on its own, if any.
 fn large_param(params: &[SqlValue]) -> Option<usize> {
-    params.iter().position(|p| matches!(p, SqlValue::Text(s) if s.len() > LARGE_PARAM))
+    params.iter().position(|p| match p {
+        SqlValue::Text(s) => s.len() > LARGE_PARAM,
+        SqlValue::Blob(b) => b.len() > LARGE_PARAM,
+        _ => false,
+    })
 }
 
 /// Packs bindings for `execPacked` (the layout of its results, without the header); the
-/// binding at `big` is left out (tag 5) and passed on its own.
+/// binding at `big` is left out (tag 5 for text, 7 for a blob) and passed on its own.
 fn pack(params: &[SqlValue], big: Option<usize>) -> Vec<u8> {
     let size: usize = params
         .iter()
@@ -217,7 +228,7 @@ fn pack(params: &[SqlValue], big: Option<usize>) -> Vec<u8> {
     let mut out = Vec::with_capacity(size);
     for (i, p) in params.iter().enumerate() {
         if Some(i) == big {
-            out.push(5);
+            out.push(if matches!(p, SqlValue::Blob(_)) { 7 } else { 5 });
             continue;
         }
         match p {
@@ -311,11 +322,13 @@ fn js_error(e: JsValue) -> StoreError {
 impl Sql for DoSql {
     fn exec(&self, sql: &str, params: &[SqlValue]) -> Result<Vec<Row>, StoreError> {
         let big = large_param(params);
-        let big_text = match big.map(|i| &params[i]) {
-            Some(SqlValue::Text(s)) => s.as_str(),
-            _ => "",
+        let big_bytes: &[u8] = match big.map(|i| &params[i]) {
+            Some(SqlValue::Text(s)) => s.as_bytes(),
+            Some(SqlValue::Blob(b)) => b,
+            _ => &[],
         };
-        let packed = exec_packed(&self.sql, sql, &pack(params, big), big_text).map_err(js_error)?;
+        let packed =
+            exec_packed(&self.sql, sql, &pack(params, big), big_bytes).map_err(js_error)?;
         // Each large value is copied once, into a buffer of its exact size.
         let mut large = |i: u32| take_large(i).to_vec();
         decode(&packed.to_vec(), &mut large)
