@@ -25,20 +25,29 @@ const MAX_DISPLAYED_ENUM_VARIANTS: usize = 3;
 enum Pattern {
     Plain(regex::Regex),
     Fancy(fancy_regex::Regex),
+    /// A Unicode property class the wasm build leaves out (`\p{Alphabetic}`; README): not
+    /// checked, rather than making the whole tool unusable.
+    Unchecked,
 }
 
 impl Pattern {
     fn compile(source: &str) -> Result<Pattern, String> {
-        let bad = || format!("{} is not a valid regular expression", Value::from(source));
-        let t = crate::tools::workspace::grep::jsregex::translate(source).ok_or_else(bad)?;
-        if t.context_sensitive {
-            fancy_regex::RegexBuilder::new(&t.pattern)
-                .backtrack_limit(BACKTRACK_LIMIT)
-                .build()
-                .map(Pattern::Fancy)
-                .map_err(|_| bad())
-        } else {
-            regex::Regex::new(&t.pattern).map(Pattern::Plain).map_err(|_| bad())
+        let fancy = |p: &str| {
+            fancy_regex::RegexBuilder::new(p).backtrack_limit(BACKTRACK_LIMIT).build().ok()
+        };
+        let translated = crate::tools::workspace::grep::jsregex::translate(source);
+        let built = match &translated {
+            Some(t) if t.context_sensitive => fancy(&t.pattern).map(Pattern::Fancy),
+            Some(t) => regex::Regex::new(&t.pattern).ok().map(Pattern::Plain),
+            None => None,
+        };
+        // Schema patterns follow ECMA-262's `u` mode, where `\p{L}` is a class: grep's
+        // translation (JS without `u`) does not take it, Rust's own syntax does.
+        let property = source.contains("\\p{") || source.contains("\\P{");
+        match built.or_else(|| if property { fancy(source).map(Pattern::Fancy) } else { None }) {
+            Some(p) => Ok(p),
+            None if property => Ok(Pattern::Unchecked),
+            None => Err(format!("{} is not a valid regular expression", Value::from(source))),
         }
     }
 
@@ -48,6 +57,7 @@ impl Pattern {
         match self {
             Pattern::Plain(r) => r.is_match(text),
             Pattern::Fancy(r) => r.is_match(text).unwrap_or(true),
+            Pattern::Unchecked => true,
         }
     }
 }
@@ -1004,6 +1014,18 @@ mod tests {
             problems(contains, json!([1])),
             [": None of [1] are valid under the given schema"]
         );
+    }
+
+    #[test]
+    fn patterns_have_general_categories_and_scripts_but_not_boolean_properties() {
+        let letters = json!({"pattern": "^\\p{L}+$"});
+        assert!(problems(letters.clone(), json!("Ωmega")).is_empty());
+        assert_eq!(problems(letters, json!("a1")), [": \"a1\" does not match \"^\\p{L}+$\""]);
+        assert!(problems(json!({"pattern": "\\p{Greek}"}), json!("Ω")).is_empty());
+        // Left out of the regex crates' Unicode tables to keep the wasm small (README): the
+        // pattern is not checked, and the tool stays usable.
+        assert!(problems(json!({"pattern": "^\\p{Alphabetic}$"}), json!("12")).is_empty());
+        assert!(compile(&json!({"pattern": "(x"})).is_err());
     }
 
     #[test]
