@@ -7,6 +7,8 @@ use std::rc::Rc;
 
 use serde_json::Value;
 
+mod validator;
+
 /// The JSON Schema of `T`, with the meta keys providers reject (`$schema`, `title`) removed.
 pub fn schema_for<T: schemars::JsonSchema>() -> Value {
     let mut v = serde_json::to_value(schemars::schema_for!(T)).unwrap_or(Value::Null);
@@ -48,7 +50,7 @@ thread_local! {
 
 /// A compiled input schema.
 pub struct InputValidator {
-    inner: jsonschema::Validator,
+    inner: validator::Compiled,
 }
 
 impl InputValidator {
@@ -56,11 +58,7 @@ impl InputValidator {
     /// from a client or an MCP server becomes a clear error instead of a crash.
     pub fn new(schema: &Value) -> Result<Self, SchemaError> {
         // A bare `{}` or a schema without a type is accepted as-is: tools may take anything.
-        jsonschema::options()
-            .should_validate_formats(false)
-            .build(schema)
-            .map(|inner| Self { inner })
-            .map_err(|e| SchemaError::InvalidSchema(e.to_string()))
+        validator::compile(schema).map(|inner| Self { inner }).map_err(SchemaError::InvalidSchema)
     }
 
     /// The compiled validator of `schema`, compiled once per isolate and then reused:
@@ -88,12 +86,11 @@ impl InputValidator {
     pub fn validate(&self, input: &Value) -> Result<(), SchemaError> {
         let problems: Vec<String> = self
             .inner
-            .iter_errors(input)
-            .take(5)
-            .map(|e| {
-                let path = e.instance_path().to_string();
-                let at = if path.is_empty() { "(root)".to_owned() } else { path };
-                format!("{at}: {e}")
+            .problems(input, 5)
+            .into_iter()
+            .map(|p| {
+                let at = if p.path.is_empty() { "(root)" } else { &p.path };
+                format!("{at}: {}", p.message)
             })
             .collect();
         if problems.is_empty() {
