@@ -801,3 +801,30 @@ fn seen_history_is_bounded() {
         assert_eq!(col_i64(&rows[0], 1), 0, "over-size content is not kept");
     });
 }
+
+#[test]
+fn a_without_rowid_history_is_rebuilt_with_its_notes() {
+    let sql = Rc::new(SqliteSql::new());
+    sql.exec(
+        "CREATE TABLE cf_wshist_default (path TEXT NOT NULL, slot INTEGER NOT NULL,
+           version INTEGER NOT NULL, hash TEXT, content TEXT, PRIMARY KEY (path, slot))
+         WITHOUT ROWID",
+        &[],
+    )
+    .unwrap();
+    sql.exec("INSERT INTO cf_wshist_default VALUES ('/f.txt', 1, 1, 'abc', 'seen text')", &[])
+        .unwrap();
+    let ws = Workspace::new(sql.clone(), clock());
+    assert!(ws.exists("/").unwrap());
+    let rows =
+        sql.exec("SELECT sql FROM sqlite_master WHERE name = 'cf_wshist_default'", &[]).unwrap();
+    let ddl = rows[0][0].as_str().unwrap().to_owned();
+    assert!(!ddl.contains("WITHOUT ROWID"), "{ddl}");
+    assert_eq!(
+        ws.seen_content("/f.txt", 1).unwrap().as_deref(),
+        Some("seen text"),
+        "the notes survive the rebuild"
+    );
+    let rows = sql.exec("SELECT COUNT(*) FROM sqlite_master WHERE name LIKE '%_old'", &[]).unwrap();
+    assert_eq!(col_i64(&rows[0], 0), 0);
+}
