@@ -142,6 +142,8 @@ async function runWorkload(workers, suiteIndex, wi, w) {
   let sides = SIDES.filter((s) => !w.sides || w.sides.includes(s.key));
   const times = Object.fromEntries(sides.map((s) => [s.key, []]));
   const peaks = [];
+  // Bytes a run stored, when the workload reports them (the checkpoint rows).
+  const bytes = [];
   const errors = {};
   const warmup = w.warmup ?? WARMUP;
   const reps = w.reps ?? REPS;
@@ -168,6 +170,7 @@ async function runWorkload(workers, suiteIndex, wi, w) {
       errors[side.key] = result.errors;
       if (rep >= warmup) {
         times[side.key].push(result.ms);
+        if (side.key === "rust" && result.bytes != null) bytes.push(result.bytes);
         if (side.key === "rust") peaks.push(result.peakBytes ?? 0);
       }
     }
@@ -183,6 +186,7 @@ async function runWorkload(workers, suiteIndex, wi, w) {
     ts: med("ts"),
     floor: med("floor"),
     peak: peaks.length ? Math.max(...peaks) : null,
+    bytes: bytes.length ? median(bytes) : null,
     info,
     samples: times,
     errors,
@@ -346,7 +350,7 @@ function table(rows) {
     const cells = [
       r.name,
       fmtMs(r.rust),
-      r.ts != null ? fmtMs(r.ts) : "-",
+      r.ts != null ? fmtMs(r.ts) : r.w.noThink ? "—" : "-",
       r.floor != null ? fmtMs(r.floor) : "-",
       ratio != null ? `${ratio.toFixed(1)}×` : "-",
       over != null ? `${over.toFixed(2)}×` : "-",
@@ -402,6 +406,7 @@ async function main() {
       for (const r of rows) if (r.profile) console.log(`\nProfile of ${r.name}:\n${r.profile.join("\n")}`);
       const notes = [];
       for (const r of rows) {
+        if (r.w.showBytes && r.bytes != null) notes.push(`${r.name}: the database grew by ${Math.round(r.bytes).toLocaleString("en-US")} B per checkpoint (median; SQLite's databaseSize, in pages)`);
         if (r.errors.rust || r.errors.ts) notes.push(`${r.name}: tool errors think-rs ${r.errors.rust}, Think ${r.errors.ts}`);
         if (r.info) {
           notes.push(
@@ -424,7 +429,8 @@ async function main() {
       }
       const differ = notes.some((n) => n.includes("outputs differ") || n.includes("tool errors"));
       if (notes.length) console.log(`\n${notes.map((n) => `- ${n}`).join("\n")}`);
-      console.log(differ ? "" : "\nOutputs of both sides are identical for every workload.\n");
+      const compared = rows.some((r) => r.ts != null);
+      console.log(differ || !compared ? "" : "\nOutputs of both sides are identical for every workload.\n");
       if (suite.parity.length) {
         const diffs = await parityCheck(workers, si, suite.parity);
         console.log(`Parity: ${suite.parity.length - diffs.length} of ${suite.parity.length} single tool calls give identical outputs on both sides.`);

@@ -55,6 +55,11 @@ export class ThinkAgent extends DurableObject {
     return this.#inner.rpcSubagent(method, arg);
   }
 
+  /** forkSession: another instance copying a checkpoint into this one (`begin`, `page`, `finish`); JSON text in and out. */
+  forkRpc(method, arg) {
+    return this.#inner.rpcFork(method, arg);
+  }
+
   addMcpServer(name, url, options) {
     return this.#inner.rpcCall("addMcpServer", [name, url, options ?? null]);
   }
@@ -155,6 +160,32 @@ export class ThinkAgent extends DurableObject {
   /** `{path, mimeType, size}` plus `text`, `base64` (with `encoding` "base64"), `binary` or `tooLarge`. */
   readWorkspaceFile(path, encoding) {
     return this.#inner.rpcCall("readWorkspaceFile", encoding === undefined ? [path] : [path, encoding]);
+  }
+
+  // Checkpoints (files and transcript together; see README "Checkpoints, rewind and fork").
+  /** Takes a checkpoint now; `{id, label, turnId, at, filesChanged}`. */
+  checkpoint(label) {
+    return this.#inner.rpcCall("checkpoint", [label ?? null]);
+  }
+
+  /** Every kept checkpoint, oldest first. */
+  checkpoints() {
+    return this.#inner.rpcCall("checkpoints", []);
+  }
+
+  /** The files changed since checkpoint `id`: `[{path, kind, diff?}]`. */
+  diffCheckpoint(id) {
+    return this.#inner.rpcCall("diffCheckpoint", [id]);
+  }
+
+  /** Restores checkpoint `id` (`{files?: true, transcript?: true}`); refused while a turn runs. */
+  rewind(id, options) {
+    return this.#inner.rpcCall("rewind", [id, options ?? null]);
+  }
+
+  /** Copies checkpoint `id` (files and transcript) into the empty instance `newName`. */
+  forkSession(id, newName) {
+    return this.#inner.rpcCall("forkSession", [id, newName]);
   }
 
   /** Writes base64 content (≤ 8 MB) to `path`; `{path, size}`. */

@@ -7,6 +7,7 @@
 
 pub mod agent;
 pub mod browser;
+pub mod checkpoint;
 pub mod codemode;
 pub mod extensions;
 pub mod mcp;

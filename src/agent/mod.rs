@@ -4,6 +4,7 @@
 //! sockets, time and fetch to the traits in `store` and `platform`.
 
 mod browser;
+mod checkpoints;
 mod codemode;
 mod extensions;
 mod files;
@@ -40,6 +41,7 @@ use crate::tools::workspace::bash::BashEngine;
 use crate::workspace::{Workspace, WorkspaceOptions};
 use serde::Serialize;
 
+pub use checkpoints::{ForkError, ForkLink, REWIND_REFUSED};
 pub use settings::spec_from_settings;
 pub use spec::{AgentSpec, CallError, MessageConcurrency, ModelChoice, TurnConfig, TurnContext};
 use store::ChatStore;
@@ -143,6 +145,10 @@ pub struct Agent {
     workspace_push: files::WorkspacePush,
     /// Agents as tools: this instance's children, and its own run as a child.
     subagents: Rc<crate::subagents::Subagents>,
+    /// How `forkSession` reaches the new instance (DO RPC in the Worker).
+    fork_link: RefCell<Option<Rc<dyn ForkLink>>>,
+    /// The checkpoints of the workspace and transcript, once first used.
+    checkpoints: RefCell<Option<Rc<crate::checkpoint::Checkpoints>>>,
 }
 
 impl Agent {
@@ -227,7 +233,13 @@ impl Agent {
             turn_lock: futures::lock::Mutex::new(()),
             rt: RefCell::new(Runtime::default()),
             workspace_push: files::WorkspacePush::default(),
+            fork_link: RefCell::new(None),
+            checkpoints: RefCell::new(None),
         });
+        // The journal's triggers must be in place before anything writes, turn or not.
+        if let Err(e) = agent.checkpoint_store() {
+            agent.warn("checkpoints are unavailable", e);
+        }
         let weak = Rc::downgrade(&agent);
         agent.workspace.set_on_change(Rc::new(move |path| {
             if let Some(agent) = weak.upgrade() {
@@ -525,6 +537,9 @@ impl Agent {
             return result;
         }
         if let Some(result) = self.files_callable(method, &args).await {
+            return result;
+        }
+        if let Some(result) = self.checkpoint_callable(method, &args).await {
             return result;
         }
         if method == "getContext" {

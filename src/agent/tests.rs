@@ -543,3 +543,162 @@ fn workspace_callables_list_view_download_and_upload() {
         4
     );
 }
+
+fn ids(messages: &[crate::protocol::message::UIMessage]) -> Vec<String> {
+    messages.iter().map(|m| m.id.clone()).collect()
+}
+
+#[test]
+fn each_turn_starts_from_a_checkpoint_that_a_rewind_returns_to_and_every_tab_is_told() {
+    let mut h = Harness::new(AgentSpec::new);
+    h.connect("other");
+    h.model.push([text("first")]);
+    h.chat("one", json!({}));
+    let after_one = ids(&h.agent.messages());
+    h.model.push([write_call("/notes/a.txt"), text("saved")]);
+    h.chat("two", json!({}));
+    h.advance(super::files::WORKSPACE_PUSH_MS as f64);
+    assert!(h.agent.workspace().stat("/notes/a.txt").unwrap().is_some());
+
+    let list = rpc(&mut h, "l", "checkpoints", json!([]))["result"].clone();
+    let turns: Vec<Value> = list.as_array().unwrap().iter().map(|c| c["turnId"].clone()).collect();
+    assert_eq!(turns, [json!("u-one"), json!("u-two")], "{list}");
+    let id = list[1]["id"].as_str().unwrap().to_owned();
+
+    let seen = h.frames_of("other").len();
+    let reply = rpc(&mut h, "r", "rewind", json!([id]));
+    assert_eq!(reply["success"], true, "{reply}");
+    assert_eq!(
+        ids(&h.agent.messages()),
+        after_one,
+        "the second turn's message and answer are gone"
+    );
+    assert!(h.agent.workspace().stat("/notes/a.txt").unwrap().is_none(), "its file is gone");
+    let told = &h.frames_of("other")[seen..];
+    let transcript = told.iter().find(|f| f["type"] == "cf_agent_chat_messages").expect("messages");
+    let sent: Vec<&str> = transcript["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m["id"].as_str().unwrap())
+        .collect();
+    assert_eq!(sent, after_one);
+    let push = told.iter().find(|f| f["type"] == "think_workspace_changed").expect("a push");
+    assert!(push["paths"].as_array().unwrap().contains(&json!("/notes/a.txt")), "{push}");
+}
+
+#[test]
+fn a_rewind_is_refused_while_a_turn_runs() {
+    let mut h = Harness::new(AgentSpec::new);
+    let id = rpc(&mut h, "c", "checkpoint", json!(["start"]))["result"]["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    h.model.delay_streams(h.clock.clone(), 1_000);
+    h.model.push([text("slow")]);
+    h.chat("wait", json!({}));
+    let refused = rpc(&mut h, "r1", "rewind", json!([id]));
+    assert_eq!(refused["success"], false);
+    assert_eq!(refused["error"], super::REWIND_REFUSED);
+    assert_eq!(h.agent.messages().len(), 1, "nothing was rewound");
+    h.advance(1_000.0);
+    let done = rpc(&mut h, "r2", "rewind", json!([id]));
+    assert_eq!(done["success"], true, "{done}");
+    assert!(h.agent.messages().is_empty());
+}
+
+/// Reaches another host agent directly, as DO RPC reaches another instance.
+struct LocalFork(Rc<Agent>);
+
+#[async_trait(?Send)]
+impl super::ForkLink for LocalFork {
+    async fn call(
+        &self,
+        _name: &str,
+        method: &str,
+        arg: &Value,
+    ) -> Result<Value, super::ForkError> {
+        self.0.fork_rpc(method, &arg.to_string()).await
+    }
+}
+
+#[test]
+fn a_fork_copies_the_checkpoint_and_the_original_keeps_its_state() {
+    let mut src = Harness::new(AgentSpec::new);
+    let mut dst = Harness::new(AgentSpec::new);
+    src.agent.set_fork_link(Rc::new(LocalFork(dst.agent.clone())));
+    // Three files of 400 KB: more than one page (720 KiB of content) crosses to the fork.
+    let big: Vec<String> = (0..3).map(|i| format!("{i}").repeat(400_000)).collect();
+    for (i, content) in big.iter().enumerate() {
+        let (ws, content) = (src.agent.workspace().clone(), content.clone());
+        let path = format!("/big/{i}.txt");
+        let _ = src.pool.spawner().spawn_local(async move {
+            ws.write_file(&path, &content, "text/plain").await.unwrap();
+        });
+    }
+    src.pool.run_until_stalled();
+    src.model.push([text("first")]);
+    src.chat("one", json!({}));
+    let at_one = src.agent.messages();
+    src.model.push([write_call("/notes/a.txt"), text("saved")]);
+    src.chat("two", json!({}));
+    let list = rpc(&mut src, "l", "checkpoints", json!([]))["result"].clone();
+    let id = list[1]["id"].as_str().unwrap().to_owned();
+
+    let forked = rpc(&mut src, "f", "forkSession", json!([id, "copy"]));
+    assert_eq!(forked["success"], true, "{forked}");
+    assert!(forked["result"]["pages"].as_u64().unwrap() >= 2, "{forked}");
+    dst.pool.run_until_stalled();
+    for (i, content) in big.iter().enumerate() {
+        let (ws, path) = (dst.agent.workspace().clone(), format!("/big/{i}.txt"));
+        let read = futures::executor::block_on(ws.read_file(&path)).unwrap();
+        assert_eq!(read.as_deref(), Some(content.as_str()), "{path}");
+    }
+    assert_eq!(dst.agent.messages(), at_one, "the fork has the transcript at the checkpoint");
+    assert!(dst.agent.workspace().stat("/notes/a.txt").unwrap().is_none());
+    assert_eq!(src.agent.messages().len(), 4, "the original keeps both turns");
+    assert!(src.agent.workspace().stat("/notes/a.txt").unwrap().is_some());
+
+    let again = rpc(&mut src, "f2", "forkSession", json!([id, "copy"]));
+    assert_eq!(again["success"], false);
+    assert!(again["error"].as_str().unwrap().contains("is not empty"), "{again}");
+}
+
+struct Unobserved;
+impl super::TurnObserver for Unobserved {
+    fn on_start(&self, _request_id: &str) {}
+    fn on_event(&self, _chunk: &str) {}
+    fn on_error(&self, _error: &str) {}
+    fn on_done(&self) {}
+}
+
+#[test]
+fn the_turn_checkpoint_precedes_the_user_message_on_every_path_and_policy() {
+    use crate::protocol::message::{Role, UIMessage};
+    for policy in [super::MessageConcurrency::Queue, super::MessageConcurrency::Latest] {
+        let mut h = Harness::new(|m| AgentSpec::new(m).message_concurrency(policy));
+        h.model.push([text("a")]);
+        h.chat("one", json!({}));
+        let after_one = ids(&h.agent.messages());
+        // A programmatic turn (DO RPC `chat()`, and a sub-agent's run).
+        let message =
+            UIMessage::new("u-rpc", Role::User, vec![json!({"type": "text", "text": "rpc"})]);
+        let rpc_turn = super::RpcTurn {
+            observer: Rc::new(Unobserved),
+            client_tools: Vec::new(),
+            executor: None,
+            abort: None,
+        };
+        let agent = h.agent.clone();
+        let _ = h.pool.spawner().spawn_local(async move { agent.chat(message, rpc_turn).await });
+        h.pool.run_until_stalled();
+        assert_eq!(h.agent.messages().len(), 4, "{policy:?}");
+        let list = rpc(&mut h, "l", "checkpoints", json!([]))["result"].clone();
+        let turns: Vec<Value> =
+            list.as_array().unwrap().iter().map(|c| c["turnId"].clone()).collect();
+        assert_eq!(turns, [json!("u-one"), json!("u-rpc")], "{policy:?}");
+        let reply = rpc(&mut h, "r", "rewind", json!([list[1]["id"]]));
+        assert_eq!(reply["success"], true, "{reply}");
+        assert_eq!(ids(&h.agent.messages()), after_one, "{policy:?}");
+    }
+}

@@ -133,7 +133,7 @@ impl Agent {
             return;
         }
         let queue = submit && policy == MessageConcurrency::Queue;
-        let queued = match self.reconcile(&req, queue) {
+        let queued = match self.reconcile(&req, queue).await {
             Ok(queued) => queued,
             Err(e) => {
                 self.send(
@@ -181,6 +181,9 @@ impl Agent {
     pub async fn chat(self: &Rc<Self>, message: UIMessage, rpc: RpcTurn) {
         let request_id = random_id(self.deps.clock.as_ref(), 8);
         let queued = self.spec.message_concurrency == MessageConcurrency::Queue;
+        if !queued {
+            self.checkpoint_turn(Some(&message.id), None).await;
+        }
         let saved = self.store().and_then(|s| {
             if queued {
                 s.enqueue(&request_id, &message)
@@ -215,11 +218,20 @@ impl Agent {
     /// Stores the new user messages of an incoming transcript, or with `queue` puts them in
     /// the queue of this request's turn (true when it did). A regenerate drops what follows
     /// the last message the client kept.
-    fn reconcile(&self, req: &ChatRequest, queue: bool) -> Result<bool, StoreError> {
+    async fn reconcile(&self, req: &ChatRequest, queue: bool) -> Result<bool, StoreError> {
         let store = self.store()?;
         if req.trigger == Trigger::RegenerateMessage {
             if let Some(last) = req.messages.last() {
+                self.checkpoint_turn(None, Some("regenerate")).await;
                 store.truncate_after(&last.id)?;
+            }
+        }
+        // The turn's checkpoint comes before its first new user message is stored (a queued
+        // turn takes it when its messages leave the queue).
+        if !queue {
+            let mut new_users = req.messages.iter().filter(|m| m.role == Role::User);
+            if let Some(first) = new_users.find(|m| !store.has_message(&m.id).unwrap_or(true)) {
+                self.checkpoint_turn(Some(&first.id), None).await;
             }
         }
         let now = self.now();
@@ -242,8 +254,17 @@ impl Agent {
 
     /// Moves a queued turn's messages into the transcript now that its turn has come; false
     /// when a clear dropped them meanwhile (the turn then has nothing to answer).
-    fn admit_queued(&self, request_id: &str) -> bool {
+    async fn admit_queued(&self, request_id: &str) -> bool {
         self.rt.borrow_mut().queued_turns.remove(request_id);
+        // The turn's checkpoint comes before its queued messages enter the transcript.
+        match self.store().and_then(|s| s.queued()) {
+            Ok(rows) => {
+                if let Some((_, first)) = rows.iter().find(|(r, _)| r == request_id) {
+                    self.checkpoint_turn(Some(&first.id), None).await;
+                }
+            }
+            Err(e) => self.warn("reading the queued messages failed", e),
+        }
         match self.store().and_then(|s| s.take_queued(request_id, self.now())) {
             Ok(taken) => !taken.is_empty(),
             Err(e) => {
@@ -372,7 +393,7 @@ impl Agent {
         let request_id = turn.request_id.clone();
         let skip = slot.is_none()
             || self.superseded(turn.submit_seq)
-            || (turn.queued && !self.admit_queued(&request_id));
+            || (turn.queued && !self.admit_queued(&request_id).await);
         if skip {
             if let Some(origin) = &turn.origin {
                 self.send(origin, &ChatResponse::done(&request_id));

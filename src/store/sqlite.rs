@@ -21,6 +21,15 @@ impl SqliteSql {
         }
     }
 
+    /// A database in the file at `path` (created when missing), for tests that reopen it as
+    /// a process restarting after a crash would.
+    pub fn open(path: &std::path::Path) -> Self {
+        Self {
+            conn: RefCell::new(rusqlite::Connection::open(path).expect("open sqlite file")),
+            statements: std::cell::Cell::new(0),
+        }
+    }
+
     /// How many statements ran so far, for tests that bound the round trips of an operation.
     pub fn statements(&self) -> usize {
         self.statements.get()

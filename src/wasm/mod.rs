@@ -7,6 +7,7 @@ mod bash;
 mod browser;
 mod clock;
 mod extensions;
+mod fork;
 mod http;
 mod loader;
 mod r2;
@@ -134,6 +135,9 @@ impl ThinkHost {
         if let Some(link) = subagents::DoLink::new(env, class_name) {
             agent.subagents().set_link(Rc::new(link));
         }
+        if let Some(link) = subagents::DoLink::new(env, class_name) {
+            agent.set_fork_link(Rc::new(link));
+        }
         wasm_bindgen_futures::spawn_local(agent.clone().start());
         agent
     }
@@ -164,6 +168,19 @@ impl ThinkHost {
             }
         }
         subagents::answer(&self.agent(), &method, &arg).await
+    }
+
+    /// DO RPC `forkRpc(method, json)`: another instance copying a checkpoint into this one
+    /// (`forkSession`); JSON text in and out.
+    pub async fn rpc_fork(
+        &self,
+        method: String,
+        arg: String,
+    ) -> std::result::Result<JsValue, JsValue> {
+        match self.agent().fork_rpc(&method, &arg).await {
+            Ok(v) => Ok(JsValue::from_str(&v.to_string())),
+            Err(e) => Err(js_sys::Error::new(&e.to_string()).into()),
+        }
     }
 
     /// HTTP requests to the object: WebSocket upgrades and `get-messages`.
@@ -422,6 +439,17 @@ macro_rules! think_agent {
                 ::worker::wasm_bindgen::JsValue,
             > {
                 self.0.rpc_subagent(method, arg).await
+            }
+            #[wasm_bindgen(js_name = rpcFork)]
+            pub async fn rpc_fork(
+                &self,
+                method: String,
+                arg: String,
+            ) -> ::std::result::Result<
+                ::worker::wasm_bindgen::JsValue,
+                ::worker::wasm_bindgen::JsValue,
+            > {
+                self.0.rpc_fork(method, arg).await
             }
             #[wasm_bindgen(js_name = rpcCall)]
             pub async fn rpc_call(

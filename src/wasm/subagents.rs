@@ -38,7 +38,8 @@ impl DoLink {
         Some(Self { env: env.clone(), binding })
     }
 
-    fn stub(&self, child: &str) -> Result<JsValue, LinkError> {
+    /// The stub of the instance of this class named `child`.
+    pub(super) fn stub(&self, child: &str) -> Result<JsValue, LinkError> {
         let failed = |e: JsValue| LinkError::Failed(format!("{e:?}"));
         let env: &JsValue = self.env.as_ref();
         let ns = Reflect::get(env, &self.binding.as_str().into()).map_err(failed)?;

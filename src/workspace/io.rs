@@ -588,7 +588,7 @@ impl Workspace {
                 }
             }
             Placement::Blob => {
-                let key = self.blob_key(&target);
+                let key = self.fresh_blob_key(&target)?;
                 let blobs = self.blobs(shown)?.clone();
                 blobs.put(&key, content.bytes(), mime).await?;
                 let params = row_params(Storage::Blob, text(&key), SqlValue::Null, SqlValue::Null);

@@ -15,6 +15,7 @@ mod error;
 mod glob;
 mod grams;
 mod io;
+pub(crate) mod journal;
 pub mod path;
 mod tree;
 mod version;
@@ -202,6 +203,8 @@ pub struct Workspace {
     h: String,
     /// Who the current mutations are attributed to.
     writer: Cell<Writer>,
+    /// Whether checkpoints journal this workspace (R2 objects are then shared: journal.rs).
+    journaled: Cell<bool>,
     /// Whether the model's unversioned writes are checked against what it last read.
     guard_unseen: bool,
     grep_index: bool,
@@ -403,6 +406,7 @@ impl Workspace {
             g: format!("cf_wsgram_{ns}"),
             h: format!("cf_wshist_{ns}"),
             writer: Cell::new(Writer::App),
+            journaled: Cell::new(false),
             guard_unseen: options.guard_stale_writes,
             grep_index: options.grep_index,
             namespace: ns,
@@ -515,6 +519,7 @@ impl Workspace {
             &[now.clone(), now],
         )?;
         self.init_history()?;
+        self.detect_journal()?;
         if self.grep_index {
             self.init_grams()?;
         }
@@ -558,6 +563,7 @@ impl Workspace {
             return Ok(());
         }
         let Some(blobs) = &self.blobs else { return Ok(()) };
+        let keys = self.deletable_blob_keys(keys)?;
         for batch in keys.chunks(1000) {
             blobs.delete(batch).await?;
         }

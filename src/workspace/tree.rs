@@ -735,7 +735,9 @@ impl Workspace {
         // Blob keys follow paths, so objects are copied to their new keys before the rows
         // move and the old ones are deleted after: a failure leaves at most an orphan.
         let (lo, hi) = path::subtree_bounds(&s);
+        let keep_keys = self.keeps_blob_keys();
         let moving_blobs: Vec<(String, String)> = match node.kind {
+            _ if keep_keys => Vec::new(),
             EntryType::Directory => self
                 .exec(
                     &format!("SELECT path, r2_key FROM {t} WHERE path > ? AND path < ? AND storage = 'r2'"),
@@ -778,7 +780,8 @@ impl Workspace {
                        path = ? || substr(path, ?),
                        parent_path = CASE WHEN path = ? THEN ? ELSE ? || substr(parent_path, ?) END,
                        name = CASE WHEN path = ? THEN ? ELSE name END,
-                       r2_key = CASE WHEN storage = 'r2' THEN ? || ? || substr(path, ?) ELSE r2_key END,
+                       r2_key = CASE WHEN storage = 'r2' AND NOT ? THEN ? || ? || substr(path, ?)
+                         ELSE r2_key END,
                        version = version + 1, changed_by = '{w}'
                      WHERE path = ? OR (path > ? AND path < ?)"
                 ),
@@ -791,6 +794,7 @@ impl Workspace {
                     SqlValue::Integer(skip),
                     text(&s),
                     text(path::basename(&d)),
+                    SqlValue::Integer(keep_keys as i64),
                     text(&key_prefix),
                     text(&d),
                     SqlValue::Integer(skip),

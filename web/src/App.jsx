@@ -67,7 +67,7 @@ export function App({ name }) {
         </button>
       </header>
       <div className="body">
-        <Chat chat={chat} runs={runs}>
+        <Chat chat={chat} agent={agent} runs={runs}>
           <Elicitations agent={agent} />
         </Chat>
         <aside className="side">

@@ -13,6 +13,8 @@
 //! - `/floor/<tool>` `{inputs:[…], iterations}`: the same inputs through the bare SQL the
 //!   tool needs at minimum, issued from plain JavaScript in this object (`src/floor.js`);
 //!   returns `{ms}`, or `{unsupported: true}` for a tool without a floor.
+//! - `/run/checkpoint`, `/run/rewind` `{inputs:[{paths}]}`: a checkpoint and 10 changed
+//!   files, or the rewind after them (the checkpoint rows); returns `{ms, bytes}`.
 //! - `/memory`: the wasm linear memory of this isolate, in bytes.
 //! - `/info`: the workspace's totals, its grep index rows and the database size.
 //!
@@ -33,6 +35,7 @@ use std::alloc::{GlobalAlloc, Layout, System};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use wasm_bindgen::prelude::wasm_bindgen;
 use wasm_bindgen::JsValue;
+use think_rs::checkpoint::{Checkpoints, RewindScope};
 use think_rs::tools::workspace::{workspace_tools, WorkspaceToolsOptions};
 use think_rs::tools::{ToolContext, ToolRef};
 use think_rs::wasm::{DoSql, R2Blobs, WorkerClock};
@@ -164,6 +167,8 @@ impl DurableObject for BenchRust {
         let parts: Vec<&str> = path.trim_start_matches('/').split('/').collect();
         match parts.as_slice() {
             ["setup", "files"] => self.setup_files(&body).await,
+            ["run", "checkpoint"] => self.checkpoint(&body, false).await,
+            ["run", "rewind"] => self.checkpoint(&body, true).await,
             ["run", tool] => self.run(tool, &body).await,
             ["call", tool] => self.call(tool, &body).await,
             ["floor", tool] => self.floor(tool, &body),
@@ -229,6 +234,60 @@ impl BenchRust {
         if keep {
             out["outputs"] = Value::Array(outputs);
         }
+        Response::from_json(&out)
+    }
+
+    /// The checkpoint rows, `iterations` times over: a checkpoint, then a fresh revision
+    /// written to each of `inputs[0].paths`. Timed: those two (`rewind` false) or the rewind
+    /// to that checkpoint that follows them (`rewind` true). `bytes`: how much the database
+    /// grew per checkpoint and its writes. Both are per iteration.
+    async fn checkpoint(&self, body: &Value, rewind: bool) -> Result<Response> {
+        let paths: Vec<String> = body["inputs"][0]["paths"]
+            .as_array()
+            .map(|a| a.iter().filter_map(|p| p.as_str().map(str::to_owned)).collect())
+            .unwrap_or_default();
+        let iterations = body["iterations"].as_u64().unwrap_or(1).max(1) as usize;
+        let ws = self.ws();
+        let store = match Checkpoints::new(ws.clone()) {
+            Ok(s) => s,
+            Err(e) => return error(500, e.to_string()),
+        };
+        let size = || {
+            js_sys::Reflect::get(&self.sql, &"databaseSize".into())
+                .ok()
+                .and_then(|v| v.as_f64())
+                .unwrap_or(0.0)
+        };
+        let (mut ms, mut grew) = (0.0, 0.0);
+        for _ in 0..iterations {
+            let before = size();
+            let start = now_ms();
+            let revision = format!("\n// revision {start}\n");
+            let info = match store.create(Some("bench"), None).await {
+                Ok(i) => i,
+                Err(e) => return error(500, e.to_string()),
+            };
+            for p in &paths {
+                let old = ws.read_file(p).await.ok().flatten().unwrap_or_default();
+                let new = format!("{}{revision}", &old[..old.len().min(10 * 1024)]);
+                if let Err(e) = ws.write_file(p, &new, "text/plain").await {
+                    return error(500, e.to_string());
+                }
+            }
+            grew += size() - before;
+            if !rewind {
+                ms += now_ms() - start;
+                continue;
+            }
+            let start = now_ms();
+            let scope = RewindScope { files: true, transcript: false };
+            if let Err(e) = store.rewind(&info.id, scope).await {
+                return error(500, e.to_string());
+            }
+            ms += now_ms() - start;
+        }
+        let n = iterations as f64;
+        let out = json!({ "ms": ms / n, "calls": paths.len(), "errors": 0, "bytes": grew / n });
         Response::from_json(&out)
     }
 

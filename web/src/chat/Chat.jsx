@@ -1,13 +1,14 @@
 // The conversation: the messages as they stream, the error banner and the composer.
 import { useEffect, useRef, useState } from "react";
 import { Part, isShown } from "./Part.jsx";
+import { Rewind } from "./Rewind.jsx";
 
 /** True while a turn is submitted or streaming (from this tab or another). */
 export function chatBusy(chat) {
   return chat.status === "submitted" || chat.status === "streaming" || chat.isServerStreaming;
 }
 
-export function Chat({ chat, runs, children }) {
+export function Chat({ chat, agent, runs, children }) {
   const [draft, setDraft] = useState("");
   const listRef = useRef(null);
   const busy = chatBusy(chat);
@@ -42,6 +43,7 @@ export function Chat({ chat, runs, children }) {
             {m.parts.filter(isShown).map((part, i) => (
               <Part key={i} part={part} onApproval={approve} runs={runs} />
             ))}
+            {m.role === "user" && agent && <Rewind agent={agent} message={m} disabled={busy} />}
           </div>
         ))}
         {chat.status === "submitted" && <div className="thinking">thinking…</div>}
