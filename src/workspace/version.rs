@@ -143,6 +143,11 @@ impl Workspace {
     /// The history table of content the model has seen: one slot per version modulo
     /// [`MAX_HISTORY_VERSIONS`], so it stays bounded without a pruning statement.
     ///
+    /// Seen text is kept lazily: a note of the live version stores no text, only `pending`
+    /// (its text is the live row's), and a trigger on the files table copies the old text
+    /// into the pending notes of a path when its version is overwritten, deleted or moved.
+    /// So a version that is never overwritten costs no second copy of its text.
+    ///
     /// A rowid table, with its key in a separate index: in a `WITHOUT ROWID` table the key's
     /// B-tree holds the whole row, and SQLite loads a row that overflows its page (any kept
     /// text past about 1 KB) in full for every key comparison, so each look-up and note
@@ -157,18 +162,26 @@ impl Workspace {
               version INTEGER NOT NULL,
               hash TEXT,
               content TEXT,
+              pending INTEGER NOT NULL DEFAULT 0,
               PRIMARY KEY (path, slot)
             )"
         );
         self.sql.exec(&create, &[])?;
-        let old = self
+        let schema = self
             .sql
             .exec("SELECT sql FROM sqlite_master WHERE type = 'table' AND name = ?", &[text(h)])
             .ok()
             .and_then(|rows| rows.into_iter().next())
             .and_then(|row| row.into_iter().next())
             .and_then(SqlValue::into_string)
-            .is_some_and(|sql| sql.to_ascii_uppercase().contains("WITHOUT ROWID"));
+            .map(|sql| sql.to_ascii_uppercase());
+        let old = schema.as_deref().is_some_and(|sql| sql.contains("WITHOUT ROWID"));
+        if !old && schema.as_deref().is_some_and(|sql| !sql.contains("PENDING")) {
+            self.sql.exec(
+                &format!("ALTER TABLE {h} ADD COLUMN pending INTEGER NOT NULL DEFAULT 0"),
+                &[],
+            )?;
+        }
         if old {
             let sql = &self.sql;
             let mut rebuild = || -> Result<(), StoreError> {
@@ -186,6 +199,24 @@ impl Workspace {
             };
             self.sql.transaction(&mut rebuild)?;
         }
+        let (t, ns) = (&self.t, &self.namespace);
+        let keep_old = format!(
+            "UPDATE {h} SET content = OLD.content, pending = 0 WHERE path = OLD.path AND pending = 1"
+        );
+        self.sql.exec(
+            &format!(
+                "CREATE TRIGGER IF NOT EXISTS cf_wshist_upd_{ns} AFTER UPDATE OF content, version, path
+                 ON {t} BEGIN {keep_old}; END"
+            ),
+            &[],
+        )?;
+        self.sql.exec(
+            &format!(
+                "CREATE TRIGGER IF NOT EXISTS cf_wshist_del_{ns} AFTER DELETE ON {t}
+                 BEGIN {keep_old}; END"
+            ),
+            &[],
+        )?;
         Ok(())
     }
 
@@ -234,7 +265,9 @@ impl Workspace {
                    typeof(content) = 'text' AND hash IS NOT NULL AND EXISTS (SELECT 1 FROM {h} s
                      WHERE s.path = f.path AND s.slot = f.version % {MAX_HISTORY_VERSIONS}
                        AND s.version = f.version AND s.hash = f.hash
-                       AND (typeof(s.content) = 'text') = (f.size <= {MAX_HISTORY_BYTES})),
+                       AND (typeof(s.content) = 'text' OR s.pending = 1)
+                         = (f.size <= {MAX_HISTORY_BYTES})),
+                   typeof(content) = 'text',
                    CASE WHEN type = 'file' AND storage = 'inline'
                      AND substr(mime_type, 1, 5) = 'text/' THEN CAST(content AS BLOB) END
                  FROM {t} f WHERE path = ?",
@@ -256,6 +289,7 @@ impl Workspace {
             Some(SqlValue::Blob(b)) => Some(Content::Bytes(b).into_text()),
             _ => None,
         };
+        let stored_text = row.pop().and_then(|v| v.as_i64()) == Some(1);
         let noted = row.pop().and_then(|v| v.as_i64()) == Some(1);
         let hash = match row.pop() {
             Some(SqlValue::Text(s)) => Some(s),
@@ -264,7 +298,10 @@ impl Workspace {
         let counter = row.pop().and_then(|v| v.as_i64()).unwrap_or(0);
         let info = info_from_row(row);
         let Some(content) = content else { return Ok(Some((info, None, None))) };
-        let token = if noted {
+        let token = if noted || stored_text {
+            if !noted {
+                self.remember_stored(path)?;
+            }
             Some(FileVersion { counter, hash, changed_by: None, changed_at: 0 }.token())
         } else {
             self.remember_seen(path, Some(&content))?
@@ -378,19 +415,21 @@ impl Workspace {
         }
     }
 
-    /// Notes the current inline text of `path` as seen, copied by SQLite from the row (the
-    /// text was just written from the same string, so this is [`Workspace::remember_seen`]
-    /// without binding it again).
+    /// Notes the current inline text of `path` as seen, without copying it: the note is
+    /// `pending` (its text is the live row's, copied by the history trigger once this version
+    /// is overwritten) when [`Workspace::remember_seen`] would have kept the text. The same
+    /// as [`Workspace::remember_seen`] of the stored text, without binding or copying it.
     fn remember_stored(&self, path: &str) -> Result<(), FsError> {
         let norm = path::normalize(path, "open")?;
         self.exec(
             &format!(
-                "INSERT OR REPLACE INTO {h} (path, slot, version, hash, content)
-                 SELECT path, version % {MAX_HISTORY_VERSIONS}, version, hash, {kept} FROM {t}
-                 WHERE path = ? AND type = 'file'",
+                "INSERT INTO {h} (path, slot, version, hash, content, pending)
+                 SELECT path, version % {MAX_HISTORY_VERSIONS}, version, hash, NULL,
+                   typeof(content) = 'text' AND length(CAST(content AS BLOB)) <= {MAX_HISTORY_BYTES}
+                 FROM {t} WHERE path = ? AND type = 'file'
+                 {UPSERT_NOTE}",
                 t = self.t,
                 h = self.h,
-                kept = kept_sql("content"),
             ),
             &[text(&norm)],
         )?;
@@ -409,9 +448,10 @@ impl Workspace {
         let kept = content.filter(|c| c.len() <= MAX_HISTORY_BYTES);
         let rows = self.exec(
             &format!(
-                "INSERT OR REPLACE INTO {h} (path, slot, version, hash, content)
-                 SELECT path, version % {MAX_HISTORY_VERSIONS}, version, hash, ? FROM {t}
+                "INSERT INTO {h} (path, slot, version, hash, content, pending)
+                 SELECT path, version % {MAX_HISTORY_VERSIONS}, version, hash, ?, 0 FROM {t}
                  WHERE path = ? AND type = 'file'
+                 {UPSERT_NOTE}
                  RETURNING version, hash",
                 t = self.t,
                 h = self.h
@@ -432,7 +472,12 @@ impl Workspace {
     /// The text the model saw as version `counter` of `path`, when it was kept.
     pub(super) fn seen_content(&self, norm: &str, counter: i64) -> Result<Option<String>, FsError> {
         let rows = self.exec(
-            &format!("SELECT content FROM {} WHERE path = ? AND version = ?", self.h),
+            &format!(
+                "SELECT COALESCE(s.content, CASE WHEN s.pending = 1 THEN
+                   (SELECT f.content FROM {} f WHERE f.path = s.path AND f.version = s.version) END)
+                 FROM {} s WHERE s.path = ? AND s.version = ?",
+                self.t, self.h
+            ),
             &[text(norm), SqlValue::Integer(counter)],
         )?;
         Ok(rows.first().and_then(|r| col_opt_str(r, 0)))
@@ -528,14 +573,10 @@ fn version_from_row(r: &Row, at: usize) -> (FileVersion, Option<String>) {
     (version, col_opt_str(r, at + 4))
 }
 
-/// The history's copy of text column `col`: itself when it is text of at most
-/// [`MAX_HISTORY_BYTES`], else NULL (what [`Workspace::remember_seen`] keeps).
-fn kept_sql(col: &str) -> String {
-    format!(
-        "CASE WHEN typeof({col}) = 'text' AND length(CAST({col} AS BLOB)) <= {MAX_HISTORY_BYTES}
-         THEN {col} END"
-    )
-}
+/// How a note replaces the one in its slot (an upsert: cheaper than `INSERT OR REPLACE`,
+/// which deletes the old row and inserts a new one).
+const UPSERT_NOTE: &str = "ON CONFLICT (path, slot) DO UPDATE SET version = excluded.version,
+    hash = excluded.hash, content = excluded.content, pending = excluded.pending";
 
 /// The check a model write's statement makes on the row it would overwrite: `sql` is a
 /// condition on the files table's row (its `?` bound to `params`, in order), and `must_exist`
