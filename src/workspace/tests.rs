@@ -881,3 +881,24 @@ fn with_old_history(options: &str) -> (Rc<SqliteSql>, Workspace) {
     let ws = Workspace::new(sql.clone(), clock());
     (sql, ws)
 }
+
+#[test]
+fn the_history_trigger_and_the_checkpoint_journal_both_keep_an_overwritten_version() {
+    use crate::checkpoint::{Checkpoints, RewindScope};
+    let sql = Rc::new(SqliteSql::new());
+    let ws = Rc::new(Workspace::new(sql.clone(), clock()));
+    let cp = Checkpoints::new(ws.clone()).unwrap();
+    block_on(ws.write_fresh_for_model("/a.txt", "one\n", "text/plain", None)).unwrap();
+    let k = block_on(cp.create(Some("k"), None)).unwrap();
+    write(&ws, "/a.txt", "two\n");
+    assert_eq!(note(&sql, "/a.txt", 1), (Some("one\n".into()), 0), "the history kept it");
+    let refusal = block_on(ws.write_fresh_for_model("/a.txt", "three\n", "text/plain", None))
+        .unwrap_err()
+        .to_string();
+    assert!(refusal.contains("-one\n+two"), "{refusal}");
+    block_on(cp.rewind(&k.id, RewindScope::default())).unwrap();
+    assert_eq!(read(&ws, "/a.txt").as_deref(), Some("one\n"), "the journal kept it");
+    block_on(ws.write_fresh_for_model("/a.txt", "three\n", "text/plain", None))
+        .expect("the version the model saw is back");
+    assert_eq!(read(&ws, "/a.txt").as_deref(), Some("three\n"));
+}
