@@ -288,18 +288,39 @@ async function profileWorkload(workers, inspectorPort, suiteIndex, wi, w) {
     if (result.unsupported) continue;
     const self = new Map();
     const byId = new Map(profile.nodes.map((n) => [n.id, n]));
+    const parentOf = new Map();
+    for (const n of profile.nodes) for (const c of n.children ?? []) parentOf.set(c, n);
+    const nameOf = (n) => {
+      const f = n.callFrame;
+      return f.functionName || (f.url ? `(anonymous ${path.basename(f.url)}:${f.lineNumber})` : "(program)");
+    };
+    // Self time per function, and per function the callers it was sampled under.
+    const callers = new Map();
     let total = 0;
     profile.samples.forEach((id, i) => {
-      const f = byId.get(id).callFrame;
+      const node = byId.get(id);
       const dt = profile.timeDeltas[i] ?? 0;
-      const name = f.functionName || (f.url ? `(anonymous ${path.basename(f.url)}:${f.lineNumber})` : "(program)");
+      const name = nameOf(node);
       if (name === "(idle)") return;
       self.set(name, (self.get(name) ?? 0) + dt);
+      // The nearest two callers that are not wasm/JS transition frames.
+      const up = [];
+      for (let p = parentOf.get(id); p && up.length < 2; p = parentOf.get(p.id)) {
+        const n = nameOf(p);
+        if (!/^(wasm-to-js|js-to-wasm)/.test(n)) up.push(n.replace(/::h[0-9a-f]{16}$/, "").slice(0, 70));
+      }
+      const by = callers.get(name) ?? new Map();
+      const pname = up.join(" ← ") || "-";
+      by.set(pname, (by.get(pname) ?? 0) + dt);
+      callers.set(name, by);
       total += dt;
     });
     const top = [...self].sort((a, b) => b[1] - a[1]).slice(0, 15);
     lines.push(`  ${side.label} (${fmtMs(total / 1000)} ms sampled, ${fmtMs(result.ms)} ms per iteration):`);
-    for (const [name, us] of top) lines.push(`    ${((100 * us) / total).toFixed(1).padStart(5)}%  ${name.slice(0, 110)}`);
+    for (const [name, us] of top) {
+      const [caller] = [...callers.get(name)].sort((a, b) => b[1] - a[1]);
+      lines.push(`    ${((100 * us) / total).toFixed(1).padStart(5)}%  ${name.replace(/::h[0-9a-f]{16}$/, "").slice(0, 80)}  ← ${caller[0]}`);
+    }
   }
   await session.send("Profiler.disable");
   session.close();

@@ -14,6 +14,7 @@ mod r2;
 mod rpc;
 mod sockets;
 mod sql;
+pub(crate) use sql::native_content_hash;
 mod subagents;
 
 use std::rc::Rc;

@@ -20,10 +20,15 @@ use wasm_bindgen::{closure::ScopedClosure, prelude::wasm_bindgen, JsCast, JsValu
 use crate::store::{Row, Sql, SqlValue, StoreError};
 
 #[wasm_bindgen(inline_js = r#"
+import { createHash } from "node:crypto";
 const encoder = new TextEncoder();
 const SMALL = 1 << 16;
 // Result values longer than this go out of band (tags 5 and 6), fetched by `takeLarge`.
+// Bytes go out of band from a lower size: fetched as they are, they are copied into wasm
+// once, where packing them copies them twice more (a file's text read as
+// `CAST(content AS BLOB)` is the common case).
 const LARGE = 1 << 16;
+const LARGE_BYTES = 1 << 12;
 let large = [];
 let buf = new Uint8Array(SMALL);
 let view = new DataView(buf.buffer);
@@ -83,6 +88,12 @@ function unpackParams(p, big) {
   }
   return out;
 }
+// SHA-256 in wasm costs about as much as the write of the content it versions; the
+// platform's native one (node:crypto, which the agent has under nodejs_compat, as the bash
+// tool's node:zlib) is many times faster.
+export function sha256Prefix(bytes) {
+  return createHash("sha256").update(bytes).digest("hex").slice(0, 16);
+}
 export function takeLarge(i) {
   const v = large[i];
   large[i] = undefined;
@@ -123,7 +134,7 @@ export function execPacked(sql, query, packedParams, big) {
         buf[pos] = Number.isSafeInteger(n) ? 1 : 2;
         view.setFloat64(pos + 1, n, true);
         pos += 9;
-      } else if ((typeof v === "string" && v.length > LARGE) || (typeof v === "object" && v.byteLength > LARGE)) {
+      } else if ((typeof v === "string" && v.length > LARGE) || (typeof v === "object" && v.byteLength > LARGE_BYTES)) {
         room(pos, 5);
         buf[pos] = typeof v === "string" ? 5 : 6;
         view.setUint32(pos + 1, large.length, true);
@@ -179,6 +190,16 @@ extern "C" {
     /// The UTF-8 (text) or bytes (blob) of out-of-band result value `i` of the last call.
     #[wasm_bindgen(js_name = takeLarge)]
     fn take_large(i: u32) -> Uint8Array;
+
+    /// The first 16 hex digits of the SHA-256 of `bytes` (read in place from wasm memory),
+    /// by the platform's native hash.
+    #[wasm_bindgen(js_name = sha256Prefix)]
+    fn sha256_prefix(bytes: &[u8]) -> String;
+}
+
+/// The workspace's content hash (first 16 hex digits of SHA-256), computed natively.
+pub(crate) fn native_content_hash(bytes: &[u8]) -> String {
+    sha256_prefix(bytes)
 }
 
 /// Text and blob bindings longer than this are passed on their own, not packed.

@@ -1,5 +1,6 @@
 //! Reading and writing file content, including the spill to the blob store and chunking.
 
+use super::version::WriteGuard;
 use super::*;
 
 /// A write's destination after symlinks are followed.
@@ -14,6 +15,9 @@ pub(crate) struct Resolved {
     /// table's invariant the existing ones are a prefix of the chain.
     pub existing_ancestors: usize,
 }
+
+/// Largest text bound as bytes (see `ContentRef::to_sql_bound`).
+const TEXT_AS_BYTES_MAX: usize = 64 * 1024;
 
 /// Where new content should go.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -50,6 +54,19 @@ impl<'a> ContentRef<'a> {
         match self {
             ContentRef::Text(s) => SqlValue::Text(s.to_owned()),
             ContentRef::Bytes(b) => SqlValue::Blob(b.to_vec()),
+        }
+    }
+
+    /// The binding of an inline row's content and the SQL expression that stores it. Text
+    /// up to [`TEXT_AS_BYTES_MAX`] is bound as its UTF-8 bytes and cast to TEXT by SQLite:
+    /// the same stored value, without a JavaScript string decoded from it and encoded
+    /// again on the way in. Larger text keeps its own binding (see `wasm/sql.rs`).
+    fn to_sql_bound(self) -> (SqlValue, &'static str) {
+        match self {
+            ContentRef::Text(s) if s.len() <= TEXT_AS_BYTES_MAX => {
+                (SqlValue::Blob(s.as_bytes().to_vec()), "CAST(? AS TEXT)")
+            }
+            other => (other.to_sql(), "?"),
         }
     }
 }
@@ -272,19 +289,33 @@ impl Workspace {
     /// For a file just read (an edit) that is the common case; anything else (a symlink,
     /// content that must spill, a file gone meanwhile) falls back to `write_file`.
     pub async fn rewrite_file(&self, path: &str, content: &str, mime: &str) -> Result<(), FsError> {
+        if self.rewrite_inline(path, content, mime)? {
+            return Ok(());
+        }
+        self.write_file(path, content, mime).await
+    }
+
+    /// The one `UPDATE` of [`Workspace::rewrite_file`]; `false` when it did not apply.
+    pub(super) fn rewrite_inline(
+        &self,
+        path: &str,
+        content: &str,
+        mime: &str,
+    ) -> Result<bool, FsError> {
         let norm = path::normalize(path, "open")?;
         if content.len() <= self.max_file_size && self.placement(content.len()) == Placement::Inline
         {
+            let (value, expr) = ContentRef::Text(content).to_sql_bound();
             let rows = self.exec(
                 &format!(
-                    "UPDATE {} SET content = ?, size = ?, mime_type = ?, modified_at = ?,
+                    "UPDATE {} SET content = {expr}, size = ?, mime_type = ?, modified_at = ?,
                        version = version + 1, hash = ?, changed_by = '{}'
                      WHERE path = ? AND type = 'file' AND storage = 'inline' RETURNING rowid",
                     self.t,
                     self.writer().as_str()
                 ),
                 &[
-                    text(content),
+                    value,
                     SqlValue::Integer(content.len() as i64),
                     text(mime),
                     SqlValue::Integer(self.now()),
@@ -294,10 +325,10 @@ impl Workspace {
             )?;
             if let Some(row) = rows.first() {
                 let indexed = self.index_text(col_i64(row, 0), content);
-                return self.changed(path, indexed);
+                return self.changed(path, indexed).map(|()| true);
             }
         }
-        self.write_file(path, content, mime).await
+        Ok(false)
     }
 
     /// Writes bytes (stored as a BLOB), creating parent directories. Think's default `mime`
@@ -360,48 +391,96 @@ impl Workspace {
             // This write does not queue trigrams: queued ones must not outlive the content.
             self.flush_grams()?;
         }
-        if placement == Placement::Inline {
-            let now = SqlValue::Integer(self.now());
-            let size = SqlValue::Integer(content.len() as i64);
-            // Fast path: one statement when the parent directory exists and the path is new
-            // or an inline file. Anything else falls through to the general path.
-            let parent = path::parent(&norm).unwrap_or("/");
-            let t = &self.t;
-            let w = self.writer().as_str();
-            let params = vec![
-                text(&norm),
-                text(parent),
-                text(path::basename(&norm)),
-                text(mime),
-                size,
-                now.clone(),
-                now,
-                content.to_sql(),
-                text(&hash),
-                text(parent),
-            ];
-            let rows = self.exec(
-                &format!(
-                    "INSERT INTO {t} (path, parent_path, name, type, mime_type, size, storage,
-                       created_at, modified_at, content, version, hash, changed_by)
-                     SELECT ?, ?, ?, 'file', ?, ?, 'inline', ?, ?, ?, 1, ?, '{w}'
-                     WHERE EXISTS (SELECT 1 FROM {t} WHERE path = ? AND type = 'directory')
-                     ON CONFLICT(path) DO UPDATE SET mime_type = excluded.mime_type,
-                       size = excluded.size, content = excluded.content,
-                       modified_at = excluded.modified_at, version = {t}.version + 1,
-                       hash = excluded.hash, changed_by = excluded.changed_by
-                     WHERE {t}.type = 'file' AND {t}.storage = 'inline'
-                     RETURNING rowid"
-                ),
-                &params,
-            )?;
-            if let Some(row) = rows.first() {
-                return self.index_content(col_i64(row, 0), content);
-            }
-            drop(params);
-            return self.write_slow(path, &norm, content, mime, placement, &hash).await;
+        if placement == Placement::Inline && self.write_inline(&norm, content, mime, &hash, None)? {
+            return Ok(());
         }
         self.write_slow(path, &norm, content, mime, placement, &hash).await
+    }
+
+    /// The model's text write in one statement, its check included (see
+    /// `Workspace::write_fresh_for_model`): `false`, with nothing written, when the check
+    /// fails or the write needs the general path.
+    pub(super) fn write_guarded(
+        &self,
+        path: &str,
+        content: &str,
+        mime: &str,
+        guard: &WriteGuard,
+    ) -> Result<bool, FsError> {
+        let Ok(norm) = path::normalize(path, "open") else { return Ok(false) };
+        if content.len() > self.max_file_size
+            || norm == "/"
+            || self.placement(content.len()) != Placement::Inline
+        {
+            return Ok(false);
+        }
+        let hash = content_hash(content.as_bytes());
+        let written =
+            self.write_inline(&norm, ContentRef::Text(content), mime, &hash, Some(guard))?;
+        if written {
+            self.changed(path, Ok(()))?;
+        }
+        Ok(written)
+    }
+
+    /// Fast path: one statement when the parent directory exists and the path is new or an
+    /// inline file (and `guard`, when given, holds). `false` when it did not apply.
+    fn write_inline(
+        &self,
+        norm: &str,
+        content: ContentRef<'_>,
+        mime: &str,
+        hash: &str,
+        guard: Option<&WriteGuard>,
+    ) -> Result<bool, FsError> {
+        let now = SqlValue::Integer(self.now());
+        let size = SqlValue::Integer(content.len() as i64);
+        let parent = path::parent(norm).unwrap_or("/");
+        let t = &self.t;
+        let w = self.writer().as_str();
+        let (value, expr) = content.to_sql_bound();
+        let mut params = vec![
+            text(norm),
+            text(parent),
+            text(path::basename(norm)),
+            text(mime),
+            size,
+            now.clone(),
+            now,
+            value,
+            text(hash),
+            text(parent),
+        ];
+        let (must_exist, check) = match guard {
+            Some(g) => {
+                if g.must_exist {
+                    params.push(text(norm));
+                }
+                params.extend(g.params.iter().cloned());
+                let exists = format!("AND EXISTS (SELECT 1 FROM {t} WHERE path = ?)");
+                (if g.must_exist { exists } else { String::new() }, format!("AND ({})", g.sql))
+            }
+            None => (String::new(), String::new()),
+        };
+        let rows = self.exec(
+            &format!(
+                "INSERT INTO {t} (path, parent_path, name, type, mime_type, size, storage,
+                   created_at, modified_at, content, version, hash, changed_by)
+                 SELECT ?, ?, ?, 'file', ?, ?, 'inline', ?, ?, {expr}, 1, ?, '{w}'
+                 WHERE EXISTS (SELECT 1 FROM {t} WHERE path = ? AND type = 'directory') {must_exist}
+                 ON CONFLICT(path) DO UPDATE SET mime_type = excluded.mime_type,
+                   size = excluded.size, content = excluded.content,
+                   modified_at = excluded.modified_at, version = {t}.version + 1,
+                   hash = excluded.hash, changed_by = excluded.changed_by
+                 WHERE {t}.type = 'file' AND {t}.storage = 'inline' {check}
+                 RETURNING rowid"
+            ),
+            &params,
+        )?;
+        match rows.first() {
+            Some(row) => self.index_content(col_i64(row, 0), content).map(|()| true),
+            None => Ok(false),
+        }
     }
 
     async fn write_slow(

@@ -30,7 +30,7 @@ use grams::PendingGrams;
 pub use grams::{GramQuery, GrepFile, MAX_INDEXED_BYTES};
 pub(crate) use version::content_hash;
 pub use version::{
-    FileVersion, StaleWrite, Writer, WriterScope, MAX_HISTORY_BYTES, MAX_HISTORY_VERSIONS,
+    FileVersion, StaleWrite, StatSeen, Writer, WriterScope, MAX_HISTORY_BYTES, MAX_HISTORY_VERSIONS,
 };
 
 use crate::platform::Clock;

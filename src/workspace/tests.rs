@@ -801,3 +801,104 @@ fn seen_history_is_bounded() {
         assert_eq!(col_i64(&rows[0], 1), 0, "over-size content is not kept");
     });
 }
+
+#[test]
+fn a_without_rowid_history_is_rebuilt_with_its_notes() {
+    let (sql, ws) = with_old_history("WITHOUT ROWID");
+    assert!(ws.exists("/").unwrap());
+    let rows =
+        sql.exec("SELECT sql FROM sqlite_master WHERE name = 'cf_wshist_default'", &[]).unwrap();
+    let ddl = rows[0][0].as_str().unwrap().to_owned();
+    assert!(!ddl.contains("WITHOUT ROWID"), "{ddl}");
+    assert_eq!(
+        ws.seen_content("/f.txt", 1).unwrap().as_deref(),
+        Some("seen text"),
+        "the notes survive the rebuild"
+    );
+    let rows = sql.exec("SELECT COUNT(*) FROM sqlite_master WHERE name LIKE '%_old'", &[]).unwrap();
+    assert_eq!(col_i64(&rows[0], 0), 0);
+}
+
+/// The history row of `path`'s version `v`: (content, pending).
+fn note(sql: &SqliteSql, path: &str, v: i64) -> (Option<String>, i64) {
+    let rows = sql
+        .exec(
+            "SELECT content, pending FROM cf_wshist_default WHERE path = ? AND version = ?",
+            &[text(path), SqlValue::Integer(v)],
+        )
+        .unwrap();
+    (col_opt_str(&rows[0], 0), col_i64(&rows[0], 1))
+}
+
+#[test]
+fn seen_text_is_copied_into_the_history_only_when_its_version_is_replaced() {
+    let (sql, ws) = ws();
+    block_on(ws.write_fresh_for_model("/a.txt", "one\n", "text/plain", None)).unwrap();
+    assert_eq!(note(&sql, "/a.txt", 1), (None, 1), "the model's write is noted without a copy");
+    write(&ws, "/b.txt", "bee\n");
+    write(&ws, "/c.txt", "sea\n");
+    for p in ["/b.txt", "/c.txt"] {
+        let (_, text, token) = ws.stat_with_seen_text(p).unwrap().unwrap();
+        assert!(text.is_some() && token.is_some());
+    }
+    assert_eq!(note(&sql, "/b.txt", 1), (None, 1), "a read is noted without a copy");
+    assert_eq!(ws.seen_content("/a.txt", 1).unwrap().as_deref(), Some("one\n"));
+
+    write(&ws, "/a.txt", "two\n");
+    assert_eq!(note(&sql, "/a.txt", 1), (Some("one\n".into()), 0), "overwritten: copied");
+    let refusal = block_on(ws.write_fresh_for_model("/a.txt", "three\n", "text/plain", None))
+        .unwrap_err()
+        .to_string();
+    assert!(refusal.contains("-one\n+two"), "{refusal}");
+    block_on(ws.rm("/b.txt", false, false)).unwrap();
+    assert_eq!(note(&sql, "/b.txt", 1), (Some("bee\n".into()), 0), "deleted: copied");
+    block_on(ws.mv("/c.txt", "/d.txt")).unwrap();
+    assert_eq!(note(&sql, "/c.txt", 1), (Some("sea\n".into()), 0), "moved: copied");
+}
+
+#[test]
+fn a_history_without_the_pending_column_gets_it() {
+    let (sql, ws) = with_old_history("");
+    assert!(ws.exists("/").unwrap());
+    assert_eq!(note(&sql, "/f.txt", 1), (Some("seen text".into()), 0));
+}
+
+/// A workspace opened over a history table in an older layout (`options` after its columns)
+/// holding one note of `/f.txt` version 1.
+fn with_old_history(options: &str) -> (Rc<SqliteSql>, Workspace) {
+    let sql = Rc::new(SqliteSql::new());
+    sql.exec(
+        &format!(
+            "CREATE TABLE cf_wshist_default (path TEXT NOT NULL, slot INTEGER NOT NULL,
+               version INTEGER NOT NULL, hash TEXT, content TEXT, PRIMARY KEY (path, slot))
+             {options}"
+        ),
+        &[],
+    )
+    .unwrap();
+    sql.exec("INSERT INTO cf_wshist_default VALUES ('/f.txt', 1, 1, 'abc', 'seen text')", &[])
+        .unwrap();
+    let ws = Workspace::new(sql.clone(), clock());
+    (sql, ws)
+}
+
+#[test]
+fn the_history_trigger_and_the_checkpoint_journal_both_keep_an_overwritten_version() {
+    use crate::checkpoint::{Checkpoints, RewindScope};
+    let sql = Rc::new(SqliteSql::new());
+    let ws = Rc::new(Workspace::new(sql.clone(), clock()));
+    let cp = Checkpoints::new(ws.clone()).unwrap();
+    block_on(ws.write_fresh_for_model("/a.txt", "one\n", "text/plain", None)).unwrap();
+    let k = block_on(cp.create(Some("k"), None)).unwrap();
+    write(&ws, "/a.txt", "two\n");
+    assert_eq!(note(&sql, "/a.txt", 1), (Some("one\n".into()), 0), "the history kept it");
+    let refusal = block_on(ws.write_fresh_for_model("/a.txt", "three\n", "text/plain", None))
+        .unwrap_err()
+        .to_string();
+    assert!(refusal.contains("-one\n+two"), "{refusal}");
+    block_on(cp.rewind(&k.id, RewindScope::default())).unwrap();
+    assert_eq!(read(&ws, "/a.txt").as_deref(), Some("one\n"), "the journal kept it");
+    block_on(ws.write_fresh_for_model("/a.txt", "three\n", "text/plain", None))
+        .expect("the version the model saw is back");
+    assert_eq!(read(&ws, "/a.txt").as_deref(), Some("three\n"));
+}

@@ -2,6 +2,7 @@
 //! bounded history of content the model has seen, so a stale write can be refused with a diff.
 
 use super::*;
+#[cfg(not(target_arch = "wasm32"))]
 use sha2::{Digest, Sha256};
 
 /// Text kept per seen version for the refusal diff; larger content is not kept.
@@ -84,8 +85,21 @@ impl FileVersion {
     }
 }
 
-/// The short content hash stored with each version.
+/// The short content hash stored with each version (natively hashed on the platform).
 pub(crate) fn content_hash(bytes: &[u8]) -> String {
+    #[cfg(target_arch = "wasm32")]
+    {
+        crate::wasm::native_content_hash(bytes)
+    }
+    #[cfg(not(target_arch = "wasm32"))]
+    {
+        rust_content_hash(bytes)
+    }
+}
+
+/// [`content_hash`] in Rust, for the host.
+#[cfg(not(target_arch = "wasm32"))]
+fn rust_content_hash(bytes: &[u8]) -> String {
     let digest = Sha256::digest(bytes);
     digest[..8].iter().map(|b| format!("{b:02x}")).collect()
 }
@@ -128,18 +142,78 @@ impl Workspace {
 
     /// The history table of content the model has seen: one slot per version modulo
     /// [`MAX_HISTORY_VERSIONS`], so it stays bounded without a pruning statement.
+    ///
+    /// Seen text is kept lazily: a note of the live version stores no text, only `pending`
+    /// (its text is the live row's), and a trigger on the files table copies the old text
+    /// into the pending notes of a path when its version is overwritten, deleted or moved.
+    /// So a version that is never overwritten costs no second copy of its text.
+    ///
+    /// A rowid table, with its key in a separate index: in a `WITHOUT ROWID` table the key's
+    /// B-tree holds the whole row, and SQLite loads a row that overflows its page (any kept
+    /// text past about 1 KB) in full for every key comparison, so each look-up and note
+    /// cost several copies of the text (the table was created that way at first; such a
+    /// table is rebuilt once).
     pub(super) fn init_history(&self) -> Result<(), FsError> {
+        let h = &self.h;
+        let create = format!(
+            "CREATE TABLE IF NOT EXISTS {h} (
+              path TEXT NOT NULL,
+              slot INTEGER NOT NULL,
+              version INTEGER NOT NULL,
+              hash TEXT,
+              content TEXT,
+              pending INTEGER NOT NULL DEFAULT 0,
+              PRIMARY KEY (path, slot)
+            )"
+        );
+        self.sql.exec(&create, &[])?;
+        let schema = self
+            .sql
+            .exec("SELECT sql FROM sqlite_master WHERE type = 'table' AND name = ?", &[text(h)])
+            .ok()
+            .and_then(|rows| rows.into_iter().next())
+            .and_then(|row| row.into_iter().next())
+            .and_then(SqlValue::into_string)
+            .map(|sql| sql.to_ascii_uppercase());
+        let old = schema.as_deref().is_some_and(|sql| sql.contains("WITHOUT ROWID"));
+        if !old && schema.as_deref().is_some_and(|sql| !sql.contains("PENDING")) {
+            self.sql.exec(
+                &format!("ALTER TABLE {h} ADD COLUMN pending INTEGER NOT NULL DEFAULT 0"),
+                &[],
+            )?;
+        }
+        if old {
+            let sql = &self.sql;
+            let mut rebuild = || -> Result<(), StoreError> {
+                sql.exec(&format!("ALTER TABLE {h} RENAME TO {h}_old"), &[])?;
+                sql.exec(&create, &[])?;
+                sql.exec(
+                    &format!(
+                        "INSERT INTO {h} (path, slot, version, hash, content)
+                         SELECT path, slot, version, hash, content FROM {h}_old"
+                    ),
+                    &[],
+                )?;
+                sql.exec(&format!("DROP TABLE {h}_old"), &[])?;
+                Ok(())
+            };
+            self.sql.transaction(&mut rebuild)?;
+        }
+        let (t, ns) = (&self.t, &self.namespace);
+        let keep_old = format!(
+            "UPDATE {h} SET content = OLD.content, pending = 0 WHERE path = OLD.path AND pending = 1"
+        );
         self.sql.exec(
             &format!(
-                "CREATE TABLE IF NOT EXISTS {} (
-                  path TEXT NOT NULL,
-                  slot INTEGER NOT NULL,
-                  version INTEGER NOT NULL,
-                  hash TEXT,
-                  content TEXT,
-                  PRIMARY KEY (path, slot)
-                ) WITHOUT ROWID",
-                self.h
+                "CREATE TRIGGER IF NOT EXISTS cf_wshist_upd_{ns} AFTER UPDATE OF content, version, path
+                 ON {t} BEGIN {keep_old}; END"
+            ),
+            &[],
+        )?;
+        self.sql.exec(
+            &format!(
+                "CREATE TRIGGER IF NOT EXISTS cf_wshist_del_{ns} AFTER DELETE ON {t}
+                 BEGIN {keep_old}; END"
             ),
             &[],
         )?;
@@ -151,6 +225,15 @@ impl Workspace {
         Ok(self.version_and_seen(path)?.map(|(v, _)| v))
     }
 
+    /// The SQL of the newest seen version's token for the row `f` (NULL when none).
+    fn newest_seen_sql(&self) -> String {
+        format!(
+            "(SELECT s.version || ':' || COALESCE(s.hash, '-') FROM {} s
+              WHERE s.path = f.path ORDER BY s.version DESC LIMIT 1)",
+            self.h
+        )
+    }
+
     /// The file's version and the token of the newest version the model has seen, in one
     /// statement (the guard runs before every model write).
     fn version_and_seen(
@@ -160,24 +243,197 @@ impl Workspace {
         let norm = path::normalize(path, "stat")?;
         let rows = self.exec(
             &format!(
-                "SELECT version, hash, changed_by, modified_at,
-                   (SELECT s.version || ':' || COALESCE(s.hash, '-') FROM {h} s
-                    WHERE s.path = f.path ORDER BY s.version DESC LIMIT 1)
-                 FROM {t} f WHERE path = ? AND type = 'file'",
-                t = self.t,
-                h = self.h
+                "SELECT {VERSION_COLS}, {} FROM {} f WHERE path = ? AND type = 'file'",
+                self.newest_seen_sql(),
+                self.t,
             ),
             &[text(&norm)],
         )?;
-        Ok(rows.first().map(|r| {
-            let version = FileVersion {
-                counter: col_i64(r, 0),
-                hash: col_opt_str(r, 1),
-                changed_by: col_opt_str(r, 2).as_deref().and_then(Writer::parse),
-                changed_at: col_i64(r, 3),
-            };
-            (version, col_opt_str(r, 4))
-        }))
+        Ok(rows.first().map(|r| version_from_row(r, 0)))
+    }
+
+    /// The model's read of a text file in one statement when it can be: [`Workspace::stat`]
+    /// and, for an inline `text/*` file, its text and the version token the model now knows,
+    /// noted as seen. The note is written only when this version (same counter and hash, its
+    /// text kept or not alike) is not noted yet, so a re-read writes nothing. Entries without prefetched text come back
+    /// without a token (the caller notes what it reads itself).
+    pub fn stat_with_seen_text(&self, path: &str) -> Result<Option<StatSeen>, FsError> {
+        let norm = path::normalize(path, "stat")?;
+        let rows = self.exec(
+            &format!(
+                "SELECT {INFO_COLS}, version, hash,
+                   typeof(content) = 'text' AND hash IS NOT NULL AND EXISTS (SELECT 1 FROM {h} s
+                     WHERE s.path = f.path AND s.slot = f.version % {MAX_HISTORY_VERSIONS}
+                       AND s.version = f.version AND s.hash = f.hash
+                       AND (typeof(s.content) = 'text' OR s.pending = 1)
+                         = (f.size <= {MAX_HISTORY_BYTES})),
+                   typeof(content) = 'text',
+                   CASE WHEN type = 'file' AND storage = 'inline'
+                     AND substr(mime_type, 1, 5) = 'text/' THEN CAST(content AS BLOB) END
+                 FROM {t} f WHERE path = ?",
+                t = self.t,
+                h = self.h,
+            ),
+            &[text(&norm)],
+        )?;
+        let Some(mut row) = rows.into_iter().next() else {
+            return Ok(self.stat(path)?.map(|info| (info, None, None)));
+        };
+        if row.get(2).and_then(SqlValue::as_str) == Some("symlink") {
+            return Ok(self.stat(path)?.map(|info| (info, None, None)));
+        }
+        // The text comes as the bytes SQLite holds (`CAST … AS BLOB`): no detour through a
+        // JavaScript string, decoded from UTF-8 and encoded again.
+        let content = match row.pop() {
+            Some(SqlValue::Text(s)) => Some(s),
+            Some(SqlValue::Blob(b)) => Some(Content::Bytes(b).into_text()),
+            _ => None,
+        };
+        let stored_text = row.pop().and_then(|v| v.as_i64()) == Some(1);
+        let noted = row.pop().and_then(|v| v.as_i64()) == Some(1);
+        let hash = match row.pop() {
+            Some(SqlValue::Text(s)) => Some(s),
+            _ => None,
+        };
+        let counter = row.pop().and_then(|v| v.as_i64()).unwrap_or(0);
+        let info = info_from_row(row);
+        let Some(content) = content else { return Ok(Some((info, None, None))) };
+        let token = if noted || stored_text {
+            if !noted {
+                self.remember_stored(path)?;
+            }
+            Some(FileVersion { counter, hash, changed_by: None, changed_at: 0 }.token())
+        } else {
+            self.remember_seen(path, Some(&content))?
+        };
+        Ok(Some((info, Some(content), token)))
+    }
+
+    /// The model's read before an edit, in one statement when the file is inline: the
+    /// check of [`Workspace::check_fresh_for_model`], then the file's text (`None` when no
+    /// file is there), as [`Workspace::read_file`] returns it.
+    pub async fn read_fresh_for_model(
+        &self,
+        path: &str,
+        expected: Option<&str>,
+    ) -> Result<Option<String>, StaleWrite> {
+        let norm = path::normalize(path, "stat")?;
+        let rows = self.exec(
+            &format!(
+                "SELECT {VERSION_COLS}, {}, CAST(content AS BLOB) FROM {} f
+                 WHERE path = ? AND type = 'file' AND storage = 'inline'",
+                self.newest_seen_sql(),
+                self.t,
+            ),
+            &[text(&norm)],
+        )?;
+        let Some(mut row) = rows.into_iter().next() else {
+            self.check_fresh_for_model(path, expected).await?;
+            return Ok(self.read_file(path).await?);
+        };
+        let content = match row.pop() {
+            Some(SqlValue::Text(s)) => s,
+            Some(SqlValue::Blob(b)) => Content::Bytes(b).into_text(),
+            _ => String::new(),
+        };
+        self.check_state(path, expected, Some(version_from_row(&row, 0))).await?;
+        Ok(Some(content))
+    }
+
+    /// The model's write of text, checked as [`Workspace::check_fresh_for_model`] checks
+    /// it and noted as seen afterwards. A new or inline file in an existing directory is
+    /// checked and written by one statement (the check is part of its `WHERE`) and noted by
+    /// a second, which copies the text inside SQLite; anything else, a refusal included,
+    /// takes the general path: check, write, note.
+    pub async fn write_fresh_for_model(
+        &self,
+        path: &str,
+        content: &str,
+        mime: &str,
+        expected: Option<&str>,
+    ) -> Result<(), StaleWrite> {
+        if let Some(guard) = self.write_guard(expected) {
+            if self.write_guarded(path, content, mime, &guard)? {
+                self.remember_stored(path)?;
+                return Ok(());
+            }
+        }
+        self.check_fresh_for_model(path, expected).await?;
+        self.write_file(path, content, mime).await?;
+        self.remember_seen(path, Some(content))?;
+        Ok(())
+    }
+
+    /// [`Workspace::rewrite_file`] of the model's edit, noted as seen: the note copies the
+    /// text inside SQLite when the rewrite stayed inline.
+    pub async fn rewrite_for_model(
+        &self,
+        path: &str,
+        content: &str,
+        mime: &str,
+    ) -> Result<(), FsError> {
+        if self.rewrite_inline(path, content, mime)? {
+            self.remember_stored(path)?;
+            return Ok(());
+        }
+        self.write_file(path, content, mime).await?;
+        self.remember_seen(path, Some(content))?;
+        Ok(())
+    }
+
+    /// The condition a fast write must meet for `expected` (see [`WriteGuard`]); `None`
+    /// when the token does not parse (the general path refuses it).
+    fn write_guard(&self, expected: Option<&str>) -> Option<WriteGuard> {
+        let t = &self.t;
+        match expected {
+            Some(token) => {
+                let (counter, hash) = FileVersion::parse_token(token)?;
+                Some(WriteGuard {
+                    sql: format!(
+                        "CASE WHEN ? IS NOT NULL AND {t}.hash IS NOT NULL THEN {t}.hash = ?
+                         ELSE {t}.version = ? END"
+                    ),
+                    params: vec![
+                        hash.as_deref().map_or(SqlValue::Null, text),
+                        hash.as_deref().map_or(SqlValue::Null, text),
+                        SqlValue::Integer(counter),
+                    ],
+                    must_exist: true,
+                })
+            }
+            None if self.guard_unseen => Some(WriteGuard {
+                sql: format!(
+                    "COALESCE((SELECT CASE WHEN s.hash IS NOT NULL AND {t}.hash IS NOT NULL
+                       THEN s.hash = {t}.hash ELSE s.version = {t}.version END
+                     FROM {} s WHERE s.path = {t}.path ORDER BY s.version DESC LIMIT 1), 1)",
+                    self.h
+                ),
+                params: Vec::new(),
+                must_exist: false,
+            }),
+            None => Some(WriteGuard { sql: "1".into(), params: Vec::new(), must_exist: false }),
+        }
+    }
+
+    /// Notes the current inline text of `path` as seen, without copying it: the note is
+    /// `pending` (its text is the live row's, copied by the history trigger once this version
+    /// is overwritten) when [`Workspace::remember_seen`] would have kept the text. The same
+    /// as [`Workspace::remember_seen`] of the stored text, without binding or copying it.
+    fn remember_stored(&self, path: &str) -> Result<(), FsError> {
+        let norm = path::normalize(path, "open")?;
+        self.exec(
+            &format!(
+                "INSERT INTO {h} (path, slot, version, hash, content, pending)
+                 SELECT path, version % {MAX_HISTORY_VERSIONS}, version, hash, NULL,
+                   typeof(content) = 'text' AND length(CAST(content AS BLOB)) <= {MAX_HISTORY_BYTES}
+                 FROM {t} WHERE path = ? AND type = 'file'
+                 {UPSERT_NOTE}",
+                t = self.t,
+                h = self.h,
+            ),
+            &[text(&norm)],
+        )?;
+        Ok(())
     }
 
     /// Records that the model has seen `content` as the current version of `path` and
@@ -192,9 +448,10 @@ impl Workspace {
         let kept = content.filter(|c| c.len() <= MAX_HISTORY_BYTES);
         let rows = self.exec(
             &format!(
-                "INSERT OR REPLACE INTO {h} (path, slot, version, hash, content)
-                 SELECT path, version % {MAX_HISTORY_VERSIONS}, version, hash, ? FROM {t}
+                "INSERT INTO {h} (path, slot, version, hash, content, pending)
+                 SELECT path, version % {MAX_HISTORY_VERSIONS}, version, hash, ?, 0 FROM {t}
                  WHERE path = ? AND type = 'file'
+                 {UPSERT_NOTE}
                  RETURNING version, hash",
                 t = self.t,
                 h = self.h
@@ -213,9 +470,14 @@ impl Workspace {
     }
 
     /// The text the model saw as version `counter` of `path`, when it was kept.
-    fn seen_content(&self, norm: &str, counter: i64) -> Result<Option<String>, FsError> {
+    pub(super) fn seen_content(&self, norm: &str, counter: i64) -> Result<Option<String>, FsError> {
         let rows = self.exec(
-            &format!("SELECT content FROM {} WHERE path = ? AND version = ?", self.h),
+            &format!(
+                "SELECT COALESCE(s.content, CASE WHEN s.pending = 1 THEN
+                   (SELECT f.content FROM {} f WHERE f.path = s.path AND f.version = s.version) END)
+                 FROM {} s WHERE s.path = ? AND s.version = ?",
+                self.t, self.h
+            ),
             &[text(norm), SqlValue::Integer(counter)],
         )?;
         Ok(rows.first().and_then(|r| col_opt_str(r, 0)))
@@ -266,6 +528,17 @@ impl Workspace {
         expected: Option<&str>,
     ) -> Result<(), StaleWrite> {
         let state = self.version_and_seen(path)?;
+        self.check_state(path, expected, state).await
+    }
+
+    /// [`Workspace::check_fresh_for_model`] on the state [`Workspace::version_and_seen`]
+    /// returned.
+    async fn check_state(
+        &self,
+        path: &str,
+        expected: Option<&str>,
+        state: Option<(FileVersion, Option<String>)>,
+    ) -> Result<(), StaleWrite> {
         match (expected, state) {
             (Some(expected), state) => self.compare(path, expected, state.map(|(v, _)| v)).await,
             (None, Some((current, Some(seen)))) if self.guard_unseen => {
@@ -280,6 +553,38 @@ impl Workspace {
         let new = self.read_file(path).await?.unwrap_or_default();
         Ok(unified_diff(old, &new, path, path))
     }
+}
+
+/// What [`Workspace::stat_with_seen_text`] returns: the metadata, the prefetched text and,
+/// with it, the version token noted as seen.
+pub type StatSeen = (FileInfo, Option<String>, Option<String>);
+
+/// The columns [`version_from_row`] reads, then the newest seen token.
+const VERSION_COLS: &str = "version, hash, changed_by, modified_at";
+
+/// The version in `VERSION_COLS` from column `at` on, and the seen token after them.
+fn version_from_row(r: &Row, at: usize) -> (FileVersion, Option<String>) {
+    let version = FileVersion {
+        counter: col_i64(r, at),
+        hash: col_opt_str(r, at + 1),
+        changed_by: col_opt_str(r, at + 2).as_deref().and_then(Writer::parse),
+        changed_at: col_i64(r, at + 3),
+    };
+    (version, col_opt_str(r, at + 4))
+}
+
+/// How a note replaces the one in its slot (an upsert: cheaper than `INSERT OR REPLACE`,
+/// which deletes the old row and inserts a new one).
+const UPSERT_NOTE: &str = "ON CONFLICT (path, slot) DO UPDATE SET version = excluded.version,
+    hash = excluded.hash, content = excluded.content, pending = excluded.pending";
+
+/// The check a model write's statement makes on the row it would overwrite: `sql` is a
+/// condition on the files table's row (its `?` bound to `params`, in order), and `must_exist`
+/// keeps it from creating a file (a write that names a version needs one there).
+pub(crate) struct WriteGuard {
+    pub sql: String,
+    pub params: Vec<SqlValue>,
+    pub must_exist: bool,
 }
 
 /// A write refused because the file is no longer the version the writer saw.

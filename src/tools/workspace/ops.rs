@@ -3,7 +3,8 @@
 //! sandbox, a read-only view.
 
 use crate::workspace::{
-    EntryType, FileInfo, FileText, FsError, GramQuery, GrepFile, StaleWrite, Workspace, Writer,
+    EntryType, FileInfo, FileText, FsError, GramQuery, GrepFile, StaleWrite, StatSeen, Workspace,
+    Writer,
 };
 use async_trait::async_trait;
 
@@ -29,6 +30,12 @@ pub trait ReadOps {
     /// `None` (the default) for stores without versions.
     async fn seen(&self, _path: &str, _content: &str) -> Result<Option<String>, FsError> {
         Ok(None)
+    }
+    /// `stat_with_text`, with the prefetched text already noted as [`ReadOps::seen`] when
+    /// the store can do both in one step: the third element is then the version token, and
+    /// `read` does not call `seen`. The default notes nothing.
+    async fn stat_with_seen_text(&self, path: &str) -> Result<Option<StatSeen>, FsError> {
+        Ok(self.stat_with_text(path).await?.map(|(info, text)| (info, text, None)))
     }
 }
 
@@ -59,6 +66,19 @@ pub trait WriteOps: VersionOps {
     fn creates_parents(&self) -> bool {
         false
     }
+    /// The model's write: [`VersionOps::check_fresh`], then `write_file` and
+    /// [`VersionOps::wrote`]. Stores that can check and write in one step override it.
+    async fn write_fresh(
+        &self,
+        path: &str,
+        content: &str,
+        expected: Option<&str>,
+    ) -> Result<(), StaleWrite> {
+        self.check_fresh(path, expected).await?;
+        self.write_file(path, content).await?;
+        self.wrote(path, content).await?;
+        Ok(())
+    }
 }
 
 /// What `edit` needs.
@@ -72,6 +92,22 @@ pub trait EditOps: VersionOps {
     /// file more cheaply than a general write override it; the default is `write_file`.
     async fn rewrite_file(&self, path: &str, content: &str) -> Result<(), FsError> {
         self.write_file(path, content).await
+    }
+    /// [`VersionOps::check_fresh`], then `read_file`. Stores that can do both in one step
+    /// override it.
+    async fn read_fresh(
+        &self,
+        path: &str,
+        expected: Option<&str>,
+    ) -> Result<Option<String>, StaleWrite> {
+        self.check_fresh(path, expected).await?;
+        Ok(self.read_file(path).await?)
+    }
+    /// `rewrite_file`, then [`VersionOps::wrote`].
+    async fn rewrite_noted(&self, path: &str, content: &str) -> Result<(), FsError> {
+        self.rewrite_file(path, content).await?;
+        self.wrote(path, content).await?;
+        Ok(())
     }
 }
 
@@ -201,6 +237,9 @@ impl ReadOps for Workspace {
     async fn seen(&self, path: &str, content: &str) -> Result<Option<String>, FsError> {
         self.remember_seen(path, Some(content))
     }
+    async fn stat_with_seen_text(&self, path: &str) -> Result<Option<StatSeen>, FsError> {
+        Workspace::stat_with_seen_text(self, path)
+    }
 }
 
 #[async_trait(?Send)]
@@ -225,6 +264,15 @@ impl WriteOps for Workspace {
     fn creates_parents(&self) -> bool {
         true
     }
+    async fn write_fresh(
+        &self,
+        path: &str,
+        content: &str,
+        expected: Option<&str>,
+    ) -> Result<(), StaleWrite> {
+        let _tool = self.writing_as(Writer::Tool);
+        self.write_fresh_for_model(path, content, "text/plain", expected).await
+    }
 }
 
 #[async_trait(?Send)]
@@ -239,6 +287,17 @@ impl EditOps for Workspace {
     async fn rewrite_file(&self, path: &str, content: &str) -> Result<(), FsError> {
         let _tool = self.writing_as(Writer::Tool);
         Workspace::rewrite_file(self, path, content, "text/plain").await
+    }
+    async fn read_fresh(
+        &self,
+        path: &str,
+        expected: Option<&str>,
+    ) -> Result<Option<String>, StaleWrite> {
+        self.read_fresh_for_model(path, expected).await
+    }
+    async fn rewrite_noted(&self, path: &str, content: &str) -> Result<(), FsError> {
+        let _tool = self.writing_as(Writer::Tool);
+        self.rewrite_for_model(path, content, "text/plain").await
     }
 }
 

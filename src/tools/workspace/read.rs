@@ -52,7 +52,7 @@ impl FileToolKind for Read {
 
     async fn run(ops: &dyn ReadOps, input: Input) -> Result<Value, ToolError> {
         let Input { path, offset, limit } = input;
-        let Some((stat, prefetched)) = ops.stat_with_text(&path).await? else {
+        let Some((stat, prefetched, noted)) = ops.stat_with_seen_text(&path).await? else {
             return Ok(error_output(format!("File not found: {path}")));
         };
         if stat.kind == crate::workspace::EntryType::Directory {
@@ -98,7 +98,11 @@ impl FileToolKind for Read {
             return Ok(error_output(format!("Could not read file: {path}")));
         };
         let mut out = numbered(&path, &content, offset.map(|i| i.0), limit.map(|i| i.0));
-        if let Some(version) = ops.seen(&path, &content).await? {
+        let version = match noted {
+            Some(token) => Some(token),
+            None => ops.seen(&path, &content).await?,
+        };
+        if let Some(version) = version {
             out["version"] = json!(version);
         }
         Ok(out)
@@ -124,21 +128,21 @@ impl FileToolKind for Read {
 /// Appends `line` cut to [`MAX_LINE_LENGTH`] UTF-16 units, as JS `slice` would. A line of
 /// at most that many bytes has at most that many units, so only long lines are counted.
 #[inline(always)]
-fn push_clipped(out: &mut Vec<u8>, line: &str) {
+fn push_clipped(out: &mut String, line: &str) {
     if line.len() <= MAX_LINE_LENGTH {
-        out.extend_from_slice(line.as_bytes());
+        out.push_str(line);
         return;
     }
     let mut units = 0;
     for (i, c) in line.char_indices() {
         units += c.len_utf16();
         if units > MAX_LINE_LENGTH {
-            out.extend_from_slice(&line.as_bytes()[..i]);
-            out.extend_from_slice(b"... (truncated)");
+            out.push_str(&line[..i]);
+            out.push_str("... (truncated)");
             return;
         }
     }
-    out.extend_from_slice(line.as_bytes());
+    out.push_str(line);
 }
 
 /// A line number kept as its decimal digits, `"\n"` before them and `"\t"` after, and
@@ -171,6 +175,12 @@ impl LineLabel {
     #[inline(always)]
     fn bytes(&self, with_newline: bool) -> &[u8] {
         &self.buf[self.start + usize::from(!with_newline)..]
+    }
+
+    /// [`LineLabel::bytes`] as text (they are ASCII digits, `\n` and `\t`).
+    #[inline(always)]
+    fn as_str(&self, with_newline: bool) -> &str {
+        std::str::from_utf8(self.bytes(with_newline)).unwrap_or_default()
     }
 
     #[inline(always)]
@@ -206,14 +216,15 @@ fn numbered(path: &str, content: &str, offset: Option<u64>, limit: Option<u64>) 
     let end = end.min(total);
     let wanted = end.saturating_sub(start);
     let shown = wanted.min(MAX_LINES);
-    let mut out: Vec<u8> =
-        Vec::with_capacity(if shown == total { content.len() + 7 * total } else { 64 * shown });
+    // Built as a `String` from `&str` pieces, so the result needs no UTF-8 check.
+    let mut out =
+        String::with_capacity(if shown == total { content.len() + 7 * total } else { 64 * shown });
     if shown > 0 {
         let mut line = 0usize;
         let mut label = LineLabel::new(start + 1);
         super::scan::for_each_line(content.as_bytes(), |a, b| {
             if line >= start {
-                out.extend_from_slice(label.bytes(line > start));
+                out.push_str(label.as_str(line > start));
                 label.increment();
                 // Line bounds are at newlines, so always on char boundaries.
                 push_clipped(&mut out, content.get(a..b).unwrap_or(""));
@@ -223,13 +234,11 @@ fn numbered(path: &str, content: &str, offset: Option<u64>, limit: Option<u64>) 
         });
     }
     if wanted > MAX_LINES {
-        out.extend_from_slice(
-            format!("\n... ({} more lines truncated)", wanted - MAX_LINES).as_bytes(),
-        );
+        out.push_str(&format!("\n... ({} more lines truncated)", wanted - MAX_LINES));
     }
-    let out = String::from_utf8(out)
-        .unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned());
-    let mut result = json!({"path": path, "content": out, "totalLines": total});
+    // The text is moved into the output (`json!` would copy it).
+    let mut result = json!({"path": path, "content": null, "totalLines": total});
+    result["content"] = Value::String(out);
     if offset.is_some_and(|o| o > 0) || limit.is_some_and(|l| l > 0) {
         result["fromLine"] = json!(start.saturating_add(1));
         result["toLine"] = json!(end);

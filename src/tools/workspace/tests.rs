@@ -661,33 +661,39 @@ fn statements_per_operation_stay_minimal() {
         sql.count.get() - before
     };
     let body = "lorem ipsum\n".repeat(850);
-    // Versioned writes add one statement to check the version (and what the model saw)
-    // before a write, and one to note the version the model now knows after a read or its
-    // own write (see workspace/version.rs).
+    // Versioned writes: the write's check (version, what the model saw) is part of the
+    // write's own statement; a second notes the version the model now knows (copying the
+    // text inside SQLite; see workspace/version.rs).
     assert_eq!(
         statements(&|| {
             ok(&write, json!({"path": "/docs/a.md", "content": body}));
-        }),
-        3
-    );
-    assert_eq!(
-        statements(&|| {
-            ok(&write, json!({"path": "/docs/a.md", "content": "changed"}));
-        }),
-        3
-    );
-    // Metadata and text in one statement, and the version noted.
-    assert_eq!(
-        statements(&|| {
-            ok(&read, json!({"path": "/docs/a.md"}));
         }),
         2
     );
     assert_eq!(
         statements(&|| {
+            ok(&write, json!({"path": "/docs/a.md", "content": "changed"}));
+        }),
+        2
+    );
+    // Metadata, text and version in one statement; the model's own write noted this
+    // version already, so nothing is written.
+    assert_eq!(
+        statements(&|| {
+            ok(&read, json!({"path": "/docs/a.md"}));
+        }),
+        1
+    );
+    // A file the model has not seen: the first read notes it, a re-read does not.
+    put(&ws, "/docs/b.md", "app\n");
+    assert_eq!(statements(&|| drop(ok(&read, json!({"path": "/docs/b.md"})))), 2);
+    assert_eq!(statements(&|| drop(ok(&read, json!({"path": "/docs/b.md"})))), 1);
+    // The check and the read in one statement, the rewrite, the note.
+    assert_eq!(
+        statements(&|| {
             ok(&edit, json!({"path": "/docs/a.md", "old_string": "changed", "new_string": "x"}));
         }),
-        4
+        3
     );
     for i in 0..250 {
         put(&ws, &format!("/docs/f{i}.md"), "needle\n");
@@ -830,6 +836,29 @@ fn a_write_behind_the_models_back_is_refused_without_expected_version() {
     ok(&edit, json!({"path": "/g.txt", "old_string": "keep", "new_string": "k"}));
     put(&ws, "/unread.txt", "a");
     ok(&write, json!({"path": "/unread.txt", "content": "b"}));
+}
+
+#[test]
+fn a_versioned_write_to_a_deleted_file_is_refused_and_creates_nothing() {
+    let ws = ws();
+    let (read, write, edit) =
+        (read_tool(ws.clone()), write_tool(ws.clone()), edit_tool(ws.clone()));
+    put(&ws, "/d/gone.txt", "here\n");
+    let v = ok(&read, json!({"path": "/d/gone.txt"}))["version"].clone();
+    block_on(ws.rm("/d/gone.txt", false, false)).unwrap();
+    let msg = err(&write, json!({"path": "/d/gone.txt", "content": "x", "expectedVersion": v}));
+    assert!(msg.contains("was deleted since version"), "{msg}");
+    let msg = err(
+        &edit,
+        json!({"path": "/d/gone.txt", "old_string": "here", "new_string": "x", "expectedVersion": v}),
+    );
+    assert!(msg.contains("was deleted since version"), "{msg}");
+    assert_eq!(block_on(ws.read_file("/d/gone.txt")).unwrap(), None);
+    // A version that is not one is refused too, before anything is written.
+    put(&ws, "/d/kept.txt", "kept");
+    let msg = err(&write, json!({"path": "/d/kept.txt", "content": "x", "expectedVersion": "v?"}));
+    assert!(msg.contains("changed since version v?"), "{msg}");
+    assert_eq!(block_on(ws.read_file("/d/kept.txt")).unwrap().unwrap(), "kept");
 }
 
 #[test]

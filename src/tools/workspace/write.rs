@@ -47,19 +47,25 @@ impl FileToolKind for Write {
 
     async fn run(ops: &dyn WriteOps, input: Input) -> Result<Value, ToolError> {
         let Input { path, content, expected_version } = input;
-        if let Err(stale) = ops.check_fresh(&path, expected_version.as_deref()).await {
-            return stale_output(stale);
-        }
-        if !ops.creates_parents() {
+        let expected = expected_version.as_deref();
+        if ops.creates_parents() {
+            // Checked, written and noted in as few steps as the store can.
+            if let Err(stale) = ops.write_fresh(&path, &content, expected).await {
+                return stale_output(stale);
+            }
+        } else {
+            if let Err(stale) = ops.check_fresh(&path, expected).await {
+                return stale_output(stale);
+            }
             if let Some(i) = path.rfind('/') {
                 let parent = &path[..i];
                 if i + 1 < path.len() && !parent.is_empty() && parent != "/" {
                     ops.mkdir(parent, true).await?;
                 }
             }
+            ops.write_file(&path, &content).await?;
+            ops.wrote(&path, &content).await?;
         }
-        ops.write_file(&path, &content).await?;
-        ops.wrote(&path, &content).await?;
         Ok(json!({"path": path, "bytesWritten": content.len(), "lines": line_count(&content)}))
     }
 }

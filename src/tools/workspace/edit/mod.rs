@@ -74,11 +74,13 @@ impl FileToolKind for Edit {
 
     async fn run(ops: &dyn EditOps, input: Input) -> Result<Value, ToolError> {
         let Input { path, old_string, new_string, expected_version } = input;
-        if let Err(stale) = ops.check_fresh(&path, expected_version.as_deref()).await {
-            return stale_output(stale);
-        }
+        // The check and the read in one step where the store can.
+        let current = match ops.read_fresh(&path, expected_version.as_deref()).await {
+            Ok(current) => current,
+            Err(stale) => return stale_output(stale),
+        };
         if old_string.is_empty() {
-            if ops.read_file(&path).await?.is_some() {
+            if current.is_some() {
                 return Ok(error_output(
                     "File already exists. Provide old_string to edit, or use the write tool to overwrite.",
                 ));
@@ -87,13 +89,12 @@ impl FileToolKind for Edit {
             ops.wrote(&path, &new_string).await?;
             return Ok(json!({"path": path, "created": true, "lines": line_count(&new_string)}));
         }
-        let Some(content) = ops.read_file(&path).await? else {
+        let Some(content) = current else {
             return Ok(error_output(format!("File not found: {path}")));
         };
         match apply_edit(&content, &old_string, &new_string) {
             EditResult::Replaced { content: updated, level } => {
-                ops.rewrite_file(&path, &updated).await?;
-                ops.wrote(&path, &updated).await?;
+                ops.rewrite_noted(&path, &updated).await?;
                 let mut out = json!({"path": path, "replaced": true});
                 if level != MatchLevel::Exact {
                     out["fuzzyMatch"] = json!(true);
