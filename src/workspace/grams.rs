@@ -7,22 +7,21 @@
 //! Postings are never cleared, so a rewritten or deleted file may stay a candidate (a
 //! false positive the real regex discards), never the reverse.
 //!
-//! A write does not touch the index itself: it queues its file's trigrams, and the queue is
-//! written in one pass ([`Workspace::flush_grams`]) once it holds [`FLUSH_FILES`] files,
-//! before any search, and before any change that does not queue (appends, copies, moves,
-//! deletes, bytes, content in R2 or chunks), so the queue only ever describes current
-//! content. Files of one 32-file block share most trigrams, so a pass upserts far fewer
-//! rows than the files' trigrams added up. A queue lost with the isolate leaves its files
-//! unindexed: read by every search, never missed.
+//! Writes do not touch the index, so they cost what they cost without it. `grep` indexes
+//! instead: a file the index does not cover is a candidate, so `grep` reads it anyway, and
+//! then adds its trigrams to a [`GramBatch`], which [`Workspace::index_grams`] writes per
+//! 32-file block (each trigram once per block for all the batch's files of the block). So
+//! the first search after writes costs the scan plus the posting writes, and the next ones
+//! read only candidates.
 //!
-//! Which files are indexed is the pseudo-gram [`INDEXED`]: its bit for a file is set by the
-//! statement that adds the file's trigrams, and cleared by SQLite triggers whenever the
-//! file's content is updated or its row deleted, whatever statement does it. So a file
-//! changed by a path that does not index it (an append, a copy, content in R2) is simply
-//! unindexed, and a search reads it as before.
+//! Which files are indexed is the pseudo-gram [`INDEXED`]: its bit for a file is set by
+//! [`Workspace::index_grams`] only if the file's row still has the path, version and hash
+//! `grep` listed it with (a write between the listing and the flush leaves it unindexed),
+//! and cleared by SQLite triggers whenever the file's content is updated or its row
+//! deleted, whatever statement does it. So a file changed by any path is simply unindexed
+//! until a search reads it again.
 
 use super::*;
-use std::cell::RefCell;
 use std::collections::HashMap;
 
 /// The pseudo-gram whose bits mark the files whose current content is indexed.
@@ -34,13 +33,11 @@ const BLOCK_BITS: i64 = 32;
 const MAX_JOINED_GRAMS: usize = 12;
 /// Content larger than this is not indexed: `grep` skips files over 1 MB anyway.
 pub const MAX_INDEXED_BYTES: usize = 1_048_576;
-/// Queued files that make the queue be written.
-const FLUSH_FILES: usize = 32;
 /// Bytes of JSON bound to one flush statement (the platform limit per statement is 100 KB).
 const FLUSH_JSON_BYTES: usize = 90_000;
-
-/// Files written since the last flush, with their trigrams: `(rowid, trigrams)`.
-pub(crate) type PendingGrams = RefCell<Vec<(i64, Vec<u32>)>>;
+/// Postings a [`GramBatch`] holds before `grep` writes it (about 2 MB of heap), so that a
+/// first search over 100 MB stays within a request's memory.
+pub const BATCH_POSTINGS: usize = 60_000;
 
 /// What a file must contain to match a pattern, as `grep` derives it from the pattern.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -76,18 +73,81 @@ pub struct GrepFile {
     pub size: u64,
     /// False only when the index proves the file cannot match.
     pub candidate: bool,
+    /// Set when the index does not cover the file and could: `grep`, which reads it
+    /// anyway, hands its text to [`GramBatch::add`].
+    pub unindexed: Option<IndexTicket>,
+}
+
+/// Which row an unindexed file was listed as, so that its trigrams are only marked
+/// current if the row has not changed by the time they are written.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct IndexTicket {
+    rowid: i64,
+    path: String,
+    version: i64,
+    hash: Option<String>,
+}
+
+/// Trigrams of files `grep` read and the index did not cover, merged per 32-file block,
+/// waiting for [`Workspace::index_grams`].
+#[derive(Default)]
+pub struct GramBatch {
+    /// `(gram, blk)` → bits of the batch's files of block `blk` that contain `gram`.
+    postings: HashMap<(u32, i64), i64>,
+    /// The files whose trigrams are in `postings`.
+    tickets: Vec<IndexTicket>,
+    /// One bit per possible trigram, all clear between files: the set a file's distinct
+    /// trigrams are found with (2 MB, allocated by the first file).
+    seen: Vec<u64>,
+    /// The current file's distinct trigrams.
+    distinct: Vec<u32>,
+}
+
+impl GramBatch {
+    /// Adds the trigrams of `text`, the content of the file `ticket` was listed with.
+    pub fn add(&mut self, ticket: &IndexTicket, text: &str) {
+        if text.len() > MAX_INDEXED_BYTES {
+            return;
+        }
+        if self.seen.is_empty() {
+            self.seen = vec![0; 1 << 18];
+        }
+        let (blk, bit) = (ticket.rowid / BLOCK_BITS, 1i64 << (ticket.rowid % BLOCK_BITS));
+        for g in text.as_bytes().windows(3).map(gram) {
+            let (word, mask) = ((g >> 6) as usize, 1u64 << (g & 63));
+            if self.seen[word] & mask == 0 {
+                self.seen[word] |= mask;
+                self.distinct.push(g);
+            }
+        }
+        for g in self.distinct.drain(..) {
+            self.seen[(g >> 6) as usize] = 0;
+            *self.postings.entry((g, blk)).or_insert(0) |= bit;
+        }
+        self.tickets.push(ticket.clone());
+    }
+
+    /// Whether the batch holds enough to be written now.
+    pub fn is_full(&self) -> bool {
+        self.postings.len() >= BATCH_POSTINGS
+    }
+
+    /// Whether there is nothing to write.
+    pub fn is_empty(&self) -> bool {
+        self.tickets.is_empty()
+    }
+}
+
+/// The trigram of three bytes, ASCII-lowercased.
+fn gram(w: &[u8]) -> u32 {
+    u32::from(w[0].to_ascii_lowercase()) << 16
+        | u32::from(w[1].to_ascii_lowercase()) << 8
+        | u32::from(w[2].to_ascii_lowercase())
 }
 
 /// The distinct trigrams of `text`, ASCII-lowercased, sorted.
 pub(crate) fn trigrams(text: &[u8]) -> Vec<u32> {
-    let mut out: Vec<u32> = text
-        .windows(3)
-        .map(|w| {
-            u32::from(w[0].to_ascii_lowercase()) << 16
-                | u32::from(w[1].to_ascii_lowercase()) << 8
-                | u32::from(w[2].to_ascii_lowercase())
-        })
-        .collect();
+    let mut out: Vec<u32> = text.windows(3).map(gram).collect();
     out.sort_unstable();
     out.dedup();
     out
@@ -137,55 +197,61 @@ impl Workspace {
         Ok(())
     }
 
-    /// Queues the trigrams of the file at `rowid`, whose content was just written as
-    /// `text`; the next flush adds them and marks the file indexed.
-    pub(crate) fn index_text(&self, rowid: i64, text: &str) -> Result<(), FsError> {
-        if !self.grep_index || text.len() > MAX_INDEXED_BYTES {
+    /// Writes a batch's postings (per 32-file block, each trigram once with the bits of
+    /// every file of the block that has it, in `json_each` statements of at most
+    /// [`FLUSH_JSON_BYTES`]), then marks indexed those of its files whose rows are still as
+    /// listed, and empties it.
+    pub fn index_grams(&self, batch: &mut GramBatch) -> Result<(), FsError> {
+        if !self.grep_index || batch.is_empty() {
             return Ok(());
         }
-        let full = {
-            let mut pending = self.pending_grams.borrow_mut();
-            pending.push((rowid, trigrams(text.as_bytes())));
-            pending.len() >= FLUSH_FILES
-        };
-        if full {
-            self.flush_grams()?;
-        }
-        Ok(())
-    }
-
-    /// Writes the queued trigrams: per 32-file block, each trigram once with the bits of
-    /// every queued file of the block that has it, plus the blocks' [`INDEXED`] bits, in
-    /// statements of at most [`FLUSH_JSON_BYTES`] of `[gram, blk, bits]` triples.
-    pub(crate) fn flush_grams(&self) -> Result<(), FsError> {
-        let pending = std::mem::take(&mut *self.pending_grams.borrow_mut());
-        if pending.is_empty() {
-            return Ok(());
-        }
-        let mut merged: std::collections::BTreeMap<(i64, i64), i64> = Default::default();
-        for (rowid, grams) in &pending {
-            let (blk, bit) = (rowid / BLOCK_BITS, 1i64 << (rowid % BLOCK_BITS));
-            *merged.entry((INDEXED, blk)).or_insert(0) |= bit;
-            for &g in grams {
-                *merged.entry((i64::from(g), blk)).or_insert(0) |= bit;
-            }
-        }
-        drop(pending);
-        let sql = format!(
+        let mut postings: Vec<((u32, i64), i64)> = batch.postings.drain().collect();
+        postings.sort_unstable();
+        let upsert = format!(
             "INSERT INTO {} (gram, blk, bits)
              SELECT value ->> 0, value ->> 1, value ->> 2 FROM json_each(?) WHERE true
              ON CONFLICT(gram, blk) DO UPDATE SET bits = bits | excluded.bits",
             self.g
         );
-        let mut json = String::with_capacity(FLUSH_JSON_BYTES + 64);
+        self.exec_json_batches(
+            &upsert,
+            postings.iter().map(|((g, blk), bits)| format!("[{g},{blk},{bits}]")),
+        )?;
+        let mark = format!(
+            "INSERT INTO {g} (gram, blk, bits)
+             SELECT {INDEXED}, t.rowid / {BLOCK_BITS}, 1 << (t.rowid % {BLOCK_BITS})
+             FROM json_each(?) j JOIN {t} t ON t.rowid = j.value ->> 0
+             WHERE t.path = j.value ->> 1 AND t.version = j.value ->> 2
+               AND t.hash IS j.value ->> 3 AND t.type = 'file' AND t.storage = 'inline'
+             ON CONFLICT(gram, blk) DO UPDATE SET bits = bits | excluded.bits",
+            g = self.g,
+            t = self.t
+        );
+        let tickets = std::mem::take(&mut batch.tickets);
+        self.exec_json_batches(
+            &mark,
+            tickets
+                .iter()
+                .map(|k| serde_json::json!([k.rowid, k.path, k.version, k.hash]).to_string()),
+        )
+    }
+
+    /// Runs `sql`, whose one parameter is a JSON array, over `items` in arrays of at most
+    /// [`FLUSH_JSON_BYTES`].
+    fn exec_json_batches(
+        &self,
+        sql: &str,
+        items: impl Iterator<Item = String>,
+    ) -> Result<(), FsError> {
+        let mut json = String::with_capacity(FLUSH_JSON_BYTES + 1024);
         let send = |json: &mut String| -> Result<(), FsError> {
             json.push(']');
-            self.exec(&sql, &[SqlValue::Text(std::mem::take(json))])?;
+            self.exec(sql, &[SqlValue::Text(std::mem::take(json))])?;
             Ok(())
         };
-        for ((gram, blk), bits) in merged {
+        for item in items {
             json.push(if json.is_empty() { '[' } else { ',' });
-            json.push_str(&format!("[{gram},{blk},{bits}]"));
+            json.push_str(&item);
             if json.len() >= FLUSH_JSON_BYTES {
                 send(&mut json)?;
             }
@@ -202,7 +268,6 @@ impl Workspace {
         if !self.grep_index {
             return Ok((0, 0));
         }
-        self.flush_grams()?;
         let rows = self.exec(&format!("SELECT count(*) FROM {}", self.g), &[])?;
         let n = rows.first().map(|r| col_i64(r, 0).max(0) as u64).unwrap_or(0);
         Ok((n, n * 16))
@@ -275,9 +340,10 @@ impl Workspace {
     }
 
     /// Every file matching the glob `pattern`, in path order, each marked with whether the
-    /// index lets it contain a match of `q` (a file the index does not cover always may).
-    /// `None` when the index is off or `q` gives it nothing to narrow by: then `grep` reads
-    /// pages of texts as before. Holds paths, never contents.
+    /// index lets it contain a match of `q` (a file the index does not cover always may,
+    /// and carries the ticket that lets `grep` index it). `None` when the index is off or
+    /// `q` gives it nothing to narrow by: then `grep` reads pages of texts as before.
+    /// Holds paths, never contents.
     pub fn grep_files(
         &self,
         pattern: &str,
@@ -287,7 +353,6 @@ impl Workspace {
             return Ok(None);
         }
         let glob = Glob::new(pattern)?;
-        self.flush_grams()?;
         let Some(matches) = self.query_bitmap(q)? else { return Ok(None) };
         let indexed: Bitmap = self
             .exec(&format!("SELECT blk, bits FROM {} WHERE gram = {INDEXED}", self.g), &[])?
@@ -297,15 +362,28 @@ impl Workspace {
         let bit = |map: &Bitmap, id: i64| {
             map.get(&(id / BLOCK_BITS)).is_some_and(|b| b & (1 << (id % BLOCK_BITS)) != 0)
         };
+        let rows = self.glob_rows(
+            &glob,
+            "path, size, rowid, version, hash, storage = 'inline'",
+            "AND type = 'file'",
+        )?;
         Ok(Some(
-            self.glob_rows(&glob, "path, size, rowid", "AND type = 'file'")?
-                .into_iter()
+            rows.into_iter()
                 .map(|mut row| {
-                    let id = col_i64(&row, 2);
+                    let (id, size) = (col_i64(&row, 2), col_i64(&row, 1).max(0) as u64);
+                    let path = take_str(&mut row, 0);
+                    let covered = bit(&indexed, id);
+                    let indexable = col_i64(&row, 5) != 0 && size <= MAX_INDEXED_BYTES as u64;
                     GrepFile {
-                        size: col_i64(&row, 1).max(0) as u64,
-                        candidate: !bit(&indexed, id) || bit(&matches, id),
-                        path: take_str(&mut row, 0),
+                        size,
+                        candidate: !covered || bit(&matches, id),
+                        unindexed: (!covered && indexable).then(|| IndexTicket {
+                            rowid: id,
+                            path: path.clone(),
+                            version: col_i64(&row, 3),
+                            hash: col_opt_str(&row, 4),
+                        }),
+                        path,
                     }
                 })
                 .collect(),

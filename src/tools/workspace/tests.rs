@@ -704,12 +704,28 @@ fn statements_per_operation_stay_minimal() {
         }),
         1
     );
-    // Pages of files with their texts: 64, then (small files) the other 187.
+    // Pages of files with their texts: 64, then (small files) the other 187, for a
+    // pattern without a literal of three characters.
+    assert_eq!(
+        statements(&|| {
+            ok(&grep, json!({"query": "z+"}));
+        }),
+        2
+    );
+    // With one, the trigram index: the first search looks the literal up, lists the files
+    // and which are indexed (none), reads the 251 in batches of 99, and indexes them (one
+    // statement of postings, one marking them); the next reads none of them.
     assert_eq!(
         statements(&|| {
             ok(&grep, json!({"query": "zzz"}));
         }),
-        2
+        8
+    );
+    assert_eq!(
+        statements(&|| {
+            ok(&grep, json!({"query": "zzz"}));
+        }),
+        3
     );
     // A first write into a new directory tree: the fast attempt, one resolve, one insert
     // of the three directories, the write.

@@ -6,7 +6,7 @@ use crate::store::sqlite::SqliteSql;
 use crate::tools::workspace::bounds::Rng;
 use crate::tools::ToolContext;
 use crate::workspace::tests::{block_on, clock};
-use crate::workspace::{Workspace, WorkspaceOptions};
+use crate::workspace::{GramBatch, Workspace, WorkspaceOptions};
 
 /// Words with mixed case, digits, punctuation and characters whose case folds reach
 /// outside ASCII (the Kelvin sign, the long s), so that folding mistakes show.
@@ -152,32 +152,88 @@ fn indexed_grep_gives_the_output_of_the_scan() {
     assert!(narrowed * 4 > checked, "the index excluded files in {narrowed} of {checked} searches");
 }
 
+/// A workspace with the index (the default) and a grep tool over it.
+fn indexed_workspace() -> (Rc<Workspace>, ToolRef) {
+    let ws = Rc::new(Workspace::new(Rc::new(SqliteSql::new()), clock()));
+    (ws.clone(), grep_tool(ws))
+}
+
+/// Each file's verdict for a search of "needle": `(path, candidate, unindexed)`.
+fn verdict(ws: &Workspace) -> Vec<(String, bool, bool)> {
+    ws.grep_files("**/*", &GramQuery::Literal(b"needle".to_vec()))
+        .unwrap()
+        .unwrap()
+        .into_iter()
+        .map(|f| (f.path, f.candidate, f.unindexed.is_some()))
+        .collect()
+}
+
+fn search(tool: &ToolRef, query: &str) -> Value {
+    let input = json!({"query": query, "fixedString": true});
+    block_on(tool.execute(input, &ToolContext::default())).unwrap()
+}
+
 #[test]
-fn the_index_marks_changed_files_and_info_reports_its_size() {
-    let on = WorkspaceOptions { grep_index: true, ..WorkspaceOptions::default() };
-    let ws = Workspace::with_options(Rc::new(SqliteSql::new()), clock(), on).unwrap();
-    let q = GramQuery::Literal(b"needle".to_vec());
-    let verdict = |ws: &Workspace| -> Vec<(String, bool)> {
-        ws.grep_files("**/*", &q)
-            .unwrap()
-            .unwrap()
-            .into_iter()
-            .map(|f| (f.path, f.candidate))
-            .collect()
-    };
+fn grep_indexes_what_it_reads_and_changed_files_are_unmarked() {
+    let (ws, tool) = indexed_workspace();
     block_on(ws.write_file("/a.txt", "a Needle here", "text/plain")).unwrap();
     block_on(ws.write_file("/b.txt", "only hay", "text/plain")).unwrap();
-    assert_eq!(verdict(&ws), [("/a.txt".into(), true), ("/b.txt".into(), false)]);
-    // An append is not indexed: the trigger unmarks the file, so it is read again.
+    // Writes do not index: both files are read by the first search.
+    assert_eq!(verdict(&ws), [("/a.txt".into(), true, true), ("/b.txt".into(), true, true)]);
+    assert_eq!(ws.info().unwrap().grep_index_rows, 0);
+    assert_eq!(search(&tool, "needle")["totalMatches"], 1);
+    assert_eq!(verdict(&ws), [("/a.txt".into(), true, false), ("/b.txt".into(), false, false)]);
+    // An append changes the content: the trigger unmarks the file, so it is read again.
     block_on(ws.append_file("/b.txt", " and a needle", "text/plain")).unwrap();
-    assert_eq!(verdict(&ws), [("/a.txt".into(), true), ("/b.txt".into(), true)]);
+    assert_eq!(verdict(&ws), [("/a.txt".into(), true, false), ("/b.txt".into(), true, true)]);
+    assert_eq!(search(&tool, "needle")["totalMatches"], 2);
     block_on(ws.rewrite_file("/b.txt", "hay again", "text/plain")).unwrap();
-    assert_eq!(verdict(&ws), [("/a.txt".into(), true), ("/b.txt".into(), false)]);
+    assert_eq!(search(&tool, "needle")["totalMatches"], 1);
+    // Postings are never cleared: /b.txt is indexed again but stays a (false) candidate.
+    assert_eq!(verdict(&ws), [("/a.txt".into(), true, false), ("/b.txt".into(), true, false)]);
+    // A search limited by its glob indexes only the files it covers.
+    block_on(ws.write_file("/d/c.txt", "hay", "text/plain")).unwrap();
+    block_on(ws.write_file("/e.txt", "hay", "text/plain")).unwrap();
+    let input = json!({"query": "needle", "include": "/d/**"});
+    block_on(tool.execute(input, &ToolContext::default())).unwrap();
+    let unindexed: Vec<String> = verdict(&ws).into_iter().filter(|v| v.2).map(|v| v.0).collect();
+    assert_eq!(unindexed, ["/e.txt"]);
     let info = ws.info().unwrap();
     assert!(info.grep_index_rows > 10, "{info:?}");
-    // Off is the default.
-    let off = Workspace::new(Rc::new(SqliteSql::new()), clock());
+    // `grep_index: false` keeps no index.
+    let off = WorkspaceOptions { grep_index: false, ..WorkspaceOptions::default() };
+    let off = Workspace::with_options(Rc::new(SqliteSql::new()), clock(), off).unwrap();
     block_on(off.write_file("/a.txt", "a needle", "text/plain")).unwrap();
+    let q = GramQuery::Literal(b"needle".to_vec());
     assert_eq!(off.grep_files("**/*", &q).unwrap(), None);
     assert_eq!(off.info().unwrap().grep_index_rows, 0);
+}
+
+#[test]
+fn a_file_changed_after_the_listing_is_not_marked_indexed() {
+    let (ws, _) = indexed_workspace();
+    block_on(ws.write_file("/a.txt", "hay", "text/plain")).unwrap();
+    block_on(ws.write_file("/b.txt", "hay", "text/plain")).unwrap();
+    block_on(ws.write_file("/c.txt", "hay", "text/plain")).unwrap();
+    let q = GramQuery::Literal(b"needle".to_vec());
+    let listed = ws.grep_files("**/*", &q).unwrap().unwrap();
+    // Between the listing and the flush: /a.txt rewritten (version), /b.txt removed and
+    // written again (same version, other rowid), /c.txt unchanged.
+    block_on(ws.write_file("/a.txt", "a needle", "text/plain")).unwrap();
+    block_on(ws.rm("/b.txt", false, false)).unwrap();
+    block_on(ws.write_file("/b.txt", "a needle", "text/plain")).unwrap();
+    let mut batch = GramBatch::default();
+    for f in &listed {
+        batch.add(f.unindexed.as_ref().unwrap(), "hay");
+    }
+    ws.index_grams(&mut batch).unwrap();
+    assert!(batch.is_empty());
+    assert_eq!(
+        verdict(&ws),
+        [
+            ("/a.txt".into(), true, true),
+            ("/b.txt".into(), true, true),
+            ("/c.txt".into(), false, false)
+        ]
+    );
 }
