@@ -15,17 +15,22 @@
 //! read only candidates.
 //!
 //! Which files are indexed is the pseudo-gram [`INDEXED`]: its bit for a file is set by
-//! [`Workspace::index_grams`] only if the file's row still has the path, version and hash
-//! `grep` listed it with (a write between the listing and the flush leaves it unindexed),
-//! and cleared by SQLite triggers whenever the file's content is updated or its row
-//! deleted, whatever statement does it. So a file changed by any path is simply unindexed
-//! until a search reads it again.
+//! [`Workspace::index_grams`], and cleared by SQLite triggers whenever the file's content
+//! or path is updated or its row deleted, whatever statement does it. The same triggers
+//! count every such change in the pseudo-gram [`CHANGES`]; `grep` notes the count when it
+//! lists the files and [`Workspace::index_grams`] marks files only if it is unchanged, so
+//! a text read while another request changed files (a search awaiting R2) is never marked
+//! as the current content. So a file changed by any path is simply unindexed until a
+//! search reads it again. (The checks use only columns stored before `content`: reading a
+//! later one walks the content's overflow pages.)
 
 use super::*;
 use std::collections::HashMap;
 
 /// The pseudo-gram whose bits mark the files whose current content is indexed.
 const INDEXED: i64 = -1;
+/// The pseudo-gram whose row `(CHANGES, 0)` counts the content changes of the namespace.
+const CHANGES: i64 = -2;
 /// Files per posting row.
 const BLOCK_BITS: i64 = 32;
 /// Trigrams of one literal looked up in one statement (a self-join each); a longer literal
@@ -78,14 +83,12 @@ pub struct GrepFile {
     pub unindexed: Option<IndexTicket>,
 }
 
-/// Which row an unindexed file was listed as, so that its trigrams are only marked
-/// current if the row has not changed by the time they are written.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// An unindexed file as `grep` listed it: its rowid and the [`CHANGES`] count then, so
+/// that its trigrams are only marked current if no file changed since.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct IndexTicket {
     rowid: i64,
-    path: String,
-    version: i64,
-    hash: Option<String>,
+    changes: i64,
 }
 
 /// Trigrams of files `grep` read and the index did not cover, merged per 32-file block,
@@ -124,7 +127,7 @@ impl GramBatch {
             self.seen[(g >> 6) as usize] = 0;
             *self.postings.entry((g, blk)).or_insert(0) |= bit;
         }
-        self.tickets.push(ticket.clone());
+        self.tickets.push(*ticket);
     }
 
     /// Whether the batch holds enough to be written now.
@@ -176,24 +179,28 @@ impl Workspace {
             ),
             &[],
         )?;
-        let unmark = format!(
+        // A file's content or path changed: it is no longer indexed, and one more change
+        // is counted. (The triggers of the first version of this index only unmarked.)
+        let changed = format!(
             "UPDATE {g} SET bits = bits & ~(1 << (old.rowid % {BLOCK_BITS}))
-             WHERE gram = {INDEXED} AND blk = old.rowid / {BLOCK_BITS}"
+             WHERE gram = {INDEXED} AND blk = old.rowid / {BLOCK_BITS};
+             UPDATE {g} SET bits = bits + 1 WHERE gram = {CHANGES} AND blk = 0;"
         );
-        self.sql.exec(
-            &format!(
-                "CREATE TRIGGER IF NOT EXISTS cf_wsgram_upd_{ns} AFTER UPDATE OF content ON {t}
-                 BEGIN {unmark}; END"
+        for statement in [
+            format!("INSERT OR IGNORE INTO {g} (gram, blk, bits) VALUES ({CHANGES}, 0, 0)"),
+            format!("DROP TRIGGER IF EXISTS cf_wsgram_upd_{ns}"),
+            format!("DROP TRIGGER IF EXISTS cf_wsgram_del_{ns}"),
+            format!(
+                "CREATE TRIGGER IF NOT EXISTS cf_wsgram_change_{ns}
+                 AFTER UPDATE OF content, path ON {t} BEGIN {changed} END"
             ),
-            &[],
-        )?;
-        self.sql.exec(
-            &format!(
-                "CREATE TRIGGER IF NOT EXISTS cf_wsgram_del_{ns} AFTER DELETE ON {t}
-                 BEGIN {unmark}; END"
+            format!(
+                "CREATE TRIGGER IF NOT EXISTS cf_wsgram_drop_{ns} AFTER DELETE ON {t}
+                 BEGIN {changed} END"
             ),
-            &[],
-        )?;
+        ] {
+            self.sql.exec(&statement, &[])?;
+        }
         Ok(())
     }
 
@@ -217,22 +224,23 @@ impl Workspace {
             &upsert,
             postings.iter().map(|((g, blk), bits)| format!("[{g},{blk},{bits}]")),
         )?;
+        // Marked only if no file changed since the listing: then every text read is the
+        // file's current content. (Tickets of one listing share their count.)
+        let mut marks: std::collections::BTreeMap<(i64, i64), i64> = Default::default();
+        for k in std::mem::take(&mut batch.tickets) {
+            *marks.entry((k.changes, k.rowid / BLOCK_BITS)).or_insert(0) |=
+                1 << (k.rowid % BLOCK_BITS);
+        }
         let mark = format!(
             "INSERT INTO {g} (gram, blk, bits)
-             SELECT {INDEXED}, t.rowid / {BLOCK_BITS}, 1 << (t.rowid % {BLOCK_BITS})
-             FROM json_each(?) j JOIN {t} t ON t.rowid = j.value ->> 0
-             WHERE t.path = j.value ->> 1 AND t.version = j.value ->> 2
-               AND t.hash IS j.value ->> 3 AND t.type = 'file' AND t.storage = 'inline'
+             SELECT {INDEXED}, value ->> 1, value ->> 2 FROM json_each(?)
+             WHERE value ->> 0 = (SELECT bits FROM {g} WHERE gram = {CHANGES} AND blk = 0)
              ON CONFLICT(gram, blk) DO UPDATE SET bits = bits | excluded.bits",
-            g = self.g,
-            t = self.t
+            g = self.g
         );
-        let tickets = std::mem::take(&mut batch.tickets);
         self.exec_json_batches(
             &mark,
-            tickets
-                .iter()
-                .map(|k| serde_json::json!([k.rowid, k.path, k.version, k.hash]).to_string()),
+            marks.iter().map(|((changes, blk), bits)| format!("[{changes},{blk},{bits}]")),
         )
     }
 
@@ -354,36 +362,35 @@ impl Workspace {
         }
         let glob = Glob::new(pattern)?;
         let Some(matches) = self.query_bitmap(q)? else { return Ok(None) };
-        let indexed: Bitmap = self
-            .exec(&format!("SELECT blk, bits FROM {} WHERE gram = {INDEXED}", self.g), &[])?
-            .iter()
-            .map(|r| (col_i64(r, 0), col_i64(r, 1)))
-            .collect();
+        let mut changes = 0;
+        let mut indexed = Bitmap::new();
+        let sql =
+            format!("SELECT gram, blk, bits FROM {} WHERE gram IN ({CHANGES}, {INDEXED})", self.g);
+        for r in self.exec(&sql, &[])? {
+            match col_i64(&r, 0) {
+                INDEXED => {
+                    indexed.insert(col_i64(&r, 1), col_i64(&r, 2));
+                }
+                _ => changes = col_i64(&r, 2),
+            }
+        }
         let bit = |map: &Bitmap, id: i64| {
             map.get(&(id / BLOCK_BITS)).is_some_and(|b| b & (1 << (id % BLOCK_BITS)) != 0)
         };
-        let rows = self.glob_rows(
-            &glob,
-            "path, size, rowid, version, hash, storage = 'inline'",
-            "AND type = 'file'",
-        )?;
+        let rows =
+            self.glob_rows(&glob, "path, size, rowid, storage = 'inline'", "AND type = 'file'")?;
         Ok(Some(
             rows.into_iter()
                 .map(|mut row| {
-                    let (id, size) = (col_i64(&row, 2), col_i64(&row, 1).max(0) as u64);
-                    let path = take_str(&mut row, 0);
-                    let covered = bit(&indexed, id);
-                    let indexable = col_i64(&row, 5) != 0 && size <= MAX_INDEXED_BYTES as u64;
+                    let (rowid, size) = (col_i64(&row, 2), col_i64(&row, 1).max(0) as u64);
+                    let covered = bit(&indexed, rowid);
+                    let indexable = col_i64(&row, 3) != 0 && size <= MAX_INDEXED_BYTES as u64;
                     GrepFile {
+                        path: take_str(&mut row, 0),
                         size,
-                        candidate: !covered || bit(&matches, id),
-                        unindexed: (!covered && indexable).then(|| IndexTicket {
-                            rowid: id,
-                            path: path.clone(),
-                            version: col_i64(&row, 3),
-                            hash: col_opt_str(&row, 4),
-                        }),
-                        path,
+                        candidate: !covered || bit(&matches, rowid),
+                        unindexed: (!covered && indexable)
+                            .then_some(IndexTicket { rowid, changes }),
                     }
                 })
                 .collect(),

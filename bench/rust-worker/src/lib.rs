@@ -16,8 +16,8 @@
 //! - `/memory`: the wasm linear memory of this isolate, in bytes.
 //! - `/info`: the workspace's totals, its grep index rows and the database size.
 //!
-//! A body with `"grepIndex": true` rebuilds the object's workspace with grep's trigram
-//! index first (off by default, as in the agent; the set-up and the runs of a workload say
+//! A body with `"grepIndex": false` rebuilds the object's workspace without grep's trigram
+//! index first (on by default, as in the agent; the set-up and the runs of a workload say
 //! it alike).
 //!
 //! `/run` also reports `peakBytes`: the most wasm heap bytes live at once during the run
@@ -144,7 +144,7 @@ impl DurableObject for BenchRust {
     fn new(state: State, env: Env) -> Self {
         console_error_panic_hook::set_once();
         let sql: JsValue = AsRef::<JsValue>::as_ref(&state.storage().sql()).clone();
-        let built = std::cell::RefCell::new(Built::new(&state, &env, false));
+        let built = std::cell::RefCell::new(Built::new(&state, &env, WorkspaceOptions::default().grep_index));
         Self { state, env, built, sql }
     }
 
@@ -157,7 +157,8 @@ impl DurableObject for BenchRust {
         } else {
             Value::Null
         };
-        let grep_index = body["grepIndex"].as_bool().unwrap_or(false);
+        let grep_index =
+            body["grepIndex"].as_bool().unwrap_or(WorkspaceOptions::default().grep_index);
         if self.built.borrow().grep_index != grep_index {
             *self.built.borrow_mut() = Built::new(&self.state, &self.env, grep_index);
         }
