@@ -40,9 +40,10 @@ const MAX_JOINED_GRAMS: usize = 12;
 pub const MAX_INDEXED_BYTES: usize = 1_048_576;
 /// Bytes of JSON bound to one flush statement (the platform limit per statement is 100 KB).
 const FLUSH_JSON_BYTES: usize = 90_000;
-/// Postings a [`GramBatch`] holds before `grep` writes it (about 2 MB of heap), so that a
-/// first search over 100 MB stays within a request's memory.
-pub const BATCH_POSTINGS: usize = 60_000;
+/// Postings (a file's distinct trigram each) a [`GramBatch`] holds before `grep` writes it
+/// (16 bytes each, so about 3 MB of heap, some 400 files of 10 KB): a first search over
+/// 100 MB stays within a request's memory.
+pub const BATCH_POSTINGS: usize = 200_000;
 
 /// What a file must contain to match a pattern, as `grep` derives it from the pattern.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -95,8 +96,9 @@ pub struct IndexTicket {
 /// waiting for [`Workspace::index_grams`].
 #[derive(Default)]
 pub struct GramBatch {
-    /// `(gram, blk)` → bits of the batch's files of block `blk` that contain `gram`.
-    postings: HashMap<(u32, i64), i64>,
+    /// `(gram, blk, bit)` for each distinct trigram of each file, merged per `(gram, blk)`
+    /// when written.
+    postings: Vec<(u32, i64, i64)>,
     /// The files whose trigrams are in `postings`.
     tickets: Vec<IndexTicket>,
     /// One bit per possible trigram, all clear between files: the set a file's distinct
@@ -125,7 +127,7 @@ impl GramBatch {
         }
         for g in self.distinct.drain(..) {
             self.seen[(g >> 6) as usize] = 0;
-            *self.postings.entry((g, blk)).or_insert(0) |= bit;
+            self.postings.push((g, blk, bit));
         }
         self.tickets.push(*ticket);
     }
@@ -212,8 +214,15 @@ impl Workspace {
         if !self.grep_index || batch.is_empty() {
             return Ok(());
         }
-        let mut postings: Vec<((u32, i64), i64)> = batch.postings.drain().collect();
+        let mut postings = std::mem::take(&mut batch.postings);
         postings.sort_unstable();
+        let mut merged: Vec<(u32, i64, i64)> = Vec::with_capacity(postings.len() / 8);
+        for (g, blk, bit) in postings {
+            match merged.last_mut() {
+                Some(last) if last.0 == g && last.1 == blk => last.2 |= bit,
+                _ => merged.push((g, blk, bit)),
+            }
+        }
         let upsert = format!(
             "INSERT INTO {} (gram, blk, bits)
              SELECT value ->> 0, value ->> 1, value ->> 2 FROM json_each(?) WHERE true
@@ -222,7 +231,7 @@ impl Workspace {
         );
         self.exec_json_batches(
             &upsert,
-            postings.iter().map(|((g, blk), bits)| format!("[{g},{blk},{bits}]")),
+            merged.iter().map(|(g, blk, bits)| format!("[{g},{blk},{bits}]")),
         )?;
         // Marked only if no file changed since the listing: then every text read is the
         // file's current content. (Tickets of one listing share their count.)
