@@ -40,10 +40,13 @@ const MAX_JOINED_GRAMS: usize = 12;
 pub const MAX_INDEXED_BYTES: usize = 1_048_576;
 /// Bytes of JSON bound to one flush statement (the platform limit per statement is 100 KB).
 const FLUSH_JSON_BYTES: usize = 90_000;
-/// Postings (a file's distinct trigram each) a [`GramBatch`] holds before `grep` writes it
-/// (16 bytes each, so about 3 MB of heap, some 400 files of 10 KB): a first search over
-/// 100 MB stays within a request's memory.
-pub const BATCH_POSTINGS: usize = 200_000;
+/// A file's distinct trigrams a [`GramBatch`] gathers (16 bytes each, about 400 files of
+/// 10 KB) before it sorts them into its merged postings.
+const RAW_POSTINGS: usize = 200_000;
+/// Merged postings (one row each) a [`GramBatch`] holds before `grep` writes it: 8 MB, so
+/// a first search over 100 MB (245,000 rows) writes once, each row once, whatever order
+/// the files are read in, and a larger tree stays within a request's memory.
+const BATCH_POSTINGS: usize = 500_000;
 
 /// What a file must contain to match a pattern, as `grep` derives it from the pattern.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -96,9 +99,11 @@ pub struct IndexTicket {
 /// waiting for [`Workspace::index_grams`].
 #[derive(Default)]
 pub struct GramBatch {
-    /// `(gram, blk, bit)` for each distinct trigram of each file, merged per `(gram, blk)`
-    /// when written.
-    postings: Vec<(u32, i64, i64)>,
+    /// `(gram, blk, bit)` for each distinct trigram of each file added since the last
+    /// [`GramBatch::compact`].
+    raw: Vec<(u32, i64, i64)>,
+    /// `(gram, blk, bits)`, sorted, one per `(gram, blk)`: the rows to write.
+    merged: Vec<(u32, i64, i64)>,
     /// The files whose trigrams are in `postings`.
     tickets: Vec<IndexTicket>,
     /// One bit per possible trigram, all clear between files: the set a file's distinct
@@ -127,14 +132,40 @@ impl GramBatch {
         }
         for g in self.distinct.drain(..) {
             self.seen[(g >> 6) as usize] = 0;
-            self.postings.push((g, blk, bit));
+            self.raw.push((g, blk, bit));
         }
         self.tickets.push(*ticket);
+        if self.raw.len() >= RAW_POSTINGS {
+            self.compact();
+        }
+    }
+
+    /// Sorts the raw postings and merges them into `merged`.
+    fn compact(&mut self) {
+        let mut raw = std::mem::take(&mut self.raw);
+        raw.sort_unstable();
+        let old = std::mem::take(&mut self.merged);
+        let mut out: Vec<(u32, i64, i64)> = Vec::with_capacity(old.len() + raw.len() / 4);
+        let (mut a, mut b) = (old.into_iter().peekable(), raw.into_iter().peekable());
+        loop {
+            let next = match (a.peek(), b.peek()) {
+                (Some(x), Some(y)) if (x.0, x.1) <= (y.0, y.1) => a.next(),
+                (Some(_), Some(_)) | (None, Some(_)) => b.next(),
+                (Some(_), None) => a.next(),
+                (None, None) => break,
+            };
+            let Some((g, blk, bits)) = next else { break };
+            match out.last_mut() {
+                Some(last) if last.0 == g && last.1 == blk => last.2 |= bits,
+                _ => out.push((g, blk, bits)),
+            }
+        }
+        self.merged = out;
     }
 
     /// Whether the batch holds enough to be written now.
     pub fn is_full(&self) -> bool {
-        self.postings.len() >= BATCH_POSTINGS
+        self.merged.len() >= BATCH_POSTINGS
     }
 
     /// Whether there is nothing to write.
@@ -214,15 +245,8 @@ impl Workspace {
         if !self.grep_index || batch.is_empty() {
             return Ok(());
         }
-        let mut postings = std::mem::take(&mut batch.postings);
-        postings.sort_unstable();
-        let mut merged: Vec<(u32, i64, i64)> = Vec::with_capacity(postings.len() / 8);
-        for (g, blk, bit) in postings {
-            match merged.last_mut() {
-                Some(last) if last.0 == g && last.1 == blk => last.2 |= bit,
-                _ => merged.push((g, blk, bit)),
-            }
-        }
+        batch.compact();
+        let merged = std::mem::take(&mut batch.merged);
         let upsert = format!(
             "INSERT INTO {} (gram, blk, bits)
              SELECT value ->> 0, value ->> 1, value ->> 2 FROM json_each(?) WHERE true

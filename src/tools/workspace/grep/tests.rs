@@ -239,3 +239,30 @@ fn texts_read_while_files_changed_are_not_marked_indexed() {
     index_as_listed(&|| {});
     assert!(verdict(&ws).iter().all(|v| !v.1 && !v.2), "{:?}", verdict(&ws));
 }
+
+#[test]
+fn a_batch_larger_than_its_raw_buffer_is_merged_and_written_whole() {
+    let (ws, tool) = indexed_workspace();
+    let mut rng = Rng(7);
+    // Four files of 300 KB of random punctuation, digits and lowercase letters: some
+    // 180,000 distinct trigrams each, so the batch compacts its raw postings into its
+    // merged ones more than once during the first search.
+    let alphabet: Vec<char> = ('!'..='@').chain('['..='~').collect();
+    let texts: Vec<String> = (0..4)
+        .map(|_| (0..300_000).map(|_| alphabet[rng.below(alphabet.len())]).collect())
+        .collect();
+    for (i, t) in texts.iter().enumerate() {
+        block_on(ws.write_file(&format!("/f{i}.txt"), t, "text/plain")).unwrap();
+    }
+    let needle = &texts[2][150_000..150_040];
+    let first = search(&tool, needle);
+    assert_eq!(first["filesWithMatches"], 1, "{first}");
+    // Every file is indexed now, and only the one holding the needle is a candidate.
+    let q = GramQuery::Literal(needle.as_bytes().to_vec());
+    let files = ws.grep_files("**/*", &q).unwrap().unwrap();
+    let candidates: Vec<&str> =
+        files.iter().filter(|f| f.candidate).map(|f| f.path.as_str()).collect();
+    assert_eq!(candidates, ["/f2.txt"]);
+    assert!(files.iter().all(|f| f.unindexed.is_none()));
+    assert_eq!(search(&tool, needle), first);
+}
