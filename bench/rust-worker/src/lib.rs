@@ -31,12 +31,12 @@ use std::rc::Rc;
 use serde_json::{json, Value};
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::sync::atomic::{AtomicUsize, Ordering};
-use wasm_bindgen::prelude::wasm_bindgen;
-use wasm_bindgen::JsValue;
 use think_rs::tools::workspace::{workspace_tools, WorkspaceToolsOptions};
 use think_rs::tools::{ToolContext, ToolRef};
 use think_rs::wasm::{DoSql, R2Blobs, WorkerClock};
 use think_rs::workspace::{Workspace, WorkspaceOptions};
+use wasm_bindgen::prelude::wasm_bindgen;
+use wasm_bindgen::JsValue;
 use worker::{
     durable_object, event, Context, DurableObject, Env, Request, Response, Result, State,
 };
@@ -144,7 +144,11 @@ impl DurableObject for BenchRust {
     fn new(state: State, env: Env) -> Self {
         console_error_panic_hook::set_once();
         let sql: JsValue = AsRef::<JsValue>::as_ref(&state.storage().sql()).clone();
-        let built = std::cell::RefCell::new(Built::new(&state, &env, WorkspaceOptions::default().grep_index));
+        let built = std::cell::RefCell::new(Built::new(
+            &state,
+            &env,
+            WorkspaceOptions::default().grep_index,
+        ));
         Self { state, env, built, sql }
     }
 
