@@ -47,6 +47,11 @@ const RAW_POSTINGS: usize = 200_000;
 /// a first search over 100 MB (245,000 rows) writes once, each row once, whatever order
 /// the files are read in, and a larger tree stays within a request's memory.
 const BATCH_POSTINGS: usize = 500_000;
+/// Files whose texts [`Workspace::index_unindexed`] reads in one statement (the platform
+/// allows 100 bound parameters).
+const READ_FILES: usize = 64;
+/// Bytes of text [`Workspace::index_unindexed`] reads in one statement, at least one file.
+const READ_BYTES: u64 = 4 << 20;
 
 /// What a file must contain to match a pattern, as `grep` derives it from the pattern.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -93,6 +98,15 @@ pub struct GrepFile {
 pub struct IndexTicket {
     rowid: i64,
     changes: i64,
+}
+
+/// What one [`Workspace::index_unindexed`] call did, so the alarm knows whether to re-arm.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct IndexRun {
+    /// Files read and indexed.
+    pub files: usize,
+    /// Unindexed files were left for a later call.
+    pub more: bool,
 }
 
 /// Trigrams of files `grep` read and the index did not cover, merged per 32-file block,
@@ -275,6 +289,81 @@ impl Workspace {
             &mark,
             marks.iter().map(|((changes, blk), bits)| format!("[{changes},{blk},{bits}]")),
         )
+    }
+
+    /// Indexes files the index does not cover, in rowid order, up to about `max_bytes` of
+    /// text (at least one file), off the request path (the agent's alarm calls it). It
+    /// takes the same tickets, [`GramBatch`] and [`Workspace::index_grams`] as `grep`, so a
+    /// file changed meanwhile is not marked. Says how many files it read and whether more
+    /// remain; with nothing to index it runs one query and writes nothing.
+    pub fn index_unindexed(&self, max_bytes: u64) -> Result<IndexRun, FsError> {
+        if !self.grep_index {
+            return Ok(IndexRun::default());
+        }
+        let (t, g) = (&self.t, &self.g);
+        // Only columns stored before `content`, so the listing reads no text.
+        let rows = self.exec(
+            &format!(
+                "SELECT f.rowid, f.size, (SELECT bits FROM {g} WHERE gram = {CHANGES} AND blk = 0)
+                 FROM {t} f LEFT JOIN {g} i ON i.gram = {INDEXED} AND i.blk = f.rowid / {BLOCK_BITS}
+                 WHERE f.type = 'file' AND f.storage = 'inline' AND f.size <= {MAX_INDEXED_BYTES}
+                   AND (i.bits IS NULL OR (i.bits >> (f.rowid % {BLOCK_BITS})) & 1 = 0)
+                 ORDER BY f.rowid"
+            ),
+            &[],
+        )?;
+        let mut taken: Vec<(IndexTicket, u64)> = Vec::new();
+        let mut bytes = 0u64;
+        for r in &rows {
+            if !taken.is_empty() && bytes >= max_bytes {
+                break;
+            }
+            let size = col_i64(r, 1).max(0) as u64;
+            bytes += size;
+            taken.push((IndexTicket { rowid: col_i64(r, 0), changes: col_i64(r, 2) }, size));
+        }
+        let more = taken.len() < rows.len();
+        let mut batch = GramBatch::default();
+        let mut start = 0;
+        while start < taken.len() {
+            let mut end = start;
+            let mut chunk_bytes = 0;
+            while end < taken.len() && end - start < READ_FILES && chunk_bytes < READ_BYTES {
+                chunk_bytes += taken[end].1;
+                end += 1;
+            }
+            let chunk = &taken[start..end];
+            let texts = self.exec(
+                &format!(
+                    "SELECT rowid, content FROM {t} WHERE rowid IN ({})",
+                    placeholders(chunk.len())
+                ),
+                &chunk.iter().map(|(k, _)| SqlValue::Integer(k.rowid)).collect::<Vec<_>>(),
+            )?;
+            let mut by_rowid: HashMap<i64, String> = texts
+                .into_iter()
+                .map(|mut r| {
+                    let text = match r.pop() {
+                        Some(SqlValue::Text(s)) => s,
+                        Some(SqlValue::Blob(b)) => Content::Bytes(b).into_text(),
+                        _ => String::new(),
+                    };
+                    (col_i64(&r, 0), text)
+                })
+                .collect();
+            // A row gone since the listing is left out; its ticket would not be marked anyway.
+            for (ticket, _) in chunk {
+                if let Some(text) = by_rowid.remove(&ticket.rowid) {
+                    batch.add(ticket, &text);
+                }
+            }
+            if batch.is_full() {
+                self.index_grams(&mut batch)?;
+            }
+            start = end;
+        }
+        self.index_grams(&mut batch)?;
+        Ok(IndexRun { files: taken.len(), more })
     }
 
     /// Runs `sql`, whose one parameter is a JSON array, over `items` in arrays of at most

@@ -4,6 +4,7 @@
 use super::*;
 use crate::store::sqlite::SqliteSql;
 use crate::tools::workspace::bounds::Rng;
+use crate::tools::workspace::tests::WatchedSql;
 use crate::tools::ToolContext;
 use crate::workspace::tests::{block_on, clock};
 use crate::workspace::{GramBatch, Workspace, WorkspaceOptions};
@@ -265,4 +266,61 @@ fn a_batch_larger_than_its_raw_buffer_is_merged_and_written_whole() {
     assert_eq!(candidates, ["/f2.txt"]);
     assert!(files.iter().all(|f| f.unindexed.is_none()));
     assert_eq!(search(&tool, needle), first);
+}
+
+#[test]
+fn files_indexed_off_the_request_are_not_read_by_the_first_grep() {
+    let sql = Rc::new(WatchedSql::default());
+    let ws = Rc::new(Workspace::new(sql.clone(), clock()));
+    let tool = grep_tool(ws.clone());
+    for i in 0..100 {
+        let body = if i == 42 { "a needle".to_owned() } else { format!("hay {i}") };
+        block_on(ws.write_file(&format!("/f/{i:03}.txt"), &body, "text/plain")).unwrap();
+    }
+    // In bounded runs (here about 10 files each), each one saying whether more remain.
+    let mut runs = Vec::new();
+    loop {
+        let run = ws.index_unindexed(60).unwrap();
+        runs.push(run.files);
+        if !run.more {
+            break;
+        }
+    }
+    assert_eq!(runs.len(), 10, "{runs:?}");
+    assert_eq!(runs.iter().sum::<usize>(), 100);
+    assert!(verdict(&ws).iter().all(|v| !v.2), "every file is indexed");
+    // The first grep reads only its one candidate, in as many statements as the next one.
+    let cost = || {
+        let (statements, read) = (sql.statements.get(), sql.texts_read.get());
+        assert_eq!(search(&tool, "needle")["totalMatches"], 1);
+        (sql.statements.get() - statements, sql.texts_read.get() - read)
+    };
+    let first = cost();
+    assert_eq!(first.1, 1);
+    assert_eq!(cost(), first);
+    // With nothing left to index, a run reads no text and writes nothing: one query.
+    let rows = ws.info().unwrap().grep_index_rows;
+    let (statements, read) = (sql.statements.get(), sql.texts_read.get());
+    assert_eq!(ws.index_unindexed(1 << 20).unwrap(), crate::workspace::IndexRun::default());
+    assert_eq!((sql.statements.get() - statements, sql.texts_read.get() - read), (1, 0));
+    assert_eq!(ws.info().unwrap().grep_index_rows, rows);
+}
+
+#[test]
+fn a_file_changed_while_the_alarm_indexes_is_not_marked() {
+    let sql = Rc::new(WatchedSql::default());
+    let ws = Rc::new(Workspace::new(sql.clone(), clock()));
+    for p in ["/a.txt", "/b.txt"] {
+        block_on(ws.write_file(p, "hay", "text/plain")).unwrap();
+    }
+    // Another request rewrites /a.txt between the listing and the reading of the texts.
+    *sql.before_read.borrow_mut() =
+        Some("UPDATE cf_wsfile_default SET content = 'a needle' WHERE path = '/a.txt'".into());
+    assert_eq!(ws.index_unindexed(1 << 20).unwrap().files, 2);
+    assert!(sql.before_read.borrow().is_none(), "the change ran");
+    assert!(verdict(&ws).iter().all(|v| v.1 && v.2), "{:?}", verdict(&ws));
+    // The next run indexes the current texts, and grep still finds the change.
+    assert_eq!(ws.index_unindexed(1 << 20).unwrap().files, 2);
+    assert_eq!(verdict(&ws), [("/a.txt".into(), true, false), ("/b.txt".into(), false, false)]);
+    assert_eq!(search(&grep_tool(ws.clone()), "needle")["totalMatches"], 1);
 }
