@@ -5,7 +5,8 @@
 // ten. Each runs with grep's trigram index (the default: the set-up object's first warm-up
 // search reads every file and builds it, the timed ones find it built), without it
 // (`grepIndex: false`; identical outputs), and for the literal also cold: the first
-// search after the writes, on a fresh object (one run, think-rs only).
+// search after the writes, on a fresh object (one run, think-rs only), before and after
+// the alarm the writes set has indexed the tree in the background.
 // The table shows the peak wasm heap a call needed, beyond what was live before it; the
 // notes give the index's rows and the database size. The write and edit rows show that
 // writes cost the same with the index as without it (writes do not index).
@@ -45,6 +46,13 @@ const cold = {
   inputs: [literal],
 };
 
+// The same search once the alarm the writes set has indexed the tree in the background.
+const afterAlarm = {
+  ...cold,
+  name: "grep literal, 1 file matches (100 MB), first after the writes and the index alarm",
+  rustOptions: { indexAlarm: true },
+};
+
 const WRITES = FILES.slice(0, 1000).map((f) => ({ path: f.path, content: f.content }));
 const write = (grepIndex) => ({
   name: `write 1,000 × 10 KB${grepIndex ? ", grep index on (default)" : ", no grep index"}`,
@@ -73,6 +81,7 @@ export default {
     grep("grep literal, 1 file matches (100 MB)", literal, true),
     grep("grep literal, 1 file matches (100 MB)", literal, false),
     cold,
+    afterAlarm,
     grep("grep regex, 10 files match (100 MB)", regex, true),
     grep("grep regex, 10 files match (100 MB)", regex, false),
     grep("grep regex without a literal (100 MB)", unnarrowed, true),

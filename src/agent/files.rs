@@ -30,9 +30,6 @@ pub const MAX_TRANSFER_BYTES: usize = 8 * 1024 * 1024;
 pub const INDEX_DELAY_MS: f64 = 2_000.0;
 /// How soon the alarm comes back while unindexed files remain.
 pub const INDEX_REARM_MS: f64 = 100.0;
-/// Text one alarm indexes at most (about half a second of CPU), far below a request's
-/// 30 s and its memory.
-pub const INDEX_ALARM_BYTES: u64 = 16 << 20;
 
 /// Changes waiting for the next push.
 #[derive(Default)]
@@ -73,7 +70,7 @@ impl Agent {
     /// alarm again soon while more remain (never later than it is already set for).
     pub(super) fn index_workspace(&self) {
         self.workspace_push.index_armed.set(false);
-        match self.workspace.index_unindexed(INDEX_ALARM_BYTES) {
+        match self.workspace.index_unindexed(crate::workspace::INDEX_RUN_BYTES) {
             Ok(run) if run.more => {
                 self.workspace_push.index_armed.set(true);
                 self.deps.alarm.set_no_later(self.now() + INDEX_REARM_MS);

@@ -564,7 +564,7 @@ fn fire_alarm(h: &mut Harness) {
 
 #[test]
 fn writes_arm_the_alarm_that_indexes_them_for_grep_and_an_idle_alarm_does_nothing() {
-    use super::files::{INDEX_ALARM_BYTES, INDEX_DELAY_MS};
+    use super::files::INDEX_DELAY_MS;
     use crate::platform::Clock;
     let mut h = Harness::new(AgentSpec::new);
     // An earlier alarm (a sweep) is kept: indexing never pushes it back.
@@ -590,7 +590,7 @@ fn writes_arm_the_alarm_that_indexes_them_for_grep_and_an_idle_alarm_does_nothin
     // Everything written is indexed: the alarm left nothing, so it did not re-arm.
     assert_eq!(*h.alarm.0.borrow(), None);
     let ws = h.agent.workspace().clone();
-    assert_eq!(ws.index_unindexed(INDEX_ALARM_BYTES).unwrap().files, 0);
+    assert_eq!(ws.index_unindexed(crate::workspace::INDEX_RUN_BYTES).unwrap().files, 0);
     let rows = ws.info().unwrap().grep_index_rows;
     // The next write arms the alarm again, at the delay.
     rpc(&mut h, "w-new", "writeWorkspaceFile", json!(["/d/new.txt", "bmV3IGJvZHk=", "text/plain"]));

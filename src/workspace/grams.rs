@@ -47,6 +47,9 @@ const RAW_POSTINGS: usize = 200_000;
 /// a first search over 100 MB (245,000 rows) writes once, each row once, whatever order
 /// the files are read in, and a larger tree stays within a request's memory.
 const BATCH_POSTINGS: usize = 500_000;
+/// Text one background run of [`Workspace::index_unindexed`] (one alarm) indexes at most:
+/// about half a second of CPU, far below a request's 30 s and its memory.
+pub const INDEX_RUN_BYTES: u64 = 16 << 20;
 /// Files whose texts [`Workspace::index_unindexed`] reads in one statement (the platform
 /// allows 100 bound parameters).
 const READ_FILES: usize = 64;

@@ -25,7 +25,9 @@ pub(crate) mod tests;
 pub use diff::{unified_diff, MAX_DIFF_LINES};
 pub use error::{Errno, FsError};
 pub use glob::{Glob, Prefilter};
-pub use grams::{GramBatch, GramQuery, GrepFile, IndexRun, IndexTicket, MAX_INDEXED_BYTES};
+pub use grams::{
+    GramBatch, GramQuery, GrepFile, IndexRun, IndexTicket, INDEX_RUN_BYTES, MAX_INDEXED_BYTES,
+};
 pub(crate) use version::content_hash;
 pub use version::{
     FileVersion, StaleWrite, Writer, WriterScope, MAX_HISTORY_BYTES, MAX_HISTORY_VERSIONS,
