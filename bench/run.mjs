@@ -19,7 +19,8 @@
 // src/floor.js), set up with the same files, interleaved with the two sides in the same
 // run. `÷ floor` is think-rs's median over the floor's; a workload's `floorGoal` is the
 // most that ratio should be. More workload fields: `sides` (which of rust/ts/floor run;
-// all by default), `warmup` and `reps` (override BENCH_WARMUP/BENCH_REPS for a slow row).
+// all by default), `warmup` and `reps` (override BENCH_WARMUP/BENCH_REPS for a slow row),
+// `rustOptions` (the think-rs object's options: `grepIndex`, `indexAlarm`).
 // think-rs also reports the peak of wasm heap bytes live during each run (its global
 // allocator counts them); a suite whose rows set `showMemory` prints it.
 import { Miniflare } from "miniflare";
@@ -99,6 +100,9 @@ async function setup(worker, doName, files, extra = {}) {
   for (let i = 0; i < files.length; i += 250) {
     await post(worker, doName, "setup/files", { files: files.slice(i, i + 250), ...extra });
   }
+  // `rustOptions: {indexAlarm: true}`: the writes set think-rs's alarm, which indexes for
+  // grep in the background; the timed run starts once it is done, as a user's next turn would.
+  return extra.indexAlarm ? await post(worker, doName, "alarm/settled", extra) : null;
 }
 
 /**
@@ -144,6 +148,7 @@ async function runWorkload(workers, suiteIndex, wi, w) {
   const peaks = [];
   // Bytes a run stored, when the workload reports them (the checkpoint rows).
   const bytes = [];
+  const alarms = [];
   const errors = {};
   const warmup = w.warmup ?? WARMUP;
   const reps = w.reps ?? REPS;
@@ -156,7 +161,8 @@ async function runWorkload(workers, suiteIndex, wi, w) {
     const order = sides.map((_, i) => sides[(i + rep) % sides.length]);
     for (const side of order) {
       const doName = (w.fresh ? `${base}-r${rep}` : base) + side.suffix;
-      if (w.fresh) await setup(workers[side.worker], doName, w.setup ?? [], sideOptions(side, w));
+      const settled = w.fresh ? await setup(workers[side.worker], doName, w.setup ?? [], sideOptions(side, w)) : null;
+      if (settled && rep >= warmup) alarms.push(settled);
       const result = await post(workers[side.worker], doName, `${side.route}/${w.tool}`, {
         inputs: w.inputs,
         iterations: w.iterations ?? 1,
@@ -188,6 +194,7 @@ async function runWorkload(workers, suiteIndex, wi, w) {
     peak: peaks.length ? Math.max(...peaks) : null,
     bytes: bytes.length ? median(bytes) : null,
     info,
+    alarms,
     samples: times,
     errors,
   };
@@ -408,6 +415,10 @@ async function main() {
       for (const r of rows) {
         if (r.w.showBytes && r.bytes != null) notes.push(`${r.name}: the database grew by ${Math.round(r.bytes).toLocaleString("en-US")} B per checkpoint (median; SQLite's databaseSize, in pages)`);
         if (r.errors.rust || r.errors.ts) notes.push(`${r.name}: tool errors think-rs ${r.errors.rust}, Think ${r.errors.ts}`);
+        if (r.alarms?.length) {
+          const list = r.alarms.map((a) => `${a.alarms} alarms, ${a.ms.toFixed(0)} ms`).join("; ");
+          notes.push(`${r.name}: think-rs's background indexing before each timed run: ${list}`);
+        }
         if (r.info) {
           notes.push(
             `${r.name}: ${r.info.fileCount} files, ${fmtMB(r.info.totalBytes)}; grep index ${r.info.grepIndexRows} rows (~${fmtMB(r.info.grepIndexBytes)}); database ${fmtMB(r.info.databaseSize)}`,

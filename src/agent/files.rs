@@ -25,6 +25,11 @@ pub const MAX_VIEW_BYTES: usize = 1_000_000;
 /// The largest file a page may download or upload through a callable: the base64 of it
 /// travels in one WebSocket message, and the isolate holds it a few times over.
 pub const MAX_TRANSFER_BYTES: usize = 8 * 1024 * 1024;
+/// How long after the first write the alarm indexes for `grep`: the rest of a turn's
+/// writes land first, and the request that wrote does no index work.
+pub const INDEX_DELAY_MS: f64 = 2_000.0;
+/// How soon the alarm comes back while unindexed files remain.
+pub const INDEX_REARM_MS: f64 = 100.0;
 
 /// Changes waiting for the next push.
 #[derive(Default)]
@@ -32,6 +37,8 @@ pub(super) struct WorkspacePush {
     paths: RefCell<BTreeSet<String>>,
     truncated: Cell<bool>,
     scheduled: Cell<bool>,
+    /// An alarm to index the changed files is due.
+    index_armed: Cell<bool>,
 }
 
 impl Agent {
@@ -46,6 +53,9 @@ impl Agent {
                 push.truncated.set(true);
             }
         }
+        if self.workspace.grep_index_enabled() && !push.index_armed.replace(true) {
+            self.deps.alarm.set_no_later(self.now() + INDEX_DELAY_MS);
+        }
         if push.scheduled.replace(true) {
             return;
         }
@@ -54,6 +64,20 @@ impl Agent {
             agent.deps.clock.sleep(WORKSPACE_PUSH_MS).await;
             agent.flush_workspace_push();
         }));
+    }
+
+    /// The alarm's share of `grep`'s index: one bounded batch of unindexed files, and the
+    /// alarm again soon while more remain (never later than it is already set for).
+    pub(super) fn index_workspace(&self) {
+        self.workspace_push.index_armed.set(false);
+        match self.workspace.index_unindexed(crate::workspace::INDEX_RUN_BYTES) {
+            Ok(run) if run.more => {
+                self.workspace_push.index_armed.set(true);
+                self.deps.alarm.set_no_later(self.now() + INDEX_REARM_MS);
+            }
+            Ok(_) => {}
+            Err(e) => self.warn("indexing the workspace for grep failed", e),
+        }
     }
 
     fn flush_workspace_push(&self) {

@@ -98,6 +98,7 @@ impl BlobStore for DiskBlobs {
 struct NoAlarm;
 impl Alarm for NoAlarm {
     fn set(&self, _at_ms: f64) {}
+    fn set_no_later(&self, _at_ms: f64) {}
 }
 
 /// An OpenAI-compatible endpoint that answers each request with the next scripted event

@@ -276,8 +276,8 @@ impl Agent {
         self.settle_agent_tool_run();
     }
 
-    /// The alarm: keeps a running turn's heartbeat, recovers interrupted turns, and sweeps
-    /// old stream buffers and ledger entries.
+    /// The alarm: keeps a running turn's heartbeat, recovers interrupted turns, sweeps
+    /// old stream buffers and ledger entries, and indexes written files for `grep`.
     pub async fn on_alarm(self: Rc<Self>) {
         if self.rt.borrow().active.is_some() {
             self.deps.alarm.set(self.now() + HEARTBEAT_MS);
@@ -303,6 +303,7 @@ impl Agent {
             }
             Err(e) => self.warn("sweeping stream buffers failed", e),
         }
+        self.index_workspace();
     }
 
     fn mcp_frame(&self) -> String {

@@ -298,7 +298,7 @@ impl AgentSpec {
             before_turn: None,
             callables: BTreeMap::new(),
             workspace_tools: true,
-            grep_index: false,
+            grep_index: true,
             guard_stale_writes: true,
             include_mcp_tools: true,
             mcp_resource_tools: false,
@@ -462,7 +462,7 @@ impl AgentSpec {
     }
 
     /// Whether the workspace keeps a trigram index so that `grep` reads only the files that
-    /// may match (default: no; see `WorkspaceOptions::grep_index` for the trade-off).
+    /// may match (default: yes; see `WorkspaceOptions::grep_index`).
     /// `grep`'s output is the same either way.
     pub fn grep_index(mut self, enabled: bool) -> Self {
         self.grep_index = enabled;

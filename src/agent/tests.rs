@@ -39,9 +39,17 @@ impl Tasks for Spawner {
     }
 }
 
-struct NoAlarm;
-impl Alarm for NoAlarm {
-    fn set(&self, _at_ms: f64) {}
+/// The object's one alarm: the time it is set for.
+#[derive(Default)]
+struct TestAlarm(RefCell<Option<f64>>);
+impl Alarm for TestAlarm {
+    fn set(&self, at_ms: f64) {
+        *self.0.borrow_mut() = Some(at_ms);
+    }
+    fn set_no_later(&self, at_ms: f64) {
+        let mut at = self.0.borrow_mut();
+        *at = Some(at.map_or(at_ms, |t| t.min(at_ms)));
+    }
 }
 
 struct NoHttp;
@@ -68,6 +76,7 @@ struct Harness {
     sockets: Rc<TestSockets>,
     clock: Rc<ManualClock>,
     model: Rc<ScriptedModel>,
+    alarm: Rc<TestAlarm>,
 }
 
 impl Harness {
@@ -77,6 +86,7 @@ impl Harness {
         sockets.0.borrow_mut().insert("tab".into(), Vec::new());
         let clock = ManualClock::new();
         let model = ScriptedModel::with_fallback(text("(unscripted)"));
+        let alarm = Rc::new(TestAlarm::default());
         let deps = Deps {
             sql: Rc::new(SqliteSql::new()),
             sockets: sockets.clone(),
@@ -86,12 +96,12 @@ impl Harness {
             bash_engine: None,
             sandbox: None,
             tasks: Rc::new(Spawner(pool.spawner())),
-            alarm: Rc::new(NoAlarm),
+            alarm: alarm.clone(),
             instance_id: "test".into(),
             browser: None,
         };
         let agent = Agent::new("ThinkAgent", spec(ModelChoice::Custom(model.clone())), deps);
-        Self { pool, agent, sockets, clock, model }
+        Self { pool, agent, sockets, clock, model, alarm }
     }
 
     /// Delivers a frame from the tab and runs everything that can run now.
@@ -701,4 +711,54 @@ fn the_turn_checkpoint_precedes_the_user_message_on_every_path_and_policy() {
         assert_eq!(reply["success"], true, "{reply}");
         assert_eq!(ids(&h.agent.messages()), after_one, "{policy:?}");
     }
+}
+
+/// Runs the alarm as the platform does: it is no longer set while it runs.
+fn fire_alarm(h: &mut Harness) {
+    h.alarm.0.borrow_mut().take();
+    let agent = h.agent.clone();
+    let _ = h.pool.spawner().spawn_local(async move { agent.on_alarm().await });
+    h.pool.run_until_stalled();
+}
+
+#[test]
+fn writes_arm_the_alarm_that_indexes_them_for_grep_and_an_idle_alarm_does_nothing() {
+    use super::files::INDEX_DELAY_MS;
+    use crate::platform::Clock;
+    let mut h = Harness::new(AgentSpec::new);
+    // An earlier alarm (a sweep) is kept: indexing never pushes it back.
+    h.alarm.set(h.clock.now_ms() + 500.0);
+    for i in 0..40 {
+        let body = base64::Engine::encode(
+            &base64::engine::general_purpose::STANDARD,
+            format!("file {i} body"),
+        );
+        let reply = rpc(
+            &mut h,
+            &format!("w{i}"),
+            "writeWorkspaceFile",
+            json!([format!("/d/{i}.txt"), body, "text/plain"]),
+        );
+        assert_eq!(reply["result"]["path"], json!(format!("/d/{i}.txt")), "{reply}");
+    }
+    assert_eq!(*h.alarm.0.borrow(), Some(h.clock.now_ms() + 500.0));
+    h.alarm.0.borrow_mut().take();
+    h.send(json!({"type": "rpc", "id": "w-late", "method": "writeWorkspaceFile", "args": ["/d/late.txt", "aGk=", "text/plain"]}));
+    assert_eq!(*h.alarm.0.borrow(), None, "armed once per batch of writes, not per write");
+    fire_alarm(&mut h);
+    // Everything written is indexed: the alarm left nothing, so it did not re-arm.
+    assert_eq!(*h.alarm.0.borrow(), None);
+    let ws = h.agent.workspace().clone();
+    assert_eq!(ws.index_unindexed(crate::workspace::INDEX_RUN_BYTES).unwrap().files, 0);
+    let rows = ws.info().unwrap().grep_index_rows;
+    // The next write arms the alarm again, at the delay.
+    rpc(&mut h, "w-new", "writeWorkspaceFile", json!(["/d/new.txt", "bmV3IGJvZHk=", "text/plain"]));
+    assert_eq!(*h.alarm.0.borrow(), Some(h.clock.now_ms() + INDEX_DELAY_MS));
+    fire_alarm(&mut h);
+    assert!(ws.info().unwrap().grep_index_rows > rows);
+    // With nothing to index the alarm writes nothing and does not re-arm.
+    let rows = ws.info().unwrap().grep_index_rows;
+    fire_alarm(&mut h);
+    assert_eq!(*h.alarm.0.borrow(), None);
+    assert_eq!(ws.info().unwrap().grep_index_rows, rows);
 }

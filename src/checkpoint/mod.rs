@@ -275,7 +275,6 @@ impl Checkpoints {
         scope: RewindScope,
     ) -> Result<RewindOutcome, CheckpointError> {
         let (epoch, mark) = self.lookup(id)?;
-        self.ws.flush_pending_index()?;
         let label = format!("before rewind to {id}");
         let mut outcome: Option<RewindOutcome> = None;
         let mut inner: Option<CheckpointError> = None;

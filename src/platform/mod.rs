@@ -218,6 +218,9 @@ pub trait Tasks {
 pub trait Alarm {
     /// Wakes the object at `at_ms` (ms since the Unix epoch).
     fn set(&self, at_ms: f64);
+    /// Wakes the object at `at_ms` unless the alarm is already set earlier: work that can
+    /// wait (indexing) shares the alarm without pushing back a heartbeat or a sweep.
+    fn set_no_later(&self, at_ms: f64);
 }
 
 /// The connected WebSockets of one agent instance.

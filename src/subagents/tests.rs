@@ -245,6 +245,7 @@ impl crate::platform::Tasks for Spawner {
 struct NoAlarm;
 impl Alarm for NoAlarm {
     fn set(&self, _: f64) {}
+    fn set_no_later(&self, _: f64) {}
 }
 
 struct NoHttp;

@@ -48,18 +48,51 @@ impl crate::platform::Tasks for LocalTasks {
     }
 }
 
-/// The object's alarm over `ctx.storage.setAlarm`.
-pub struct DoAlarm(Rc<State>);
+/// The object's alarm over `ctx.storage.setAlarm`. Changes are applied one at a time in
+/// the order they were asked for, so a `set_no_later` reads the alarm no other change is
+/// about to replace.
+pub struct DoAlarm {
+    state: Rc<State>,
+    /// Changes not applied yet: the time, and whether an earlier alarm is kept.
+    queue: Rc<std::cell::RefCell<std::collections::VecDeque<(f64, bool)>>>,
+}
+
+impl DoAlarm {
+    fn new(state: Rc<State>) -> Self {
+        Self { state, queue: Rc::default() }
+    }
+
+    /// Queues a change; the first one starts the task that applies the queue.
+    fn push(&self, at_ms: f64, keep_earlier: bool) {
+        let mut queue = self.queue.borrow_mut();
+        queue.push_back((at_ms, keep_earlier));
+        if queue.len() > 1 {
+            return;
+        }
+        let (storage, queue) = (self.state.storage(), self.queue.clone());
+        wasm_bindgen_futures::spawn_local(async move {
+            loop {
+                let Some(&(at_ms, keep_earlier)) = queue.borrow().front() else { break };
+                let keep = keep_earlier
+                    && matches!(storage.get_alarm().await, Ok(Some(t)) if (t as f64) <= at_ms);
+                if !keep {
+                    let when = worker::ScheduledTime::new(js_sys::Date::new(&at_ms.into()));
+                    if let Err(e) = storage.set_alarm(when).await {
+                        crate::platform::log(&format!("think-rs: setting the alarm failed: {e}"));
+                    }
+                }
+                queue.borrow_mut().pop_front();
+            }
+        });
+    }
+}
 
 impl crate::platform::Alarm for DoAlarm {
     fn set(&self, at_ms: f64) {
-        let storage = self.0.storage();
-        wasm_bindgen_futures::spawn_local(async move {
-            let when = worker::ScheduledTime::new(js_sys::Date::new(&at_ms.into()));
-            if let Err(e) = storage.set_alarm(when).await {
-                crate::platform::log(&format!("think-rs: setting the alarm failed: {e}"));
-            }
-        });
+        self.push(at_ms, false);
+    }
+    fn set_no_later(&self, at_ms: f64) {
+        self.push(at_ms, true);
     }
 }
 
@@ -127,7 +160,7 @@ impl ThinkHost {
                 })
                 .map(|s| Rc::new(s) as Rc<dyn crate::codemode::Sandbox>),
             tasks: Rc::new(LocalTasks),
-            alarm: Rc::new(DoAlarm(state.clone())),
+            alarm: Rc::new(DoAlarm::new(state.clone())),
             instance_id: state.id().to_string(),
             browser: Some(Rc::new(browser::WorkerBrowser::from_env(env))),
         };

@@ -7,26 +7,30 @@
 //! Postings are never cleared, so a rewritten or deleted file may stay a candidate (a
 //! false positive the real regex discards), never the reverse.
 //!
-//! A write does not touch the index itself: it queues its file's trigrams, and the queue is
-//! written in one pass ([`Workspace::flush_grams`]) once it holds [`FLUSH_FILES`] files,
-//! before any search, and before any change that does not queue (appends, copies, moves,
-//! deletes, bytes, content in R2 or chunks), so the queue only ever describes current
-//! content. Files of one 32-file block share most trigrams, so a pass upserts far fewer
-//! rows than the files' trigrams added up. A queue lost with the isolate leaves its files
-//! unindexed: read by every search, never missed.
+//! Writes do not touch the index, so they cost what they cost without it. `grep` indexes
+//! instead: a file the index does not cover is a candidate, so `grep` reads it anyway, and
+//! then adds its trigrams to a [`GramBatch`], which [`Workspace::index_grams`] writes per
+//! 32-file block (each trigram once per block for all the batch's files of the block). So
+//! the first search after writes costs the scan plus the posting writes, and the next ones
+//! read only candidates.
 //!
-//! Which files are indexed is the pseudo-gram [`INDEXED`]: its bit for a file is set by the
-//! statement that adds the file's trigrams, and cleared by SQLite triggers whenever the
-//! file's content is updated or its row deleted, whatever statement does it. So a file
-//! changed by a path that does not index it (an append, a copy, content in R2) is simply
-//! unindexed, and a search reads it as before.
+//! Which files are indexed is the pseudo-gram [`INDEXED`]: its bit for a file is set by
+//! [`Workspace::index_grams`], and cleared by SQLite triggers whenever the file's content
+//! or path is updated or its row deleted, whatever statement does it. The same triggers
+//! count every such change in the pseudo-gram [`CHANGES`]; `grep` notes the count when it
+//! lists the files and [`Workspace::index_grams`] marks files only if it is unchanged, so
+//! a text read while another request changed files (a search awaiting R2) is never marked
+//! as the current content. So a file changed by any path is simply unindexed until a
+//! search reads it again. (The checks use only columns stored before `content`: reading a
+//! later one walks the content's overflow pages.)
 
 use super::*;
-use std::cell::RefCell;
 use std::collections::HashMap;
 
 /// The pseudo-gram whose bits mark the files whose current content is indexed.
 const INDEXED: i64 = -1;
+/// The pseudo-gram whose row `(CHANGES, 0)` counts the content changes of the namespace.
+const CHANGES: i64 = -2;
 /// Files per posting row.
 const BLOCK_BITS: i64 = 32;
 /// Trigrams of one literal looked up in one statement (a self-join each); a longer literal
@@ -34,13 +38,23 @@ const BLOCK_BITS: i64 = 32;
 const MAX_JOINED_GRAMS: usize = 12;
 /// Content larger than this is not indexed: `grep` skips files over 1 MB anyway.
 pub const MAX_INDEXED_BYTES: usize = 1_048_576;
-/// Queued files that make the queue be written.
-const FLUSH_FILES: usize = 32;
 /// Bytes of JSON bound to one flush statement (the platform limit per statement is 100 KB).
 const FLUSH_JSON_BYTES: usize = 90_000;
-
-/// Files written since the last flush, with their trigrams: `(rowid, trigrams)`.
-pub(crate) type PendingGrams = RefCell<Vec<(i64, Vec<u32>)>>;
+/// A file's distinct trigrams a [`GramBatch`] gathers (16 bytes each, about 400 files of
+/// 10 KB) before it sorts them into its merged postings.
+const RAW_POSTINGS: usize = 200_000;
+/// Merged postings (one row each) a [`GramBatch`] holds before `grep` writes it: 8 MB, so
+/// a first search over 100 MB (245,000 rows) writes once, each row once, whatever order
+/// the files are read in, and a larger tree stays within a request's memory.
+const BATCH_POSTINGS: usize = 500_000;
+/// Text one background run of [`Workspace::index_unindexed`] (one alarm) indexes at most:
+/// about half a second of CPU, far below a request's 30 s and its memory.
+pub const INDEX_RUN_BYTES: u64 = 16 << 20;
+/// Files whose texts [`Workspace::index_unindexed`] reads in one statement (the platform
+/// allows 100 bound parameters).
+const READ_FILES: usize = 64;
+/// Bytes of text [`Workspace::index_unindexed`] reads in one statement, at least one file.
+const READ_BYTES: u64 = 4 << 20;
 
 /// What a file must contain to match a pattern, as `grep` derives it from the pattern.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -76,18 +90,117 @@ pub struct GrepFile {
     pub size: u64,
     /// False only when the index proves the file cannot match.
     pub candidate: bool,
+    /// Set when the index does not cover the file and could: `grep`, which reads it
+    /// anyway, hands its text to [`GramBatch::add`].
+    pub unindexed: Option<IndexTicket>,
+}
+
+/// An unindexed file as `grep` listed it: its rowid and the [`CHANGES`] count then, so
+/// that its trigrams are only marked current if no file changed since.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct IndexTicket {
+    rowid: i64,
+    changes: i64,
+}
+
+/// What one [`Workspace::index_unindexed`] call did, so the alarm knows whether to re-arm.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct IndexRun {
+    /// Files read and indexed.
+    pub files: usize,
+    /// Unindexed files were left for a later call.
+    pub more: bool,
+}
+
+/// Trigrams of files `grep` read and the index did not cover, merged per 32-file block,
+/// waiting for [`Workspace::index_grams`].
+#[derive(Default)]
+pub struct GramBatch {
+    /// `(gram, blk, bit)` for each distinct trigram of each file added since the last
+    /// [`GramBatch::compact`].
+    raw: Vec<(u32, i64, i64)>,
+    /// `(gram, blk, bits)`, sorted, one per `(gram, blk)`: the rows to write.
+    merged: Vec<(u32, i64, i64)>,
+    /// The files whose trigrams are in `postings`.
+    tickets: Vec<IndexTicket>,
+    /// One bit per possible trigram, all clear between files: the set a file's distinct
+    /// trigrams are found with (2 MB, allocated by the first file).
+    seen: Vec<u64>,
+    /// The current file's distinct trigrams.
+    distinct: Vec<u32>,
+}
+
+impl GramBatch {
+    /// Adds the trigrams of `text`, the content of the file `ticket` was listed with.
+    pub fn add(&mut self, ticket: &IndexTicket, text: &str) {
+        if text.len() > MAX_INDEXED_BYTES {
+            return;
+        }
+        if self.seen.is_empty() {
+            self.seen = vec![0; 1 << 18];
+        }
+        let (blk, bit) = (ticket.rowid / BLOCK_BITS, 1i64 << (ticket.rowid % BLOCK_BITS));
+        for g in text.as_bytes().windows(3).map(gram) {
+            let (word, mask) = ((g >> 6) as usize, 1u64 << (g & 63));
+            if self.seen[word] & mask == 0 {
+                self.seen[word] |= mask;
+                self.distinct.push(g);
+            }
+        }
+        for g in self.distinct.drain(..) {
+            self.seen[(g >> 6) as usize] = 0;
+            self.raw.push((g, blk, bit));
+        }
+        self.tickets.push(*ticket);
+        if self.raw.len() >= RAW_POSTINGS {
+            self.compact();
+        }
+    }
+
+    /// Sorts the raw postings and merges them into `merged`.
+    fn compact(&mut self) {
+        let mut raw = std::mem::take(&mut self.raw);
+        raw.sort_unstable();
+        let old = std::mem::take(&mut self.merged);
+        let mut out: Vec<(u32, i64, i64)> = Vec::with_capacity(old.len() + raw.len() / 4);
+        let (mut a, mut b) = (old.into_iter().peekable(), raw.into_iter().peekable());
+        loop {
+            let next = match (a.peek(), b.peek()) {
+                (Some(x), Some(y)) if (x.0, x.1) <= (y.0, y.1) => a.next(),
+                (Some(_), Some(_)) | (None, Some(_)) => b.next(),
+                (Some(_), None) => a.next(),
+                (None, None) => break,
+            };
+            let Some((g, blk, bits)) = next else { break };
+            match out.last_mut() {
+                Some(last) if last.0 == g && last.1 == blk => last.2 |= bits,
+                _ => out.push((g, blk, bits)),
+            }
+        }
+        self.merged = out;
+    }
+
+    /// Whether the batch holds enough to be written now.
+    pub fn is_full(&self) -> bool {
+        self.merged.len() >= BATCH_POSTINGS
+    }
+
+    /// Whether there is nothing to write.
+    pub fn is_empty(&self) -> bool {
+        self.tickets.is_empty()
+    }
+}
+
+/// The trigram of three bytes, ASCII-lowercased.
+fn gram(w: &[u8]) -> u32 {
+    u32::from(w[0].to_ascii_lowercase()) << 16
+        | u32::from(w[1].to_ascii_lowercase()) << 8
+        | u32::from(w[2].to_ascii_lowercase())
 }
 
 /// The distinct trigrams of `text`, ASCII-lowercased, sorted.
 pub(crate) fn trigrams(text: &[u8]) -> Vec<u32> {
-    let mut out: Vec<u32> = text
-        .windows(3)
-        .map(|w| {
-            u32::from(w[0].to_ascii_lowercase()) << 16
-                | u32::from(w[1].to_ascii_lowercase()) << 8
-                | u32::from(w[2].to_ascii_lowercase())
-        })
-        .collect();
+    let mut out: Vec<u32> = text.windows(3).map(gram).collect();
     out.sort_unstable();
     out.dedup();
     out
@@ -116,76 +229,162 @@ impl Workspace {
             ),
             &[],
         )?;
-        let unmark = format!(
+        // A file's content or path changed: it is no longer indexed, and one more change
+        // is counted. (The triggers of the first version of this index only unmarked.)
+        let changed = format!(
             "UPDATE {g} SET bits = bits & ~(1 << (old.rowid % {BLOCK_BITS}))
-             WHERE gram = {INDEXED} AND blk = old.rowid / {BLOCK_BITS}"
+             WHERE gram = {INDEXED} AND blk = old.rowid / {BLOCK_BITS};
+             UPDATE {g} SET bits = bits + 1 WHERE gram = {CHANGES} AND blk = 0;"
         );
-        self.sql.exec(
-            &format!(
-                "CREATE TRIGGER IF NOT EXISTS cf_wsgram_upd_{ns} AFTER UPDATE OF content ON {t}
-                 BEGIN {unmark}; END"
+        for statement in [
+            format!("INSERT OR IGNORE INTO {g} (gram, blk, bits) VALUES ({CHANGES}, 0, 0)"),
+            format!("DROP TRIGGER IF EXISTS cf_wsgram_upd_{ns}"),
+            format!("DROP TRIGGER IF EXISTS cf_wsgram_del_{ns}"),
+            format!(
+                "CREATE TRIGGER IF NOT EXISTS cf_wsgram_change_{ns}
+                 AFTER UPDATE OF content, path ON {t} BEGIN {changed} END"
             ),
-            &[],
-        )?;
-        self.sql.exec(
-            &format!(
-                "CREATE TRIGGER IF NOT EXISTS cf_wsgram_del_{ns} AFTER DELETE ON {t}
-                 BEGIN {unmark}; END"
+            format!(
+                "CREATE TRIGGER IF NOT EXISTS cf_wsgram_drop_{ns} AFTER DELETE ON {t}
+                 BEGIN {changed} END"
             ),
-            &[],
-        )?;
-        Ok(())
-    }
-
-    /// Queues the trigrams of the file at `rowid`, whose content was just written as
-    /// `text`; the next flush adds them and marks the file indexed.
-    pub(crate) fn index_text(&self, rowid: i64, text: &str) -> Result<(), FsError> {
-        if !self.grep_index || text.len() > MAX_INDEXED_BYTES {
-            return Ok(());
-        }
-        let full = {
-            let mut pending = self.pending_grams.borrow_mut();
-            pending.push((rowid, trigrams(text.as_bytes())));
-            pending.len() >= FLUSH_FILES
-        };
-        if full {
-            self.flush_grams()?;
+        ] {
+            self.sql.exec(&statement, &[])?;
         }
         Ok(())
     }
 
-    /// Writes the queued trigrams: per 32-file block, each trigram once with the bits of
-    /// every queued file of the block that has it, plus the blocks' [`INDEXED`] bits, in
-    /// statements of at most [`FLUSH_JSON_BYTES`] of `[gram, blk, bits]` triples.
-    pub(crate) fn flush_grams(&self) -> Result<(), FsError> {
-        let pending = std::mem::take(&mut *self.pending_grams.borrow_mut());
-        if pending.is_empty() {
+    /// Writes a batch's postings (per 32-file block, each trigram once with the bits of
+    /// every file of the block that has it, in `json_each` statements of at most
+    /// [`FLUSH_JSON_BYTES`]), then marks indexed those of its files whose rows are still as
+    /// listed, and empties it.
+    pub fn index_grams(&self, batch: &mut GramBatch) -> Result<(), FsError> {
+        if !self.grep_index || batch.is_empty() {
             return Ok(());
         }
-        let mut merged: std::collections::BTreeMap<(i64, i64), i64> = Default::default();
-        for (rowid, grams) in &pending {
-            let (blk, bit) = (rowid / BLOCK_BITS, 1i64 << (rowid % BLOCK_BITS));
-            *merged.entry((INDEXED, blk)).or_insert(0) |= bit;
-            for &g in grams {
-                *merged.entry((i64::from(g), blk)).or_insert(0) |= bit;
-            }
-        }
-        drop(pending);
-        let sql = format!(
+        batch.compact();
+        let merged = std::mem::take(&mut batch.merged);
+        let upsert = format!(
             "INSERT INTO {} (gram, blk, bits)
              SELECT value ->> 0, value ->> 1, value ->> 2 FROM json_each(?) WHERE true
              ON CONFLICT(gram, blk) DO UPDATE SET bits = bits | excluded.bits",
             self.g
         );
-        let mut json = String::with_capacity(FLUSH_JSON_BYTES + 64);
+        self.exec_json_batches(
+            &upsert,
+            merged.iter().map(|(g, blk, bits)| format!("[{g},{blk},{bits}]")),
+        )?;
+        // Marked only if no file changed since the listing: then every text read is the
+        // file's current content. (Tickets of one listing share their count.)
+        let mut marks: std::collections::BTreeMap<(i64, i64), i64> = Default::default();
+        for k in std::mem::take(&mut batch.tickets) {
+            *marks.entry((k.changes, k.rowid / BLOCK_BITS)).or_insert(0) |=
+                1 << (k.rowid % BLOCK_BITS);
+        }
+        let mark = format!(
+            "INSERT INTO {g} (gram, blk, bits)
+             SELECT {INDEXED}, value ->> 1, value ->> 2 FROM json_each(?)
+             WHERE value ->> 0 = (SELECT bits FROM {g} WHERE gram = {CHANGES} AND blk = 0)
+             ON CONFLICT(gram, blk) DO UPDATE SET bits = bits | excluded.bits",
+            g = self.g
+        );
+        self.exec_json_batches(
+            &mark,
+            marks.iter().map(|((changes, blk), bits)| format!("[{changes},{blk},{bits}]")),
+        )
+    }
+
+    /// Indexes files the index does not cover, in rowid order, up to about `max_bytes` of
+    /// text (at least one file), off the request path (the agent's alarm calls it). It
+    /// takes the same tickets, [`GramBatch`] and [`Workspace::index_grams`] as `grep`, so a
+    /// file changed meanwhile is not marked. Says how many files it read and whether more
+    /// remain; with nothing to index it runs one query and writes nothing.
+    pub fn index_unindexed(&self, max_bytes: u64) -> Result<IndexRun, FsError> {
+        if !self.grep_index {
+            return Ok(IndexRun::default());
+        }
+        let (t, g) = (&self.t, &self.g);
+        // Only columns stored before `content`, so the listing reads no text.
+        let rows = self.exec(
+            &format!(
+                "SELECT f.rowid, f.size, (SELECT bits FROM {g} WHERE gram = {CHANGES} AND blk = 0)
+                 FROM {t} f LEFT JOIN {g} i ON i.gram = {INDEXED} AND i.blk = f.rowid / {BLOCK_BITS}
+                 WHERE f.type = 'file' AND f.storage = 'inline' AND f.size <= {MAX_INDEXED_BYTES}
+                   AND (i.bits IS NULL OR (i.bits >> (f.rowid % {BLOCK_BITS})) & 1 = 0)
+                 ORDER BY f.rowid"
+            ),
+            &[],
+        )?;
+        let mut taken: Vec<(IndexTicket, u64)> = Vec::new();
+        let mut bytes = 0u64;
+        for r in &rows {
+            if !taken.is_empty() && bytes >= max_bytes {
+                break;
+            }
+            let size = col_i64(r, 1).max(0) as u64;
+            bytes += size;
+            taken.push((IndexTicket { rowid: col_i64(r, 0), changes: col_i64(r, 2) }, size));
+        }
+        let more = taken.len() < rows.len();
+        let mut batch = GramBatch::default();
+        let mut start = 0;
+        while start < taken.len() {
+            let mut end = start;
+            let mut chunk_bytes = 0;
+            while end < taken.len() && end - start < READ_FILES && chunk_bytes < READ_BYTES {
+                chunk_bytes += taken[end].1;
+                end += 1;
+            }
+            let chunk = &taken[start..end];
+            let texts = self.exec(
+                &format!(
+                    "SELECT rowid, content FROM {t} WHERE rowid IN ({})",
+                    placeholders(chunk.len())
+                ),
+                &chunk.iter().map(|(k, _)| SqlValue::Integer(k.rowid)).collect::<Vec<_>>(),
+            )?;
+            let mut by_rowid: HashMap<i64, String> = texts
+                .into_iter()
+                .map(|mut r| {
+                    let text = match r.pop() {
+                        Some(SqlValue::Text(s)) => s,
+                        Some(SqlValue::Blob(b)) => Content::Bytes(b).into_text(),
+                        _ => String::new(),
+                    };
+                    (col_i64(&r, 0), text)
+                })
+                .collect();
+            // A row gone since the listing is left out; its ticket would not be marked anyway.
+            for (ticket, _) in chunk {
+                if let Some(text) = by_rowid.remove(&ticket.rowid) {
+                    batch.add(ticket, &text);
+                }
+            }
+            if batch.is_full() {
+                self.index_grams(&mut batch)?;
+            }
+            start = end;
+        }
+        self.index_grams(&mut batch)?;
+        Ok(IndexRun { files: taken.len(), more })
+    }
+
+    /// Runs `sql`, whose one parameter is a JSON array, over `items` in arrays of at most
+    /// [`FLUSH_JSON_BYTES`].
+    fn exec_json_batches(
+        &self,
+        sql: &str,
+        items: impl Iterator<Item = String>,
+    ) -> Result<(), FsError> {
+        let mut json = String::with_capacity(FLUSH_JSON_BYTES + 1024);
         let send = |json: &mut String| -> Result<(), FsError> {
             json.push(']');
-            self.exec(&sql, &[SqlValue::Text(std::mem::take(json))])?;
+            self.exec(sql, &[SqlValue::Text(std::mem::take(json))])?;
             Ok(())
         };
-        for ((gram, blk), bits) in merged {
+        for item in items {
             json.push(if json.is_empty() { '[' } else { ',' });
-            json.push_str(&format!("[{gram},{blk},{bits}]"));
+            json.push_str(&item);
             if json.len() >= FLUSH_JSON_BYTES {
                 send(&mut json)?;
             }
@@ -202,7 +401,6 @@ impl Workspace {
         if !self.grep_index {
             return Ok((0, 0));
         }
-        self.flush_grams()?;
         let rows = self.exec(&format!("SELECT count(*) FROM {}", self.g), &[])?;
         let n = rows.first().map(|r| col_i64(r, 0).max(0) as u64).unwrap_or(0);
         Ok((n, n * 16))
@@ -275,9 +473,10 @@ impl Workspace {
     }
 
     /// Every file matching the glob `pattern`, in path order, each marked with whether the
-    /// index lets it contain a match of `q` (a file the index does not cover always may).
-    /// `None` when the index is off or `q` gives it nothing to narrow by: then `grep` reads
-    /// pages of texts as before. Holds paths, never contents.
+    /// index lets it contain a match of `q` (a file the index does not cover always may,
+    /// and carries the ticket that lets `grep` index it). `None` when the index is off or
+    /// `q` gives it nothing to narrow by: then `grep` reads pages of texts as before.
+    /// Holds paths, never contents.
     pub fn grep_files(
         &self,
         pattern: &str,
@@ -287,25 +486,36 @@ impl Workspace {
             return Ok(None);
         }
         let glob = Glob::new(pattern)?;
-        self.flush_grams()?;
         let Some(matches) = self.query_bitmap(q)? else { return Ok(None) };
-        let indexed: Bitmap = self
-            .exec(&format!("SELECT blk, bits FROM {} WHERE gram = {INDEXED}", self.g), &[])?
-            .iter()
-            .map(|r| (col_i64(r, 0), col_i64(r, 1)))
-            .collect();
+        let mut changes = 0;
+        let mut indexed = Bitmap::new();
+        let sql =
+            format!("SELECT gram, blk, bits FROM {} WHERE gram IN ({CHANGES}, {INDEXED})", self.g);
+        for r in self.exec(&sql, &[])? {
+            match col_i64(&r, 0) {
+                INDEXED => {
+                    indexed.insert(col_i64(&r, 1), col_i64(&r, 2));
+                }
+                _ => changes = col_i64(&r, 2),
+            }
+        }
         let bit = |map: &Bitmap, id: i64| {
             map.get(&(id / BLOCK_BITS)).is_some_and(|b| b & (1 << (id % BLOCK_BITS)) != 0)
         };
+        let rows =
+            self.glob_rows(&glob, "path, size, rowid, storage = 'inline'", "AND type = 'file'")?;
         Ok(Some(
-            self.glob_rows(&glob, "path, size, rowid", "AND type = 'file'")?
-                .into_iter()
+            rows.into_iter()
                 .map(|mut row| {
-                    let id = col_i64(&row, 2);
+                    let (rowid, size) = (col_i64(&row, 2), col_i64(&row, 1).max(0) as u64);
+                    let covered = bit(&indexed, rowid);
+                    let indexable = col_i64(&row, 3) != 0 && size <= MAX_INDEXED_BYTES as u64;
                     GrepFile {
-                        size: col_i64(&row, 1).max(0) as u64,
-                        candidate: !bit(&indexed, id) || bit(&matches, id),
                         path: take_str(&mut row, 0),
+                        size,
+                        candidate: !covered || bit(&matches, rowid),
+                        unindexed: (!covered && indexable)
+                            .then_some(IndexTicket { rowid, changes }),
                     }
                 })
                 .collect(),

@@ -310,7 +310,7 @@ impl Workspace {
                 &format!(
                     "UPDATE {} SET content = {expr}, size = ?, mime_type = ?, modified_at = ?,
                        version = version + 1, hash = ?, changed_by = '{}'
-                     WHERE path = ? AND type = 'file' AND storage = 'inline' RETURNING rowid",
+                     WHERE path = ? AND type = 'file' AND storage = 'inline' RETURNING 1",
                     self.t,
                     self.writer().as_str()
                 ),
@@ -323,9 +323,8 @@ impl Workspace {
                     text(&norm),
                 ],
             )?;
-            if let Some(row) = rows.first() {
-                let indexed = self.index_text(col_i64(row, 0), content);
-                return self.changed(path, indexed).map(|()| true);
+            if !rows.is_empty() {
+                return self.changed(path, Ok(true));
             }
         }
         Ok(false)
@@ -387,10 +386,6 @@ impl Workspace {
         }
         let placement = self.placement(content.len());
         let hash = content_hash(content.bytes());
-        if placement != Placement::Inline || matches!(content, ContentRef::Bytes(_)) {
-            // This write does not queue trigrams: queued ones must not outlive the content.
-            self.flush_grams()?;
-        }
         if placement == Placement::Inline && self.write_inline(&norm, content, mime, &hash, None)? {
             return Ok(());
         }
@@ -473,14 +468,11 @@ impl Workspace {
                    modified_at = excluded.modified_at, version = {t}.version + 1,
                    hash = excluded.hash, changed_by = excluded.changed_by
                  WHERE {t}.type = 'file' AND {t}.storage = 'inline' {check}
-                 RETURNING rowid"
+                 RETURNING 1"
             ),
             &params,
         )?;
-        match rows.first() {
-            Some(row) => self.index_content(col_i64(row, 0), content).map(|()| true),
-            None => Ok(false),
-        }
+        Ok(!rows.is_empty())
     }
 
     async fn write_slow(
@@ -514,8 +506,7 @@ impl Workspace {
                size = excluded.size, storage = excluded.storage, r2_key = excluded.r2_key,
                chunk_id = excluded.chunk_id, target = NULL, content = excluded.content,
                modified_at = excluded.modified_at, version = {t}.version + 1,
-               hash = excluded.hash, changed_by = excluded.changed_by
-             RETURNING rowid",
+               hash = excluded.hash, changed_by = excluded.changed_by",
             t = self.t,
             w = self.writer().as_str()
         );
@@ -543,16 +534,10 @@ impl Workspace {
             Placement::Inline => {
                 let params =
                     row_params(Storage::Inline, SqlValue::Null, SqlValue::Null, content.to_sql());
-                let mut rowid = None;
                 self.atomically(&mut || {
-                    let rows = self.exec(&upsert, &params)?;
-                    rowid = rows.first().map(|row| col_i64(row, 0));
+                    self.exec(&upsert, &params)?;
                     self.drop_chunks(old_chunk)
                 })?;
-                // Queued only once committed: a rolled-back write changed nothing.
-                if let Some(rowid) = rowid {
-                    self.index_content(rowid, content)?;
-                }
                 if let Some(k) = old_key {
                     self.delete_blobs(vec![k]).await?;
                 }
@@ -611,15 +596,6 @@ impl Workspace {
         Ok(())
     }
 
-    /// Indexes just-written inline content for `grep` (text only: bytes stay unindexed, so
-    /// `grep` reads them as before).
-    fn index_content(&self, rowid: i64, content: ContentRef<'_>) -> Result<(), FsError> {
-        match content {
-            ContentRef::Text(s) => self.index_text(rowid, s),
-            ContentRef::Bytes(_) => Ok(()),
-        }
-    }
-
     fn next_chunk_id(&self) -> Result<i64, FsError> {
         let rows =
             self.exec(&format!("SELECT COALESCE(MAX(chunk_id), 0) + 1 FROM {}", self.c), &[])?;
@@ -640,8 +616,6 @@ impl Workspace {
     /// statement; other files are read, extended and rewritten.
     pub async fn append_file(&self, path: &str, content: &str, mime: &str) -> Result<(), FsError> {
         let norm = path::normalize(path, "open")?;
-        // Appends are not indexed (the trigger unmarks the file); see grams.rs.
-        self.flush_grams()?;
         let add = content.len() as i64;
         // The grown file must still be one the write path would keep inline.
         let limit = match &self.blobs {

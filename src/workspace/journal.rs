@@ -115,11 +115,6 @@ impl Workspace {
         }
     }
 
-    /// Writes the trigram index's queue, so no queued row outlives a rewind's changes.
-    pub(crate) fn flush_pending_index(&self) -> Result<(), FsError> {
-        self.flush_grams()
-    }
-
     /// Whether `mv` keeps R2 keys in place (journaled) rather than following the new path.
     pub(crate) fn keeps_blob_keys(&self) -> bool {
         self.journaled.get()

@@ -26,8 +26,9 @@ pub(crate) mod tests;
 pub use diff::{unified_diff, MAX_DIFF_LINES};
 pub use error::{Errno, FsError};
 pub use glob::{Glob, Prefilter};
-use grams::PendingGrams;
-pub use grams::{GramQuery, GrepFile, MAX_INDEXED_BYTES};
+pub use grams::{
+    GramBatch, GramQuery, GrepFile, IndexRun, IndexTicket, INDEX_RUN_BYTES, MAX_INDEXED_BYTES,
+};
 pub(crate) use version::content_hash;
 pub use version::{
     FileVersion, StaleWrite, StatSeen, Writer, WriterScope, MAX_HISTORY_BYTES, MAX_HISTORY_VERSIONS,
@@ -161,9 +162,9 @@ pub struct WorkspaceOptions {
     /// Writes larger than this fail with `EFBIG`.
     pub max_file_size: usize,
     /// Keep the trigram index that lets `grep` read only the files that may match (see
-    /// `grams.rs`). Off by default: it makes a selective search of 100 MB about 10× faster
-    /// but a 10 KB write about 8× and a repeated edit far slower (README, "Measured
-    /// figures"), so a workspace that is searched more than written turns it on.
+    /// `grams.rs`). On by default: writes do not index (a changed file is only unmarked,
+    /// by a trigger), `grep` indexes the files it had to read, so a search after writes
+    /// costs about a scan and the next ones read only candidates.
     pub grep_index: bool,
     /// Refuse the model's `edit` or overwriting `write` without `expectedVersion` of a file
     /// changed since it last read it by another writer (on by default; see `version.rs`).
@@ -178,7 +179,7 @@ impl Default for WorkspaceOptions {
             blob_prefix: "workspace".to_owned(),
             inline_threshold: DEFAULT_INLINE_THRESHOLD,
             max_file_size: DEFAULT_MAX_FILE_SIZE,
-            grep_index: false,
+            grep_index: true,
             guard_stale_writes: true,
         }
     }
@@ -208,8 +209,6 @@ pub struct Workspace {
     /// Whether the model's unversioned writes are checked against what it last read.
     guard_unseen: bool,
     grep_index: bool,
-    /// Trigrams of files written since the index was last written to.
-    pending_grams: PendingGrams,
     initialized: Cell<bool>,
     /// The last glob compiled by [`Workspace::glob_texts`] and its pattern: a paged search
     /// asks with the same pattern for every page.
@@ -415,7 +414,6 @@ impl Workspace {
             max_file_size: options.max_file_size,
             initialized: Cell::new(false),
             last_glob: RefCell::new(None),
-            pending_grams: RefCell::new(Vec::new()),
             on_change: RefCell::new(None),
         }
     }

@@ -427,8 +427,6 @@ impl Workspace {
     /// missing path is an error unless `force`; the root is `EPERM`. Blob objects and chunks
     /// of everything removed are deleted too.
     pub async fn rm(&self, path: &str, recursive: bool, force: bool) -> Result<(), FsError> {
-        // Changes that do not queue trigrams: see grams.rs.
-        self.flush_grams()?;
         let result = self.rm_unobserved(path, recursive, force).await;
         self.changed(path, result)
     }
@@ -523,8 +521,6 @@ impl Workspace {
     /// Copies `src` to `dest`. Directories need `recursive`; copying onto an existing
     /// directory merges into it; symlinks are copied as symlinks.
     pub async fn cp(&self, src: &str, dest: &str, recursive: bool) -> Result<(), FsError> {
-        // Changes that do not queue trigrams: see grams.rs.
-        self.flush_grams()?;
         let result = self.cp_unobserved(src, dest, recursive).await;
         self.changed(dest, result)
     }
@@ -674,8 +670,6 @@ impl Workspace {
     /// Moves (renames) `src` to `dest` with POSIX rename rules: a file replaces a file, a
     /// directory may replace an empty directory, and a directory cannot move into itself.
     pub async fn mv(&self, src: &str, dest: &str) -> Result<(), FsError> {
-        // Changes that do not queue trigrams: see grams.rs.
-        self.flush_grams()?;
         let result = self.mv_unobserved(src, dest).await;
         let result = self.changed(src, result);
         self.changed(dest, result)
@@ -822,8 +816,6 @@ impl Workspace {
 
     /// Creates a symlink at `link` pointing to `target` (stored verbatim, resolved on use).
     pub fn symlink(&self, target: &str, link: &str) -> Result<(), FsError> {
-        // Changes that do not queue trigrams: see grams.rs.
-        self.flush_grams()?;
         let result = self.symlink_unobserved(target, link);
         self.changed(link, result)
     }

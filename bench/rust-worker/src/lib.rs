@@ -17,9 +17,13 @@
 //!   files, or the rewind after them (the checkpoint rows); returns `{ms, bytes}`.
 //! - `/memory`: the wasm linear memory of this isolate, in bytes.
 //! - `/info`: the workspace's totals, its grep index rows and the database size.
+//! - `/alarm/settled`: waits until the object's alarm is no longer set, and returns how
+//!   many alarms ran and their time (`{alarms, ms}`). `/setup/files` with
+//!   `"indexAlarm": true` sets the alarm, which indexes for grep as the agent's does
+//!   (bounded runs of `INDEX_RUN_BYTES`, re-armed while files remain).
 //!
-//! A body with `"grepIndex": true` rebuilds the object's workspace with grep's trigram
-//! index first (off by default, as in the agent; the set-up and the runs of a workload say
+//! A body with `"grepIndex": false` rebuilds the object's workspace without grep's trigram
+//! index first (on by default, as in the agent; the set-up and the runs of a workload say
 //! it alike).
 //!
 //! `/run` also reports `peakBytes`: the most wasm heap bytes live at once during the run
@@ -33,13 +37,13 @@ use std::rc::Rc;
 use serde_json::{json, Value};
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::sync::atomic::{AtomicUsize, Ordering};
-use wasm_bindgen::prelude::wasm_bindgen;
-use wasm_bindgen::JsValue;
 use think_rs::checkpoint::{Checkpoints, RewindScope};
 use think_rs::tools::workspace::{workspace_tools, WorkspaceToolsOptions};
 use think_rs::tools::{ToolContext, ToolRef};
 use think_rs::wasm::{DoSql, R2Blobs, WorkerClock};
-use think_rs::workspace::{Workspace, WorkspaceOptions};
+use think_rs::workspace::{Workspace, WorkspaceOptions, INDEX_RUN_BYTES};
+use wasm_bindgen::prelude::wasm_bindgen;
+use wasm_bindgen::JsValue;
 use worker::{
     durable_object, event, Context, DurableObject, Env, Request, Response, Result, State,
 };
@@ -95,6 +99,8 @@ pub struct BenchRust {
     built: std::cell::RefCell<Built>,
     /// `ctx.storage.sql`, for the floor.
     sql: JsValue,
+    /// Alarms run since the object started, and their time in ms.
+    alarms: std::cell::Cell<(u32, f64)>,
 }
 
 /// A workspace as the agent builds it, with the tools over it.
@@ -147,8 +153,12 @@ impl DurableObject for BenchRust {
     fn new(state: State, env: Env) -> Self {
         console_error_panic_hook::set_once();
         let sql: JsValue = AsRef::<JsValue>::as_ref(&state.storage().sql()).clone();
-        let built = std::cell::RefCell::new(Built::new(&state, &env, false));
-        Self { state, env, built, sql }
+        let built = std::cell::RefCell::new(Built::new(
+            &state,
+            &env,
+            WorkspaceOptions::default().grep_index,
+        ));
+        Self { state, env, built, sql, alarms: Default::default() }
     }
 
     async fn fetch(&self, mut req: Request) -> Result<Response> {
@@ -160,7 +170,8 @@ impl DurableObject for BenchRust {
         } else {
             Value::Null
         };
-        let grep_index = body["grepIndex"].as_bool().unwrap_or(false);
+        let grep_index =
+            body["grepIndex"].as_bool().unwrap_or(WorkspaceOptions::default().grep_index);
         if self.built.borrow().grep_index != grep_index {
             *self.built.borrow_mut() = Built::new(&self.state, &self.env, grep_index);
         }
@@ -174,8 +185,23 @@ impl DurableObject for BenchRust {
             ["floor", tool] => self.floor(tool, &body),
             ["memory"] => Response::from_json(&json!({ "wasmMemoryBytes": wasm_memory_bytes() })),
             ["info"] => self.info(),
+            ["alarm", "settled"] => self.alarm_settled().await,
             _ => error(404, format!("no route {path}")),
         }
+    }
+
+    /// One bounded run of grep's indexing, as the agent's alarm does it.
+    async fn alarm(&self) -> Result<Response> {
+        let start = now_ms();
+        let run = self.ws().index_unindexed(INDEX_RUN_BYTES);
+        let (n, ms) = self.alarms.get();
+        self.alarms.set((n + 1, ms + now_ms() - start));
+        match run {
+            Ok(run) if run.more => self.set_alarm_now().await?,
+            Ok(_) => {}
+            Err(e) => return error(500, e.to_string()),
+        }
+        Response::ok("ok")
     }
 }
 
@@ -198,7 +224,27 @@ impl BenchRust {
                 return error(500, e.to_string());
             }
         }
+        if body["indexAlarm"].as_bool() == Some(true) {
+            self.set_alarm_now().await?;
+        }
         Response::from_json(&json!({ "written": files.len() }))
+    }
+
+    async fn set_alarm_now(&self) -> Result<()> {
+        let when = worker::ScheduledTime::new(js_sys::Date::new(&now_ms().into()));
+        self.state.storage().set_alarm(when).await
+    }
+
+    async fn alarm_settled(&self) -> Result<Response> {
+        let deadline = now_ms() + 120_000.0;
+        while self.state.storage().get_alarm().await?.is_some() {
+            if now_ms() > deadline {
+                return error(504, "the alarm kept re-arming for 2 minutes");
+            }
+            worker::Delay::from(std::time::Duration::from_millis(20)).await;
+        }
+        let (alarms, ms) = self.alarms.get();
+        Response::from_json(&json!({ "alarms": alarms, "ms": ms }))
     }
 
     async fn run(&self, tool: &str, body: &Value) -> Result<Response> {

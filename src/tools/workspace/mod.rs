@@ -21,7 +21,7 @@ mod write;
 #[cfg(test)]
 mod bounds;
 #[cfg(test)]
-mod tests;
+pub(crate) mod tests;
 
 pub use delete::delete_tool;
 pub use edit::edit_tool;

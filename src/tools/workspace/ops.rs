@@ -3,7 +3,8 @@
 //! sandbox, a read-only view.
 
 use crate::workspace::{
-    EntryType, FileInfo, FileText, FsError, GramQuery, GrepFile, StaleWrite, StatSeen, Workspace,
+    EntryType, FileInfo, FileText, FsError, GramBatch, GramQuery, GrepFile, StaleWrite, StatSeen,
+    Workspace,
     Writer,
 };
 use async_trait::async_trait;
@@ -199,6 +200,12 @@ pub trait GrepOps {
     ) -> Result<Option<Vec<GrepFile>>, FsError> {
         Ok(None)
     }
+    /// Writes the trigrams `grep` gathered from the unindexed files `grep_files` listed
+    /// and it read, and empties `batch`; a store without an index only empties it.
+    async fn index_grams(&self, batch: &mut GramBatch) -> Result<(), FsError> {
+        *batch = GramBatch::default();
+        Ok(())
+    }
     /// Reads several files, in order. Stores that can fetch many files in one request
     /// override this; the default reads them one by one.
     async fn read_files(&self, paths: &[String]) -> Result<Vec<Option<String>>, FsError> {
@@ -360,6 +367,9 @@ impl GrepOps for Workspace {
         required: &GramQuery,
     ) -> Result<Option<Vec<GrepFile>>, FsError> {
         Workspace::grep_files(self, pattern, required)
+    }
+    async fn index_grams(&self, batch: &mut GramBatch) -> Result<(), FsError> {
+        Workspace::index_grams(self, batch)
     }
 }
 

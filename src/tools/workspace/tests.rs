@@ -617,19 +617,30 @@ fn edit_corpus() {
     assert!(failures.is_empty(), "failing cases:\n{}", failures.join("\n"));
 }
 
-/// Counts SQL statements, each of which is one JS/wasm crossing in the Durable Object.
-struct CountingSql {
+/// SQLite that counts statements (each one JS/wasm crossing in the Durable Object) and
+/// the files whose texts they read, and can run another request's change just before the
+/// next statement that reads texts.
+#[derive(Default)]
+pub(crate) struct WatchedSql {
     inner: SqliteSql,
-    count: std::cell::Cell<usize>,
+    pub(crate) statements: std::cell::Cell<usize>,
+    pub(crate) texts_read: std::cell::Cell<usize>,
+    pub(crate) before_read: std::cell::RefCell<Option<String>>,
 }
 
-impl crate::store::Sql for CountingSql {
+impl crate::store::Sql for WatchedSql {
     fn exec(
         &self,
         sql: &str,
         params: &[crate::store::SqlValue],
     ) -> Result<Vec<crate::store::Row>, crate::store::StoreError> {
-        self.count.set(self.count.get() + 1);
+        self.statements.set(self.statements.get() + 1);
+        if sql.contains(" content FROM") {
+            self.texts_read.set(self.texts_read.get() + params.len());
+            if let Some(change) = self.before_read.borrow_mut().take() {
+                self.inner.exec(&change, &[])?;
+            }
+        }
         self.inner.exec(sql, params)
     }
     fn transaction(
@@ -642,7 +653,7 @@ impl crate::store::Sql for CountingSql {
 
 #[test]
 fn statements_per_operation_stay_minimal() {
-    let sql = Rc::new(CountingSql { inner: SqliteSql::new(), count: Default::default() });
+    let sql = Rc::new(WatchedSql::default());
     let ws = Rc::new(Workspace::new(sql.clone(), clock()));
     let tools = workspace_tools(ws.clone(), WorkspaceToolsOptions::default());
     let by_name = |n: &str| tools.iter().find(|t| t.definition().name == n).unwrap().clone();
@@ -656,9 +667,9 @@ fn statements_per_operation_stay_minimal() {
     );
     ws.mkdir("/docs", false).unwrap();
     let statements = |f: &dyn Fn()| {
-        let before = sql.count.get();
+        let before = sql.statements.get();
         f();
-        sql.count.get() - before
+        sql.statements.get() - before
     };
     let body = "lorem ipsum\n".repeat(850);
     // Versioned writes: the write's check (version, what the model saw) is part of the
@@ -710,12 +721,28 @@ fn statements_per_operation_stay_minimal() {
         }),
         1
     );
-    // Pages of files with their texts: 64, then (small files) the other 187.
+    // Pages of files with their texts: 64, then (small files) the other 187, for a
+    // pattern without a literal of three characters.
+    assert_eq!(
+        statements(&|| {
+            ok(&grep, json!({"query": "z+"}));
+        }),
+        2
+    );
+    // With one, the trigram index: the first search looks the literal up, lists the files
+    // and which are indexed (none), reads the 251 in batches of 99, and indexes them (one
+    // statement of postings, one marking them); the next reads none of them.
     assert_eq!(
         statements(&|| {
             ok(&grep, json!({"query": "zzz"}));
         }),
-        2
+        8
+    );
+    assert_eq!(
+        statements(&|| {
+            ok(&grep, json!({"query": "zzz"}));
+        }),
+        3
     );
     // A first write into a new directory tree: the fast attempt, one resolve, one insert
     // of the three directories, the write.

@@ -8,7 +8,7 @@ use super::scan::Literal;
 use super::{error_output, file_tool, FileToolKind, Int};
 use crate::tools::{ToolError, ToolRef};
 use crate::workspace::FileText;
-use crate::workspace::{GramQuery, GrepFile};
+use crate::workspace::{GramBatch, GramQuery, GrepFile};
 use async_trait::async_trait;
 use serde::Deserialize;
 use serde_json::{json, Value};
@@ -405,12 +405,28 @@ async fn search_pages(
 
 /// The search over the files the trigram index lists: only candidates are read (in
 /// batches, in path order), and every other file counts as searched without a match, so
-/// the counts and matches are those of [`search_pages`].
+/// the counts and matches are those of [`search_pages`]. The texts of files the index did
+/// not cover are indexed on the way (see `workspace/grams.rs`).
 async fn search_candidates(
     ops: &dyn GrepOps,
     matcher: &Matcher,
     files: &[GrepFile],
     tally: &mut Tally,
+) -> Result<(), ToolError> {
+    let mut batch = GramBatch::default();
+    let searched = search_stretches(ops, matcher, files, tally, &mut batch).await;
+    // What was read is indexed even when the search stopped early or failed later.
+    ops.index_grams(&mut batch).await?;
+    searched
+}
+
+/// [`search_candidates`]' loop, in stretches of [`MAX_PAGE`] files.
+async fn search_stretches(
+    ops: &dyn GrepOps,
+    matcher: &Matcher,
+    files: &[GrepFile],
+    tally: &mut Tally,
+    batch: &mut GramBatch,
 ) -> Result<(), ToolError> {
     for stretch in files.chunks(MAX_PAGE) {
         let mut page: Vec<FileText> = stretch
@@ -433,9 +449,15 @@ async fn search_candidates(
                     continue;
                 }
                 let Some(content) = f.text.take() else { continue };
+                if let Some(ticket) = &file.unindexed {
+                    batch.add(ticket, &content);
+                }
                 tally.search(matcher, &f.path, &content);
             }
             k = j;
+            if batch.is_full() {
+                ops.index_grams(batch).await?;
+            }
         }
     }
     Ok(())

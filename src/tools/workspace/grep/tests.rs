@@ -4,9 +4,10 @@
 use super::*;
 use crate::store::sqlite::SqliteSql;
 use crate::tools::workspace::bounds::Rng;
+use crate::tools::workspace::tests::WatchedSql;
 use crate::tools::ToolContext;
 use crate::workspace::tests::{block_on, clock};
-use crate::workspace::{Workspace, WorkspaceOptions};
+use crate::workspace::{GramBatch, Workspace, WorkspaceOptions};
 
 /// Words with mixed case, digits, punctuation and characters whose case folds reach
 /// outside ASCII (the Kelvin sign, the long s), so that folding mistakes show.
@@ -152,32 +153,174 @@ fn indexed_grep_gives_the_output_of_the_scan() {
     assert!(narrowed * 4 > checked, "the index excluded files in {narrowed} of {checked} searches");
 }
 
+/// A workspace with the index (the default) and a grep tool over it.
+fn indexed_workspace() -> (Rc<Workspace>, ToolRef) {
+    let ws = Rc::new(Workspace::new(Rc::new(SqliteSql::new()), clock()));
+    (ws.clone(), grep_tool(ws))
+}
+
+/// Each file's verdict for a search of "needle": `(path, candidate, unindexed)`.
+fn verdict(ws: &Workspace) -> Vec<(String, bool, bool)> {
+    ws.grep_files("**/*", &GramQuery::Literal(b"needle".to_vec()))
+        .unwrap()
+        .unwrap()
+        .into_iter()
+        .map(|f| (f.path, f.candidate, f.unindexed.is_some()))
+        .collect()
+}
+
+fn search(tool: &ToolRef, query: &str) -> Value {
+    let input = json!({"query": query, "fixedString": true});
+    block_on(tool.execute(input, &ToolContext::default())).unwrap()
+}
+
 #[test]
-fn the_index_marks_changed_files_and_info_reports_its_size() {
-    let on = WorkspaceOptions { grep_index: true, ..WorkspaceOptions::default() };
-    let ws = Workspace::with_options(Rc::new(SqliteSql::new()), clock(), on).unwrap();
-    let q = GramQuery::Literal(b"needle".to_vec());
-    let verdict = |ws: &Workspace| -> Vec<(String, bool)> {
-        ws.grep_files("**/*", &q)
-            .unwrap()
-            .unwrap()
-            .into_iter()
-            .map(|f| (f.path, f.candidate))
-            .collect()
-    };
+fn grep_indexes_what_it_reads_and_changed_files_are_unmarked() {
+    let (ws, tool) = indexed_workspace();
     block_on(ws.write_file("/a.txt", "a Needle here", "text/plain")).unwrap();
     block_on(ws.write_file("/b.txt", "only hay", "text/plain")).unwrap();
-    assert_eq!(verdict(&ws), [("/a.txt".into(), true), ("/b.txt".into(), false)]);
-    // An append is not indexed: the trigger unmarks the file, so it is read again.
+    // Writes do not index: both files are read by the first search.
+    assert_eq!(verdict(&ws), [("/a.txt".into(), true, true), ("/b.txt".into(), true, true)]);
+    // Only the count of changes, no postings.
+    assert_eq!(ws.info().unwrap().grep_index_rows, 1);
+    assert_eq!(search(&tool, "needle")["totalMatches"], 1);
+    assert_eq!(verdict(&ws), [("/a.txt".into(), true, false), ("/b.txt".into(), false, false)]);
+    // An append changes the content: the trigger unmarks the file, so it is read again.
     block_on(ws.append_file("/b.txt", " and a needle", "text/plain")).unwrap();
-    assert_eq!(verdict(&ws), [("/a.txt".into(), true), ("/b.txt".into(), true)]);
+    assert_eq!(verdict(&ws), [("/a.txt".into(), true, false), ("/b.txt".into(), true, true)]);
+    assert_eq!(search(&tool, "needle")["totalMatches"], 2);
     block_on(ws.rewrite_file("/b.txt", "hay again", "text/plain")).unwrap();
-    assert_eq!(verdict(&ws), [("/a.txt".into(), true), ("/b.txt".into(), false)]);
+    assert_eq!(search(&tool, "needle")["totalMatches"], 1);
+    // Postings are never cleared: /b.txt is indexed again but stays a (false) candidate.
+    assert_eq!(verdict(&ws), [("/a.txt".into(), true, false), ("/b.txt".into(), true, false)]);
+    // A search limited by its glob indexes only the files it covers.
+    block_on(ws.write_file("/d/c.txt", "hay", "text/plain")).unwrap();
+    block_on(ws.write_file("/e.txt", "hay", "text/plain")).unwrap();
+    let input = json!({"query": "needle", "include": "/d/**"});
+    block_on(tool.execute(input, &ToolContext::default())).unwrap();
+    let unindexed: Vec<String> = verdict(&ws).into_iter().filter(|v| v.2).map(|v| v.0).collect();
+    assert_eq!(unindexed, ["/e.txt"]);
     let info = ws.info().unwrap();
     assert!(info.grep_index_rows > 10, "{info:?}");
-    // Off is the default.
-    let off = Workspace::new(Rc::new(SqliteSql::new()), clock());
+    // `grep_index: false` keeps no index.
+    let off = WorkspaceOptions { grep_index: false, ..WorkspaceOptions::default() };
+    let off = Workspace::with_options(Rc::new(SqliteSql::new()), clock(), off).unwrap();
     block_on(off.write_file("/a.txt", "a needle", "text/plain")).unwrap();
+    let q = GramQuery::Literal(b"needle".to_vec());
     assert_eq!(off.grep_files("**/*", &q).unwrap(), None);
     assert_eq!(off.info().unwrap().grep_index_rows, 0);
+}
+
+#[test]
+fn texts_read_while_files_changed_are_not_marked_indexed() {
+    let (ws, _) = indexed_workspace();
+    for p in ["/a.txt", "/b.txt", "/c.txt"] {
+        block_on(ws.write_file(p, "hay", "text/plain")).unwrap();
+    }
+    let q = GramQuery::Literal(b"needle".to_vec());
+    let index_as_listed = |change: &dyn Fn()| {
+        let listed = ws.grep_files("**/*", &q).unwrap().unwrap();
+        change();
+        let mut batch = GramBatch::default();
+        for f in &listed {
+            batch.add(f.unindexed.as_ref().unwrap(), "hay");
+        }
+        ws.index_grams(&mut batch).unwrap();
+        assert!(batch.is_empty());
+    };
+    // A change between the listing and the flush (here a move, which changes no content
+    // but what a path reads): the texts read may be stale, so none is marked.
+    index_as_listed(&|| {
+        block_on(ws.mv("/a.txt", "/z.txt")).unwrap();
+        block_on(ws.mv("/b.txt", "/a.txt")).unwrap();
+    });
+    assert!(verdict(&ws).iter().all(|v| v.1 && v.2), "{:?}", verdict(&ws));
+    block_on(ws.write_file("/b.txt", "hay", "text/plain")).unwrap();
+    // Without one, they are.
+    index_as_listed(&|| {});
+    assert!(verdict(&ws).iter().all(|v| !v.1 && !v.2), "{:?}", verdict(&ws));
+}
+
+#[test]
+fn a_batch_larger_than_its_raw_buffer_is_merged_and_written_whole() {
+    let (ws, tool) = indexed_workspace();
+    let mut rng = Rng(7);
+    // Four files of 300 KB of random punctuation, digits and lowercase letters: some
+    // 180,000 distinct trigrams each, so the batch compacts its raw postings into its
+    // merged ones more than once during the first search.
+    let alphabet: Vec<char> = ('!'..='@').chain('['..='~').collect();
+    let texts: Vec<String> = (0..4)
+        .map(|_| (0..300_000).map(|_| alphabet[rng.below(alphabet.len())]).collect())
+        .collect();
+    for (i, t) in texts.iter().enumerate() {
+        block_on(ws.write_file(&format!("/f{i}.txt"), t, "text/plain")).unwrap();
+    }
+    let needle = &texts[2][150_000..150_040];
+    let first = search(&tool, needle);
+    assert_eq!(first["filesWithMatches"], 1, "{first}");
+    // Every file is indexed now, and only the one holding the needle is a candidate.
+    let q = GramQuery::Literal(needle.as_bytes().to_vec());
+    let files = ws.grep_files("**/*", &q).unwrap().unwrap();
+    let candidates: Vec<&str> =
+        files.iter().filter(|f| f.candidate).map(|f| f.path.as_str()).collect();
+    assert_eq!(candidates, ["/f2.txt"]);
+    assert!(files.iter().all(|f| f.unindexed.is_none()));
+    assert_eq!(search(&tool, needle), first);
+}
+
+#[test]
+fn files_indexed_off_the_request_are_not_read_by_the_first_grep() {
+    let sql = Rc::new(WatchedSql::default());
+    let ws = Rc::new(Workspace::new(sql.clone(), clock()));
+    let tool = grep_tool(ws.clone());
+    for i in 0..100 {
+        let body = if i == 42 { "a needle".to_owned() } else { format!("hay {i}") };
+        block_on(ws.write_file(&format!("/f/{i:03}.txt"), &body, "text/plain")).unwrap();
+    }
+    // In bounded runs (here about 10 files each), each one saying whether more remain.
+    let mut runs = Vec::new();
+    loop {
+        let run = ws.index_unindexed(60).unwrap();
+        runs.push(run.files);
+        if !run.more {
+            break;
+        }
+    }
+    assert_eq!(runs.len(), 10, "{runs:?}");
+    assert_eq!(runs.iter().sum::<usize>(), 100);
+    assert!(verdict(&ws).iter().all(|v| !v.2), "every file is indexed");
+    // The first grep reads only its one candidate, in as many statements as the next one.
+    let cost = || {
+        let (statements, read) = (sql.statements.get(), sql.texts_read.get());
+        assert_eq!(search(&tool, "needle")["totalMatches"], 1);
+        (sql.statements.get() - statements, sql.texts_read.get() - read)
+    };
+    let first = cost();
+    assert_eq!(first.1, 1);
+    assert_eq!(cost(), first);
+    // With nothing left to index, a run reads no text and writes nothing: one query.
+    let rows = ws.info().unwrap().grep_index_rows;
+    let (statements, read) = (sql.statements.get(), sql.texts_read.get());
+    assert_eq!(ws.index_unindexed(1 << 20).unwrap(), crate::workspace::IndexRun::default());
+    assert_eq!((sql.statements.get() - statements, sql.texts_read.get() - read), (1, 0));
+    assert_eq!(ws.info().unwrap().grep_index_rows, rows);
+}
+
+#[test]
+fn a_file_changed_while_the_alarm_indexes_is_not_marked() {
+    let sql = Rc::new(WatchedSql::default());
+    let ws = Rc::new(Workspace::new(sql.clone(), clock()));
+    for p in ["/a.txt", "/b.txt"] {
+        block_on(ws.write_file(p, "hay", "text/plain")).unwrap();
+    }
+    // Another request rewrites /a.txt between the listing and the reading of the texts.
+    *sql.before_read.borrow_mut() =
+        Some("UPDATE cf_wsfile_default SET content = 'a needle' WHERE path = '/a.txt'".into());
+    assert_eq!(ws.index_unindexed(1 << 20).unwrap().files, 2);
+    assert!(sql.before_read.borrow().is_none(), "the change ran");
+    assert!(verdict(&ws).iter().all(|v| v.1 && v.2), "{:?}", verdict(&ws));
+    // The next run indexes the current texts, and grep still finds the change.
+    assert_eq!(ws.index_unindexed(1 << 20).unwrap().files, 2);
+    assert_eq!(verdict(&ws), [("/a.txt".into(), true, false), ("/b.txt".into(), false, false)]);
+    assert_eq!(search(&grep_tool(ws.clone()), "needle")["totalMatches"], 1);
 }
