@@ -15,8 +15,21 @@ use super::{Agent, CallError};
 use crate::checkpoint::{CheckpointError, Checkpoints, ExportPage, RewindScope};
 use crate::protocol::frames;
 
-/// Config key set on an instance while a fork is being imported into it (its token).
+/// Config key set on an instance while a fork is being imported into it: `{token, at}`,
+/// `at` being the time of the claim's last progress (its `begin` or latest page).
 const CONFIG_FORK_IMPORT: &str = "forkImport";
+
+/// How long a fork's claim may make no progress before another fork may take the instance
+/// over (discarding the half-imported state): an interrupted fork never blocks it for good.
+pub const FORK_CLAIM_STALE_MS: f64 = 5.0 * 60.0 * 1000.0;
+
+/// A fork's claim on the instance it imports into.
+#[derive(serde::Serialize, Deserialize)]
+struct ForkClaim {
+    token: String,
+    /// Last progress, ms since the epoch.
+    at: f64,
+}
 
 /// How an instance reaches another instance of its class by name, to copy a checkpoint into
 /// it (`forkSession`). The Worker's is Durable Object RPC (`forkRpc` in `js/entry.mjs`).
@@ -247,15 +260,28 @@ impl Agent {
             serde_json::from_str(arg).map_err(|e| ForkError::BadRequest(e.to_string()))?;
         let failed = |e: &dyn std::fmt::Display| ForkError::Failed(e.to_string());
         let store = self.store().map_err(|e| failed(&e))?;
-        let claimed = store.config(CONFIG_FORK_IMPORT).map_err(|e| failed(&e))?;
-        let own = claimed.as_deref() == Some(call.token.as_str());
+        let claimed: Option<ForkClaim> =
+            store.config(CONFIG_FORK_IMPORT).map_err(|e| failed(&e))?.map(|text| {
+                // A claim in the older plain-token form counts as made just now.
+                serde_json::from_str(&text)
+                    .unwrap_or(ForkClaim { token: text, at: self.deps.clock.now_ms() })
+            });
+        let own = claimed.as_ref().is_some_and(|c| c.token == call.token);
+        let now = self.deps.clock.now_ms();
+        let claim = |token: &str| {
+            let text = json!(ForkClaim { token: token.to_owned(), at: now }).to_string();
+            store.set_config(CONFIG_FORK_IMPORT, &text).map_err(|e| failed(&e))
+        };
         match method {
             "begin" => {
                 let name = call.name.unwrap_or_default();
-                if claimed.is_some() || !self.is_empty_instance()? {
-                    return Err(ForkError::NotEmpty(name));
+                match &claimed {
+                    Some(c) if now - c.at >= FORK_CLAIM_STALE_MS => self.discard_import().await?,
+                    Some(_) => return Err(ForkError::NotEmpty(name)),
+                    None if !self.is_empty_instance()? => return Err(ForkError::NotEmpty(name)),
+                    None => {}
                 }
-                store.set_config(CONFIG_FORK_IMPORT, &call.token).map_err(|e| failed(&e))?;
+                claim(&call.token)?;
                 if !name.is_empty() {
                     self.set_name(&name);
                 }
@@ -269,6 +295,7 @@ impl Agent {
                     CheckpointError::NotEmpty => ForkError::NotEmpty(self.name()),
                     e => failed(&e),
                 })?;
+                claim(&call.token)?;
                 Ok(Value::Bool(true))
             }
             "finish" if own => {
@@ -283,6 +310,21 @@ impl Agent {
             }
             other => Err(ForkError::BadRequest(format!("unknown method {other}"))),
         }
+    }
+
+    /// Drops what an interrupted fork imported (the instance held nothing before its claim):
+    /// the transcript, the checkpoints and every workspace entry.
+    async fn discard_import(self: &Rc<Self>) -> Result<(), ForkError> {
+        let failed = |e: &dyn std::fmt::Display| ForkError::Failed(e.to_string());
+        self.clear(None);
+        let store = self.checkpoint_store().map_err(|e| failed(&e))?;
+        let none = crate::checkpoint::Retention { max_checkpoints: 0, max_bytes: 0 };
+        store.prune(none).await.map_err(|e| failed(&e))?;
+        for (name, _, _) in self.workspace.read_dir_brief("/", 10_000, 0).map_err(|e| failed(&e))? {
+            let path = format!("/{name}");
+            self.workspace.rm(&path, true, true).await.map_err(|e| failed(&e))?;
+        }
+        Ok(())
     }
 
     /// No messages (stored or queued), no workspace entries and no checkpoints.
