@@ -210,6 +210,12 @@ impl Agent {
         let transcript = scope.transcript;
         let outcome = self.checkpoint_store()?.rewind(id, scope).await?;
         if transcript {
+            // The summary and skill activations are derived from the transcript (the
+            // summary is checked against a fingerprint of what it covers), and the ledger
+            // records side effects that did happen: only stream buffers need dropping.
+            if let Err(e) = self.streams().and_then(|s| s.forget_removed_messages()) {
+                self.warn("dropping the rewound streams failed", e);
+            }
             self.broadcast_transcript(None);
         }
         if !outcome.paths.is_empty() {

@@ -565,9 +565,16 @@ fn each_turn_starts_from_a_checkpoint_that_a_rewind_returns_to_and_every_tab_is_
     assert_eq!(turns, [json!("u-one"), json!("u-two")], "{list}");
     let id = list[1]["id"].as_str().unwrap().to_owned();
 
+    let streams = |h: &Harness| {
+        let rows = h.agent.deps.sql.exec("SELECT message_id FROM think_streams", &[]).unwrap();
+        rows.iter().filter_map(|r| r[0].as_str().map(str::to_owned)).collect::<Vec<_>>()
+    };
+    let last = h.agent.messages().last().unwrap().id.clone();
+    assert!(streams(&h).contains(&last), "the second answer's stream is kept for resumes");
     let seen = h.frames_of("other").len();
     let reply = rpc(&mut h, "r", "rewind", json!([id]));
     assert_eq!(reply["success"], true, "{reply}");
+    assert!(!streams(&h).contains(&last), "no resume replays the removed answer");
     assert_eq!(
         ids(&h.agent.messages()),
         after_one,
