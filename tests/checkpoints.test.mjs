@@ -206,6 +206,17 @@ test("the chat page's Rewind action previews the files it restores and rewinds",
   model.push({ toolCalls: [{ id: "call_p1", name: "write", args: { path: "/keep.txt", content: "kept\n" } }] }, slow("First done."));
   await send(page, "first message");
   await assistant(page, "First done.").waitFor();
+  // While a turn streams (about 2 s here), every Rewind button is disabled; after it, enabled.
+  const firstRewind = page.locator(".msg-user", { hasText: "first message" }).locator(".rewind-open");
+  assert.equal(await firstRewind.isDisabled(), false);
+  model.push({ text: "Busy. ".repeat(60) + "Busy done.", chunkSize: 6, delayMs: 30 });
+  await send(page, "busy message");
+  await page.waitForFunction(() => {
+    const user = [...document.querySelectorAll(".msg-user")].find((m) => m.textContent.includes("first message"));
+    return user?.querySelector(".rewind-open")?.disabled === true;
+  });
+  await assistant(page, "Busy done.").waitFor();
+  await page.waitForFunction(() => [...document.querySelectorAll(".rewind-open")].every((b) => !b.disabled));
   model.push(
     { toolCalls: [{ id: "call_p2", name: "write", args: { path: "/keep.txt", content: "changed\n" } }] },
     { toolCalls: [{ id: "call_p3", name: "bash", args: { script: "echo tmp > /made.txt" } }] },

@@ -23,7 +23,11 @@ before(async () => {
   model = await startScriptedModel();
   // Files of several MB pass through tool calls here: a window that holds them keeps the
   // conversation from being compacted (compaction has its own tests, session.test.mjs).
-  worker = await startWorker({ vars: modelVars(model, { THINK_CONTEXT_WINDOW: "100000000" }) });
+  // One checkpoint kept: the R2 test below sees an object displaced by a turn go with the
+  // checkpoint that held it, at the next turn.
+  worker = await startWorker({
+    vars: modelVars(model, { THINK_CONTEXT_WINDOW: "100000000", THINK_CHECKPOINTS: '{"maxCheckpoints": 1}' }),
+  });
 });
 
 after(async () => {
@@ -307,7 +311,7 @@ test("delete: files, missing paths, recursive directories; a non-empty directory
   tab.close();
 });
 
-test("large files spill to R2 and leave no orphans after overwrite, delete and recursive delete", async () => {
+test("large files spill to R2; an object a change displaces is kept while a checkpoint holds it, then deleted: no orphans", async () => {
   const tab = await open("ws-r2");
   const big = (c) => c.repeat(2 * MB);
   const ours = async () => (await bucketKeys()).filter((k) => k.includes("/default/spill/"));
@@ -338,19 +342,27 @@ test("large files spill to R2 and leave no orphans after overwrite, delete and r
   assert.equal(r.output.replaced, true);
   assert.equal((await ours()).length, 4, "an edit that grows a file spills it");
 
-  // Overwriting with something small moves the file back inline and removes the object.
+  // Overwriting with something small moves the file back inline. The object stays while the
+  // checkpoint taken at this turn's start holds it (a rewind brings it back), and is deleted
+  // when the next turn's checkpoint drops that one (one is kept here).
+  const aKeys = async () => (await ours()).filter((k) => k.endsWith("/spill/a.txt"));
   r = await callTool(tab, "write", { path: "/spill/a.txt", content: "small now" });
   assert.deepEqual(r.output, { path: "/spill/a.txt", bytesWritten: 9, lines: 1 });
-  assert.deepEqual((await ours()).filter((k) => k.endsWith("/spill/a.txt")), []);
+  assert.equal((await aKeys()).length, 1, "held by the turn's checkpoint");
   r = await callTool(tab, "read", { path: "/spill/a.txt" });
   assert.equal(r.output.content, "1\tsmall now");
+  assert.deepEqual(await aKeys(), [], "deleted once no checkpoint holds it");
 
   r = await callTool(tab, "delete", { path: "/spill/small.txt" });
   assert.deepEqual(r.output, { deleted: "/spill/small.txt" });
+  assert.equal((await ours()).length, 3, "held by the turn's checkpoint");
+  await callTool(tab, "list", { path: "/spill" });
   assert.equal((await ours()).length, 2);
 
   r = await callTool(tab, "delete", { path: "/spill/dir", recursive: true });
-  assert.deepEqual(await ours(), [], "a recursive delete removes every object below it");
+  assert.equal((await ours()).length, 2, "held by the turn's checkpoint");
+  await callTool(tab, "list", { path: "/" });
+  assert.deepEqual(await ours(), [], "a recursive delete's objects go with the checkpoint that held them");
   tab.close();
 });
 

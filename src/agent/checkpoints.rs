@@ -15,8 +15,21 @@ use super::{Agent, CallError};
 use crate::checkpoint::{CheckpointError, Checkpoints, ExportPage, RewindScope};
 use crate::protocol::frames;
 
-/// Config key set on an instance while a fork is being imported into it (its token).
+/// Config key set on an instance while a fork is being imported into it: `{token, at}`,
+/// `at` being the time of the claim's last progress (its `begin` or latest page).
 const CONFIG_FORK_IMPORT: &str = "forkImport";
+
+/// How long a fork's claim may make no progress before another fork may take the instance
+/// over (discarding the half-imported state): an interrupted fork never blocks it for good.
+pub const FORK_CLAIM_STALE_MS: f64 = 5.0 * 60.0 * 1000.0;
+
+/// A fork's claim on the instance it imports into.
+#[derive(serde::Serialize, Deserialize)]
+struct ForkClaim {
+    token: String,
+    /// Last progress, ms since the epoch.
+    at: f64,
+}
 
 /// How an instance reaches another instance of its class by name, to copy a checkpoint into
 /// it (`forkSession`). The Worker's is Durable Object RPC (`forkRpc` in `js/entry.mjs`).
@@ -108,7 +121,10 @@ impl Agent {
         if let Some(store) = self.checkpoints.borrow().as_ref() {
             return Ok(store.clone());
         }
-        let store = Rc::new(Checkpoints::new(self.workspace.clone())?);
+        let store = Rc::new(Checkpoints::with_retention(
+            self.workspace.clone(),
+            self.spec.checkpoint_retention,
+        )?);
         *self.checkpoints.borrow_mut() = Some(store.clone());
         Ok(store)
     }
@@ -197,6 +213,12 @@ impl Agent {
         let transcript = scope.transcript;
         let outcome = self.checkpoint_store()?.rewind(id, scope).await?;
         if transcript {
+            // The summary and skill activations are derived from the transcript (the
+            // summary is checked against a fingerprint of what it covers), and the ledger
+            // records side effects that did happen: only stream buffers need dropping.
+            if let Err(e) = self.streams().and_then(|s| s.forget_removed_messages()) {
+                self.warn("dropping the rewound streams failed", e);
+            }
             self.broadcast_transcript(None);
         }
         if !outcome.paths.is_empty() {
@@ -247,15 +269,28 @@ impl Agent {
             serde_json::from_str(arg).map_err(|e| ForkError::BadRequest(e.to_string()))?;
         let failed = |e: &dyn std::fmt::Display| ForkError::Failed(e.to_string());
         let store = self.store().map_err(|e| failed(&e))?;
-        let claimed = store.config(CONFIG_FORK_IMPORT).map_err(|e| failed(&e))?;
-        let own = claimed.as_deref() == Some(call.token.as_str());
+        let claimed: Option<ForkClaim> =
+            store.config(CONFIG_FORK_IMPORT).map_err(|e| failed(&e))?.map(|text| {
+                // A claim in the older plain-token form counts as made just now.
+                serde_json::from_str(&text)
+                    .unwrap_or(ForkClaim { token: text, at: self.deps.clock.now_ms() })
+            });
+        let own = claimed.as_ref().is_some_and(|c| c.token == call.token);
+        let now = self.deps.clock.now_ms();
+        let claim = |token: &str| {
+            let text = json!(ForkClaim { token: token.to_owned(), at: now }).to_string();
+            store.set_config(CONFIG_FORK_IMPORT, &text).map_err(|e| failed(&e))
+        };
         match method {
             "begin" => {
                 let name = call.name.unwrap_or_default();
-                if claimed.is_some() || !self.is_empty_instance()? {
-                    return Err(ForkError::NotEmpty(name));
+                match &claimed {
+                    Some(c) if now - c.at >= FORK_CLAIM_STALE_MS => self.discard_import().await?,
+                    Some(_) => return Err(ForkError::NotEmpty(name)),
+                    None if !self.is_empty_instance()? => return Err(ForkError::NotEmpty(name)),
+                    None => {}
                 }
-                store.set_config(CONFIG_FORK_IMPORT, &call.token).map_err(|e| failed(&e))?;
+                claim(&call.token)?;
                 if !name.is_empty() {
                     self.set_name(&name);
                 }
@@ -269,6 +304,7 @@ impl Agent {
                     CheckpointError::NotEmpty => ForkError::NotEmpty(self.name()),
                     e => failed(&e),
                 })?;
+                claim(&call.token)?;
                 Ok(Value::Bool(true))
             }
             "finish" if own => {
@@ -283,6 +319,21 @@ impl Agent {
             }
             other => Err(ForkError::BadRequest(format!("unknown method {other}"))),
         }
+    }
+
+    /// Drops what an interrupted fork imported (the instance held nothing before its claim):
+    /// the transcript, the checkpoints and every workspace entry.
+    async fn discard_import(self: &Rc<Self>) -> Result<(), ForkError> {
+        let failed = |e: &dyn std::fmt::Display| ForkError::Failed(e.to_string());
+        self.clear(None);
+        let store = self.checkpoint_store().map_err(|e| failed(&e))?;
+        let none = crate::checkpoint::Retention { max_checkpoints: 0, max_bytes: 0 };
+        store.prune(none).await.map_err(|e| failed(&e))?;
+        for (name, _, _) in self.workspace.read_dir_brief("/", 10_000, 0).map_err(|e| failed(&e))? {
+            let path = format!("/{name}");
+            self.workspace.rm(&path, true, true).await.map_err(|e| failed(&e))?;
+        }
+        Ok(())
     }
 
     /// No messages (stored or queued), no workspace entries and no checkpoints.

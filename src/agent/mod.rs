@@ -41,7 +41,7 @@ use crate::tools::workspace::bash::BashEngine;
 use crate::workspace::{Workspace, WorkspaceOptions};
 use serde::Serialize;
 
-pub use checkpoints::{ForkError, ForkLink, REWIND_REFUSED};
+pub use checkpoints::{ForkError, ForkLink, FORK_CLAIM_STALE_MS, REWIND_REFUSED};
 pub use settings::spec_from_settings;
 pub use spec::{AgentSpec, CallError, MessageConcurrency, ModelChoice, TurnConfig, TurnContext};
 use store::ChatStore;

@@ -33,6 +33,8 @@
 //!   being static extensions loaded at every start).
 //! - `THINK_SUBAGENT`: the `subagent` tool (agents as tools): `false` removes it, a JSON
 //!   object sets `{"depth": 1, "maxConcurrent": 4, "stallMs": 120000}`.
+//! - `THINK_CHECKPOINTS`: checkpoint retention, a JSON object
+//!   `{"maxCheckpoints": 50, "maxBytes": 500000000}` (either key may be left out).
 //!
 //! A value that cannot be read is ignored with a logged reason, and the default applies, so a
 //! typo never stops the agent from starting.
@@ -40,6 +42,7 @@
 use std::rc::Rc;
 
 use super::spec::{AgentSpec, MessageConcurrency, ModelChoice, DEFAULT_MCP_WAIT_MS};
+use crate::checkpoint::Retention;
 use crate::model::anthropic::AnthropicConfig;
 use crate::model::workers_ai::{AiBinding, DEFAULT_WORKERS_AI_MODEL};
 use crate::session::compact::DEFAULT_CONTEXT_WINDOW;
@@ -172,7 +175,15 @@ pub fn read_settings_and_ai(
         ignore("THINK_SUBAGENT", e.to_string());
         Some(Default::default())
     });
-    let mut spec = AgentSpec::new(model).context_window(window).skills_dir(skills_dir);
+    let retention = checkpoint_retention(&get("THINK_CHECKPOINTS").unwrap_or_default())
+        .unwrap_or_else(|reason| {
+            ignore("THINK_CHECKPOINTS", reason);
+            Retention::default()
+        });
+    let mut spec = AgentSpec::new(model)
+        .context_window(window)
+        .skills_dir(skills_dir)
+        .checkpoint_retention(retention);
     spec = spec.extensions(extension_options);
     for (manifest, source) in statics {
         spec = spec.extension(manifest, source);
@@ -208,6 +219,26 @@ pub fn read_settings_and_ai(
         None => spec,
     };
     (spec, ignored)
+}
+
+/// Checkpoint retention from `THINK_CHECKPOINTS`: keys left out keep their defaults.
+fn checkpoint_retention(value: &str) -> Result<Retention, String> {
+    #[derive(serde::Deserialize)]
+    #[serde(rename_all = "camelCase", deny_unknown_fields)]
+    struct Setting {
+        max_checkpoints: Option<usize>,
+        max_bytes: Option<u64>,
+    }
+    if value.trim().is_empty() {
+        return Ok(Retention::default());
+    }
+    let setting: Setting = serde_json::from_str(value)
+        .map_err(|e| format!("expected {{\"maxCheckpoints\": n, \"maxBytes\": n}}: {e}"))?;
+    let default = Retention::default();
+    Ok(Retention {
+        max_checkpoints: setting.max_checkpoints.unwrap_or(default.max_checkpoints),
+        max_bytes: setting.max_bytes.unwrap_or(default.max_bytes),
+    })
 }
 
 /// The browser tools from `THINK_BROWSER_CDP_URL` (a Chrome's `http://host:port`, which wins)
@@ -432,6 +463,21 @@ mod tests {
         let map: HashMap<String, String> =
             pairs.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
         read_settings_and_ai(|name| map.get(name).cloned(), Some(Rc::new(IdleAi)))
+    }
+
+    #[test]
+    fn checkpoint_retention_from_think_checkpoints() {
+        let (spec, ignored) = read(&[]);
+        assert!(ignored.is_empty());
+        assert_eq!(spec.checkpoint_retention, Retention::default());
+        let (spec, ignored) = read(&[("THINK_CHECKPOINTS", r#"{"maxCheckpoints": 2}"#)]);
+        assert!(ignored.is_empty(), "{ignored:?}");
+        assert_eq!(spec.checkpoint_retention.max_checkpoints, 2);
+        assert_eq!(spec.checkpoint_retention.max_bytes, Retention::default().max_bytes);
+        let (spec, ignored) = read(&[("THINK_CHECKPOINTS", r#"{"keep": 2}"#)]);
+        assert_eq!(ignored.len(), 1);
+        assert_eq!(ignored[0].name, "THINK_CHECKPOINTS");
+        assert_eq!(spec.checkpoint_retention, Retention::default(), "a typo keeps the default");
     }
 
     #[test]

@@ -212,6 +212,7 @@ pub struct AgentSpec {
     pub(crate) grep_index: bool,
     /// Whether the model's unversioned writes of files changed behind it are refused.
     pub(crate) guard_stale_writes: bool,
+    pub(crate) checkpoint_retention: crate::checkpoint::Retention,
     pub(crate) include_mcp_tools: bool,
     /// Whether `mcp_list_resources`/`mcp_read_resource` join the MCP tools (off by default).
     pub(crate) mcp_resource_tools: bool,
@@ -300,6 +301,7 @@ impl AgentSpec {
             workspace_tools: true,
             grep_index: true,
             guard_stale_writes: true,
+            checkpoint_retention: crate::checkpoint::Retention::default(),
             include_mcp_tools: true,
             mcp_resource_tools: false,
             wait_for_mcp_connections: None,
@@ -474,6 +476,14 @@ impl AgentSpec {
     /// diff (default: yes; Think has no such guard).
     pub fn guard_stale_writes(mut self, enabled: bool) -> Self {
         self.guard_stale_writes = enabled;
+        self
+    }
+
+    /// How many turn checkpoints, and how much of the old content they keep, are retained
+    /// (default: the last 50, or 500 MB); older ones are dropped with the content only they
+    /// held.
+    pub fn checkpoint_retention(mut self, retention: crate::checkpoint::Retention) -> Self {
+        self.checkpoint_retention = retention;
         self
     }
 

@@ -287,6 +287,17 @@ impl<'a> StreamBuffer<'a> {
         Ok(())
     }
 
+    /// Drops the finished streams of messages no longer in the transcript (after a rewind
+    /// removed them), so no late resume replays an answer the conversation no longer has.
+    pub fn forget_removed_messages(&self) -> Result<(), StoreError> {
+        let gone = "SELECT id FROM think_streams WHERE status != 'streaming'
+                    AND message_id NOT IN (SELECT id FROM think_messages)";
+        self.sql
+            .exec(&format!("DELETE FROM think_stream_chunks WHERE stream_id IN ({gone})"), &[])?;
+        self.sql.exec(&format!("DELETE FROM think_streams WHERE id IN ({gone})"), &[])?;
+        Ok(())
+    }
+
     /// Whether any stream is kept at all (to decide if a cleanup alarm is needed).
     pub fn any(&self) -> Result<bool, StoreError> {
         Ok(!self.sql.exec("SELECT 1 FROM think_streams LIMIT 1", &[])?.is_empty())

@@ -575,9 +575,16 @@ fn each_turn_starts_from_a_checkpoint_that_a_rewind_returns_to_and_every_tab_is_
     assert_eq!(turns, [json!("u-one"), json!("u-two")], "{list}");
     let id = list[1]["id"].as_str().unwrap().to_owned();
 
+    let streams = |h: &Harness| {
+        let rows = h.agent.deps.sql.exec("SELECT message_id FROM think_streams", &[]).unwrap();
+        rows.iter().filter_map(|r| r[0].as_str().map(str::to_owned)).collect::<Vec<_>>()
+    };
+    let last = h.agent.messages().last().unwrap().id.clone();
+    assert!(streams(&h).contains(&last), "the second answer's stream is kept for resumes");
     let seen = h.frames_of("other").len();
     let reply = rpc(&mut h, "r", "rewind", json!([id]));
     assert_eq!(reply["success"], true, "{reply}");
+    assert!(!streams(&h).contains(&last), "no resume replays the removed answer");
     assert_eq!(
         ids(&h.agent.messages()),
         after_one,
@@ -617,8 +624,9 @@ fn a_rewind_is_refused_while_a_turn_runs() {
     assert!(h.agent.messages().is_empty());
 }
 
-/// Reaches another host agent directly, as DO RPC reaches another instance.
-struct LocalFork(Rc<Agent>);
+/// Reaches another host agent directly, as DO RPC reaches another instance; the connection
+/// is lost after the given number of pages.
+struct LocalFork(Rc<Agent>, std::cell::Cell<u32>);
 
 #[async_trait(?Send)]
 impl super::ForkLink for LocalFork {
@@ -628,6 +636,12 @@ impl super::ForkLink for LocalFork {
         method: &str,
         arg: &Value,
     ) -> Result<Value, super::ForkError> {
+        if method == "page" {
+            if self.1.get() == 0 {
+                return Err(super::ForkError::Failed("the connection was lost".into()));
+            }
+            self.1.set(self.1.get() - 1);
+        }
         self.0.fork_rpc(method, &arg.to_string()).await
     }
 }
@@ -636,7 +650,7 @@ impl super::ForkLink for LocalFork {
 fn a_fork_copies_the_checkpoint_and_the_original_keeps_its_state() {
     let mut src = Harness::new(AgentSpec::new);
     let mut dst = Harness::new(AgentSpec::new);
-    src.agent.set_fork_link(Rc::new(LocalFork(dst.agent.clone())));
+    src.agent.set_fork_link(Rc::new(LocalFork(dst.agent.clone(), u32::MAX.into())));
     // Three files of 400 KB: more than one page (720 KiB of content) crosses to the fork.
     let big: Vec<String> = (0..3).map(|i| format!("{i}").repeat(400_000)).collect();
     for (i, content) in big.iter().enumerate() {
@@ -672,6 +686,71 @@ fn a_fork_copies_the_checkpoint_and_the_original_keeps_its_state() {
     let again = rpc(&mut src, "f2", "forkSession", json!([id, "copy"]));
     assert_eq!(again["success"], false);
     assert!(again["error"].as_str().unwrap().contains("is not empty"), "{again}");
+}
+
+#[test]
+fn a_regenerate_takes_a_checkpoint_that_brings_the_old_answer_back() {
+    let mut h = Harness::new(AgentSpec::new);
+    h.model.push([write_call("/notes/a.txt"), text("first answer")]);
+    h.chat("one", json!({}));
+    let before = h.agent.messages();
+    assert!(before.len() >= 2, "{before:?}");
+    h.model.push([text("second answer")]);
+    let kept = json!([{"id": "u-one", "role": "user", "parts": [{"type": "text", "text": "one"}]}]);
+    let body = json!({"messages": kept, "trigger": "regenerate-message"});
+    h.send(json!({"type": "cf_agent_use_chat_request", "id": "r-regen", "init": {"method": "POST", "body": body.to_string()}}));
+    assert_ne!(h.agent.messages(), before, "the answer was regenerated");
+    let list = rpc(&mut h, "l", "checkpoints", json!([]))["result"].clone();
+    let labels: Vec<Value> = list.as_array().unwrap().iter().map(|c| c["label"].clone()).collect();
+    assert_eq!(labels, [Value::Null, json!("regenerate")], "{list}");
+    let id = list[1]["id"].as_str().unwrap().to_owned();
+    let reply = rpc(&mut h, "r", "rewind", json!([id]));
+    assert_eq!(reply["success"], true, "{reply}");
+    assert_eq!(h.agent.messages(), before, "the old answer is back");
+    assert!(h.agent.workspace().stat("/notes/a.txt").unwrap().is_some());
+}
+
+#[test]
+fn an_interrupted_fork_can_be_taken_over_once_its_claim_is_stale() {
+    let mut src = Harness::new(AgentSpec::new);
+    let dst = Harness::new(AgentSpec::new);
+    for i in 0..2 {
+        let ws = src.agent.workspace().clone();
+        let _ = src.pool.spawner().spawn_local(async move {
+            ws.write_file(&format!("/big/{i}.txt"), &"z".repeat(500_000), "text/plain")
+                .await
+                .unwrap();
+        });
+    }
+    src.pool.run_until_stalled();
+    src.model.push([text("first")]);
+    src.chat("one", json!({}));
+    let list = rpc(&mut src, "l", "checkpoints", json!([]))["result"].clone();
+    let id = list[0]["id"].as_str().unwrap().to_owned();
+    // The first fork dies after one page: the target holds part of the import.
+    src.agent.set_fork_link(Rc::new(LocalFork(dst.agent.clone(), 1.into())));
+    let dead = rpc(&mut src, "f1", "forkSession", json!([id, "copy"]));
+    assert_eq!(dead["success"], false, "{dead}");
+    let full = Rc::new(LocalFork(dst.agent.clone(), u32::MAX.into()));
+    src.agent.set_fork_link(full);
+    // While the claim is fresh, nobody else may fork into it.
+    dst.clock.advance(super::checkpoints::FORK_CLAIM_STALE_MS - 1_000.0);
+    let early = rpc(&mut src, "f2", "forkSession", json!([id, "copy"]));
+    assert!(early["error"].as_str().unwrap_or("").contains("is not empty"), "{early}");
+    // Once it made no progress for long enough, a new fork takes over and starts clean.
+    dst.clock.advance(1_000.0);
+    let taken = rpc(&mut src, "f3", "forkSession", json!([id, "copy"]));
+    assert_eq!(taken["success"], true, "{taken}");
+    let mut at_checkpoint = Vec::new();
+    for i in 0..2 {
+        let ws = dst.agent.workspace().clone();
+        let read = futures::executor::block_on(ws.read_file(&format!("/big/{i}.txt"))).unwrap();
+        at_checkpoint.push(read);
+    }
+    assert_eq!(at_checkpoint, vec![Some("z".repeat(500_000)); 2]);
+    assert!(dst.agent.messages().is_empty(), "the checkpoint preceded the first message");
+    let entries = dst.agent.workspace().glob("/**").unwrap().len();
+    assert_eq!(entries, 3, "/big and its two files, nothing left from the dead fork");
 }
 
 struct Unobserved;

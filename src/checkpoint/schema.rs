@@ -74,6 +74,10 @@ pub(crate) struct Tables {
     pub j: String,
     /// The content-addressed blobs.
     pub b: String,
+    /// R2 keys a prune dropped from SQL but has not yet deleted from the bucket.
+    pub g: String,
+    /// The one-row running total of the blobs' bytes (kept by triggers).
+    pub n: String,
     /// The namespace, for trigger names.
     pub ns: String,
 }
@@ -86,13 +90,15 @@ impl Tables {
             c: c.to_owned(),
             j: format!("cf_wsckjour_{ns}"),
             b: crate::workspace::journal::blob_table(ns),
+            g: crate::workspace::journal::gone_table(ns),
+            n: format!("cf_wsckbytes_{ns}"),
             ns: ns.to_owned(),
         }
     }
 
     /// The statements that create the journal tables and triggers (all `IF NOT EXISTS`).
     pub fn schema(&self) -> Vec<String> {
-        let Tables { t, c, j, b, ns } = self;
+        let Tables { t, c, j, b, n, ns, .. } = self;
         // The blob key: the content hash, or (hash unknown, after an append) a key unique to
         // this row's state in this epoch.
         let key = "COALESCE(OLD.hash, 'u' || e.epoch || ':' || OLD.rowid || ':' || OLD.version)";
@@ -147,6 +153,23 @@ impl Tables {
                   size INTEGER NOT NULL)"
             ),
             format!("CREATE INDEX IF NOT EXISTS cf_wsckblob_r2_{ns} ON {b}(r2_key)"),
+            // Retention reads the total from one row instead of summing every blob.
+            format!(
+                "CREATE TABLE IF NOT EXISTS {n} (id INTEGER PRIMARY KEY, bytes INTEGER NOT NULL)"
+            ),
+            format!(
+                "INSERT INTO {n} (id, bytes) SELECT 1, (SELECT COALESCE(SUM(size), 0) FROM {b})
+                 WHERE NOT EXISTS (SELECT 1 FROM {n})"
+            ),
+            format!(
+                "CREATE TRIGGER IF NOT EXISTS cf_wsckbytes_ins_{ns} AFTER INSERT ON {b}
+                 BEGIN UPDATE {n} SET bytes = bytes + NEW.size WHERE id = 1; END"
+            ),
+            format!(
+                "CREATE TRIGGER IF NOT EXISTS cf_wsckbytes_del_{ns} AFTER DELETE ON {b}
+                 BEGIN UPDATE {n} SET bytes = bytes - OLD.size WHERE id = 1; END"
+            ),
+            crate::workspace::journal::gone_table_ddl(ns),
             format!("CREATE INDEX IF NOT EXISTS cf_wsckblob_chunk_{ns} ON {b}(chunk_id)"),
             format!(
                 "CREATE TRIGGER IF NOT EXISTS cf_wsck_ins_{ns} AFTER INSERT ON {t}

@@ -504,21 +504,26 @@ impl Sql for Faulty {
     }
 }
 
-/// A workspace over `sql` with checkpoints and the shared blob store.
-fn over(sql: Rc<dyn Sql>, blobs: &Rc<MemoryBlobs>) -> (Rc<Workspace>, Checkpoints) {
-    let ws = Rc::new(
+/// A workspace over `sql` spilling to `blobs` (no checkpoints yet).
+fn workspace_over(sql: Rc<dyn Sql>, blobs: Rc<dyn BlobStore>) -> Rc<Workspace> {
+    Rc::new(
         Workspace::with_options(
             sql,
             clock(),
             WorkspaceOptions {
-                blobs: Some(blobs.clone() as Rc<dyn BlobStore>),
+                blobs: Some(blobs),
                 blob_prefix: "agent".into(),
                 inline_threshold: 100_000,
                 ..Default::default()
             },
         )
         .unwrap(),
-    );
+    )
+}
+
+/// A workspace over `sql` with checkpoints and the shared blob store.
+fn over(sql: Rc<dyn Sql>, blobs: &Rc<MemoryBlobs>) -> (Rc<Workspace>, Checkpoints) {
+    let ws = workspace_over(sql, blobs.clone());
     let cp = Checkpoints::new(ws.clone()).unwrap();
     (ws, cp)
 }
@@ -843,4 +848,99 @@ fn bad_ids_and_cursors_are_clear_errors() {
     let err = block_on(g.cp.import_page(&page)).unwrap_err();
     assert!(matches!(err, CheckpointError::BadPage(_)), "{err}");
     assert_eq!(block_on(g.ws.read_file("/x.bin")).unwrap(), None);
+}
+
+/// The work of one checkpoint at the retention limit (SQLite VM steps of `create`) with
+/// `kept` checkpoints kept, each followed by 10 changed files.
+fn steps_of_a_create_at_the_limit(kept: usize) -> u64 {
+    let f = fx_with(
+        Rc::new(SqliteSql::new()),
+        None,
+        Retention { max_checkpoints: kept, max_bytes: 1_000_000_000 },
+    );
+    for i in 0..kept + 3 {
+        create(&f, &format!("k{i}"));
+        for n in 0..10 {
+            write(&f.ws, &format!("/f{n}.txt"), &format!("{i} {n} {}", "x".repeat(2_000)));
+        }
+    }
+    let before = f.counter.steps();
+    create(&f, "at the limit");
+    let steps = f.counter.steps() - before;
+    assert_eq!(f.cp.list().unwrap().len(), kept);
+    steps
+}
+
+/// Retention at the limit costs what it drops, not what it keeps: the pass used to sum and
+/// scan every blob (twice per checkpoint), so turn starts grew slower as history grew.
+#[test]
+fn retention_at_the_limit_costs_what_it_drops_not_what_it_keeps() {
+    let small = steps_of_a_create_at_the_limit(5);
+    let large = steps_of_a_create_at_the_limit(60);
+    assert!(large < small * 2, "{large} VM steps with 60 kept vs {small} with 5");
+}
+
+/// A blob store whose deletes fail while `fail` is set: an isolate that dies between a
+/// prune's SQL commit and its R2 deletes.
+struct FailingDeletes {
+    inner: Rc<MemoryBlobs>,
+    fail: std::cell::Cell<bool>,
+}
+
+#[async_trait::async_trait(?Send)]
+impl BlobStore for FailingDeletes {
+    async fn put(&self, key: &str, bytes: &[u8], ct: &str) -> Result<(), StoreError> {
+        self.inner.put(key, bytes, ct).await
+    }
+    async fn get(&self, key: &str) -> Result<Option<Vec<u8>>, StoreError> {
+        self.inner.get(key).await
+    }
+    async fn delete(&self, keys: &[String]) -> Result<(), StoreError> {
+        if self.fail.get() {
+            return Err(StoreError::Aborted("the isolate died".into()));
+        }
+        self.inner.delete(keys).await
+    }
+    async fn list(&self, prefix: &str) -> Result<Vec<String>, StoreError> {
+        self.inner.list(prefix).await
+    }
+}
+
+#[test]
+fn r2_objects_a_dead_prune_left_are_swept_by_the_next_one() {
+    let objects = Rc::new(MemoryBlobs::default());
+    let store = Rc::new(FailingDeletes { inner: objects.clone(), fail: false.into() });
+    let ws = workspace_over(Rc::new(SqliteSql::new()), store.clone());
+    let cp = Checkpoints::with_retention(
+        ws.clone(),
+        Retention { max_checkpoints: 2, max_bytes: 1_000_000_000 },
+    )
+    .unwrap();
+    for i in 0..3u8 {
+        block_on(ws.write_file(
+            "/big.bin",
+            &char::from(b'a' + i).to_string().repeat(200_000),
+            "text/plain",
+        ))
+        .unwrap();
+        block_on(cp.create(Some("k"), None)).unwrap();
+    }
+    // Live "c" and the prior "b" that the newest checkpoint needs; "a" went with k0.
+    assert_eq!(objects.objects.borrow().len(), 2);
+    store.fail.set(true);
+    block_on(ws.write_file("/big.bin", &"d".repeat(200_000), "text/plain")).unwrap();
+    assert!(block_on(cp.create(Some("k"), None)).is_err(), "the R2 delete failed");
+    assert_eq!(objects.objects.borrow().len(), 3, "the dropped checkpoint's object is left");
+    // A new write never takes the key of an object waiting to be deleted.
+    block_on(ws.write_file("/other.bin", &"o".repeat(200_000), "text/plain")).unwrap();
+    store.fail.set(false);
+    // The next prune (the next checkpoint, with nothing new to drop by then) sweeps it.
+    let stats =
+        block_on(cp.prune(Retention { max_checkpoints: 50, max_bytes: 1_000_000_000 })).unwrap();
+    assert_eq!(stats.r2_deleted, 1);
+    let mut left: Vec<Vec<u8>> =
+        objects.objects.borrow().values().map(|v| v[..1].to_vec()).collect();
+    left.sort();
+    assert_eq!(left, [b"c".to_vec(), b"d".to_vec(), b"o".to_vec()]);
+    assert_eq!(block_on(ws.read_file("/big.bin")).unwrap().unwrap(), "d".repeat(200_000));
 }

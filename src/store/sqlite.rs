@@ -10,6 +10,8 @@ pub struct SqliteSql {
     conn: RefCell<rusqlite::Connection>,
     /// Statements run so far: each is one JS/wasm crossing in the Durable Object.
     statements: std::cell::Cell<usize>,
+    /// Virtual-machine steps so far: a measure of the work done that grows with rows visited.
+    steps: std::cell::Cell<u64>,
 }
 
 impl SqliteSql {
@@ -18,6 +20,7 @@ impl SqliteSql {
         Self {
             conn: RefCell::new(rusqlite::Connection::open_in_memory().expect("open sqlite")),
             statements: std::cell::Cell::new(0),
+            steps: std::cell::Cell::new(0),
         }
     }
 
@@ -27,12 +30,18 @@ impl SqliteSql {
         Self {
             conn: RefCell::new(rusqlite::Connection::open(path).expect("open sqlite file")),
             statements: std::cell::Cell::new(0),
+            steps: std::cell::Cell::new(0),
         }
     }
 
     /// How many statements ran so far, for tests that bound the round trips of an operation.
     pub fn statements(&self) -> usize {
         self.statements.get()
+    }
+
+    /// How many SQLite VM steps ran so far, for tests that bound the rows an operation visits.
+    pub fn steps(&self) -> u64 {
+        self.steps.get()
     }
 }
 
@@ -85,6 +94,9 @@ impl Sql for SqliteSql {
             }
             out.push(r);
         }
+        drop(rows);
+        let steps = stmt.get_status(rusqlite::StatementStatus::VmStep) as u64;
+        self.steps.set(self.steps.get() + steps);
         Ok(out)
     }
 

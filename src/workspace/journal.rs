@@ -18,6 +18,17 @@ pub(crate) fn blob_table(ns: &str) -> String {
     format!("cf_wsckblob_{ns}")
 }
 
+/// The SQL table of R2 keys a prune dropped but has not deleted from the bucket yet; a new
+/// write never picks one of these keys, so a later sweep cannot delete fresh content.
+pub(crate) fn gone_table(ns: &str) -> String {
+    format!("cf_wsckgone_{ns}")
+}
+
+/// The statement that creates [`gone_table`] for namespace `ns`.
+pub(crate) fn gone_table_ddl(ns: &str) -> String {
+    format!("CREATE TABLE IF NOT EXISTS {} (key TEXT PRIMARY KEY) WITHOUT ROWID", gone_table(ns))
+}
+
 impl Workspace {
     /// Marks this workspace as journaled by checkpoints (and creates its tables): from now
     /// on R2 objects are shared by reference, as described above.
@@ -36,6 +47,8 @@ impl Workspace {
         )?;
         if !rows.is_empty() {
             self.journaled.set(true);
+            // Databases journaled before the pending-delete table existed get it here.
+            self.sql.exec(&gone_table_ddl(&self.namespace), &[])?;
         }
         Ok(())
     }
@@ -92,13 +105,15 @@ impl Workspace {
             return Ok(key);
         }
         let bt = blob_table(&self.namespace);
+        let gt = gone_table(&self.namespace);
         let taken = |k: &str| -> Result<bool, FsError> {
             let rows = self.exec(
                 &format!(
-                    "SELECT 1 FROM {} WHERE r2_key = ? UNION ALL SELECT 1 FROM {bt} WHERE r2_key = ?",
+                    "SELECT 1 FROM {} WHERE r2_key = ? UNION ALL SELECT 1 FROM {bt} WHERE r2_key = ?
+                     UNION ALL SELECT 1 FROM {gt} WHERE key = ?",
                     self.t
                 ),
-                &[text(k), text(k)],
+                &[text(k), text(k), text(k)],
             )?;
             Ok(!rows.is_empty())
         };

@@ -4,8 +4,7 @@
 
 use crate::workspace::{
     EntryType, FileInfo, FileText, FsError, GramBatch, GramQuery, GrepFile, StaleWrite, StatSeen,
-    Workspace,
-    Writer,
+    Workspace, Writer,
 };
 use async_trait::async_trait;
 
