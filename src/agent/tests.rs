@@ -841,3 +841,27 @@ fn writes_arm_the_alarm_that_indexes_them_for_grep_and_an_idle_alarm_does_nothin
     assert_eq!(*h.alarm.0.borrow(), None);
     assert_eq!(ws.info().unwrap().grep_index_rows, rows);
 }
+
+#[test]
+fn a_rewind_while_an_approval_waits_drops_the_paused_call_and_the_next_turn_runs() {
+    let policy = crate::tools::approval::ApprovalPolicy::from_list("write").unwrap();
+    let mut h = Harness::new(move |m| AgentSpec::new(m).approval(policy));
+    h.model.push([text("first")]);
+    h.chat("one", json!({}));
+    let after_one = ids(&h.agent.messages());
+    h.model.push([write_call("/notes/a.txt")]);
+    h.chat("two", json!({}));
+    assert!(h.agent.workspace().stat("/notes/a.txt").unwrap().is_none(), "the write waits");
+    let list = rpc(&mut h, "l", "checkpoints", json!([]))["result"].clone();
+    let id = list[1]["id"].as_str().unwrap().to_owned();
+    let reply = rpc(&mut h, "r", "rewind", json!([id]));
+    assert_eq!(reply["success"], true, "a paused turn does not hold a rewind back: {reply}");
+    assert_eq!(ids(&h.agent.messages()), after_one, "the paused call's message is gone");
+    // A late answer to the dropped call finds nothing to approve: nothing runs.
+    h.send(json!({"type": "cf_agent_tool_approval", "toolCallId": "w1", "approved": true, "autoContinue": true}));
+    assert!(h.agent.workspace().stat("/notes/a.txt").unwrap().is_none());
+    assert_eq!(ids(&h.agent.messages()), after_one);
+    h.model.push([text("three")]);
+    h.chat("three", json!({}));
+    assert_eq!(h.agent.messages().len(), after_one.len() + 2, "the next turn runs");
+}

@@ -70,7 +70,9 @@ test("the timeout aborts a sleeping script with exit code 124", async () => {
   assert.ok(Date.now() - t0 < 5_000);
   assert.equal(r.aborted, true);
   assert.equal(r.exitCode, 124);
-  assert.match(r.stderr, /aborted/);
+  // The abort timer says "aborted"; just-bash's own deadline, which can fire a moment first
+  // inside `sleep`, says the command exceeded it. Either tells the model the timeout hit.
+  assert.match(r.stderr, /aborted|exceeded its execution deadline/);
   assert.equal(byPath(r.entries).has("/never.txt"), false);
 });
 
