@@ -208,6 +208,8 @@ test("the chat page's Rewind action previews the files it restores and rewinds",
   await assistant(page, "First done.").waitFor();
   // While a turn streams (about 2 s here), every Rewind button is disabled; after it, enabled.
   const firstRewind = page.locator(".msg-user", { hasText: "first message" }).locator(".rewind-open");
+  // The answer's text can show a moment before its turn ends: wait for the button to enable.
+  await page.waitForFunction(() => [...document.querySelectorAll(".rewind-open")].every((b) => !b.disabled));
   assert.equal(await firstRewind.isDisabled(), false);
   model.push({ text: "Busy. ".repeat(60) + "Busy done.", chunkSize: 6, delayMs: 30 });
   await send(page, "busy message");
