@@ -65,6 +65,9 @@ function miniflareOptions(persistDir) {
         compatibilityFlags: ["nodejs_compat"],
         durableObjects: { BENCH_RUST: { className: "BenchRust", useSQLite: true } },
         r2Buckets: ["WORKSPACE_R2"],
+        // The idle reset's threshold (js/shim.mjs; README "Memory"): the product's default
+        // unless THINK_IDLE_RESET_MB is set (0 turns it off, for a comparison).
+        ...(process.env.THINK_IDLE_RESET_MB ? { bindings: { THINK_IDLE_RESET_MB: process.env.THINK_IDLE_RESET_MB } } : {}),
       },
       {
         name: "ts",
@@ -79,12 +82,23 @@ function miniflareOptions(persistDir) {
   };
 }
 
+/**
+ * What each think-rs request did to the wasm linear memory, from its `x-wasm-memory` header
+ * (before, after, peak live heap bytes): the requests that grew it, for the memory notes.
+ */
+const growth = [];
+
 async function post(worker, doName, route, body) {
   const res = await worker.fetch(`http://bench/${route}?do=${encodeURIComponent(doName)}`, {
     method: "POST",
     headers: { "content-type": "application/json", "accept-encoding": "identity" },
     body: JSON.stringify(body ?? {}),
   });
+  const memory = res.headers.get("x-wasm-memory");
+  if (memory) {
+    const [before, after, live] = memory.split(",").map(Number);
+    if (after > before) growth.push({ doName, route, before, after, live });
+  }
   const text = await res.text();
   let value;
   try {
@@ -334,6 +348,36 @@ async function profileWorkload(workers, inspectorPort, suiteIndex, wi, w) {
   return lines;
 }
 
+/**
+ * The isolate memory after the timed runs, against the goal of issue 18 (think-rs's V8 heap
+ * plus wasm memory at most half of Think's V8 heap), and the requests that grew think-rs's
+ * wasm memory the most (each named by its workload and route, with the memory before and
+ * after it and the most heap bytes live at once during it).
+ */
+function memoryLine(heap, mem, results) {
+  const js = (h) => `V8 heap ${fmtMB(h.usedSize)} used (garbage included) of ${fmtMB(h.totalSize)}`;
+  const resets = mem.idleResets ? `, after ${mem.idleResets} idle resets of the instance` : "";
+  const parts = [`think-rs ${heap.rust ? `${js(heap.rust)}, plus ` : ""}wasm linear memory ${fmtMB(mem.wasmMemoryBytes)}${resets}`];
+  if (heap.ts) parts.push(`Think (TS) ${js(heap.ts)}`);
+  const lines = [`Isolate memory after the timed runs: ${parts.join("; ")}.`];
+  if (heap.rust && heap.ts) {
+    const ratio = (heap.rust.usedSize + mem.wasmMemoryBytes) / heap.ts.usedSize;
+    lines.push(`think-rs V8 + wasm is ${ratio.toFixed(2)}× Think's V8 heap (goal ≤ 0.50×: ${ratio <= 0.5 ? "ok" : "MISSED"}).`);
+  }
+  const names = new Map();
+  for (const { si, rows } of results) for (const r of rows) names.set(`s${si}-w${r.wi}`, r.name);
+  const nameOf = (doName) => {
+    const base = doName.match(/^s\d+-w\d+/)?.[0];
+    return `${names.get(base) ?? doName}${doName.endsWith("-floor") ? " (floor)" : ""}`;
+  };
+  const top = [...growth].sort((a, b) => b.after - b.before - (a.after - a.before)).slice(0, 5);
+  if (top.length) {
+    lines.push("Requests that grew think-rs's wasm memory the most (before → after; most heap live at once):");
+    for (const g of top) lines.push(`- ${nameOf(g.doName)}, /${g.route}: ${fmtMB(g.before)} → ${fmtMB(g.after)}; ${fmtMB(g.live)} live`);
+  }
+  return lines.join("\n");
+}
+
 const fmtMs = (ms) => (ms >= 100 ? ms.toFixed(0) : ms >= 10 ? ms.toFixed(1) : ms.toFixed(2));
 const fmtMB = (b) => `${(b / 1024 / 1024).toFixed(1)} MB`;
 
@@ -449,11 +493,7 @@ async function main() {
         console.log("");
       }
     }
-    const parts = [];
-    const js = (h) => `V8 heap ${fmtMB(h.usedSize)} used (garbage included) of ${fmtMB(h.totalSize)}`;
-    parts.push(`think-rs ${heap.rust ? `${js(heap.rust)}, plus ` : ""}wasm linear memory ${fmtMB(mem.wasmMemoryBytes)} (a high-water mark: it never shrinks)`);
-    if (heap.ts) parts.push(`Think (TS) ${js(heap.ts)}`);
-    console.log(`Isolate memory after the timed runs: ${parts.join("; ")}.`);
+    console.log(memoryLine(heap, mem, results));
     await codemode.run(mf);
   } finally {
     await mf.dispose();

@@ -7,13 +7,19 @@
 // - every exported Rust class is re-exported behind a Proxy that, after a wasm trap
 //   (`WebAssembly.RuntimeError`, e.g. a Rust panic under panic=abort), resets the wasm
 //   instance (`__wbg_reset_state`, from wasm-bindgen's `--experimental-reset-state-function`)
-//   and rebuilds the object on its next use, so one panic does not brick the isolate.
+//   and rebuilds the object on its next use, so one panic does not brick the isolate;
+// - the same reset gives back linear memory, which wasm cannot shrink: when the last call in
+//   flight through these proxies settles, the memory exceeds the idle-reset threshold and the
+//   Rust side reports no background task (`__think_busy_tasks`, src/wasm/idle.rs), the
+//   instance is reset and each object is rebuilt on its next use, as after an eviction.
+//   The threshold is `THINK_IDLE_RESET_MB` from the env of the first object or entrypoint
+//   built (default 16; 0 turns it off); README "Memory".
 import { readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { pathToFileURL } from "node:url";
 
 /** Exports of the wasm-bindgen glue that are plumbing, not Worker handlers. */
-const INTERNAL = new Set(["__wbg_reset_state", "__worker_init_state"]);
+const INTERNAL = new Set(["__wbg_reset_state", "__worker_init_state", "__think_busy_tasks", "__think_memory_bytes"]);
 /** Handlers the runtime calls with one argument; Rust takes `(arg, env, ctx)`. */
 const EVENT_HANDLERS = new Set(["fetch", "queue", "scheduled", "email", "connect"]);
 
@@ -66,32 +72,69 @@ function resetAfterTrap() {
 
 addEventListener("error", (event) => noteTrap(event.error));
 
+/**
+ * Resetting the instance when idle gives back the linear memory a large call grew. \`inFlight\`
+ * counts the calls through the guards below that have not settled; \`resets\` and \`lastReset\`
+ * are for the tests and the bench (\`globalThis.__thinkIdleReset\`).
+ */
+const idle = { thresholdBytes: 16 * 1024 * 1024, configured: false, inFlight: 0, resets: 0, lastReset: null };
+globalThis.__thinkIdleReset = idle;
+const canMeasure = typeof rust.__think_memory_bytes === "function" && typeof rust.__think_busy_tasks === "function";
+
+function configureIdleReset(env) {
+  if (idle.configured || !env) return;
+  idle.configured = true;
+  const mb = Number(env.THINK_IDLE_RESET_MB);
+  if (env.THINK_IDLE_RESET_MB !== undefined && Number.isFinite(mb) && mb >= 0) idle.thresholdBytes = mb * 1024 * 1024;
+}
+
+function enter() {
+  resetAfterTrap();
+  idle.inFlight++;
+}
+
+function leave() {
+  idle.inFlight--;
+  if (idle.inFlight > 0 || !canMeasure || idle.thresholdBytes === 0 || wasmState.criticalError) return;
+  const bytes = rust.__think_memory_bytes();
+  if (bytes <= idle.thresholdBytes || rust.__think_busy_tasks() > 0) return;
+  rust.__wbg_reset_state();
+  wasmState.instanceId++;
+  idle.resets++;
+  idle.lastReset = { bytes, after: rust.__think_memory_bytes(), at: Date.now() };
+}
+
 class Entrypoint extends WorkerEntrypoint {}
 
 ${handlerLines(functions).join("\n")}
 
 function guard(method) {
-  const run = (fn, self, args) => {
-    resetAfterTrap();
-    try {
-      return fn.apply(self, args);
-    } catch (error) {
-      noteTrap(error);
-      throw error;
-    }
-  };
-  if (method.constructor === Function) {
-    return new Proxy(method, { apply: run });
-  }
   return new Proxy(method, {
-    async apply(fn, self, args) {
-      resetAfterTrap();
+    apply(fn, self, args) {
+      enter();
+      let result;
       try {
-        return await fn.apply(self, args);
+        result = fn.apply(self, args);
       } catch (error) {
         noteTrap(error);
+        leave();
         throw error;
       }
+      if (!result || typeof result.then !== "function") {
+        leave();
+        return result;
+      }
+      return result.then(
+        (value) => {
+          leave();
+          return value;
+        },
+        (error) => {
+          noteTrap(error);
+          leave();
+          throw error;
+        },
+      );
     },
   });
 }
@@ -114,6 +157,7 @@ const forward = {
 const rebuildAfterTrap = {
   construct(ctor, args, newTarget) {
     try {
+      configureIdleReset(args[1]);
       resetAfterTrap();
       const slot = {
         instance: Reflect.construct(ctor, args, newTarget),

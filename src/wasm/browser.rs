@@ -97,7 +97,7 @@ fn open(ws: WebSocket, chunked: bool) -> Result<WsConnection, BrowserError> {
     ws.accept().map_err(connect)?;
     let (tx, rx) = mpsc::unbounded::<String>();
     let reader = ws.clone();
-    wasm_bindgen_futures::spawn_local(async move {
+    super::idle::spawn(async move {
         let Ok(mut events) = reader.events() else { return };
         let mut dechunker = Dechunker::default();
         while let Some(event) = events.next().await {

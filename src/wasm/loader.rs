@@ -121,7 +121,9 @@ impl LoaderSandbox {
         let dispatch = Closure::<dyn FnMut(String, String, String, String) -> Promise>::new(
             move |connector: String, method: String, args: String, site: String| {
                 let dispatcher = dispatcher.clone();
+                let busy = super::idle::Busy::enter();
                 future_to_promise(async move {
+                    let _busy = busy;
                     let args = serde_json::from_str(&args).unwrap_or(Value::Null);
                     let call = CallRequest { connector, method, args, site };
                     let reply = match dispatcher.call(call).await {

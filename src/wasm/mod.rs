@@ -9,6 +9,7 @@ mod clock;
 mod extensions;
 mod fork;
 mod http;
+pub mod idle;
 mod loader;
 mod r2;
 mod rpc;
@@ -44,7 +45,7 @@ pub struct LocalTasks;
 
 impl crate::platform::Tasks for LocalTasks {
     fn spawn(&self, task: futures::future::LocalBoxFuture<'static, ()>) {
-        wasm_bindgen_futures::spawn_local(task);
+        idle::spawn(task);
     }
 }
 
@@ -70,7 +71,7 @@ impl DoAlarm {
             return;
         }
         let (storage, queue) = (self.state.storage(), self.queue.clone());
-        wasm_bindgen_futures::spawn_local(async move {
+        idle::spawn(async move {
             loop {
                 let Some(&(at_ms, keep_earlier)) = queue.borrow().front() else { break };
                 let keep = keep_earlier
@@ -171,7 +172,7 @@ impl ThinkHost {
         if let Some(link) = subagents::DoLink::new(env, class_name) {
             agent.set_fork_link(Rc::new(link));
         }
-        wasm_bindgen_futures::spawn_local(agent.clone().start());
+        idle::spawn(agent.clone().start());
         agent
     }
 

@@ -27,13 +27,25 @@
 //! it alike).
 //!
 //! `/run` also reports `peakBytes`: the most wasm heap bytes live at once during the run
-//! beyond those live when it started, counted by this crate's global allocator.
+//! beyond those live when it started, counted by this crate's global allocator. Every
+//! response carries `x-wasm-memory: <linear memory before>,<after>,<peak live heap bytes>`
+//! for the request, so the bench can name the requests that grow the memory.
+//!
+//! The object goes through the product's idle reset (js/shim.mjs, README "Memory"): when a
+//! request leaves the linear memory above the threshold and nothing runs in the background,
+//! the wasm instance is reset and the object rebuilt on its next request. So nothing here is
+//! kept only in memory across requests: the alarm statistics are in the object's storage.
+//! A request's inputs stay JSON text until the request is parsed and are dropped (with the
+//! body) before the clock starts; a run's outputs are dropped as they come unless kept.
 //!
 //! The TypeScript worker in `bench/ts-worker` answers the same routes.
 
+use std::borrow::Cow;
 use std::collections::HashMap;
 use std::rc::Rc;
 
+use serde::Deserialize;
+use serde_json::value::RawValue;
 use serde_json::{json, Value};
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -55,6 +67,8 @@ struct Counting;
 
 static LIVE: AtomicUsize = AtomicUsize::new(0);
 static PEAK: AtomicUsize = AtomicUsize::new(0);
+/// The high-water mark of live bytes within the current request (for `x-wasm-memory`).
+static LIVE_PEAK: AtomicUsize = AtomicUsize::new(0);
 
 unsafe impl GlobalAlloc for Counting {
     unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
@@ -62,6 +76,7 @@ unsafe impl GlobalAlloc for Counting {
         if !p.is_null() {
             let live = LIVE.fetch_add(layout.size(), Ordering::Relaxed) + layout.size();
             PEAK.fetch_max(live, Ordering::Relaxed);
+            LIVE_PEAK.fetch_max(live, Ordering::Relaxed);
         }
         p
     }
@@ -76,6 +91,7 @@ unsafe impl GlobalAlloc for Counting {
         if !p.is_null() {
             let live = LIVE.fetch_add(new_size, Ordering::Relaxed) + new_size;
             PEAK.fetch_max(live, Ordering::Relaxed);
+            LIVE_PEAK.fetch_max(live, Ordering::Relaxed);
             LIVE.fetch_sub(layout.size(), Ordering::Relaxed);
         }
         p
@@ -99,8 +115,68 @@ pub struct BenchRust {
     built: std::cell::RefCell<Built>,
     /// `ctx.storage.sql`, for the floor.
     sql: JsValue,
-    /// Alarms run since the object started, and their time in ms.
-    alarms: std::cell::Cell<(u32, f64)>,
+}
+
+/// The storage key of the alarms run since the object was created, and their time in ms.
+const ALARMS_KEY: &str = "bench-alarms";
+
+/// A request body: the fields every route reads, the inputs kept as JSON text.
+#[derive(Deserialize, Default)]
+#[serde(rename_all = "camelCase", default)]
+struct Body<'a> {
+    #[serde(borrow)]
+    inputs: Option<&'a RawValue>,
+    #[serde(borrow)]
+    input: Option<&'a RawValue>,
+    #[serde(borrow)]
+    files: Vec<SetupFile<'a>>,
+    iterations: Option<u64>,
+    keep_outputs: bool,
+    grep_index: Option<bool>,
+    index_alarm: bool,
+}
+
+/// One file of `/setup/files`.
+#[derive(Deserialize)]
+struct SetupFile<'a> {
+    #[serde(borrow)]
+    path: Cow<'a, str>,
+    #[serde(borrow)]
+    content: Cow<'a, str>,
+}
+
+/// The input of the checkpoint rows.
+#[derive(Deserialize)]
+struct CheckpointInput {
+    paths: Vec<String>,
+}
+
+/// What a request asks for, owned, so that its body can be dropped before the work starts.
+enum Job {
+    Setup {
+        files: Vec<(String, String)>,
+        index_alarm: bool,
+    },
+    Run {
+        tool: String,
+        batches: Vec<Vec<Value>>,
+        calls: usize,
+        keep: bool,
+    },
+    Checkpoint {
+        paths: Vec<String>,
+        iterations: usize,
+        rewind: bool,
+    },
+    Call {
+        tool: String,
+        input: Value,
+    },
+    Memory,
+    Info,
+    AlarmSettled,
+    /// Answered while parsing (the floor, an unknown route).
+    Done(Result<Response>),
 }
 
 /// A workspace as the agent builds it, with the tools over it.
@@ -158,44 +234,27 @@ impl DurableObject for BenchRust {
             &env,
             WorkspaceOptions::default().grep_index,
         ));
-        Self { state, env, built, sql, alarms: Default::default() }
+        Self { state, env, built, sql }
     }
 
-    async fn fetch(&self, mut req: Request) -> Result<Response> {
-        let path = req.path();
-        // As bytes: a 10 MB body read as text would leave a 10 MB string on the JS heap.
-        let body: Value = if req.method() == worker::Method::Post {
-            serde_json::from_slice(&req.bytes().await?)
-                .map_err(|e| worker::Error::RustError(e.to_string()))?
-        } else {
-            Value::Null
-        };
-        let grep_index =
-            body["grepIndex"].as_bool().unwrap_or(WorkspaceOptions::default().grep_index);
-        if self.built.borrow().grep_index != grep_index {
-            *self.built.borrow_mut() = Built::new(&self.state, &self.env, grep_index);
-        }
-        let parts: Vec<&str> = path.trim_start_matches('/').split('/').collect();
-        match parts.as_slice() {
-            ["setup", "files"] => self.setup_files(&body).await,
-            ["run", "checkpoint"] => self.checkpoint(&body, false).await,
-            ["run", "rewind"] => self.checkpoint(&body, true).await,
-            ["run", tool] => self.run(tool, &body).await,
-            ["call", tool] => self.call(tool, &body).await,
-            ["floor", tool] => self.floor(tool, &body),
-            ["memory"] => Response::from_json(&json!({ "wasmMemoryBytes": wasm_memory_bytes() })),
-            ["info"] => self.info(),
-            ["alarm", "settled"] => self.alarm_settled().await,
-            _ => error(404, format!("no route {path}")),
-        }
+    async fn fetch(&self, req: Request) -> Result<Response> {
+        let before = think_rs::wasm::idle::memory_bytes();
+        LIVE_PEAK.store(LIVE.load(Ordering::Relaxed), Ordering::Relaxed);
+        let resp = self.handle(req).await?;
+        let after = think_rs::wasm::idle::memory_bytes();
+        let peak = LIVE_PEAK.load(Ordering::Relaxed);
+        let mut resp = resp;
+        resp.headers_mut().set("x-wasm-memory", &format!("{before},{after},{peak}"))?;
+        Ok(resp)
     }
 
     /// One bounded run of grep's indexing, as the agent's alarm does it.
     async fn alarm(&self) -> Result<Response> {
         let start = now_ms();
         let run = self.ws().index_unindexed(INDEX_RUN_BYTES);
-        let (n, ms) = self.alarms.get();
-        self.alarms.set((n + 1, ms + now_ms() - start));
+        let storage = self.state.storage();
+        let (n, ms) = storage.get::<(u32, f64)>(ALARMS_KEY).await?.unwrap_or_default();
+        storage.put(ALARMS_KEY, (n + 1, ms + now_ms() - start)).await?;
         match run {
             Ok(run) if run.more => self.set_alarm_now().await?,
             Ok(_) => {}
@@ -206,6 +265,82 @@ impl DurableObject for BenchRust {
 }
 
 impl BenchRust {
+    /// Parses the request into a [`Job`], drops the body, and does the job.
+    async fn handle(&self, mut req: Request) -> Result<Response> {
+        let path = req.path();
+        // As bytes: a 10 MB body read as text would leave a 10 MB string on the JS heap.
+        let bytes = if req.method() == worker::Method::Post { req.bytes().await? } else { vec![] };
+        let job = match self.job(&path, &bytes) {
+            Ok(job) => job,
+            Err(e) => return error(400, e.to_string()),
+        };
+        drop(bytes);
+        match job {
+            Job::Setup { files, index_alarm } => self.setup_files(files, index_alarm).await,
+            Job::Run { tool, batches, calls, keep } => self.run(&tool, batches, calls, keep).await,
+            Job::Checkpoint { paths, iterations, rewind } => {
+                self.checkpoint(&paths, iterations, rewind).await
+            }
+            Job::Call { tool, input } => self.call(&tool, input).await,
+            Job::Memory => Response::from_json(&json!({
+                "wasmMemoryBytes": think_rs::wasm::idle::memory_bytes(),
+                "idleResets": idle_resets(),
+            })),
+            Job::Info => self.info(),
+            Job::AlarmSettled => self.alarm_settled().await,
+            Job::Done(resp) => resp,
+        }
+    }
+
+    /// What `path` with body `bytes` asks for; the floor runs here, on the borrowed text.
+    fn job(&self, path: &str, bytes: &[u8]) -> serde_json::Result<Job> {
+        let body: Body =
+            if bytes.is_empty() { Body::default() } else { serde_json::from_slice(bytes)? };
+        let grep_index = body.grep_index.unwrap_or(WorkspaceOptions::default().grep_index);
+        if self.built.borrow().grep_index != grep_index {
+            *self.built.borrow_mut() = Built::new(&self.state, &self.env, grep_index);
+        }
+        let inputs = body.inputs.map_or("[]", RawValue::get);
+        let iterations = body.iterations.unwrap_or(1).max(1) as usize;
+        let parts: Vec<&str> = path.trim_start_matches('/').split('/').collect();
+        Ok(match parts.as_slice() {
+            ["setup", "files"] => Job::Setup {
+                files: body
+                    .files
+                    .into_iter()
+                    .map(|f| (f.path.into_owned(), f.content.into_owned()))
+                    .collect(),
+                index_alarm: body.index_alarm,
+            },
+            ["run", kind @ ("checkpoint" | "rewind")] => {
+                let first: Vec<CheckpointInput> = serde_json::from_str(inputs)?;
+                Job::Checkpoint {
+                    paths: first.into_iter().next().map(|i| i.paths).unwrap_or_default(),
+                    iterations,
+                    rewind: *kind == "rewind",
+                }
+            }
+            ["run", tool] => {
+                // Parsed before the clock starts, one batch per iteration: the agent hands
+                // each call an owned value, and the other sides prepare theirs alike.
+                let batches = (0..iterations)
+                    .map(|_| serde_json::from_str::<Vec<Value>>(inputs))
+                    .collect::<serde_json::Result<Vec<_>>>()?;
+                let calls = batches.first().map_or(0, Vec::len);
+                Job::Run { tool: (*tool).to_owned(), batches, calls, keep: body.keep_outputs }
+            }
+            ["call", tool] => Job::Call {
+                tool: (*tool).to_owned(),
+                input: body.input.map_or(Ok(Value::Null), |i| serde_json::from_str(i.get()))?,
+            },
+            ["floor", tool] => Job::Done(self.floor(tool, inputs, iterations)),
+            ["memory"] => Job::Memory,
+            ["info"] => Job::Info,
+            ["alarm", "settled"] => Job::AlarmSettled,
+            _ => Job::Done(error(404, format!("no route {path}"))),
+        })
+    }
+
     fn ws(&self) -> Rc<Workspace> {
         self.built.borrow().ws.clone()
     }
@@ -214,20 +349,21 @@ impl BenchRust {
         self.built.borrow().tools.get(name).cloned()
     }
 
-    async fn setup_files(&self, body: &Value) -> Result<Response> {
-        let files = body["files"].as_array().cloned().unwrap_or_default();
-        for f in &files {
-            let (Some(path), Some(content)) = (f["path"].as_str(), f["content"].as_str()) else {
-                return error(400, "files need path and content");
-            };
-            if let Err(e) = self.ws().write_file(path, content, "text/plain").await {
+    async fn setup_files(
+        &self,
+        files: Vec<(String, String)>,
+        index_alarm: bool,
+    ) -> Result<Response> {
+        let written = files.len();
+        for (path, content) in files {
+            if let Err(e) = self.ws().write_file(&path, &content, "text/plain").await {
                 return error(500, e.to_string());
             }
         }
-        if body["indexAlarm"].as_bool() == Some(true) {
+        if index_alarm {
             self.set_alarm_now().await?;
         }
-        Response::from_json(&json!({ "written": files.len() }))
+        Response::from_json(&json!({ "written": written }))
     }
 
     async fn set_alarm_now(&self) -> Result<()> {
@@ -243,19 +379,22 @@ impl BenchRust {
             }
             worker::Delay::from(std::time::Duration::from_millis(20)).await;
         }
-        let (alarms, ms) = self.alarms.get();
+        let (alarms, ms) =
+            self.state.storage().get::<(u32, f64)>(ALARMS_KEY).await?.unwrap_or_default();
         Response::from_json(&json!({ "alarms": alarms, "ms": ms }))
     }
 
-    async fn run(&self, tool: &str, body: &Value) -> Result<Response> {
+    async fn run(
+        &self,
+        tool: &str,
+        batches: Vec<Vec<Value>>,
+        calls: usize,
+        keep: bool,
+    ) -> Result<Response> {
         let Some(t) = self.tool(tool) else { return error(404, format!("no tool {tool}")) };
-        let inputs = body["inputs"].as_array().cloned().unwrap_or_default();
-        let iterations = body["iterations"].as_u64().unwrap_or(1).max(1) as usize;
-        let keep = body["keepOutputs"].as_bool().unwrap_or(false);
         let ctx = ToolContext { tool_call_id: "bench".into(), tool_name: tool.into() };
-        // Inputs are cloned before the clock starts: the agent hands each call an owned value.
-        let batches: Vec<Vec<Value>> = (0..iterations).map(|_| inputs.clone()).collect();
-        let mut outputs = Vec::with_capacity(inputs.len());
+        let iterations = batches.len().max(1);
+        let mut outputs = Vec::with_capacity(if keep { calls } else { 0 });
         let mut errors = 0usize;
         let base = LIVE.load(Ordering::Relaxed);
         PEAK.store(base, Ordering::Relaxed);
@@ -264,19 +403,18 @@ impl BenchRust {
             outputs.clear();
             errors = 0;
             for input in batch {
-                match t.execute(input, &ctx).await {
-                    Ok(v) => outputs.push(v),
-                    Err(e) => {
-                        errors += 1;
-                        outputs.push(json!({ "thrown": e.to_string() }));
-                    }
+                let out = t.execute(input, &ctx).await.unwrap_or_else(|e| {
+                    errors += 1;
+                    json!({ "thrown": e.to_string() })
+                });
+                if keep {
+                    outputs.push(out);
                 }
             }
         }
         let ms = (now_ms() - start) / iterations as f64;
         let peak = PEAK.load(Ordering::Relaxed).saturating_sub(base);
-        let mut out =
-            json!({ "ms": ms, "calls": inputs.len(), "errors": errors, "peakBytes": peak });
+        let mut out = json!({ "ms": ms, "calls": calls, "errors": errors, "peakBytes": peak });
         if keep {
             out["outputs"] = Value::Array(outputs);
         }
@@ -287,12 +425,12 @@ impl BenchRust {
     /// written to each of `inputs[0].paths`. Timed: those two (`rewind` false) or the rewind
     /// to that checkpoint that follows them (`rewind` true). `bytes`: how much the database
     /// grew per checkpoint and its writes. Both are per iteration.
-    async fn checkpoint(&self, body: &Value, rewind: bool) -> Result<Response> {
-        let paths: Vec<String> = body["inputs"][0]["paths"]
-            .as_array()
-            .map(|a| a.iter().filter_map(|p| p.as_str().map(str::to_owned)).collect())
-            .unwrap_or_default();
-        let iterations = body["iterations"].as_u64().unwrap_or(1).max(1) as usize;
+    async fn checkpoint(
+        &self,
+        paths: &[String],
+        iterations: usize,
+        rewind: bool,
+    ) -> Result<Response> {
         let ws = self.ws();
         let store = match Checkpoints::new(ws.clone()) {
             Ok(s) => s,
@@ -313,7 +451,7 @@ impl BenchRust {
                 Ok(i) => i,
                 Err(e) => return error(500, e.to_string()),
             };
-            for p in &paths {
+            for p in paths {
                 let old = ws.read_file(p).await.ok().flatten().unwrap_or_default();
                 let new = format!("{}{revision}", &old[..old.len().min(10 * 1024)]);
                 if let Err(e) = ws.write_file(p, &new, "text/plain").await {
@@ -356,22 +494,21 @@ impl BenchRust {
         }))
     }
 
-    fn floor(&self, tool: &str, body: &Value) -> Result<Response> {
+    fn floor(&self, tool: &str, inputs: &str, iterations: usize) -> Result<Response> {
         // The workspace creates its tables on first use; a fresh object has none yet.
         if let Err(e) = self.ws().stat("/") {
             return error(500, e.to_string());
         }
-        let inputs = body["inputs"].to_string();
-        let iterations = body["iterations"].as_u64().unwrap_or(1).clamp(1, 1000) as u32;
-        let out: Value = serde_json::from_str(&floor_run(&self.sql, tool, &inputs, iterations))
+        let iterations = iterations.clamp(1, 1000) as u32;
+        let out: Value = serde_json::from_str(&floor_run(&self.sql, tool, inputs, iterations))
             .map_err(|e| worker::Error::RustError(e.to_string()))?;
         Response::from_json(&out)
     }
 
-    async fn call(&self, tool: &str, body: &Value) -> Result<Response> {
+    async fn call(&self, tool: &str, input: Value) -> Result<Response> {
         let Some(t) = self.tool(tool) else { return error(404, format!("no tool {tool}")) };
         let ctx = ToolContext { tool_call_id: "call".into(), tool_name: tool.into() };
-        let out = match t.execute(body["input"].clone(), &ctx).await {
+        let out = match t.execute(input, &ctx).await {
             Ok(v) => json!({ "output": v }),
             Err(e) => json!({ "thrown": e.to_string() }),
         };
@@ -379,15 +516,13 @@ impl BenchRust {
     }
 }
 
-fn wasm_memory_bytes() -> u64 {
-    #[cfg(target_arch = "wasm32")]
-    {
-        core::arch::wasm32::memory_size(0) as u64 * 65536
-    }
-    #[cfg(not(target_arch = "wasm32"))]
-    {
-        0
-    }
+/// How many times the shim has reset this isolate's wasm instance when idle.
+fn idle_resets() -> f64 {
+    js_sys::Reflect::get(&js_sys::global(), &"__thinkIdleReset".into())
+        .and_then(|idle| js_sys::Reflect::get(&idle, &"resets".into()))
+        .ok()
+        .and_then(|n| n.as_f64())
+        .unwrap_or(0.0)
 }
 
 #[event(fetch)]
