@@ -77,7 +77,7 @@ addEventListener("error", (event) => noteTrap(event.error));
  * counts the calls through the guards below that have not settled; \`resets\` and \`lastReset\`
  * are for the tests and the bench (\`globalThis.__thinkIdleReset\`).
  */
-const idle = { thresholdBytes: 16 * 1024 * 1024, configured: false, inFlight: 0, resets: 0, lastReset: null };
+const idle = { thresholdBytes: 16 * 1024 * 1024, configured: false, inFlight: 0, pending: false, resets: 0, lastReset: null };
 globalThis.__thinkIdleReset = idle;
 const canMeasure = typeof rust.__think_memory_bytes === "function" && typeof rust.__think_busy_tasks === "function";
 
@@ -93,8 +93,9 @@ function enter() {
   idle.inFlight++;
 }
 
-function leave() {
-  idle.inFlight--;
+/** Resets the instance if it is quiescent and its memory is over the threshold. */
+function checkIdle() {
+  idle.pending = false;
   if (idle.inFlight > 0 || !canMeasure || idle.thresholdBytes === 0 || wasmState.criticalError) return;
   const bytes = rust.__think_memory_bytes();
   if (bytes <= idle.thresholdBytes || rust.__think_busy_tasks() > 0) return;
@@ -102,6 +103,21 @@ function leave() {
   wasmState.instanceId++;
   idle.resets++;
   idle.lastReset = { bytes, after: rust.__think_memory_bytes(), at: Date.now() };
+}
+
+/**
+ * Checks in a microtask, once no Rust code is on the stack: called when the last call in
+ * flight settles and, from src/wasm/idle.rs, when the last background task ends.
+ */
+idle.schedule = () => {
+  if (idle.pending) return;
+  idle.pending = true;
+  queueMicrotask(checkIdle);
+};
+
+function leave() {
+  idle.inFlight--;
+  if (idle.inFlight === 0) idle.schedule();
 }
 
 class Entrypoint extends WorkerEntrypoint {}

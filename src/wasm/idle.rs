@@ -8,6 +8,7 @@ use std::cell::Cell;
 use std::future::Future;
 
 use wasm_bindgen::prelude::wasm_bindgen;
+use wasm_bindgen::{JsCast, JsValue};
 
 thread_local! {
     /// Background tasks spawned through [`spawn`] whose futures have not ended yet.
@@ -28,7 +29,24 @@ impl Busy {
 
 impl Drop for Busy {
     fn drop(&mut self) {
-        BUSY.with(|b| b.set(b.get().saturating_sub(1)));
+        let left = BUSY.with(|b| {
+            let left = b.get().saturating_sub(1);
+            b.set(left);
+            left
+        });
+        if left == 0 {
+            schedule_check();
+        }
+    }
+}
+
+/// Asks the shim to look at the memory once the running Rust code has returned: the last
+/// background task may end after the last call settled (a turn started by a WebSocket frame).
+fn schedule_check() {
+    let idle = js_sys::Reflect::get(&js_sys::global(), &"__thinkIdleReset".into());
+    let schedule = idle.and_then(|idle| js_sys::Reflect::get(&idle, &"schedule".into()));
+    if let Ok(f) = schedule.and_then(|f| f.dyn_into::<js_sys::Function>()) {
+        let _ = f.call0(&JsValue::UNDEFINED);
     }
 }
 
