@@ -80,6 +80,7 @@ addEventListener("error", (event) => noteTrap(event.error));
 const idle = { thresholdBytes: 16 * 1024 * 1024, configured: false, inFlight: 0, pending: false, resets: 0, lastReset: null };
 globalThis.__thinkIdleReset = idle;
 const canMeasure = typeof rust.__think_memory_bytes === "function" && typeof rust.__think_busy_tasks === "function";
+idle.busyTasks = () => (canMeasure ? rust.__think_busy_tasks() : 0);
 
 function configureIdleReset(env) {
   if (idle.configured || !env) return;

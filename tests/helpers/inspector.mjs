@@ -80,6 +80,16 @@ export async function openInspector(port, worker) {
       await send("Runtime.releaseObjectGroup", { objectGroup: group });
       return result.value;
     },
+    /** The value of a JS `expression` evaluated in the isolate (returned by value). */
+    async evaluate(expression) {
+      const { result, exceptionDetails } = await send("Runtime.evaluate", {
+        expression,
+        returnByValue: true,
+        ...(contexts.length ? { contextId: contexts[0] } : {}),
+      });
+      if (exceptionDetails) throw new Error(`inspector: ${expression}: ${exceptionDetails.text}`);
+      return result.value;
+    },
     close: () => socket.close(),
   };
 }
