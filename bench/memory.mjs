@@ -9,8 +9,13 @@
 //   sampled while the turn runs (samples land where the isolate yields, so this is a lower
 //   bound of the true peak);
 // - V8 after: the same after the turn and a full garbage collection;
-// - wasm memory: the linear memory's size after the turn. It never shrinks, so it is also
-//   the high-water mark of everything the Rust side held at once;
+// - wasm high-water: the linear memory's size when the turn ended. It never grows back down
+//   within an instance, so it is the most the Rust side held at once; when the turn left it
+//   over the idle-reset threshold (js/shim.mjs, README "Memory"), the size the shim saw just
+//   before it reset the instance;
+// - wasm after: the linear memory once the isolate is quiescent (no call in flight, no
+//   background task), i.e. after the idle reset if there was one, summed over every
+//   `WebAssembly.Memory` in the isolate after a full collection;
 // - workerd RSS peak: the process's peak resident size during the turn (VmHWM, reset before
 //   each turn). It includes Miniflare's own SQLite and R2 services, so it is only a cross-check.
 // Each file size gets a fresh workerd, so its figures are not raised by a larger one before,
@@ -86,17 +91,29 @@ async function startAgent(model, name) {
   return agent;
 }
 
-/** The isolate's memory now, after a full collection. */
-async function settled(agent) {
+/**
+ * The isolate's memory once it is quiescent, after a full collection. `resetsBefore`: the
+ * idle resets counted before the turn; a later one gives the high-water mark it saw.
+ */
+async function settled(agent, resetsBefore) {
+  const idle = await agent.inspector.quiescent();
   const wasm = await agent.inspector.wasmBytes();
   const heap = await agent.inspector.heap();
-  return { heap: heap.usedSize + (heap.backingStorageSize ?? 0), wasm, rss: rss(agent.worker.pid).now };
+  const reset = resetsBefore !== undefined && idle.resets > resetsBefore;
+  return {
+    heap: heap.usedSize + (heap.backingStorageSize ?? 0),
+    wasm,
+    highWater: reset ? Math.max(idle.lastReset.bytes, wasm) : wasm,
+    resets: idle.resets,
+    rss: rss(agent.worker.pid).now,
+  };
 }
 
 /** Runs one turn in which the model calls `calls`, then answers; returns its memory figures. */
 async function measuredTurn(agent, model, calls) {
   const withIds = calls.map((c) => ({ id: newId("call"), ...c }));
   model.push({ toolCalls: withIds }, { text: "done" });
+  const { resets } = await agent.inspector.idleReset();
   resetPeak(agent.worker.pid);
   const sampler = sampleHeapPeak(agent.inspector);
   const started = performance.now();
@@ -109,13 +126,13 @@ async function measuredTurn(agent, model, calls) {
   if (errors.length) throw new Error(`tool error: ${JSON.stringify(errors[0]).slice(0, 300)}`);
   // The tab keeps every frame; drop them so the bench's own memory stays flat.
   agent.tab.frames.length = 0;
-  return { peak, rssPeak, ms, ...(await settled(agent)) };
+  return { peak, rssPeak, ms, ...(await settled(agent, resets)) };
 }
 
 const fmt = (b) => (Number.isFinite(b) ? `${(b / MB).toFixed(1)}` : "n/a");
 
 function table(rows) {
-  const head = ["workload", "file MB", "V8 peak MB", "V8 after MB", "wasm MB", "peak growth / file", "workerd RSS peak MB", "s"];
+  const head = ["workload", "file MB", "V8 peak MB", "V8 after MB", "wasm high-water MB", "wasm after MB", "idle resets", "peak growth / file", "workerd RSS peak MB", "s"];
   let idle;
   const body = rows.map((r) => {
     if (!r.file) idle = r;
@@ -124,9 +141,11 @@ function table(rows) {
     r.file ? fmt(r.file) : "",
     r.peak === undefined ? "" : fmt(r.peak),
     fmt(r.heap),
+    fmt(r.highWater),
     fmt(r.wasm),
+    String(r.resets),
     // What the call added over the idle instance before it: V8 peak plus wasm growth.
-    r.file ? `${((r.peak - idle.heap + r.wasm - idle.wasm) / r.file).toFixed(1)}×` : "",
+    r.file ? `${((r.peak - idle.heap + r.highWater - idle.wasm) / r.file).toFixed(1)}×` : "",
     r.rssPeak === undefined ? fmt(r.rss) : fmt(r.rssPeak),
     r.ms === undefined ? "" : (r.ms / 1000).toFixed(1),
     ];
@@ -183,8 +202,9 @@ async function main() {
   }
   console.log(
     "\nbench:memory: the agent's isolate (V8 heap plus wasm linear memory) while the scripted model calls write and read through a WebSocket turn.\n" +
-      "V8 = heap + ArrayBuffer stores; its peak is sampled during the turn, 'after' follows a full GC. wasm = linear memory after the turn (its high-water mark).\n" +
-      "Peak growth / file = (V8 peak − idle V8 + wasm − idle wasm) / file size, over the idle row above it.\n",
+      "V8 = heap + ArrayBuffer stores; its peak is sampled during the turn, 'after' follows a full GC. wasm high-water = linear memory when the turn ended (before an idle reset);\n" +
+      "wasm after = once the isolate is quiescent (after the idle reset, if the turn left more than the threshold); idle resets = counted since the instance started.\n" +
+      "Peak growth / file = (V8 peak − idle V8 + wasm high-water − idle wasm) / file size, over the idle row above it.\n",
   );
   table(rows);
 }

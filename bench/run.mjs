@@ -97,7 +97,7 @@ async function post(worker, doName, route, body) {
   const memory = res.headers.get("x-wasm-memory");
   if (memory) {
     const [before, after, live] = memory.split(",").map(Number);
-    if (after > before) growth.push({ doName, route, before, after, live });
+    if (after > before) growth.push({ doName, route: body?.keepOutputs ? `${route} (outputs kept, for the comparison)` : route, before, after, live });
   }
   const text = await res.text();
   let value;

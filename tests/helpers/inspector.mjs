@@ -90,6 +90,28 @@ export async function openInspector(port, worker) {
       if (exceptionDetails) throw new Error(`inspector: ${expression}: ${exceptionDetails.text}`);
       return result.value;
     },
+    /**
+     * The entry shim's idle-reset state (js/shim.mjs): `{resets, inFlight, pending, busy,
+     * lastReset: {bytes, after, at} | null}`, `busy` being the Rust side's background tasks.
+     */
+    idleReset() {
+      return this.evaluate(
+        "(() => { const i = globalThis.__thinkIdleReset; return { resets: i.resets, inFlight: i.inFlight, pending: i.pending, busy: i.busyTasks(), lastReset: i.lastReset }; })()",
+      );
+    },
+    /**
+     * Waits until the isolate is quiescent (no call in flight, no background task, no check
+     * pending) with at least `minResets` idle resets done, and returns `idleReset()`.
+     */
+    async quiescent(minResets = 0, timeoutMs = 30000) {
+      const deadline = Date.now() + timeoutMs;
+      for (;;) {
+        const s = await this.idleReset();
+        if (s.resets >= minResets && s.inFlight === 0 && !s.pending && s.busy === 0) return s;
+        if (Date.now() > deadline) throw new Error(`inspector: not quiescent after ${timeoutMs} ms: ${JSON.stringify(s)}`);
+        await new Promise((r) => setTimeout(r, 50));
+      }
+    },
     close: () => socket.close(),
   };
 }
