@@ -392,6 +392,11 @@ impl BenchRust {
         keep: bool,
     ) -> Result<Response> {
         let Some(t) = self.tool(tool) else { return error(404, format!("no tool {tool}")) };
+        // As the floor does: a workspace rebuilt after an idle reset creates its tables on
+        // first use, which the agent does when it starts, not in a tool call.
+        if let Err(e) = self.ws().stat("/") {
+            return error(500, e.to_string());
+        }
         let ctx = ToolContext { tool_call_id: "bench".into(), tool_name: tool.into() };
         let iterations = batches.len().max(1);
         let mut outputs = Vec::with_capacity(if keep { calls } else { 0 });
