@@ -123,5 +123,7 @@ test("after a 20 MB write the instance resets when idle: memory falls under the 
   const wasmEnd = await inspector.wasmBytes();
   t.diagnostic(`after the traffic: ${wasmEnd} B, ${(await idleState()).resets} resets in all`);
   assert.ok(wasmEnd <= THRESHOLD, `memory after the traffic: ${wasmEnd} B`);
+  // No callback of the old instance ran after the reset, nor any other error in the isolate.
+  assert.deepEqual(inspector.errors, []);
   tab.close();
 });

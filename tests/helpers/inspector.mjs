@@ -20,9 +20,18 @@ export async function openInspector(port, worker) {
   let next = 1;
   const pending = new Map();
   const contexts = [];
+  // Exceptions nobody caught and console.error calls in the isolate, as text.
+  const errors = [];
   socket.on("message", (data) => {
     const reply = JSON.parse(data.toString());
     if (reply.method === "Runtime.executionContextCreated") contexts.push(reply.params.context.id);
+    if (reply.method === "Runtime.exceptionThrown") {
+      const d = reply.params.exceptionDetails;
+      errors.push(`uncaught: ${d.exception?.description ?? d.text}`);
+    }
+    if (reply.method === "Runtime.consoleAPICalled" && reply.params.type === "error") {
+      errors.push(`console.error: ${reply.params.args.map((a) => a.value ?? a.description ?? "").join(" ")}`);
+    }
     const p = pending.get(reply.id);
     if (!p) return;
     pending.delete(reply.id);
@@ -80,6 +89,8 @@ export async function openInspector(port, worker) {
       await send("Runtime.releaseObjectGroup", { objectGroup: group });
       return result.value;
     },
+    /** Uncaught exceptions and `console.error` calls seen in the isolate since it was opened. */
+    errors,
     /** The value of a JS `expression` evaluated in the isolate (returned by value). */
     async evaluate(expression) {
       const { result, exceptionDetails } = await send("Runtime.evaluate", {
