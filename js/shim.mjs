@@ -104,6 +104,8 @@ function checkIdle() {
   wasmState.instanceId++;
   idle.resets++;
   idle.lastReset = { bytes, after: rust.__think_memory_bytes(), at: Date.now() };
+  const mb = (n) => (n / 1048576).toFixed(1);
+  console.log(\`think-rs: idle reset of the wasm instance, linear memory \${mb(bytes)} MB -> \${mb(idle.lastReset.after)} MB\`);
 }
 
 /**

@@ -40,7 +40,9 @@ export function options({ persistDir, vars, withCaller, inspectorPort, ai }) {
     r2Buckets: ["WORKSPACE_R2"],
     // wrangler.toml's [[worker_loaders]]: the `execute` tool's sandbox isolates.
     workerLoaders: { LOADER: {} },
-    bindings: vars,
+    // THINK_IDLE_RESET_MB from the test's environment, e.g. 1 to reset the wasm instance
+    // whenever it is idle (js/shim.mjs), which runs any test through that path.
+    bindings: process.env.THINK_IDLE_RESET_MB ? { THINK_IDLE_RESET_MB: process.env.THINK_IDLE_RESET_MB, ...vars } : vars,
     // The chat page, as wrangler.toml's [assets] (run_worker_first = ["/agents/*"]).
     assets: {
       directory: path.join(ROOT, "web/dist"),
