@@ -214,6 +214,24 @@ async function runWorkload(workers, suiteIndex, wi, w) {
   };
 }
 
+/**
+ * Passes workerd's output through, less the shim's line for each idle reset (counted in the
+ * memory notes instead), so the tables are not interleaved with them.
+ */
+function quietResets(stdout, stderr) {
+  const pass = (from, to) => {
+    let rest = "";
+    from.on("data", (chunk) => {
+      const lines = (rest + chunk).split("\n");
+      rest = lines.pop();
+      for (const l of lines) if (!l.includes("think-rs: idle reset of the wasm instance")) to.write(`${l}\n`);
+    });
+    from.on("end", () => rest && to.write(rest));
+  };
+  pass(stdout, process.stdout);
+  pass(stderr, process.stderr);
+}
+
 /** Runs a workload once more on each side, keeping the outputs, and finds where they differ. */
 async function compareOutputs(workers, suiteIndex, wi, w) {
   const base = `s${suiteIndex}-w${wi}`;
@@ -426,7 +444,7 @@ async function main() {
 
   const persistDir = fs.mkdtempSync(path.join(os.tmpdir(), "think-bench-"));
   const inspectorPort = 9300 + Math.floor(Math.random() * 500);
-  const mf = new Miniflare({ ...(await codemode.addWorkers(miniflareOptions(persistDir))), inspectorPort });
+  const mf = new Miniflare({ ...(await codemode.addWorkers(miniflareOptions(persistDir))), inspectorPort, handleRuntimeStdio: quietResets });
   await mf.ready;
   const workers = { rust: await mf.getWorker("rust"), ts: await mf.getWorker("ts") };
   console.log(
