@@ -240,10 +240,9 @@ impl DurableObject for BenchRust {
     async fn fetch(&self, req: Request) -> Result<Response> {
         let before = think_rs::wasm::idle::memory_bytes();
         LIVE_PEAK.store(LIVE.load(Ordering::Relaxed), Ordering::Relaxed);
-        let resp = self.handle(req).await?;
+        let mut resp = self.handle(req).await?;
         let after = think_rs::wasm::idle::memory_bytes();
         let peak = LIVE_PEAK.load(Ordering::Relaxed);
-        let mut resp = resp;
         resp.headers_mut().set("x-wasm-memory", &format!("{before},{after},{peak}"))?;
         Ok(resp)
     }
@@ -252,9 +251,10 @@ impl DurableObject for BenchRust {
     async fn alarm(&self) -> Result<Response> {
         let start = now_ms();
         let run = self.ws().index_unindexed(INDEX_RUN_BYTES);
+        let elapsed = now_ms() - start;
         let storage = self.state.storage();
         let (n, ms) = storage.get::<(u32, f64)>(ALARMS_KEY).await?.unwrap_or_default();
-        storage.put(ALARMS_KEY, (n + 1, ms + now_ms() - start)).await?;
+        storage.put(ALARMS_KEY, (n + 1, ms + elapsed)).await?;
         match run {
             Ok(run) if run.more => self.set_alarm_now().await?,
             Ok(_) => {}
