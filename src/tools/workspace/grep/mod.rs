@@ -1,5 +1,6 @@
 //! `grep`: search file contents with a JS-style regular expression or a fixed string.
 
+#[cfg(not(target_arch = "wasm32"))]
 pub(crate) mod jsregex;
 mod literals;
 
@@ -48,8 +49,7 @@ struct Input {
     context_lines: Option<Int>,
 }
 
-/// Think's `createGrepTool`. Regular expressions use JavaScript syntax (translated by
-/// `grep/jsregex.rs`); matching is case-insensitive unless `caseSensitive` is true.
+/// Think's `createGrepTool`. Regular expressions are JavaScript's (`crate::regexp`); matching is case-insensitive unless `caseSensitive` is true.
 pub fn grep_tool(ops: Rc<dyn GrepOps>) -> ToolRef {
     file_tool::<Grep>(ops)
 }
@@ -124,12 +124,7 @@ impl Matcher {
         let source =
             if fixed { Cow::Owned(crate::regexp::escape(query)) } else { Cow::Borrowed(query) };
         let regex = RegExp::new(&source, flags(case_sensitive)).ok()?;
-        // The index needs the pattern in `regex-syntax` form; a pattern with look-around
-        // or backreferences requires nothing it can use.
-        let required = match jsregex::translate(&source) {
-            Some(t) if !t.context_sensitive => literals::required(&t.pattern, !case_sensitive),
-            _ => GramQuery::All,
-        };
+        let required = literals::required(&source, !case_sensitive);
         Some(Matcher::of(Kind::Regex(regex), required))
     }
 
