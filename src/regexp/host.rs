@@ -15,6 +15,7 @@ pub struct Subject<'t> {
 }
 
 impl<'t> Subject<'t> {
+    /// Prepares `text` (see `crate::regexp::Subject`).
     pub fn new(text: &'t str) -> Subject<'t> {
         Subject { text }
     }
@@ -25,6 +26,7 @@ enum Engine {
     Fancy(fancy_regex::Regex),
 }
 
+/// A compiled pattern (see `crate::regexp::RegExp`, whose methods these are).
 pub struct RegExp {
     engine: Engine,
     /// For a look-around pattern, a plain pattern matching at least its lines.
@@ -50,6 +52,7 @@ fn fancy(pattern: &str, flags: Flags) -> Result<fancy_regex::Regex, RegExpError>
 }
 
 impl RegExp {
+    /// Compiles `source` with `flags`.
     pub fn new(source: &str, flags: Flags) -> Result<RegExp, RegExpError> {
         let invalid = || RegExpError::Syntax(format!("Invalid regular expression: /{source}/"));
         let translated = jsregex::translate(source);
@@ -79,10 +82,12 @@ impl RegExp {
         }
     }
 
+    /// Whether candidates must be found line by line.
     pub fn per_line(&self) -> bool {
         self.context_sensitive && self.prefilter.is_none()
     }
 
+    /// Whether `text` contains a match.
     pub fn is_match(&self, text: &str) -> Result<bool, GaveUp> {
         match &self.engine {
             Engine::Plain(r) => Ok(r.is_match(text)),
@@ -90,6 +95,7 @@ impl RegExp {
         }
     }
 
+    /// Whether `s[start..end]` contains a match.
     pub fn is_match_in(&self, s: &Subject, start: usize, end: usize) -> Result<bool, GaveUp> {
         self.is_match(&s.text[start..end])
     }
@@ -112,6 +118,7 @@ impl RegExp {
         Ok(found.map(|m| (m.start(), m.end())))
     }
 
+    /// The successive matches in `text`.
     pub fn find_all(&self, text: &str) -> Vec<(usize, usize)> {
         match &self.engine {
             Engine::Plain(r) => r.find_iter(text).map(|m| (m.start(), m.end())).collect(),
@@ -121,6 +128,7 @@ impl RegExp {
         }
     }
 
+    /// `text` with every match replaced literally.
     pub fn replace_all(&self, text: &str, replacement: &str) -> Result<String, GaveUp> {
         Ok(match &self.engine {
             Engine::Plain(r) => r.replace_all(text, regex::NoExpand(replacement)).into_owned(),

@@ -1,7 +1,7 @@
 //! ECMAScript regular expressions (`new RegExp(source, flags)`), as Think's tools compile them:
 //! grep's query, Code Mode's text search, schema `pattern`s, and the globs compiled to regexes.
 //!
-//! In the wasm build they run on the platform's own engine, V8's irregexp (`js.rs`), so the
+//! In the wasm build they run on the platform's own engine, V8's irregexp (`src/wasm/regexp.rs`), so the
 //! semantics are JavaScript's exactly and the module carries no regex engine: `regex`,
 //! `regex-automata`, `aho-corasick` and `fancy-regex` were about 180 KB of the gzipped module
 //! and their Unicode tables most of the rest of the family's share (README, "Other figures":
@@ -13,13 +13,11 @@
 
 #[cfg(not(target_arch = "wasm32"))]
 mod host;
-#[cfg(target_arch = "wasm32")]
-mod js;
 
+#[cfg(target_arch = "wasm32")]
+use crate::wasm::regexp as imp;
 #[cfg(not(target_arch = "wasm32"))]
 use host as imp;
-#[cfg(target_arch = "wasm32")]
-use js as imp;
 
 /// The flags a pattern is compiled with (JS's `i`, `m` and `u`).
 #[derive(Debug, Clone, Copy, Default, PartialEq)]

@@ -11,6 +11,7 @@ mod fork;
 mod http;
 mod loader;
 mod r2;
+pub(crate) mod regexp;
 mod rpc;
 mod sockets;
 mod sql;

@@ -1,10 +1,10 @@
-//! The wasm engine: V8's own `RegExp`. A pattern is compiled twice: without `g`/`m` for
+//! `crate::regexp` in the Worker: V8's own `RegExp`. A pattern is compiled twice: without `g`/`m` for
 //! tests of one string (what Think's tools do, line by line), and with `g` (and `m` when
 //! asked) for searches over a whole text, which resume at `lastIndex`. Offsets in JS are
 //! UTF-16 code units; [`Subject`] maps them to byte offsets by walking forward from the last
 //! position it mapped (searches move forward, so a text is walked about once).
 
-use super::{Flags, GaveUp, RegExpError};
+use crate::regexp::{Flags, GaveUp, RegExpError};
 use js_sys::JsString;
 use std::cell::Cell;
 use wasm_bindgen::prelude::*;
@@ -45,6 +45,7 @@ pub struct Subject<'t> {
 }
 
 impl<'t> Subject<'t> {
+    /// Prepares `text` (see `crate::regexp::Subject`).
     pub fn new(text: &'t str) -> Subject<'t> {
         Subject { text, js: JsString::from(text), ascii: text.is_ascii(), mark: Cell::new((0, 0)) }
     }
@@ -87,6 +88,7 @@ impl<'t> Subject<'t> {
     }
 }
 
+/// A compiled pattern (see `crate::regexp::RegExp`, whose methods these are).
 pub struct RegExp {
     /// Without `g` and `m`: for `test`.
     single: Native,
@@ -120,6 +122,7 @@ fn compile(source: &str, flags: &str) -> Result<Native, RegExpError> {
 }
 
 impl RegExp {
+    /// Compiles `source` with `flags`.
     pub fn new(source: &str, flags: Flags) -> Result<RegExp, RegExpError> {
         let single = compile(source, &flags_of(flags, false))?;
         let global = compile(source, &flags_of(flags, true))?;
@@ -130,14 +133,17 @@ impl RegExp {
         Ok(RegExp { single, global, per_line })
     }
 
+    /// Whether candidates must be found line by line.
     pub fn per_line(&self) -> bool {
         self.per_line
     }
 
+    /// Whether `text` contains a match.
     pub fn is_match(&self, text: &str) -> Result<bool, GaveUp> {
         Ok(self.single.test(&JsString::from(text)))
     }
 
+    /// Whether `s[start..end]` contains a match.
     pub fn is_match_in(&self, s: &Subject, start: usize, end: usize) -> Result<bool, GaveUp> {
         if start == 0 && end == s.text.len() {
             return Ok(self.single.test(&s.js));
@@ -170,6 +176,7 @@ impl RegExp {
         Some((start, self.global.last_index()))
     }
 
+    /// The successive matches in `text`.
     pub fn find_all(&self, text: &str) -> Vec<(usize, usize)> {
         let s = Subject::new(text);
         let mut out = Vec::new();
@@ -183,6 +190,7 @@ impl RegExp {
         out
     }
 
+    /// `text` with every match replaced literally.
     pub fn replace_all(&self, text: &str, replacement: &str) -> Result<String, GaveUp> {
         // `$` is the only special character of a replacement string; `$$` is a literal one.
         let literal = replacement.replace('$', "$$");
