@@ -866,8 +866,8 @@ fn search_options() -> Value {
 
 /// The matcher of a search, built as Think's `createTextMatcher` builds its `RegExp`: the
 /// query (escaped unless `regex`), `\b` around it for `wholeWord`, case folded when
-/// `caseSensitive` is false; the JS syntax is translated by grep's `jsregex`, so look-around
-/// and backreferences work, and `\d`, `\w`, `\b` and `.` keep their JS meaning (`crate::regexp`).
+/// `caseSensitive` is false; it is a JS regular expression (`crate::regexp`: V8's own in the
+/// Worker), so look-around, backreferences, `\d`, `\w`, `\b` and `.` are JS's.
 fn text_matcher(query: &str, options: &Value) -> Result<RegExp, ConnectorError> {
     if query.is_empty() {
         return Err("Search query must not be empty".into());
