@@ -15,6 +15,7 @@ pub mod model;
 pub mod net;
 pub mod platform;
 pub mod protocol;
+pub mod regexp;
 pub mod session;
 pub mod skills;
 pub mod store;

@@ -5,6 +5,7 @@
 import { test, before, after } from "node:test";
 import assert from "node:assert/strict";
 import { createHash } from "node:crypto";
+import { readFileSync } from "node:fs";
 import { asSchema } from "ai";
 import * as think from "@cloudflare/think/tools/workspace";
 import { startScriptedModel } from "./helpers/scripted-model.mjs";
@@ -441,6 +442,32 @@ test("the model sees failures as Think sends them", async () => {
   assert.equal(missing.seen, JSON.stringify({ error: "File not found: /nope.txt" }));
   assert.equal(notEmpty.seen, JSON.stringify({ error: "Error: ENOTEMPTY: directory not empty: /e" }));
   tab.close();
+});
+
+// The corpus's expectations are Node's own `new RegExp(pattern, flags)` (regex-corpus.test.mjs):
+// the wasm build runs grep's patterns on V8's RegExp (src/regexp), so every line it reports
+// is exactly a line JS matches, with none of the host translation's known differences.
+test("grep matches each line of the JS regex corpus exactly as JS's RegExp does", async () => {
+  const { cases } = JSON.parse(readFileSync(new URL("./regex-corpus/cases.json", import.meta.url), "utf8"));
+  const tab = await open("ws-grep-corpus");
+  const path = (n) => `/rc/c${n}.txt`;
+  await callTools(tab, cases.map((c, n) => ({ name: "write", args: { path: path(n), content: c.inputs.join("\n") } })));
+  const calls = cases.map((c, n) => ({
+    name: "grep",
+    args: { query: c.pattern, include: path(n), caseSensitive: !c.flags.includes("i") },
+  }));
+  const results = await callTools(tab, calls);
+  const wrong = [];
+  cases.forEach((c, n) => {
+    const expected =
+      c.js === "SyntaxError"
+        ? { error: `Invalid regex: ${c.pattern}` }
+        : c.inputs.flatMap((input, k) => (c.js[k] === null ? [] : [`${path(n)}:${k + 1}: ${input}`]));
+    const got = c.js === "SyntaxError" ? results[n].output : results[n].output.matches;
+    if (JSON.stringify(got) !== JSON.stringify(expected)) wrong.push(`/${c.pattern}/${c.flags}: ${JSON.stringify(got)}`);
+  });
+  assert.deepEqual(wrong, []);
+  assert.ok(cases.some((c) => c.inputs.includes("\u212A") && c.flags === "gi"), "the corpus has KELVIN SIGN under i");
 });
 
 test("edit and grep answer at once on a 1 MB line (issue 10: this froze workerd)", async () => {

@@ -9,6 +9,7 @@ use serde_json::{json, Map, Value};
 use sha1::Digest;
 
 use super::{archive, tree, undo};
+use crate::regexp::{self, RegExp};
 use crate::store::Sql;
 use crate::tools::approval::ApprovalPolicy;
 use crate::tools::schema::InputValidator;
@@ -772,9 +773,11 @@ async fn plan_edits(ws: &Workspace, instructions: &Value) -> Result<Value, Conne
                 };
                 let options = ins.get("options").cloned().unwrap_or(Value::Null);
                 let matcher = text_matcher(arg(ins, "search"), &options)?;
-                matcher
-                    .replace_all(text, arg(ins, "replacement"))
-                    .map_err(|e| format!("planEdits: replacing in {path} failed: {e}"))?
+                matcher.replace_all(text, arg(ins, "replacement")).map_err(|_| {
+                    format!(
+                        "planEdits: replacing in {path} failed: the pattern backtracked too much"
+                    )
+                })?
             }
         };
         let changed = before.as_deref() != Some(content.as_str());
@@ -863,72 +866,22 @@ fn search_options() -> Value {
 
 /// The matcher of a search, built as Think's `createTextMatcher` builds its `RegExp`: the
 /// query (escaped unless `regex`), `\b` around it for `wholeWord`, case folded when
-/// `caseSensitive` is false; the JS syntax is translated by grep's `jsregex`, so look-around
-/// and backreferences work, and `\d`, `\w`, `\b` and `.` keep their JS meaning.
-fn text_matcher(query: &str, options: &Value) -> Result<TextMatcher, ConnectorError> {
+/// `caseSensitive` is false; it is a JS regular expression (`crate::regexp`: V8's own in the
+/// Worker), so look-around, backreferences, `\d`, `\w`, `\b` and `.` are JS's.
+fn text_matcher(query: &str, options: &Value) -> Result<RegExp, ConnectorError> {
     if query.is_empty() {
         return Err("Search query must not be empty".into());
     }
-    let mut source = if flag(options, "regex") { query.to_owned() } else { escape_js(query) };
+    let mut source = if flag(options, "regex") { query.to_owned() } else { regexp::escape(query) };
     if flag(options, "wholeWord") {
         source = format!(r"\b(?:{source})\b");
     }
-    let invalid = |e: String| ConnectorError::from(format!("Invalid search pattern: {e}"));
-    let translated = crate::tools::workspace::grep::jsregex::translate(&source)
-        .ok_or_else(|| invalid(format!("Invalid regular expression: /{source}/")))?;
-    let fold = options.get("caseSensitive") == Some(&Value::Bool(false));
-    let pattern = &translated.pattern;
-    Ok(if translated.context_sensitive {
-        let built = fancy_regex::RegexBuilder::new(pattern).case_insensitive(fold).build();
-        TextMatcher::Fancy(built.map_err(|e| invalid(e.to_string()))?)
-    } else {
-        let built = regex::RegexBuilder::new(pattern).case_insensitive(fold).build();
-        TextMatcher::Plain(built.map_err(|e| invalid(e.to_string()))?)
-    })
-}
-
-/// A compiled search: the `regex` crate, or `fancy_regex` for look-around and
-/// backreferences (as grep's translation says).
-enum TextMatcher {
-    Plain(regex::Regex),
-    Fancy(fancy_regex::Regex),
-}
-
-impl TextMatcher {
-    /// The start and text of every match in `line`; a line where the backtracking limit
-    /// is hit has no further matches.
-    fn find_all<'t>(&self, line: &'t str) -> Vec<(usize, &'t str)> {
-        match self {
-            TextMatcher::Plain(r) => r.find_iter(line).map(|m| (m.start(), m.as_str())).collect(),
-            TextMatcher::Fancy(r) => {
-                r.find_iter(line).map_while(Result::ok).map(|m| (m.start(), m.as_str())).collect()
-            }
-        }
-    }
-
-    /// `text` with every match replaced by `replacement` taken literally (JS's
-    /// `replace(re, () => replacement)`).
-    fn replace_all(&self, text: &str, replacement: &str) -> Result<String, String> {
-        Ok(match self {
-            TextMatcher::Plain(r) => r.replace_all(text, regex::NoExpand(replacement)).into_owned(),
-            TextMatcher::Fancy(r) => r
-                .try_replacen(text, 0, fancy_regex::NoExpand(replacement))
-                .map_err(|e| e.to_string())?
-                .into_owned(),
-        })
-    }
-}
-
-/// JS's `escapeRegExp` as @cloudflare/shell writes it: `.*+?^${}()|[]\` get a backslash.
-fn escape_js(s: &str) -> String {
-    let mut out = String::with_capacity(s.len());
-    for c in s.chars() {
-        if ".*+?^${}()|[]\\".contains(c) {
-            out.push('\\');
-        }
-        out.push(c);
-    }
-    out
+    let flags = regexp::Flags {
+        ignore_case: options.get("caseSensitive") == Some(&Value::Bool(false)),
+        ..regexp::Flags::default()
+    };
+    RegExp::new(&source, flags)
+        .map_err(|e| ConnectorError::from(format!("Invalid search pattern: {e}")))
 }
 
 fn count_opt(options: &Value, key: &str) -> usize {
@@ -937,13 +890,14 @@ fn count_opt(options: &Value, key: &str) -> usize {
 
 /// Every match of `matcher` in `text`, as Think's `StateTextMatch` (1-based line and UTF-16
 /// column, with context lines when asked).
-fn matches_in(text: &str, matcher: &TextMatcher, options: &Value) -> Vec<Value> {
+fn matches_in(text: &str, matcher: &RegExp, options: &Value) -> Vec<Value> {
     let (before, after) = (count_opt(options, "contextBefore"), count_opt(options, "contextAfter"));
     let max = options.get("maxMatches").and_then(Value::as_u64).map(|n| n as usize);
     let lines: Vec<&str> = text.split('\n').collect();
     let mut out = Vec::new();
     for (i, line) in lines.iter().enumerate() {
-        for (start, found) in matcher.find_all(line) {
+        for (start, end) in matcher.find_all(line) {
+            let found = &line[start..end];
             let mut hit = json!({
                 "line": i + 1,
                 "column": line[..start].encode_utf16().count() + 1,
@@ -1439,7 +1393,7 @@ impl Connector for ToolsConnector {
     fn may_need_approval(&self, method: &str) -> bool {
         self.policy
             .patterns()
-            .any(|p| globset::Glob::new(p).is_ok_and(|g| g.compile_matcher().is_match(method)))
+            .any(|p| crate::tools::approval::NameGlob::new(p).is_ok_and(|g| g.is_match(method)))
     }
 
     fn validate(&self, method: &str, args: &Value) -> Result<(), ConnectorError> {

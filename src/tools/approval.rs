@@ -5,7 +5,6 @@
 
 use std::rc::Rc;
 
-use globset::{Glob, GlobMatcher};
 use serde_json::Value;
 
 /// A predicate over a call's input.
@@ -14,7 +13,7 @@ pub type InputPredicate = Rc<dyn Fn(&Value) -> bool>;
 #[derive(Clone)]
 struct Rule {
     pattern: String,
-    matcher: GlobMatcher,
+    matcher: NameGlob,
     when: Option<InputPredicate>,
 }
 
@@ -22,7 +21,7 @@ struct Rule {
 #[derive(Debug, Clone, PartialEq)]
 #[non_exhaustive]
 pub enum ApprovalError {
-    /// `pattern` did not compile; `reason` is globset's.
+    /// `pattern` is not a glob; `reason` says why.
     InvalidPattern {
         /// The pattern as given.
         pattern: String,
@@ -48,7 +47,7 @@ impl std::error::Error for ApprovalError {}
 pub struct ApprovalPolicy {
     rules: Vec<Rule>,
     /// Tools whose own annotations (an MCP tool's `destructiveHint`) do not ask for approval.
-    exempt: Vec<GlobMatcher>,
+    exempt: Vec<NameGlob>,
 }
 
 impl ApprovalPolicy {
@@ -120,13 +119,119 @@ impl ApprovalPolicy {
     }
 }
 
-fn compile(pattern: &str) -> Result<GlobMatcher, ApprovalError> {
-    Ok(Glob::new(pattern)
-        .map_err(|e| ApprovalError::InvalidPattern {
-            pattern: pattern.to_owned(),
-            reason: e.to_string(),
-        })?
-        .compile_matcher())
+fn compile(pattern: &str) -> Result<NameGlob, ApprovalError> {
+    NameGlob::new(pattern).map_err(|reason| ApprovalError::InvalidPattern {
+        pattern: pattern.to_owned(),
+        reason: reason.to_owned(),
+    })
+}
+
+/// A glob over tool names, with `globset`'s syntax for them: `*` any run of characters,
+/// `?` one character, `[ab]`/`[a-z]`/`[!a]`/`[^a]` a class, `{a,b}` alternatives (which nest
+/// and may hold glob syntax) and `\` an escape. Hand-written (about 90 lines) because
+/// `globset` forced `regex-automata`'s search optimisations into the wasm build, and tool
+/// names are short enough for a backtracking match.
+#[derive(Debug, Clone, PartialEq)]
+pub struct NameGlob(Vec<Token>);
+
+#[derive(Debug, Clone, PartialEq)]
+enum Token {
+    Char(char),
+    Any,
+    Star,
+    /// Ranges, and whether the class is negated.
+    Class(Vec<(char, char)>, bool),
+    Alternatives(Vec<Vec<Token>>),
+}
+
+impl NameGlob {
+    /// Parses `pattern`; the error says what is wrong with it.
+    pub fn new(pattern: &str) -> Result<NameGlob, &'static str> {
+        let chars: Vec<char> = pattern.chars().collect();
+        let mut at = 0;
+        let tokens = parse(&chars, &mut at, false)?;
+        Ok(NameGlob(tokens))
+    }
+
+    /// Whether `name` matches the whole glob.
+    pub fn is_match(&self, name: &str) -> bool {
+        let name: Vec<char> = name.chars().collect();
+        matches(&self.0, &name)
+    }
+}
+
+/// Tokens up to the end, or (inside braces) up to the `,` or `}` that ends an alternative.
+fn parse(p: &[char], at: &mut usize, in_braces: bool) -> Result<Vec<Token>, &'static str> {
+    let mut out = Vec::new();
+    while *at < p.len() {
+        let c = p[*at];
+        *at += 1;
+        out.push(match c {
+            '*' => Token::Star,
+            '?' => Token::Any,
+            '\\' => Token::Char(*p.get(*at).inspect(|_| *at += 1).ok_or("dangling '\\'")?),
+            '[' => class(p, at)?,
+            '{' => {
+                let mut alternatives = vec![parse(p, at, true)?];
+                while p.get(*at - 1) == Some(&',') {
+                    alternatives.push(parse(p, at, true)?);
+                }
+                Token::Alternatives(alternatives)
+            }
+            ',' | '}' if in_braces => return Ok(out),
+            '}' => return Err("unopened alternate group; missing '{'"),
+            c => Token::Char(c),
+        });
+    }
+    if in_braces {
+        return Err("unclosed alternate group; missing '}'");
+    }
+    Ok(out)
+}
+
+/// The class after a `[`: `]` first is a member, `-` between two characters a range.
+fn class(p: &[char], at: &mut usize) -> Result<Token, &'static str> {
+    let negated = matches!(p.get(*at), Some('!' | '^'));
+    if negated {
+        *at += 1;
+    }
+    let mut ranges = Vec::new();
+    let first = *at;
+    loop {
+        let Some(&c) = p.get(*at) else { return Err("unclosed character class; missing ']'") };
+        *at += 1;
+        if c == ']' && *at - 1 > first {
+            return Ok(Token::Class(ranges, negated));
+        }
+        match (p.get(*at), p.get(*at + 1)) {
+            (Some('-'), Some(&end)) if end != ']' => {
+                if end < c {
+                    return Err("invalid range in character class");
+                }
+                ranges.push((c, end));
+                *at += 2;
+            }
+            _ => ranges.push((c, c)),
+        }
+    }
+}
+
+fn matches(tokens: &[Token], name: &[char]) -> bool {
+    let Some((first, rest)) = tokens.split_first() else { return name.is_empty() };
+    let one = |ok: bool| ok && matches(rest, &name[1..]);
+    match first {
+        Token::Star => (0..=name.len()).any(|k| matches(rest, &name[k..])),
+        Token::Alternatives(alts) => alts.iter().any(|alt| {
+            let joined: Vec<Token> = alt.iter().chain(rest).cloned().collect();
+            matches(&joined, name)
+        }),
+        _ if name.is_empty() => false,
+        Token::Char(c) => one(name[0] == *c),
+        Token::Any => one(true),
+        Token::Class(ranges, negated) => {
+            one(ranges.iter().any(|&(a, b)| (a..=b).contains(&name[0])) != *negated)
+        }
+    }
 }
 
 #[cfg(test)]
@@ -161,5 +266,23 @@ mod tests {
         assert!(!p.needs_approval("write", &json!({"path": "/home/x"})));
         assert!(ApprovalPolicy::from_list("").unwrap().is_empty());
         assert!(ApprovalPolicy::from_list("a[").is_err());
+    }
+
+    #[test]
+    fn name_globs_follow_globset_syntax() {
+        let m = |p: &str, name: &str| NameGlob::new(p).unwrap().is_match(name);
+        assert!(m("tool_*_delete*", "tool_x_delete_all"));
+        assert!(!m("tool_*_delete*", "tool_x_list"));
+        assert!(m("a?c", "abc") && !m("a?c", "ac"));
+        assert!(m("[a-c]x", "bx") && !m("[a-c]x", "dx"));
+        assert!(m("[!a-c]x", "dx") && m("[^a]x", "bx") && !m("[!a-c]x", "ax"));
+        assert!(m("[]]", "]") && m("[a-]", "-"));
+        assert!(m("{read,write}_*", "write_file") && !m("{read,write}_*", "list_x"));
+        assert!(m("x{a,{b,c*}}", "xcz"), "nested alternatives with glob syntax");
+        assert!(m("a\\*", "a*") && !m("a\\*", "ab"));
+        assert!(m("*", "") && m("", ""));
+        for bad in ["[", "a[b", "{a", "a}", "\\", "[z-a]"] {
+            assert!(NameGlob::new(bad).is_err(), "{bad}");
+        }
     }
 }

@@ -12,6 +12,7 @@ mod http;
 pub mod idle;
 mod loader;
 mod r2;
+pub(crate) mod regexp;
 mod rpc;
 mod sockets;
 mod sql;

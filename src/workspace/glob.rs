@@ -1,4 +1,5 @@
-//! Glob patterns with Think's semantics, compiled to a Rust regex plus the literal parts SQL
+//! Glob patterns with Think's semantics, compiled to a JS regular expression (`u` mode, run by
+//! `crate::regexp`) plus the literal parts SQL
 //! can use to narrow the scan: a key range for the directory prefix and an exact suffix.
 //!
 //! `**/` matches zero or more directories, `**` anything, `*` anything but `/`, `?` one
@@ -7,14 +8,17 @@
 
 use super::error::{Errno, FsError};
 use super::path;
-use regex::Regex;
+use crate::regexp::{Flags, RegExp};
+use std::rc::Rc;
 
 /// A compiled glob.
 #[derive(Debug, Clone)]
 pub struct Glob {
     /// The pattern after path normalization (`**/*.ts` becomes `/**/*.ts`).
     pub pattern: String,
-    regex: Regex,
+    regex: Rc<RegExp>,
+    /// The source of `regex`.
+    source: String,
     /// What SQL can use to narrow candidate rows.
     pub prefilter: Prefilter,
     /// A literal every match ends with (e.g. `.ts`), if the pattern ends in one.
@@ -43,7 +47,9 @@ impl Glob {
         let mut re = String::from("^");
         translate(&chars, &mut re);
         re.push('$');
-        let regex = Regex::new(&re).map_err(|_| FsError::new(Errno::Inval, "glob", pattern))?;
+        let flags = Flags { unicode: true, ..Flags::default() };
+        let regex =
+            RegExp::new(&re, flags).map_err(|_| FsError::new(Errno::Inval, "glob", pattern))?;
         let prefilter = match literal_prefix(&normalized) {
             None => Prefilter::Exact(normalized.clone()),
             Some(prefix) => {
@@ -52,12 +58,12 @@ impl Glob {
             }
         };
         let suffix = literal_suffix(&chars);
-        Ok(Glob { pattern: normalized, regex, prefilter, suffix })
+        Ok(Glob { pattern: normalized, regex: Rc::new(regex), source: re, prefilter, suffix })
     }
 
     /// Whether a normalized path matches.
     pub fn is_match(&self, path: &str) -> bool {
-        self.regex.is_match(path)
+        self.regex.is_match(path).unwrap_or(false)
     }
 
     /// Whether every path matches (`/**` or `/**/*`), so callers can skip the regex.
@@ -83,7 +89,7 @@ impl Glob {
 
     /// The regex the glob compiled to, for diagnostics and tests.
     pub fn regex_str(&self) -> &str {
-        self.regex.as_str()
+        &self.source
     }
 }
 
@@ -120,8 +126,10 @@ fn literal_suffix(chars: &[char]) -> Option<String> {
 }
 
 fn push_literal(c: char, out: &mut String) {
-    let mut buf = [0u8; 4];
-    out.push_str(&regex::escape(c.encode_utf8(&mut buf)));
+    if "^$\\.*+?()[]{}|".contains(c) {
+        out.push('\\');
+    }
+    out.push(c);
 }
 
 fn translate(p: &[char], out: &mut String) {
@@ -132,10 +140,10 @@ fn translate(p: &[char], out: &mut String) {
                 if p.get(i + 1) == Some(&'*') {
                     i += 2;
                     if p.get(i) == Some(&'/') {
-                        out.push_str("(?:.+/)?");
+                        out.push_str("(?:[^\\n]+/)?");
                         i += 1;
                     } else {
-                        out.push_str(".*");
+                        out.push_str("[^\\n]*");
                     }
                 } else {
                     out.push_str("[^/]*");
@@ -154,7 +162,9 @@ fn translate(p: &[char], out: &mut String) {
                         match c {
                             '^' if k == 0 => out.push('^'),
                             '-' => out.push('-'),
-                            '\\' | '[' | '&' | '~' | '^' => {
+                            // `&` and `~` are plain in a JS class (`u` mode rejects
+                            // their escapes); the host translation escapes them for Rust.
+                            '\\' | '[' | '^' => {
                                 out.push('\\');
                                 out.push(c);
                             }

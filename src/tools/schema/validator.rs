@@ -12,53 +12,31 @@ use std::fmt::Write as _;
 
 use serde_json::{Map, Value};
 
+use crate::regexp::{Flags, RegExp};
+
 /// How deep schemas may nest while one value is checked (`$ref` cycles that never descend
 /// into the value end here instead of overflowing the stack).
 const MAX_DEPTH: usize = 128;
-/// Backtracking steps a `pattern` with look-around or backreferences may take per value.
-const BACKTRACK_LIMIT: usize = 100_000;
 /// How many enum options a message lists before it summarises the rest.
 const MAX_DISPLAYED_ENUM_VARIANTS: usize = 3;
 
-/// A `pattern` or `patternProperties` key, compiled once with the grep tool's translation
-/// of ECMA-262 syntax.
-enum Pattern {
-    Plain(regex::Regex),
-    Fancy(fancy_regex::Regex),
-    /// A Unicode property class the wasm build leaves out (`\p{Alphabetic}`; README): not
-    /// checked, rather than making the whole tool unusable.
-    Unchecked,
-}
+/// A `pattern` or `patternProperties` key, compiled once as ECMA-262 says (`u` mode, where
+/// `\p{…}` is a class); a pattern only valid without `u` is taken as JS would without it.
+struct Pattern(RegExp);
 
 impl Pattern {
     fn compile(source: &str) -> Result<Pattern, String> {
-        let fancy = |p: &str| {
-            fancy_regex::RegexBuilder::new(p).backtrack_limit(BACKTRACK_LIMIT).build().ok()
-        };
-        let translated = crate::tools::workspace::grep::jsregex::translate(source);
-        let built = match &translated {
-            Some(t) if t.context_sensitive => fancy(&t.pattern).map(Pattern::Fancy),
-            Some(t) => regex::Regex::new(&t.pattern).ok().map(Pattern::Plain),
-            None => None,
-        };
-        // Schema patterns follow ECMA-262's `u` mode, where `\p{L}` is a class: grep's
-        // translation (JS without `u`) does not take it, Rust's own syntax does.
-        let property = source.contains("\\p{") || source.contains("\\P{");
-        match built.or_else(|| if property { fancy(source).map(Pattern::Fancy) } else { None }) {
-            Some(p) => Ok(p),
-            None if property => Ok(Pattern::Unchecked),
-            None => Err(format!("{} is not a valid regular expression", Value::from(source))),
-        }
+        let unicode = Flags { unicode: true, ..Flags::default() };
+        RegExp::new(source, unicode)
+            .or_else(|_| RegExp::new(source, Flags::default()))
+            .map(Pattern)
+            .map_err(|_| format!("{} is not a valid regular expression", Value::from(source)))
     }
 
     /// Whether `text` matches; a pattern that gives up counts as a match, so a costly
     /// pattern never rejects valid input.
     fn is_match(&self, text: &str) -> bool {
-        match self {
-            Pattern::Plain(r) => r.is_match(text),
-            Pattern::Fancy(r) => r.is_match(text).unwrap_or(true),
-            Pattern::Unchecked => true,
-        }
+        self.0.is_match(text).unwrap_or(true)
     }
 }
 
@@ -1017,14 +995,13 @@ mod tests {
     }
 
     #[test]
-    fn patterns_have_general_categories_and_scripts_but_not_boolean_properties() {
+    fn patterns_have_unicode_properties() {
         let letters = json!({"pattern": "^\\p{L}+$"});
         assert!(problems(letters.clone(), json!("Ωmega")).is_empty());
         assert_eq!(problems(letters, json!("a1")), [": \"a1\" does not match \"^\\p{L}+$\""]);
         assert!(problems(json!({"pattern": "\\p{Greek}"}), json!("Ω")).is_empty());
-        // Left out of the regex crates' Unicode tables to keep the wasm small (README): the
-        // pattern is not checked, and the tool stays usable.
-        assert!(problems(json!({"pattern": "^\\p{Alphabetic}$"}), json!("12")).is_empty());
+        assert!(problems(json!({"pattern": "^\\p{Alphabetic}$"}), json!("Ω")).is_empty());
+        assert_eq!(problems(json!({"pattern": "^\\p{Alphabetic}$"}), json!("1")).len(), 1);
         assert!(compile(&json!({"pattern": "(x"})).is_err());
     }
 

@@ -103,7 +103,8 @@ pub(crate) struct FoldedScan {
     /// Bytes compared in full so far, to hand over to a linear automaton when comparisons
     /// dominate (text that is nearly the needle everywhere).
     compared: std::cell::Cell<usize>,
-    fallback: std::cell::OnceCell<Option<regex::bytes::Regex>>,
+    /// The needle's KMP failure table, built on the first hand-over.
+    fallback: std::cell::OnceCell<Vec<usize>>,
 }
 
 impl FoldedScan {
@@ -141,13 +142,41 @@ impl FoldedScan {
         self.compared.get() > 8 * scanned + 65_536
     }
 
-    /// The rest of the search on a linear-time automaton.
+    /// The rest of the search in linear time: Knuth-Morris-Pratt over ASCII-folded bytes (a
+    /// few lines where a regex automaton was used before, which the wasm build no longer has).
     fn find_linear(&self, hay: &[u8], from: usize) -> Option<usize> {
-        let automaton = self.fallback.get_or_init(|| {
-            let text = String::from_utf8_lossy(&self.needle);
-            regex::bytes::Regex::new(&format!("(?i-u){}", regex::escape(&text))).ok()
+        let needle = &self.needle;
+        if needle.is_empty() {
+            return (from <= hay.len()).then_some(from);
+        }
+        let fail = self.fallback.get_or_init(|| {
+            let mut fail = vec![0; needle.len()];
+            let mut k = 0;
+            for i in 1..needle.len() {
+                while k > 0 && needle[i] != needle[k] {
+                    k = fail[k - 1];
+                }
+                if needle[i] == needle[k] {
+                    k += 1;
+                }
+                fail[i] = k;
+            }
+            fail
         });
-        automaton.as_ref()?.find_at(hay, from).map(|m| m.start())
+        let mut k = 0;
+        for (i, &b) in hay.iter().enumerate().skip(from) {
+            let b = b.to_ascii_lowercase();
+            while k > 0 && b != needle[k] {
+                k = fail[k - 1];
+            }
+            if b == needle[k] {
+                k += 1;
+                if k == needle.len() {
+                    return Some(i + 1 - k);
+                }
+            }
+        }
+        None
     }
 
     /// Start of the first occurrence at or after `from`.

@@ -1,11 +1,13 @@
 //! `grep`: search file contents with a JS-style regular expression or a fixed string.
 
+#[cfg(not(target_arch = "wasm32"))]
 pub(crate) mod jsregex;
 mod literals;
 
 use super::ops::GrepOps;
 use super::scan::Literal;
 use super::{error_output, file_tool, FileToolKind, Int};
+use crate::regexp::{Flags, GaveUp, RegExp, Subject};
 use crate::tools::{ToolError, ToolRef};
 use crate::workspace::FileText;
 use crate::workspace::{GramBatch, GramQuery, GrepFile};
@@ -47,8 +49,7 @@ struct Input {
     context_lines: Option<Int>,
 }
 
-/// Think's `createGrepTool`. Regular expressions use JavaScript syntax (translated by
-/// `grep/jsregex.rs`); matching is case-insensitive unless `caseSensitive` is true.
+/// Think's `createGrepTool`. Regular expressions are JavaScript's (`crate::regexp`); matching is case-insensitive unless `caseSensitive` is true.
 pub fn grep_tool(ops: Rc<dyn GrepOps>) -> ToolRef {
     file_tool::<Grep>(ops)
 }
@@ -58,72 +59,25 @@ pub struct Matcher {
     kind: Kind,
     /// What a matching file must contain, for the workspace's trigram index.
     required: GramQuery,
-    /// Lines on which a backtracking pattern gave up (see [`BACKTRACK_LIMIT`]).
+    /// Lines on which a backtracking pattern gave up (the host engine's limit, `crate::regexp`).
     gave_up: std::cell::Cell<usize>,
 }
 
-/// Backtracking steps a pattern with look-around or backreferences may take on one line
-/// (`fancy_regex`'s default is 1,000,000); a line that needs more counts as no match.
-pub const BACKTRACK_LIMIT: usize = 100_000;
-/// Lines that may exceed [`BACKTRACK_LIMIT`] in one search before the search stops, so a
+/// Lines that may exceed the host engine's backtracking limit (`crate::regexp`; a line that
+/// needs more counts as no match) in one search before the search stops, so a
 /// catastrophic pattern costs at most this many limits in all.
 pub const MAX_GIVE_UPS: usize = 16;
 /// The note a search stopped by [`MAX_GIVE_UPS`] carries.
 pub const GAVE_UP_NOTE: &str = "The search stopped early: the regular expression backtracked too much on several lines. Simplify it (avoid nested quantifiers such as (a+)+).";
 
-/// A compiled regular expression: on the `regex` crate's automata when the pattern allows,
-/// on `fancy_regex`'s backtracker when it needs look-around or backreferences.
-enum Regex {
-    Plain(regex::Regex),
-    Fancy(fancy_regex::Regex),
-}
-
-impl Regex {
-    fn build(pattern: &str, fancy: bool, case_insensitive: bool) -> Option<Regex> {
-        Some(if fancy {
-            let built = fancy_regex::RegexBuilder::new(pattern)
-                .backtrack_limit(BACKTRACK_LIMIT)
-                .case_insensitive(case_insensitive)
-                .multi_line(true)
-                .build();
-            Regex::Fancy(built.ok()?)
-        } else {
-            let built = regex::RegexBuilder::new(pattern)
-                .case_insensitive(case_insensitive)
-                .multi_line(true)
-                .build();
-            Regex::Plain(built.ok()?)
-        })
-    }
-
-    /// Whether `text` contains a match; `None` when the backtracking limit was hit.
-    fn is_match(&self, text: &str) -> Option<bool> {
-        match self {
-            Regex::Plain(r) => Some(r.is_match(text)),
-            Regex::Fancy(r) => r.is_match(text).ok(),
-        }
-    }
-
-    /// The first match at or after `pos`, as a byte range.
-    fn find_from(&self, text: &str, pos: usize) -> Option<(usize, usize)> {
-        match self {
-            Regex::Plain(r) => r.find_at(text, pos).map(|m| (m.start(), m.end())),
-            Regex::Fancy(r) => {
-                r.find_from_pos(text, pos).ok().flatten().map(|m| (m.start(), m.end()))
-            }
-        }
-    }
+/// Think's flags (`gi` unless case-sensitive), with `m` for the search over a whole file.
+fn flags(case_sensitive: bool) -> Flags {
+    Flags { ignore_case: !case_sensitive, multi_line: true, unicode: false }
 }
 
 enum Kind {
-    Regex {
-        regex: Regex,
-        /// Look-around or backreferences: run per line instead of over the whole file.
-        per_line: bool,
-        /// For a per-line pattern, a plain pattern matching at least its lines, which finds
-        /// the candidate lines over the whole file.
-        prefilter: Option<regex::Regex>,
-    },
+    /// A JS regular expression (see `crate::regexp`).
+    Regex(RegExp),
     /// A fixed string, compared bytewise: several times faster than a regex.
     Literal(Literal),
     /// A fixed string with a line break: no single line can contain it.
@@ -146,16 +100,14 @@ impl Matcher {
         self.gave_up.get() >= MAX_GIVE_UPS
     }
 
-    /// Whether `text` matches, counting a backtracking limit hit.
-    fn regex_match(&self, regex: &Regex, text: &str) -> bool {
-        match regex.is_match(text) {
-            Some(found) => found,
-            None => {
-                self.gave_up.set(self.gave_up.get() + 1);
-                false
-            }
-        }
+    /// Counts a backtracking give-up as no match.
+    fn counted<T: Default>(&self, result: Result<T, GaveUp>) -> T {
+        result.unwrap_or_else(|GaveUp| {
+            self.gave_up.set(self.gave_up.get() + 1);
+            T::default()
+        })
     }
+
     /// Compiles `query` as Think would (`new RegExp(q, caseSensitive ? "g" : "gi")`);
     /// `None` when it is not a valid pattern.
     pub fn new(query: &str, fixed: bool, case_sensitive: bool) -> Option<Matcher> {
@@ -169,22 +121,11 @@ impl Matcher {
             let required = GramQuery::Literal(query.as_bytes().to_ascii_lowercase());
             return Some(Matcher::of(Kind::Literal(literal), required));
         }
-        let (pattern, per_line, prefilter) = if fixed {
-            (regex::escape(query), false, None)
-        } else {
-            let t = jsregex::translate(query)?;
-            (t.pattern, t.context_sensitive, t.prefilter)
-        };
-        let regex = Regex::build(&pattern, per_line, !case_sensitive)?;
-        let required = match per_line {
-            true => GramQuery::All,
-            false => literals::required(&pattern, !case_sensitive),
-        };
-        let prefilter = prefilter.and_then(|p| match Regex::build(&p, false, !case_sensitive) {
-            Some(Regex::Plain(r)) => Some(r),
-            _ => None,
-        });
-        Some(Matcher::of(Kind::Regex { regex, per_line, prefilter }, required))
+        let source =
+            if fixed { Cow::Owned(crate::regexp::escape(query)) } else { Cow::Borrowed(query) };
+        let regex = RegExp::new(&source, flags(case_sensitive)).ok()?;
+        let required = literals::required(&source, !case_sensitive);
+        Some(Matcher::of(Kind::Regex(regex), required))
     }
 
     /// The byte range of the first match in one line.
@@ -192,7 +133,7 @@ impl Matcher {
         match &self.kind {
             Kind::Never => None,
             Kind::Literal(f) => f.find(line.as_bytes(), 0).map(|at| (at, at + f.len())),
-            Kind::Regex { regex, .. } => regex.find_from(line, 0),
+            Kind::Regex(regex) => regex.find_at(&Subject::new(line), 0).ok().flatten(),
         }
     }
 
@@ -202,25 +143,32 @@ impl Matcher {
         if max == 0 {
             return out;
         }
+        let subject;
         let regex = match &self.kind {
             Kind::Never => return out,
-            Kind::Regex { regex, per_line: true, prefilter: None } => {
-                for (i, line) in content.split('\n').enumerate() {
-                    if self.gave_up() {
-                        break;
-                    }
-                    if self.regex_match(regex, line) {
-                        out.push(i);
-                        if out.len() >= max {
-                            break;
-                        }
-                    }
-                }
-                return out;
+            Kind::Regex(regex) => {
+                subject = Subject::new(content);
+                Some((regex, &subject))
             }
-            Kind::Regex { regex, .. } => Some(regex),
             Kind::Literal(_) => None,
         };
+        if let Some((regex, subject)) = regex.filter(|(r, _)| r.per_line()) {
+            let mut start = 0;
+            for (i, line) in content.split('\n').enumerate() {
+                if self.gave_up() {
+                    break;
+                }
+                let end = start + line.len();
+                if self.counted(regex.is_match_in(subject, start, end)) {
+                    out.push(i);
+                    if out.len() >= max {
+                        break;
+                    }
+                }
+                start = end + 1;
+            }
+            return out;
+        }
         // Find candidates over the whole text, then (for a regex, whose match may span
         // lines) confirm each on its own line; no line with a match of its own is skipped.
         let bytes = content.as_bytes();
@@ -230,10 +178,7 @@ impl Matcher {
         while pos <= content.len() && !self.gave_up() {
             let start = match (&self.kind, regex) {
                 (Kind::Literal(f), _) => f.find(bytes, pos),
-                (Kind::Regex { prefilter: Some(pf), .. }, _) => {
-                    pf.find_at(content, pos).map(|m| m.start())
-                }
-                (_, Some(re)) => re.find_from(content, pos).map(|m| m.0),
+                (_, Some((re, s))) => self.counted(re.candidate_at(s, pos)),
                 _ => None,
             };
             let Some(start) = start else { break };
@@ -244,7 +189,7 @@ impl Matcher {
             line_no += bytecount::count(&bytes[counted_to..line_start], b'\n');
             counted_to = line_start;
             let confirmed = match regex {
-                Some(re) => self.regex_match(re, &content[line_start..line_end]),
+                Some((re, s)) => self.counted(re.is_match_in(s, line_start, line_end)),
                 None => true,
             };
             if confirmed {
