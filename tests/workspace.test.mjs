@@ -470,6 +470,26 @@ test("grep matches each line of the JS regex corpus exactly as JS's RegExp does"
   assert.ok(cases.some((c) => c.inputs.includes("\u212A") && c.flags === "gi"), "the corpus has KELVIN SIGN under i");
 });
 
+test("grep refuses an exponential pattern at once with a tool error, and the object keeps answering", async () => {
+  // V8's RegExp has no backtracking limit: before regexp::guard, /(a+)+$/ over this line ran
+  // into the 30 s CPU limit (1.9 s on 26 a's alone).
+  const tab = await open("ws-redos");
+  await callTool(tab, "write", { path: "/redos.txt", content: "a".repeat(5000) + "!" });
+  const started = Date.now();
+  const r = await callTool(tab, "grep", { query: "(a+)+$", include: "/redos.txt" });
+  assert.deepEqual(r.output, {
+    error:
+      'grep: the pattern "(a+)+$" nests a repeat inside a repeat ("(a+)+"), which can take exponential time; ' +
+      'use a single repeat such as "a+", or make what follows "a+" start with a character it cannot match',
+  });
+  const alt = await callTool(tab, "grep", { query: "^(a|ab)*$", include: "/redos.txt" });
+  assert.match(alt.output.error, /^grep: the pattern "\^\(a\|ab\)\*\$" repeats alternatives that can start with the same character/);
+  const ok = await callTool(tab, "grep", { query: "a+!$", include: "/redos.txt" });
+  assert.equal(ok.output.matches.length, 1);
+  assert.ok(Date.now() - started < 10_000, `${Date.now() - started} ms`);
+  tab.close();
+});
+
 test("edit and grep answer at once on a 1 MB line (issue 10: this froze workerd)", async () => {
   const tab = await open("ws-freeze");
   await callTool(tab, "write", { path: "/r.txt", content: "a".repeat(1_000_000) + "b" });

@@ -1202,6 +1202,7 @@ fn hash_algorithms_and_think_search_and_find_options() {
                 "lookbehind": search_re("(?<=foo)bar").await?,
                 "backref": search_re("(o)\\1").await?,
                 "badBounds": search_re("o{2,1}").await.unwrap_err(),
+                "exponential": search_re("(\\w|\\d)+$").await.unwrap_err(),
                 "md": paths(find(json!({"name": "*.md"})).await?),
                 "shallow": paths(find(json!({"maxDepth": 1, "type": ["directory"]})).await?),
                 "deep": find(json!({"minDepth": 2})).await?,
@@ -1249,6 +1250,14 @@ fn hash_algorithms_and_think_search_and_find_options() {
     assert_eq!(r["lookbehind"][0]["match"], "bar");
     assert_eq!(at(&r["backref"]), [(1, 2), (2, 2), (2, 11)]);
     assert_eq!(r["badBounds"], "Invalid search pattern: Invalid regular expression: /o{2,1}/");
+    let exponential = r["exponential"].as_str().unwrap();
+    assert!(
+        exponential.starts_with(
+            "Invalid search pattern: the pattern \"(\\w|\\d)+$\" repeats alternatives that can \
+             start with the same character (\"(\\w|\\d)+\")"
+        ),
+        "{exponential}"
+    );
     assert_eq!(r["md"], json!(["/o/sub/deep.md", "/o/t.md"]));
     assert_eq!(r["shallow"], json!(["/o/hollow", "/o/sub"]));
     assert_eq!(r["deep"].as_array().unwrap().len(), 1);

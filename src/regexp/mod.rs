@@ -8,11 +8,15 @@
 //! 1,403,076 B gzip before, see the figures table for after). On the host (`host.rs`, the
 //! unit tests) the pattern is translated by grep's `jsregex` and run on `regex`, or on
 //! `fancy_regex` with a backtracking limit when it needs look-around or backreferences.
-//! What differs between the two: irregexp has no backtracking limit, so a catastrophic
-//! pattern costs in the wasm build what it costs in Think (README, grep).
+//! Irregexp has no backtracking limit, so every pattern first passes [`guard`], which refuses
+//! the exponential shapes (`(a+)+`, `(a|ab)*`, a repeated backreference) on both engines
+//! alike; the host engine's limit stays as a second bound.
 
+pub mod guard;
 #[cfg(not(target_arch = "wasm32"))]
 mod host;
+
+pub use guard::Catastrophic;
 
 #[cfg(target_arch = "wasm32")]
 use crate::wasm::regexp as imp;
@@ -37,12 +41,21 @@ pub struct Flags {
 pub enum RegExpError {
     /// The pattern is not valid.
     Syntax(String),
+    /// The pattern is valid but can backtrack exponentially, so it is not run.
+    Catastrophic(Catastrophic),
+}
+
+impl From<Catastrophic> for RegExpError {
+    fn from(e: Catastrophic) -> RegExpError {
+        RegExpError::Catastrophic(e)
+    }
 }
 
 impl std::fmt::Display for RegExpError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
             RegExpError::Syntax(m) => f.write_str(m),
+            RegExpError::Catastrophic(e) => e.fmt(f),
         }
     }
 }
@@ -72,9 +85,12 @@ pub struct RegExp {
 }
 
 impl RegExp {
-    /// Compiles `source` as `new RegExp(source, flags)` would.
+    /// Compiles `source` as `new RegExp(source, flags)` would, then refuses it if [`guard`]
+    /// finds a shape that can backtrack exponentially (a syntax error is reported first).
     pub fn new(source: &str, flags: Flags) -> Result<RegExp, RegExpError> {
-        Ok(RegExp { inner: imp::RegExp::new(source, flags)? })
+        let inner = imp::RegExp::new(source, flags)?;
+        guard::check(source, flags)?;
+        Ok(RegExp { inner })
     }
 
     /// Whether a match can depend on text outside the line it is on (look-around), so that

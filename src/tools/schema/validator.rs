@@ -12,7 +12,7 @@ use std::fmt::Write as _;
 
 use serde_json::{Map, Value};
 
-use crate::regexp::{Flags, RegExp};
+use crate::regexp::{Flags, RegExp, RegExpError};
 
 /// How deep schemas may nest while one value is checked (`$ref` cycles that never descend
 /// into the value end here instead of overflowing the stack).
@@ -22,21 +22,24 @@ const MAX_DISPLAYED_ENUM_VARIANTS: usize = 3;
 
 /// A `pattern` or `patternProperties` key, compiled once as ECMA-262 says (`u` mode, where
 /// `\p{…}` is a class); a pattern only valid without `u` is taken as JS would without it.
-struct Pattern(RegExp);
+/// `None` for a valid pattern that can backtrack exponentially (`crate::regexp::guard`): it is
+/// not run, and every text counts as matching it, as when the host engine gives up, so the
+/// schema and its tool stay usable and a costly pattern never rejects valid input.
+struct Pattern(Option<RegExp>);
 
 impl Pattern {
     fn compile(source: &str) -> Result<Pattern, String> {
         let unicode = Flags { unicode: true, ..Flags::default() };
-        RegExp::new(source, unicode)
-            .or_else(|_| RegExp::new(source, Flags::default()))
-            .map(Pattern)
-            .map_err(|_| format!("{} is not a valid regular expression", Value::from(source)))
+        match RegExp::new(source, unicode).or_else(|_| RegExp::new(source, Flags::default())) {
+            Ok(re) => Ok(Pattern(Some(re))),
+            Err(RegExpError::Catastrophic(_)) => Ok(Pattern(None)),
+            Err(_) => Err(format!("{} is not a valid regular expression", Value::from(source))),
+        }
     }
 
-    /// Whether `text` matches; a pattern that gives up counts as a match, so a costly
-    /// pattern never rejects valid input.
+    /// Whether `text` matches; a pattern that gives up or is not run counts as a match.
     fn is_match(&self, text: &str) -> bool {
-        self.0.is_match(text).unwrap_or(true)
+        self.0.as_ref().is_none_or(|re| re.is_match(text).unwrap_or(true))
     }
 }
 
@@ -1003,6 +1006,17 @@ mod tests {
         assert!(problems(json!({"pattern": "^\\p{Alphabetic}$"}), json!("Ω")).is_empty());
         assert_eq!(problems(json!({"pattern": "^\\p{Alphabetic}$"}), json!("1")).len(), 1);
         assert!(compile(&json!({"pattern": "(x"})).is_err());
+    }
+
+    #[test]
+    fn an_exponential_pattern_is_left_unchecked() {
+        let schema =
+            json!({"properties": {"name": {"type": "string", "pattern": "^(\\w+\\s?)*$"}}});
+        let input = json!({"name": format!("{}!", "a".repeat(5_000))});
+        let started = std::time::Instant::now();
+        assert!(problems(schema, input).is_empty());
+        assert!(started.elapsed() < std::time::Duration::from_secs(1));
+        assert!(problems(json!({"pattern": "^a+$"}), json!("b")).len() == 1);
     }
 
     #[test]

@@ -129,8 +129,13 @@ fn grep_lines_and_context_stay_bounded() {
             assert!(text.len() < 200 * 21 * 2_100, "{q}: {} bytes", text.len());
         }
     }
-    // A catastrophic pattern stops the search early, with a note.
+    // An exponential pattern is refused before it runs (`regexp::guard`) ...
     let out = within(BOUND, "grep catastrophic", || call(&grep, json!({"query": "^(a|a)+\\1$"})));
+    let error = out.0["error"].as_str().unwrap_or_default();
+    assert!(error.starts_with("grep: the pattern \"^(a|a)+\\1$\" repeats"), "{}", out.0);
+    // ... and a polynomial one the host engine gives up on stops the search early, with a note.
+    let costly = "^(a*)(a*)(a*)(a*)(a*)(a*)(?=!)a";
+    let out = within(BOUND, "grep costly", || call(&grep, json!({"query": costly})));
     assert_eq!(out.0["truncated"], json!(true));
     assert_eq!(out.0["note"], json!(grep::GAVE_UP_NOTE));
     for _ in 0..20 {
@@ -288,7 +293,7 @@ fn js_regex_translation_stays_bounded() {
     for p in &patterns {
         let shown: String = p.chars().take(40).collect();
         within(BOUND, &format!("regex {shown:?} ({} chars)", p.len()), || {
-            if let Some(m) = grep::Matcher::new(p, false, false) {
+            if let Ok(m) = grep::Matcher::new(p, false, false) {
                 m.matching_lines(&"aé1 b\n".repeat(10_000), 200);
             }
         });

@@ -7,7 +7,7 @@ mod literals;
 use super::ops::GrepOps;
 use super::scan::Literal;
 use super::{error_output, file_tool, FileToolKind, Int};
-use crate::regexp::{Flags, GaveUp, RegExp, Subject};
+use crate::regexp::{Flags, GaveUp, RegExp, RegExpError, Subject};
 use crate::tools::{ToolError, ToolRef};
 use crate::workspace::FileText;
 use crate::workspace::{GramBatch, GramQuery, GrepFile};
@@ -109,23 +109,23 @@ impl Matcher {
     }
 
     /// Compiles `query` as Think would (`new RegExp(q, caseSensitive ? "g" : "gi")`);
-    /// `None` when it is not a valid pattern.
-    pub fn new(query: &str, fixed: bool, case_sensitive: bool) -> Option<Matcher> {
+    /// an error when it is not a valid pattern or one that can backtrack exponentially.
+    pub fn new(query: &str, fixed: bool, case_sensitive: bool) -> Result<Matcher, RegExpError> {
         if fixed && query.contains('\n') {
-            return Some(Matcher::of(Kind::Never, GramQuery::All));
+            return Ok(Matcher::of(Kind::Never, GramQuery::All));
         }
         // Case-insensitive JS matching of an ASCII pattern is ASCII case folding exactly;
         // other case-insensitive strings go to the (Unicode-folding) regex.
         if fixed && !query.is_empty() && (case_sensitive || query.is_ascii()) {
             let literal = Literal::new(query.as_bytes(), !case_sensitive);
             let required = GramQuery::Literal(query.as_bytes().to_ascii_lowercase());
-            return Some(Matcher::of(Kind::Literal(literal), required));
+            return Ok(Matcher::of(Kind::Literal(literal), required));
         }
         let source =
             if fixed { Cow::Owned(crate::regexp::escape(query)) } else { Cow::Borrowed(query) };
-        let regex = RegExp::new(&source, flags(case_sensitive)).ok()?;
+        let regex = RegExp::new(&source, flags(case_sensitive))?;
         let required = literals::required(&source, !case_sensitive);
-        Some(Matcher::of(Kind::Regex(regex), required))
+        Ok(Matcher::of(Kind::Regex(regex), required))
     }
 
     /// The byte range of the first match in one line.
@@ -230,14 +230,20 @@ impl FileToolKind for Grep {
 
     async fn run(ops: &dyn GrepOps, input: Input) -> Result<Value, ToolError> {
         let pattern = input.include.as_deref().unwrap_or("**/*");
-        let Some(matcher) = Matcher::new(
+        let matcher = match Matcher::new(
             &input.query,
             input.fixed_string.unwrap_or(false),
             input.case_sensitive.unwrap_or(false),
-        ) else {
-            // As in Think, a bad glob is reported before a bad regex.
-            ops.glob_files(pattern).await?;
-            return Ok(error_output(format!("Invalid regex: {}", input.query)));
+        ) {
+            Ok(matcher) => matcher,
+            Err(e) => {
+                // As in Think, a bad glob is reported before a bad regex.
+                ops.glob_files(pattern).await?;
+                return Ok(error_output(match e {
+                    RegExpError::Catastrophic(c) => format!("grep: {c}"),
+                    _ => format!("Invalid regex: {}", input.query),
+                }));
+            }
         };
         let mut tally =
             Tally { ctx: input.context_lines.map_or(0, |c| c.0 as usize), ..Tally::default() };
