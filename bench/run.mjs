@@ -382,7 +382,10 @@ async function main() {
 
   const persistDir = fs.mkdtempSync(path.join(os.tmpdir(), "think-bench-"));
   const inspectorPort = 9300 + Math.floor(Math.random() * 500);
-  const mf = new Miniflare({ ...(await codemode.addWorkers(miniflareOptions(persistDir))), inspectorPort });
+  // The Code Mode rows' workers (the agent's build among them) only load when those rows run.
+  const options = miniflareOptions(persistDir);
+  const withCodemode = !ONLY || ONLY.test("execute");
+  const mf = new Miniflare({ ...(withCodemode ? await codemode.addWorkers(options) : options), inspectorPort });
   await mf.ready;
   const workers = { rust: await mf.getWorker("rust"), ts: await mf.getWorker("ts") };
   console.log(

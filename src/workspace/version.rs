@@ -167,14 +167,23 @@ impl Workspace {
             )"
         );
         self.sql.exec(&create, &[])?;
-        let schema = self
+        let (t, ns) = (&self.t, &self.namespace);
+        // The table's schema, and whether the trigger of the first lazy-note version (which
+        // only kept old text, and would fill the notes the model's writes now make) is there.
+        let found = self
             .sql
-            .exec("SELECT sql FROM sqlite_master WHERE type = 'table' AND name = ?", &[text(h)])
-            .ok()
-            .and_then(|rows| rows.into_iter().next())
-            .and_then(|row| row.into_iter().next())
-            .and_then(SqlValue::into_string)
+            .exec(
+                "SELECT type, sql FROM sqlite_master WHERE (type = 'table' AND name = ?)
+                   OR (type = 'trigger' AND name = ?)",
+                &[text(h), SqlValue::Text(format!("cf_wshist_upd_{ns}"))],
+            )
+            .unwrap_or_default();
+        let schema = found
+            .iter()
+            .find(|r| col_opt_str(r, 0).as_deref() == Some("table"))
+            .and_then(|r| col_opt_str(r, 1))
             .map(|sql| sql.to_ascii_uppercase());
+        let old_trigger = found.iter().any(|r| col_opt_str(r, 0).as_deref() == Some("trigger"));
         let old = schema.as_deref().is_some_and(|sql| sql.contains("WITHOUT ROWID"));
         if !old && schema.as_deref().is_some_and(|sql| !sql.contains("PENDING")) {
             self.sql.exec(
@@ -199,24 +208,40 @@ impl Workspace {
             };
             self.sql.transaction(&mut rebuild)?;
         }
-        let (t, ns) = (&self.t, &self.namespace);
+        if old_trigger {
+            self.sql.exec(&format!("DROP TRIGGER IF EXISTS cf_wshist_upd_{ns}"), &[])?;
+        }
         let keep_old = format!(
             "UPDATE {h} SET content = OLD.content, pending = 0 WHERE path = OLD.path AND pending = 1"
         );
-        self.sql.exec(
-            &format!(
-                "CREATE TRIGGER IF NOT EXISTS cf_wshist_upd_{ns} AFTER UPDATE OF content, version, path
-                 ON {t} BEGIN {keep_old}; END"
+        // The model's own write of a file (`changed_by = 'tool'`, only the file tools write
+        // that) is noted as seen by the write's statement itself, as `remember_stored` notes
+        // it. On an update the old text goes into the pending notes first, in the same
+        // trigger: two triggers on one event run in no defined order, and the old text
+        // must not land in the new note.
+        let note = format!(
+            "INSERT INTO {h} (path, slot, version, hash, content, pending)
+             SELECT NEW.path, NEW.version % {MAX_HISTORY_VERSIONS}, NEW.version, NEW.hash, NULL,
+               typeof(NEW.content) = 'text' AND NEW.size <= {MAX_HISTORY_BYTES}
+             WHERE NEW.changed_by = 'tool' AND NEW.type = 'file'
+             {UPSERT_NOTE}"
+        );
+        for ddl in [
+            format!(
+                "CREATE TRIGGER IF NOT EXISTS cf_wshist_change_{ns} AFTER UPDATE OF content, version, path
+                 ON {t} BEGIN {keep_old}; {note}; END"
             ),
-            &[],
-        )?;
-        self.sql.exec(
-            &format!(
+            format!(
+                "CREATE TRIGGER IF NOT EXISTS cf_wshist_new_{ns} AFTER INSERT ON {t}
+                 WHEN NEW.changed_by = 'tool' AND NEW.type = 'file' BEGIN {note}; END"
+            ),
+            format!(
                 "CREATE TRIGGER IF NOT EXISTS cf_wshist_del_{ns} AFTER DELETE ON {t}
                  BEGIN {keep_old}; END"
             ),
-            &[],
-        )?;
+        ] {
+            self.sql.exec(&ddl, &[])?;
+        }
         Ok(())
     }
 
@@ -354,7 +379,7 @@ impl Workspace {
     ) -> Result<(), StaleWrite> {
         if let Some(guard) = self.write_guard(expected) {
             if self.write_guarded(path, content, mime, &guard)? {
-                self.remember_stored(path)?;
+                self.note_written(path)?;
                 return Ok(());
             }
         }
@@ -373,7 +398,7 @@ impl Workspace {
         mime: &str,
     ) -> Result<(), FsError> {
         if self.rewrite_inline(path, content, mime)? {
-            self.remember_stored(path)?;
+            self.note_written(path)?;
             return Ok(());
         }
         self.write_file(path, content, mime).await?;
@@ -415,6 +440,16 @@ impl Workspace {
         }
     }
 
+    /// Notes the inline text a fast write just left at `path` as seen: the write's own
+    /// statement did when the model's tools wrote it (the history triggers note every
+    /// `changed_by = 'tool'` write), a second statement does for any other writer.
+    fn note_written(&self, path: &str) -> Result<(), FsError> {
+        if self.writer() == Writer::Tool {
+            return Ok(());
+        }
+        self.remember_stored(path)
+    }
+
     /// Notes the current inline text of `path` as seen, without copying it: the note is
     /// `pending` (its text is the live row's, copied by the history trigger once this version
     /// is overwritten) when [`Workspace::remember_seen`] would have kept the text. The same
@@ -425,7 +460,7 @@ impl Workspace {
             &format!(
                 "INSERT INTO {h} (path, slot, version, hash, content, pending)
                  SELECT path, version % {MAX_HISTORY_VERSIONS}, version, hash, NULL,
-                   typeof(content) = 'text' AND length(CAST(content AS BLOB)) <= {MAX_HISTORY_BYTES}
+                   typeof(content) = 'text' AND size <= {MAX_HISTORY_BYTES}
                  FROM {t} WHERE path = ? AND type = 'file'
                  {UPSERT_NOTE}",
                 t = self.t,
