@@ -20,7 +20,7 @@ use wasm_bindgen::{closure::ScopedClosure, prelude::wasm_bindgen, JsCast, JsValu
 use crate::store::{Row, Sql, SqlValue, StoreError};
 
 #[wasm_bindgen(inline_js = r#"
-import { createHash } from "node:crypto";
+import * as nodeCrypto from "node:crypto";
 const encoder = new TextEncoder();
 const SMALL = 1 << 16;
 // Result values longer than this go out of band (tags 5 and 6), fetched by `takeLarge`.
@@ -30,6 +30,7 @@ const SMALL = 1 << 16;
 const LARGE = 1 << 16;
 const LARGE_BYTES = 1 << 12;
 let large = [];
+const uniqueNames = new Map();
 let buf = new Uint8Array(SMALL);
 let view = new DataView(buf.buffer);
 function room(pos, extra) {
@@ -90,9 +91,12 @@ function unpackParams(p, big) {
 }
 // SHA-256 in wasm costs about as much as the write of the content it versions; the
 // platform's native one (node:crypto, which the agent has under nodejs_compat, as the bash
-// tool's node:zlib) is many times faster.
+// tool's node:zlib) is many times faster. The one-shot `hash` skips the stream object that
+// `createHash` sets up (half the cost for a 10 KB file); `createHash` where it is missing.
+const oneShot = typeof nodeCrypto.hash === "function" ? nodeCrypto.hash : null;
 export function sha256Prefix(bytes) {
-  return createHash("sha256").update(bytes).digest("hex").slice(0, 16);
+  const hex = oneShot ? oneShot("sha256", bytes, "hex") : nodeCrypto.createHash("sha256").update(bytes).digest("hex");
+  return hex.slice(0, 16);
 }
 export function takeLarge(i) {
   const v = large[i];
@@ -108,16 +112,16 @@ export function execPacked(sql, query, packedParams, big) {
   const cols = names.length;
   // Rows as objects (`toArray`), read in column order: workerd keeps memory for every
   // `raw()` cursor (hundreds of bytes each, never freed), but not for these. Duplicate
-  // column names would collide in an object, so such results come through `raw()`.
-  let unique = true;
-  for (let i = 0; i < cols && unique; i++) {
-    for (let j = i + 1; j < cols; j++) {
-      if (names[i] === names[j]) {
-        unique = false;
-        break;
-      }
-    }
+  // column names would collide in an object, so such results come through `raw()`. Whether
+  // a query's names are unique is remembered per query text (and column count, which a
+  // `SELECT *` changes with the schema).
+  let known = uniqueNames.get(query);
+  if (known === undefined || known.cols !== cols) {
+    known = { cols, unique: new Set(names).size === cols };
+    if (uniqueNames.size >= 512) uniqueNames.clear();
+    uniqueNames.set(query, known);
   }
+  const unique = known.unique;
   const all = unique ? cursor.toArray() : Array.from(cursor.raw());
   let pos = 8;
   const rows = all.length;

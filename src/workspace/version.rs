@@ -284,15 +284,18 @@ impl Workspace {
     /// without a token (the caller notes what it reads itself).
     pub fn stat_with_seen_text(&self, path: &str) -> Result<Option<StatSeen>, FsError> {
         let norm = path::normalize(path, "stat")?;
+        // The path and name are the normalized path and its last segment, so they are not
+        // selected; the two flags come as one number (bit 1: noted, bit 0: stored as text).
+        // Every column a row carries costs a JavaScript value and its packing.
         let rows = self.exec(
             &format!(
-                "SELECT {INFO_COLS}, version, hash,
-                   typeof(content) = 'text' AND hash IS NOT NULL AND EXISTS (SELECT 1 FROM {h} s
+                "SELECT type, mime_type, size, created_at, modified_at, target, version, hash,
+                   2 * (typeof(content) = 'text' AND hash IS NOT NULL AND EXISTS (SELECT 1 FROM {h} s
                      WHERE s.path = f.path AND s.slot = f.version % {MAX_HISTORY_VERSIONS}
                        AND s.version = f.version AND s.hash = f.hash
                        AND (typeof(s.content) = 'text' OR s.pending = 1)
-                         = (f.size <= {MAX_HISTORY_BYTES})),
-                   typeof(content) = 'text',
+                         = (f.size <= {MAX_HISTORY_BYTES})))
+                   + (typeof(content) = 'text'),
                    CASE WHEN type = 'file' AND storage = 'inline'
                      AND substr(mime_type, 1, 5) = 'text/' THEN CAST(content AS BLOB) END
                  FROM {t} f WHERE path = ?",
@@ -304,7 +307,7 @@ impl Workspace {
         let Some(mut row) = rows.into_iter().next() else {
             return Ok(self.stat(path)?.map(|info| (info, None, None)));
         };
-        if row.get(2).and_then(SqlValue::as_str) == Some("symlink") {
+        if row.first().and_then(SqlValue::as_str) == Some("symlink") {
             return Ok(self.stat(path)?.map(|info| (info, None, None)));
         }
         // The text comes as the bytes SQLite holds (`CAST … AS BLOB`): no detour through a
@@ -314,14 +317,24 @@ impl Workspace {
             Some(SqlValue::Blob(b)) => Some(Content::Bytes(b).into_text()),
             _ => None,
         };
-        let stored_text = row.pop().and_then(|v| v.as_i64()) == Some(1);
-        let noted = row.pop().and_then(|v| v.as_i64()) == Some(1);
+        let flags = row.pop().and_then(|v| v.as_i64()).unwrap_or(0);
+        let (noted, stored_text) = (flags & 2 != 0, flags & 1 != 0);
         let hash = match row.pop() {
             Some(SqlValue::Text(s)) => Some(s),
             _ => None,
         };
         let counter = row.pop().and_then(|v| v.as_i64()).unwrap_or(0);
-        let info = info_from_row(row);
+        let target = Some(take_str(&mut row, 5)).filter(|t| !t.is_empty());
+        let info = FileInfo {
+            name: path::basename(&norm).to_owned(),
+            kind: EntryType::parse(row.first().and_then(SqlValue::as_str).unwrap_or("file")),
+            mime_type: take_str(&mut row, 1),
+            size: col_i64(&row, 2).max(0) as u64,
+            created_at: col_i64(&row, 3),
+            updated_at: col_i64(&row, 4),
+            target,
+            path: norm,
+        };
         let Some(content) = content else { return Ok(Some((info, None, None))) };
         let token = if noted || stored_text {
             if !noted {
