@@ -29,6 +29,9 @@ const SMALL = 1 << 16;
 // `CAST(content AS BLOB)` is the common case).
 const LARGE = 1 << 16;
 const LARGE_BYTES = 1 << 12;
+// Text results longer than this (file texts, long messages) are encoded into the caller's
+// scratch buffer in wasm memory when they fit (tag 8: offset and length there).
+const SCRATCH_TEXT = 1 << 10;
 let large = [];
 const uniqueNames = new Map();
 let buf = new Uint8Array(SMALL);
@@ -46,7 +49,7 @@ const decoder = new TextDecoder();
 // As wasm-bindgen decodes a `&str`: a leading BOM is kept.
 const bigDecoder = new TextDecoder("utf-8", { ignoreBOM: true });
 // Values are packed as a tag (0 null, 1 integer, 2 real, 3 text, 4 blob) and a payload
-// (f64, or u32 length + bytes), little-endian. A large value is left out: tag 5 (text) or
+// (f64, or u32 length + bytes), little-endian; tag 8 is text in the scratch buffer. A large value is left out: tag 5 (text) or
 // 6 (blob) and its u32 index for `takeLarge` in results, tag 5 (text) or 7 (blob) alone for
 // the `big` binding, a view of wasm memory: a blob is bound as that view, not copied into
 // the JS heap (SQLite copies it), so a large row written as a blob under `CAST(? AS TEXT)`
@@ -103,10 +106,11 @@ export function takeLarge(i) {
   large[i] = undefined;
   return typeof v === "string" ? encoder.encode(v) : v instanceof ArrayBuffer ? new Uint8Array(v) : new Uint8Array(v.buffer, v.byteOffset, v.byteLength);
 }
-export function execPacked(sql, query, packedParams, big) {
+export function execPacked(sql, query, packedParams, big, scratch) {
   // Large values go out of band, so the buffer stays small; one that grew is not kept.
   if (buf.length > 4 * SMALL) { buf = new Uint8Array(SMALL); view = new DataView(buf.buffer); }
   large = [];
+  let spos = 0;
   const cursor = sql.exec(query, ...unpackParams(packedParams, big));
   const names = cursor.columnNames;
   const cols = names.length;
@@ -138,6 +142,23 @@ export function execPacked(sql, query, packedParams, big) {
         buf[pos] = Number.isSafeInteger(n) ? 1 : 2;
         view.setFloat64(pos + 1, n, true);
         pos += 9;
+      } else if (typeof v === "string" && v.length > SCRATCH_TEXT && v.length <= LARGE && v.length <= scratch.length - spos) {
+        // Encoded straight into wasm memory: no JavaScript buffer, no copy out of one.
+        const { read, written } = encoder.encodeInto(v, scratch.subarray(spos));
+        if (read === v.length) {
+          room(pos, 9);
+          buf[pos] = 8;
+          view.setUint32(pos + 1, spos, true);
+          view.setUint32(pos + 5, written, true);
+          spos += written;
+          pos += 9;
+        } else {
+          room(pos, 5);
+          buf[pos] = 5;
+          view.setUint32(pos + 1, large.length, true);
+          large.push(v);
+          pos += 5;
+        }
       } else if ((typeof v === "string" && v.length > LARGE) || (typeof v === "object" && v.byteLength > LARGE_BYTES)) {
         room(pos, 5);
         buf[pos] = typeof v === "string" ? 5 : 6;
@@ -189,6 +210,7 @@ extern "C" {
         query: &str,
         params: &[u8],
         big: &[u8],
+        scratch: &mut [u8],
     ) -> Result<Uint8Array, JsValue>;
 
     /// The UTF-8 (text) or bytes (blob) of out-of-band result value `i` of the last call.
@@ -206,8 +228,14 @@ pub(crate) fn native_content_hash(bytes: &[u8]) -> String {
     sha256_prefix(bytes)
 }
 
-/// Text and blob bindings longer than this are passed on their own, not packed.
+/// Text bindings longer than this are passed on their own, not packed (JavaScript decodes
+/// them to a string).
 const LARGE_PARAM: usize = 1 << 16;
+/// Blob bindings longer than this are passed on their own: bound as a view of wasm memory,
+/// they cost no copy into the packed buffer and none out of it (SQLite copies them).
+const LARGE_BLOB_PARAM: usize = 1 << 12;
+/// The scratch buffer text results are encoded into (see `execPacked`).
+const SCRATCH_BYTES: usize = 1 << 16;
 
 /// `Sql` over `ctx.storage.sql`, with `transactionSync` for atomic groups.
 pub struct DoSql {
@@ -215,6 +243,8 @@ pub struct DoSql {
     sql: JsValue,
     /// `ctx.storage`, for `transactionSync`.
     storage: JsValue,
+    /// Where JavaScript encodes long text results, in wasm memory.
+    scratch: std::cell::RefCell<Vec<u8>>,
 }
 
 impl DoSql {
@@ -223,7 +253,7 @@ impl DoSql {
         let storage = state.storage();
         let raw: &JsValue = storage.as_raw().as_ref();
         let sql: JsValue = AsRef::<JsValue>::as_ref(&storage.sql()).clone();
-        Self { sql, storage: raw.clone() }
+        Self { sql, storage: raw.clone(), scratch: Default::default() }
     }
 }
 
@@ -231,7 +261,7 @@ impl DoSql {
 fn large_param(params: &[SqlValue]) -> Option<usize> {
     params.iter().position(|p| match p {
         SqlValue::Text(s) => s.len() > LARGE_PARAM,
-        SqlValue::Blob(b) => b.len() > LARGE_PARAM,
+        SqlValue::Blob(b) => b.len() > LARGE_BLOB_PARAM,
         _ => false,
     })
 }
@@ -281,8 +311,13 @@ fn pack(params: &[SqlValue], big: Option<usize>) -> Vec<u8> {
     out
 }
 
-/// Reads the buffer `execPacked` wrote; `large(i)` fetches out-of-band value `i`.
-fn decode(buf: &[u8], large: &mut dyn FnMut(u32) -> Vec<u8>) -> Result<Vec<Row>, StoreError> {
+/// Reads the buffer `execPacked` wrote; `large(i)` fetches out-of-band value `i`, and
+/// `scratch` holds the texts it encoded there.
+fn decode(
+    buf: &[u8],
+    scratch: &[u8],
+    large: &mut dyn FnMut(u32) -> Vec<u8>,
+) -> Result<Vec<Row>, StoreError> {
     let bad = || StoreError::Encoding("malformed result buffer".into());
     let mut pos = 0usize;
     let mut take = |n: usize| -> Result<&[u8], StoreError> {
@@ -318,6 +353,12 @@ fn decode(buf: &[u8], large: &mut dyn FnMut(u32) -> Vec<u8>) -> Result<Vec<Row>,
                     let len = u32_at(take(4)?);
                     SqlValue::Blob(take(len)?.to_vec())
                 }
+                8 => {
+                    let at = u32_at(take(4)?);
+                    let len = u32_at(take(4)?);
+                    let bytes = scratch.get(at..at + len).ok_or_else(bad)?;
+                    SqlValue::Text(String::from_utf8(bytes.to_vec()).map_err(|_| bad())?)
+                }
                 5 | 6 => {
                     let index = u32::try_from(u32_at(take(4)?)).map_err(|_| bad())?;
                     let bytes = large(index);
@@ -352,11 +393,21 @@ impl Sql for DoSql {
             Some(SqlValue::Blob(b)) => b,
             _ => &[],
         };
-        let packed =
-            exec_packed(&self.sql, sql, &pack(params, big), big_bytes).map_err(js_error)?;
+        // Not borrowed when a statement runs inside another's call (none does today).
+        let mut own = Vec::new();
+        let mut held = self.scratch.try_borrow_mut();
+        let scratch = match held.as_deref_mut() {
+            Ok(s) => s,
+            Err(_) => &mut own,
+        };
+        if scratch.len() < SCRATCH_BYTES {
+            scratch.resize(SCRATCH_BYTES, 0);
+        }
+        let packed = exec_packed(&self.sql, sql, &pack(params, big), big_bytes, scratch)
+            .map_err(js_error)?;
         // Each large value is copied once, into a buffer of its exact size.
         let mut large = |i: u32| take_large(i).to_vec();
-        decode(&packed.to_vec(), &mut large)
+        decode(&packed.to_vec(), scratch, &mut large)
     }
 
     fn transaction(&self, f: &mut dyn FnMut() -> Result<(), StoreError>) -> Result<(), StoreError> {

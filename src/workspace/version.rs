@@ -297,7 +297,7 @@ impl Workspace {
                          = (f.size <= {MAX_HISTORY_BYTES})))
                    + (typeof(content) = 'text'),
                    CASE WHEN type = 'file' AND storage = 'inline'
-                     AND substr(mime_type, 1, 5) = 'text/' THEN CAST(content AS BLOB) END
+                     AND substr(mime_type, 1, 5) = 'text/' THEN content END
                  FROM {t} f WHERE path = ?",
                 t = self.t,
                 h = self.h,
@@ -310,8 +310,8 @@ impl Workspace {
         if row.first().and_then(SqlValue::as_str) == Some("symlink") {
             return Ok(self.stat(path)?.map(|info| (info, None, None)));
         }
-        // The text comes as the bytes SQLite holds (`CAST … AS BLOB`): no detour through a
-        // JavaScript string, decoded from UTF-8 and encoded again.
+        // Text crosses into wasm encoded in place (see `wasm/sql.rs`); bytes stored under a
+        // text type are decoded as `read_file` decodes them.
         let content = match row.pop() {
             Some(SqlValue::Text(s)) => Some(s),
             Some(SqlValue::Blob(b)) => Some(Content::Bytes(b).into_text()),
@@ -358,7 +358,7 @@ impl Workspace {
         let norm = path::normalize(path, "stat")?;
         let rows = self.exec(
             &format!(
-                "SELECT {VERSION_COLS}, {}, CAST(content AS BLOB) FROM {} f
+                "SELECT {VERSION_COLS}, {}, content FROM {} f
                  WHERE path = ? AND type = 'file' AND storage = 'inline'",
                 self.newest_seen_sql(),
                 self.t,
