@@ -287,8 +287,8 @@ impl Workspace {
         // The path and name are the normalized path and its last segment, so they are not
         // selected; the two flags come as one number (bit 1: noted, bit 0: stored as text).
         // Every column a row carries costs a JavaScript value and its packing.
-        let rows = self.exec(
-            &format!(
+        let sql = self.read_sql.get_or_init(|| {
+            format!(
                 "SELECT type, mime_type, size, created_at, modified_at, target, version, hash,
                    2 * (typeof(content) = 'text' AND hash IS NOT NULL AND EXISTS (SELECT 1 FROM {h} s
                      WHERE s.path = f.path AND s.slot = f.version % {MAX_HISTORY_VERSIONS}
@@ -301,9 +301,9 @@ impl Workspace {
                  FROM {t} f WHERE path = ?",
                 t = self.t,
                 h = self.h,
-            ),
-            &[text(&norm)],
-        )?;
+            )
+        });
+        let rows = self.exec(sql, &[text(&norm)])?;
         let Some(mut row) = rows.into_iter().next() else {
             return Ok(self.stat(path)?.map(|info| (info, None, None)));
         };

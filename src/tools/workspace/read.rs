@@ -237,14 +237,17 @@ fn numbered(path: &str, content: &str, offset: Option<u64>, limit: Option<u64>) 
     }
     // SAFETY: `out` is a concatenation of whole UTF-8 sequences (see above).
     let out = unsafe { String::from_utf8_unchecked(out) };
-    // The text is moved into the output (`json!` would copy it).
-    let mut result = json!({"path": path, "content": null, "totalLines": total});
-    result["content"] = Value::String(out);
+    // Keys in Think's order, the map sized for all of them (a map that grows reallocates
+    // its entries and its index), the text moved in (`json!` would copy it).
+    let mut result = serde_json::Map::with_capacity(6);
+    result.insert("path".into(), Value::String(path.to_owned()));
+    result.insert("content".into(), Value::String(out));
+    result.insert("totalLines".into(), json!(total));
     if offset.is_some_and(|o| o > 0) || limit.is_some_and(|l| l > 0) {
-        result["fromLine"] = json!(start.saturating_add(1));
-        result["toLine"] = json!(end);
+        result.insert("fromLine".into(), json!(start.saturating_add(1)));
+        result.insert("toLine".into(), json!(end));
     }
-    result
+    Value::Object(result)
 }
 
 #[cfg(test)]
