@@ -94,8 +94,9 @@ function unpackParams(p, big) {
 }
 // SHA-256 in wasm costs about as much as the write of the content it versions; the
 // platform's native one (node:crypto, which the agent has under nodejs_compat, as the bash
-// tool's node:zlib) is many times faster. The one-shot `hash` skips the stream object that
-// `createHash` sets up (half the cost for a 10 KB file); `createHash` where it is missing.
+// tool's node:zlib) is many times faster. The one-shot `hash` where node:crypto has it: in
+// workerd it builds the same Hash object inside, so it only saves the JavaScript calls around
+// the native hash.
 const oneShot = typeof nodeCrypto.hash === "function" ? nodeCrypto.hash : null;
 export function sha256Prefix(bytes) {
   const hex = oneShot ? oneShot("sha256", bytes, "hex") : nodeCrypto.createHash("sha256").update(bytes).digest("hex");
