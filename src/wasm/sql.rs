@@ -237,6 +237,9 @@ const LARGE_PARAM: usize = 1 << 16;
 const LARGE_BLOB_PARAM: usize = 1 << 12;
 /// The scratch buffer text results are encoded into (see `execPacked`).
 const SCRATCH_BYTES: usize = 1 << 16;
+/// Texts longer than this go into the scratch buffer when it has room (`SCRATCH_TEXT` in
+/// `execPacked`); one that came packed instead makes the buffer be allocated.
+const SCRATCH_TEXT: usize = 1 << 10;
 
 /// `Sql` over `ctx.storage.sql`, with `transactionSync` for atomic groups.
 pub struct DoSql {
@@ -313,11 +316,13 @@ fn pack(params: &[SqlValue], big: Option<usize>) -> Vec<u8> {
 }
 
 /// Reads the buffer `execPacked` wrote; `large(i)` fetches out-of-band value `i`, and
-/// `scratch` holds the texts it encoded there.
+/// `scratch` holds the texts it encoded there. `long_text` is set when a text came out of
+/// band or packed that the scratch buffer could have held.
 fn decode(
     buf: &[u8],
     scratch: &[u8],
     large: &mut dyn FnMut(u32) -> Vec<u8>,
+    long_text: &mut bool,
 ) -> Result<Vec<Row>, StoreError> {
     let bad = || StoreError::Encoding("malformed result buffer".into());
     let mut pos = 0usize;
@@ -347,6 +352,7 @@ fn decode(
                 }
                 3 => {
                     let len = u32_at(take(4)?);
+                    *long_text |= len > SCRATCH_TEXT;
                     let bytes = take(len)?;
                     SqlValue::Text(String::from_utf8(bytes.to_vec()).map_err(|_| bad())?)
                 }
@@ -364,6 +370,7 @@ fn decode(
                     let index = u32::try_from(u32_at(take(4)?)).map_err(|_| bad())?;
                     let bytes = large(index);
                     if tag == 5 {
+                        *long_text |= bytes.len() <= SCRATCH_BYTES;
                         SqlValue::Text(String::from_utf8(bytes).map_err(|_| bad())?)
                     } else {
                         SqlValue::Blob(bytes)
@@ -394,21 +401,25 @@ impl Sql for DoSql {
             Some(SqlValue::Blob(b)) => b,
             _ => &[],
         };
-        // Not borrowed when a statement runs inside another's call (none does today).
+        // Empty until a long text first comes back (an instance that never reads one, like
+        // the short-lived ones at start, allocates none); borrowed unless a statement runs
+        // inside another's call, which none does.
         let mut own = Vec::new();
         let mut held = self.scratch.try_borrow_mut();
         let scratch = match held.as_deref_mut() {
             Ok(s) => s,
             Err(_) => &mut own,
         };
-        if scratch.len() < SCRATCH_BYTES {
-            scratch.resize(SCRATCH_BYTES, 0);
-        }
         let packed = exec_packed(&self.sql, sql, &pack(params, big), big_bytes, scratch)
             .map_err(js_error)?;
         // Each large value is copied once, into a buffer of its exact size.
         let mut large = |i: u32| take_large(i).to_vec();
-        decode(&packed.to_vec(), scratch, &mut large)
+        let mut long_text = false;
+        let rows = decode(&packed.to_vec(), scratch, &mut large, &mut long_text);
+        if long_text && scratch.len() < SCRATCH_BYTES {
+            scratch.resize(SCRATCH_BYTES, 0);
+        }
+        rows
     }
 
     fn transaction(&self, f: &mut dyn FnMut() -> Result<(), StoreError>) -> Result<(), StoreError> {
