@@ -36,6 +36,7 @@ const HERE = path.dirname(fileURLToPath(import.meta.url));
 const REPS = Math.max(1, Number(process.env.BENCH_REPS ?? 5));
 // Warm-up runs let both JITs (V8 for the JS, its wasm tiers for think-rs) settle first.
 const WARMUP = Math.max(0, Number(process.env.BENCH_WARMUP ?? 3));
+const RUST_BUILD = path.resolve(process.env.BENCH_RUST_BUILD ?? path.join(HERE, "rust-worker/build"));
 const ONLY = process.env.BENCH_ONLY ? new RegExp(process.env.BENCH_ONLY, "i") : null;
 
 // `worker` is the Miniflare worker a side runs in, `route` its timed route, `suffix` what
@@ -57,8 +58,9 @@ function miniflareOptions(persistDir) {
       {
         name: "rust",
         modules: true,
-        modulesRoot: path.join(HERE, "rust-worker"),
-        scriptPath: path.join(HERE, "rust-worker/build/index.js"),
+        // BENCH_RUST_BUILD: another build of the bench crate (a copy of its build/), for A/B runs.
+        modulesRoot: path.dirname(RUST_BUILD),
+        scriptPath: path.join(RUST_BUILD, "index.js"),
         modulesRules: [{ type: "CompiledWasm", include: ["**/*.wasm"], fallthrough: true }],
         compatibilityDate: "2025-11-01",
         // The bash tool's just-bash bundle imports node:zlib, as in the agent.
@@ -444,7 +446,10 @@ async function main() {
 
   const persistDir = fs.mkdtempSync(path.join(os.tmpdir(), "think-bench-"));
   const inspectorPort = 9300 + Math.floor(Math.random() * 500);
-  const mf = new Miniflare({ ...(await codemode.addWorkers(miniflareOptions(persistDir))), inspectorPort, handleRuntimeStdio: quietResets });
+  // The Code Mode rows' workers (the agent's build among them) only load when those rows run.
+  const options = miniflareOptions(persistDir);
+  const withCodemode = !ONLY || ONLY.test("execute");
+  const mf = new Miniflare({ ...(withCodemode ? await codemode.addWorkers(options) : options), inspectorPort, handleRuntimeStdio: quietResets });
   await mf.ready;
   const workers = { rust: await mf.getWorker("rust"), ts: await mf.getWorker("ts") };
   console.log(

@@ -20,7 +20,7 @@ use wasm_bindgen::{closure::ScopedClosure, prelude::wasm_bindgen, JsCast, JsValu
 use crate::store::{Row, Sql, SqlValue, StoreError};
 
 #[wasm_bindgen(inline_js = r#"
-import { createHash } from "node:crypto";
+import * as nodeCrypto from "node:crypto";
 const encoder = new TextEncoder();
 const SMALL = 1 << 16;
 // Result values longer than this go out of band (tags 5 and 6), fetched by `takeLarge`.
@@ -29,7 +29,11 @@ const SMALL = 1 << 16;
 // `CAST(content AS BLOB)` is the common case).
 const LARGE = 1 << 16;
 const LARGE_BYTES = 1 << 12;
+// Text results longer than this (file texts, long messages) are encoded into the caller's
+// scratch buffer in wasm memory when they fit (tag 8: offset and length there).
+const SCRATCH_TEXT = 1 << 10;
 let large = [];
+const uniqueNames = new Map();
 let buf = new Uint8Array(SMALL);
 let view = new DataView(buf.buffer);
 function room(pos, extra) {
@@ -45,7 +49,7 @@ const decoder = new TextDecoder();
 // As wasm-bindgen decodes a `&str`: a leading BOM is kept.
 const bigDecoder = new TextDecoder("utf-8", { ignoreBOM: true });
 // Values are packed as a tag (0 null, 1 integer, 2 real, 3 text, 4 blob) and a payload
-// (f64, or u32 length + bytes), little-endian. A large value is left out: tag 5 (text) or
+// (f64, or u32 length + bytes), little-endian; tag 8 is text in the scratch buffer. A large value is left out: tag 5 (text) or
 // 6 (blob) and its u32 index for `takeLarge` in results, tag 5 (text) or 7 (blob) alone for
 // the `big` binding, a view of wasm memory: a blob is bound as that view, not copied into
 // the JS heap (SQLite copies it), so a large row written as a blob under `CAST(? AS TEXT)`
@@ -90,34 +94,39 @@ function unpackParams(p, big) {
 }
 // SHA-256 in wasm costs about as much as the write of the content it versions; the
 // platform's native one (node:crypto, which the agent has under nodejs_compat, as the bash
-// tool's node:zlib) is many times faster.
+// tool's node:zlib) is many times faster. The one-shot `hash` where node:crypto has it: in
+// workerd it builds the same Hash object inside, so it only saves the JavaScript calls around
+// the native hash.
+const oneShot = typeof nodeCrypto.hash === "function" ? nodeCrypto.hash : null;
 export function sha256Prefix(bytes) {
-  return createHash("sha256").update(bytes).digest("hex").slice(0, 16);
+  const hex = oneShot ? oneShot("sha256", bytes, "hex") : nodeCrypto.createHash("sha256").update(bytes).digest("hex");
+  return hex.slice(0, 16);
 }
 export function takeLarge(i) {
   const v = large[i];
   large[i] = undefined;
   return typeof v === "string" ? encoder.encode(v) : v instanceof ArrayBuffer ? new Uint8Array(v) : new Uint8Array(v.buffer, v.byteOffset, v.byteLength);
 }
-export function execPacked(sql, query, packedParams, big) {
+export function execPacked(sql, query, packedParams, big, scratch) {
   // Large values go out of band, so the buffer stays small; one that grew is not kept.
   if (buf.length > 4 * SMALL) { buf = new Uint8Array(SMALL); view = new DataView(buf.buffer); }
   large = [];
+  let spos = 0;
   const cursor = sql.exec(query, ...unpackParams(packedParams, big));
   const names = cursor.columnNames;
   const cols = names.length;
   // Rows as objects (`toArray`), read in column order: workerd keeps memory for every
   // `raw()` cursor (hundreds of bytes each, never freed), but not for these. Duplicate
-  // column names would collide in an object, so such results come through `raw()`.
-  let unique = true;
-  for (let i = 0; i < cols && unique; i++) {
-    for (let j = i + 1; j < cols; j++) {
-      if (names[i] === names[j]) {
-        unique = false;
-        break;
-      }
-    }
+  // column names would collide in an object, so such results come through `raw()`. Whether
+  // a query's names are unique is remembered per query text (and column count, which a
+  // `SELECT *` changes with the schema).
+  let known = uniqueNames.get(query);
+  if (known === undefined || known.cols !== cols) {
+    known = { cols, unique: new Set(names).size === cols };
+    if (uniqueNames.size >= 512) uniqueNames.clear();
+    uniqueNames.set(query, known);
   }
+  const unique = known.unique;
   const all = unique ? cursor.toArray() : Array.from(cursor.raw());
   let pos = 8;
   const rows = all.length;
@@ -134,6 +143,23 @@ export function execPacked(sql, query, packedParams, big) {
         buf[pos] = Number.isSafeInteger(n) ? 1 : 2;
         view.setFloat64(pos + 1, n, true);
         pos += 9;
+      } else if (typeof v === "string" && v.length > SCRATCH_TEXT && v.length <= LARGE && v.length <= scratch.length - spos) {
+        // Encoded straight into wasm memory: no JavaScript buffer, no copy out of one.
+        const { read, written } = encoder.encodeInto(v, scratch.subarray(spos));
+        if (read === v.length) {
+          room(pos, 9);
+          buf[pos] = 8;
+          view.setUint32(pos + 1, spos, true);
+          view.setUint32(pos + 5, written, true);
+          spos += written;
+          pos += 9;
+        } else {
+          room(pos, 5);
+          buf[pos] = 5;
+          view.setUint32(pos + 1, large.length, true);
+          large.push(v);
+          pos += 5;
+        }
       } else if ((typeof v === "string" && v.length > LARGE) || (typeof v === "object" && v.byteLength > LARGE_BYTES)) {
         room(pos, 5);
         buf[pos] = typeof v === "string" ? 5 : 6;
@@ -185,6 +211,7 @@ extern "C" {
         query: &str,
         params: &[u8],
         big: &[u8],
+        scratch: &mut [u8],
     ) -> Result<Uint8Array, JsValue>;
 
     /// The UTF-8 (text) or bytes (blob) of out-of-band result value `i` of the last call.
@@ -202,8 +229,17 @@ pub(crate) fn native_content_hash(bytes: &[u8]) -> String {
     sha256_prefix(bytes)
 }
 
-/// Text and blob bindings longer than this are passed on their own, not packed.
+/// Text bindings longer than this are passed on their own, not packed (JavaScript decodes
+/// them to a string).
 const LARGE_PARAM: usize = 1 << 16;
+/// Blob bindings longer than this are passed on their own: bound as a view of wasm memory,
+/// they cost no copy into the packed buffer and none out of it (SQLite copies them).
+const LARGE_BLOB_PARAM: usize = 1 << 12;
+/// The scratch buffer text results are encoded into (see `execPacked`).
+const SCRATCH_BYTES: usize = 1 << 16;
+/// Texts longer than this go into the scratch buffer when it has room (`SCRATCH_TEXT` in
+/// `execPacked`); one that came packed instead makes the buffer be allocated.
+const SCRATCH_TEXT: usize = 1 << 10;
 
 /// `Sql` over `ctx.storage.sql`, with `transactionSync` for atomic groups.
 pub struct DoSql {
@@ -211,6 +247,8 @@ pub struct DoSql {
     sql: JsValue,
     /// `ctx.storage`, for `transactionSync`.
     storage: JsValue,
+    /// Where JavaScript encodes long text results, in wasm memory.
+    scratch: std::cell::RefCell<Vec<u8>>,
 }
 
 impl DoSql {
@@ -219,7 +257,7 @@ impl DoSql {
         let storage = state.storage();
         let raw: &JsValue = storage.as_raw().as_ref();
         let sql: JsValue = AsRef::<JsValue>::as_ref(&storage.sql()).clone();
-        Self { sql, storage: raw.clone() }
+        Self { sql, storage: raw.clone(), scratch: Default::default() }
     }
 }
 
@@ -227,7 +265,7 @@ impl DoSql {
 fn large_param(params: &[SqlValue]) -> Option<usize> {
     params.iter().position(|p| match p {
         SqlValue::Text(s) => s.len() > LARGE_PARAM,
-        SqlValue::Blob(b) => b.len() > LARGE_PARAM,
+        SqlValue::Blob(b) => b.len() > LARGE_BLOB_PARAM,
         _ => false,
     })
 }
@@ -277,8 +315,15 @@ fn pack(params: &[SqlValue], big: Option<usize>) -> Vec<u8> {
     out
 }
 
-/// Reads the buffer `execPacked` wrote; `large(i)` fetches out-of-band value `i`.
-fn decode(buf: &[u8], large: &mut dyn FnMut(u32) -> Vec<u8>) -> Result<Vec<Row>, StoreError> {
+/// Reads the buffer `execPacked` wrote; `large(i)` fetches out-of-band value `i`, and
+/// `scratch` holds the texts it encoded there. `long_text` is set when a text came out of
+/// band or packed that the scratch buffer could have held.
+fn decode(
+    buf: &[u8],
+    scratch: &[u8],
+    large: &mut dyn FnMut(u32) -> Vec<u8>,
+    long_text: &mut bool,
+) -> Result<Vec<Row>, StoreError> {
     let bad = || StoreError::Encoding("malformed result buffer".into());
     let mut pos = 0usize;
     let mut take = |n: usize| -> Result<&[u8], StoreError> {
@@ -307,6 +352,7 @@ fn decode(buf: &[u8], large: &mut dyn FnMut(u32) -> Vec<u8>) -> Result<Vec<Row>,
                 }
                 3 => {
                     let len = u32_at(take(4)?);
+                    *long_text |= len > SCRATCH_TEXT;
                     let bytes = take(len)?;
                     SqlValue::Text(String::from_utf8(bytes.to_vec()).map_err(|_| bad())?)
                 }
@@ -314,10 +360,17 @@ fn decode(buf: &[u8], large: &mut dyn FnMut(u32) -> Vec<u8>) -> Result<Vec<Row>,
                     let len = u32_at(take(4)?);
                     SqlValue::Blob(take(len)?.to_vec())
                 }
+                8 => {
+                    let at = u32_at(take(4)?);
+                    let len = u32_at(take(4)?);
+                    let bytes = scratch.get(at..at + len).ok_or_else(bad)?;
+                    SqlValue::Text(String::from_utf8(bytes.to_vec()).map_err(|_| bad())?)
+                }
                 5 | 6 => {
                     let index = u32::try_from(u32_at(take(4)?)).map_err(|_| bad())?;
                     let bytes = large(index);
                     if tag == 5 {
+                        *long_text |= bytes.len() <= SCRATCH_BYTES;
                         SqlValue::Text(String::from_utf8(bytes).map_err(|_| bad())?)
                     } else {
                         SqlValue::Blob(bytes)
@@ -348,11 +401,25 @@ impl Sql for DoSql {
             Some(SqlValue::Blob(b)) => b,
             _ => &[],
         };
-        let packed =
-            exec_packed(&self.sql, sql, &pack(params, big), big_bytes).map_err(js_error)?;
+        // Empty until a long text first comes back (an instance that never reads one, like
+        // the short-lived ones at start, allocates none); borrowed unless a statement runs
+        // inside another's call, which none does.
+        let mut own = Vec::new();
+        let mut held = self.scratch.try_borrow_mut();
+        let scratch = match held.as_deref_mut() {
+            Ok(s) => s,
+            Err(_) => &mut own,
+        };
+        let packed = exec_packed(&self.sql, sql, &pack(params, big), big_bytes, scratch)
+            .map_err(js_error)?;
         // Each large value is copied once, into a buffer of its exact size.
         let mut large = |i: u32| take_large(i).to_vec();
-        decode(&packed.to_vec(), &mut large)
+        let mut long_text = false;
+        let rows = decode(&packed.to_vec(), scratch, &mut large, &mut long_text);
+        if long_text && scratch.len() < SCRATCH_BYTES {
+            scratch.resize(SCRATCH_BYTES, 0);
+        }
+        rows
     }
 
     fn transaction(&self, f: &mut dyn FnMut() -> Result<(), StoreError>) -> Result<(), StoreError> {

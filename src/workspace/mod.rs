@@ -216,6 +216,9 @@ pub struct Workspace {
     /// Told the path of every successful mutation (Think's `onChange`), so the agent can push
     /// the change to the tabs whichever tool, script or callable made it.
     on_change: RefCell<Option<ChangeHook>>,
+    /// The model's read statement ([`Workspace::stat_with_seen_text`]), formatted once: it
+    /// is the same for every read, and formatting it cost as much as numbering a file's lines.
+    read_sql: std::cell::OnceCell<String>,
 }
 
 /// A listener for workspace mutations: receives the changed path, lexically normalized.
@@ -415,6 +418,7 @@ impl Workspace {
             initialized: Cell::new(false),
             last_glob: RefCell::new(None),
             on_change: RefCell::new(None),
+            read_sql: std::cell::OnceCell::new(),
         }
     }
 

@@ -902,3 +902,55 @@ fn the_history_trigger_and_the_checkpoint_journal_both_keep_an_overwritten_versi
         .expect("the version the model saw is back");
     assert_eq!(read(&ws, "/a.txt").as_deref(), Some("three\n"));
 }
+
+#[test]
+fn a_model_write_is_noted_by_its_own_statement_and_keeps_the_text_it_replaces() {
+    let (sql, ws) = ws();
+    let _tool = ws.writing_as(Writer::Tool);
+    block_on(ws.write_fresh_for_model("/a.txt", "one\n", "text/plain", None)).unwrap();
+    assert_eq!(note(&sql, "/a.txt", 1), (None, 1), "the insert noted itself");
+    block_on(ws.write_fresh_for_model("/a.txt", "two\n", "text/plain", None)).unwrap();
+    assert_eq!(note(&sql, "/a.txt", 1), (Some("one\n".into()), 0), "the old text was kept");
+    assert_eq!(note(&sql, "/a.txt", 2), (None, 1), "and not copied into the new note");
+    block_on(ws.rewrite_for_model("/a.txt", "three\n", "text/plain")).unwrap();
+    assert_eq!(note(&sql, "/a.txt", 2), (Some("two\n".into()), 0));
+    assert_eq!(note(&sql, "/a.txt", 3), (None, 1), "the rewrite noted itself");
+    drop(_tool);
+    // Another writer's change is not noted, and the model's write is refused with the diff.
+    write(&ws, "/a.txt", "four\n");
+    assert_eq!(note(&sql, "/a.txt", 3), (Some("three\n".into()), 0));
+    let rows = sql
+        .exec("SELECT COUNT(*) FROM cf_wshist_default WHERE path = '/a.txt' AND version = 4", &[])
+        .unwrap();
+    assert_eq!(col_i64(&rows[0], 0), 0);
+    let _tool = ws.writing_as(Writer::Tool);
+    let refusal = block_on(ws.write_fresh_for_model("/a.txt", "five\n", "text/plain", None))
+        .unwrap_err()
+        .to_string();
+    assert!(refusal.contains("-three\n+four"), "{refusal}");
+}
+
+#[test]
+fn the_first_lazy_note_trigger_is_replaced() {
+    let sql = Rc::new(SqliteSql::new());
+    assert!(Workspace::new(sql.clone(), clock()).exists("/").unwrap());
+    // The trigger as the first lazy-note version created it (it only kept old text).
+    sql.exec("DROP TRIGGER cf_wshist_change_default", &[]).unwrap();
+    sql.exec(
+        "CREATE TRIGGER cf_wshist_upd_default AFTER UPDATE OF content, version, path
+         ON cf_wsfile_default BEGIN UPDATE cf_wshist_default SET content = OLD.content,
+         pending = 0 WHERE path = OLD.path AND pending = 1; END",
+        &[],
+    )
+    .unwrap();
+    let ws = Workspace::new(sql.clone(), clock());
+    let _tool = ws.writing_as(Writer::Tool);
+    block_on(ws.write_fresh_for_model("/a.txt", "one\n", "text/plain", None)).unwrap();
+    block_on(ws.write_fresh_for_model("/a.txt", "two\n", "text/plain", None)).unwrap();
+    assert_eq!(note(&sql, "/a.txt", 1), (Some("one\n".into()), 0));
+    assert_eq!(note(&sql, "/a.txt", 2), (None, 1), "no old trigger filled the new note");
+    let rows = sql
+        .exec("SELECT COUNT(*) FROM sqlite_master WHERE name = 'cf_wshist_upd_default'", &[])
+        .unwrap();
+    assert_eq!(col_i64(&rows[0], 0), 0);
+}

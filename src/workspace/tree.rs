@@ -92,11 +92,10 @@ impl Workspace {
         offset: usize,
     ) -> Result<Vec<(String, EntryType, u64)>, FsError> {
         Ok(self
-            .read_dir_rows(dir, "name, type, size", limit, offset)?
+            .read_dir_rows(dir, &format!("name, {TYPE_NUMBER}, size"), limit, offset)?
             .into_iter()
             .map(|mut row| {
-                let kind =
-                    EntryType::parse(row.get(1).and_then(SqlValue::as_str).unwrap_or("file"));
+                let kind = type_from_number(col_i64(&row, 1));
                 let size = col_i64(&row, 2).max(0) as u64;
                 (take_str(&mut row, 0), kind, size)
             })
@@ -158,13 +157,9 @@ impl Workspace {
     pub fn glob_paths(&self, pattern: &str) -> Result<Vec<(String, EntryType)>, FsError> {
         let g = Glob::new(pattern)?;
         Ok(self
-            .glob_rows(&g, "path, type", "")?
+            .glob_rows(&g, &format!("path, {TYPE_NUMBER}"), "")?
             .into_iter()
-            .map(|mut row| {
-                let kind =
-                    EntryType::parse(row.get(1).and_then(SqlValue::as_str).unwrap_or("file"));
-                (take_str(&mut row, 0), kind)
-            })
+            .map(|mut row| (take_str(&mut row, 0), type_from_number(col_i64(&row, 1))))
             .collect())
     }
 
@@ -924,5 +919,18 @@ impl Workspace {
         }
         let label = path::normalize(path, "diff")?;
         Ok(unified_diff(&old, new_content, &label, &label))
+    }
+}
+
+/// An entry's type as a number (0 directory, 1 file, 2 symlink), for listings: a page of a
+/// thousand entries then carries no thousand type strings across the SQL bridge.
+const TYPE_NUMBER: &str = "CASE type WHEN 'directory' THEN 0 WHEN 'symlink' THEN 2 ELSE 1 END";
+
+/// The type [`TYPE_NUMBER`] encodes.
+fn type_from_number(n: i64) -> EntryType {
+    match n {
+        0 => EntryType::Directory,
+        2 => EntryType::Symlink,
+        _ => EntryType::File,
     }
 }

@@ -167,14 +167,23 @@ impl Workspace {
             )"
         );
         self.sql.exec(&create, &[])?;
-        let schema = self
+        let (t, ns) = (&self.t, &self.namespace);
+        // The table's schema, and whether the trigger of the first lazy-note version (which
+        // only kept old text, and would fill the notes the model's writes now make) is there.
+        let found = self
             .sql
-            .exec("SELECT sql FROM sqlite_master WHERE type = 'table' AND name = ?", &[text(h)])
-            .ok()
-            .and_then(|rows| rows.into_iter().next())
-            .and_then(|row| row.into_iter().next())
-            .and_then(SqlValue::into_string)
+            .exec(
+                "SELECT type, sql FROM sqlite_master WHERE (type = 'table' AND name = ?)
+                   OR (type = 'trigger' AND name = ?)",
+                &[text(h), SqlValue::Text(format!("cf_wshist_upd_{ns}"))],
+            )
+            .unwrap_or_default();
+        let schema = found
+            .iter()
+            .find(|r| col_opt_str(r, 0).as_deref() == Some("table"))
+            .and_then(|r| col_opt_str(r, 1))
             .map(|sql| sql.to_ascii_uppercase());
+        let old_trigger = found.iter().any(|r| col_opt_str(r, 0).as_deref() == Some("trigger"));
         let old = schema.as_deref().is_some_and(|sql| sql.contains("WITHOUT ROWID"));
         if !old && schema.as_deref().is_some_and(|sql| !sql.contains("PENDING")) {
             self.sql.exec(
@@ -199,24 +208,40 @@ impl Workspace {
             };
             self.sql.transaction(&mut rebuild)?;
         }
-        let (t, ns) = (&self.t, &self.namespace);
+        if old_trigger {
+            self.sql.exec(&format!("DROP TRIGGER IF EXISTS cf_wshist_upd_{ns}"), &[])?;
+        }
         let keep_old = format!(
             "UPDATE {h} SET content = OLD.content, pending = 0 WHERE path = OLD.path AND pending = 1"
         );
-        self.sql.exec(
-            &format!(
-                "CREATE TRIGGER IF NOT EXISTS cf_wshist_upd_{ns} AFTER UPDATE OF content, version, path
-                 ON {t} BEGIN {keep_old}; END"
+        // The model's own write of a file (`changed_by = 'tool'`, only the file tools write
+        // that) is noted as seen by the write's statement itself, as `remember_stored` notes
+        // it. On an update the old text goes into the pending notes first, in the same
+        // trigger: two triggers on one event run in no defined order, and the old text
+        // must not land in the new note.
+        let note = format!(
+            "INSERT INTO {h} (path, slot, version, hash, content, pending)
+             SELECT NEW.path, NEW.version % {MAX_HISTORY_VERSIONS}, NEW.version, NEW.hash, NULL,
+               typeof(NEW.content) = 'text' AND NEW.size <= {MAX_HISTORY_BYTES}
+             WHERE NEW.changed_by = 'tool' AND NEW.type = 'file'
+             {UPSERT_NOTE}"
+        );
+        for ddl in [
+            format!(
+                "CREATE TRIGGER IF NOT EXISTS cf_wshist_change_{ns} AFTER UPDATE OF content, version, path
+                 ON {t} BEGIN {keep_old}; {note}; END"
             ),
-            &[],
-        )?;
-        self.sql.exec(
-            &format!(
+            format!(
+                "CREATE TRIGGER IF NOT EXISTS cf_wshist_new_{ns} AFTER INSERT ON {t}
+                 WHEN NEW.changed_by = 'tool' AND NEW.type = 'file' BEGIN {note}; END"
+            ),
+            format!(
                 "CREATE TRIGGER IF NOT EXISTS cf_wshist_del_{ns} AFTER DELETE ON {t}
                  BEGIN {keep_old}; END"
             ),
-            &[],
-        )?;
+        ] {
+            self.sql.exec(&ddl, &[])?;
+        }
         Ok(())
     }
 
@@ -259,44 +284,57 @@ impl Workspace {
     /// without a token (the caller notes what it reads itself).
     pub fn stat_with_seen_text(&self, path: &str) -> Result<Option<StatSeen>, FsError> {
         let norm = path::normalize(path, "stat")?;
-        let rows = self.exec(
-            &format!(
-                "SELECT {INFO_COLS}, version, hash,
-                   typeof(content) = 'text' AND hash IS NOT NULL AND EXISTS (SELECT 1 FROM {h} s
+        // The path and name are the normalized path and its last segment, so they are not
+        // selected; the two flags come as one number (bit 1: noted, bit 0: stored as text).
+        // Every column a row carries costs a JavaScript value and its packing.
+        let sql = self.read_sql.get_or_init(|| {
+            format!(
+                "SELECT type, mime_type, size, created_at, modified_at, target, version, hash,
+                   2 * (typeof(content) = 'text' AND hash IS NOT NULL AND EXISTS (SELECT 1 FROM {h} s
                      WHERE s.path = f.path AND s.slot = f.version % {MAX_HISTORY_VERSIONS}
                        AND s.version = f.version AND s.hash = f.hash
                        AND (typeof(s.content) = 'text' OR s.pending = 1)
-                         = (f.size <= {MAX_HISTORY_BYTES})),
-                   typeof(content) = 'text',
+                         = (f.size <= {MAX_HISTORY_BYTES})))
+                   + (typeof(content) = 'text'),
                    CASE WHEN type = 'file' AND storage = 'inline'
-                     AND substr(mime_type, 1, 5) = 'text/' THEN CAST(content AS BLOB) END
+                     AND substr(mime_type, 1, 5) = 'text/' THEN content END
                  FROM {t} f WHERE path = ?",
                 t = self.t,
                 h = self.h,
-            ),
-            &[text(&norm)],
-        )?;
+            )
+        });
+        let rows = self.exec(sql, &[text(&norm)])?;
         let Some(mut row) = rows.into_iter().next() else {
             return Ok(self.stat(path)?.map(|info| (info, None, None)));
         };
-        if row.get(2).and_then(SqlValue::as_str) == Some("symlink") {
+        if row.first().and_then(SqlValue::as_str) == Some("symlink") {
             return Ok(self.stat(path)?.map(|info| (info, None, None)));
         }
-        // The text comes as the bytes SQLite holds (`CAST … AS BLOB`): no detour through a
-        // JavaScript string, decoded from UTF-8 and encoded again.
+        // Text crosses into wasm encoded in place (see `wasm/sql.rs`); bytes stored under a
+        // text type are decoded as `read_file` decodes them.
         let content = match row.pop() {
             Some(SqlValue::Text(s)) => Some(s),
             Some(SqlValue::Blob(b)) => Some(Content::Bytes(b).into_text()),
             _ => None,
         };
-        let stored_text = row.pop().and_then(|v| v.as_i64()) == Some(1);
-        let noted = row.pop().and_then(|v| v.as_i64()) == Some(1);
+        let flags = row.pop().and_then(|v| v.as_i64()).unwrap_or(0);
+        let (noted, stored_text) = (flags & 2 != 0, flags & 1 != 0);
         let hash = match row.pop() {
             Some(SqlValue::Text(s)) => Some(s),
             _ => None,
         };
         let counter = row.pop().and_then(|v| v.as_i64()).unwrap_or(0);
-        let info = info_from_row(row);
+        let target = Some(take_str(&mut row, 5)).filter(|t| !t.is_empty());
+        let info = FileInfo {
+            name: path::basename(&norm).to_owned(),
+            kind: EntryType::parse(row.first().and_then(SqlValue::as_str).unwrap_or("file")),
+            mime_type: take_str(&mut row, 1),
+            size: col_i64(&row, 2).max(0) as u64,
+            created_at: col_i64(&row, 3),
+            updated_at: col_i64(&row, 4),
+            target,
+            path: norm,
+        };
         let Some(content) = content else { return Ok(Some((info, None, None))) };
         let token = if noted || stored_text {
             if !noted {
@@ -320,7 +358,7 @@ impl Workspace {
         let norm = path::normalize(path, "stat")?;
         let rows = self.exec(
             &format!(
-                "SELECT {VERSION_COLS}, {}, CAST(content AS BLOB) FROM {} f
+                "SELECT {VERSION_COLS}, {}, content FROM {} f
                  WHERE path = ? AND type = 'file' AND storage = 'inline'",
                 self.newest_seen_sql(),
                 self.t,
@@ -354,7 +392,7 @@ impl Workspace {
     ) -> Result<(), StaleWrite> {
         if let Some(guard) = self.write_guard(expected) {
             if self.write_guarded(path, content, mime, &guard)? {
-                self.remember_stored(path)?;
+                self.note_written(path)?;
                 return Ok(());
             }
         }
@@ -373,7 +411,7 @@ impl Workspace {
         mime: &str,
     ) -> Result<(), FsError> {
         if self.rewrite_inline(path, content, mime)? {
-            self.remember_stored(path)?;
+            self.note_written(path)?;
             return Ok(());
         }
         self.write_file(path, content, mime).await?;
@@ -415,6 +453,16 @@ impl Workspace {
         }
     }
 
+    /// Notes the inline text a fast write just left at `path` as seen: the write's own
+    /// statement did when the model's tools wrote it (the history triggers note every
+    /// `changed_by = 'tool'` write), a second statement does for any other writer.
+    fn note_written(&self, path: &str) -> Result<(), FsError> {
+        if self.writer() == Writer::Tool {
+            return Ok(());
+        }
+        self.remember_stored(path)
+    }
+
     /// Notes the current inline text of `path` as seen, without copying it: the note is
     /// `pending` (its text is the live row's, copied by the history trigger once this version
     /// is overwritten) when [`Workspace::remember_seen`] would have kept the text. The same
@@ -425,7 +473,7 @@ impl Workspace {
             &format!(
                 "INSERT INTO {h} (path, slot, version, hash, content, pending)
                  SELECT path, version % {MAX_HISTORY_VERSIONS}, version, hash, NULL,
-                   typeof(content) = 'text' AND length(CAST(content AS BLOB)) <= {MAX_HISTORY_BYTES}
+                   typeof(content) = 'text' AND size <= {MAX_HISTORY_BYTES}
                  FROM {t} WHERE path = ? AND type = 'file'
                  {UPSERT_NOTE}",
                 t = self.t,

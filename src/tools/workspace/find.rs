@@ -46,16 +46,20 @@ impl FileToolKind for Find {
 
     async fn run(ops: &dyn FindOps, Input { pattern }: Input) -> Result<Value, ToolError> {
         let matches = ops.glob_paths(&pattern).await?;
-        let files: Vec<String> = matches
-            .iter()
+        let count = matches.len();
+        // Each path is extended in place and moved into the output.
+        let files: Vec<Value> = matches
+            .into_iter()
             .take(MAX_RESULTS)
-            .map(|(path, kind)| {
-                let suffix = if *kind == EntryType::Directory { "/" } else { "" };
-                format!("{path}{suffix}")
+            .map(|(mut path, kind)| {
+                if kind == EntryType::Directory {
+                    path.push('/');
+                }
+                Value::String(path)
             })
             .collect();
-        let mut out = json!({"pattern": pattern, "count": matches.len(), "files": files});
-        if matches.len() > MAX_RESULTS {
+        let mut out = json!({"pattern": pattern, "count": count, "files": Value::Array(files)});
+        if count > MAX_RESULTS {
             out["truncated"] = json!(true);
             out["showing"] = json!(MAX_RESULTS);
         }

@@ -1,6 +1,6 @@
 //! `list`: one page of a directory.
 
-use super::media::format_size;
+use super::media::push_size;
 use super::ops::ListOps;
 use super::{file_tool, FileToolKind, Int};
 use crate::tools::{ToolError, ToolRef};
@@ -61,14 +61,24 @@ impl FileToolKind for List {
         let limit = limit.map_or(DEFAULT_LIMIT, |l| l.0 as usize);
         let offset = offset.map_or(0, |o| o.0 as usize);
         let entries = ops.read_dir_brief(&path, limit, offset).await?;
-        let formatted: Vec<String> = entries
-            .iter()
-            .map(|(name, kind, size)| match kind {
-                EntryType::Directory => format!("{name}/"),
-                EntryType::File => format!("{name} ({})", format_size(*size)),
-                EntryType::Symlink => name.clone(),
+        let count = entries.len();
+        // Each name is extended in place and moved into the output (`json!` of a `Vec`
+        // would copy every string).
+        let formatted: Vec<Value> = entries
+            .into_iter()
+            .map(|(mut name, kind, size)| {
+                match kind {
+                    EntryType::Directory => name.push('/'),
+                    EntryType::File => {
+                        name.push_str(" (");
+                        push_size(&mut name, size);
+                        name.push(')');
+                    }
+                    EntryType::Symlink => {}
+                }
+                Value::String(name)
             })
             .collect();
-        Ok(json!({"path": path, "count": entries.len(), "entries": formatted}))
+        Ok(json!({"path": path, "count": count, "entries": Value::Array(formatted)}))
     }
 }
