@@ -322,7 +322,7 @@ fn fold_char(c: char, out: &mut dyn FnMut(char)) {
         '\u{00A0}' | '\u{2000}'..='\u{200A}' | '\u{202F}' | '\u{205F}' | '\u{3000}' => out(' '),
         '\u{200B}' | '\u{2060}' | '\u{FEFF}' => {}
         c if c.is_ascii() => out(c),
-        c => unicode_normalization::char::decompose_compatible(c, out),
+        c => super::nfkd::decompose_compatible(c, out),
     }
 }
 
@@ -887,6 +887,14 @@ mod tests {
             replaced(apply_edit(file, "say(\"hello\") - done now\nnext", "say('hi')\nnext"));
         assert_eq!(c, "say('hi')\nnext\n");
         assert_eq!(l, MatchLevel::Unicode);
+    }
+
+    #[test]
+    fn unicode_level_decomposes_compatibility_forms() {
+        // NFKD: the ligature U+FB01 is "fi", full-width letters are ASCII, U+00E9 is e + U+0301.
+        let file = "let \u{FB01}le = \u{FF21}\u{FF22}; // caf\u{E9}\n";
+        let (c, l) = replaced(apply_edit(file, "let file = AB; // cafe\u{301}", "let x = 1;"));
+        assert_eq!((c.as_str(), l), ("let x = 1;\n", MatchLevel::Unicode));
     }
 
     #[test]
