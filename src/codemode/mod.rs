@@ -15,7 +15,6 @@ pub mod normalize;
 pub mod runtime;
 pub mod sandbox;
 pub mod search;
-pub mod sha256;
 pub mod tool;
 pub mod tree;
 pub mod types;

@@ -5,6 +5,7 @@
 use async_trait::async_trait;
 use futures::stream::LocalBoxStream;
 
+pub mod digest;
 pub mod sse;
 
 /// Time and randomness, so turn logic (timeouts, debouncing, ids) runs the same on the host.
