@@ -177,7 +177,7 @@ pub async fn create(
 /// `listArchive({path})`: the entries, sorted by path.
 pub async fn list(ws: &Workspace, p: &str) -> Result<Value, ConnectorError> {
     let mut entries = parse(&bytes_of(ws, p).await?)?;
-    entries.sort_by(|a, b| a.path.cmp(&b.path));
+    crate::platform::sort::sort_by(&mut entries, |a, b| a.path.cmp(&b.path));
     Ok(Value::Array(entries.iter().map(|e| entry_json(&e.path, e.dir, e.bytes.len())).collect()))
 }
 

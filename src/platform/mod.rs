@@ -6,6 +6,7 @@ use async_trait::async_trait;
 use futures::stream::LocalBoxStream;
 
 pub mod digest;
+pub mod sort;
 pub mod sse;
 
 /// Time and randomness, so turn logic (timeouts, debouncing, ids) runs the same on the host.

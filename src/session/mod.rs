@@ -574,7 +574,7 @@ impl Session {
     pub fn render(&self) -> Result<String, SessionError> {
         let blocks = self.blocks();
         let mut order: Vec<&ContextBlock> = blocks.iter().collect();
-        order.sort_by_key(|b| b.kind.render_rank());
+        crate::platform::sort::sort_by_key(&mut order, |b| b.kind.render_rank());
         let sep = "═".repeat(46);
         let mut parts = Vec::new();
         for b in order {

@@ -685,14 +685,14 @@ fn closest_lines(content: &str, old: &str) -> Option<String> {
             (s / m as f32, p)
         })
         .collect();
-    scored.sort_by(|a, b| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1)));
+    crate::platform::sort::sort_by(&mut scored, |a, b| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1)));
     let joined = |ls: &[&str], idx: &[usize]| -> String {
         idx.iter().map(|&i| capped(ls[i])).collect::<Vec<_>>().join("\n")
     };
     let old_text = joined(&old_lines, &old_nb);
     let old_all_grams = || {
         let mut g: Vec<u32> = old_grams.iter().flatten().copied().collect();
-        g.sort_unstable();
+        crate::platform::sort::sort(&mut g);
         g.dedup();
         g
     };
@@ -717,7 +717,7 @@ fn closest_lines(content: &str, old: &str) -> Option<String> {
             TextDiff::from_chars(old_text.as_str(), window.as_str()).ratio()
         } else {
             let mut g: Vec<u32> = file_grams[p..p + len].iter().flatten().copied().collect();
-            g.sort_unstable();
+            crate::platform::sort::sort(&mut g);
             g.dedup();
             dice(&old_set, &g)
         };
@@ -812,7 +812,7 @@ fn trigrams(line: &str) -> Vec<u32> {
             })
             .collect()
     };
-    out.sort_unstable();
+    crate::platform::sort::sort(&mut out);
     out.dedup();
     out
 }
