@@ -70,8 +70,8 @@ mod tests {
                 .collect();
             let mut ours = v.clone();
             let mut std = v.clone();
-            sort_by(&mut ours, |a, b| b.0.cmp(&a.0));
-            std.sort_by(|a, b| b.0.cmp(&a.0));
+            sort_by(&mut ours, |a, b| (b.0 % 3).cmp(&(a.0 % 3)).then(a.0.cmp(&b.0)));
+            std.sort_by(|a, b| (b.0 % 3).cmp(&(a.0 % 3)).then(a.0.cmp(&b.0)));
             assert_eq!(ours, std, "len {len}");
             let mut ours = v.clone();
             let mut std = v;
