@@ -10,6 +10,7 @@
 
 pub mod archive;
 pub mod connectors;
+mod gzip;
 pub mod journal;
 pub mod normalize;
 pub mod runtime;
