@@ -5,6 +5,7 @@
 use async_trait::async_trait;
 use futures::stream::LocalBoxStream;
 
+pub mod case;
 pub mod digest;
 pub mod sort;
 pub mod sse;

@@ -597,7 +597,7 @@ impl Session {
             if content.is_empty() && b.kind == BlockKind::Readonly {
                 continue;
             }
-            let mut header = b.label.to_uppercase();
+            let mut header = crate::platform::case::to_uppercase(&b.label);
             if let Some(d) = b.description.as_deref().filter(|d| !d.is_empty()) {
                 header.push_str(&format!(" ({d})"));
             }
