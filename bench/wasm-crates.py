@@ -2,9 +2,9 @@
 # Code bytes of a wasm module by crate, from its name section (what `twiggy top` shows, grouped
 # by the first path segment of each function name; generic code counts for the crate of its
 # outer path, e.g. `core::ptr::drop_in_place<jsonschema::…>` for core). Needs a build that
-# keeps names: CARGO_PROFILE_RELEASE_STRIP=false, then wasm-bindgen and wasm-opt --debuginfo
-# as scripts/wasm-build.sh runs them, which is
-#   CARGO_PROFILE_RELEASE_STRIP=false bash scripts/wasm-build.sh . && python3 bench/wasm-crates.py build/index_bg.wasm
+# keeps names: the release profile keeps them for wasm-opt, and THINK_WASM_KEEP_NAMES=1 makes
+# wasm-opt write them out (--debuginfo) instead of dropping them, which is
+#   THINK_WASM_KEEP_NAMES=1 bash scripts/wasm-build.sh . && python3 bench/wasm-crates.py build/index_bg.wasm
 # (then `THINK_FORCE_BUILD=1 bash scripts/build.sh` for the shipped build without names). The
 # first line is the module without its name section, which is what the shipped build is.
 # Usage: python3 bench/wasm-crates.py <file.wasm>

@@ -6,8 +6,17 @@
 #      (scripts/wasm-compile.sh);
 #   2. wasm-bindgen --target module, with the reset-state function and the abort handler that
 #      the shim uses to recover from a trap;
-#   3. wasm-opt -Oz with workerd's feature set, keeping the name section (release only: the
-#      `start` profile is for a quick local start, where size does not matter);
+#   3. wasm-opt -O1 --shrink-level=2 with workerd's feature set, then the code ordered by
+#      function name, then the names dropped (THINK_WASM_KEEP_NAMES=1 keeps them, for
+#      bench/wasm-crates.py). Release only: the `start` profile is for a quick local start,
+#      where size does not matter. Measured on the same wasm-bindgen output (gzip -9, README
+#      "Other figures"): -O1 --shrink-level=2 1,268,006 B in 16 s; -O1 1,271,052; no pass
+#      1,279,558; -Oz 1,358,628 in 1 m 42 s; -Os 1,354,986; -O2 1,360,322 (the -O2 passes
+#      shrink the raw module, 3.30 MB against 3.52 MB, but cost 90 KB of gzip, which is what
+#      is deployed). Later, on another input: 1,223,294 without the ordering, 1,161,275 with
+#      --reorder-functions-by-name (similar functions, such as the serde impls and
+#      drop_in_place of each type, fall within gzip's window), 1,212,332 with
+#      --reorder-functions (by call count);
 #   4. js/shim.mjs writes the entry module (handlers + class proxies) and esbuild bundles it
 #      with the glue and its JS snippets into one minified index.js.
 # worker-build's other steps are left out on purpose: installing wasm-bindgen and esbuild
@@ -34,11 +43,14 @@ trap 'rm -rf "$stage"' EXIT
 "$WASM_BINDGEN_BIN" "$wasm" --out-dir "$stage" --no-typescript --target module --out-name index \
   --experimental-reset-state-function --force-enable-abort-handler
 if [ "$THINK_WASM_PROFILE" = release ]; then
+  names=--strip-debug
+  if [ -n "${THINK_WASM_KEEP_NAMES:-}" ]; then names=--debuginfo; fi
   # Explicit features, not --all-features, so binaryen never emits an encoding workerd lacks.
-  "$WASM_OPT_BIN" "$stage/index_bg.wasm" -o "$stage/index_bg.opt.wasm" -Oz --enable-simd \
+  "$WASM_OPT_BIN" "$stage/index_bg.wasm" -o "$stage/index_bg.opt.wasm" -O1 --shrink-level=2 --enable-simd \
     --enable-mutable-globals --enable-sign-ext --enable-nontrapping-float-to-int \
     --enable-bulk-memory --enable-multivalue --enable-reference-types \
-    --enable-exception-handling --debuginfo
+    --enable-exception-handling --reorder-functions-by-name \
+    "$names"
   mv "$stage/index_bg.opt.wasm" "$stage/index_bg.wasm"
 fi
 node "$root/js/shim.mjs" "$stage"

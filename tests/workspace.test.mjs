@@ -145,6 +145,13 @@ test("edit: exact, whitespace-fuzzy, create, ambiguous, not found with the close
   r = await callTool(tab, "edit", { path: "/src/add.js", old_string: "return a + b;", new_string: "return a + b + 0;" });
   assert.deepEqual(r.output, { path: "/src/add.js", replaced: true, fuzzyMatch: true, lines: 7, matchLevel: "whitespace" });
 
+  // The Unicode level decomposes compatibility forms with the platform's NFKD (ligature,
+  // full-width letters, a precomposed letter against its decomposed spelling).
+  await callTool(tab, "write", { path: "/src/uni.js", content: "let \uFB01le = \uFF21\uFF22; // caf\u00E9\n" });
+  r = await callTool(tab, "edit", { path: "/src/uni.js", old_string: "let file = AB; // cafe\u0301", new_string: "let x = 1;" });
+  assert.deepEqual(r.output, { path: "/src/uni.js", replaced: true, fuzzyMatch: true, lines: 2, matchLevel: "unicode" });
+  assert.equal((await callTool(tab, "read", { path: "/src/uni.js" })).output.content, "1\tlet x = 1;\n2\t");
+
   r = await callTool(tab, "edit", { path: "/src/add.js", old_string: "= 1;", new_string: "= 2;" });
   assert.deepEqual(r.output, {
     error: "old_string appears 2 times in the file. Include more surrounding context to make the match unique.",

@@ -408,7 +408,7 @@ impl Checkpoints {
                                 (col_i64(&r, 0), data.unwrap_or_default())
                             })
                             .collect();
-                        parts.sort_by_key(|(o, _)| *o);
+                        crate::platform::sort::sort_by_key(&mut parts, |(o, _)| *o);
                         let mut whole = Vec::new();
                         for (o, data) in parts {
                             if o as usize != whole.len() {

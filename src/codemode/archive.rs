@@ -2,8 +2,6 @@
 //! writes) and `compressFile` / `decompressFile` (gzip, pure-Rust deflate), over the agent's
 //! `Workspace`, so R2 spill and the workspace limits apply to what they write.
 
-use std::io::{Read, Write};
-
 use serde_json::{json, Value};
 
 use super::connectors::ConnectorError;
@@ -177,7 +175,7 @@ pub async fn create(
 /// `listArchive({path})`: the entries, sorted by path.
 pub async fn list(ws: &Workspace, p: &str) -> Result<Value, ConnectorError> {
     let mut entries = parse(&bytes_of(ws, p).await?)?;
-    entries.sort_by(|a, b| a.path.cmp(&b.path));
+    crate::platform::sort::sort_by(&mut entries, |a, b| a.path.cmp(&b.path));
     Ok(Value::Array(entries.iter().map(|e| entry_json(&e.path, e.dir, e.bytes.len())).collect()))
 }
 
@@ -218,9 +216,7 @@ pub async fn compress(
 ) -> Result<Value, ConnectorError> {
     let dest = dest.map_or_else(|| format!("{p}.gz"), str::to_owned);
     let bytes = bytes_of(ws, p).await?;
-    let mut enc = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
-    enc.write_all(&bytes).and_then(|_| enc.flush()).map_err(|e| format!("compressFile: {e}"))?;
-    let out = enc.finish().map_err(|e| format!("compressFile: {e}"))?;
+    let out = super::gzip::compress(&bytes).map_err(|e| format!("compressFile: {e}"))?;
     ws.write_file_bytes(&dest, &out, "application/gzip").await.map_err(ConnectorError::Fs)?;
     Ok(json!({"path": p, "destination": dest, "bytesWritten": out.len()}))
 }
@@ -238,10 +234,7 @@ pub async fn decompress(
         None => p.to_owned(),
     };
     let bytes = bytes_of(ws, p).await?;
-    let mut out = Vec::new();
-    flate2::read::MultiGzDecoder::new(&bytes[..])
-        .take(MAX_ARCHIVE_BYTES as u64 + 1)
-        .read_to_end(&mut out)
+    let out = super::gzip::decompress(&bytes, MAX_ARCHIVE_BYTES + 1)
         .map_err(|e| format!("decompressFile: {p} is not gzip data ({e})"))?;
     if out.len() > MAX_ARCHIVE_BYTES {
         return Err(too_big("The decompressed file"));

@@ -6,9 +6,9 @@ use std::rc::Rc;
 
 use async_trait::async_trait;
 use serde_json::{json, Map, Value};
-use sha1::Digest;
 
 use super::{archive, tree, undo};
+use crate::platform::digest;
 use crate::regexp::{self, RegExp};
 use crate::store::Sql;
 use crate::tools::approval::ApprovalPolicy;
@@ -591,10 +591,6 @@ fn not_found(syscall: &'static str, path: &str) -> ConnectorError {
 
 fn arg<'a>(args: &'a Value, key: &str) -> &'a str {
     args.get(key).and_then(Value::as_str).unwrap_or("")
-}
-
-fn hex(digest: &[u8]) -> String {
-    digest.iter().map(|b| format!("{b:02x}")).collect()
 }
 
 fn flag(args: &Value, key: &str) -> bool {
@@ -1183,11 +1179,12 @@ impl Connector for StateConnector {
                     .await
                     .map_err(fs)?
                     .ok_or_else(|| not_found("open", path))?;
-                Value::String(match args.get("algorithm").and_then(Value::as_str) {
-                    Some("md5") => hex(&md5::Md5::digest(&bytes)),
-                    Some("sha1") => hex(&sha1::Sha1::digest(&bytes)),
-                    _ => super::sha256::sha256_hex(&bytes),
-                })
+                let algorithm = match args.get("algorithm").and_then(Value::as_str) {
+                    Some("md5") => digest::Algorithm::Md5,
+                    Some("sha1") => digest::Algorithm::Sha1,
+                    _ => digest::Algorithm::Sha256,
+                };
+                Value::String(digest::hex(algorithm, &bytes))
             }
             "updateJson" => {
                 let before = read_text(ws, path).await?;

@@ -10,12 +10,12 @@
 
 pub mod archive;
 pub mod connectors;
+mod gzip;
 pub mod journal;
 pub mod normalize;
 pub mod runtime;
 pub mod sandbox;
 pub mod search;
-pub mod sha256;
 pub mod tool;
 pub mod tree;
 pub mod types;

@@ -597,7 +597,7 @@ pub fn guard_loops(body: &str) -> String {
             }
         }
     }
-    inserts.sort_by_key(|b| std::cmp::Reverse(b.0));
+    crate::platform::sort::sort_by_key(&mut inserts, |b| std::cmp::Reverse(b.0));
     let mut out = body.to_owned();
     for (at, text) in inserts {
         out.insert_str(at, &text);

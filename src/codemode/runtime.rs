@@ -166,7 +166,7 @@ pub fn stable_stringify(v: &Value) -> String {
     match v {
         Value::Object(map) => {
             let mut keys: Vec<&String> = map.keys().collect();
-            keys.sort();
+            crate::platform::sort::sort(&mut keys);
             let parts: Vec<String> = keys
                 .iter()
                 .map(|k| format!("{}:{}", Value::String((*k).clone()), stable_stringify(&map[*k])))

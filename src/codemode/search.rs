@@ -92,7 +92,9 @@ pub fn search(connectors: &[&dyn Connector], query: &str) -> SearchResult {
             });
         }
     }
-    hits.sort_by(|a, b| b.score.cmp(&a.score).then_with(|| a.path.cmp(&b.path)));
+    crate::platform::sort::sort_by(&mut hits, |a, b| {
+        b.score.cmp(&a.score).then_with(|| a.path.cmp(&b.path))
+    });
     let total = hits.len();
     hits.truncate(MAX_RESULTS);
     SearchResult { truncated: total > hits.len(), total, results: hits }

@@ -789,7 +789,10 @@ fn state_methods_reach_the_workspace() {
         json!({"path": "/s/d", "name": "d", "type": "directory", "size": 0, "children": [dir]})
     );
     assert_eq!(r["missing"], "ENOENT: no such file or directory, open '/nope'");
-    assert_eq!(r["hash"], super::sha256::sha256_hex(b"1 two 1"));
+    assert_eq!(
+        r["hash"],
+        crate::platform::digest::hex(crate::platform::digest::Algorithm::Sha256, b"1 two 1")
+    );
     assert_eq!(r["update"], json!({"a": [{"b": "y"}], "n": {"m": 1}}));
 }
 
@@ -1219,7 +1222,10 @@ fn hash_algorithms_and_think_search_and_find_options() {
     let r = &out["result"];
     assert_eq!(r["md5"], "900150983cd24fb0d6963f7d28e17f72");
     assert_eq!(r["sha1"], "a9993e364706816aba3e25717850c26c9cd0d89d");
-    assert_eq!(r["sha256"], super::sha256::sha256_hex(b"abc"));
+    assert_eq!(
+        r["sha256"],
+        crate::platform::digest::hex(crate::platform::digest::Algorithm::Sha256, b"abc")
+    );
     assert_eq!(r["badAlgo"], true);
     let at = |v: &Value| -> Vec<(u64, u64)> {
         v.as_array()

@@ -53,7 +53,9 @@ fn node(
         json!({"path": info.path, "name": name, "type": info.kind.as_str(), "size": info.size});
     if info.kind == EntryType::Directory && max_depth.is_none_or(|m| depth < m) {
         let mut children = by_parent.remove(&info.path).unwrap_or_default();
-        children.sort_by(|a, b| path::basename(&a.path).cmp(path::basename(&b.path)));
+        crate::platform::sort::sort_by(&mut children, |a, b| {
+            path::basename(&a.path).cmp(path::basename(&b.path))
+        });
         out["children"] =
             children.into_iter().map(|c| node(c, depth + 1, max_depth, by_parent)).collect();
     }

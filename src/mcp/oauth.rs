@@ -14,7 +14,6 @@ use base64::Engine;
 use futures::StreamExt;
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
-use sha2::{Digest, Sha256};
 
 /// Metadata and token responses larger than this are refused.
 const MAX_BODY_BYTES: usize = 256 * 1024;
@@ -349,7 +348,7 @@ impl Pkce {
 
     /// `BASE64URL(SHA256(verifier))`.
     pub fn challenge(verifier: &str) -> String {
-        b64url(&Sha256::digest(verifier.as_bytes()))
+        b64url(&crate::platform::digest::sha256(verifier.as_bytes()))
     }
 }
 

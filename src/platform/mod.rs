@@ -5,6 +5,9 @@
 use async_trait::async_trait;
 use futures::stream::LocalBoxStream;
 
+pub mod case;
+pub mod digest;
+pub mod sort;
 pub mod sse;
 
 /// Time and randomness, so turn logic (timeouts, debouncing, ids) runs the same on the host.

@@ -334,7 +334,7 @@ fn largest_string(raw: &RawValue, depth: usize) -> Option<(Vec<Step>, &RawValue)
         Some(b'{') => {
             let Members(members) = serde_json::from_str(text).ok()?;
             let mut keys: Vec<&str> = members.iter().map(|(k, _)| k.as_str()).collect();
-            keys.sort_unstable();
+            crate::platform::sort::sort(&mut keys);
             if keys.windows(2).any(|w| w[0] == w[1]) {
                 return None;
             }

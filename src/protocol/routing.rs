@@ -4,7 +4,7 @@
 /// an all-uppercase name is lowercased with `_`→`-`; otherwise every ASCII capital becomes
 /// `-` + lowercase, one leading `-` is dropped, `_`→`-`, and one trailing `-` is dropped.
 pub fn camel_case_to_kebab_case(s: &str) -> String {
-    if s.to_uppercase() == s && s.to_lowercase() != s {
+    if crate::platform::case::to_uppercase(s) == s && s.to_lowercase() != s {
         return s.to_lowercase().replace('_', "-");
     }
     let mut out = String::with_capacity(s.len() + 8);

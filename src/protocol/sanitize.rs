@@ -303,7 +303,7 @@ fn truncate_object(
 fn shrink_string_fields(map: &mut Map<String, Value>, max: usize) {
     let mut strings: Vec<(String, String)> =
         map.iter().filter_map(|(k, v)| v.as_str().map(|s| (k.clone(), s.to_owned()))).collect();
-    strings.sort_by_key(|(_, s)| std::cmp::Reverse(utf16_len(s)));
+    crate::platform::sort::sort_by_key(&mut strings, |(_, s)| std::cmp::Reverse(utf16_len(s)));
     let mut total = object_len(map);
     for (key, s) in strings {
         if total <= max {

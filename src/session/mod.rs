@@ -574,7 +574,7 @@ impl Session {
     pub fn render(&self) -> Result<String, SessionError> {
         let blocks = self.blocks();
         let mut order: Vec<&ContextBlock> = blocks.iter().collect();
-        order.sort_by_key(|b| b.kind.render_rank());
+        crate::platform::sort::sort_by_key(&mut order, |b| b.kind.render_rank());
         let sep = "═".repeat(46);
         let mut parts = Vec::new();
         for b in order {
@@ -597,7 +597,7 @@ impl Session {
             if content.is_empty() && b.kind == BlockKind::Readonly {
                 continue;
             }
-            let mut header = b.label.to_uppercase();
+            let mut header = crate::platform::case::to_uppercase(&b.label);
             if let Some(d) = b.description.as_deref().filter(|d| !d.is_empty()) {
                 header.push_str(&format!(" ({d})"));
             }

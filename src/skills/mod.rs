@@ -545,7 +545,7 @@ async fn load_r2(store: &dyn BlobStore, prefix: &str) -> Result<Vec<Entry>, Skil
         format!("{prefix}/")
     };
     let mut keys = store.list(&prefix).await?;
-    keys.sort();
+    crate::platform::sort::sort(&mut keys);
     let mut folders: BTreeMap<String, Vec<String>> = BTreeMap::new();
     for key in &keys {
         if let Some((folder, path)) = key[prefix.len()..].split_once('/') {

@@ -167,7 +167,7 @@ pub async fn run_script(
     dirs.extend(
         snapshot.baseline.dirs.iter().filter(|d| *d != "/").map(|d| format!("/workspace{d}")),
     );
-    dirs.sort();
+    crate::platform::sort::sort(&mut dirs);
     let request = EngineRequest {
         files,
         dirs,

@@ -79,7 +79,8 @@ impl HttpClient for FetchHttp {
             headers.append(k, v).map_err(err)?;
         }
         let mut init = RequestInit::new();
-        init.with_method(Method::from(req.method.to_uppercase())).with_headers(headers);
+        // `Method::from` matches the name ASCII-case-insensitively (a method is an ASCII token).
+        init.with_method(Method::from(req.method.clone())).with_headers(headers);
         if req.redirect == Redirect::Manual {
             init.with_redirect(RequestRedirect::Manual);
         }

@@ -98,9 +98,8 @@ function unpackParams(p, big) {
 // workerd it builds the same Hash object inside, so it only saves the JavaScript calls around
 // the native hash.
 const oneShot = typeof nodeCrypto.hash === "function" ? nodeCrypto.hash : null;
-export function sha256Prefix(bytes) {
-  const hex = oneShot ? oneShot("sha256", bytes, "hex") : nodeCrypto.createHash("sha256").update(bytes).digest("hex");
-  return hex.slice(0, 16);
+export function digestHex(algorithm, bytes) {
+  return oneShot ? oneShot(algorithm, bytes, "hex") : nodeCrypto.createHash(algorithm).update(bytes).digest("hex");
 }
 export function takeLarge(i) {
   const v = large[i];
@@ -218,15 +217,23 @@ extern "C" {
     #[wasm_bindgen(js_name = takeLarge)]
     fn take_large(i: u32) -> Uint8Array;
 
-    /// The first 16 hex digits of the SHA-256 of `bytes` (read in place from wasm memory),
+    /// The `algorithm` digest of `bytes` (read in place from wasm memory) as lowercase hex,
     /// by the platform's native hash.
-    #[wasm_bindgen(js_name = sha256Prefix)]
-    fn sha256_prefix(bytes: &[u8]) -> String;
+    #[wasm_bindgen(js_name = digestHex)]
+    fn digest_hex(algorithm: &str, bytes: &[u8]) -> String;
 }
 
 /// The workspace's content hash (first 16 hex digits of SHA-256), computed natively.
 pub(crate) fn native_content_hash(bytes: &[u8]) -> String {
-    sha256_prefix(bytes)
+    let mut hex = digest_hex("sha256", bytes);
+    hex.truncate(16);
+    hex
+}
+
+/// The `algorithm` (a `node:crypto` name) digest of `bytes` as lowercase hex
+/// (`crate::platform::digest`).
+pub(crate) fn native_digest_hex(algorithm: &str, bytes: &[u8]) -> String {
+    digest_hex(algorithm, bytes)
 }
 
 /// Text bindings longer than this are passed on their own, not packed (JavaScript decodes

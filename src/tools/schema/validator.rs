@@ -728,7 +728,7 @@ fn is_type(v: &Value, t: &Value) -> bool {
 fn type_message(v: &Value, t: &Value) -> String {
     let Value::Array(ts) = t else { return format!("{v} is not of type {t}") };
     let mut names: Vec<&str> = ts.iter().filter_map(Value::as_str).collect();
-    names.sort_by_key(|n| TYPES.iter().position(|t| t == n));
+    crate::platform::sort::sort_by_key(&mut names, |n| TYPES.iter().position(|t| t == n));
     names.dedup();
     if let [one] = names.as_slice() {
         return format!("{v} is not of type \"{one}\"");

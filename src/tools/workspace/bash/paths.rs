@@ -17,7 +17,7 @@ pub fn js_order(a: &str, b: &str) -> Ordering {
 
 /// Sorts in JavaScript's default order.
 pub fn js_sort(items: &mut [String]) {
-    items.sort_by(|a, b| js_order(a, b));
+    crate::platform::sort::sort_by(items, |a, b| js_order(a, b));
 }
 
 /// True when `path` is `root` or lies below it (`/tmpfile` is not under `/tmp`).

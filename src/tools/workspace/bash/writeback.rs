@@ -115,7 +115,7 @@ pub fn plan_write_back(baseline: &Baseline, entries: Vec<FinalEntry>) -> WritePl
             plan.delete_files.push(path.clone());
         }
     }
-    plan.delete_files.sort_by(|a, b| js_order(b, a));
+    crate::platform::sort::sort_by(&mut plan.delete_files, |a, b| js_order(b, a));
 
     for path in &baseline.dirs {
         if path == "/" || final_dirs.contains(path) {
@@ -127,7 +127,7 @@ pub fn plan_write_back(baseline: &Baseline, entries: Vec<FinalEntry>) -> WritePl
             plan.delete_dirs.push(path.clone());
         }
     }
-    plan.delete_dirs.sort_by(|a, b| js_order(b, a));
+    crate::platform::sort::sort_by(&mut plan.delete_dirs, |a, b| js_order(b, a));
 
     for path in &final_dirs {
         if baseline.dirs.contains(path) {
@@ -152,7 +152,7 @@ pub fn plan_write_back(baseline: &Baseline, entries: Vec<FinalEntry>) -> WritePl
             plan.writes.push(FileWrite { path, bytes, created });
         }
     }
-    plan.writes.sort_by(|a, b| js_order(&a.path, &b.path));
+    crate::platform::sort::sort_by(&mut plan.writes, |a, b| js_order(&a.path, &b.path));
     plan
 }
 

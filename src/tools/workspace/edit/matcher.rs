@@ -322,7 +322,7 @@ fn fold_char(c: char, out: &mut dyn FnMut(char)) {
         '\u{00A0}' | '\u{2000}'..='\u{200A}' | '\u{202F}' | '\u{205F}' | '\u{3000}' => out(' '),
         '\u{200B}' | '\u{2060}' | '\u{FEFF}' => {}
         c if c.is_ascii() => out(c),
-        c => unicode_normalization::char::decompose_compatible(c, out),
+        c => super::nfkd::decompose_compatible(c, out),
     }
 }
 
@@ -685,14 +685,14 @@ fn closest_lines(content: &str, old: &str) -> Option<String> {
             (s / m as f32, p)
         })
         .collect();
-    scored.sort_by(|a, b| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1)));
+    crate::platform::sort::sort_by(&mut scored, |a, b| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1)));
     let joined = |ls: &[&str], idx: &[usize]| -> String {
         idx.iter().map(|&i| capped(ls[i])).collect::<Vec<_>>().join("\n")
     };
     let old_text = joined(&old_lines, &old_nb);
     let old_all_grams = || {
         let mut g: Vec<u32> = old_grams.iter().flatten().copied().collect();
-        g.sort_unstable();
+        crate::platform::sort::sort(&mut g);
         g.dedup();
         g
     };
@@ -717,7 +717,7 @@ fn closest_lines(content: &str, old: &str) -> Option<String> {
             TextDiff::from_chars(old_text.as_str(), window.as_str()).ratio()
         } else {
             let mut g: Vec<u32> = file_grams[p..p + len].iter().flatten().copied().collect();
-            g.sort_unstable();
+            crate::platform::sort::sort(&mut g);
             g.dedup();
             dice(&old_set, &g)
         };
@@ -812,7 +812,7 @@ fn trigrams(line: &str) -> Vec<u32> {
             })
             .collect()
     };
-    out.sort_unstable();
+    crate::platform::sort::sort(&mut out);
     out.dedup();
     out
 }
@@ -887,6 +887,14 @@ mod tests {
             replaced(apply_edit(file, "say(\"hello\") - done now\nnext", "say('hi')\nnext"));
         assert_eq!(c, "say('hi')\nnext\n");
         assert_eq!(l, MatchLevel::Unicode);
+    }
+
+    #[test]
+    fn unicode_level_decomposes_compatibility_forms() {
+        // NFKD: the ligature U+FB01 is "fi", full-width letters are ASCII, U+00E9 is e + U+0301.
+        let file = "let \u{FB01}le = \u{FF21}\u{FF22}; // caf\u{E9}\n";
+        let (c, l) = replaced(apply_edit(file, "let file = AB; // cafe\u{301}", "let x = 1;"));
+        assert_eq!((c.as_str(), l), ("let x = 1;\n", MatchLevel::Unicode));
     }
 
     #[test]

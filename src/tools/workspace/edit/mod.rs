@@ -1,6 +1,7 @@
 //! `edit`: replace one located string in a file, or create a file from an empty `old_string`.
 
 mod matcher;
+mod nfkd;
 
 use super::ops::EditOps;
 use super::{error_output, file_tool, line_count, stale_output, FileToolKind};
