@@ -134,14 +134,19 @@ const median = (xs) => {
   return s.length % 2 ? s[m] : (s[m - 1] + s[m]) / 2;
 };
 
-/**
- * think-rs's output in Think's shape: the one documented addition (README, *Versioned writes*)
- * is the `version` that `read` reports, dropped here so the rest is compared byte for byte.
- */
-const thinkShape = (v) => {
+const withoutVersion = (v) => {
   if (!v || typeof v !== "object" || Array.isArray(v) || !("version" in v)) return v;
   const { version: _version, ...rest } = v;
   return rest;
+};
+/**
+ * think-rs's output in Think's shape: the one documented addition (README, *Versioned writes*)
+ * is the `version` that `read` reports, dropped here so the rest is compared byte for byte. A
+ * single call's result wraps it (`{output: {..., version}}`); a workload's is the output itself.
+ */
+const thinkShape = (v) => {
+  const top = withoutVersion(v);
+  return top && typeof top === "object" && !Array.isArray(top) && "output" in top ? { ...top, output: withoutVersion(top.output) } : top;
 };
 
 function firstDifference(a, b) {
