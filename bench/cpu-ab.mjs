@@ -17,6 +17,7 @@ import { execSync } from "node:child_process";
 import { fileURLToPath } from "node:url";
 import { Miniflare } from "miniflare";
 import suite from "./workspace.bench.mjs";
+import { rustWorker } from "./workers.mjs";
 
 const HERE = path.dirname(fileURLToPath(import.meta.url));
 const args = process.argv.slice(2);
@@ -31,19 +32,7 @@ async function measure(build) {
     host: "127.0.0.1",
     port: 0,
     defaultPersistRoot: persist,
-    workers: [
-      {
-        name: "rust",
-        modules: true,
-        modulesRoot: path.dirname(build),
-        scriptPath: path.join(build, "index.js"),
-        modulesRules: [{ type: "CompiledWasm", include: ["**/*.wasm"], fallthrough: true }],
-        compatibilityDate: "2025-11-01",
-        compatibilityFlags: ["nodejs_compat"],
-        durableObjects: { BENCH_RUST: { className: "BenchRust", useSQLite: true } },
-        r2Buckets: ["WORKSPACE_R2"],
-      },
-    ],
+    workers: [rustWorker(build)],
   });
   try {
     await mf.ready;

@@ -24,23 +24,14 @@
 // MEMORY_TURNS (default 1000) sets the length of the many-turns run; MEMORY_SIZES (default
 // "1,5,20") the file sizes in MB.
 import fs from "node:fs";
-import net from "node:net";
 import { startScriptedModel } from "../tests/helpers/scripted-model.mjs";
 import { startWorker, modelVars } from "../tests/helpers/worker.mjs";
 import { connect, closeTabs, newId } from "../tests/helpers/client.mjs";
-import { openInspector, sampleHeapPeak } from "../tests/helpers/inspector.mjs";
+import { freePort, openInspector, sampleHeapPeak } from "../tests/helpers/inspector.mjs";
 
 const MB = 1024 * 1024;
 const TURNS = Math.max(1, Number(process.env.MEMORY_TURNS ?? 1000));
 const SIZES = (process.env.MEMORY_SIZES ?? "1,5,20").split(",").filter(Boolean).map(Number);
-
-async function freePort() {
-  const server = net.createServer();
-  await new Promise((r) => server.listen(0, "127.0.0.1", r));
-  const { port } = server.address();
-  await new Promise((r) => server.close(r));
-  return port;
-}
 
 /** Peak and current resident size of a process, in bytes; the peak is reset by `resetPeak`. */
 function rss(pid) {

@@ -31,6 +31,7 @@ import { fileURLToPath } from "node:url";
 import { isDeepStrictEqual } from "node:util";
 import WebSocket from "ws";
 import * as codemode from "./codemode/bench.mjs";
+import { rustWorker } from "./workers.mjs";
 
 const HERE = path.dirname(fileURLToPath(import.meta.url));
 const REPS = Math.max(1, Number(process.env.BENCH_REPS ?? 5));
@@ -55,22 +56,8 @@ function miniflareOptions(persistDir) {
     port: 0,
     defaultPersistRoot: persistDir,
     workers: [
-      {
-        name: "rust",
-        modules: true,
-        // BENCH_RUST_BUILD: another build of the bench crate (a copy of its build/), for A/B runs.
-        modulesRoot: path.dirname(RUST_BUILD),
-        scriptPath: path.join(RUST_BUILD, "index.js"),
-        modulesRules: [{ type: "CompiledWasm", include: ["**/*.wasm"], fallthrough: true }],
-        compatibilityDate: "2025-11-01",
-        // The bash tool's just-bash bundle imports node:zlib, as in the agent.
-        compatibilityFlags: ["nodejs_compat"],
-        durableObjects: { BENCH_RUST: { className: "BenchRust", useSQLite: true } },
-        r2Buckets: ["WORKSPACE_R2"],
-        // The idle reset's threshold (js/shim.mjs; README "Memory"): the product's default
-        // unless THINK_IDLE_RESET_MB is set (0 turns it off, for a comparison).
-        ...(process.env.THINK_IDLE_RESET_MB ? { bindings: { THINK_IDLE_RESET_MB: process.env.THINK_IDLE_RESET_MB } } : {}),
-      },
+      // BENCH_RUST_BUILD: another build of the bench crate (a copy of its build/), for A/B runs.
+      rustWorker(RUST_BUILD),
       {
         name: "ts",
         modules: true,

@@ -7,11 +7,10 @@
 // through the V8 inspector that the memory fell back and that nothing was lost or broken.
 import { test, before, after } from "node:test";
 import assert from "node:assert/strict";
-import net from "node:net";
 import { startScriptedModel } from "./helpers/scripted-model.mjs";
 import { startWorker, modelVars } from "./helpers/worker.mjs";
-import { connect, closeTabs, newId } from "./helpers/client.mjs";
-import { openInspector } from "./helpers/inspector.mjs";
+import { connect, closeTabs, toolTurn } from "./helpers/client.mjs";
+import { freePort, openInspector } from "./helpers/inspector.mjs";
 
 const MB = 1024 * 1024;
 const FILE = 20 * MB;
@@ -24,10 +23,7 @@ let inspector;
 
 before(async () => {
   model = await startScriptedModel();
-  const server = net.createServer();
-  await new Promise((r) => server.listen(0, "127.0.0.1", r));
-  const { port } = server.address();
-  await new Promise((r) => server.close(r));
+  const port = await freePort();
   // A context window that holds the 20 MB call, so no compaction takes the scripted replies.
   worker = await startWorker({ vars: modelVars(model, { THINK_CONTEXT_WINDOW: "50000000" }), inspectorPort: port, withCaller: true });
   inspector = await openInspector(port, "think-rs");
@@ -43,14 +39,7 @@ after(async () => {
 const idleState = () => inspector.idleReset();
 const quiescent = (minResets) => inspector.quiescent(minResets);
 
-async function turn(tab, call) {
-  model.push({ toolCalls: [{ id: newId("call"), ...call }] }, { text: `done ${call.name}` });
-  const { id } = tab.chat(`run ${call.name}`);
-  await tab.turn(id, { timeout: 120000 });
-  const out = tab.chunks(id).find((c) => c.type === "tool-output-available" || c.type === "tool-output-error");
-  tab.frames.length = 0;
-  return out;
-}
+const turn = (tab, call) => toolTurn(model, tab, call, { text: `done ${call.name}` });
 
 test("after a 20 MB write the instance resets when idle: memory falls under the threshold, and the tab, DO RPC, the alarm and the data keep working", async (t) => {
   const name = "idle-reset";

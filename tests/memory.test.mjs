@@ -18,11 +18,10 @@
 // wasm's own allocator, and names the allocations that grow the memory.
 import { test, before, after } from "node:test";
 import assert from "node:assert/strict";
-import net from "node:net";
 import { startScriptedModel } from "./helpers/scripted-model.mjs";
 import { startWorker, modelVars } from "./helpers/worker.mjs";
-import { connect, closeTabs, newId } from "./helpers/client.mjs";
-import { openInspector, sampleHeapPeak } from "./helpers/inspector.mjs";
+import { connect, closeTabs, toolTurn } from "./helpers/client.mjs";
+import { freePort, openInspector, sampleHeapPeak } from "./helpers/inspector.mjs";
 
 const MB = 1024 * 1024;
 const FILE = 20 * MB;
@@ -39,10 +38,7 @@ let inspector;
 
 before(async () => {
   model = await startScriptedModel();
-  const server = net.createServer();
-  await new Promise((r) => server.listen(0, "127.0.0.1", r));
-  const { port } = server.address();
-  await new Promise((r) => server.close(r));
+  const port = await freePort();
   worker = await startWorker({ vars: modelVars(model), inspectorPort: port });
   inspector = await openInspector(port, "think-rs");
 });
@@ -72,14 +68,7 @@ async function heapAfterGc() {
   return h.usedSize + h.backingStorageSize;
 }
 
-async function turn(tab, call) {
-  model.push({ toolCalls: [{ id: newId("call"), ...call }] }, { text: "done" });
-  const { id } = tab.chat(`run ${call.name}`);
-  await tab.turn(id, { timeout: 120000 });
-  const out = tab.chunks(id).find((c) => c.type === "tool-output-available" || c.type === "tool-output-error");
-  tab.frames.length = 0;
-  return out;
-}
+const turn = (tab, call) => toolTurn(model, tab, call);
 
 test("a 20 MB write and read fit a 128 MB isolate, leave wasm memory under 3.6× the file and the V8 heap where it was", async () => {
   const tab = await connect(worker.host, "memory-20mb");

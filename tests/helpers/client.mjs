@@ -160,6 +160,19 @@ export async function connectRaw(host, name) {
 }
 
 /**
+ * One turn in which the scripted `model` calls the tool `call` ({name, args}) and then answers
+ * `text`; returns the call's output chunk and clears the tab's frames.
+ */
+export async function toolTurn(model, tab, call, { text = "done", timeout = 120000 } = {}) {
+  model.push({ toolCalls: [{ id: newId("call"), ...call }] }, { text });
+  const { id } = tab.chat(`run ${call.name}`);
+  await tab.turn(id, { timeout });
+  const out = tab.chunks(id).find((c) => c.type === "tool-output-available" || c.type === "tool-output-error");
+  tab.frames.length = 0;
+  return out;
+}
+
+/**
  * Asserts that the agent is idle: nothing streaming, queued or about to continue. It asks
  * with a resume probe, which only an idle agent answers `resume_none {reason:"idle"}`; frames
  * on one socket are handled in order, so the answer also proves that every earlier frame was

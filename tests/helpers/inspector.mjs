@@ -2,7 +2,17 @@
 // `inspectorPort`: the V8 heap and ArrayBuffer stores (`Runtime.getHeapUsage`), a full
 // collection, and the wasm linear memory of every `WebAssembly.Memory` in
 // the isolate (found with `Runtime.queryObjects`, so the product needs no debug route).
+import net from "node:net";
 import WebSocket from "ws";
+
+/** A TCP port on 127.0.0.1 that nothing listens on now, for Miniflare's `inspectorPort`. */
+export async function freePort() {
+  const server = net.createServer();
+  await new Promise((r) => server.listen(0, "127.0.0.1", r));
+  const { port } = server.address();
+  await new Promise((r) => server.close(r));
+  return port;
+}
 
 /**
  * Connects to the isolate of the Miniflare worker named `worker` (`core:user:<name>`).

@@ -21,6 +21,24 @@ pub(crate) fn zero_bytes(x: u64) -> u64 {
     !(((x & LOW7).wrapping_add(LOW7)) | x | LOW7)
 }
 
+/// Knuth–Morris–Pratt's failure table of `needle`: for each prefix, the length of its longest
+/// proper prefix that is also its suffix (the edit tool's overlapping count and the folded
+/// literal scan's linear fallback both search with it).
+pub(crate) fn kmp_failure(needle: &[u8]) -> Vec<usize> {
+    let mut fail = vec![0; needle.len()];
+    let mut k = 0;
+    for i in 1..needle.len() {
+        while k > 0 && needle[i] != needle[k] {
+            k = fail[k - 1];
+        }
+        if needle[i] == needle[k] {
+            k += 1;
+        }
+        fail[i] = k;
+    }
+    fail
+}
+
 /// Calls `f(start, end)` for each line of `bytes` (split on `\n`, so `n` newlines make
 /// `n + 1` lines) until it returns false.
 #[inline]
@@ -149,20 +167,7 @@ impl FoldedScan {
         if needle.is_empty() {
             return (from <= hay.len()).then_some(from);
         }
-        let fail = self.fallback.get_or_init(|| {
-            let mut fail = vec![0; needle.len()];
-            let mut k = 0;
-            for i in 1..needle.len() {
-                while k > 0 && needle[i] != needle[k] {
-                    k = fail[k - 1];
-                }
-                if needle[i] == needle[k] {
-                    k += 1;
-                }
-                fail[i] = k;
-            }
-            fail
-        });
+        let fail = self.fallback.get_or_init(|| kmp_failure(needle));
         let mut k = 0;
         for (i, &b) in hay.iter().enumerate().skip(from) {
             let b = b.to_ascii_lowercase();

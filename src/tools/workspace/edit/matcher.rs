@@ -164,17 +164,7 @@ pub fn count_overlapping(hay: &str, needle: &str) -> usize {
     if memchr::memmem::find(&hay[first + 1..], needle).is_none() {
         return 1;
     }
-    let mut fail = vec![0usize; needle.len()];
-    let mut k = 0;
-    for i in 1..needle.len() {
-        while k > 0 && needle[i] != needle[k] {
-            k = fail[k - 1];
-        }
-        if needle[i] == needle[k] {
-            k += 1;
-        }
-        fail[i] = k;
-    }
+    let fail = crate::tools::workspace::scan::kmp_failure(needle);
     let (mut count, mut k) = (0, 0);
     for &b in &hay[first..] {
         while k > 0 && b != needle[k] {

@@ -1,0 +1,22 @@
+// The Miniflare worker entry of a bench-crate build (bench/rust-worker/build or a copy of it),
+// shared by bench/run.mjs and bench/cpu-ab.mjs so both run it with the same settings.
+import path from "node:path";
+
+/** The `rust` worker of Miniflare's options, running the build in directory `build`. */
+export function rustWorker(build) {
+  return {
+    name: "rust",
+    modules: true,
+    modulesRoot: path.dirname(build),
+    scriptPath: path.join(build, "index.js"),
+    modulesRules: [{ type: "CompiledWasm", include: ["**/*.wasm"], fallthrough: true }],
+    compatibilityDate: "2025-11-01",
+    // The bash tool's just-bash bundle imports node:zlib, as in the agent.
+    compatibilityFlags: ["nodejs_compat"],
+    durableObjects: { BENCH_RUST: { className: "BenchRust", useSQLite: true } },
+    r2Buckets: ["WORKSPACE_R2"],
+    // The idle reset's threshold (js/shim.mjs; README "Memory"): the product's default
+    // unless THINK_IDLE_RESET_MB is set (0 turns it off, for a comparison).
+    ...(process.env.THINK_IDLE_RESET_MB ? { bindings: { THINK_IDLE_RESET_MB: process.env.THINK_IDLE_RESET_MB } } : {}),
+  };
+}
