@@ -856,6 +856,30 @@ fn seen_text_is_copied_into_the_history_only_when_its_version_is_replaced() {
     assert_eq!(note(&sql, "/c.txt", 1), (Some("sea\n".into()), 0), "moved: copied");
 }
 
+/// The model's read reports the metadata `stat` reports and the version `version` reports,
+/// whatever the MIME type holds (its metadata crosses as one text column).
+#[test]
+fn the_models_read_reports_what_stat_and_version_report() {
+    let (_, ws) = ws();
+    let odd = "text/plain; charset=\"utf-8\", x=ü,,";
+    block_on(ws.write_file("/d/odd.txt", "one\ntwo", odd)).unwrap();
+    write(&ws, "/d/plain.txt", "");
+    block_on(ws.append_file("/d/plain.txt", "appended\n", "text/plain")).unwrap();
+    block_on(ws.write_file_bytes("/d/pic.png", &[0x89, b'P', b'N', b'G'], "image/png")).unwrap();
+    ws.symlink("/d/odd.txt", "/d/link").unwrap();
+    for p in ["/d/odd.txt", "/d/plain.txt", "/d/pic.png", "/d", "/d/link", "/d/../d/./odd.txt"] {
+        let (info, text, token) = ws.stat_with_seen_text(p).unwrap().unwrap();
+        let stat = ws.stat(p).unwrap().unwrap();
+        assert_eq!(serde_json::to_value(&info).unwrap(), serde_json::to_value(&stat).unwrap(), "{p}");
+        let version = ws.version(p).unwrap().filter(|_| text.is_some()).map(|v| v.token());
+        assert_eq!(token, version, "{p}");
+    }
+    let (info, text, _) = ws.stat_with_seen_text("/d/odd.txt").unwrap().unwrap();
+    assert_eq!((info.mime_type.as_str(), text.as_deref()), (odd, Some("one\ntwo")));
+    assert!(ws.version("/d/plain.txt").unwrap().unwrap().hash.is_none(), "an append drops the hash");
+    assert!(ws.stat_with_seen_text("/d/none.txt").unwrap().is_none());
+}
+
 #[test]
 fn a_history_without_the_pending_column_gets_it() {
     let (sql, ws) = with_old_history("");

@@ -284,20 +284,24 @@ impl Workspace {
     /// without a token (the caller notes what it reads itself).
     pub fn stat_with_seen_text(&self, path: &str) -> Result<Option<StatSeen>, FsError> {
         let norm = path::normalize(path, "stat")?;
+        // Two columns: the metadata as one short text (see `ReadHeader`) and the text. Each
+        // column a row carries costs SQLite a value, JavaScript a string and a property, and
+        // the bridge its packing: ten columns cost about 3 µs more per read than these two.
         // The path and name are the normalized path and its last segment, so they are not
-        // selected; the two flags come as one number (bit 1: noted, bit 0: stored as text).
-        // Every column a row carries costs a JavaScript value and its packing.
+        // selected; nor is a symlink's target, since a symlink is read through `stat`.
         let sql = self.read_sql.get_or_init(|| {
             format!(
-                "SELECT type, mime_type, size, created_at, modified_at, target, version, hash,
-                   2 * (typeof(content) = 'text' AND hash IS NOT NULL AND EXISTS (SELECT 1 FROM {h} s
-                     WHERE s.path = f.path AND s.slot = f.version % {MAX_HISTORY_VERSIONS}
+                "SELECT substr(type, 1, 1) || ',' || size || ',' || created_at || ','
+                   || modified_at || ',' || version || ','
+                   || (2 * (typeof(content) = 'text' AND hash IS NOT NULL AND EXISTS (SELECT 1
+                     FROM {h} s WHERE s.path = f.path AND s.slot = f.version % {MAX_HISTORY_VERSIONS}
                        AND s.version = f.version AND s.hash = f.hash
                        AND (typeof(s.content) = 'text' OR s.pending = 1)
                          = (f.size <= {MAX_HISTORY_BYTES})))
-                   + (typeof(content) = 'text'),
+                     + (typeof(content) = 'text'))
+                   || ',' || COALESCE('+' || hash, '') || ',' || mime_type AS h,
                    CASE WHEN type = 'file' AND storage = 'inline'
-                     AND substr(mime_type, 1, 5) = 'text/' THEN content END
+                     AND substr(mime_type, 1, 5) = 'text/' THEN content END AS c
                  FROM {t} f WHERE path = ?",
                 t = self.t,
                 h = self.h,
@@ -307,9 +311,6 @@ impl Workspace {
         let Some(mut row) = rows.into_iter().next() else {
             return Ok(self.stat(path)?.map(|info| (info, None, None)));
         };
-        if row.first().and_then(SqlValue::as_str) == Some("symlink") {
-            return Ok(self.stat(path)?.map(|info| (info, None, None)));
-        }
         // Text crosses into wasm encoded in place (see `wasm/sql.rs`); bytes stored under a
         // text type are decoded as `read_file` decodes them.
         let content = match row.pop() {
@@ -317,22 +318,29 @@ impl Workspace {
             Some(SqlValue::Blob(b)) => Some(Content::Bytes(b).into_text()),
             _ => None,
         };
-        let flags = row.pop().and_then(|v| v.as_i64()).unwrap_or(0);
-        let (noted, stored_text) = (flags & 2 != 0, flags & 1 != 0);
-        let hash = match row.pop() {
-            Some(SqlValue::Text(s)) => Some(s),
-            _ => None,
+        let header = row.first().and_then(SqlValue::as_str).and_then(ReadHeader::parse);
+        let Some(header) = header.filter(|h| h.kind != EntryType::Symlink) else {
+            return Ok(self.stat(path)?.map(|info| (info, None, None)));
         };
-        let counter = row.pop().and_then(|v| v.as_i64()).unwrap_or(0);
-        let target = Some(take_str(&mut row, 5)).filter(|t| !t.is_empty());
+        let ReadHeader {
+            kind,
+            size,
+            created_at,
+            updated_at,
+            counter,
+            noted,
+            stored_text,
+            hash,
+            mime_type,
+        } = header;
         let info = FileInfo {
             name: path::basename(&norm).to_owned(),
-            kind: EntryType::parse(row.first().and_then(SqlValue::as_str).unwrap_or("file")),
-            mime_type: take_str(&mut row, 1),
-            size: col_i64(&row, 2).max(0) as u64,
-            created_at: col_i64(&row, 3),
-            updated_at: col_i64(&row, 4),
-            target,
+            kind,
+            mime_type: mime_type.to_owned(),
+            size,
+            created_at,
+            updated_at,
+            target: None,
             path: norm,
         };
         let Some(content) = content else { return Ok(Some((info, None, None))) };
@@ -340,6 +348,7 @@ impl Workspace {
             if !noted {
                 self.remember_stored(path)?;
             }
+            let hash = hash.map(str::to_owned);
             Some(FileVersion { counter, hash, changed_by: None, changed_at: 0 }.token())
         } else {
             self.remember_seen(path, Some(&content))?
@@ -606,6 +615,57 @@ impl Workspace {
 /// What [`Workspace::stat_with_seen_text`] returns: the metadata, the prefetched text and,
 /// with it, the version token noted as seen.
 pub type StatSeen = (FileInfo, Option<String>, Option<String>);
+
+/// The metadata column of the model's read ([`Workspace::stat_with_seen_text`]):
+/// `<t>,<size>,<created>,<modified>,<version>,<flags>,<+hash or empty>,<mime type>`, where
+/// `<t>` is the type's first letter and `<flags>` has bit 1 set when this version is noted
+/// as seen and bit 0 when the content is stored as text. The MIME type is last, so it may
+/// hold commas; a hash is hex digits.
+struct ReadHeader<'a> {
+    kind: EntryType,
+    size: u64,
+    created_at: i64,
+    updated_at: i64,
+    counter: i64,
+    noted: bool,
+    stored_text: bool,
+    hash: Option<&'a str>,
+    mime_type: &'a str,
+}
+
+impl<'a> ReadHeader<'a> {
+    /// `None` when `s` is not such a header.
+    fn parse(s: &'a str) -> Option<ReadHeader<'a>> {
+        let mut parts = s.splitn(8, ',');
+        let mut next = || parts.next();
+        let kind = match next()? {
+            "f" => EntryType::File,
+            "d" => EntryType::Directory,
+            "s" => EntryType::Symlink,
+            _ => return None,
+        };
+        let mut int = || next()?.parse::<i64>().ok();
+        let (size, created_at, updated_at, counter, flags) =
+            (int()?, int()?, int()?, int()?, int()?);
+        let hash = next()?;
+        let hash = match hash.strip_prefix('+') {
+            Some(h) => Some(h),
+            None if hash.is_empty() => None,
+            None => return None,
+        };
+        Some(ReadHeader {
+            kind,
+            size: size.max(0) as u64,
+            created_at,
+            updated_at,
+            counter,
+            noted: flags & 2 != 0,
+            stored_text: flags & 1 != 0,
+            hash,
+            mime_type: next()?,
+        })
+    }
+}
 
 /// The columns [`version_from_row`] reads, then the newest seen token.
 const VERSION_COLS: &str = "version, hash, changed_by, modified_at";
