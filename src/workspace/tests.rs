@@ -870,13 +870,20 @@ fn the_models_read_reports_what_stat_and_version_report() {
     for p in ["/d/odd.txt", "/d/plain.txt", "/d/pic.png", "/d", "/d/link", "/d/../d/./odd.txt"] {
         let (info, text, token) = ws.stat_with_seen_text(p).unwrap().unwrap();
         let stat = ws.stat(p).unwrap().unwrap();
-        assert_eq!(serde_json::to_value(&info).unwrap(), serde_json::to_value(&stat).unwrap(), "{p}");
+        assert_eq!(
+            serde_json::to_value(&info).unwrap(),
+            serde_json::to_value(&stat).unwrap(),
+            "{p}"
+        );
         let version = ws.version(p).unwrap().filter(|_| text.is_some()).map(|v| v.token());
         assert_eq!(token, version, "{p}");
     }
     let (info, text, _) = ws.stat_with_seen_text("/d/odd.txt").unwrap().unwrap();
     assert_eq!((info.mime_type.as_str(), text.as_deref()), (odd, Some("one\ntwo")));
-    assert!(ws.version("/d/plain.txt").unwrap().unwrap().hash.is_none(), "an append drops the hash");
+    assert!(
+        ws.version("/d/plain.txt").unwrap().unwrap().hash.is_none(),
+        "an append drops the hash"
+    );
     assert!(ws.stat_with_seen_text("/d/none.txt").unwrap().is_none());
 }
 

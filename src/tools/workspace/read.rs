@@ -211,9 +211,33 @@ fn numbered(path: &str, content: &str, offset: Option<u64>, limit: Option<u64>) 
     let end = end.min(total);
     let wanted = end.saturating_sub(start);
     let shown = wanted.min(MAX_LINES);
-    // Built as bytes from whole UTF-8 pieces (labels are ASCII, lines are `&str` cut at
-    // char boundaries), so it is UTF-8 without a check; a check per label cost a tenth of
-    // the numbering.
+    let whole = if start == 0 && shown == total { number_all(content) } else { None };
+    let mut out = whole.unwrap_or_else(|| number_lines(content, total, start, shown));
+    if wanted > MAX_LINES {
+        out.extend_from_slice(
+            format!("\n... ({} more lines truncated)", wanted - MAX_LINES).as_bytes(),
+        );
+    }
+    // SAFETY: `out` is a concatenation of whole UTF-8 sequences (see both builders).
+    let out = unsafe { String::from_utf8_unchecked(out) };
+    // Keys in Think's order, the map sized for all of them (a map that grows reallocates
+    // its entries and its index), the text moved in (`json!` would copy it).
+    let mut result = serde_json::Map::with_capacity(6);
+    result.insert("path".into(), Value::String(path.to_owned()));
+    result.insert("content".into(), Value::String(out));
+    result.insert("totalLines".into(), json!(total));
+    if offset.is_some_and(|o| o > 0) || limit.is_some_and(|l| l > 0) {
+        result.insert("fromLine".into(), json!(start.saturating_add(1)));
+        result.insert("toLine".into(), json!(end));
+    }
+    Value::Object(result)
+}
+
+/// Lines `start..start + shown` of `content` (`total` lines), numbered, each cut to
+/// [`MAX_LINE_LENGTH`]. Built as bytes from whole UTF-8 pieces (labels are ASCII, lines are
+/// `&str` cut at char boundaries), so it is UTF-8 without a check; a check per label cost a
+/// tenth of the numbering.
+fn number_lines(content: &str, total: usize, start: usize, shown: usize) -> Vec<u8> {
     let mut out =
         Vec::with_capacity(if shown == total { content.len() + 7 * total } else { 64 * shown });
     if shown > 0 {
@@ -230,29 +254,162 @@ fn numbered(path: &str, content: &str, offset: Option<u64>, limit: Option<u64>) 
             line < start + shown
         });
     }
-    if wanted > MAX_LINES {
-        out.extend_from_slice(
-            format!("\n... ({} more lines truncated)", wanted - MAX_LINES).as_bytes(),
-        );
+    out
+}
+
+/// Bytes a 16-byte step of [`number_all`] may write past the text's end (one step's store,
+/// or one label's).
+const STEP: usize = 16;
+
+/// Every line of `content` numbered, when it has at most [`MAX_LINES`] lines and none
+/// longer than [`MAX_LINE_LENGTH`] bytes (so none is cut); `None` otherwise. What
+/// [`number_lines`] gives for such a text, in one pass of 16-byte steps into a buffer of the
+/// exact size: a step copies 16 bytes and finds the newlines among them; after a newline
+/// the label of the next line is written and the next step starts right after it. Per line
+/// this is a few stores, where splitting the lines first and copying each costs two copies
+/// of unknown length and the search's setup.
+fn number_all(content: &str) -> Option<Vec<u8>> {
+    let text = content.as_bytes();
+    let n = text.len();
+    let total = super::line_count(content);
+    if total > MAX_LINES {
+        return None;
     }
-    // SAFETY: `out` is a concatenation of whole UTF-8 sequences (see above).
-    let out = unsafe { String::from_utf8_unchecked(out) };
-    // Keys in Think's order, the map sized for all of them (a map that grows reallocates
-    // its entries and its index), the text moved in (`json!` would copy it).
-    let mut result = serde_json::Map::with_capacity(6);
-    result.insert("path".into(), Value::String(path.to_owned()));
-    result.insert("content".into(), Value::String(out));
-    result.insert("totalLines".into(), json!(total));
-    if offset.is_some_and(|o| o > 0) || limit.is_some_and(|l| l > 0) {
-        result.insert("fromLine".into(), json!(start.saturating_add(1)));
-        result.insert("toLine".into(), json!(end));
+    // Each line's label is its number's digits and a tab (the newline is the text's).
+    let mut labels = total;
+    let mut p = 1usize;
+    while p <= total {
+        labels += total - p + 1;
+        p *= 10;
     }
-    Value::Object(result)
+    let len = n + labels;
+    let mut out: Vec<u8> = Vec::with_capacity(len + STEP);
+    let dst = out.as_mut_ptr();
+    let src = text.as_ptr();
+    let mut label = ShortLabel::ONE;
+    // SAFETY (every write below): the text has `total - 1` newlines and a label is written
+    // at the start and after each, so the bytes written in order (text and labels) number
+    // exactly `len`. A step's 16-byte store starts where the next text byte goes and reads
+    // only text bytes (`i + 16 <= n`), so it ends at most at `len`; a label's 8-byte store
+    // starts where the label goes, at most `len - label.len`, so it ends before
+    // `len + 8`. The buffer holds `len + STEP`.
+    unsafe { label.write(dst) };
+    let (mut i, mut o, mut line_start) = (0usize, label.len, 0usize);
+    let newline = |i: usize, o: &mut usize, line_start: &mut usize, label: &mut ShortLabel| {
+        if i - *line_start > MAX_LINE_LENGTH {
+            return false;
+        }
+        *line_start = i + 1;
+        label.increment();
+        // SAFETY: see above.
+        unsafe { label.write(dst.add(*o)) };
+        *o += label.len;
+        true
+    };
+    while i + STEP <= n {
+        // SAFETY: `i + 16 <= n`, and see above for the store.
+        let mask = unsafe {
+            std::ptr::copy_nonoverlapping(src.add(i), dst.add(o), STEP);
+            newline_mask(src.add(i))
+        };
+        if mask == 0 {
+            i += STEP;
+            o += STEP;
+            continue;
+        }
+        let k = mask.trailing_zeros() as usize;
+        o += k + 1;
+        if !newline(i + k, &mut o, &mut line_start, &mut label) {
+            return None;
+        }
+        i += k + 1;
+    }
+    while i < n {
+        let b = text[i];
+        // SAFETY: `o < len`, as every byte written is one of the `len`.
+        unsafe { *dst.add(o) = b };
+        o += 1;
+        if b == b'\n' && !newline(i, &mut o, &mut line_start, &mut label) {
+            return None;
+        }
+        i += 1;
+    }
+    if n - line_start > MAX_LINE_LENGTH {
+        return None;
+    }
+    assert_eq!(o, len, "numbering wrote what it counted");
+    // SAFETY: the first `len` bytes are written (above), within the capacity; they are the
+    // text's bytes in order with ASCII labels after newlines, so UTF-8.
+    unsafe { out.set_len(len) };
+    Some(out)
+}
+
+/// Bit `j` set when byte `j` of the 16 at `p` is a newline.
+///
+/// # Safety
+/// `p` must point at 16 readable bytes.
+#[inline(always)]
+unsafe fn newline_mask(p: *const u8) -> u32 {
+    #[cfg(target_arch = "wasm32")]
+    {
+        use core::arch::wasm32::{u8x16_bitmask, u8x16_eq, u8x16_splat, v128, v128_load};
+        // SAFETY: the caller's; `v128_load` needs no alignment.
+        let v = unsafe { v128_load(p as *const v128) };
+        u32::from(u8x16_bitmask(u8x16_eq(v, u8x16_splat(b'\n'))))
+    }
+    #[cfg(not(target_arch = "wasm32"))]
+    {
+        // SAFETY: the caller's.
+        let bytes = unsafe { std::slice::from_raw_parts(p, STEP) };
+        bytes.iter().enumerate().fold(0, |m, (j, &b)| m | (u32::from(b == b'\n') << j))
+    }
+}
+
+/// A line number of at most [`MAX_LINES`] as its digits and a tab, left-aligned, so that
+/// one 8-byte store writes it.
+#[derive(Clone, Copy)]
+struct ShortLabel {
+    buf: [u8; 8],
+    len: usize,
+}
+
+impl ShortLabel {
+    const ONE: ShortLabel = ShortLabel { buf: *b"1\t\0\0\0\0\0\0", len: 2 };
+
+    /// Writes all 8 bytes at `dst` (the first `len` are the label).
+    ///
+    /// # Safety
+    /// `dst` must be valid for 8 bytes of writes.
+    #[inline(always)]
+    unsafe fn write(&self, dst: *mut u8) {
+        // SAFETY: the caller's.
+        unsafe { std::ptr::copy_nonoverlapping(self.buf.as_ptr(), dst, 8) };
+    }
+
+    #[inline(always)]
+    fn increment(&mut self) {
+        let mut i = self.len - 2;
+        loop {
+            if self.buf[i] != b'9' {
+                self.buf[i] += 1;
+                return;
+            }
+            self.buf[i] = b'0';
+            if i == 0 {
+                // All nines: one more digit (at most 4 digits and the tab: 8 bytes hold it).
+                self.buf.copy_within(0..self.len, 1);
+                self.buf[0] = b'1';
+                self.len += 1;
+                return;
+            }
+            i -= 1;
+        }
+    }
 }
 
 #[cfg(test)]
 mod tests {
-    use super::LineLabel;
+    use super::{number_all, number_lines, LineLabel, ShortLabel, MAX_LINES, MAX_LINE_LENGTH};
 
     #[test]
     fn line_labels_count_up_across_digit_boundaries() {
@@ -264,5 +421,60 @@ mod tests {
                 label.increment();
             }
         }
+    }
+
+    #[test]
+    fn short_labels_count_up_across_digit_boundaries() {
+        let mut label = ShortLabel::ONE;
+        for n in 1..=MAX_LINES {
+            assert_eq!(&label.buf[..label.len], format!("{n}\t").as_bytes());
+            label.increment();
+        }
+    }
+
+    /// The one-pass numbering gives what the line-by-line one gives, or declines (a line
+    /// too long, too many lines); texts around the 16-byte steps, empty lines, multibyte
+    /// characters, carriage returns.
+    #[test]
+    fn whole_file_numbering_matches_the_line_by_line_one() {
+        let mut seed = 0x9e37_79b9_7f4a_7c15u64;
+        let mut next = move || {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            seed
+        };
+        let pieces =
+            ["\n", "\n", "a", "bc", "0123456789abcdef", "é", "日本", "\r\n", "😀", " ", "\t"];
+        let mut texts: Vec<String> =
+            vec![String::new(), "\n".into(), "x".repeat(40), "\n".repeat(40)];
+        for _ in 0..3000 {
+            let len = (next() % 120) as usize;
+            texts.push((0..len).map(|_| pieces[(next() % pieces.len() as u64) as usize]).collect());
+        }
+        texts.push("y".repeat(MAX_LINE_LENGTH));
+        texts.push(format!("a\n{}\nb", "y".repeat(MAX_LINE_LENGTH + 1)));
+        texts.push("line\n".repeat(MAX_LINES - 1));
+        texts.push("line\n".repeat(MAX_LINES));
+        texts.push("é".repeat(MAX_LINE_LENGTH / 2 + 1));
+        let mut declined = 0;
+        for text in &texts {
+            let total = super::super::line_count(text);
+            let fast = number_all(text);
+            let slow = number_lines(text, total, 0, total.min(MAX_LINES));
+            match fast {
+                Some(fast) => assert_eq!(
+                    String::from_utf8(fast).unwrap(),
+                    String::from_utf8(slow).unwrap(),
+                    "{text:?}"
+                ),
+                None => {
+                    declined += 1;
+                    let longest = text.split('\n').map(str::len).max().unwrap_or(0);
+                    assert!(total > MAX_LINES || longest > MAX_LINE_LENGTH, "{text:?}");
+                }
+            }
+        }
+        assert_eq!(declined, 3, "the two texts with a line too long, the one with a line too many");
     }
 }
