@@ -4,8 +4,8 @@
 //! is what a workspace operation mostly costs. So a statement is one call into a small JS
 //! helper: the bindings go in packed in one byte buffer (read in place from wasm memory),
 //! and the helper runs the statement and packs the whole result into one byte buffer
-//! (strings as UTF-8 via the native `TextEncoder`), which Rust copies in with one `memcpy`
-//! and decodes. The alternative, passing and reading values one by one through
+//! (strings as UTF-8 via the native `TextEncoder`), which it copies into a buffer in wasm
+//! memory when it fits (else Rust copies it in with one `memcpy`), and Rust decodes it. The alternative, passing and reading values one by one through
 //! wasm-bindgen, costs several crossings per value and encodes strings in a JS loop.
 //!
 //! A large value (a file's content, a long message row) does not go through the packed
@@ -106,7 +106,7 @@ export function takeLarge(i) {
   large[i] = undefined;
   return typeof v === "string" ? encoder.encode(v) : v instanceof ArrayBuffer ? new Uint8Array(v) : new Uint8Array(v.buffer, v.byteOffset, v.byteLength);
 }
-export function execPacked(sql, query, packedParams, big, scratch) {
+export function execPacked(sql, query, packedParams, big, scratch, head) {
   // Large values go out of band, so the buffer stays small; one that grew is not kept.
   if (buf.length > 4 * SMALL) { buf = new Uint8Array(SMALL); view = new DataView(buf.buffer); }
   large = [];
@@ -200,6 +200,11 @@ export function execPacked(sql, query, packedParams, big, scratch) {
   }
   view.setUint32(0, cols, true);
   view.setUint32(4, rows, true);
+  // Into wasm memory when it fits: its length is returned, and Rust reads it in place.
+  if (pos <= head.length) {
+    head.set(buf.subarray(0, pos));
+    return pos;
+  }
   return buf.subarray(0, pos);
 }
 "#)]
@@ -211,7 +216,8 @@ extern "C" {
         params: &[u8],
         big: &[u8],
         scratch: &mut [u8],
-    ) -> Result<Uint8Array, JsValue>;
+        head: &mut [u8],
+    ) -> Result<JsValue, JsValue>;
 
     /// The UTF-8 (text) or bytes (blob) of out-of-band result value `i` of the last call.
     #[wasm_bindgen(js_name = takeLarge)]
@@ -244,6 +250,10 @@ const LARGE_PARAM: usize = 1 << 16;
 const LARGE_BLOB_PARAM: usize = 1 << 12;
 /// The scratch buffer text results are encoded into (see `execPacked`).
 const SCRATCH_BYTES: usize = 1 << 16;
+/// The buffer in wasm memory a packed result is copied into when it fits (most do: a read's
+/// metadata, a write's `RETURNING 1`), so that Rust reads it in place instead of copying it
+/// out of a JavaScript buffer into a new vector.
+const HEAD_BYTES: usize = 1 << 12;
 /// Texts longer than this go into the scratch buffer when it has room (`SCRATCH_TEXT` in
 /// `execPacked`); one that came packed instead makes the buffer be allocated.
 const SCRATCH_TEXT: usize = 1 << 10;
@@ -256,6 +266,8 @@ pub struct DoSql {
     storage: JsValue,
     /// Where JavaScript encodes long text results, in wasm memory.
     scratch: std::cell::RefCell<Vec<u8>>,
+    /// Where JavaScript copies a packed result that fits, in wasm memory.
+    head: std::cell::RefCell<Vec<u8>>,
 }
 
 impl DoSql {
@@ -264,7 +276,7 @@ impl DoSql {
         let storage = state.storage();
         let raw: &JsValue = storage.as_raw().as_ref();
         let sql: JsValue = AsRef::<JsValue>::as_ref(&storage.sql()).clone();
-        Self { sql, storage: raw.clone(), scratch: Default::default() }
+        Self { sql, storage: raw.clone(), scratch: Default::default(), head: Default::default() }
     }
 }
 
@@ -360,8 +372,7 @@ fn decode(
                 3 => {
                     let len = u32_at(take(4)?);
                     *long_text |= len > SCRATCH_TEXT;
-                    let bytes = take(len)?;
-                    SqlValue::Text(String::from_utf8(bytes.to_vec()).map_err(|_| bad())?)
+                    SqlValue::Text(encoded_text(take(len)?))
                 }
                 4 => {
                     let len = u32_at(take(4)?);
@@ -370,8 +381,7 @@ fn decode(
                 8 => {
                     let at = u32_at(take(4)?);
                     let len = u32_at(take(4)?);
-                    let bytes = scratch.get(at..at + len).ok_or_else(bad)?;
-                    SqlValue::Text(String::from_utf8(bytes.to_vec()).map_err(|_| bad())?)
+                    SqlValue::Text(encoded_text(scratch.get(at..at + len).ok_or_else(bad)?))
                 }
                 5 | 6 => {
                     let index = u32::try_from(u32_at(take(4)?)).map_err(|_| bad())?;
@@ -389,6 +399,16 @@ fn decode(
         out.push(row);
     }
     Ok(out)
+}
+
+/// A text value as `execPacked` wrote it: the output of `TextEncoder` (`encodeInto` into a
+/// buffer with room for all of it, checked by `read === v.length`) or ASCII copied by code
+/// unit, so UTF-8 by construction and not checked again (a check of a 10 KB file's text cost
+/// 3 % of a read). The bytes' bounds come from the buffer's lengths, which `decode` checks.
+fn encoded_text(bytes: &[u8]) -> String {
+    // SAFETY: see above; `TextEncoder` writes whole UTF-8 sequences only (lone surrogates
+    // become U+FFFD), and the ASCII path writes bytes below 128.
+    unsafe { String::from_utf8_unchecked(bytes.to_vec()) }
 }
 
 fn js_error(e: JsValue) -> StoreError {
@@ -417,12 +437,30 @@ impl Sql for DoSql {
             Ok(s) => s,
             Err(_) => &mut own,
         };
-        let packed = exec_packed(&self.sql, sql, &pack(params, big), big_bytes, scratch)
+        let mut own_head = Vec::new();
+        let mut held_head = self.head.try_borrow_mut();
+        let head = match held_head.as_deref_mut() {
+            Ok(h) => {
+                if h.is_empty() {
+                    h.resize(HEAD_BYTES, 0);
+                }
+                h
+            }
+            Err(_) => &mut own_head,
+        };
+        let packed = exec_packed(&self.sql, sql, &pack(params, big), big_bytes, scratch, head)
             .map_err(js_error)?;
+        let packed: std::borrow::Cow<[u8]> = match packed.as_f64() {
+            Some(len) => head
+                .get(..len as usize)
+                .ok_or_else(|| StoreError::Encoding("malformed result length".into()))?
+                .into(),
+            None => Uint8Array::from(packed).to_vec().into(),
+        };
         // Each large value is copied once, into a buffer of its exact size.
         let mut large = |i: u32| take_large(i).to_vec();
         let mut long_text = false;
-        let rows = decode(&packed.to_vec(), scratch, &mut large, &mut long_text);
+        let rows = decode(&packed, scratch, &mut large, &mut long_text);
         if long_text && scratch.len() < SCRATCH_BYTES {
             scratch.resize(SCRATCH_BYTES, 0);
         }

@@ -289,55 +289,49 @@ fn number_all(content: &str) -> Option<Vec<u8>> {
     let mut label = ShortLabel::ONE;
     // SAFETY (every write below): the text has `total - 1` newlines and a label is written
     // at the start and after each, so the bytes written in order (text and labels) number
-    // exactly `len`. A step's 16-byte store starts where the next text byte goes and reads
-    // only text bytes (`i + 16 <= n`), so it ends at most at `len`; a label's 8-byte store
-    // starts where the label goes, at most `len - label.len`, so it ends before
-    // `len + 8`. The buffer holds `len + STEP`.
+    // exactly `len`; text byte `i` goes to `i + extra`, where `extra` counts the label bytes
+    // written before it. A step's 16-byte store reads text bytes only (`i + 16 <= n`), so it
+    // ends at most at `len`; a label's 8-byte store starts where the label goes, at most
+    // `len - label.len`, so it ends before `len + 8`. The buffer holds `len + STEP`.
     unsafe { label.write(dst) };
-    let (mut i, mut o, mut line_start) = (0usize, label.len, 0usize);
-    let newline = |i: usize, o: &mut usize, line_start: &mut usize, label: &mut ShortLabel| {
-        if i - *line_start > MAX_LINE_LENGTH {
-            return false;
+    let (mut i, mut extra, mut line_start) = (0usize, label.len, 0usize);
+    loop {
+        // The next newline at or after `i`, with the text up to it copied.
+        let found = if i + STEP <= n {
+            // SAFETY: `i + 16 <= n`; the store, see above.
+            let mask = unsafe {
+                std::ptr::copy_nonoverlapping(src.add(i), dst.add(i + extra), STEP);
+                newline_mask(src.add(i))
+            };
+            if mask == 0 {
+                i += STEP;
+                continue;
+            }
+            i + mask.trailing_zeros() as usize
+        } else {
+            let rest = memchr::memchr(b'\n', &text[i..]);
+            let upto = rest.map_or(n, |j| i + j + 1);
+            // SAFETY: text bytes `i..upto` to their places, see above.
+            unsafe { std::ptr::copy_nonoverlapping(src.add(i), dst.add(i + extra), upto - i) };
+            match rest {
+                Some(j) => i + j,
+                None => break,
+            }
+        };
+        if found - line_start > MAX_LINE_LENGTH {
+            return None;
         }
-        *line_start = i + 1;
+        i = found + 1;
+        line_start = i;
         label.increment();
         // SAFETY: see above.
-        unsafe { label.write(dst.add(*o)) };
-        *o += label.len;
-        true
-    };
-    while i + STEP <= n {
-        // SAFETY: `i + 16 <= n`, and see above for the store.
-        let mask = unsafe {
-            std::ptr::copy_nonoverlapping(src.add(i), dst.add(o), STEP);
-            newline_mask(src.add(i))
-        };
-        if mask == 0 {
-            i += STEP;
-            o += STEP;
-            continue;
-        }
-        let k = mask.trailing_zeros() as usize;
-        o += k + 1;
-        if !newline(i + k, &mut o, &mut line_start, &mut label) {
-            return None;
-        }
-        i += k + 1;
-    }
-    while i < n {
-        let b = text[i];
-        // SAFETY: `o < len`, as every byte written is one of the `len`.
-        unsafe { *dst.add(o) = b };
-        o += 1;
-        if b == b'\n' && !newline(i, &mut o, &mut line_start, &mut label) {
-            return None;
-        }
-        i += 1;
+        unsafe { label.write(dst.add(i + extra)) };
+        extra += label.len;
     }
     if n - line_start > MAX_LINE_LENGTH {
         return None;
     }
-    assert_eq!(o, len, "numbering wrote what it counted");
+    assert_eq!(n + extra, len, "numbering wrote what it counted");
     // SAFETY: the first `len` bytes are written (above), within the capacity; they are the
     // text's bytes in order with ASCII labels after newlines, so UTF-8.
     unsafe { out.set_len(len) };
