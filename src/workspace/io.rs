@@ -1,6 +1,6 @@
 //! Reading and writing file content, including the spill to the blob store and chunking.
 
-use super::version::WriteGuard;
+use super::version::{reverse_delta, WriteGuard};
 use super::*;
 
 /// A write's destination after symlinks are followed.
@@ -289,27 +289,33 @@ impl Workspace {
     /// For a file just read (an edit) that is the common case; anything else (a symlink,
     /// content that must spill, a file gone meanwhile) falls back to `write_file`.
     pub async fn rewrite_file(&self, path: &str, content: &str, mime: &str) -> Result<(), FsError> {
-        if self.rewrite_inline(path, content, mime)? {
+        if self.rewrite_inline(path, content, mime, None)? {
             return Ok(());
         }
         self.write_file(path, content, mime).await
     }
 
     /// The one `UPDATE` of [`Workspace::rewrite_file`]; `false` when it did not apply.
+    /// `previous`, the text being replaced, lets the history keep it as a reverse delta
+    /// (see `version.rs`).
     pub(super) fn rewrite_inline(
         &self,
         path: &str,
         content: &str,
         mime: &str,
+        previous: Option<&str>,
     ) -> Result<bool, FsError> {
         let norm = path::normalize(path, "open")?;
         if content.len() <= self.max_file_size && self.placement(content.len()) == Placement::Inline
         {
             let (value, expr) = ContentRef::Text(content).to_sql_bound();
+            let hash = content_hash(content.as_bytes());
+            let undo = previous.and_then(|old| reverse_delta(old, content, &hash));
             let rows = self.exec(
                 &format!(
                     "UPDATE {} SET content = {expr}, size = ?, mime_type = ?, modified_at = ?,
-                       version = version + 1, hash = ?, changed_by = '{}'
+                       version = version + 1, hash = ?, changed_by = '{}',
+                       undo = (version + 1) || ' ' || ?
                      WHERE path = ? AND type = 'file' AND storage = 'inline' RETURNING 1",
                     self.t,
                     self.writer().as_str()
@@ -319,7 +325,8 @@ impl Workspace {
                     SqlValue::Integer(content.len() as i64),
                     text(mime),
                     SqlValue::Integer(self.now()),
-                    text(&content_hash(content.as_bytes())),
+                    text(&hash),
+                    undo.map_or(SqlValue::Null, SqlValue::Text),
                     text(&norm),
                 ],
             )?;
@@ -466,7 +473,7 @@ impl Workspace {
                  ON CONFLICT(path) DO UPDATE SET mime_type = excluded.mime_type,
                    size = excluded.size, content = excluded.content,
                    modified_at = excluded.modified_at, version = {t}.version + 1,
-                   hash = excluded.hash, changed_by = excluded.changed_by
+                   hash = excluded.hash, changed_by = excluded.changed_by, undo = NULL
                  WHERE {t}.type = 'file' AND {t}.storage = 'inline' {check}
                  RETURNING 1"
             ),
@@ -506,7 +513,7 @@ impl Workspace {
                size = excluded.size, storage = excluded.storage, r2_key = excluded.r2_key,
                chunk_id = excluded.chunk_id, target = NULL, content = excluded.content,
                modified_at = excluded.modified_at, version = {t}.version + 1,
-               hash = excluded.hash, changed_by = excluded.changed_by",
+               hash = excluded.hash, changed_by = excluded.changed_by, undo = NULL",
             t = self.t,
             w = self.writer().as_str()
         );
@@ -627,7 +634,7 @@ impl Workspace {
         let rows = self.exec(
             &format!(
                 "UPDATE {t} SET content = content || ?, size = size + ?, modified_at = ?,
-                   version = version + 1, hash = NULL, changed_by = '{w}'
+                   version = version + 1, hash = NULL, changed_by = '{w}', undo = NULL
                  WHERE path = ? AND type = 'file' AND storage = 'inline'
                    AND typeof(content) = 'text' AND size + ? < ? AND size + ? <= ?
                  RETURNING 1"
