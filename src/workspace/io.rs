@@ -309,26 +309,29 @@ impl Workspace {
         if content.len() <= self.max_file_size && self.placement(content.len()) == Placement::Inline
         {
             let (value, expr) = ContentRef::Text(content).to_sql_bound();
-            let hash = content_hash(content.as_bytes());
-            let undo = previous.and_then(|old| reverse_delta(old, content, &hash));
-            let rows = self.exec(
+            let undo = previous.and_then(|old| reverse_delta(old, content));
+            // The content hash is bound twice (as `hash` and in `undo`'s tag), computed once.
+            let rows = self.exec_hashed(
                 &format!(
                     "UPDATE {} SET content = {expr}, size = ?, mime_type = ?, modified_at = ?,
                        version = version + 1, hash = ?, changed_by = '{}',
-                       undo = (version + 1) || ' ' || ?
+                       undo = (version + 1) || ' ' || ? || ' ' || ?
                      WHERE path = ? AND type = 'file' AND storage = 'inline' RETURNING 1",
                     self.t,
                     self.writer().as_str()
                 ),
-                &[
+                vec![
                     value,
                     SqlValue::Integer(content.len() as i64),
                     text(mime),
                     SqlValue::Integer(self.now()),
-                    text(&hash),
+                    SqlValue::Null,
+                    SqlValue::Null,
                     undo.map_or(SqlValue::Null, SqlValue::Text),
                     text(&norm),
                 ],
+                0,
+                &[4, 5],
             )?;
             if !rows.is_empty() {
                 return self.changed(path, Ok(true));
@@ -392,10 +395,10 @@ impl Workspace {
             return Err(FsError::new(Errno::IsDir, "open", path));
         }
         let placement = self.placement(content.len());
-        let hash = content_hash(content.bytes());
-        if placement == Placement::Inline && self.write_inline(&norm, content, mime, &hash, None)? {
+        if placement == Placement::Inline && self.write_inline(&norm, content, mime, None)? {
             return Ok(());
         }
+        let hash = content_hash(content.bytes());
         self.write_slow(path, &norm, content, mime, placement, &hash).await
     }
 
@@ -416,9 +419,7 @@ impl Workspace {
         {
             return Ok(false);
         }
-        let hash = content_hash(content.as_bytes());
-        let written =
-            self.write_inline(&norm, ContentRef::Text(content), mime, &hash, Some(guard))?;
+        let written = self.write_inline(&norm, ContentRef::Text(content), mime, Some(guard))?;
         if written {
             self.changed(path, Ok(()))?;
         }
@@ -432,7 +433,6 @@ impl Workspace {
         norm: &str,
         content: ContentRef<'_>,
         mime: &str,
-        hash: &str,
         guard: Option<&WriteGuard>,
     ) -> Result<bool, FsError> {
         let now = SqlValue::Integer(self.now());
@@ -450,7 +450,8 @@ impl Workspace {
             now.clone(),
             now,
             value,
-            text(hash),
+            // The content hash, bound by `exec_hashed`.
+            SqlValue::Null,
             text(parent),
         ];
         let (must_exist, check) = match guard {
@@ -464,7 +465,7 @@ impl Workspace {
             }
             None => (String::new(), String::new()),
         };
-        let rows = self.exec(
+        let rows = self.exec_hashed(
             &format!(
                 "INSERT INTO {t} (path, parent_path, name, type, mime_type, size, storage,
                    created_at, modified_at, content, version, hash, changed_by)
@@ -477,9 +478,24 @@ impl Workspace {
                  WHERE {t}.type = 'file' AND {t}.storage = 'inline' {check}
                  RETURNING 1"
             ),
-            &params,
+            params,
+            7,
+            &[8],
         )?;
         Ok(!rows.is_empty())
+    }
+
+    /// [`Sql::exec_hashed`](crate::store::Sql::exec_hashed) with the workspace's content
+    /// hash, once the tables exist.
+    fn exec_hashed(
+        &self,
+        sql: &str,
+        params: Vec<SqlValue>,
+        content: usize,
+        hashed: &[usize],
+    ) -> Result<Vec<Row>, FsError> {
+        self.init()?;
+        Ok(self.sql.exec_hashed(sql, params, content, hashed, content_hash)?)
     }
 
     async fn write_slow(

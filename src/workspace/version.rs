@@ -693,12 +693,12 @@ const UPSERT_NOTE: &str = "ON CONFLICT (path, slot) DO UPDATE SET version = excl
 /// Largest replaced text kept as a reverse delta; an edit that replaces more keeps a copy.
 const MAX_DELTA_BYTES: usize = 4 * 1024;
 
-/// The `undo` a model edit's statement stores with the text `new` (hash `new_hash`) that
-/// replaces `old`, when the history would keep `old`: `"<hash> <p> <q> <replaced>"`, where
-/// `old` is the first `p` and the last `q` bytes of `new` with `replaced` between them. The
-/// statement prefixes the new version (`"<version> "`); the history trigger stores the
-/// whole value as the old version's note (see [`Workspace::init_history`]).
-pub(crate) fn reverse_delta(old: &str, new: &str, new_hash: &str) -> Option<String> {
+/// The `undo` a model edit's statement stores with the text `new` that replaces `old`, when
+/// the history would keep `old`: `"<p> <q> <replaced>"`, where `old` is the first `p` and
+/// the last `q` bytes of `new` with `replaced` between them. The statement prefixes the new
+/// version and hash (`"<version> <hash> "`); the history trigger stores the whole value as
+/// the old version's note (see [`Workspace::init_history`]).
+pub(crate) fn reverse_delta(old: &str, new: &str) -> Option<String> {
     if old.len() > MAX_HISTORY_BYTES {
         return None;
     }
@@ -713,7 +713,7 @@ pub(crate) fn reverse_delta(old: &str, new: &str, new_hash: &str) -> Option<Stri
         q -= 1;
     }
     let replaced = &old[p..o.len() - q];
-    (replaced.len() <= MAX_DELTA_BYTES).then(|| format!("{new_hash} {p} {q} {replaced}"))
+    (replaced.len() <= MAX_DELTA_BYTES).then(|| format!("{p} {q} {replaced}"))
 }
 
 /// A reverse delta as the history keeps it: `"<version> <hash> <p> <q> <replaced>"` (see
