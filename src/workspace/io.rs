@@ -428,6 +428,11 @@ impl Workspace {
 
     /// Fast path: one statement when the parent directory exists and the path is new or an
     /// inline file (and `guard`, when given, holds). `false` when it did not apply.
+    ///
+    /// The row is a `VALUES` row whose `parent_path` is NULL unless the parent directory
+    /// exists (and, for a guard that needs one, the file), so `OR IGNORE` drops it on its
+    /// `NOT NULL`: an `INSERT … SELECT` whose `SELECT` reads the same table would first copy
+    /// the row, content and all, into a temporary table.
     fn write_inline(
         &self,
         norm: &str,
@@ -441,36 +446,31 @@ impl Workspace {
         let t = &self.t;
         let w = self.writer().as_str();
         let (value, expr) = content.to_sql_bound();
-        let mut params = vec![
-            text(norm),
-            text(parent),
-            text(path::basename(norm)),
-            text(mime),
-            size,
-            now.clone(),
-            now,
-            value,
-            // The content hash, bound by `exec_hashed`.
-            SqlValue::Null,
-            text(parent),
-        ];
+        let mut params = vec![text(norm), text(parent)];
         let (must_exist, check) = match guard {
             Some(g) => {
                 if g.must_exist {
                     params.push(text(norm));
                 }
-                params.extend(g.params.iter().cloned());
                 let exists = format!("AND EXISTS (SELECT 1 FROM {t} WHERE path = ?)");
                 (if g.must_exist { exists } else { String::new() }, format!("AND ({})", g.sql))
             }
             None => (String::new(), String::new()),
         };
+        params.extend([text(parent), text(path::basename(norm)), text(mime), size, now.clone(), now]);
+        let at = params.len();
+        // The content, then its hash (bound by `exec_hashed`).
+        params.extend([value, SqlValue::Null]);
+        if let Some(g) = guard {
+            params.extend(g.params.iter().cloned());
+        }
         let rows = self.exec_hashed(
             &format!(
-                "INSERT INTO {t} (path, parent_path, name, type, mime_type, size, storage,
-                   created_at, modified_at, content, version, hash, changed_by)
-                 SELECT ?, ?, ?, 'file', ?, ?, 'inline', ?, ?, {expr}, 1, ?, '{w}'
-                 WHERE EXISTS (SELECT 1 FROM {t} WHERE path = ? AND type = 'directory') {must_exist}
+                "INSERT OR IGNORE INTO {t} (path, parent_path, name, type, mime_type, size,
+                   storage, created_at, modified_at, content, version, hash, changed_by)
+                 VALUES (?, CASE WHEN EXISTS (SELECT 1 FROM {t} WHERE path = ?
+                     AND type = 'directory') {must_exist} THEN ? END,
+                   ?, 'file', ?, ?, 'inline', ?, ?, {expr}, 1, ?, '{w}')
                  ON CONFLICT(path) DO UPDATE SET mime_type = excluded.mime_type,
                    size = excluded.size, content = excluded.content,
                    modified_at = excluded.modified_at, version = {t}.version + 1,
@@ -479,8 +479,8 @@ impl Workspace {
                  RETURNING 1"
             ),
             params,
-            7,
-            &[8],
+            at,
+            &[at + 1],
         )?;
         Ok(!rows.is_empty())
     }
