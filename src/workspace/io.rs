@@ -457,7 +457,14 @@ impl Workspace {
             }
             None => (String::new(), String::new()),
         };
-        params.extend([text(parent), text(path::basename(norm)), text(mime), size, now.clone(), now]);
+        params.extend([
+            text(parent),
+            text(path::basename(norm)),
+            text(mime),
+            size,
+            now.clone(),
+            now,
+        ]);
         let at = params.len();
         // The content, then its hash (bound by `exec_hashed`).
         params.extend([value, SqlValue::Null]);

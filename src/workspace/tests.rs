@@ -1070,3 +1070,28 @@ fn a_table_without_the_undo_column_gets_it() {
     block_on(ws.rewrite_for_model("/a.txt", "two\n", "text/plain", Some("one\n"))).unwrap();
     assert_eq!(ws.seen_content("/a.txt", 1).unwrap().as_deref(), Some("one\n"));
 }
+
+#[test]
+fn reverse_deltas_rebuild_the_old_text_at_any_edge() {
+    use super::version::{reverse_delta, Delta};
+    let cases = [
+        ("", "x"),
+        ("x", ""),
+        ("abc", "abc"),
+        ("same start, other end", "same start, changed"),
+        ("other start, same end", "changed, same end"),
+        ("aaaaaaaaaaaaaaaaaaaaaaaaaaaa", "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"),
+        ("0123456789abcdef0123456789", "0123456789abXdef0123456789"),
+        ("héllo wörld, ünïcode ✓ text", "héllo wørld, ünïcode ✗ text"),
+        ("ééééééééééé", "éééééèéééééé"),
+    ];
+    for (old, new) in cases {
+        let undo = reverse_delta(old, new).unwrap();
+        let delta = Delta::parse(format!("2 h {undo}").as_bytes()).unwrap();
+        assert_eq!(delta.apply(new).as_deref(), Some(old), "{old:?} -> {new:?}: {undo:?}");
+        assert!(delta.replaced.len() <= old.len());
+    }
+    let long = "x".repeat(100);
+    let undo = reverse_delta(&format!("{long}OLD{long}"), &format!("{long}NEW!{long}")).unwrap();
+    assert_eq!(undo, "100 100 OLD", "only the replaced bytes are kept");
+}

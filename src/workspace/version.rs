@@ -703,12 +703,12 @@ pub(crate) fn reverse_delta(old: &str, new: &str) -> Option<String> {
         return None;
     }
     let (o, n) = (old.as_bytes(), new.as_bytes());
-    let mut p = o.iter().zip(n).take_while(|(a, b)| a == b).count();
+    let mut p = common_prefix(o, n);
     while !(old.is_char_boundary(p) && new.is_char_boundary(p)) {
         p -= 1;
     }
     let room = o.len().min(n.len()) - p;
-    let mut q = o.iter().rev().zip(n.iter().rev()).take(room).take_while(|(a, b)| a == b).count();
+    let mut q = common_suffix(o, n, room);
     while !(old.is_char_boundary(o.len() - q) && new.is_char_boundary(n.len() - q)) {
         q -= 1;
     }
@@ -716,17 +716,49 @@ pub(crate) fn reverse_delta(old: &str, new: &str) -> Option<String> {
     (replaced.len() <= MAX_DELTA_BYTES).then(|| format!("{p} {q} {replaced}"))
 }
 
+/// How many bytes `a` and `b` share from the start, compared eight at a time (a byte loop
+/// over a 10 KB file cost about a fifth of the edit).
+fn common_prefix(a: &[u8], b: &[u8]) -> usize {
+    let len = a.len().min(b.len());
+    let word = |s: &[u8], i: usize| u64::from_le_bytes(s[i..i + 8].try_into().unwrap_or([0; 8]));
+    let mut i = 0;
+    while i + 8 <= len && word(a, i) == word(b, i) {
+        i += 8;
+    }
+    while i < len && a[i] == b[i] {
+        i += 1;
+    }
+    i
+}
+
+/// How many bytes `a` and `b` share at their ends, at most `max`, as [`common_prefix`].
+fn common_suffix(a: &[u8], b: &[u8], max: usize) -> usize {
+    let (a, b) = (&a[a.len() - max..], &b[b.len() - max..]);
+    let word = |s: &[u8], k: usize| {
+        let end = s.len() - k;
+        u64::from_le_bytes(s[end - 8..end].try_into().unwrap_or([0; 8]))
+    };
+    let mut k = 0;
+    while k + 8 <= max && word(a, k) == word(b, k) {
+        k += 8;
+    }
+    while k < max && a[max - 1 - k] == b[max - 1 - k] {
+        k += 1;
+    }
+    k
+}
+
 /// A reverse delta as the history keeps it: `"<version> <hash> <p> <q> <replaced>"` (see
 /// [`reverse_delta`]), the text before `version` rebuilt from that version's text.
-struct Delta {
+pub(super) struct Delta {
     version: i64,
     prefix: usize,
     suffix: usize,
-    replaced: String,
+    pub(super) replaced: String,
 }
 
 impl Delta {
-    fn parse(bytes: &[u8]) -> Option<Delta> {
+    pub(super) fn parse(bytes: &[u8]) -> Option<Delta> {
         let s = std::str::from_utf8(bytes).ok()?;
         let mut parts = s.splitn(5, ' ');
         let version = parts.next()?.parse().ok()?;
@@ -737,7 +769,7 @@ impl Delta {
     }
 
     /// The older text, from the newer one; `None` when the delta does not fit it.
-    fn apply(&self, newer: &str) -> Option<String> {
+    pub(super) fn apply(&self, newer: &str) -> Option<String> {
         let tail = newer.len().checked_sub(self.suffix)?;
         let head = newer.get(..self.prefix.min(tail))?;
         let end = newer.get(tail..)?;
