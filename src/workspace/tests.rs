@@ -1095,3 +1095,16 @@ fn reverse_deltas_rebuild_the_old_text_at_any_edge() {
     let undo = reverse_delta(&format!("{long}OLD{long}"), &format!("{long}NEW!{long}")).unwrap();
     assert_eq!(undo, "100 100 OLD", "only the replaced bytes are kept");
 }
+
+#[test]
+fn a_move_after_a_model_edit_keeps_the_text_not_the_edits_delta() {
+    let (sql, ws) = ws();
+    let _tool = ws.writing_as(Writer::Tool);
+    block_on(ws.write_fresh_for_model("/a.txt", "one\n", "text/plain", None)).unwrap();
+    block_on(ws.rewrite_for_model("/a.txt", "two\n", "text/plain", Some("one\n"))).unwrap();
+    // The row still carries the edit's `undo`, tagged with its version and hash, which a
+    // move keeps: the moved-away version 2 must be kept as text.
+    block_on(ws.mv("/a.txt", "/b.txt")).unwrap();
+    assert_eq!(note(&sql, "/a.txt", 2), (Some("two\n".into()), 0));
+    assert_eq!(ws.seen_content("/a.txt", 1).unwrap().as_deref(), Some("one\n"));
+}

@@ -234,11 +234,14 @@ impl Workspace {
         );
         // The model's edit keeps the version it replaces as a reverse delta (see
         // [`reverse_delta`]) instead of a copy of the old text: the statement sets `undo`, tagged
-        // with the new version and hash so that a value a later statement left behind is never
-        // taken for its own. The delta is stored as a BLOB, which no read takes for kept text.
+        // with the new version and hash, so that a value an earlier statement left behind (a
+        // rewind or a move does not set it) is not taken for this change's unless the change
+        // leads to that very version and text; `seen_content` checks every rebuilt text
+        // against its noted hash besides. The delta is stored as a BLOB, which no read takes
+        // for kept text.
         let keep_old_or_delta = format!(
             "UPDATE {h} SET content = CASE WHEN version = OLD.version AND hash IS NOT NULL
-                 AND NEW.changed_by = 'tool'
+                 AND NEW.changed_by = 'tool' AND NEW.version = OLD.version + 1
                  AND substr(NEW.undo, 1, length(NEW.version) + length(NEW.hash) + 2)
                    = NEW.version || ' ' || NEW.hash || ' '
                THEN CAST(NEW.undo AS BLOB) ELSE OLD.content END, pending = 0
