@@ -183,7 +183,9 @@ test("cancelling the parent's turn stops the child", async () => {
   try {
     script = (role) => {
       if (role === "PARENT") return { toolCalls: [{ id: "call_cancel", name: "subagent", args: { task: "CHILD: never ends" } }] };
-      return { text: "still working", hang: true };
+      // One chunk, so the text-delta the tab waits for below is the whole text: the cancel
+      // cannot overtake the rest of it under load (a CI run once persisted "still workin").
+      return { text: "still working", chunkSize: 64, hang: true };
     };
     const tab = await connect(worker.host, "sub-cancel");
     const { id } = tab.chat("PARENT: start and cancel");

@@ -146,8 +146,9 @@ pub fn bound_output(mut text: String, max: usize) -> String {
     }
     let dropped = text.len() - cut;
     text.truncate(cut);
-    let size = workspace::bash::output::format_size(dropped as u64);
-    text.push_str(&format!("\n... ({size} truncated)"));
+    text.push_str("\n... (");
+    workspace::media::push_size(&mut text, dropped as u64);
+    text.push_str(" truncated)");
     text
 }
 

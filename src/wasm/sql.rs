@@ -55,15 +55,22 @@ const bigDecoder = new TextDecoder("utf-8", { ignoreBOM: true });
 // the JS heap (SQLite copies it), so a large row written as a blob under `CAST(? AS TEXT)`
 // costs no JS string. Bindings arrive packed that way (a view of wasm memory); results go
 // back as u32 columns, u32 rows, then the values.
+// Tag 9 (u32 index of another binding) is the content hash of that binding (see `contentHash`),
+// computed here, once per call, so a file write needs no crossing of its own for it.
 function unpackParams(p, big) {
   const pv = new DataView(p.buffer, p.byteOffset, p.byteLength);
   const out = [];
+  let hashed = null;
   let at = 0;
   while (at < p.length) {
     const tag = p[at];
     if (tag === 0) {
       out.push(null);
       at += 1;
+    } else if (tag === 9) {
+      (hashed ??= []).push(out.length, pv.getUint32(at + 1, true));
+      out.push(null);
+      at += 5;
     } else if (tag === 5) {
       out.push(bigDecoder.decode(big));
       at += 1;
@@ -90,6 +97,17 @@ function unpackParams(p, big) {
       at += 5 + len;
     }
   }
+  if (hashed) {
+    let from = -1;
+    let digest = null;
+    for (let i = 0; i < hashed.length; i += 2) {
+      if (hashed[i + 1] !== from) {
+        from = hashed[i + 1];
+        digest = contentHash(out[from]);
+      }
+      out[hashed[i]] = digest;
+    }
+  }
   return out;
 }
 // SHA-256 in wasm costs about as much as the write of the content it versions; the
@@ -100,6 +118,10 @@ function unpackParams(p, big) {
 const oneShot = typeof nodeCrypto.hash === "function" ? nodeCrypto.hash : null;
 export function digestHex(algorithm, bytes) {
   return oneShot ? oneShot(algorithm, bytes, "hex") : nodeCrypto.createHash(algorithm).update(bytes).digest("hex");
+}
+// The workspace's content hash (`native_content_hash`): the first 16 hex digits of SHA-256.
+function contentHash(value) {
+  return digestHex("sha256", value ?? "").slice(0, 16);
 }
 export function takeLarge(i) {
   const v = large[i];
@@ -290,12 +312,15 @@ fn large_param(params: &[SqlValue]) -> Option<usize> {
 }
 
 /// Packs bindings for `execPacked` (the layout of its results, without the header); the
-/// binding at `big` is left out (tag 5 for text, 7 for a blob) and passed on its own.
-fn pack(params: &[SqlValue], big: Option<usize>) -> Vec<u8> {
+/// binding at `big` is left out (tag 5 for text, 7 for a blob) and passed on its own, and
+/// those at `hashed.1` are the content hash of binding `hashed.0` (tag 9), which
+/// JavaScript computes.
+fn pack(params: &[SqlValue], big: Option<usize>, hashed: (usize, &[usize])) -> Vec<u8> {
     let size: usize = params
         .iter()
         .enumerate()
         .map(|(i, p)| match p {
+            _ if hashed.1.contains(&i) => 5,
             _ if Some(i) == big => 1,
             SqlValue::Null => 1,
             SqlValue::Integer(_) | SqlValue::Real(_) => 9,
@@ -305,6 +330,11 @@ fn pack(params: &[SqlValue], big: Option<usize>) -> Vec<u8> {
         .sum();
     let mut out = Vec::with_capacity(size);
     for (i, p) in params.iter().enumerate() {
+        if hashed.1.contains(&i) {
+            out.push(9);
+            out.extend_from_slice(&(hashed.0 as u32).to_le_bytes());
+            continue;
+        }
         if Some(i) == big {
             out.push(if matches!(p, SqlValue::Blob(_)) { 7 } else { 5 });
             continue;
@@ -420,8 +450,14 @@ fn js_error(e: JsValue) -> StoreError {
     )
 }
 
-impl Sql for DoSql {
-    fn exec(&self, sql: &str, params: &[SqlValue]) -> Result<Vec<Row>, StoreError> {
+impl DoSql {
+    /// `exec`, with the bindings at `hashed.1` set by JavaScript (see `pack`).
+    fn exec_with(
+        &self,
+        sql: &str,
+        params: &[SqlValue],
+        hashed: (usize, &[usize]),
+    ) -> Result<Vec<Row>, StoreError> {
         let big = large_param(params);
         let big_bytes: &[u8] = match big.map(|i| &params[i]) {
             Some(SqlValue::Text(s)) => s.as_bytes(),
@@ -448,8 +484,9 @@ impl Sql for DoSql {
             }
             Err(_) => &mut own_head,
         };
-        let packed = exec_packed(&self.sql, sql, &pack(params, big), big_bytes, scratch, head)
-            .map_err(js_error)?;
+        let packed =
+            exec_packed(&self.sql, sql, &pack(params, big, hashed), big_bytes, scratch, head)
+                .map_err(js_error)?;
         let packed: std::borrow::Cow<[u8]> = match packed.as_f64() {
             Some(len) => head
                 .get(..len as usize)
@@ -465,6 +502,25 @@ impl Sql for DoSql {
             scratch.resize(SCRATCH_BYTES, 0);
         }
         rows
+    }
+}
+
+impl Sql for DoSql {
+    fn exec(&self, sql: &str, params: &[SqlValue]) -> Result<Vec<Row>, StoreError> {
+        self.exec_with(sql, params, (0, &[]))
+    }
+
+    /// The hash is computed in the statement's own call (`contentHash` in `execPacked`): it
+    /// is always the workspace's content hash, the only one a caller passes.
+    fn exec_hashed(
+        &self,
+        sql: &str,
+        params: Vec<SqlValue>,
+        content: usize,
+        hashed: &[usize],
+        _hash: fn(&[u8]) -> String,
+    ) -> Result<Vec<Row>, StoreError> {
+        self.exec_with(sql, &params, (content, hashed))
     }
 
     fn transaction(&self, f: &mut dyn FnMut() -> Result<(), StoreError>) -> Result<(), StoreError> {

@@ -1,6 +1,6 @@
 //! Reading and writing file content, including the spill to the blob store and chunking.
 
-use super::version::WriteGuard;
+use super::version::{reverse_delta, WriteGuard};
 use super::*;
 
 /// A write's destination after symlinks are followed.
@@ -289,39 +289,49 @@ impl Workspace {
     /// For a file just read (an edit) that is the common case; anything else (a symlink,
     /// content that must spill, a file gone meanwhile) falls back to `write_file`.
     pub async fn rewrite_file(&self, path: &str, content: &str, mime: &str) -> Result<(), FsError> {
-        if self.rewrite_inline(path, content, mime)? {
+        if self.rewrite_inline(path, content, mime, None)? {
             return Ok(());
         }
         self.write_file(path, content, mime).await
     }
 
     /// The one `UPDATE` of [`Workspace::rewrite_file`]; `false` when it did not apply.
+    /// `previous`, the text being replaced, lets the history keep it as a reverse delta
+    /// (see `version.rs`).
     pub(super) fn rewrite_inline(
         &self,
         path: &str,
         content: &str,
         mime: &str,
+        previous: Option<&str>,
     ) -> Result<bool, FsError> {
         let norm = path::normalize(path, "open")?;
         if content.len() <= self.max_file_size && self.placement(content.len()) == Placement::Inline
         {
             let (value, expr) = ContentRef::Text(content).to_sql_bound();
-            let rows = self.exec(
+            let undo = previous.and_then(|old| reverse_delta(old, content));
+            // The content hash is bound twice (as `hash` and in `undo`'s tag), computed once.
+            let rows = self.exec_hashed(
                 &format!(
                     "UPDATE {} SET content = {expr}, size = ?, mime_type = ?, modified_at = ?,
-                       version = version + 1, hash = ?, changed_by = '{}'
+                       version = version + 1, hash = ?, changed_by = '{}',
+                       undo = (version + 1) || ' ' || ? || ' ' || ?
                      WHERE path = ? AND type = 'file' AND storage = 'inline' RETURNING 1",
                     self.t,
                     self.writer().as_str()
                 ),
-                &[
+                vec![
                     value,
                     SqlValue::Integer(content.len() as i64),
                     text(mime),
                     SqlValue::Integer(self.now()),
-                    text(&content_hash(content.as_bytes())),
+                    SqlValue::Null,
+                    SqlValue::Null,
+                    undo.map_or(SqlValue::Null, SqlValue::Text),
                     text(&norm),
                 ],
+                0,
+                &[4, 5],
             )?;
             if !rows.is_empty() {
                 return self.changed(path, Ok(true));
@@ -385,10 +395,10 @@ impl Workspace {
             return Err(FsError::new(Errno::IsDir, "open", path));
         }
         let placement = self.placement(content.len());
-        let hash = content_hash(content.bytes());
-        if placement == Placement::Inline && self.write_inline(&norm, content, mime, &hash, None)? {
+        if placement == Placement::Inline && self.write_inline(&norm, content, mime, None)? {
             return Ok(());
         }
+        let hash = content_hash(content.bytes());
         self.write_slow(path, &norm, content, mime, placement, &hash).await
     }
 
@@ -409,9 +419,7 @@ impl Workspace {
         {
             return Ok(false);
         }
-        let hash = content_hash(content.as_bytes());
-        let written =
-            self.write_inline(&norm, ContentRef::Text(content), mime, &hash, Some(guard))?;
+        let written = self.write_inline(&norm, ContentRef::Text(content), mime, Some(guard))?;
         if written {
             self.changed(path, Ok(()))?;
         }
@@ -420,12 +428,16 @@ impl Workspace {
 
     /// Fast path: one statement when the parent directory exists and the path is new or an
     /// inline file (and `guard`, when given, holds). `false` when it did not apply.
+    ///
+    /// The row is a `VALUES` row whose `parent_path` is NULL unless the parent directory
+    /// exists (and, for a guard that needs one, the file), so `OR IGNORE` drops it on its
+    /// `NOT NULL`: an `INSERT … SELECT` whose `SELECT` reads the same table would first copy
+    /// the row, content and all, into a temporary table.
     fn write_inline(
         &self,
         norm: &str,
         content: ContentRef<'_>,
         mime: &str,
-        hash: &str,
         guard: Option<&WriteGuard>,
     ) -> Result<bool, FsError> {
         let now = SqlValue::Integer(self.now());
@@ -434,45 +446,63 @@ impl Workspace {
         let t = &self.t;
         let w = self.writer().as_str();
         let (value, expr) = content.to_sql_bound();
-        let mut params = vec![
-            text(norm),
+        let mut params = vec![text(norm), text(parent)];
+        let (must_exist, check) = match guard {
+            Some(g) => {
+                if g.must_exist {
+                    params.push(text(norm));
+                }
+                let exists = format!("AND EXISTS (SELECT 1 FROM {t} WHERE path = ?)");
+                (if g.must_exist { exists } else { String::new() }, format!("AND ({})", g.sql))
+            }
+            None => (String::new(), String::new()),
+        };
+        params.extend([
             text(parent),
             text(path::basename(norm)),
             text(mime),
             size,
             now.clone(),
             now,
-            value,
-            text(hash),
-            text(parent),
-        ];
-        let (must_exist, check) = match guard {
-            Some(g) => {
-                if g.must_exist {
-                    params.push(text(norm));
-                }
-                params.extend(g.params.iter().cloned());
-                let exists = format!("AND EXISTS (SELECT 1 FROM {t} WHERE path = ?)");
-                (if g.must_exist { exists } else { String::new() }, format!("AND ({})", g.sql))
-            }
-            None => (String::new(), String::new()),
-        };
-        let rows = self.exec(
+        ]);
+        let at = params.len();
+        // The content, then its hash (bound by `exec_hashed`).
+        params.extend([value, SqlValue::Null]);
+        if let Some(g) = guard {
+            params.extend(g.params.iter().cloned());
+        }
+        let rows = self.exec_hashed(
             &format!(
-                "INSERT INTO {t} (path, parent_path, name, type, mime_type, size, storage,
-                   created_at, modified_at, content, version, hash, changed_by)
-                 SELECT ?, ?, ?, 'file', ?, ?, 'inline', ?, ?, {expr}, 1, ?, '{w}'
-                 WHERE EXISTS (SELECT 1 FROM {t} WHERE path = ? AND type = 'directory') {must_exist}
+                "INSERT OR IGNORE INTO {t} (path, parent_path, name, type, mime_type, size,
+                   storage, created_at, modified_at, content, version, hash, changed_by)
+                 VALUES (?, CASE WHEN EXISTS (SELECT 1 FROM {t} WHERE path = ?
+                     AND type = 'directory') {must_exist} THEN ? END,
+                   ?, 'file', ?, ?, 'inline', ?, ?, {expr}, 1, ?, '{w}')
                  ON CONFLICT(path) DO UPDATE SET mime_type = excluded.mime_type,
                    size = excluded.size, content = excluded.content,
                    modified_at = excluded.modified_at, version = {t}.version + 1,
-                   hash = excluded.hash, changed_by = excluded.changed_by
+                   hash = excluded.hash, changed_by = excluded.changed_by, undo = NULL
                  WHERE {t}.type = 'file' AND {t}.storage = 'inline' {check}
                  RETURNING 1"
             ),
-            &params,
+            params,
+            at,
+            &[at + 1],
         )?;
         Ok(!rows.is_empty())
+    }
+
+    /// [`Sql::exec_hashed`](crate::store::Sql::exec_hashed) with the workspace's content
+    /// hash, once the tables exist.
+    fn exec_hashed(
+        &self,
+        sql: &str,
+        params: Vec<SqlValue>,
+        content: usize,
+        hashed: &[usize],
+    ) -> Result<Vec<Row>, FsError> {
+        self.init()?;
+        Ok(self.sql.exec_hashed(sql, params, content, hashed, content_hash)?)
     }
 
     async fn write_slow(
@@ -506,7 +536,7 @@ impl Workspace {
                size = excluded.size, storage = excluded.storage, r2_key = excluded.r2_key,
                chunk_id = excluded.chunk_id, target = NULL, content = excluded.content,
                modified_at = excluded.modified_at, version = {t}.version + 1,
-               hash = excluded.hash, changed_by = excluded.changed_by",
+               hash = excluded.hash, changed_by = excluded.changed_by, undo = NULL",
             t = self.t,
             w = self.writer().as_str()
         );
@@ -627,7 +657,7 @@ impl Workspace {
         let rows = self.exec(
             &format!(
                 "UPDATE {t} SET content = content || ?, size = size + ?, modified_at = ?,
-                   version = version + 1, hash = NULL, changed_by = '{w}'
+                   version = version + 1, hash = NULL, changed_by = '{w}', undo = NULL
                  WHERE path = ? AND type = 'file' AND storage = 'inline'
                    AND typeof(content) = 'text' AND size + ? < ? AND size + ? <= ?
                  RETURNING 1"

@@ -491,7 +491,8 @@ impl Workspace {
                   content,
                   version INTEGER NOT NULL DEFAULT 1,
                   hash TEXT,
-                  changed_by TEXT
+                  changed_by TEXT,
+                  undo TEXT
                 )"
             ),
             &[],

@@ -943,7 +943,7 @@ fn a_model_write_is_noted_by_its_own_statement_and_keeps_the_text_it_replaces() 
     block_on(ws.write_fresh_for_model("/a.txt", "two\n", "text/plain", None)).unwrap();
     assert_eq!(note(&sql, "/a.txt", 1), (Some("one\n".into()), 0), "the old text was kept");
     assert_eq!(note(&sql, "/a.txt", 2), (None, 1), "and not copied into the new note");
-    block_on(ws.rewrite_for_model("/a.txt", "three\n", "text/plain")).unwrap();
+    block_on(ws.rewrite_for_model("/a.txt", "three\n", "text/plain", None)).unwrap();
     assert_eq!(note(&sql, "/a.txt", 2), (Some("two\n".into()), 0));
     assert_eq!(note(&sql, "/a.txt", 3), (None, 1), "the rewrite noted itself");
     drop(_tool);
@@ -984,4 +984,158 @@ fn the_first_lazy_note_trigger_is_replaced() {
         .exec("SELECT COUNT(*) FROM sqlite_master WHERE name = 'cf_wshist_upd_default'", &[])
         .unwrap();
     assert_eq!(col_i64(&rows[0], 0), 0);
+}
+
+/// The history row of `path`'s version `v` as stored: (SQLite type of its content, bytes).
+fn note_kind(sql: &SqliteSql, path: &str, v: i64) -> (String, i64) {
+    let rows = sql
+        .exec(
+            "SELECT typeof(content), length(CAST(content AS BLOB)) FROM cf_wshist_default
+             WHERE path = ? AND version = ?",
+            &[text(path), SqlValue::Integer(v)],
+        )
+        .unwrap();
+    (col_opt_str(&rows[0], 0).unwrap(), col_i64(&rows[0], 1))
+}
+
+#[test]
+fn a_model_edit_keeps_the_version_it_replaces_as_a_reverse_delta() {
+    let (sql, ws) = ws();
+    let body = "line of text\n".repeat(400);
+    let v1 = format!("{body}marker = 1;\n{body}");
+    let v2 = format!("{body}marker = 2;\n{body}");
+    let v3 = format!("{body}marker = 3;\n{body}");
+    let _tool = ws.writing_as(Writer::Tool);
+    block_on(ws.write_fresh_for_model("/a.txt", &v1, "text/plain", None)).unwrap();
+    block_on(ws.rewrite_for_model("/a.txt", &v2, "text/plain", Some(&v1))).unwrap();
+    block_on(ws.rewrite_for_model("/a.txt", &v3, "text/plain", Some(&v2))).unwrap();
+    // Versions 1 and 2 are kept as deltas of a few bytes, not as 10 KB copies.
+    for v in [1, 2] {
+        let (kind, bytes) = note_kind(&sql, "/a.txt", v);
+        assert_eq!(kind, "blob", "version {v}");
+        assert!(bytes < 64, "version {v}: {bytes} bytes");
+    }
+    assert_eq!(ws.seen_content("/a.txt", 2).unwrap().as_deref(), Some(v2.as_str()));
+    assert_eq!(ws.seen_content("/a.txt", 1).unwrap().as_deref(), Some(v1.as_str()));
+    // The refusal diff of a stale version crosses both deltas.
+    let v1_token = FileVersion {
+        counter: 1,
+        hash: Some(content_hash(v1.as_bytes())),
+        changed_by: None,
+        changed_at: 0,
+    }
+    .token();
+    let refusal = block_on(ws.write_fresh_for_model("/a.txt", "x", "text/plain", Some(&v1_token)))
+        .unwrap_err()
+        .to_string();
+    assert!(refusal.contains("-marker = 1;\n+marker = 3;"), "{refusal}");
+    // Another writer's change behind the model keeps the model's last version as text.
+    drop(_tool);
+    write(&ws, "/a.txt", "bash\n");
+    assert_eq!(note_kind(&sql, "/a.txt", 3).0, "text");
+    let _tool = ws.writing_as(Writer::Tool);
+    let refusal = block_on(ws.write_fresh_for_model("/a.txt", "y", "text/plain", None))
+        .unwrap_err()
+        .to_string();
+    assert!(refusal.contains("+bash"), "{refusal}");
+    assert_eq!(ws.seen_content("/a.txt", 1).unwrap().as_deref(), Some(v1.as_str()));
+}
+
+#[test]
+fn a_reverse_delta_that_does_not_rebuild_the_noted_text_gives_no_diff() {
+    let (sql, ws) = ws();
+    let _tool = ws.writing_as(Writer::Tool);
+    block_on(ws.write_fresh_for_model("/a.txt", "one two three\n", "text/plain", None)).unwrap();
+    block_on(ws.rewrite_for_model(
+        "/a.txt",
+        "one 2 three\n",
+        "text/plain",
+        Some("one two three\n"),
+    ))
+    .unwrap();
+    assert_eq!(ws.seen_content("/a.txt", 1).unwrap().as_deref(), Some("one two three\n"));
+    // A delta whose result is not the text noted for version 1 (its hash) is no text.
+    sql.exec(
+        "UPDATE cf_wshist_default SET content = CAST(replace(CAST(content AS TEXT), 'two', 'TWO')
+           AS BLOB) WHERE path = '/a.txt' AND version = 1",
+        &[],
+    )
+    .unwrap();
+    assert_eq!(ws.seen_content("/a.txt", 1).unwrap(), None);
+    // A value of `undo` that an earlier statement left is not taken for this one's: a
+    // rewrite without the previous text keeps a copy.
+    block_on(ws.rewrite_for_model("/a.txt", "one 3 three\n", "text/plain", None)).unwrap();
+    assert_eq!(note(&sql, "/a.txt", 2), (Some("one 2 three\n".into()), 0));
+}
+
+#[test]
+fn a_change_trigger_without_reverse_deltas_is_replaced() {
+    let sql = Rc::new(SqliteSql::new());
+    assert!(Workspace::new(sql.clone(), clock()).exists("/").unwrap());
+    sql.exec("DROP TRIGGER cf_wshist_change_default", &[]).unwrap();
+    sql.exec(
+        "CREATE TRIGGER cf_wshist_change_default AFTER UPDATE OF content, version, path
+         ON cf_wsfile_default BEGIN UPDATE cf_wshist_default SET content = OLD.content,
+         pending = 0 WHERE path = OLD.path AND pending = 1; END",
+        &[],
+    )
+    .unwrap();
+    let ws = Workspace::new(sql.clone(), clock());
+    let _tool = ws.writing_as(Writer::Tool);
+    block_on(ws.write_fresh_for_model("/a.txt", "one\n", "text/plain", None)).unwrap();
+    block_on(ws.rewrite_for_model("/a.txt", "two\n", "text/plain", Some("one\n"))).unwrap();
+    assert_eq!(note_kind(&sql, "/a.txt", 1).0, "blob");
+    assert_eq!(ws.seen_content("/a.txt", 1).unwrap().as_deref(), Some("one\n"));
+}
+
+#[test]
+fn a_table_without_the_undo_column_gets_it() {
+    let sql = Rc::new(SqliteSql::new());
+    assert!(Workspace::new(sql.clone(), clock()).exists("/").unwrap());
+    // As a database from before it: the column and the trigger that reads it absent.
+    sql.exec("DROP TRIGGER cf_wshist_change_default", &[]).unwrap();
+    sql.exec("ALTER TABLE cf_wsfile_default DROP COLUMN undo", &[]).unwrap();
+    let ws = Workspace::new(sql.clone(), clock());
+    let _tool = ws.writing_as(Writer::Tool);
+    block_on(ws.write_fresh_for_model("/a.txt", "one\n", "text/plain", None)).unwrap();
+    block_on(ws.rewrite_for_model("/a.txt", "two\n", "text/plain", Some("one\n"))).unwrap();
+    assert_eq!(ws.seen_content("/a.txt", 1).unwrap().as_deref(), Some("one\n"));
+}
+
+#[test]
+fn reverse_deltas_rebuild_the_old_text_at_any_edge() {
+    use super::version::{reverse_delta, Delta};
+    let cases = [
+        ("", "x"),
+        ("x", ""),
+        ("abc", "abc"),
+        ("same start, other end", "same start, changed"),
+        ("other start, same end", "changed, same end"),
+        ("aaaaaaaaaaaaaaaaaaaaaaaaaaaa", "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"),
+        ("0123456789abcdef0123456789", "0123456789abXdef0123456789"),
+        ("héllo wörld, ünïcode ✓ text", "héllo wørld, ünïcode ✗ text"),
+        ("ééééééééééé", "éééééèéééééé"),
+    ];
+    for (old, new) in cases {
+        let undo = reverse_delta(old, new).unwrap();
+        let delta = Delta::parse(format!("2 h {undo}").as_bytes()).unwrap();
+        assert_eq!(delta.apply(new).as_deref(), Some(old), "{old:?} -> {new:?}: {undo:?}");
+        assert!(delta.replaced.len() <= old.len());
+    }
+    let long = "x".repeat(100);
+    let undo = reverse_delta(&format!("{long}OLD{long}"), &format!("{long}NEW!{long}")).unwrap();
+    assert_eq!(undo, "100 100 OLD", "only the replaced bytes are kept");
+}
+
+#[test]
+fn a_move_after_a_model_edit_keeps_the_text_not_the_edits_delta() {
+    let (sql, ws) = ws();
+    let _tool = ws.writing_as(Writer::Tool);
+    block_on(ws.write_fresh_for_model("/a.txt", "one\n", "text/plain", None)).unwrap();
+    block_on(ws.rewrite_for_model("/a.txt", "two\n", "text/plain", Some("one\n"))).unwrap();
+    // The row still carries the edit's `undo`, tagged with its version and hash, which a
+    // move keeps: the moved-away version 2 must be kept as text.
+    block_on(ws.mv("/a.txt", "/b.txt")).unwrap();
+    assert_eq!(note(&sql, "/a.txt", 2), (Some("two\n".into()), 0));
+    assert_eq!(ws.seen_content("/a.txt", 1).unwrap().as_deref(), Some("one\n"));
 }

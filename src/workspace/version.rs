@@ -128,15 +128,19 @@ impl Workspace {
         self.writer.get()
     }
 
-    /// Adds the version columns to a table created before versioning.
+    /// Adds the version columns (and the model edit's `undo`, see [`Workspace::init_history`])
+    /// to a table created before them.
     pub(super) fn migrate_versions(&self) -> Result<(), FsError> {
         let t = &self.t;
-        if self.sql.exec(&format!("SELECT version FROM {t} LIMIT 0"), &[]).is_ok() {
+        if self.sql.exec(&format!("SELECT undo FROM {t} LIMIT 0"), &[]).is_ok() {
             return Ok(());
         }
-        for col in ["version INTEGER NOT NULL DEFAULT 1", "hash TEXT", "changed_by TEXT"] {
-            self.sql.exec(&format!("ALTER TABLE {t} ADD COLUMN {col}"), &[])?;
+        if self.sql.exec(&format!("SELECT version FROM {t} LIMIT 0"), &[]).is_err() {
+            for col in ["version INTEGER NOT NULL DEFAULT 1", "hash TEXT", "changed_by TEXT"] {
+                self.sql.exec(&format!("ALTER TABLE {t} ADD COLUMN {col}"), &[])?;
+            }
         }
+        self.sql.exec(&format!("ALTER TABLE {t} ADD COLUMN undo TEXT"), &[])?;
         Ok(())
     }
 
@@ -170,12 +174,14 @@ impl Workspace {
         let (t, ns) = (&self.t, &self.namespace);
         // The table's schema, and whether the trigger of the first lazy-note version (which
         // only kept old text, and would fill the notes the model's writes now make) is there.
+        // And whether the change trigger predates the model edit's reverse delta.
+        let change = format!("cf_wshist_change_{ns}");
         let found = self
             .sql
             .exec(
-                "SELECT type, sql FROM sqlite_master WHERE (type = 'table' AND name = ?)
-                   OR (type = 'trigger' AND name = ?)",
-                &[text(h), SqlValue::Text(format!("cf_wshist_upd_{ns}"))],
+                "SELECT type, sql, name FROM sqlite_master WHERE (type = 'table' AND name = ?)
+                   OR (type = 'trigger' AND name IN (?, ?))",
+                &[text(h), SqlValue::Text(format!("cf_wshist_upd_{ns}")), text(&change)],
             )
             .unwrap_or_default();
         let schema = found
@@ -183,7 +189,16 @@ impl Workspace {
             .find(|r| col_opt_str(r, 0).as_deref() == Some("table"))
             .and_then(|r| col_opt_str(r, 1))
             .map(|sql| sql.to_ascii_uppercase());
-        let old_trigger = found.iter().any(|r| col_opt_str(r, 0).as_deref() == Some("trigger"));
+        let trigger = |name: &str| {
+            found.iter().find(|r| {
+                col_opt_str(r, 0).as_deref() == Some("trigger")
+                    && col_opt_str(r, 2).as_deref() == Some(name)
+            })
+        };
+        let old_trigger = trigger(&format!("cf_wshist_upd_{ns}")).is_some();
+        let old_change = trigger(&change)
+            .and_then(|r| col_opt_str(r, 1))
+            .is_some_and(|sql| !sql.contains("NEW.undo"));
         let old = schema.as_deref().is_some_and(|sql| sql.contains("WITHOUT ROWID"));
         if !old && schema.as_deref().is_some_and(|sql| !sql.contains("PENDING")) {
             self.sql.exec(
@@ -211,8 +226,26 @@ impl Workspace {
         if old_trigger {
             self.sql.exec(&format!("DROP TRIGGER IF EXISTS cf_wshist_upd_{ns}"), &[])?;
         }
+        if old_change {
+            self.sql.exec(&format!("DROP TRIGGER IF EXISTS {change}"), &[])?;
+        }
         let keep_old = format!(
             "UPDATE {h} SET content = OLD.content, pending = 0 WHERE path = OLD.path AND pending = 1"
+        );
+        // The model's edit keeps the version it replaces as a reverse delta (see
+        // [`reverse_delta`]) instead of a copy of the old text: the statement sets `undo`, tagged
+        // with the new version and hash, so that a value an earlier statement left behind (a
+        // rewind or a move does not set it) is not taken for this change's unless the change
+        // leads to that very version and text; `seen_content` checks every rebuilt text
+        // against its noted hash besides. The delta is stored as a BLOB, which no read takes
+        // for kept text.
+        let keep_old_or_delta = format!(
+            "UPDATE {h} SET content = CASE WHEN version = OLD.version AND hash IS NOT NULL
+                 AND NEW.changed_by = 'tool' AND NEW.version = OLD.version + 1
+                 AND substr(NEW.undo, 1, length(NEW.version) + length(NEW.hash) + 2)
+                   = NEW.version || ' ' || NEW.hash || ' '
+               THEN CAST(NEW.undo AS BLOB) ELSE OLD.content END, pending = 0
+             WHERE path = OLD.path AND pending = 1"
         );
         // The model's own write of a file (`changed_by = 'tool'`, only the file tools write
         // that) is noted as seen by the write's statement itself, as `remember_stored` notes
@@ -228,8 +261,8 @@ impl Workspace {
         );
         for ddl in [
             format!(
-                "CREATE TRIGGER IF NOT EXISTS cf_wshist_change_{ns} AFTER UPDATE OF content, version, path
-                 ON {t} BEGIN {keep_old}; {note}; END"
+                "CREATE TRIGGER IF NOT EXISTS {change} AFTER UPDATE OF content, version, path
+                 ON {t} BEGIN {keep_old_or_delta}; {note}; END"
             ),
             format!(
                 "CREATE TRIGGER IF NOT EXISTS cf_wshist_new_{ns} AFTER INSERT ON {t}
@@ -412,14 +445,17 @@ impl Workspace {
     }
 
     /// [`Workspace::rewrite_file`] of the model's edit, noted as seen: the note copies the
-    /// text inside SQLite when the rewrite stayed inline.
+    /// text inside SQLite when the rewrite stayed inline. `previous`, the text the edit
+    /// replaced (as the model's read returned it), lets the history keep that version as a
+    /// reverse delta instead of a copy (see [`reverse_delta`]).
     pub async fn rewrite_for_model(
         &self,
         path: &str,
         content: &str,
         mime: &str,
+        previous: Option<&str>,
     ) -> Result<(), FsError> {
-        if self.rewrite_inline(path, content, mime)? {
+        if self.rewrite_inline(path, content, mime, previous)? {
             self.note_written(path)?;
             return Ok(());
         }
@@ -526,18 +562,49 @@ impl Workspace {
         }))
     }
 
-    /// The text the model saw as version `counter` of `path`, when it was kept.
+    /// The text the model saw as version `counter` of `path`, when it was kept: as text, or
+    /// as reverse deltas down from a later version whose text is kept (each step checked
+    /// against the hash noted with its version, so a delta never yields other text).
     pub(super) fn seen_content(&self, norm: &str, counter: i64) -> Result<Option<String>, FsError> {
-        let rows = self.exec(
-            &format!(
-                "SELECT COALESCE(s.content, CASE WHEN s.pending = 1 THEN
-                   (SELECT f.content FROM {} f WHERE f.path = s.path AND f.version = s.version) END)
-                 FROM {} s WHERE s.path = ? AND s.version = ?",
-                self.t, self.h
-            ),
-            &[text(norm), SqlValue::Integer(counter)],
-        )?;
-        Ok(rows.first().and_then(|r| col_opt_str(r, 0)))
+        let mut deltas = Vec::new();
+        let mut version = counter;
+        let base = loop {
+            let rows = self.exec(
+                &format!(
+                    "SELECT COALESCE(s.content, CASE WHEN s.pending = 1 THEN
+                       (SELECT f.content FROM {} f WHERE f.path = s.path AND f.version = s.version)
+                       END), s.hash
+                     FROM {} s WHERE s.path = ? AND s.version = ?",
+                    self.t, self.h
+                ),
+                &[text(norm), SqlValue::Integer(version)],
+            )?;
+            let Some(mut row) = rows.into_iter().next() else { return Ok(None) };
+            let hash = col_opt_str(&row, 1);
+            match row.swap_remove(0) {
+                SqlValue::Text(s) => break s,
+                // At most one delta per kept version: a longer chain is not one.
+                SqlValue::Blob(b) if (deltas.len() as i64) < MAX_HISTORY_VERSIONS => {
+                    let Some(delta) = Delta::parse(&b) else { return Ok(None) };
+                    if delta.version != version + 1 {
+                        return Ok(None);
+                    }
+                    version = delta.version;
+                    deltas.push((delta, hash));
+                }
+                _ => return Ok(None),
+            }
+        };
+        let mut text = base;
+        for (delta, hash) in deltas.iter().rev() {
+            match delta.apply(&text) {
+                Some(old) if hash.as_deref() == Some(content_hash(old.as_bytes()).as_str()) => {
+                    text = old;
+                }
+                _ => return Ok(None),
+            }
+        }
+        Ok(Some(text))
     }
 
     /// Checks that `path` is still at the version `expected` names; otherwise a
@@ -685,6 +752,96 @@ fn version_from_row(r: &Row, at: usize) -> (FileVersion, Option<String>) {
 /// which deletes the old row and inserts a new one).
 const UPSERT_NOTE: &str = "ON CONFLICT (path, slot) DO UPDATE SET version = excluded.version,
     hash = excluded.hash, content = excluded.content, pending = excluded.pending";
+
+/// Largest replaced text kept as a reverse delta; an edit that replaces more keeps a copy.
+const MAX_DELTA_BYTES: usize = 4 * 1024;
+
+/// The `undo` a model edit's statement stores with the text `new` that replaces `old`, when
+/// the history would keep `old`: `"<p> <q> <replaced>"`, where `old` is the first `p` and
+/// the last `q` bytes of `new` with `replaced` between them. The statement prefixes the new
+/// version and hash (`"<version> <hash> "`); the history trigger stores the whole value as
+/// the old version's note (see [`Workspace::init_history`]).
+pub(crate) fn reverse_delta(old: &str, new: &str) -> Option<String> {
+    if old.len() > MAX_HISTORY_BYTES {
+        return None;
+    }
+    let (o, n) = (old.as_bytes(), new.as_bytes());
+    let mut p = common_prefix(o, n);
+    while !(old.is_char_boundary(p) && new.is_char_boundary(p)) {
+        p -= 1;
+    }
+    let room = o.len().min(n.len()) - p;
+    let mut q = common_suffix(o, n, room);
+    while !(old.is_char_boundary(o.len() - q) && new.is_char_boundary(n.len() - q)) {
+        q -= 1;
+    }
+    let replaced = &old[p..o.len() - q];
+    (replaced.len() <= MAX_DELTA_BYTES).then(|| format!("{p} {q} {replaced}"))
+}
+
+/// How many bytes `a` and `b` share from the start, compared eight at a time (a byte loop
+/// over a 10 KB file cost about a fifth of the edit).
+fn common_prefix(a: &[u8], b: &[u8]) -> usize {
+    let len = a.len().min(b.len());
+    let word = |s: &[u8], i: usize| u64::from_le_bytes(s[i..i + 8].try_into().unwrap_or([0; 8]));
+    let mut i = 0;
+    while i + 8 <= len && word(a, i) == word(b, i) {
+        i += 8;
+    }
+    while i < len && a[i] == b[i] {
+        i += 1;
+    }
+    i
+}
+
+/// How many bytes `a` and `b` share at their ends, at most `max`, as [`common_prefix`].
+fn common_suffix(a: &[u8], b: &[u8], max: usize) -> usize {
+    let (a, b) = (&a[a.len() - max..], &b[b.len() - max..]);
+    let word = |s: &[u8], k: usize| {
+        let end = s.len() - k;
+        u64::from_le_bytes(s[end - 8..end].try_into().unwrap_or([0; 8]))
+    };
+    let mut k = 0;
+    while k + 8 <= max && word(a, k) == word(b, k) {
+        k += 8;
+    }
+    while k < max && a[max - 1 - k] == b[max - 1 - k] {
+        k += 1;
+    }
+    k
+}
+
+/// A reverse delta as the history keeps it: `"<version> <hash> <p> <q> <replaced>"` (see
+/// [`reverse_delta`]), the text before `version` rebuilt from that version's text.
+pub(super) struct Delta {
+    version: i64,
+    prefix: usize,
+    suffix: usize,
+    pub(super) replaced: String,
+}
+
+impl Delta {
+    pub(super) fn parse(bytes: &[u8]) -> Option<Delta> {
+        let s = std::str::from_utf8(bytes).ok()?;
+        let mut parts = s.splitn(5, ' ');
+        let version = parts.next()?.parse().ok()?;
+        let _hash = parts.next()?;
+        let prefix = parts.next()?.parse().ok()?;
+        let suffix = parts.next()?.parse().ok()?;
+        Some(Delta { version, prefix, suffix, replaced: parts.next()?.to_owned() })
+    }
+
+    /// The older text, from the newer one; `None` when the delta does not fit it.
+    pub(super) fn apply(&self, newer: &str) -> Option<String> {
+        let tail = newer.len().checked_sub(self.suffix)?;
+        let head = newer.get(..self.prefix.min(tail))?;
+        let end = newer.get(tail..)?;
+        if head.len() != self.prefix {
+            return None;
+        }
+        Some([head, self.replaced.as_str(), end].concat())
+    }
+}
 
 /// The check a model write's statement makes on the row it would overwrite: `sql` is a
 /// condition on the files table's row (its `?` bound to `params`, in order), and `must_exist`

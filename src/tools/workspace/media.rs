@@ -127,6 +127,9 @@ mod tests {
         assert_eq!(format_size(1024), "1.0 KB");
         assert_eq!(format_size(1280), "1.3 KB", "JS toFixed rounds the exact half up");
         assert_eq!(format_size(10 * 1024 + 100), "10.1 KB");
+        assert_eq!(format_size(2304), "2.3 KB", "2.25 KB: the tie rounds up");
+        assert_eq!(format_size(2_621_440), "2.5 MB");
+        assert_eq!(format_size(9_437_184 + 262_144), "9.3 MB", "9.25 MB: the tie rounds up");
         assert_eq!(format_size(1024 * 1024 - 1), "1024.0 KB");
         assert_eq!(format_size(1024 * 1024), "1.0 MB");
         assert_eq!(format_size(3_670_016), "3.5 MB");

@@ -103,8 +103,14 @@ pub trait EditOps: VersionOps {
         self.check_fresh(path, expected).await?;
         Ok(self.read_file(path).await?)
     }
-    /// `rewrite_file`, then [`VersionOps::wrote`].
-    async fn rewrite_noted(&self, path: &str, content: &str) -> Result<(), FsError> {
+    /// `rewrite_file` of the text `previous` that `read_fresh` returned, then
+    /// [`VersionOps::wrote`].
+    async fn rewrite_noted(
+        &self,
+        path: &str,
+        _previous: &str,
+        content: &str,
+    ) -> Result<(), FsError> {
         self.rewrite_file(path, content).await?;
         self.wrote(path, content).await?;
         Ok(())
@@ -301,9 +307,14 @@ impl EditOps for Workspace {
     ) -> Result<Option<String>, StaleWrite> {
         self.read_fresh_for_model(path, expected).await
     }
-    async fn rewrite_noted(&self, path: &str, content: &str) -> Result<(), FsError> {
+    async fn rewrite_noted(
+        &self,
+        path: &str,
+        previous: &str,
+        content: &str,
+    ) -> Result<(), FsError> {
         let _tool = self.writing_as(Writer::Tool);
-        self.rewrite_for_model(path, content, "text/plain").await
+        self.rewrite_for_model(path, content, "text/plain", Some(previous)).await
     }
 }
 

@@ -3,6 +3,7 @@
 use super::engine::EngineResponse;
 use super::paths::js_sort;
 use super::writeback::ChangedFiles;
+use crate::tools::workspace::media::push_size;
 use serde::Serialize;
 
 /// Exit code of a script stopped by the timeout (as GNU `timeout` reports it).
@@ -28,24 +29,6 @@ pub struct BashOutput {
     pub errors: Vec<String>,
 }
 
-/// Think's `formatSize`: `N B`, then one decimal of KB or MB (1024-based), rounding halves
-/// up as JavaScript's `toFixed` does.
-pub fn format_size(bytes: u64) -> String {
-    const KB: u128 = 1024;
-    const MB: u128 = 1024 * 1024;
-    let b = u128::from(bytes);
-    let (unit, div) = if b < KB {
-        return format!("{bytes} B");
-    } else if b < MB {
-        ("KB", KB)
-    } else {
-        ("MB", MB)
-    };
-    // x = b / div is exact in binary floating point, so toFixed(1) rounds 10x half up.
-    let tenths = (b * 10 * 2 + div) / (2 * div);
-    format!("{}.{} {unit}", tenths / 10, tenths % 10)
-}
-
 /// Think's `truncateToolOutput`: keep the first `max_bytes` UTF-8 bytes (a character cut in
 /// half becomes U+FFFD, as `TextDecoder` does) and append `\n... (<size> truncated)`.
 pub fn truncate_output(text: &str, max_bytes: usize) -> String {
@@ -53,8 +36,11 @@ pub fn truncate_output(text: &str, max_bytes: usize) -> String {
     if bytes.len() <= max_bytes {
         return text.to_owned();
     }
-    let kept = String::from_utf8_lossy(&bytes[..max_bytes]);
-    format!("{kept}\n... ({} truncated)", format_size((bytes.len() - max_bytes) as u64))
+    let mut out = String::from_utf8_lossy(&bytes[..max_bytes]).into_owned();
+    out.push_str("\n... (");
+    push_size(&mut out, (bytes.len() - max_bytes) as u64);
+    out.push_str(" truncated)");
+    out
 }
 
 /// Builds the output from the engine's result and the write-back's outcome. An engine whose
@@ -88,20 +74,6 @@ pub fn assemble_output(
 mod tests {
     use super::*;
     use serde_json::json;
-
-    #[test]
-    fn format_size_matches_think() {
-        assert_eq!(format_size(0), "0 B");
-        assert_eq!(format_size(1023), "1023 B");
-        assert_eq!(format_size(1024), "1.0 KB");
-        assert_eq!(format_size(1536), "1.5 KB");
-        // 0.25 KB steps: 2304 B = 2.25 KB; toFixed(1) rounds the tie up to 2.3.
-        assert_eq!(format_size(2304), "2.3 KB");
-        assert_eq!(format_size(1_048_575), "1024.0 KB");
-        assert_eq!(format_size(1_048_576), "1.0 MB");
-        assert_eq!(format_size(2_621_440), "2.5 MB");
-        assert_eq!(format_size(9_437_184 + 262_144), "9.3 MB"); // 9.25 MB, tie rounds up
-    }
 
     #[test]
     fn truncation_keeps_short_text() {

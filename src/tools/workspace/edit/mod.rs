@@ -95,7 +95,7 @@ impl FileToolKind for Edit {
         };
         match apply_edit(&content, &old_string, &new_string) {
             EditResult::Replaced { content: updated, level } => {
-                ops.rewrite_noted(&path, &updated).await?;
+                ops.rewrite_noted(&path, &content, &updated).await?;
                 let mut out = json!({"path": path, "replaced": true});
                 if level != MatchLevel::Exact {
                     out["fuzzyMatch"] = json!(true);

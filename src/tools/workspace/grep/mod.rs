@@ -31,6 +31,10 @@ pub const CUT_LINE_CHARS: usize = 500;
 /// Files fetched per batch read, bounded again by [`BATCH_BYTES`].
 const BATCH_FILES: usize = 99;
 const BATCH_BYTES: u64 = 4 * 1024 * 1024;
+/// Text of files the index does not cover that one search indexes on the way (at least
+/// one file): a search right after many writes (before the alarm indexes them, and during a
+/// turn, when the alarm waits) costs about the scan, not the scan plus every posting.
+const INDEX_BYTES: u64 = 1 << 20;
 /// Files in the first page of a search; later pages hold between [`MIN_PAGE`] and
 /// [`MAX_PAGE`], depending on the sizes seen.
 const FIRST_PAGE: usize = 64;
@@ -400,7 +404,9 @@ async fn search_stretches(
                     continue;
                 }
                 let Some(content) = f.text.take() else { continue };
-                if let Some(ticket) = &file.unindexed {
+                if let Some(ticket) =
+                    file.unindexed.as_ref().filter(|_| batch.text_bytes() < INDEX_BYTES)
+                {
                     batch.add(ticket, &content);
                 }
                 tally.search(matcher, &f.path, &content);

@@ -324,3 +324,26 @@ fn a_file_changed_while_the_alarm_indexes_is_not_marked() {
     assert_eq!(verdict(&ws), [("/a.txt".into(), true, false), ("/b.txt".into(), false, false)]);
     assert_eq!(search(&grep_tool(ws.clone()), "needle")["totalMatches"], 1);
 }
+
+#[test]
+fn one_search_indexes_a_bounded_share_and_the_next_ones_the_rest() {
+    let (ws, tool) = indexed_workspace();
+    // 30 files of 100 KB, three times what one search indexes on the way.
+    for i in 0..30 {
+        let body = format!("{} {}", "hay ".repeat(25_000), if i == 17 { "needle" } else { "" });
+        block_on(ws.write_file(&format!("/f/{i:02}.txt"), &body, "text/plain")).unwrap();
+    }
+    let unindexed = |ws: &Workspace| verdict(ws).iter().filter(|v| v.2).count();
+    let mut left = vec![unindexed(&ws)];
+    let first = search(&tool, "needle");
+    assert_eq!(first["totalMatches"], 1, "{first}");
+    left.push(unindexed(&ws));
+    while *left.last().unwrap() > 0 && left.len() < 10 {
+        assert_eq!(search(&tool, "needle"), first);
+        left.push(unindexed(&ws));
+    }
+    // 1 MB of text per search: 11 files of 100 KB (the budget is checked before each).
+    assert_eq!(left, [30, 19, 8, 0]);
+    let candidates: Vec<String> = verdict(&ws).into_iter().filter(|v| v.1).map(|v| v.0).collect();
+    assert_eq!(candidates, ["/f/17.txt"]);
+}
