@@ -303,8 +303,8 @@ async function heapUsage(inspectorPort) {
 /**
  * BENCH_PROFILE=1: one more run of the workload on think-rs and on the floor (both in the
  * rust worker's isolate) under V8's sampling CPU profiler, printed as the functions with the
- * most self time. Build with `CARGO_PROFILE_RELEASE_STRIP=false THINK_FORCE_BUILD=1 bash
- * bench/build.sh` first, so that wasm functions keep their Rust names.
+ * most self time. Build with `CARGO_PROFILE_RELEASE_STRIP=false THINK_WASM_KEEP_NAMES=1
+ * THINK_FORCE_BUILD=1 bash bench/build.sh` first, so that wasm functions keep their Rust names.
  */
 async function profileWorkload(workers, inspectorPort, suiteIndex, wi, w) {
   const base = `s${suiteIndex}-w${wi}`;

@@ -34,11 +34,6 @@ impl WorkerBrowser {
         Self { binding: env.service(BROWSER_BINDING).ok(), run_session: RefCell::default() }
     }
 
-    /// Whether the Worker has the Browser Run binding.
-    pub fn has_binding(&self) -> bool {
-        self.binding.is_some()
-    }
-
     async fn acquire(&self, binding: &Fetcher) -> Result<String, BrowserError> {
         if let Some(id) = self.run_session.borrow().clone() {
             return Ok(id);

@@ -523,7 +523,7 @@ mod shipped {
             .map(|ai| std::rc::Rc::new(ai) as std::rc::Rc<dyn crate::model::workers_ai::AiBinding>);
         let mut spec = spec_from_settings_and_ai(|name| setting(env, name), ai);
         // Without a cdpUrl, the Browser Run binding is the browser when the Worker has one.
-        if spec.browser.is_none() && super::browser::WorkerBrowser::from_env(env).has_binding() {
+        if spec.browser.is_none() && env.service(super::browser::BROWSER_BINDING).is_ok() {
             match crate::agent::settings::browser_options(&|name| setting(env, name), true) {
                 Ok(options) => spec.browser = options,
                 Err(e) => crate::platform::log(&format!("think-rs: {e}")),

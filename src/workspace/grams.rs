@@ -10,8 +10,8 @@
 //! Writes do not touch the index, so they cost what they cost without it. The agent's
 //! alarm indexes changed files off the request ([`Workspace::index_unindexed`]), and `grep`
 //! helps on the way: a file the index does not cover is a candidate, so `grep` reads it
-//! anyway, and adds the trigrams of up to about 1 MB of such text per search to a
-//! [`GramBatch`], which [`Workspace::index_grams`] writes per 32-file block (each trigram
+//! anyway, and adds the trigrams of some of that text (an eighth of what the search covers,
+//! at least 1 MB) to a [`GramBatch`], which [`Workspace::index_grams`] writes per 32-file block (each trigram
 //! once per block for all the batch's files of the block). So a search right after many
 //! writes costs about the scan, and the index fills in the background and search by search.
 //!
@@ -129,8 +129,6 @@ pub struct GramBatch {
     seen: Vec<u64>,
     /// The current file's distinct trigrams.
     distinct: Vec<u32>,
-    /// Bytes of text added since the batch was made.
-    text_bytes: u64,
 }
 
 impl GramBatch {
@@ -155,7 +153,6 @@ impl GramBatch {
             self.raw.push((g, blk, bit));
         }
         self.tickets.push(*ticket);
-        self.text_bytes += text.len() as u64;
         if self.raw.len() >= RAW_POSTINGS {
             self.compact();
         }
@@ -192,11 +189,6 @@ impl GramBatch {
     /// Whether there is nothing to write.
     pub fn is_empty(&self) -> bool {
         self.tickets.is_empty()
-    }
-
-    /// Bytes of text added since the batch was made (what a caller's budget counts).
-    pub fn text_bytes(&self) -> u64 {
-        self.text_bytes
     }
 }
 

@@ -328,22 +328,30 @@ fn a_file_changed_while_the_alarm_indexes_is_not_marked() {
 #[test]
 fn one_search_indexes_a_bounded_share_and_the_next_ones_the_rest() {
     let (ws, tool) = indexed_workspace();
-    // 30 files of 100 KB, three times what one search indexes on the way.
+    let unindexed = |ws: &Workspace| verdict(ws).iter().filter(|v| v.2).count();
+    let searches = |ws: &Workspace| {
+        let first = search(&tool, "needle");
+        assert_eq!(first["totalMatches"], 1, "{first}");
+        let mut left = vec![unindexed(ws)];
+        while *left.last().unwrap() > 0 && left.len() < 20 {
+            assert_eq!(search(&tool, "needle"), first);
+            left.push(unindexed(ws));
+        }
+        left
+    };
+    // 3 MB of files of 100 KB: at least 1 MB per search, 11 files (the budget is checked
+    // before each).
     for i in 0..30 {
         let body = format!("{} {}", "hay ".repeat(25_000), if i == 17 { "needle" } else { "" });
         block_on(ws.write_file(&format!("/f/{i:02}.txt"), &body, "text/plain")).unwrap();
     }
-    let unindexed = |ws: &Workspace| verdict(ws).iter().filter(|v| v.2).count();
-    let mut left = vec![unindexed(&ws)];
-    let first = search(&tool, "needle");
-    assert_eq!(first["totalMatches"], 1, "{first}");
-    left.push(unindexed(&ws));
-    while *left.last().unwrap() > 0 && left.len() < 10 {
-        assert_eq!(search(&tool, "needle"), first);
-        left.push(unindexed(&ws));
+    assert_eq!(searches(&ws), [19, 8, 0]);
+    // 10 MB in all: an eighth of it per search, 13 files.
+    for i in 30..100 {
+        let body = "hay ".repeat(25_000) + " ";
+        block_on(ws.write_file(&format!("/f/{i:02}.txt"), &body, "text/plain")).unwrap();
     }
-    // 1 MB of text per search: 11 files of 100 KB (the budget is checked before each).
-    assert_eq!(left, [30, 19, 8, 0]);
+    assert_eq!(searches(&ws), [57, 44, 31, 18, 5, 0]);
     let candidates: Vec<String> = verdict(&ws).into_iter().filter(|v| v.1).map(|v| v.0).collect();
     assert_eq!(candidates, ["/f/17.txt"]);
 }
