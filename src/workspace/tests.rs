@@ -961,19 +961,27 @@ fn a_model_write_is_noted_by_its_own_statement_and_keeps_the_text_it_replaces() 
     assert!(refusal.contains("-three\n+four"), "{refusal}");
 }
 
-#[test]
-fn the_first_lazy_note_trigger_is_replaced() {
+/// A database whose change trigger is the one that only kept old text, under `name` (the
+/// first lazy-note version's `cf_wshist_upd_`, or the change trigger before reverse deltas).
+fn database_with_keep_old_trigger(name: &str) -> Rc<SqliteSql> {
     let sql = Rc::new(SqliteSql::new());
     assert!(Workspace::new(sql.clone(), clock()).exists("/").unwrap());
-    // The trigger as the first lazy-note version created it (it only kept old text).
     sql.exec("DROP TRIGGER cf_wshist_change_default", &[]).unwrap();
     sql.exec(
-        "CREATE TRIGGER cf_wshist_upd_default AFTER UPDATE OF content, version, path
-         ON cf_wsfile_default BEGIN UPDATE cf_wshist_default SET content = OLD.content,
-         pending = 0 WHERE path = OLD.path AND pending = 1; END",
+        &format!(
+            "CREATE TRIGGER {name} AFTER UPDATE OF content, version, path
+             ON cf_wsfile_default BEGIN UPDATE cf_wshist_default SET content = OLD.content,
+             pending = 0 WHERE path = OLD.path AND pending = 1; END"
+        ),
         &[],
     )
     .unwrap();
+    sql
+}
+
+#[test]
+fn the_first_lazy_note_trigger_is_replaced() {
+    let sql = database_with_keep_old_trigger("cf_wshist_upd_default");
     let ws = Workspace::new(sql.clone(), clock());
     let _tool = ws.writing_as(Writer::Tool);
     block_on(ws.write_fresh_for_model("/a.txt", "one\n", "text/plain", None)).unwrap();
@@ -1070,16 +1078,7 @@ fn a_reverse_delta_that_does_not_rebuild_the_noted_text_gives_no_diff() {
 
 #[test]
 fn a_change_trigger_without_reverse_deltas_is_replaced() {
-    let sql = Rc::new(SqliteSql::new());
-    assert!(Workspace::new(sql.clone(), clock()).exists("/").unwrap());
-    sql.exec("DROP TRIGGER cf_wshist_change_default", &[]).unwrap();
-    sql.exec(
-        "CREATE TRIGGER cf_wshist_change_default AFTER UPDATE OF content, version, path
-         ON cf_wsfile_default BEGIN UPDATE cf_wshist_default SET content = OLD.content,
-         pending = 0 WHERE path = OLD.path AND pending = 1; END",
-        &[],
-    )
-    .unwrap();
+    let sql = database_with_keep_old_trigger("cf_wshist_change_default");
     let ws = Workspace::new(sql.clone(), clock());
     let _tool = ws.writing_as(Writer::Tool);
     block_on(ws.write_fresh_for_model("/a.txt", "one\n", "text/plain", None)).unwrap();

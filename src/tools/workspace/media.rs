@@ -102,18 +102,25 @@ pub(crate) fn push_size(out: &mut String, bytes: u64) {
 }
 
 /// Appends `n` in decimal.
-fn push_decimal(out: &mut String, mut n: u64) {
+fn push_decimal(out: &mut String, n: u64) {
     let mut digits = [0u8; 20];
-    let mut i = digits.len();
+    let i = decimal_digits(n, &mut digits);
+    out.extend(digits[i..].iter().map(|&d| char::from(d)));
+}
+
+/// Writes `n`'s decimal digits at the end of `buf` (which must hold them: 20 bytes hold
+/// any `u64`) and returns where they start; without `format!`, for the per-entry and
+/// per-line labels of `list` and `read`.
+pub(crate) fn decimal_digits(mut n: u64, buf: &mut [u8]) -> usize {
+    let mut i = buf.len();
     loop {
         i -= 1;
-        digits[i] = b'0' + (n % 10) as u8;
+        buf[i] = b'0' + (n % 10) as u8;
         n /= 10;
         if n == 0 {
-            break;
+            return i;
         }
     }
-    out.extend(digits[i..].iter().map(|&d| char::from(d)));
 }
 
 #[cfg(test)]

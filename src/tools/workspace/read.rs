@@ -1,6 +1,8 @@
 //! `read`: line-numbered text, or metadata for images, PDFs and other binary files.
 
-use super::media::{is_generic, is_text, looks_like_text, normalize_media_type, sniff};
+use super::media::{
+    decimal_digits, is_generic, is_text, looks_like_text, normalize_media_type, sniff,
+};
 use super::ops::ReadOps;
 use super::{error_output, file_tool, FileToolKind, Int};
 use crate::tools::{ModelOutput, ToolError, ToolRef};
@@ -156,18 +158,11 @@ struct LineLabel {
 }
 
 impl LineLabel {
-    fn new(mut n: usize) -> LineLabel {
+    fn new(n: usize) -> LineLabel {
         let mut buf = [0u8; 24];
-        let mut i = buf.len() - 1;
-        buf[i] = b'\t';
-        loop {
-            i -= 1;
-            buf[i] = b'0' + (n % 10) as u8;
-            n /= 10;
-            if n == 0 {
-                break;
-            }
-        }
+        let tab = buf.len() - 1;
+        buf[tab] = b'\t';
+        let i = decimal_digits(n as u64, &mut buf[..tab]);
         buf[i - 1] = b'\n';
         LineLabel { buf, start: i - 1 }
     }
@@ -211,9 +206,7 @@ fn numbered(path: &str, content: &str, offset: Option<u64>, limit: Option<u64>) 
     let end = end.min(total);
     let wanted = end.saturating_sub(start);
     let shown = wanted.min(MAX_LINES);
-    // SAFETY: `total` is `content`'s line count.
-    let whole =
-        if start == 0 && shown == total { unsafe { number_all(content, total) } } else { None };
+    let whole = if start == 0 && shown == total { number_all(content, total) } else { None };
     let mut out = whole.unwrap_or_else(|| number_lines(content, total, start, shown));
     if wanted > MAX_LINES {
         out.extend_from_slice(
@@ -271,10 +264,10 @@ const STEP: usize = 16;
 /// this is a few stores, where splitting the lines first and copying each costs two copies
 /// of unknown length and the search's setup.
 ///
-/// # Safety
-/// `total` must be `line_count(content)` (the caller has counted them already; counting
-/// again cost 2 % of a read): the buffer is sized from it.
-unsafe fn number_all(content: &str, total: usize) -> Option<Vec<u8>> {
+/// `total` is `line_count(content)`, which the caller has counted already (counting again
+/// cost 2 % of a read): the buffer is sized from it, and every store is checked against the
+/// buffer, so a wrong `total` gives `None`, never a write out of bounds.
+fn number_all(content: &str, total: usize) -> Option<Vec<u8>> {
     let text = content.as_bytes();
     let n = text.len();
     if total > MAX_LINES {
@@ -288,21 +281,24 @@ unsafe fn number_all(content: &str, total: usize) -> Option<Vec<u8>> {
         p *= 10;
     }
     let len = n + labels;
-    let mut out: Vec<u8> = Vec::with_capacity(len + STEP);
+    let cap = len + STEP;
+    let mut out: Vec<u8> = Vec::with_capacity(cap);
     let dst = out.as_mut_ptr();
     let src = text.as_ptr();
     let mut label = ShortLabel::ONE;
-    // SAFETY (every write below): the text has `total - 1` newlines and a label is written
-    // at the start and after each, so the bytes written in order (text and labels) number
-    // exactly `len`; text byte `i` goes to `i + extra`, where `extra` counts the label bytes
-    // written before it. A step's 16-byte store reads text bytes only (`i + 16 <= n`), so it
-    // ends at most at `len`; a label's 8-byte store starts where the label goes, at most
-    // `len - label.len`, so it ends before `len + 8`. The buffer holds `len + STEP`.
+    // SAFETY (every write below): text byte `i` goes to `i + extra`, where `extra` counts the
+    // label bytes written before it, and each store is checked to end within `cap`, the
+    // buffer's capacity. (With the right `total` the checks always hold: the bytes written
+    // in order number exactly `len`, a step's 16-byte store reads text bytes only and ends
+    // at most at `len`, and a label's 8-byte store ends before `len + 8`.)
     unsafe { label.write(dst) };
     let (mut i, mut extra, mut line_start) = (0usize, label.len, 0usize);
     loop {
         // The next newline at or after `i`, with the text up to it copied.
         let found = if i + STEP <= n {
+            if i + extra + STEP > cap {
+                return None;
+            }
             // SAFETY: `i + 16 <= n`; the store, see above.
             let mask = unsafe {
                 std::ptr::copy_nonoverlapping(src.add(i), dst.add(i + extra), STEP);
@@ -316,6 +312,9 @@ unsafe fn number_all(content: &str, total: usize) -> Option<Vec<u8>> {
         } else {
             let rest = memchr::memchr(b'\n', &text[i..]);
             let upto = rest.map_or(n, |j| i + j + 1);
+            if upto + extra > cap {
+                return None;
+            }
             // SAFETY: text bytes `i..upto` to their places, see above.
             unsafe { std::ptr::copy_nonoverlapping(src.add(i), dst.add(i + extra), upto - i) };
             match rest {
@@ -329,6 +328,9 @@ unsafe fn number_all(content: &str, total: usize) -> Option<Vec<u8>> {
         i = found + 1;
         line_start = i;
         label.increment();
+        if i + extra + 8 > cap {
+            return None;
+        }
         // SAFETY: see above.
         unsafe { label.write(dst.add(i + extra)) };
         extra += label.len;
@@ -336,7 +338,9 @@ unsafe fn number_all(content: &str, total: usize) -> Option<Vec<u8>> {
     if n - line_start > MAX_LINE_LENGTH {
         return None;
     }
-    assert_eq!(n + extra, len, "numbering wrote what it counted");
+    if n + extra != len {
+        return None;
+    }
     // SAFETY: the first `len` bytes are written (above), within the capacity; they are the
     // text's bytes in order with ASCII labels after newlines, so UTF-8.
     unsafe { out.set_len(len) };
@@ -459,8 +463,7 @@ mod tests {
         let mut declined = 0;
         for text in &texts {
             let total = super::super::line_count(text);
-            // SAFETY: `total` is its line count.
-            let fast = unsafe { number_all(text, total) };
+            let fast = number_all(text, total);
             let slow = number_lines(text, total, 0, total.min(MAX_LINES));
             match fast {
                 Some(fast) => assert_eq!(
@@ -476,5 +479,8 @@ mod tests {
             }
         }
         assert_eq!(declined, 3, "the two texts with a line too long, the one with a line too many");
+        // A wrong line count declines instead of writing past the buffer.
+        assert_eq!(number_all("a\nb\nc\n", 1), None);
+        assert_eq!(number_all("a\nb\nc\n", 10), None);
     }
 }
