@@ -819,15 +819,21 @@ fn a_without_rowid_history_is_rebuilt_with_its_notes() {
     assert_eq!(col_i64(&rows[0], 0), 0);
 }
 
-/// The history row of `path`'s version `v`: (content, pending).
+/// The note of `path`'s version `v`: (content, pending), from the history row, or
+/// `(None, 1)` when the model's write noted the live version on its row (its text is the
+/// row's, as a pending note's).
 fn note(sql: &SqliteSql, path: &str, v: i64) -> (Option<String>, i64) {
+    let (p, v) = (text(path), SqlValue::Integer(v));
     let rows = sql
         .exec(
-            "SELECT content, pending FROM cf_wshist_default WHERE path = ? AND version = ?",
-            &[text(path), SqlValue::Integer(v)],
+            "SELECT 0 AS o, content, pending FROM cf_wshist_default WHERE path = ? AND version = ?
+             UNION ALL SELECT 1, NULL, 1 FROM cf_wsfile_default
+               WHERE path = ? AND version = ? AND seen IS version
+             ORDER BY o LIMIT 1",
+            &[p.clone(), v.clone(), p, v],
         )
         .unwrap();
-    (col_opt_str(&rows[0], 0), col_i64(&rows[0], 1))
+    (col_opt_str(&rows[0], 1), col_i64(&rows[0], 2))
 }
 
 #[test]
@@ -1087,13 +1093,25 @@ fn a_change_trigger_without_reverse_deltas_is_replaced() {
     assert_eq!(ws.seen_content("/a.txt", 1).unwrap().as_deref(), Some("one\n"));
 }
 
-#[test]
-fn a_table_without_the_undo_column_gets_it() {
+/// A database as a workspace leaves it, then without the history triggers and without
+/// the files table's `columns` (dropped in order), as one from before them.
+fn database_without(columns: &[&str]) -> Rc<SqliteSql> {
     let sql = Rc::new(SqliteSql::new());
     assert!(Workspace::new(sql.clone(), clock()).exists("/").unwrap());
-    // As a database from before it: the column and the trigger that reads it absent.
-    sql.exec("DROP TRIGGER cf_wshist_change_default", &[]).unwrap();
-    sql.exec("ALTER TABLE cf_wsfile_default DROP COLUMN undo", &[]).unwrap();
+    for trigger in ["change", "new", "del"] {
+        sql.exec(&format!("DROP TRIGGER cf_wshist_{trigger}_default"), &[]).unwrap();
+    }
+    for column in columns {
+        sql.exec(&format!("ALTER TABLE cf_wsfile_default DROP COLUMN {column}"), &[]).unwrap();
+    }
+    sql
+}
+
+#[test]
+fn a_table_without_the_undo_column_gets_it() {
+    // As a database from before it: the columns after it (`seen`) and the triggers that
+    // read them absent.
+    let sql = database_without(&["seen", "undo"]);
     let ws = Workspace::new(sql.clone(), clock());
     let _tool = ws.writing_as(Writer::Tool);
     block_on(ws.write_fresh_for_model("/a.txt", "one\n", "text/plain", None)).unwrap();
@@ -1137,4 +1155,79 @@ fn a_move_after_a_model_edit_keeps_the_text_not_the_edits_delta() {
     block_on(ws.mv("/a.txt", "/b.txt")).unwrap();
     assert_eq!(note(&sql, "/a.txt", 2), (Some("two\n".into()), 0));
     assert_eq!(ws.seen_content("/a.txt", 1).unwrap().as_deref(), Some("one\n"));
+}
+
+#[test]
+fn history_triggers_from_before_the_rows_seen_note_are_replaced() {
+    // As a database from before `seen`: no column, and the three triggers of then, which
+    // noted every model write in the history as a pending note.
+    let sql = database_without(&["seen"]);
+    let (h, t) = ("cf_wshist_default", "cf_wsfile_default");
+    let upsert = "ON CONFLICT (path, slot) DO UPDATE SET version = excluded.version,
+        hash = excluded.hash, content = excluded.content, pending = excluded.pending";
+    let note_sql = format!(
+        "INSERT INTO {h} (path, slot, version, hash, content, pending)
+         SELECT NEW.path, NEW.version % 4, NEW.version, NEW.hash, NULL,
+           typeof(NEW.content) = 'text' AND NEW.size <= 65536
+         WHERE NEW.changed_by = 'tool' AND NEW.type = 'file' {upsert}"
+    );
+    let keep_old = format!(
+        "UPDATE {h} SET content = OLD.content, pending = 0 WHERE path = OLD.path AND pending = 1"
+    );
+    for ddl in [
+        format!(
+            "CREATE TRIGGER cf_wshist_change_default AFTER UPDATE OF content, version, path
+             ON {t} BEGIN UPDATE {h} SET content = CASE WHEN version = OLD.version
+               AND hash IS NOT NULL AND NEW.changed_by = 'tool'
+               AND NEW.version = OLD.version + 1
+               AND substr(NEW.undo, 1, length(NEW.version) + length(NEW.hash) + 2)
+                 = NEW.version || ' ' || NEW.hash || ' '
+             THEN CAST(NEW.undo AS BLOB) ELSE OLD.content END, pending = 0
+             WHERE path = OLD.path AND pending = 1; {note_sql}; END"
+        ),
+        format!(
+            "CREATE TRIGGER cf_wshist_new_default AFTER INSERT ON {t}
+             WHEN NEW.changed_by = 'tool' AND NEW.type = 'file' BEGIN {note_sql}; END"
+        ),
+        format!("CREATE TRIGGER cf_wshist_del_default AFTER DELETE ON {t} BEGIN {keep_old}; END"),
+    ] {
+        sql.exec(&ddl, &[]).unwrap();
+    }
+    // The model's write under the old triggers: a pending note in the history.
+    sql.exec(
+        &format!(
+            "INSERT INTO {t} (path, parent_path, name, type, size, created_at, modified_at,
+               content, version, hash, changed_by) VALUES ('/a.txt', '/', 'a.txt', 'file', 4,
+               0, 0, 'one\n', 1, ?, 'tool')"
+        ),
+        &[text(&content_hash(b"one\n"))],
+    )
+    .unwrap();
+    let rows = sql.exec(&format!("SELECT pending FROM {h} WHERE path = '/a.txt'"), &[]);
+    assert_eq!(col_i64(&rows.unwrap()[0], 0), 1);
+    let ws = Workspace::new(sql.clone(), clock());
+    let _tool = ws.writing_as(Writer::Tool);
+    // The old note is still the model's: its write passes and keeps the text it replaces.
+    block_on(ws.write_fresh_for_model("/a.txt", "two\n", "text/plain", None)).unwrap();
+    assert_eq!(note(&sql, "/a.txt", 1), (Some("one\n".into()), 0));
+    let rows = sql.exec(&format!("SELECT seen, version FROM {t} WHERE path = '/a.txt'"), &[]);
+    let row = &rows.unwrap()[0];
+    assert_eq!((col_i64(row, 0), col_i64(row, 1)), (2, 2), "noted on the row now");
+    let rows = sql
+        .exec(
+            "SELECT COUNT(*) FROM sqlite_master WHERE type = 'trigger'
+               AND name LIKE 'cf_wshist_%' AND sql LIKE '%.seen%'",
+            &[],
+        )
+        .unwrap();
+    assert_eq!(col_i64(&rows[0], 0), 3, "all three triggers replaced");
+    // Another writer's change behind it is refused with the diff from the model's version.
+    drop(_tool);
+    write(&ws, "/a.txt", "three\n");
+    assert_eq!(note(&sql, "/a.txt", 2), (Some("two\n".into()), 0));
+    let _tool = ws.writing_as(Writer::Tool);
+    let refusal = block_on(ws.write_fresh_for_model("/a.txt", "four\n", "text/plain", None))
+        .unwrap_err()
+        .to_string();
+    assert!(refusal.contains("-two\n+three"), "{refusal}");
 }
