@@ -258,10 +258,13 @@ impl Workspace {
         let delta = "NEW.changed_by = 'tool' AND NEW.version = OLD.version + 1
                  AND substr(NEW.undo, 1, length(NEW.version) + length(NEW.hash) + 2)
                    = NEW.version || ' ' || NEW.hash || ' '";
+        // Skipped (a constant condition, checked before any look-up) when the row noted its
+        // version itself: a pending note is of the live version, so `keep_seen` below
+        // rewrites that very slot anyway.
         let keep_old_or_delta = format!(
             "UPDATE {h} SET content = CASE WHEN version = OLD.version AND hash IS NOT NULL
                  AND {delta} THEN CAST(NEW.undo AS BLOB) ELSE OLD.content END, pending = 0
-             WHERE path = OLD.path AND pending = 1"
+             WHERE OLD.seen IS NOT OLD.version AND path = OLD.path AND pending = 1"
         );
         // The version the model's own fast write or edit left is noted on the row itself
         // (`seen` = its version, see `Workspace::write_inline`): one row written, not two.
