@@ -1231,3 +1231,33 @@ fn history_triggers_from_before_the_rows_seen_note_are_replaced() {
         .to_string();
     assert!(refusal.contains("-two\n+three"), "{refusal}");
 }
+
+#[test]
+fn a_version_noted_on_the_row_bounds_the_history_as_its_note_would() {
+    let (_sql, ws) = ws();
+    let _tool = ws.writing_as(Writer::Tool);
+    for i in 1..=5 {
+        block_on(ws.write_fresh_for_model("/a.txt", &format!("v{i}\n"), "text/plain", None))
+            .unwrap();
+    }
+    // Version 5 is noted on the row and takes version 1's slot: the last four are kept.
+    assert_eq!(ws.seen_content("/a.txt", 1).unwrap(), None);
+    for i in 2..=5 {
+        assert_eq!(ws.seen_content("/a.txt", i).unwrap(), Some(format!("v{i}\n")), "v{i}");
+    }
+    let v1 = FileVersion {
+        counter: 1,
+        hash: Some(content_hash(b"v1\n")),
+        changed_by: None,
+        changed_at: 0,
+    }
+    .token();
+    let refusal = block_on(ws.write_fresh_for_model("/a.txt", "x", "text/plain", Some(&v1)))
+        .unwrap_err()
+        .to_string();
+    assert!(refusal.contains("no longer kept"), "{refusal}");
+    // A file deleted and written again by the model: its new version 1 is the one noted.
+    block_on(ws.rm("/a.txt", false, false)).unwrap();
+    block_on(ws.write_fresh_for_model("/a.txt", "again\n", "text/plain", None)).unwrap();
+    assert_eq!(ws.seen_content("/a.txt", 1).unwrap().as_deref(), Some("again\n"));
+}

@@ -616,19 +616,23 @@ impl Workspace {
         let mut deltas = Vec::new();
         let mut version = counter;
         let base = loop {
-            // The history's note first; else the live row, when the model's write noted
-            // this version there.
+            // The live row's note, when the model's write noted this version there; else the
+            // history's. A row that notes its version owns that version's slot, as the note
+            // it stands for would have replaced the slot's row: so the history keeps the same
+            // versions whichever way the live one was noted.
             let rows = self.exec(
                 &format!(
-                    "SELECT 0 AS o, COALESCE(s.content, CASE WHEN s.pending = 1 THEN
+                    "SELECT 0 AS o, CASE WHEN typeof(content) = 'text'
+                       AND size <= {MAX_HISTORY_BYTES} THEN content END, hash
+                     FROM {t} WHERE path = ? AND version = ? AND seen IS version
+                       AND type = 'file'
+                     UNION ALL
+                     SELECT 1, COALESCE(s.content, CASE WHEN s.pending = 1 THEN
                        (SELECT f.content FROM {t} f WHERE f.path = s.path AND f.version = s.version)
                        END), s.hash
                      FROM {h} s WHERE s.path = ? AND s.version = ?
-                     UNION ALL
-                     SELECT 1, CASE WHEN typeof(content) = 'text' AND size <= {MAX_HISTORY_BYTES}
-                       THEN content END, hash
-                     FROM {t} WHERE path = ? AND version = ? AND seen IS version
-                       AND type = 'file'
+                       AND NOT EXISTS (SELECT 1 FROM {t} f WHERE f.path = s.path
+                         AND f.seen IS f.version AND f.version % {MAX_HISTORY_VERSIONS} = s.slot)
                      ORDER BY o LIMIT 1",
                     t = self.t,
                     h = self.h
