@@ -1012,6 +1012,16 @@ fn note_kind(sql: &SqliteSql, path: &str, v: i64) -> (String, i64) {
     (col_opt_str(&rows[0], 0).unwrap(), col_i64(&rows[0], 1))
 }
 
+/// The refusal of the model's write of `path` naming, as `expectedVersion`, version
+/// `counter` with the text `seen`.
+fn model_write_as_of(ws: &Workspace, path: &str, counter: i64, seen: &str) -> String {
+    let hash = Some(content_hash(seen.as_bytes()));
+    let token = FileVersion { counter, hash, changed_by: None, changed_at: 0 }.token();
+    block_on(ws.write_fresh_for_model(path, "x", "text/plain", Some(&token)))
+        .unwrap_err()
+        .to_string()
+}
+
 #[test]
 fn a_model_edit_keeps_the_version_it_replaces_as_a_reverse_delta() {
     let (sql, ws) = ws();
@@ -1032,16 +1042,7 @@ fn a_model_edit_keeps_the_version_it_replaces_as_a_reverse_delta() {
     assert_eq!(ws.seen_content("/a.txt", 2).unwrap().as_deref(), Some(v2.as_str()));
     assert_eq!(ws.seen_content("/a.txt", 1).unwrap().as_deref(), Some(v1.as_str()));
     // The refusal diff of a stale version crosses both deltas.
-    let v1_token = FileVersion {
-        counter: 1,
-        hash: Some(content_hash(v1.as_bytes())),
-        changed_by: None,
-        changed_at: 0,
-    }
-    .token();
-    let refusal = block_on(ws.write_fresh_for_model("/a.txt", "x", "text/plain", Some(&v1_token)))
-        .unwrap_err()
-        .to_string();
+    let refusal = model_write_as_of(&ws, "/a.txt", 1, &v1);
     assert!(refusal.contains("-marker = 1;\n+marker = 3;"), "{refusal}");
     // Another writer's change behind the model keeps the model's last version as text.
     drop(_tool);
@@ -1245,16 +1246,7 @@ fn a_version_noted_on_the_row_bounds_the_history_as_its_note_would() {
     for i in 2..=5 {
         assert_eq!(ws.seen_content("/a.txt", i).unwrap(), Some(format!("v{i}\n")), "v{i}");
     }
-    let v1 = FileVersion {
-        counter: 1,
-        hash: Some(content_hash(b"v1\n")),
-        changed_by: None,
-        changed_at: 0,
-    }
-    .token();
-    let refusal = block_on(ws.write_fresh_for_model("/a.txt", "x", "text/plain", Some(&v1)))
-        .unwrap_err()
-        .to_string();
+    let refusal = model_write_as_of(&ws, "/a.txt", 1, "v1\n");
     assert!(refusal.contains("no longer kept"), "{refusal}");
     // A file deleted and written again by the model: its new version 1 is the one noted.
     block_on(ws.rm("/a.txt", false, false)).unwrap();
