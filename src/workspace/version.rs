@@ -150,10 +150,12 @@ impl Workspace {
     /// The history table of content the model has seen: one slot per version modulo
     /// [`MAX_HISTORY_VERSIONS`], so it stays bounded without a pruning statement.
     ///
-    /// Seen text is kept lazily: a note of the live version stores no text, only `pending`
-    /// (its text is the live row's), and a trigger on the files table copies the old text
-    /// into the pending notes of a path when its version is overwritten, deleted or moved.
-    /// So a version that is never overwritten costs no second copy of its text.
+    /// Seen text is kept lazily: a note of the live version stores no text. The model's own
+    /// fast write or edit notes it on the files row (`seen` = its version, no history row);
+    /// any other note is a history row marked `pending` (its text is the live row's). A
+    /// trigger on the files table moves the row's note, and copies the old text into the
+    /// pending notes, when the version is overwritten, deleted or moved. So a version that is
+    /// never overwritten costs no second copy of its text.
     ///
     /// A rowid table, with its key in a separate index: in a `WITHOUT ROWID` table the key's
     /// B-tree holds the whole row, and SQLite loads a row that overflows its page (any kept
