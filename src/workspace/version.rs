@@ -2,14 +2,15 @@
 //! bounded history of content the model has seen, so a stale write can be refused with a diff.
 //!
 //! The content hash is XXH3-64 (seed 0, as 16 lowercase hex digits of its canonical big-endian
-//! form), computed in wasm by the `xxhash-rust` crate. It is a version token and the check of
-//! text rebuilt from reverse deltas, not content addressing: nothing is looked up or shared by
-//! hash. It was the first 64 bits of SHA-256 through `node:crypto`, about 9 % of a model write
-//! and 17 % of an edit (8-10 µs per 10 KB in workerd); XXH3 of 10 KB costs 0.48 µs in this
-//! build's wasm (README, "Measured figures", the `perf-hash` pass). Rows written before keep
-//! their SHA-based hash until their next write: stored hashes are only compared with stored
-//! hashes or tokens made from them, except in [`Workspace::seen_content`]'s check of rebuilt
-//! text, which accepts either scheme (`hash_names`).
+//! form), computed in wasm by the `xxhash-rust` crate. It is a version token, the check of text
+//! rebuilt from reverse deltas, and the key under which the checkpoint journal saves content
+//! (which checks the stored content too, below). It was the first 64 bits of SHA-256 through
+//! `node:crypto`, about 9 % of a model write and 17 % of an edit (8-10 µs per 10 KB in
+//! workerd); XXH3 of 10 KB costs 0.48 µs in this build's wasm (README, "Measured figures", the
+//! `perf-hash` pass). Rows written before keep their SHA-based hash until their next write:
+//! stored hashes are only compared with stored hashes or tokens made from them, except in
+//! [`Workspace::seen_content`]'s check of rebuilt text, which accepts either scheme
+//! (`hash_names`).
 //!
 //! Security: XXH3 is not collision resistant. Anyone who can write a file and see the token the
 //! model holds can craft different content with the same hash (the seed is public), where the
@@ -21,9 +22,13 @@
 //! can already write that file, and anything the model's write then leaves there, directly: the
 //! check keeps concurrent writers (bash, Code Mode, the app) from silently clobbering each
 //! other by accident, and guards no trust boundary, so the non-cryptographic hash is acceptable.
-//! The deltas come from this crate's own statements, never from a writer. Accidental collisions
-//! stay at 2^-64 per comparison, as with the truncated SHA-256. Should a token ever guard more,
-//! XXH3 with a per-workspace secret would stop crafted collisions.
+//! The deltas come from this crate's own statements, never from a writer. A rewind, though,
+//! undoes what a writer (a misled model included) did, so there a hash alone must not decide:
+//! the checkpoint journal (`checkpoint/schema.rs`) shares a saved blob only when its stored
+//! content (or R2 object, or chunk set) is the same too, and a checkpoint's diff compares them
+//! likewise, so a collision can neither make a rewind restore other content nor hide a change.
+//! Accidental collisions stay at 2^-64 per comparison, as with the truncated SHA-256. Should a
+//! token ever guard more, XXH3 with a per-workspace secret would stop crafted collisions.
 
 use super::*;
 
