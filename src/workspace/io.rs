@@ -501,17 +501,25 @@ impl Workspace {
         Ok(!rows.is_empty())
     }
 
-    /// [`Sql::exec_hashed`](crate::store::Sql::exec_hashed) with the workspace's content
-    /// hash, once the tables exist.
+    /// Runs `sql` once the tables exist, with each binding at `hashed` (a placeholder) set to
+    /// the content hash of the binding at `content` (its UTF-8 for text), computed once.
     fn exec_hashed(
         &self,
         sql: &str,
-        params: Vec<SqlValue>,
+        mut params: Vec<SqlValue>,
         content: usize,
         hashed: &[usize],
     ) -> Result<Vec<Row>, FsError> {
         self.init()?;
-        Ok(self.sql.exec_hashed(sql, params, content, hashed, content_hash)?)
+        let digest = match params.get(content) {
+            Some(SqlValue::Text(s)) => content_hash(s.as_bytes()),
+            Some(SqlValue::Blob(b)) => content_hash(b),
+            _ => content_hash(&[]),
+        };
+        for &i in hashed {
+            params[i] = SqlValue::Text(digest.clone());
+        }
+        Ok(self.sql.exec(sql, &params)?)
     }
 
     async fn write_slow(

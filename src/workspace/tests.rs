@@ -1253,3 +1253,105 @@ fn a_version_noted_on_the_row_bounds_the_history_as_its_note_would() {
     block_on(ws.write_fresh_for_model("/a.txt", "again\n", "text/plain", None)).unwrap();
     assert_eq!(ws.seen_content("/a.txt", 1).unwrap().as_deref(), Some("again\n"));
 }
+
+#[test]
+fn the_content_hash_is_xxh3_64_as_the_reference_sanity_check_gives_it() {
+    // The buffer and the seed-0 values of xxHash's own sanity check (`cli/xsum_sanity_check.c`,
+    // `XSUM_fillTestBuffer` and `XSUM_XXH3_testdata`), one length per code path of XXH3.
+    const PRIME32: u64 = 2_654_435_761;
+    const PRIME64: u64 = 11_400_714_785_074_694_797;
+    let mut byte_gen = PRIME32;
+    let buffer: Vec<u8> = (0..2367)
+        .map(|_| {
+            let b = (byte_gen >> 56) as u8;
+            byte_gen = byte_gen.wrapping_mul(PRIME64);
+            b
+        })
+        .collect();
+    let vectors: [(usize, &str); 13] = [
+        (0, "2d06800538d394c2"),
+        (1, "c44bdff4074eecdb"),
+        (6, "27b56a84cd2d7325"),
+        (12, "a713daf0dfbb77e7"),
+        (24, "a3fe70bf9d3510eb"),
+        (48, "397da259ecba1f11"),
+        (80, "bcdefbbb2c47c90a"),
+        (195, "cd94217ee362ec3a"),
+        (403, "cdeb804d65c6dea4"),
+        (512, "617e49599013cb6b"),
+        (2048, "dd59e2c3a5f038e0"),
+        (2240, "6e73a90539cf2948"),
+        (2367, "cb37aeb9e5d361ed"),
+    ];
+    for (len, expected) in vectors {
+        assert_eq!(content_hash(&buffer[..len]), expected, "length {len}");
+    }
+}
+
+/// The hash a version got before XXH3: the first 16 hex digits of SHA-256 (computed here
+/// with `sha2`, not by the code under test).
+fn sha256_16(text: &str) -> String {
+    use sha2::Digest;
+    sha2::Sha256::digest(text.as_bytes())[..8].iter().map(|b| format!("{b:02x}")).collect()
+}
+
+#[test]
+fn a_database_hashed_with_sha256_keeps_its_tokens_and_diffs() {
+    let (sql, ws) = ws();
+    let body = "line of text\n".repeat(400);
+    let v: Vec<String> = (1..=4).map(|i| format!("{body}marker = {i};\n{body}")).collect();
+    {
+        let _tool = ws.writing_as(Writer::Tool);
+        block_on(ws.write_fresh_for_model("/a.txt", &v[0], "text/plain", None)).unwrap();
+        block_on(ws.rewrite_for_model("/a.txt", &v[1], "text/plain", Some(&v[0]))).unwrap();
+        block_on(ws.rewrite_for_model("/a.txt", &v[2], "text/plain", Some(&v[1]))).unwrap();
+    }
+    // As the old scheme stored them: the live row's and every noted version's hash.
+    sql.exec(
+        "UPDATE cf_wsfile_default SET hash = ? WHERE path = '/a.txt'",
+        &[text(&sha256_16(&v[2]))],
+    )
+    .unwrap();
+    for (i, t) in v[..3].iter().enumerate() {
+        sql.exec(
+            "UPDATE cf_wshist_default SET hash = ? WHERE path = '/a.txt' AND version = ?",
+            &[text(&sha256_16(t)), SqlValue::Integer(i as i64 + 1)],
+        )
+        .unwrap();
+    }
+    let old_token = |i: usize| format!("{}:{}", i + 1, sha256_16(&v[i]));
+
+    let ws = Workspace::new(sql.clone(), clock());
+    let _tool = ws.writing_as(Writer::Tool);
+    assert_eq!(
+        ws.version("/a.txt").unwrap().unwrap().token(),
+        old_token(2),
+        "rows keep their hash"
+    );
+    // The token the model holds still names the file, and so does the version it read.
+    let read = block_on(ws.read_fresh_for_model("/a.txt", Some(&old_token(2)))).unwrap();
+    assert_eq!(read.as_deref(), Some(v[2].as_str()));
+    assert!(block_on(ws.read_fresh_for_model("/a.txt", None)).unwrap().is_some());
+    // The first edit after the upgrade hashes with XXH3; its delta joins the old ones.
+    block_on(ws.rewrite_for_model("/a.txt", &v[3], "text/plain", Some(&v[2]))).unwrap();
+    let now = ws.version("/a.txt").unwrap().unwrap();
+    assert_eq!(now.hash.as_deref(), Some(content_hash(v[3].as_bytes()).as_str()));
+    assert_ne!(now.hash.as_deref(), Some(sha256_16(&v[3]).as_str()));
+    assert_eq!(note_kind(&sql, "/a.txt", 3).0, "blob");
+    // A stale old token is refused with the diff rebuilt through deltas of both schemes.
+    for (i, old) in v[..3].iter().enumerate() {
+        assert_eq!(ws.seen_content("/a.txt", i as i64 + 1).unwrap().as_deref(), Some(old.as_str()));
+    }
+    let refusal =
+        block_on(ws.write_fresh_for_model("/a.txt", "x", "text/plain", Some(&old_token(0))))
+            .unwrap_err()
+            .to_string();
+    assert!(refusal.contains("-marker = 1;\n+marker = 4;"), "{refusal}");
+    // A rebuilt text that matches neither scheme's hash is still no text.
+    sql.exec(
+        "UPDATE cf_wshist_default SET hash = '0123456789abcdef' WHERE path = '/a.txt' AND version = 2",
+        &[],
+    )
+    .unwrap();
+    assert_eq!(ws.seen_content("/a.txt", 1).unwrap(), None);
+}

@@ -1,9 +1,36 @@
 //! File versions: a counter and a content hash per file, who changed it and when, and the
 //! bounded history of content the model has seen, so a stale write can be refused with a diff.
+//!
+//! The content hash is XXH3-64 (seed 0, as 16 lowercase hex digits of its canonical big-endian
+//! form), computed in wasm by the `xxhash-rust` crate. It is a version token, the check of text
+//! rebuilt from reverse deltas, and the key under which the checkpoint journal saves content
+//! (which checks the stored content too, below). It was the first 64 bits of SHA-256 through
+//! `node:crypto`, about 9 % of a model write and 17 % of an edit (8-10 µs per 10 KB in
+//! workerd); XXH3 of 10 KB costs 0.48 µs in this build's wasm (README, "Measured figures", the
+//! `perf-hash` pass). Rows written before keep their SHA-based hash until their next write:
+//! stored hashes are only compared with stored hashes or tokens made from them, except in
+//! [`Workspace::seen_content`]'s check of rebuilt text, which accepts either scheme
+//! (`hash_names`).
+//!
+//! Security: XXH3 is not collision resistant. Anyone who can write a file and see the token the
+//! model holds can craft different content with the same hash (the seed is public), where the
+//! truncated SHA-256 needed about 2^64 work for that (second preimage) and 2^32 for some pair of
+//! colliding texts (birthday bound), so it was never a cryptographic guarantee either. What such
+//! a collision buys: the model's stale `write` or `edit` passes the version check and replaces
+//! (or edits) content the model did not see, without the refusal and its diff; a rebuilt old
+//! text could pass its check and show a wrong diff. The writer who can plant colliding content
+//! can already write that file, and anything the model's write then leaves there, directly: the
+//! check keeps concurrent writers (bash, Code Mode, the app) from silently clobbering each
+//! other by accident, and guards no trust boundary, so the non-cryptographic hash is acceptable.
+//! The deltas come from this crate's own statements, never from a writer. A rewind, though,
+//! undoes what a writer (a misled model included) did, so there a hash alone must not decide:
+//! the checkpoint journal (`checkpoint/schema.rs`) shares a saved blob only when its stored
+//! content (or R2 object, or chunk set) is the same too, and a checkpoint's diff compares them
+//! likewise, so a collision can neither make a rewind restore other content nor hide a change.
+//! Accidental collisions stay at 2^-64 per comparison, as with the truncated SHA-256. Should a
+//! token ever guard more, XXH3 with a per-workspace secret would stop crafted collisions.
 
 use super::*;
-#[cfg(not(target_arch = "wasm32"))]
-use sha2::{Digest, Sha256};
 
 /// Text kept per seen version for the refusal diff; larger content is not kept.
 pub const MAX_HISTORY_BYTES: usize = 64 * 1024;
@@ -50,7 +77,8 @@ impl Writer {
 pub struct FileVersion {
     /// Bumped by every change of the file's content.
     pub counter: i64,
-    /// First 16 hex digits of the content's SHA-256; `None` after an append or a tree copy.
+    /// The content's XXH3-64 as 16 hex digits (the first 16 of its SHA-256 for rows written
+    /// before that); `None` after an append or a tree copy.
     pub hash: Option<String>,
     /// Who made the last change (`None` for rows older than versioning).
     pub changed_by: Option<Writer>,
@@ -85,23 +113,22 @@ impl FileVersion {
     }
 }
 
-/// The short content hash stored with each version (natively hashed on the platform).
+/// The content hash stored with each version: XXH3-64 of `bytes` as 16 lowercase hex digits.
 pub(crate) fn content_hash(bytes: &[u8]) -> String {
-    #[cfg(target_arch = "wasm32")]
-    {
-        crate::wasm::native_content_hash(bytes)
-    }
-    #[cfg(not(target_arch = "wasm32"))]
-    {
-        rust_content_hash(bytes)
-    }
+    format!("{:016x}", xxhash_rust::xxh3::xxh3_64(bytes))
 }
 
-/// [`content_hash`] in Rust, for the host.
-#[cfg(not(target_arch = "wasm32"))]
-fn rust_content_hash(bytes: &[u8]) -> String {
-    let digest = Sha256::digest(bytes);
-    digest[..8].iter().map(|b| format!("{b:02x}")).collect()
+/// The content hash rows written before XXH3 hold: the first 16 hex digits of SHA-256.
+fn legacy_content_hash(bytes: &[u8]) -> String {
+    let mut hex = crate::platform::digest::hex(crate::platform::digest::Algorithm::Sha256, bytes);
+    hex.truncate(16);
+    hex
+}
+
+/// Whether `stored`, a hash noted with a version, is the hash of `bytes` under either
+/// scheme: the current one first, SHA-256's only when that fails (an old row, or other text).
+fn hash_names(stored: &str, bytes: &[u8]) -> bool {
+    stored == content_hash(bytes) || stored == legacy_content_hash(bytes)
 }
 
 /// Restores the previous writer when dropped.
@@ -660,7 +687,7 @@ impl Workspace {
         let mut text = base;
         for (delta, hash) in deltas.iter().rev() {
             match delta.apply(&text) {
-                Some(old) if hash.as_deref() == Some(content_hash(old.as_bytes()).as_str()) => {
+                Some(old) if hash.as_deref().is_some_and(|h| hash_names(h, old.as_bytes())) => {
                     text = old;
                 }
                 _ => return Ok(None),
