@@ -305,6 +305,9 @@ async function heapUsage(inspectorPort) {
  * rust worker's isolate) under V8's sampling CPU profiler, printed as the functions with the
  * most self time. Build with `CARGO_PROFILE_RELEASE_STRIP=false THINK_WASM_KEEP_NAMES=1
  * THINK_FORCE_BUILD=1 bash bench/build.sh` first, so that wasm functions keep their Rust names.
+ * BENCH_PROFILE=loop keeps only the samples taken inside the timed calls (under a tool's
+ * `execute` on think-rs, under `floorRun` on the floor), so the request's parsing, the object's
+ * construction after an idle reset and the response are left out.
  */
 async function profileWorkload(workers, inspectorPort, suiteIndex, wi, w) {
   const base = `s${suiteIndex}-w${wi}`;
@@ -329,12 +332,18 @@ async function profileWorkload(workers, inspectorPort, suiteIndex, wi, w) {
     };
     // Self time per function, and per function the callers it was sampled under.
     const callers = new Map();
+    const loopOnly = process.env.BENCH_PROFILE === "loop";
+    const insideLoop = (node) => {
+      for (let p = node; p; p = parentOf.get(p.id)) if (/Tool>::execute|floorRun/.test(nameOf(p))) return true;
+      return false;
+    };
     let total = 0;
     profile.samples.forEach((id, i) => {
       const node = byId.get(id);
       const dt = profile.timeDeltas[i] ?? 0;
       const name = nameOf(node);
       if (name === "(idle)") return;
+      if (loopOnly && !insideLoop(node)) return;
       self.set(name, (self.get(name) ?? 0) + dt);
       // The nearest two callers that are not wasm/JS transition frames.
       const up = [];
