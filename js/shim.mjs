@@ -19,7 +19,7 @@ import { join } from "node:path";
 import { pathToFileURL } from "node:url";
 
 /** Exports of the wasm-bindgen glue that are plumbing, not Worker handlers. */
-const INTERNAL = new Set(["__wbg_reset_state", "__worker_init_state", "__think_busy_tasks", "__think_memory_bytes"]);
+const INTERNAL = new Set(["__wbg_reset_state", "__worker_init_state", "__think_busy_tasks", "__think_memory_bytes", "__think_live_bytes", "__think_take_peak_bytes"]);
 /** Handlers the runtime calls with one argument; Rust takes `(arg, env, ctx)`. */
 const EVENT_HANDLERS = new Set(["fetch", "queue", "scheduled", "email", "connect"]);
 
@@ -74,19 +74,40 @@ addEventListener("error", (event) => noteTrap(event.error));
 
 /**
  * Resetting the instance when idle gives back the linear memory a large call grew. \`inFlight\`
- * counts the calls through the guards below that have not settled; \`resets\` and \`lastReset\`
- * are for the tests and the bench (\`globalThis.__thinkIdleReset\`).
+ * counts the calls through the guards below that have not settled; \`resets\`, \`lastReset\`
+ * and \`lastCheck\` are for the tests and the bench (\`globalThis.__thinkIdleReset\`).
+ * \`peaks\` holds the most heap bytes live at once in each of the last \`PEAKS_KEPT\` busy
+ * stretches (from one idle point to the next); \`baseBytes\` is the memory of an instance
+ * before its first allocation (static data and stack).
  */
-const idle = { thresholdBytes: 16 * 1024 * 1024, configured: false, inFlight: 0, pending: false, resets: 0, lastReset: null };
+const PEAKS_KEPT = 4;
+const idle = {
+  thresholdBytes: 16 * 1024 * 1024,
+  slackBytes: 4 * 1024 * 1024,
+  configured: false,
+  inFlight: 0,
+  pending: false,
+  resets: 0,
+  lastReset: null,
+  lastCheck: null,
+  peaks: [],
+  baseBytes: 0,
+};
 globalThis.__thinkIdleReset = idle;
 const canMeasure = typeof rust.__think_memory_bytes === "function" && typeof rust.__think_busy_tasks === "function";
+const countsLive = typeof rust.__think_take_peak_bytes === "function" && typeof rust.__think_live_bytes === "function";
 idle.busyTasks = () => (canMeasure ? rust.__think_busy_tasks() : 0);
+idle.liveBytes = () => (countsLive ? rust.__think_live_bytes() : 0);
+if (canMeasure) idle.baseBytes = rust.__think_memory_bytes();
 
 function configureIdleReset(env) {
   if (idle.configured || !env) return;
   idle.configured = true;
   const mb = Number(env.THINK_IDLE_RESET_MB);
-  if (env.THINK_IDLE_RESET_MB !== undefined && Number.isFinite(mb) && mb >= 0) idle.thresholdBytes = mb * 1024 * 1024;
+  if (env.THINK_IDLE_RESET_MB !== undefined && Number.isFinite(mb) && mb >= 0) {
+    idle.thresholdBytes = mb * 1024 * 1024;
+    idle.slackBytes = idle.thresholdBytes / 4;
+  }
 }
 
 function enter() {
@@ -94,18 +115,33 @@ function enter() {
   idle.inFlight++;
 }
 
-/** Resets the instance if it is quiescent and its memory is over the threshold. */
+/**
+ * Resets the instance if it is quiescent and its memory is over the threshold, or if the
+ * memory it holds beyond its base and beyond what the last busy stretches needed at once
+ * (\`peaks\`) exceeds the slack: a peak that the recent work no longer needs is given back,
+ * memory that each turn needs again is kept.
+ */
 function checkIdle() {
   idle.pending = false;
   if (idle.inFlight > 0 || !canMeasure || idle.thresholdBytes === 0 || wasmState.criticalError) return;
+  if (rust.__think_busy_tasks() > 0) return;
   const bytes = rust.__think_memory_bytes();
-  if (bytes <= idle.thresholdBytes || rust.__think_busy_tasks() > 0) return;
+  let needed = 0;
+  if (countsLive) {
+    idle.peaks.push(rust.__think_take_peak_bytes());
+    if (idle.peaks.length > PEAKS_KEPT) idle.peaks.shift();
+    needed = Math.max(...idle.peaks);
+  }
+  const held = bytes - idle.baseBytes - needed;
+  idle.lastCheck = { bytes, needed, held };
+  if (bytes <= idle.thresholdBytes && !(countsLive && needed > 0 && held > idle.slackBytes)) return;
   rust.__wbg_reset_state();
   wasmState.instanceId++;
   idle.resets++;
-  idle.lastReset = { bytes, after: rust.__think_memory_bytes(), at: Date.now() };
+  idle.peaks = [];
+  idle.lastReset = { bytes, needed, after: rust.__think_memory_bytes(), at: Date.now() };
   const mb = (n) => (n / 1048576).toFixed(1);
-  console.log(\`think-rs: idle reset of the wasm instance, linear memory \${mb(bytes)} MB -> \${mb(idle.lastReset.after)} MB\`);
+  console.log(\`think-rs: idle reset of the wasm instance, linear memory \${mb(bytes)} MB (\${mb(needed)} MB needed at once lately) -> \${mb(idle.lastReset.after)} MB\`);
 }
 
 /**
