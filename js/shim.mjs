@@ -9,11 +9,13 @@
 //   instance (`__wbg_reset_state`, from wasm-bindgen's `--experimental-reset-state-function`)
 //   and rebuilds the object on its next use, so one panic does not brick the isolate;
 // - the same reset gives back linear memory, which wasm cannot shrink: when the last call in
-//   flight through these proxies settles, the memory exceeds the idle-reset threshold and the
-//   Rust side reports no background task (`__think_busy_tasks`, src/wasm/idle.rs), the
-//   instance is reset and each object is rebuilt on its next use, as after an eviction.
+//   flight through these proxies settles and the Rust side reports no background task
+//   (`__think_busy_tasks`, src/wasm/idle.rs), the instance is reset and each object rebuilt on
+//   its next use, as after an eviction, if the memory exceeds the idle-reset threshold or
+//   holds more than a slack of free memory beyond what the work since the last idle point
+//   needed at once (`__think_take_peak_bytes`, counted by the agent's allocator).
 //   The threshold is `THINK_IDLE_RESET_MB` from the env of the first object or entrypoint
-//   built (default 16; 0 turns it off); README "Memory".
+//   built (default 16; 0 turns the reset off), the slack a quarter of it; README "Memory".
 import { readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { pathToFileURL } from "node:url";
@@ -76,11 +78,8 @@ addEventListener("error", (event) => noteTrap(event.error));
  * Resetting the instance when idle gives back the linear memory a large call grew. \`inFlight\`
  * counts the calls through the guards below that have not settled; \`resets\`, \`lastReset\`
  * and \`lastCheck\` are for the tests and the bench (\`globalThis.__thinkIdleReset\`).
- * \`peaks\` holds the most heap bytes live at once in each of the last \`PEAKS_KEPT\` busy
- * stretches (from one idle point to the next); \`baseBytes\` is the memory of an instance
- * before its first allocation (static data and stack).
+ * \`baseBytes\` is the memory of an instance before its first call (static data and stack).
  */
-const PEAKS_KEPT = 4;
 const idle = {
   thresholdBytes: 16 * 1024 * 1024,
   slackBytes: 4 * 1024 * 1024,
@@ -90,7 +89,6 @@ const idle = {
   resets: 0,
   lastReset: null,
   lastCheck: null,
-  peaks: [],
   baseBytes: 0,
 };
 globalThis.__thinkIdleReset = idle;
@@ -117,31 +115,25 @@ function enter() {
 
 /**
  * Resets the instance if it is quiescent and its memory is over the threshold, or if the
- * memory it holds beyond its base and beyond what the last busy stretches needed at once
- * (\`peaks\`) exceeds the slack: a peak that the recent work no longer needs is given back,
- * memory that each turn needs again is kept.
+ * memory it holds beyond its base and beyond the most heap bytes live at once since the last
+ * idle point (\`needed\`) exceeds the slack: a peak that the work since then did not need is
+ * given back, memory that each turn needs again (or holds live) is kept.
  */
 function checkIdle() {
   idle.pending = false;
   if (idle.inFlight > 0 || !canMeasure || idle.thresholdBytes === 0 || wasmState.criticalError) return;
   if (rust.__think_busy_tasks() > 0) return;
   const bytes = rust.__think_memory_bytes();
-  let needed = 0;
-  if (countsLive) {
-    idle.peaks.push(rust.__think_take_peak_bytes());
-    if (idle.peaks.length > PEAKS_KEPT) idle.peaks.shift();
-    needed = Math.max(...idle.peaks);
-  }
+  const needed = countsLive ? rust.__think_take_peak_bytes() : 0;
   const held = bytes - idle.baseBytes - needed;
   idle.lastCheck = { bytes, needed, held };
-  if (bytes <= idle.thresholdBytes && !(countsLive && needed > 0 && held > idle.slackBytes)) return;
+  if (bytes <= idle.thresholdBytes && !(needed > 0 && held > idle.slackBytes)) return;
   rust.__wbg_reset_state();
   wasmState.instanceId++;
   idle.resets++;
-  idle.peaks = [];
   idle.lastReset = { bytes, needed, after: rust.__think_memory_bytes(), at: Date.now() };
   const mb = (n) => (n / 1048576).toFixed(1);
-  console.log(\`think-rs: idle reset of the wasm instance, linear memory \${mb(bytes)} MB (\${mb(needed)} MB needed at once lately) -> \${mb(idle.lastReset.after)} MB\`);
+  console.log(\`think-rs: idle reset of the wasm instance, linear memory \${mb(bytes)} MB (\${mb(needed)} MB needed at once since the last idle point) -> \${mb(idle.lastReset.after)} MB\`);
 }
 
 /**
