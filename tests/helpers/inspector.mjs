@@ -134,7 +134,7 @@ export async function openInspector(port, worker) {
         await new Promise((r) => setTimeout(r, 50));
       }
     },
-    /** A raw inspector command (`Profiler.start`, …), for probes. */
+    /** A raw inspector command (`Profiler.start`, …), for bench/reset-cost.mjs. */
     send,
     close: () => socket.close(),
   };
