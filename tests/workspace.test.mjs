@@ -4,7 +4,6 @@
 // `tool-output-error`) and what the model saw next (the `role: tool` message).
 import { test, before, after } from "node:test";
 import assert from "node:assert/strict";
-import { createHash } from "node:crypto";
 import { readFileSync } from "node:fs";
 import { asSchema } from "ai";
 import * as think from "@cloudflare/think/tools/workspace";
@@ -89,9 +88,14 @@ test("write reports bytes and lines; read numbers lines, pages with offset/limit
   assert.deepEqual(r.output, { path: "/docs/a.txt", bytesWritten: 24, lines: 3 });
   assert.equal(r.seen, JSON.stringify(r.output));
 
-  // `version` is the one addition to Think's output (README, "Versioned writes").
-  const version = `1:${createHash("sha256").update(text).digest("hex").slice(0, 16)}`;
+  // `version` is the one addition to Think's output (README, "Versioned writes"): the counter
+  // and the content's XXH3-64, here the empty text's value from xxHash's own sanity check.
+  await callTool(tab, "write", { path: "/docs/empty.txt", content: "" });
+  r = await callTool(tab, "read", { path: "/docs/empty.txt" });
+  assert.equal(r.output.version, "1:2d06800538d394c2");
   r = await callTool(tab, "read", { path: "/docs/a.txt" });
+  const version = r.output.version;
+  assert.match(version, /^1:[0-9a-f]{16}$/);
   assert.deepEqual(r.output, { path: "/docs/a.txt", content: "1\théllo\n2\twörld\n3\tthird line", totalLines: 3, version });
   assert.equal(r.seen, "1\théllo\n2\twörld\n3\tthird line", "the model gets the numbered text, not JSON");
 

@@ -158,8 +158,14 @@ pub(crate) async fn diff(cp: &Checkpoints, from: i64) -> Result<Vec<FileChange>,
             (Some(_), None) => ChangeKind::Deleted,
             (Some(a), Some(b)) => {
                 let same_target = col_str(&row, 3) == col_str(&row, 10);
+                // The same hash is the same content only when it is stored the same way too:
+                // the hash is not collision resistant (`workspace/version.rs`).
                 let (h1, h2) = (col_str(&row, 4), col_str(&row, 11));
-                if a == b && same_target && (a == "symlink" || (h1.is_some() && h1 == h2)) {
+                let same_stored = row.get(5..9) == row.get(12..16);
+                if a == b
+                    && same_target
+                    && (a == "symlink" || (h1.is_some() && h1 == h2 && same_stored))
+                {
                     continue;
                 }
                 ChangeKind::Modified

@@ -186,6 +186,7 @@ impl Checkpoints {
         crate::agent::store::ChatStore::create_tables(sql.as_ref())?;
         crate::store::create_tables(sql.as_ref(), schema::SHARED)?;
         let tables = Tables::new(ws.namespace(), ws.table_name(), ws.chunk_table_name());
+        tables.drop_stale_triggers(sql.as_ref())?;
         for statement in tables.schema() {
             sql.exec(&statement, &[])?;
         }

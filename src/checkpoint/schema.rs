@@ -5,7 +5,8 @@
 //!   seq high-water mark). The newest row is the open epoch.
 //! - `cf_wsckjour_<ns>`: the first time a path changes in an epoch, its prior state (or that
 //!   it did not exist), keyed by (epoch, path).
-//! - `cf_wsckblob_<ns>`: prior content, content-addressed by the workspace's content hash: the
+//! - `cf_wsckblob_<ns>`: prior content, keyed by the workspace's content hash (unless a blob
+//!   stored otherwise already has that key: the hash is not collision resistant): the
 //!   inline bytes, or a reference to the R2 object / chunk set the live row used.
 //! - `think_ckpt_msgs`: the prior body of a transcript message updated or deleted in an epoch
 //!   (only messages the epoch's checkpoint saw: later ones are removed by a rewind anyway), or
@@ -13,6 +14,8 @@
 //!
 //! The triggers are active only while a checkpoint exists. A chunk set a journal blob (or a
 //! live row) still names is never deleted: its DELETE is ignored, and the GC sweeps it later.
+
+use crate::store::{Sql, SqlValue, StoreError};
 
 /// The checkpoint list and the transcript journal (agent-wide).
 pub(crate) const SHARED: &[&str] = &[
@@ -63,6 +66,10 @@ pub(crate) const SHARED: &[&str] = &[
      END",
 ];
 
+/// The condition by which the journal triggers find a blob stored under the row's hash; a
+/// trigger without it is of the layout that shared a blob by hash alone.
+const BLOB_KEY_CHECK: &str = "x.key = OLD.hash";
+
 /// The table names of one journaled workspace.
 #[derive(Debug, Clone)]
 pub(crate) struct Tables {
@@ -96,19 +103,47 @@ impl Tables {
         }
     }
 
+    /// Drops the journal triggers of a database whose triggers keyed a saved content by its
+    /// hash alone (so two contents with one hash shared a blob), for [`Tables::schema`] to
+    /// create them anew.
+    pub fn drop_stale_triggers(&self, sql: &dyn Sql) -> Result<(), StoreError> {
+        let ns = &self.ns;
+        let rows = sql.exec(
+            "SELECT sql FROM sqlite_master WHERE type = 'trigger' AND name = ?",
+            &[SqlValue::Text(format!("cf_wsck_upd_{ns}"))],
+        )?;
+        let stale = rows
+            .first()
+            .and_then(|r| r.first())
+            .and_then(SqlValue::as_str)
+            .is_some_and(|ddl| !ddl.contains(BLOB_KEY_CHECK));
+        if stale {
+            for event in ["upd", "del"] {
+                sql.exec(&format!("DROP TRIGGER IF EXISTS cf_wsck_{event}_{ns}"), &[])?;
+            }
+        }
+        Ok(())
+    }
+
     /// The statements that create the journal tables and triggers (all `IF NOT EXISTS`).
     pub fn schema(&self) -> Vec<String> {
         let Tables { t, c, j, b, n, ns, .. } = self;
-        // The blob key: the content hash, or (hash unknown, after an append) a key unique to
-        // this row's state in this epoch.
-        let key = "COALESCE(OLD.hash, 'u' || e.epoch || ':' || OLD.rowid || ':' || OLD.version)";
+        let content = "CASE WHEN OLD.storage = 'inline' THEN OLD.content END";
+        let r2_key = "CASE WHEN OLD.storage = 'r2' THEN OLD.r2_key END";
+        let chunk_id = "CASE WHEN OLD.storage = 'chunked' THEN OLD.chunk_id END";
+        // The blob key: the content hash, unless a blob under it holds other content (the
+        // hash is XXH3, which a writer can make collide: `workspace/version.rs`), or the hash
+        // is unknown (after an append); then a key unique to this row's state in this epoch.
+        let key = format!(
+            "CASE WHEN OLD.hash IS NOT NULL AND NOT EXISTS (SELECT 1 FROM {b} x
+                 WHERE {BLOB_KEY_CHECK} AND NOT (x.storage IS OLD.storage AND x.size IS OLD.size
+                   AND x.content IS {content} AND x.r2_key IS {r2_key}
+                   AND x.chunk_id IS {chunk_id}))
+               THEN OLD.hash ELSE 'u' || e.epoch || ':' || OLD.rowid || ':' || OLD.version END"
+        );
         let save_old = format!(
             "INSERT INTO {b} (key, storage, content, r2_key, chunk_id, size)
-               SELECT {key}, OLD.storage,
-                 CASE WHEN OLD.storage = 'inline' THEN OLD.content END,
-                 CASE WHEN OLD.storage = 'r2' THEN OLD.r2_key END,
-                 CASE WHEN OLD.storage = 'chunked' THEN OLD.chunk_id END,
-                 OLD.size
+               SELECT {key}, OLD.storage, {content}, {r2_key}, {chunk_id}, OLD.size
                FROM (SELECT MAX(epoch) AS epoch FROM think_ckpt) e
                WHERE OLD.type = 'file'
                  AND NOT EXISTS (SELECT 1 FROM {j} WHERE epoch = e.epoch AND path = OLD.path)

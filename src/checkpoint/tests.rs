@@ -346,9 +346,10 @@ fn spilled_files_are_shared_by_reference_and_restored() {
     block_on(f.ws.rm("/other.txt", false, false)).unwrap();
     write(&f.ws, "/other.txt", &big2);
     block_on(f.ws.mv("/other.txt", "/moved.txt")).unwrap();
-    // big.txt's old object is kept for the checkpoint; other.txt's had the same content, so
-    // the checkpoint needs only one of them and the rm deleted the other.
-    assert_eq!(blobs.objects.borrow().len(), 3, "{:?}", blobs.objects.borrow().keys());
+    // Both old objects are kept for the checkpoint: other.txt's had big.txt's content and
+    // hash, but a hash names one content only within one stored object (the hash is not
+    // collision resistant, `workspace/version.rs`), so the blob is not shared.
+    assert_eq!(blobs.objects.borrow().len(), 4, "{:?}", blobs.objects.borrow().keys());
     assert_eq!(blob_bytes(&f), 0, "R2 content is referenced, not copied into SQL");
     let after = state(&f);
     let puts_before = blobs.objects.borrow().clone();
@@ -360,7 +361,7 @@ fn spilled_files_are_shared_by_reference_and_restored() {
     // Dropping every checkpoint collects the objects only they needed.
     let stats = block_on(f.cp.prune(Retention { max_checkpoints: 0, max_bytes: 0 })).unwrap();
     assert_eq!(stats.checkpoints_dropped, 3);
-    assert_eq!(stats.r2_deleted, 1, "{stats:?}");
+    assert_eq!(stats.r2_deleted, 2, "{stats:?}");
     assert_eq!(blobs.objects.borrow().len(), 2, "only the live files' objects remain");
     assert_eq!(state(&f), after);
 }
@@ -943,4 +944,67 @@ fn r2_objects_a_dead_prune_left_are_swept_by_the_next_one() {
     left.sort();
     assert_eq!(left, [b"c".to_vec(), b"d".to_vec(), b"o".to_vec()]);
     assert_eq!(block_on(ws.read_file("/big.bin")).unwrap().unwrap(), "d".repeat(200_000));
+}
+
+/// Gives the files at `paths` one stored hash, as two contents crafted to collide under the
+/// workspace's non-cryptographic hash would have (`workspace/version.rs`).
+fn forge_one_hash(f: &Fx, paths: &[&str]) {
+    let t = f.ws.table_name();
+    for p in paths {
+        f.sql
+            .exec(
+                &format!("UPDATE {t} SET hash = '0123456789abcdef' WHERE path = ?"),
+                &[SqlValue::Text((*p).into())],
+            )
+            .unwrap();
+    }
+}
+
+#[test]
+fn contents_that_share_a_hash_keep_their_own_blobs_and_show_in_the_diff() {
+    let f = fx();
+    write(&f.ws, "/a.txt", "alpha\n");
+    write(&f.ws, "/b.txt", "bravo\n");
+    forge_one_hash(&f, &["/a.txt", "/b.txt"]);
+    let before = state(&f);
+    let k = create(&f, "k");
+    write(&f.ws, "/a.txt", "changed a\n");
+    write(&f.ws, "/b.txt", "changed b\n");
+    block_on(f.cp.rewind(&k.id, RewindScope::default())).unwrap();
+    assert_eq!(state(&f), before, "each file gets its own content back");
+    // A change to content whose hash equals the checkpoint's is still a change.
+    let k2 = create(&f, "k2");
+    write(&f.ws, "/a.txt", "forged\n");
+    forge_one_hash(&f, &["/a.txt"]);
+    let changes = block_on(f.cp.diff(&k2.id)).unwrap();
+    assert_eq!(changes.len(), 1, "{changes:?}");
+    assert_eq!(changes[0].kind, ChangeKind::Modified);
+    assert!(changes[0].diff.as_deref().unwrap().contains("-alpha\n+forged"), "{changes:?}");
+}
+
+#[test]
+fn journal_triggers_that_shared_blobs_by_hash_alone_are_replaced() {
+    let sql = Rc::new(SqliteSql::new());
+    let f = fx_with(sql.clone(), None, Retention::default());
+    write(&f.ws, "/a.txt", "alpha\n");
+    write(&f.ws, "/b.txt", "bravo\n");
+    // As a database from before: update triggers whose key is the hash alone.
+    for event in ["upd", "del"] {
+        f.sql.exec(&format!("DROP TRIGGER cf_wsck_{event}_default"), &[]).unwrap();
+    }
+    f.sql
+        .exec(
+            "CREATE TRIGGER cf_wsck_upd_default BEFORE UPDATE ON cf_wsfile_default
+             BEGIN SELECT COALESCE(OLD.hash, 'u'); END",
+            &[],
+        )
+        .unwrap();
+    let f = fx_with(sql, None, Retention::default());
+    forge_one_hash(&f, &["/a.txt", "/b.txt"]);
+    let before = state(&f);
+    let k = create(&f, "k");
+    write(&f.ws, "/a.txt", "changed a\n");
+    block_on(f.ws.rm("/b.txt", false, false)).unwrap();
+    block_on(f.cp.rewind(&k.id, RewindScope::default())).unwrap();
+    assert_eq!(state(&f), before);
 }

@@ -1,6 +1,6 @@
 //! MD5, SHA-1 and SHA-256 digests (Code Mode's `state.hashFile`, MCP OAuth's PKCE challenge):
-//! in the Worker the platform's `node:crypto` (already imported for the workspace's content
-//! hash, `src/wasm/sql.rs`), on the host the RustCrypto crates, host-only dependencies.
+//! in the Worker the platform's `node:crypto` (imported by the SQL bridge, `src/wasm/sql.rs`),
+//! on the host the RustCrypto crates, host-only dependencies.
 //!
 //! Measured reason (README, "Other figures"): `md-5`, `sha1`, `sha2` and the hand-written
 //! SHA-256 this replaces were about 13 KB of wasm code, for digests `node:crypto` computes

@@ -81,30 +81,6 @@ pub trait Sql {
     /// Runs one statement and returns every row it produced.
     fn exec(&self, sql: &str, params: &[SqlValue]) -> Result<Vec<Row>, StoreError>;
 
-    /// [`Sql::exec`] with each binding at `hashed` (a placeholder) set to `hash` of the bytes
-    /// of the binding at `content` (its UTF-8 for text), computed once. A file write binds
-    /// its content's hash this way: a store that computes `hash` natively in the same call
-    /// (the Durable Object's, for the workspace's content hash) overrides it and saves a
-    /// crossing; an override must compute the same function.
-    fn exec_hashed(
-        &self,
-        sql: &str,
-        mut params: Vec<SqlValue>,
-        content: usize,
-        hashed: &[usize],
-        hash: fn(&[u8]) -> String,
-    ) -> Result<Vec<Row>, StoreError> {
-        let digest = match params.get(content) {
-            Some(SqlValue::Text(s)) => hash(s.as_bytes()),
-            Some(SqlValue::Blob(b)) => hash(b),
-            _ => hash(&[]),
-        };
-        for &i in hashed {
-            params[i] = SqlValue::Text(digest.clone());
-        }
-        self.exec(sql, &params)
-    }
-
     /// Runs `f` atomically: every statement inside commits together or not at all.
     fn transaction(&self, f: &mut dyn FnMut() -> Result<(), StoreError>) -> Result<(), StoreError>;
 }

@@ -16,7 +16,7 @@ pub(crate) mod regexp;
 mod rpc;
 mod sockets;
 mod sql;
-pub(crate) use sql::{native_content_hash, native_digest_hex};
+pub(crate) use sql::native_digest_hex;
 mod subagents;
 
 use std::rc::Rc;

@@ -55,22 +55,15 @@ const bigDecoder = new TextDecoder("utf-8", { ignoreBOM: true });
 // the JS heap (SQLite copies it), so a large row written as a blob under `CAST(? AS TEXT)`
 // costs no JS string. Bindings arrive packed that way (a view of wasm memory); results go
 // back as u32 columns, u32 rows, then the values.
-// Tag 9 (u32 index of another binding) is the content hash of that binding (see `contentHash`),
-// computed here, once per call, so a file write needs no crossing of its own for it.
 function unpackParams(p, big) {
   const pv = new DataView(p.buffer, p.byteOffset, p.byteLength);
   const out = [];
-  let hashed = null;
   let at = 0;
   while (at < p.length) {
     const tag = p[at];
     if (tag === 0) {
       out.push(null);
       at += 1;
-    } else if (tag === 9) {
-      (hashed ??= []).push(out.length, pv.getUint32(at + 1, true));
-      out.push(null);
-      at += 5;
     } else if (tag === 5) {
       out.push(bigDecoder.decode(big));
       at += 1;
@@ -97,31 +90,16 @@ function unpackParams(p, big) {
       at += 5 + len;
     }
   }
-  if (hashed) {
-    let from = -1;
-    let digest = null;
-    for (let i = 0; i < hashed.length; i += 2) {
-      if (hashed[i + 1] !== from) {
-        from = hashed[i + 1];
-        digest = contentHash(out[from]);
-      }
-      out[hashed[i]] = digest;
-    }
-  }
   return out;
 }
-// SHA-256 in wasm costs about as much as the write of the content it versions; the
-// platform's native one (node:crypto, which the agent has under nodejs_compat, as the bash
-// tool's node:zlib) is many times faster. The one-shot `hash` where node:crypto has it: in
-// workerd it builds the same Hash object inside, so it only saves the JavaScript calls around
-// the native hash.
+// Code Mode's and OAuth's digests (`src/platform/digest.rs`): the platform's native hashes
+// (node:crypto, which the agent has under nodejs_compat, as the bash tool's node:zlib) are
+// many times faster than SHA-256 in wasm, and cost no wasm code. The one-shot `hash` where
+// node:crypto has it: in workerd it builds the same Hash object inside, so it only saves the
+// JavaScript calls around the native hash.
 const oneShot = typeof nodeCrypto.hash === "function" ? nodeCrypto.hash : null;
 export function digestHex(algorithm, bytes) {
   return oneShot ? oneShot(algorithm, bytes, "hex") : nodeCrypto.createHash(algorithm).update(bytes).digest("hex");
-}
-// The workspace's content hash (`native_content_hash`): the first 16 hex digits of SHA-256.
-function contentHash(value) {
-  return digestHex("sha256", value ?? "").slice(0, 16);
 }
 export function takeLarge(i) {
   const v = large[i];
@@ -251,13 +229,6 @@ extern "C" {
     fn digest_hex(algorithm: &str, bytes: &[u8]) -> String;
 }
 
-/// The workspace's content hash (first 16 hex digits of SHA-256), computed natively.
-pub(crate) fn native_content_hash(bytes: &[u8]) -> String {
-    let mut hex = digest_hex("sha256", bytes);
-    hex.truncate(16);
-    hex
-}
-
 /// The `algorithm` (a `node:crypto` name) digest of `bytes` as lowercase hex
 /// (`crate::platform::digest`).
 pub(crate) fn native_digest_hex(algorithm: &str, bytes: &[u8]) -> String {
@@ -312,15 +283,12 @@ fn large_param(params: &[SqlValue]) -> Option<usize> {
 }
 
 /// Packs bindings for `execPacked` (the layout of its results, without the header); the
-/// binding at `big` is left out (tag 5 for text, 7 for a blob) and passed on its own, and
-/// those at `hashed.1` are the content hash of binding `hashed.0` (tag 9), which
-/// JavaScript computes.
-fn pack(params: &[SqlValue], big: Option<usize>, hashed: (usize, &[usize])) -> Vec<u8> {
+/// binding at `big` is left out (tag 5 for text, 7 for a blob) and passed on its own.
+fn pack(params: &[SqlValue], big: Option<usize>) -> Vec<u8> {
     let size: usize = params
         .iter()
         .enumerate()
         .map(|(i, p)| match p {
-            _ if hashed.1.contains(&i) => 5,
             _ if Some(i) == big => 1,
             SqlValue::Null => 1,
             SqlValue::Integer(_) | SqlValue::Real(_) => 9,
@@ -330,11 +298,6 @@ fn pack(params: &[SqlValue], big: Option<usize>, hashed: (usize, &[usize])) -> V
         .sum();
     let mut out = Vec::with_capacity(size);
     for (i, p) in params.iter().enumerate() {
-        if hashed.1.contains(&i) {
-            out.push(9);
-            out.extend_from_slice(&(hashed.0 as u32).to_le_bytes());
-            continue;
-        }
         if Some(i) == big {
             out.push(if matches!(p, SqlValue::Blob(_)) { 7 } else { 5 });
             continue;
@@ -450,14 +413,8 @@ fn js_error(e: JsValue) -> StoreError {
     )
 }
 
-impl DoSql {
-    /// `exec`, with the bindings at `hashed.1` set by JavaScript (see `pack`).
-    fn exec_with(
-        &self,
-        sql: &str,
-        params: &[SqlValue],
-        hashed: (usize, &[usize]),
-    ) -> Result<Vec<Row>, StoreError> {
+impl Sql for DoSql {
+    fn exec(&self, sql: &str, params: &[SqlValue]) -> Result<Vec<Row>, StoreError> {
         let big = large_param(params);
         let big_bytes: &[u8] = match big.map(|i| &params[i]) {
             Some(SqlValue::Text(s)) => s.as_bytes(),
@@ -484,9 +441,8 @@ impl DoSql {
             }
             Err(_) => &mut own_head,
         };
-        let packed =
-            exec_packed(&self.sql, sql, &pack(params, big, hashed), big_bytes, scratch, head)
-                .map_err(js_error)?;
+        let packed = exec_packed(&self.sql, sql, &pack(params, big), big_bytes, scratch, head)
+            .map_err(js_error)?;
         let packed: std::borrow::Cow<[u8]> = match packed.as_f64() {
             Some(len) => head
                 .get(..len as usize)
@@ -502,25 +458,6 @@ impl DoSql {
             scratch.resize(SCRATCH_BYTES, 0);
         }
         rows
-    }
-}
-
-impl Sql for DoSql {
-    fn exec(&self, sql: &str, params: &[SqlValue]) -> Result<Vec<Row>, StoreError> {
-        self.exec_with(sql, params, (0, &[]))
-    }
-
-    /// The hash is computed in the statement's own call (`contentHash` in `execPacked`): it
-    /// is always the workspace's content hash, the only one a caller passes.
-    fn exec_hashed(
-        &self,
-        sql: &str,
-        params: Vec<SqlValue>,
-        content: usize,
-        hashed: &[usize],
-        _hash: fn(&[u8]) -> String,
-    ) -> Result<Vec<Row>, StoreError> {
-        self.exec_with(sql, &params, (content, hashed))
     }
 
     fn transaction(&self, f: &mut dyn FnMut() -> Result<(), StoreError>) -> Result<(), StoreError> {

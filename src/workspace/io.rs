@@ -311,14 +311,16 @@ impl Workspace {
             let (value, expr) = ContentRef::Text(content).to_sql_bound();
             let undo = previous.and_then(|old| reverse_delta(old, content));
             // The content hash is bound twice (as `hash` and in `undo`'s tag), computed once.
+            let w = self.writer();
+            let seen = if w == Writer::Tool { "version + 1" } else { "NULL" };
             let rows = self.exec_hashed(
                 &format!(
                     "UPDATE {} SET content = {expr}, size = ?, mime_type = ?, modified_at = ?,
                        version = version + 1, hash = ?, changed_by = '{}',
-                       undo = (version + 1) || ' ' || ? || ' ' || ?
+                       undo = (version + 1) || ' ' || ? || ' ' || ?, seen = {seen}
                      WHERE path = ? AND type = 'file' AND storage = 'inline' RETURNING 1",
                     self.t,
-                    self.writer().as_str()
+                    w.as_str()
                 ),
                 vec![
                     value,
@@ -445,6 +447,12 @@ impl Workspace {
         let parent = path::parent(norm).unwrap_or("/");
         let t = &self.t;
         let w = self.writer().as_str();
+        // The model's own write notes the version it leaves as seen on the row (see
+        // `Workspace::init_history`); any other write leaves it unnoted.
+        let (seen, seen_again) = match self.writer() {
+            Writer::Tool => ("1", format!("{t}.version + 1")),
+            _ => ("NULL", "NULL".to_owned()),
+        };
         let (value, expr) = content.to_sql_bound();
         let mut params = vec![text(norm), text(parent)];
         let (must_exist, check) = match guard {
@@ -474,14 +482,15 @@ impl Workspace {
         let rows = self.exec_hashed(
             &format!(
                 "INSERT OR IGNORE INTO {t} (path, parent_path, name, type, mime_type, size,
-                   storage, created_at, modified_at, content, version, hash, changed_by)
+                   storage, created_at, modified_at, content, version, hash, changed_by, seen)
                  VALUES (?, CASE WHEN EXISTS (SELECT 1 FROM {t} WHERE path = ?
                      AND type = 'directory') {must_exist} THEN ? END,
-                   ?, 'file', ?, ?, 'inline', ?, ?, {expr}, 1, ?, '{w}')
+                   ?, 'file', ?, ?, 'inline', ?, ?, {expr}, 1, ?, '{w}', {seen})
                  ON CONFLICT(path) DO UPDATE SET mime_type = excluded.mime_type,
                    size = excluded.size, content = excluded.content,
                    modified_at = excluded.modified_at, version = {t}.version + 1,
-                   hash = excluded.hash, changed_by = excluded.changed_by, undo = NULL
+                   hash = excluded.hash, changed_by = excluded.changed_by, undo = NULL,
+                   seen = {seen_again}
                  WHERE {t}.type = 'file' AND {t}.storage = 'inline' {check}
                  RETURNING 1"
             ),
@@ -492,17 +501,25 @@ impl Workspace {
         Ok(!rows.is_empty())
     }
 
-    /// [`Sql::exec_hashed`](crate::store::Sql::exec_hashed) with the workspace's content
-    /// hash, once the tables exist.
+    /// Runs `sql` once the tables exist, with each binding at `hashed` (a placeholder) set to
+    /// the content hash of the binding at `content` (its UTF-8 for text), computed once.
     fn exec_hashed(
         &self,
         sql: &str,
-        params: Vec<SqlValue>,
+        mut params: Vec<SqlValue>,
         content: usize,
         hashed: &[usize],
     ) -> Result<Vec<Row>, FsError> {
         self.init()?;
-        Ok(self.sql.exec_hashed(sql, params, content, hashed, content_hash)?)
+        let digest = match params.get(content) {
+            Some(SqlValue::Text(s)) => content_hash(s.as_bytes()),
+            Some(SqlValue::Blob(b)) => content_hash(b),
+            _ => content_hash(&[]),
+        };
+        for &i in hashed {
+            params[i] = SqlValue::Text(digest.clone());
+        }
+        Ok(self.sql.exec(sql, &params)?)
     }
 
     async fn write_slow(

@@ -492,7 +492,8 @@ impl Workspace {
                   version INTEGER NOT NULL DEFAULT 1,
                   hash TEXT,
                   changed_by TEXT,
-                  undo TEXT
+                  undo TEXT,
+                  seen INTEGER
                 )"
             ),
             &[],

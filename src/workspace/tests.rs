@@ -819,15 +819,21 @@ fn a_without_rowid_history_is_rebuilt_with_its_notes() {
     assert_eq!(col_i64(&rows[0], 0), 0);
 }
 
-/// The history row of `path`'s version `v`: (content, pending).
+/// The note of `path`'s version `v`: (content, pending), from the history row, or
+/// `(None, 1)` when the model's write noted the live version on its row (its text is the
+/// row's, as a pending note's).
 fn note(sql: &SqliteSql, path: &str, v: i64) -> (Option<String>, i64) {
+    let (p, v) = (text(path), SqlValue::Integer(v));
     let rows = sql
         .exec(
-            "SELECT content, pending FROM cf_wshist_default WHERE path = ? AND version = ?",
-            &[text(path), SqlValue::Integer(v)],
+            "SELECT 0 AS o, content, pending FROM cf_wshist_default WHERE path = ? AND version = ?
+             UNION ALL SELECT 1, NULL, 1 FROM cf_wsfile_default
+               WHERE path = ? AND version = ? AND seen IS version
+             ORDER BY o LIMIT 1",
+            &[p.clone(), v.clone(), p, v],
         )
         .unwrap();
-    (col_opt_str(&rows[0], 0), col_i64(&rows[0], 1))
+    (col_opt_str(&rows[0], 1), col_i64(&rows[0], 2))
 }
 
 #[test]
@@ -1006,6 +1012,16 @@ fn note_kind(sql: &SqliteSql, path: &str, v: i64) -> (String, i64) {
     (col_opt_str(&rows[0], 0).unwrap(), col_i64(&rows[0], 1))
 }
 
+/// The refusal of the model's write of `path` naming, as `expectedVersion`, version
+/// `counter` with the text `seen`.
+fn model_write_as_of(ws: &Workspace, path: &str, counter: i64, seen: &str) -> String {
+    let hash = Some(content_hash(seen.as_bytes()));
+    let token = FileVersion { counter, hash, changed_by: None, changed_at: 0 }.token();
+    block_on(ws.write_fresh_for_model(path, "x", "text/plain", Some(&token)))
+        .unwrap_err()
+        .to_string()
+}
+
 #[test]
 fn a_model_edit_keeps_the_version_it_replaces_as_a_reverse_delta() {
     let (sql, ws) = ws();
@@ -1026,16 +1042,7 @@ fn a_model_edit_keeps_the_version_it_replaces_as_a_reverse_delta() {
     assert_eq!(ws.seen_content("/a.txt", 2).unwrap().as_deref(), Some(v2.as_str()));
     assert_eq!(ws.seen_content("/a.txt", 1).unwrap().as_deref(), Some(v1.as_str()));
     // The refusal diff of a stale version crosses both deltas.
-    let v1_token = FileVersion {
-        counter: 1,
-        hash: Some(content_hash(v1.as_bytes())),
-        changed_by: None,
-        changed_at: 0,
-    }
-    .token();
-    let refusal = block_on(ws.write_fresh_for_model("/a.txt", "x", "text/plain", Some(&v1_token)))
-        .unwrap_err()
-        .to_string();
+    let refusal = model_write_as_of(&ws, "/a.txt", 1, &v1);
     assert!(refusal.contains("-marker = 1;\n+marker = 3;"), "{refusal}");
     // Another writer's change behind the model keeps the model's last version as text.
     drop(_tool);
@@ -1087,13 +1094,25 @@ fn a_change_trigger_without_reverse_deltas_is_replaced() {
     assert_eq!(ws.seen_content("/a.txt", 1).unwrap().as_deref(), Some("one\n"));
 }
 
-#[test]
-fn a_table_without_the_undo_column_gets_it() {
+/// A database as a workspace leaves it, then without the history triggers and without
+/// the files table's `columns` (dropped in order), as one from before them.
+fn database_without(columns: &[&str]) -> Rc<SqliteSql> {
     let sql = Rc::new(SqliteSql::new());
     assert!(Workspace::new(sql.clone(), clock()).exists("/").unwrap());
-    // As a database from before it: the column and the trigger that reads it absent.
-    sql.exec("DROP TRIGGER cf_wshist_change_default", &[]).unwrap();
-    sql.exec("ALTER TABLE cf_wsfile_default DROP COLUMN undo", &[]).unwrap();
+    for trigger in ["change", "new", "del"] {
+        sql.exec(&format!("DROP TRIGGER cf_wshist_{trigger}_default"), &[]).unwrap();
+    }
+    for column in columns {
+        sql.exec(&format!("ALTER TABLE cf_wsfile_default DROP COLUMN {column}"), &[]).unwrap();
+    }
+    sql
+}
+
+#[test]
+fn a_table_without_the_undo_column_gets_it() {
+    // As a database from before it: the columns after it (`seen`) and the triggers that
+    // read them absent.
+    let sql = database_without(&["seen", "undo"]);
     let ws = Workspace::new(sql.clone(), clock());
     let _tool = ws.writing_as(Writer::Tool);
     block_on(ws.write_fresh_for_model("/a.txt", "one\n", "text/plain", None)).unwrap();
@@ -1137,4 +1156,202 @@ fn a_move_after_a_model_edit_keeps_the_text_not_the_edits_delta() {
     block_on(ws.mv("/a.txt", "/b.txt")).unwrap();
     assert_eq!(note(&sql, "/a.txt", 2), (Some("two\n".into()), 0));
     assert_eq!(ws.seen_content("/a.txt", 1).unwrap().as_deref(), Some("one\n"));
+}
+
+#[test]
+fn history_triggers_from_before_the_rows_seen_note_are_replaced() {
+    // As a database from before `seen`: no column, and the three triggers of then, which
+    // noted every model write in the history as a pending note.
+    let sql = database_without(&["seen"]);
+    let (h, t) = ("cf_wshist_default", "cf_wsfile_default");
+    let upsert = "ON CONFLICT (path, slot) DO UPDATE SET version = excluded.version,
+        hash = excluded.hash, content = excluded.content, pending = excluded.pending";
+    let note_sql = format!(
+        "INSERT INTO {h} (path, slot, version, hash, content, pending)
+         SELECT NEW.path, NEW.version % 4, NEW.version, NEW.hash, NULL,
+           typeof(NEW.content) = 'text' AND NEW.size <= 65536
+         WHERE NEW.changed_by = 'tool' AND NEW.type = 'file' {upsert}"
+    );
+    let keep_old = format!(
+        "UPDATE {h} SET content = OLD.content, pending = 0 WHERE path = OLD.path AND pending = 1"
+    );
+    for ddl in [
+        format!(
+            "CREATE TRIGGER cf_wshist_change_default AFTER UPDATE OF content, version, path
+             ON {t} BEGIN UPDATE {h} SET content = CASE WHEN version = OLD.version
+               AND hash IS NOT NULL AND NEW.changed_by = 'tool'
+               AND NEW.version = OLD.version + 1
+               AND substr(NEW.undo, 1, length(NEW.version) + length(NEW.hash) + 2)
+                 = NEW.version || ' ' || NEW.hash || ' '
+             THEN CAST(NEW.undo AS BLOB) ELSE OLD.content END, pending = 0
+             WHERE path = OLD.path AND pending = 1; {note_sql}; END"
+        ),
+        format!(
+            "CREATE TRIGGER cf_wshist_new_default AFTER INSERT ON {t}
+             WHEN NEW.changed_by = 'tool' AND NEW.type = 'file' BEGIN {note_sql}; END"
+        ),
+        format!("CREATE TRIGGER cf_wshist_del_default AFTER DELETE ON {t} BEGIN {keep_old}; END"),
+    ] {
+        sql.exec(&ddl, &[]).unwrap();
+    }
+    // The model's write under the old triggers: a pending note in the history.
+    sql.exec(
+        &format!(
+            "INSERT INTO {t} (path, parent_path, name, type, size, created_at, modified_at,
+               content, version, hash, changed_by) VALUES ('/a.txt', '/', 'a.txt', 'file', 4,
+               0, 0, 'one\n', 1, ?, 'tool')"
+        ),
+        &[text(&content_hash(b"one\n"))],
+    )
+    .unwrap();
+    let rows = sql.exec(&format!("SELECT pending FROM {h} WHERE path = '/a.txt'"), &[]);
+    assert_eq!(col_i64(&rows.unwrap()[0], 0), 1);
+    let ws = Workspace::new(sql.clone(), clock());
+    let _tool = ws.writing_as(Writer::Tool);
+    // The old note is still the model's: its write passes and keeps the text it replaces.
+    block_on(ws.write_fresh_for_model("/a.txt", "two\n", "text/plain", None)).unwrap();
+    assert_eq!(note(&sql, "/a.txt", 1), (Some("one\n".into()), 0));
+    let rows = sql.exec(&format!("SELECT seen, version FROM {t} WHERE path = '/a.txt'"), &[]);
+    let row = &rows.unwrap()[0];
+    assert_eq!((col_i64(row, 0), col_i64(row, 1)), (2, 2), "noted on the row now");
+    let rows = sql
+        .exec(
+            "SELECT COUNT(*) FROM sqlite_master WHERE type = 'trigger'
+               AND name LIKE 'cf_wshist_%' AND sql LIKE '%.seen%'",
+            &[],
+        )
+        .unwrap();
+    assert_eq!(col_i64(&rows[0], 0), 3, "all three triggers replaced");
+    // Another writer's change behind it is refused with the diff from the model's version.
+    drop(_tool);
+    write(&ws, "/a.txt", "three\n");
+    assert_eq!(note(&sql, "/a.txt", 2), (Some("two\n".into()), 0));
+    let _tool = ws.writing_as(Writer::Tool);
+    let refusal = block_on(ws.write_fresh_for_model("/a.txt", "four\n", "text/plain", None))
+        .unwrap_err()
+        .to_string();
+    assert!(refusal.contains("-two\n+three"), "{refusal}");
+}
+
+#[test]
+fn a_version_noted_on_the_row_bounds_the_history_as_its_note_would() {
+    let (_sql, ws) = ws();
+    let _tool = ws.writing_as(Writer::Tool);
+    for i in 1..=5 {
+        block_on(ws.write_fresh_for_model("/a.txt", &format!("v{i}\n"), "text/plain", None))
+            .unwrap();
+    }
+    // Version 5 is noted on the row and takes version 1's slot: the last four are kept.
+    assert_eq!(ws.seen_content("/a.txt", 1).unwrap(), None);
+    for i in 2..=5 {
+        assert_eq!(ws.seen_content("/a.txt", i).unwrap(), Some(format!("v{i}\n")), "v{i}");
+    }
+    let refusal = model_write_as_of(&ws, "/a.txt", 1, "v1\n");
+    assert!(refusal.contains("no longer kept"), "{refusal}");
+    // A file deleted and written again by the model: its new version 1 is the one noted.
+    block_on(ws.rm("/a.txt", false, false)).unwrap();
+    block_on(ws.write_fresh_for_model("/a.txt", "again\n", "text/plain", None)).unwrap();
+    assert_eq!(ws.seen_content("/a.txt", 1).unwrap().as_deref(), Some("again\n"));
+}
+
+#[test]
+fn the_content_hash_is_xxh3_64_as_the_reference_sanity_check_gives_it() {
+    // The buffer and the seed-0 values of xxHash's own sanity check (`cli/xsum_sanity_check.c`,
+    // `XSUM_fillTestBuffer` and `XSUM_XXH3_testdata`), one length per code path of XXH3.
+    const PRIME32: u64 = 2_654_435_761;
+    const PRIME64: u64 = 11_400_714_785_074_694_797;
+    let mut byte_gen = PRIME32;
+    let buffer: Vec<u8> = (0..2367)
+        .map(|_| {
+            let b = (byte_gen >> 56) as u8;
+            byte_gen = byte_gen.wrapping_mul(PRIME64);
+            b
+        })
+        .collect();
+    let vectors: [(usize, &str); 13] = [
+        (0, "2d06800538d394c2"),
+        (1, "c44bdff4074eecdb"),
+        (6, "27b56a84cd2d7325"),
+        (12, "a713daf0dfbb77e7"),
+        (24, "a3fe70bf9d3510eb"),
+        (48, "397da259ecba1f11"),
+        (80, "bcdefbbb2c47c90a"),
+        (195, "cd94217ee362ec3a"),
+        (403, "cdeb804d65c6dea4"),
+        (512, "617e49599013cb6b"),
+        (2048, "dd59e2c3a5f038e0"),
+        (2240, "6e73a90539cf2948"),
+        (2367, "cb37aeb9e5d361ed"),
+    ];
+    for (len, expected) in vectors {
+        assert_eq!(content_hash(&buffer[..len]), expected, "length {len}");
+    }
+}
+
+/// The hash a version got before XXH3: the first 16 hex digits of SHA-256 (computed here
+/// with `sha2`, not by the code under test).
+fn sha256_16(text: &str) -> String {
+    use sha2::Digest;
+    sha2::Sha256::digest(text.as_bytes())[..8].iter().map(|b| format!("{b:02x}")).collect()
+}
+
+#[test]
+fn a_database_hashed_with_sha256_keeps_its_tokens_and_diffs() {
+    let (sql, ws) = ws();
+    let body = "line of text\n".repeat(400);
+    let v: Vec<String> = (1..=4).map(|i| format!("{body}marker = {i};\n{body}")).collect();
+    {
+        let _tool = ws.writing_as(Writer::Tool);
+        block_on(ws.write_fresh_for_model("/a.txt", &v[0], "text/plain", None)).unwrap();
+        block_on(ws.rewrite_for_model("/a.txt", &v[1], "text/plain", Some(&v[0]))).unwrap();
+        block_on(ws.rewrite_for_model("/a.txt", &v[2], "text/plain", Some(&v[1]))).unwrap();
+    }
+    // As the old scheme stored them: the live row's and every noted version's hash.
+    sql.exec(
+        "UPDATE cf_wsfile_default SET hash = ? WHERE path = '/a.txt'",
+        &[text(&sha256_16(&v[2]))],
+    )
+    .unwrap();
+    for (i, t) in v[..3].iter().enumerate() {
+        sql.exec(
+            "UPDATE cf_wshist_default SET hash = ? WHERE path = '/a.txt' AND version = ?",
+            &[text(&sha256_16(t)), SqlValue::Integer(i as i64 + 1)],
+        )
+        .unwrap();
+    }
+    let old_token = |i: usize| format!("{}:{}", i + 1, sha256_16(&v[i]));
+
+    let ws = Workspace::new(sql.clone(), clock());
+    let _tool = ws.writing_as(Writer::Tool);
+    assert_eq!(
+        ws.version("/a.txt").unwrap().unwrap().token(),
+        old_token(2),
+        "rows keep their hash"
+    );
+    // The token the model holds still names the file, and so does the version it read.
+    let read = block_on(ws.read_fresh_for_model("/a.txt", Some(&old_token(2)))).unwrap();
+    assert_eq!(read.as_deref(), Some(v[2].as_str()));
+    assert!(block_on(ws.read_fresh_for_model("/a.txt", None)).unwrap().is_some());
+    // The first edit after the upgrade hashes with XXH3; its delta joins the old ones.
+    block_on(ws.rewrite_for_model("/a.txt", &v[3], "text/plain", Some(&v[2]))).unwrap();
+    let now = ws.version("/a.txt").unwrap().unwrap();
+    assert_eq!(now.hash.as_deref(), Some(content_hash(v[3].as_bytes()).as_str()));
+    assert_ne!(now.hash.as_deref(), Some(sha256_16(&v[3]).as_str()));
+    assert_eq!(note_kind(&sql, "/a.txt", 3).0, "blob");
+    // A stale old token is refused with the diff rebuilt through deltas of both schemes.
+    for (i, old) in v[..3].iter().enumerate() {
+        assert_eq!(ws.seen_content("/a.txt", i as i64 + 1).unwrap().as_deref(), Some(old.as_str()));
+    }
+    let refusal =
+        block_on(ws.write_fresh_for_model("/a.txt", "x", "text/plain", Some(&old_token(0))))
+            .unwrap_err()
+            .to_string();
+    assert!(refusal.contains("-marker = 1;\n+marker = 4;"), "{refusal}");
+    // A rebuilt text that matches neither scheme's hash is still no text.
+    sql.exec(
+        "UPDATE cf_wshist_default SET hash = '0123456789abcdef' WHERE path = '/a.txt' AND version = 2",
+        &[],
+    )
+    .unwrap();
+    assert_eq!(ws.seen_content("/a.txt", 1).unwrap(), None);
 }

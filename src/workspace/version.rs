@@ -1,9 +1,36 @@
 //! File versions: a counter and a content hash per file, who changed it and when, and the
 //! bounded history of content the model has seen, so a stale write can be refused with a diff.
+//!
+//! The content hash is XXH3-64 (seed 0, as 16 lowercase hex digits of its canonical big-endian
+//! form), computed in wasm by the `xxhash-rust` crate. It is a version token, the check of text
+//! rebuilt from reverse deltas, and the key under which the checkpoint journal saves content
+//! (which checks the stored content too, below). It was the first 64 bits of SHA-256 through
+//! `node:crypto`, about 9 % of a model write and 17 % of an edit (8-10 µs per 10 KB in
+//! workerd); XXH3 of 10 KB costs 0.48 µs in this build's wasm (README, "Measured figures", the
+//! `perf-hash` pass). Rows written before keep their SHA-based hash until their next write:
+//! stored hashes are only compared with stored hashes or tokens made from them, except in
+//! [`Workspace::seen_content`]'s check of rebuilt text, which accepts either scheme
+//! (`hash_names`).
+//!
+//! Security: XXH3 is not collision resistant. Anyone who can write a file and see the token the
+//! model holds can craft different content with the same hash (the seed is public), where the
+//! truncated SHA-256 needed about 2^64 work for that (second preimage) and 2^32 for some pair of
+//! colliding texts (birthday bound), so it was never a cryptographic guarantee either. What such
+//! a collision buys: the model's stale `write` or `edit` passes the version check and replaces
+//! (or edits) content the model did not see, without the refusal and its diff; a rebuilt old
+//! text could pass its check and show a wrong diff. The writer who can plant colliding content
+//! can already write that file, and anything the model's write then leaves there, directly: the
+//! check keeps concurrent writers (bash, Code Mode, the app) from silently clobbering each
+//! other by accident, and guards no trust boundary, so the non-cryptographic hash is acceptable.
+//! The deltas come from this crate's own statements, never from a writer. A rewind, though,
+//! undoes what a writer (a misled model included) did, so there a hash alone must not decide:
+//! the checkpoint journal (`checkpoint/schema.rs`) shares a saved blob only when its stored
+//! content (or R2 object, or chunk set) is the same too, and a checkpoint's diff compares them
+//! likewise, so a collision can neither make a rewind restore other content nor hide a change.
+//! Accidental collisions stay at 2^-64 per comparison, as with the truncated SHA-256. Should a
+//! token ever guard more, XXH3 with a per-workspace secret would stop crafted collisions.
 
 use super::*;
-#[cfg(not(target_arch = "wasm32"))]
-use sha2::{Digest, Sha256};
 
 /// Text kept per seen version for the refusal diff; larger content is not kept.
 pub const MAX_HISTORY_BYTES: usize = 64 * 1024;
@@ -50,7 +77,8 @@ impl Writer {
 pub struct FileVersion {
     /// Bumped by every change of the file's content.
     pub counter: i64,
-    /// First 16 hex digits of the content's SHA-256; `None` after an append or a tree copy.
+    /// The content's XXH3-64 as 16 hex digits (the first 16 of its SHA-256 for rows written
+    /// before that); `None` after an append or a tree copy.
     pub hash: Option<String>,
     /// Who made the last change (`None` for rows older than versioning).
     pub changed_by: Option<Writer>,
@@ -85,23 +113,22 @@ impl FileVersion {
     }
 }
 
-/// The short content hash stored with each version (natively hashed on the platform).
+/// The content hash stored with each version: XXH3-64 of `bytes` as 16 lowercase hex digits.
 pub(crate) fn content_hash(bytes: &[u8]) -> String {
-    #[cfg(target_arch = "wasm32")]
-    {
-        crate::wasm::native_content_hash(bytes)
-    }
-    #[cfg(not(target_arch = "wasm32"))]
-    {
-        rust_content_hash(bytes)
-    }
+    format!("{:016x}", xxhash_rust::xxh3::xxh3_64(bytes))
 }
 
-/// [`content_hash`] in Rust, for the host.
-#[cfg(not(target_arch = "wasm32"))]
-fn rust_content_hash(bytes: &[u8]) -> String {
-    let digest = Sha256::digest(bytes);
-    digest[..8].iter().map(|b| format!("{b:02x}")).collect()
+/// The content hash rows written before XXH3 hold: the first 16 hex digits of SHA-256.
+fn legacy_content_hash(bytes: &[u8]) -> String {
+    let mut hex = crate::platform::digest::hex(crate::platform::digest::Algorithm::Sha256, bytes);
+    hex.truncate(16);
+    hex
+}
+
+/// Whether `stored`, a hash noted with a version, is the hash of `bytes` under either
+/// scheme: the current one first, SHA-256's only when that fails (an old row, or other text).
+fn hash_names(stored: &str, bytes: &[u8]) -> bool {
+    stored == content_hash(bytes) || stored == legacy_content_hash(bytes)
 }
 
 /// Restores the previous writer when dropped.
@@ -128,29 +155,34 @@ impl Workspace {
         self.writer.get()
     }
 
-    /// Adds the version columns (and the model edit's `undo`, see [`Workspace::init_history`])
-    /// to a table created before them.
+    /// Adds the version columns (and the model edit's `undo` and the model write's `seen`,
+    /// see [`Workspace::init_history`]) to a table created before them.
     pub(super) fn migrate_versions(&self) -> Result<(), FsError> {
         let t = &self.t;
-        if self.sql.exec(&format!("SELECT undo FROM {t} LIMIT 0"), &[]).is_ok() {
+        if self.sql.exec(&format!("SELECT seen FROM {t} LIMIT 0"), &[]).is_ok() {
             return Ok(());
         }
-        if self.sql.exec(&format!("SELECT version FROM {t} LIMIT 0"), &[]).is_err() {
-            for col in ["version INTEGER NOT NULL DEFAULT 1", "hash TEXT", "changed_by TEXT"] {
-                self.sql.exec(&format!("ALTER TABLE {t} ADD COLUMN {col}"), &[])?;
+        if self.sql.exec(&format!("SELECT undo FROM {t} LIMIT 0"), &[]).is_err() {
+            if self.sql.exec(&format!("SELECT version FROM {t} LIMIT 0"), &[]).is_err() {
+                for col in ["version INTEGER NOT NULL DEFAULT 1", "hash TEXT", "changed_by TEXT"] {
+                    self.sql.exec(&format!("ALTER TABLE {t} ADD COLUMN {col}"), &[])?;
+                }
             }
+            self.sql.exec(&format!("ALTER TABLE {t} ADD COLUMN undo TEXT"), &[])?;
         }
-        self.sql.exec(&format!("ALTER TABLE {t} ADD COLUMN undo TEXT"), &[])?;
+        self.sql.exec(&format!("ALTER TABLE {t} ADD COLUMN seen INTEGER"), &[])?;
         Ok(())
     }
 
     /// The history table of content the model has seen: one slot per version modulo
     /// [`MAX_HISTORY_VERSIONS`], so it stays bounded without a pruning statement.
     ///
-    /// Seen text is kept lazily: a note of the live version stores no text, only `pending`
-    /// (its text is the live row's), and a trigger on the files table copies the old text
-    /// into the pending notes of a path when its version is overwritten, deleted or moved.
-    /// So a version that is never overwritten costs no second copy of its text.
+    /// Seen text is kept lazily: a note of the live version stores no text. The model's own
+    /// fast write or edit notes it on the files row (`seen` = its version, no history row);
+    /// any other note is a history row marked `pending` (its text is the live row's). A
+    /// trigger on the files table moves the row's note, and copies the old text into the
+    /// pending notes, when the version is overwritten, deleted or moved. So a version that is
+    /// never overwritten costs no second copy of its text.
     ///
     /// A rowid table, with its key in a separate index: in a `WITHOUT ROWID` table the key's
     /// B-tree holds the whole row, and SQLite loads a row that overflows its page (any kept
@@ -174,14 +206,25 @@ impl Workspace {
         let (t, ns) = (&self.t, &self.namespace);
         // The table's schema, and whether the trigger of the first lazy-note version (which
         // only kept old text, and would fill the notes the model's writes now make) is there.
-        // And whether the change trigger predates the model edit's reverse delta.
-        let change = format!("cf_wshist_change_{ns}");
+        // And which of the three history triggers predate the row's `seen` (the change
+        // trigger of before the model edit's reverse delta among them).
+        let (change, new, del) = (
+            format!("cf_wshist_change_{ns}"),
+            format!("cf_wshist_new_{ns}"),
+            format!("cf_wshist_del_{ns}"),
+        );
         let found = self
             .sql
             .exec(
                 "SELECT type, sql, name FROM sqlite_master WHERE (type = 'table' AND name = ?)
-                   OR (type = 'trigger' AND name IN (?, ?))",
-                &[text(h), SqlValue::Text(format!("cf_wshist_upd_{ns}")), text(&change)],
+                   OR (type = 'trigger' AND name IN (?, ?, ?, ?))",
+                &[
+                    text(h),
+                    SqlValue::Text(format!("cf_wshist_upd_{ns}")),
+                    text(&change),
+                    text(&new),
+                    text(&del),
+                ],
             )
             .unwrap_or_default();
         let schema = found
@@ -196,9 +239,11 @@ impl Workspace {
             })
         };
         let old_trigger = trigger(&format!("cf_wshist_upd_{ns}")).is_some();
-        let old_change = trigger(&change)
-            .and_then(|r| col_opt_str(r, 1))
-            .is_some_and(|sql| !sql.contains("NEW.undo"));
+        let before_seen = |name: &str| {
+            trigger(name).and_then(|r| col_opt_str(r, 1)).is_some_and(|sql| !sql.contains(".seen"))
+        };
+        let outdated: Vec<&String> =
+            [&change, &new, &del].into_iter().filter(|n| before_seen(n)).collect();
         let old = schema.as_deref().is_some_and(|sql| sql.contains("WITHOUT ROWID"));
         if !old && schema.as_deref().is_some_and(|sql| !sql.contains("PENDING")) {
             self.sql.exec(
@@ -226,8 +271,8 @@ impl Workspace {
         if old_trigger {
             self.sql.exec(&format!("DROP TRIGGER IF EXISTS cf_wshist_upd_{ns}"), &[])?;
         }
-        if old_change {
-            self.sql.exec(&format!("DROP TRIGGER IF EXISTS {change}"), &[])?;
+        for name in outdated {
+            self.sql.exec(&format!("DROP TRIGGER IF EXISTS {name}"), &[])?;
         }
         let keep_old = format!(
             "UPDATE {h} SET content = OLD.content, pending = 0 WHERE path = OLD.path AND pending = 1"
@@ -239,38 +284,65 @@ impl Workspace {
         // leads to that very version and text; `seen_content` checks every rebuilt text
         // against its noted hash besides. The delta is stored as a BLOB, which no read takes
         // for kept text.
+        let delta = "NEW.changed_by = 'tool' AND NEW.version = OLD.version + 1
+                 AND substr(NEW.undo, 1, length(NEW.version) + length(NEW.hash) + 2)
+                   = NEW.version || ' ' || NEW.hash || ' '";
+        // Skipped (a constant condition, checked before any look-up) when the row noted its
+        // version itself: a pending note is of the live version, so `keep_seen` below
+        // rewrites that very slot anyway.
         let keep_old_or_delta = format!(
             "UPDATE {h} SET content = CASE WHEN version = OLD.version AND hash IS NOT NULL
-                 AND NEW.changed_by = 'tool' AND NEW.version = OLD.version + 1
-                 AND substr(NEW.undo, 1, length(NEW.version) + length(NEW.hash) + 2)
-                   = NEW.version || ' ' || NEW.hash || ' '
-               THEN CAST(NEW.undo AS BLOB) ELSE OLD.content END, pending = 0
-             WHERE path = OLD.path AND pending = 1"
+                 AND {delta} THEN CAST(NEW.undo AS BLOB) ELSE OLD.content END, pending = 0
+             WHERE OLD.seen IS NOT OLD.version AND path = OLD.path AND pending = 1"
         );
-        // The model's own write of a file (`changed_by = 'tool'`, only the file tools write
-        // that) is noted as seen by the write's statement itself, as `remember_stored` notes
-        // it. On an update the old text goes into the pending notes first, in the same
+        // The version the model's own fast write or edit left is noted on the row itself
+        // (`seen` = its version, see `Workspace::write_inline`): one row written, not two.
+        // When that version is overwritten, deleted or moved, its note moves into the
+        // history, with the old text (or the edit's delta) when a note would keep it.
+        let keep_seen = |with_delta: bool| {
+            let kept = if with_delta {
+                format!(
+                    "CASE WHEN OLD.hash IS NOT NULL AND {delta} THEN CAST(NEW.undo AS BLOB)
+                       ELSE OLD.content END"
+                )
+            } else {
+                "OLD.content".to_owned()
+            };
+            format!(
+                "INSERT INTO {h} (path, slot, version, hash, content, pending)
+                 SELECT OLD.path, OLD.version % {MAX_HISTORY_VERSIONS}, OLD.version, OLD.hash,
+                   CASE WHEN typeof(OLD.content) = 'text' AND OLD.size <= {MAX_HISTORY_BYTES}
+                     THEN {kept} END, 0
+                 WHERE OLD.seen IS OLD.version AND OLD.type = 'file'
+                 {UPSERT_NOTE}"
+            )
+        };
+        // Any other write of a file by the model (`changed_by = 'tool'`, only the file tools
+        // write that) is noted as seen by the write's statement itself, as `remember_stored`
+        // notes it. On an update the old text goes into the pending notes first, in the same
         // trigger: two triggers on one event run in no defined order, and the old text
         // must not land in the new note.
         let note = format!(
             "INSERT INTO {h} (path, slot, version, hash, content, pending)
              SELECT NEW.path, NEW.version % {MAX_HISTORY_VERSIONS}, NEW.version, NEW.hash, NULL,
                typeof(NEW.content) = 'text' AND NEW.size <= {MAX_HISTORY_BYTES}
-             WHERE NEW.changed_by = 'tool' AND NEW.type = 'file'
+             WHERE NEW.changed_by = 'tool' AND NEW.type = 'file' AND NEW.seen IS NOT NEW.version
              {UPSERT_NOTE}"
         );
+        let (keep_seen_edit, keep_seen_gone) = (keep_seen(true), keep_seen(false));
         for ddl in [
             format!(
                 "CREATE TRIGGER IF NOT EXISTS {change} AFTER UPDATE OF content, version, path
-                 ON {t} BEGIN {keep_old_or_delta}; {note}; END"
+                 ON {t} BEGIN {keep_old_or_delta}; {keep_seen_edit}; {note}; END"
             ),
             format!(
-                "CREATE TRIGGER IF NOT EXISTS cf_wshist_new_{ns} AFTER INSERT ON {t}
-                 WHEN NEW.changed_by = 'tool' AND NEW.type = 'file' BEGIN {note}; END"
+                "CREATE TRIGGER IF NOT EXISTS {new} AFTER INSERT ON {t}
+                 WHEN NEW.changed_by = 'tool' AND NEW.type = 'file' AND NEW.seen IS NOT NEW.version
+                 BEGIN {note}; END"
             ),
             format!(
-                "CREATE TRIGGER IF NOT EXISTS cf_wshist_del_{ns} AFTER DELETE ON {t}
-                 BEGIN {keep_old}; END"
+                "CREATE TRIGGER IF NOT EXISTS {del} AFTER DELETE ON {t}
+                 BEGIN {keep_old}; {keep_seen_gone}; END"
             ),
         ] {
             self.sql.exec(&ddl, &[])?;
@@ -283,11 +355,13 @@ impl Workspace {
         Ok(self.version_and_seen(path)?.map(|(v, _)| v))
     }
 
-    /// The SQL of the newest seen version's token for the row `f` (NULL when none).
+    /// The SQL of the newest seen version's token for the row `f` (NULL when none): the
+    /// row's own version when the model's write noted it there, else the history's newest.
     fn newest_seen_sql(&self) -> String {
         format!(
-            "(SELECT s.version || ':' || COALESCE(s.hash, '-') FROM {} s
-              WHERE s.path = f.path ORDER BY s.version DESC LIMIT 1)",
+            "CASE WHEN f.seen IS f.version THEN f.version || ':' || COALESCE(f.hash, '-') ELSE
+              (SELECT s.version || ':' || COALESCE(s.hash, '-') FROM {} s
+               WHERE s.path = f.path ORDER BY s.version DESC LIMIT 1) END",
             self.h
         )
     }
@@ -326,11 +400,12 @@ impl Workspace {
             format!(
                 "SELECT substr(type, 1, 1) || ',' || size || ',' || created_at || ','
                    || modified_at || ',' || version || ','
-                   || (2 * (typeof(content) = 'text' AND hash IS NOT NULL AND EXISTS (SELECT 1
-                     FROM {h} s WHERE s.path = f.path AND s.slot = f.version % {MAX_HISTORY_VERSIONS}
+                   || (2 * (typeof(content) = 'text' AND hash IS NOT NULL AND (seen IS version
+                     OR EXISTS (SELECT 1 FROM {h} s WHERE s.path = f.path
+                       AND s.slot = f.version % {MAX_HISTORY_VERSIONS}
                        AND s.version = f.version AND s.hash = f.hash
                        AND (typeof(s.content) = 'text' OR s.pending = 1)
-                         = (f.size <= {MAX_HISTORY_BYTES})))
+                         = (f.size <= {MAX_HISTORY_BYTES}))))
                      + (typeof(content) = 'text'))
                    || ',' || COALESCE('+' || hash, '') || ',' || mime_type AS h,
                    CASE WHEN type = 'file' AND storage = 'inline'
@@ -486,8 +561,9 @@ impl Workspace {
             }
             None if self.guard_unseen => Some(WriteGuard {
                 sql: format!(
-                    "COALESCE((SELECT CASE WHEN s.hash IS NOT NULL AND {t}.hash IS NOT NULL
-                       THEN s.hash = {t}.hash ELSE s.version = {t}.version END
+                    "{t}.seen IS {t}.version OR COALESCE((SELECT CASE WHEN s.hash IS NOT NULL
+                       AND {t}.hash IS NOT NULL THEN s.hash = {t}.hash
+                       ELSE s.version = {t}.version END
                      FROM {} s WHERE s.path = {t}.path ORDER BY s.version DESC LIMIT 1), 1)",
                     self.h
                 ),
@@ -499,8 +575,8 @@ impl Workspace {
     }
 
     /// Notes the inline text a fast write just left at `path` as seen: the write's own
-    /// statement did when the model's tools wrote it (the history triggers note every
-    /// `changed_by = 'tool'` write), a second statement does for any other writer.
+    /// statement did when the model's tools wrote it (on the row's `seen`), a second
+    /// statement does for any other writer.
     fn note_written(&self, path: &str) -> Result<(), FsError> {
         if self.writer() == Writer::Tool {
             return Ok(());
@@ -569,19 +645,32 @@ impl Workspace {
         let mut deltas = Vec::new();
         let mut version = counter;
         let base = loop {
+            // The live row's note, when the model's write noted this version there; else the
+            // history's. A row that notes its version owns that version's slot, as the note
+            // it stands for would have replaced the slot's row: so the history keeps the same
+            // versions whichever way the live one was noted.
             let rows = self.exec(
                 &format!(
-                    "SELECT COALESCE(s.content, CASE WHEN s.pending = 1 THEN
-                       (SELECT f.content FROM {} f WHERE f.path = s.path AND f.version = s.version)
+                    "SELECT 0 AS o, CASE WHEN typeof(content) = 'text'
+                       AND size <= {MAX_HISTORY_BYTES} THEN content END, hash
+                     FROM {t} WHERE path = ? AND version = ? AND seen IS version
+                       AND type = 'file'
+                     UNION ALL
+                     SELECT 1, COALESCE(s.content, CASE WHEN s.pending = 1 THEN
+                       (SELECT f.content FROM {t} f WHERE f.path = s.path AND f.version = s.version)
                        END), s.hash
-                     FROM {} s WHERE s.path = ? AND s.version = ?",
-                    self.t, self.h
+                     FROM {h} s WHERE s.path = ? AND s.version = ?
+                       AND NOT EXISTS (SELECT 1 FROM {t} f WHERE f.path = s.path
+                         AND f.seen IS f.version AND f.version % {MAX_HISTORY_VERSIONS} = s.slot)
+                     ORDER BY o LIMIT 1",
+                    t = self.t,
+                    h = self.h
                 ),
-                &[text(norm), SqlValue::Integer(version)],
+                &[text(norm), SqlValue::Integer(version), text(norm), SqlValue::Integer(version)],
             )?;
             let Some(mut row) = rows.into_iter().next() else { return Ok(None) };
-            let hash = col_opt_str(&row, 1);
-            match row.swap_remove(0) {
+            let hash = col_opt_str(&row, 2);
+            match row.swap_remove(1) {
                 SqlValue::Text(s) => break s,
                 // At most one delta per kept version: a longer chain is not one.
                 SqlValue::Blob(b) if (deltas.len() as i64) < MAX_HISTORY_VERSIONS => {
@@ -598,7 +687,7 @@ impl Workspace {
         let mut text = base;
         for (delta, hash) in deltas.iter().rev() {
             match delta.apply(&text) {
-                Some(old) if hash.as_deref() == Some(content_hash(old.as_bytes()).as_str()) => {
+                Some(old) if hash.as_deref().is_some_and(|h| hash_names(h, old.as_bytes())) => {
                     text = old;
                 }
                 _ => return Ok(None),
