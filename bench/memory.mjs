@@ -10,9 +10,9 @@
 //   bound of the true peak);
 // - V8 after: the same after the turn and a full garbage collection;
 // - wasm high-water: the linear memory's size when the turn ended. It never grows back down
-//   within an instance, so it is the most the Rust side held at once; when the turn left it
-//   over the idle-reset threshold (js/shim.mjs, README "Memory"), the size the shim saw just
-//   before it reset the instance;
+//   within an instance, so it is the most the Rust side held at once; when the idle reset
+//   followed the turn (js/shim.mjs, README "Memory"), the size the shim saw just before it
+//   reset the instance;
 // - wasm after: the linear memory once the isolate is quiescent (no call in flight, no
 //   background task), i.e. after the idle reset if there was one, summed over every
 //   `WebAssembly.Memory` in the isolate after a full collection;
@@ -194,7 +194,7 @@ async function main() {
   console.log(
     "\nbench:memory: the agent's isolate (V8 heap plus wasm linear memory) while the scripted model calls write and read through a WebSocket turn.\n" +
       "V8 = heap + ArrayBuffer stores; its peak is sampled during the turn, 'after' follows a full GC. wasm high-water = linear memory when the turn ended (before an idle reset);\n" +
-      "wasm after = once the isolate is quiescent (after the idle reset, if the turn left more than the threshold); idle resets = counted since the instance started.\n" +
+      "wasm after = once the isolate is quiescent (after the idle reset, if the turn left more than the threshold or more free memory than the slack); idle resets = counted since the instance started.\n" +
       "Peak growth / file = (V8 peak − idle V8 + wasm high-water − idle wasm) / file size, over the idle row above it.\n",
   );
   table(rows);

@@ -31,6 +31,7 @@ import { fileURLToPath } from "node:url";
 import { isDeepStrictEqual } from "node:util";
 import WebSocket from "ws";
 import * as codemode from "./codemode/bench.mjs";
+import { openInspector } from "../tests/helpers/inspector.mjs";
 import { rustWorker } from "./workers.mjs";
 
 const HERE = path.dirname(fileURLToPath(import.meta.url));
@@ -41,11 +42,13 @@ const RUST_BUILD = path.resolve(process.env.BENCH_RUST_BUILD ?? path.join(HERE, 
 const ONLY = process.env.BENCH_ONLY ? new RegExp(process.env.BENCH_ONLY, "i") : null;
 
 // `worker` is the Miniflare worker a side runs in, `route` its timed route, `suffix` what
-// its object names get, so that the floor has objects (and data) of its own.
+// its object names get, so that the floor has objects (and data) of its own. The floor runs
+// the same bench-crate build as think-rs in a worker of its own, so that its JavaScript
+// garbage and its requests' wasm memory do not count as think-rs's isolate memory.
 const SIDES = [
   { key: "rust", label: "think-rs", worker: "rust", route: "run", suffix: "" },
   { key: "ts", label: "Think (TS)", worker: "ts", route: "run", suffix: "" },
-  { key: "floor", label: "floor", worker: "rust", route: "floor", suffix: "-floor" },
+  { key: "floor", label: "floor", worker: "floor", route: "floor", suffix: "-floor" },
 ];
 /** The two implementations, whose outputs must agree. */
 const COMPARED = SIDES.filter((s) => s.key !== "floor");
@@ -58,6 +61,7 @@ function miniflareOptions(persistDir) {
     workers: [
       // BENCH_RUST_BUILD: another build of the bench crate (a copy of its build/), for A/B runs.
       rustWorker(RUST_BUILD),
+      rustWorker(RUST_BUILD, "floor"),
       {
         name: "ts",
         modules: true,
@@ -86,7 +90,7 @@ async function post(worker, doName, route, body) {
   const memory = res.headers.get("x-wasm-memory");
   if (memory) {
     const [before, after, live] = memory.split(",").map(Number);
-    if (after > before) growth.push({ doName, route: body?.keepOutputs ? `${route} (outputs kept, for the comparison)` : route, before, after, live });
+    if (after > before && !doName.endsWith("-floor")) growth.push({ doName, route: body?.keepOutputs ? `${route} (outputs kept, for the comparison)` : route, before, after, live });
   }
   const text = await res.text();
   let value;
@@ -284,14 +288,17 @@ async function inspect(inspectorPort, key) {
 
 /**
  * The V8 heap of each worker's isolate, via the inspector Miniflare exposes
- * (`Runtime.getHeapUsage`); `{}` if the inspector is unavailable.
+ * (`Runtime.getHeapUsage`), as it is (garbage included: the goal's figure) and then after a
+ * full collection (`gc`, live data only); `{}` if the inspector is unavailable.
  */
 async function heapUsage(inspectorPort) {
   const out = {};
   try {
     for (const side of COMPARED) {
-      const session = await inspect(inspectorPort, side.key);
-      out[side.key] = await session.send("Runtime.getHeapUsage");
+      const session = await openInspector(inspectorPort, side.key);
+      out[side.key] = await session.heap();
+      await session.gc();
+      out[side.key].afterGc = await session.heap();
       session.close();
     }
   } catch (e) {
@@ -301,8 +308,8 @@ async function heapUsage(inspectorPort) {
 }
 
 /**
- * BENCH_PROFILE=1: one more run of the workload on think-rs and on the floor (both in the
- * rust worker's isolate) under V8's sampling CPU profiler, printed as the functions with the
+ * BENCH_PROFILE=1: one more run of the workload on think-rs and on the floor (each in its
+ * worker's isolate) under V8's sampling CPU profiler, printed as the functions with the
  * most self time. Build with `CARGO_PROFILE_RELEASE_STRIP=false THINK_WASM_KEEP_NAMES=1
  * THINK_FORCE_BUILD=1 bash bench/build.sh` first, so that wasm functions keep their Rust names.
  * BENCH_PROFILE=loop keeps only the samples taken inside the timed calls (under a tool's
@@ -311,16 +318,18 @@ async function heapUsage(inspectorPort) {
  */
 async function profileWorkload(workers, inspectorPort, suiteIndex, wi, w) {
   const base = `s${suiteIndex}-w${wi}`;
-  const session = await inspect(inspectorPort, "rust");
-  await session.send("Profiler.enable");
-  await session.send("Profiler.setSamplingInterval", { interval: 100 });
   const lines = [];
-  for (const side of SIDES.filter((s) => s.worker === "rust" && (!w.sides || w.sides.includes(s.key)))) {
+  for (const side of SIDES.filter((s) => s.key !== "ts" && (!w.sides || w.sides.includes(s.key)))) {
     const doName = (w.fresh ? `${base}-profile` : base) + side.suffix;
-    if (w.fresh) await setup(workers.rust, doName, w.setup ?? []);
+    if (w.fresh) await setup(workers[side.worker], doName, w.setup ?? []);
+    const session = await inspect(inspectorPort, side.worker);
+    await session.send("Profiler.enable");
+    await session.send("Profiler.setSamplingInterval", { interval: 100 });
     await session.send("Profiler.start");
-    const result = await post(workers.rust, doName, `${side.route}/${w.tool}`, { inputs: w.inputs, iterations: w.iterations ?? 1 });
+    const result = await post(workers[side.worker], doName, `${side.route}/${w.tool}`, { inputs: w.inputs, iterations: w.iterations ?? 1 });
     const { profile } = await session.send("Profiler.stop");
+    await session.send("Profiler.disable");
+    session.close();
     if (result.unsupported) continue;
     const self = new Map();
     const byId = new Map(profile.nodes.map((n) => [n.id, n]));
@@ -364,8 +373,6 @@ async function profileWorkload(workers, inspectorPort, suiteIndex, wi, w) {
       lines.push(`    ${((100 * us) / total).toFixed(1).padStart(5)}%  ${name.replace(/::h[0-9a-f]{16}$/, "").slice(0, 80)}  ← ${caller[0]}`);
     }
   }
-  await session.send("Profiler.disable");
-  session.close();
   return lines;
 }
 
@@ -376,14 +383,20 @@ async function profileWorkload(workers, inspectorPort, suiteIndex, wi, w) {
  * after it and the most heap bytes live at once during it).
  */
 function memoryLine(heap, mem, results) {
-  const js = (h) => `V8 heap ${fmtMB(h.usedSize)} used (garbage included) of ${fmtMB(h.totalSize)}`;
+  const js = (h) =>
+    `V8 heap ${fmtMB(h.usedSize)} used (garbage included) of ${fmtMB(h.totalSize)}${h.afterGc ? `, ${fmtMB(h.afterGc.usedSize)} after a full GC` : ""}`;
   const resets = mem.idleResets ? `, after ${mem.idleResets} idle resets of the instance` : "";
-  const parts = [`think-rs ${heap.rust ? `${js(heap.rust)}, plus ` : ""}wasm linear memory ${fmtMB(mem.wasmMemoryBytes)}${resets}`];
+  const live = mem.liveBytes != null ? ` (${fmtMB(mem.liveBytes)} of it live heap)` : "";
+  const parts = [`think-rs ${heap.rust ? `${js(heap.rust)}, plus ` : ""}wasm linear memory ${fmtMB(mem.wasmMemoryBytes)}${live}${resets}`];
   if (heap.ts) parts.push(`Think (TS) ${js(heap.ts)}`);
   const lines = [`Isolate memory after the timed runs: ${parts.join("; ")}.`];
   if (heap.rust && heap.ts) {
     const ratio = (heap.rust.usedSize + mem.wasmMemoryBytes) / heap.ts.usedSize;
     lines.push(`think-rs V8 + wasm is ${ratio.toFixed(2)}× Think's V8 heap (goal ≤ 0.50×: ${ratio <= 0.5 ? "ok" : "MISSED"}).`);
+    if (heap.rust.afterGc && heap.ts.afterGc) {
+      const live = (heap.rust.afterGc.usedSize + mem.wasmMemoryBytes) / heap.ts.afterGc.usedSize;
+      lines.push(`After a full GC of both isolates (live data only): ${live.toFixed(2)}×.`);
+    }
   }
   const names = new Map();
   for (const { si, rows } of results) for (const r of rows) names.set(`s${si}-w${r.wi}`, r.name);
@@ -452,7 +465,7 @@ async function main() {
   const withCodemode = !ONLY || ONLY.test("execute");
   const mf = new Miniflare({ ...(withCodemode ? await codemode.addWorkers(options) : options), inspectorPort, handleRuntimeStdio: quietResets });
   await mf.ready;
-  const workers = { rust: await mf.getWorker("rust"), ts: await mf.getWorker("ts") };
+  const workers = { rust: await mf.getWorker("rust"), ts: await mf.getWorker("ts"), floor: await mf.getWorker("floor") };
   console.log(
     `bench: ${REPS} timed runs per workload after ${WARMUP} warm-up runs (unless a row says otherwise); medians of the time inside each Durable Object. ` +
       "floor: the bare SQL each workload needs, from plain JavaScript in the same kind of object, same data, interleaved.\n",

@@ -2,10 +2,10 @@
 // shared by bench/run.mjs and bench/cpu-ab.mjs so both run it with the same settings.
 import path from "node:path";
 
-/** The `rust` worker of Miniflare's options, running the build in directory `build`. */
-export function rustWorker(build) {
+/** A worker of Miniflare's options (`rust` unless named), running the build in directory `build`. */
+export function rustWorker(build, name = "rust") {
   return {
-    name: "rust",
+    name,
     modules: true,
     modulesRoot: path.dirname(build),
     scriptPath: path.join(build, "index.js"),

@@ -9,17 +9,19 @@
 //   instance (`__wbg_reset_state`, from wasm-bindgen's `--experimental-reset-state-function`)
 //   and rebuilds the object on its next use, so one panic does not brick the isolate;
 // - the same reset gives back linear memory, which wasm cannot shrink: when the last call in
-//   flight through these proxies settles, the memory exceeds the idle-reset threshold and the
-//   Rust side reports no background task (`__think_busy_tasks`, src/wasm/idle.rs), the
-//   instance is reset and each object is rebuilt on its next use, as after an eviction.
+//   flight through these proxies settles and the Rust side reports no background task
+//   (`__think_busy_tasks`, src/wasm/idle.rs), the instance is reset and each object rebuilt on
+//   its next use, as after an eviction, if the memory exceeds the idle-reset threshold or
+//   holds more than a slack of free memory beyond what the work since the last idle point
+//   needed at once (`__think_take_peak_bytes`, counted by the agent's allocator).
 //   The threshold is `THINK_IDLE_RESET_MB` from the env of the first object or entrypoint
-//   built (default 16; 0 turns it off); README "Memory".
+//   built (default 16; 0 turns the reset off), the slack a quarter of it; README "Memory".
 import { readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { pathToFileURL } from "node:url";
 
 /** Exports of the wasm-bindgen glue that are plumbing, not Worker handlers. */
-const INTERNAL = new Set(["__wbg_reset_state", "__worker_init_state", "__think_busy_tasks", "__think_memory_bytes"]);
+const INTERNAL = new Set(["__wbg_reset_state", "__worker_init_state", "__think_busy_tasks", "__think_memory_bytes", "__think_live_bytes", "__think_take_peak_bytes"]);
 /** Handlers the runtime calls with one argument; Rust takes `(arg, env, ctx)`. */
 const EVENT_HANDLERS = new Set(["fetch", "queue", "scheduled", "email", "connect"]);
 
@@ -74,19 +76,36 @@ addEventListener("error", (event) => noteTrap(event.error));
 
 /**
  * Resetting the instance when idle gives back the linear memory a large call grew. \`inFlight\`
- * counts the calls through the guards below that have not settled; \`resets\` and \`lastReset\`
- * are for the tests and the bench (\`globalThis.__thinkIdleReset\`).
+ * counts the calls through the guards below that have not settled; \`resets\`, \`lastReset\`
+ * and \`lastCheck\` are for the tests and the bench (\`globalThis.__thinkIdleReset\`).
+ * \`baseBytes\` is the memory of an instance before its first call (static data and stack).
  */
-const idle = { thresholdBytes: 16 * 1024 * 1024, configured: false, inFlight: 0, pending: false, resets: 0, lastReset: null };
+const idle = {
+  thresholdBytes: 16 * 1024 * 1024,
+  slackBytes: 4 * 1024 * 1024,
+  configured: false,
+  inFlight: 0,
+  pending: false,
+  resets: 0,
+  lastReset: null,
+  lastCheck: null,
+  baseBytes: 0,
+};
 globalThis.__thinkIdleReset = idle;
 const canMeasure = typeof rust.__think_memory_bytes === "function" && typeof rust.__think_busy_tasks === "function";
+const countsLive = typeof rust.__think_take_peak_bytes === "function" && typeof rust.__think_live_bytes === "function";
 idle.busyTasks = () => (canMeasure ? rust.__think_busy_tasks() : 0);
+idle.liveBytes = () => (countsLive ? rust.__think_live_bytes() : 0);
+if (canMeasure) idle.baseBytes = rust.__think_memory_bytes();
 
 function configureIdleReset(env) {
   if (idle.configured || !env) return;
   idle.configured = true;
   const mb = Number(env.THINK_IDLE_RESET_MB);
-  if (env.THINK_IDLE_RESET_MB !== undefined && Number.isFinite(mb) && mb >= 0) idle.thresholdBytes = mb * 1024 * 1024;
+  if (env.THINK_IDLE_RESET_MB !== undefined && Number.isFinite(mb) && mb >= 0) {
+    idle.thresholdBytes = mb * 1024 * 1024;
+    idle.slackBytes = idle.thresholdBytes / 4;
+  }
 }
 
 function enter() {
@@ -94,18 +113,27 @@ function enter() {
   idle.inFlight++;
 }
 
-/** Resets the instance if it is quiescent and its memory is over the threshold. */
+/**
+ * Resets the instance if it is quiescent and its memory is over the threshold, or if the
+ * memory it holds beyond its base and beyond the most heap bytes live at once since the last
+ * idle point (\`needed\`) exceeds the slack: a peak that the work since then did not need is
+ * given back, memory that each turn needs again (or holds live) is kept.
+ */
 function checkIdle() {
   idle.pending = false;
   if (idle.inFlight > 0 || !canMeasure || idle.thresholdBytes === 0 || wasmState.criticalError) return;
+  if (rust.__think_busy_tasks() > 0) return;
   const bytes = rust.__think_memory_bytes();
-  if (bytes <= idle.thresholdBytes || rust.__think_busy_tasks() > 0) return;
+  const needed = countsLive ? rust.__think_take_peak_bytes() : 0;
+  const held = bytes - idle.baseBytes - needed;
+  idle.lastCheck = { bytes, needed, held };
+  if (bytes <= idle.thresholdBytes && !(needed > 0 && held > idle.slackBytes)) return;
   rust.__wbg_reset_state();
   wasmState.instanceId++;
   idle.resets++;
-  idle.lastReset = { bytes, after: rust.__think_memory_bytes(), at: Date.now() };
+  idle.lastReset = { bytes, needed, after: rust.__think_memory_bytes(), at: Date.now() };
   const mb = (n) => (n / 1048576).toFixed(1);
-  console.log(\`think-rs: idle reset of the wasm instance, linear memory \${mb(bytes)} MB -> \${mb(idle.lastReset.after)} MB\`);
+  console.log(\`think-rs: idle reset of the wasm instance, linear memory \${mb(bytes)} MB (\${mb(needed)} MB needed at once since the last idle point) -> \${mb(idle.lastReset.after)} MB\`);
 }
 
 /**

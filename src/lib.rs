@@ -30,6 +30,11 @@ mod test_support;
 #[cfg(target_arch = "wasm32")]
 pub mod wasm;
 
+/// The shipped agent counts its live heap bytes, for the idle reset (`wasm::idle::LiveHeap`).
+#[cfg(all(target_arch = "wasm32", feature = "shipped-agent"))]
+#[global_allocator]
+static ALLOCATOR: wasm::idle::LiveHeap = wasm::idle::LiveHeap;
+
 /// The README's Rust example, compiled by `cargo test` as a doc-test so that it cannot drift
 /// from the API.
 #[cfg(doctest)]

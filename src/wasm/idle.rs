@@ -3,9 +3,17 @@
 //! flight. Every task that runs in the background (turns, MCP listeners, alarm changes,
 //! browser sockets) is spawned through [`spawn`], which counts it until its future ends, so
 //! the shim resets only an isolate in which nothing but persisted state would be lost.
+//! [`LiveHeap`], the shipped agent's global allocator, counts the heap bytes live, so the
+//! shim can tell live data from free memory the allocator keeps after a peak. It is written
+//! here, not taken from a crate: `peak_alloc` keeps a lifetime peak the shim cannot restart,
+//! and `peakmem-alloc`'s restartable peak is one more dependency for the same two counters.
+//! The counting cost nothing measurable (`node bench/cpu-ab.mjs` against the plain
+//! allocator; README "Idle reset").
 
+use std::alloc::{GlobalAlloc, Layout, System};
 use std::cell::Cell;
 use std::future::Future;
+use std::sync::atomic::{AtomicUsize, Ordering};
 
 use wasm_bindgen::prelude::wasm_bindgen;
 use wasm_bindgen::{JsCast, JsValue};
@@ -75,4 +83,95 @@ pub fn shim_busy_tasks() -> u32 {
 #[wasm_bindgen(js_name = __think_memory_bytes)]
 pub fn memory_bytes() -> f64 {
     core::arch::wasm32::memory_size(0) as f64 * 65536.0
+}
+
+/// Heap bytes handed out by [`LiveHeap`] and not given back yet.
+static LIVE: AtomicUsize = AtomicUsize::new(0);
+/// The most of [`LIVE`] at once since the shim last took it ([`take_peak_bytes`]).
+static PEAK: AtomicUsize = AtomicUsize::new(0);
+
+/// Adds `grown` bytes to [`LIVE`] and raises [`PEAK`] to it.
+#[inline]
+fn grow_live(grown: usize) {
+    let live = LIVE.load(Ordering::Relaxed) + grown;
+    LIVE.store(live, Ordering::Relaxed);
+    if live > PEAK.load(Ordering::Relaxed) {
+        PEAK.store(live, Ordering::Relaxed);
+    }
+}
+
+/// The default allocator (wasm32's dlmalloc), counting the bytes live, so that the idle reset
+/// can give back the free memory a peak left without churning live data. The shipped agent
+/// installs it; a crate with its own agent class installs it with
+/// `#[global_allocator] static A: think_rs::wasm::idle::LiveHeap = think_rs::wasm::idle::LiveHeap;`
+/// (without it the shim sees no live bytes and resets on the threshold alone).
+pub struct LiveHeap;
+
+// SAFETY: every call is forwarded to `System` unchanged; the counters are only arithmetic
+// (the isolate is single-threaded, the atomics only make the statics `Sync`: a load and a
+// store, not a read-modify-write, since no other thread can interleave).
+unsafe impl GlobalAlloc for LiveHeap {
+    #[inline]
+    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+        let p = System.alloc(layout);
+        if !p.is_null() {
+            grow_live(layout.size());
+        }
+        p
+    }
+
+    #[inline]
+    unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
+        let p = System.alloc_zeroed(layout);
+        if !p.is_null() {
+            grow_live(layout.size());
+        }
+        p
+    }
+
+    #[inline]
+    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+        System.dealloc(ptr, layout);
+        LIVE.fetch_sub(layout.size(), Ordering::Relaxed);
+    }
+
+    #[inline]
+    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
+        let p = System.realloc(ptr, layout, new_size);
+        if !p.is_null() {
+            if new_size >= layout.size() {
+                grow_live(new_size - layout.size());
+            } else {
+                LIVE.fetch_sub(layout.size() - new_size, Ordering::Relaxed);
+            }
+        }
+        p
+    }
+}
+
+/// Heap bytes live now, as counted by [`LiveHeap`] (0 if another allocator is installed).
+pub fn live_bytes() -> usize {
+    LIVE.load(Ordering::Relaxed)
+}
+
+/// For the shim and the bench: [`live_bytes`], as a JS number.
+#[wasm_bindgen(js_name = __think_live_bytes)]
+pub fn shim_live_bytes() -> f64 {
+    live_bytes() as f64
+}
+
+/// The most heap bytes live at once since the last call, which starts the next stretch at
+/// the bytes live now: the shim takes it at each idle point, to tell whether the work since
+/// the previous one needed the memory.
+pub fn take_peak_bytes() -> usize {
+    let live = LIVE.load(Ordering::Relaxed);
+    let peak = PEAK.load(Ordering::Relaxed).max(live);
+    PEAK.store(live, Ordering::Relaxed);
+    peak
+}
+
+/// For the shim: [`take_peak_bytes`], as a JS number.
+#[wasm_bindgen(js_name = __think_take_peak_bytes)]
+pub fn shim_take_peak_bytes() -> f64 {
+    take_peak_bytes() as f64
 }

@@ -38,6 +38,9 @@ pub(crate) enum ContentRef<'a> {
 }
 
 impl<'a> ContentRef<'a> {
+    /// The SQL expression of [`ContentRef::to_sql_bound`] for text bound as its bytes.
+    pub(super) const BOUND_AS_BYTES: &'static str = "CAST(? AS TEXT)";
+
     fn len(self) -> usize {
         self.bytes().len()
     }
@@ -64,7 +67,7 @@ impl<'a> ContentRef<'a> {
     fn to_sql_bound(self) -> (SqlValue, &'static str) {
         match self {
             ContentRef::Text(s) if s.len() <= TEXT_AS_BYTES_MAX => {
-                (SqlValue::Blob(s.as_bytes().to_vec()), "CAST(? AS TEXT)")
+                (SqlValue::Blob(s.as_bytes().to_vec()), Self::BOUND_AS_BYTES)
             }
             other => (other.to_sql(), "?"),
         }
@@ -312,16 +315,15 @@ impl Workspace {
             let undo = previous.and_then(|old| reverse_delta(old, content));
             // The content hash is bound twice (as `hash` and in `undo`'s tag), computed once.
             let w = self.writer();
-            let seen = if w == Writer::Tool { "version + 1" } else { "NULL" };
+            let formatted;
+            let sql = if w == Writer::Tool && expr == ContentRef::BOUND_AS_BYTES {
+                &self.edit_sql().1
+            } else {
+                formatted = self.rewrite_sql(expr, w);
+                &formatted
+            };
             let rows = self.exec_hashed(
-                &format!(
-                    "UPDATE {} SET content = {expr}, size = ?, mime_type = ?, modified_at = ?,
-                       version = version + 1, hash = ?, changed_by = '{}',
-                       undo = (version + 1) || ' ' || ? || ' ' || ?, seen = {seen}
-                     WHERE path = ? AND type = 'file' AND storage = 'inline' RETURNING 1",
-                    self.t,
-                    w.as_str()
-                ),
+                sql,
                 vec![
                     value,
                     SqlValue::Integer(content.len() as i64),
@@ -340,6 +342,19 @@ impl Workspace {
             }
         }
         Ok(false)
+    }
+
+    /// The statement of [`Workspace::rewrite_inline`] for content bound as `expr` by writer `w`.
+    pub(super) fn rewrite_sql(&self, expr: &str, w: Writer) -> String {
+        let seen = if w == Writer::Tool { "version + 1" } else { "NULL" };
+        format!(
+            "UPDATE {} SET content = {expr}, size = ?, mime_type = ?, modified_at = ?,
+               version = version + 1, hash = ?, changed_by = '{}',
+               undo = (version + 1) || ' ' || ? || ' ' || ?, seen = {seen}
+             WHERE path = ? AND type = 'file' AND storage = 'inline' RETURNING 1",
+            self.t,
+            w.as_str()
+        )
     }
 
     /// Writes bytes (stored as a BLOB), creating parent directories. Think's default `mime`

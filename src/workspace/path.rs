@@ -8,7 +8,14 @@ pub const MAX_PATH_LENGTH: usize = 4096;
 
 /// The purely lexical part of [`normalize`] (Think's `normalizeWorkspacePath`): a leading
 /// `/`, no empty or `.` segments, and `..` popping a segment but never climbing above `/`.
+///
+/// A path that is already in that form (every tool call's path, mostly) is copied as it is:
+/// collecting its segments first cost a vector's growth per call (3 % of an edit's profile).
 pub fn lexical(path: &str) -> String {
+    let normal = |rest: &str| rest.split('/').all(|p| !matches!(p, "" | "." | ".."));
+    if path == "/" || path.strip_prefix('/').is_some_and(normal) {
+        return path.to_owned();
+    }
     let mut parts: Vec<&str> = Vec::new();
     for part in path.split('/') {
         match part {
@@ -40,7 +47,8 @@ pub fn normalize(path: &str, syscall: &'static str) -> Result<String, FsError> {
         return Err(FsError::new(Errno::Inval, syscall, path.replace('\0', "\\0")));
     }
     let out = lexical(path);
-    if out.chars().count() > MAX_PATH_LENGTH {
+    // A character is at least a byte, so only a long path needs counting.
+    if out.len() > MAX_PATH_LENGTH && out.chars().count() > MAX_PATH_LENGTH {
         return Err(FsError::new(Errno::NameTooLong, syscall, truncate_for_message(path)));
     }
     Ok(out)
@@ -132,6 +140,22 @@ mod tests {
         assert_eq!(normalize("", "x").unwrap(), "/");
         assert_eq!(normalize(".", "x").unwrap(), "/");
         assert_eq!(normalize("/", "x").unwrap(), "/");
+        // Paths already normal come back as they are; any other is rebuilt from its segments.
+        for (path, want) in [
+            ("/a", "/a"),
+            ("/a/b.txt", "/a/b.txt"),
+            ("/.hidden/..a/a../...", "/.hidden/..a/a../..."),
+            ("/a/", "/a"),
+            ("//a", "/a"),
+            ("/a//b", "/a/b"),
+            ("/a/.", "/a"),
+            ("/a/..", "/"),
+            ("/./a", "/a"),
+            ("//", "/"),
+            ("a", "/a"),
+        ] {
+            assert_eq!(lexical(path), want, "{path}");
+        }
     }
 
     #[test]

@@ -1143,6 +1143,18 @@ fn reverse_deltas_rebuild_the_old_text_at_any_edge() {
     let long = "x".repeat(100);
     let undo = reverse_delta(&format!("{long}OLD{long}"), &format!("{long}NEW!{long}")).unwrap();
     assert_eq!(undo, "100 100 OLD", "only the replaced bytes are kept");
+    // The shared start and end are found whole across the scan's 32-byte steps: one byte
+    // changed at every offset of texts of lengths around those steps.
+    for len in [1, 31, 32, 33, 63, 64, 65, 100, 257] {
+        let old: String = (0..len).map(|i| char::from(b'a' + (i % 26) as u8)).collect();
+        for at in 0..len {
+            let mut new = old.clone().into_bytes();
+            new[at] = b'#';
+            let new = String::from_utf8(new).unwrap();
+            let want = format!("{at} {} {}", len - at - 1, &old[at..at + 1]);
+            assert_eq!(reverse_delta(&old, &new).as_deref(), Some(want.as_str()), "{len} {at}");
+        }
+    }
 }
 
 #[test]

@@ -113,11 +113,12 @@ export async function openInspector(port, worker) {
     },
     /**
      * The entry shim's idle-reset state (js/shim.mjs): `{resets, inFlight, pending, busy,
-     * lastReset: {bytes, after, at} | null}`, `busy` being the Rust side's background tasks.
+     * lastReset: {bytes, needed, after, at} | null, lastCheck: {bytes, needed, held} | null}`,
+     * `busy` being the Rust side's background tasks.
      */
     idleReset() {
       return this.evaluate(
-        "(() => { const i = globalThis.__thinkIdleReset; return { resets: i.resets, inFlight: i.inFlight, pending: i.pending, busy: i.busyTasks(), lastReset: i.lastReset }; })()",
+        "(() => { const i = globalThis.__thinkIdleReset; return { resets: i.resets, inFlight: i.inFlight, pending: i.pending, busy: i.busyTasks(), lastReset: i.lastReset, lastCheck: i.lastCheck }; })()",
       );
     },
     /**
@@ -133,6 +134,8 @@ export async function openInspector(port, worker) {
         await new Promise((r) => setTimeout(r, 50));
       }
     },
+    /** A raw inspector command (`Profiler.start`, …), for bench/reset-cost.mjs. */
+    send,
     close: () => socket.close(),
   };
 }

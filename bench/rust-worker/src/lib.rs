@@ -47,11 +47,12 @@ use std::rc::Rc;
 use serde::Deserialize;
 use serde_json::value::RawValue;
 use serde_json::{json, Value};
-use std::alloc::{GlobalAlloc, Layout, System};
+use std::alloc::{GlobalAlloc, Layout};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use think_rs::checkpoint::{Checkpoints, RewindScope};
 use think_rs::tools::workspace::{workspace_tools, WorkspaceToolsOptions};
 use think_rs::tools::{ToolContext, ToolRef};
+use think_rs::wasm::idle::{live_bytes, LiveHeap};
 use think_rs::wasm::{DoSql, R2Blobs, WorkerClock};
 use think_rs::workspace::{Workspace, WorkspaceOptions, INDEX_RUN_BYTES};
 use wasm_bindgen::prelude::wasm_bindgen;
@@ -60,39 +61,43 @@ use worker::{
     durable_object, event, Context, DurableObject, Env, Request, Response, Result, State,
 };
 
-/// The system allocator, counting live bytes and their high-water mark, so a run can
-/// report the peak memory it needed (the isolate is single-threaded; the atomics are only
-/// there to make the statics `Sync`).
+/// The product's counting allocator ([`LiveHeap`], which the idle reset reads), plus the
+/// high-water mark of its live bytes, so a run can report the peak memory it needed (the
+/// isolate is single-threaded; the atomics are only there to make the statics `Sync`).
 struct Counting;
 
-static LIVE: AtomicUsize = AtomicUsize::new(0);
 static PEAK: AtomicUsize = AtomicUsize::new(0);
 /// The high-water mark of live bytes within the current request (for `x-wasm-memory`).
 static LIVE_PEAK: AtomicUsize = AtomicUsize::new(0);
 
+/// Notes `extra` bytes held beyond the live count (a realloc that moves holds both blocks).
+fn note_peak(extra: usize) {
+    let live = live_bytes() + extra;
+    PEAK.fetch_max(live, Ordering::Relaxed);
+    LIVE_PEAK.fetch_max(live, Ordering::Relaxed);
+}
+
 unsafe impl GlobalAlloc for Counting {
     unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        let p = System.alloc(layout);
-        if !p.is_null() {
-            let live = LIVE.fetch_add(layout.size(), Ordering::Relaxed) + layout.size();
-            PEAK.fetch_max(live, Ordering::Relaxed);
-            LIVE_PEAK.fetch_max(live, Ordering::Relaxed);
-        }
+        let p = LiveHeap.alloc(layout);
+        note_peak(0);
+        p
+    }
+
+    unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
+        let p = LiveHeap.alloc_zeroed(layout);
+        note_peak(0);
         p
     }
 
     unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
-        System.dealloc(ptr, layout);
-        LIVE.fetch_sub(layout.size(), Ordering::Relaxed);
+        LiveHeap.dealloc(ptr, layout);
     }
 
     unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
-        let p = System.realloc(ptr, layout, new_size);
+        let p = LiveHeap.realloc(ptr, layout, new_size);
         if !p.is_null() {
-            let live = LIVE.fetch_add(new_size, Ordering::Relaxed) + new_size;
-            PEAK.fetch_max(live, Ordering::Relaxed);
-            LIVE_PEAK.fetch_max(live, Ordering::Relaxed);
-            LIVE.fetch_sub(layout.size(), Ordering::Relaxed);
+            note_peak(layout.size());
         }
         p
     }
@@ -239,7 +244,7 @@ impl DurableObject for BenchRust {
 
     async fn fetch(&self, req: Request) -> Result<Response> {
         let before = think_rs::wasm::idle::memory_bytes();
-        LIVE_PEAK.store(LIVE.load(Ordering::Relaxed), Ordering::Relaxed);
+        LIVE_PEAK.store(live_bytes(), Ordering::Relaxed);
         let mut resp = self.handle(req).await?;
         let after = think_rs::wasm::idle::memory_bytes();
         let peak = LIVE_PEAK.load(Ordering::Relaxed);
@@ -285,6 +290,7 @@ impl BenchRust {
             Job::Memory => Response::from_json(&json!({
                 "wasmMemoryBytes": think_rs::wasm::idle::memory_bytes(),
                 "idleResets": idle_resets(),
+                "liveBytes": live_bytes(),
             })),
             Job::Info => self.info(),
             Job::AlarmSettled => self.alarm_settled().await,
@@ -401,7 +407,7 @@ impl BenchRust {
         let iterations = batches.len().max(1);
         let mut outputs = Vec::with_capacity(if keep { calls } else { 0 });
         let mut errors = 0usize;
-        let base = LIVE.load(Ordering::Relaxed);
+        let base = live_bytes();
         PEAK.store(base, Ordering::Relaxed);
         let start = now_ms();
         for batch in batches {
