@@ -193,10 +193,12 @@ pub(crate) async fn diff(cp: &Checkpoints, from: i64) -> Result<Vec<FileChange>,
             Some(_) => Some(cp.load(Stored::from_row(&mut row, 12)).await?),
             None => None,
         };
-        let (diff, note) = text_diff(&path, old.as_deref(), new.as_deref());
-        if kind == ChangeKind::Modified && diff.as_deref() == Some("") && old == new {
+        // Content stored anew (another chunk set or R2 key) can be the same bytes: that is
+        // no change, whether or not a diff could show it.
+        if kind == ChangeKind::Modified && old == new {
             continue;
         }
+        let (diff, note) = text_diff(&path, old.as_deref(), new.as_deref());
         out.push(FileChange { path, kind, diff, note });
     }
     Ok(out)
