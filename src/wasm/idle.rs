@@ -100,6 +100,12 @@ fn grow_live(grown: usize) {
     }
 }
 
+/// Takes `freed` bytes off [`LIVE`] (wrapping, as `fetch_sub` does: an allocator must not panic).
+#[inline]
+fn shrink_live(freed: usize) {
+    LIVE.store(LIVE.load(Ordering::Relaxed).wrapping_sub(freed), Ordering::Relaxed);
+}
+
 /// The default allocator (wasm32's dlmalloc), counting the bytes live, so that the idle reset
 /// can give back the free memory a peak left without churning live data. The shipped agent
 /// installs it; a crate with its own agent class installs it with
@@ -132,7 +138,7 @@ unsafe impl GlobalAlloc for LiveHeap {
     #[inline]
     unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
         System.dealloc(ptr, layout);
-        LIVE.fetch_sub(layout.size(), Ordering::Relaxed);
+        shrink_live(layout.size());
     }
 
     #[inline]
@@ -142,7 +148,7 @@ unsafe impl GlobalAlloc for LiveHeap {
             if new_size >= layout.size() {
                 grow_live(new_size - layout.size());
             } else {
-                LIVE.fetch_sub(layout.size() - new_size, Ordering::Relaxed);
+                shrink_live(layout.size() - new_size);
             }
         }
         p
