@@ -32,8 +32,9 @@
 //! for the request, so the bench can name the requests that grow the memory.
 //!
 //! The object goes through the product's idle reset (js/shim.mjs, README "Memory"): when a
-//! request leaves the linear memory above the threshold and nothing runs in the background,
-//! the wasm instance is reset and the object rebuilt on its next request. So nothing here is
+//! request leaves the linear memory above the threshold, or more free memory than the slack
+//! beyond what it needed at once, and nothing runs in the background, the wasm instance is
+//! reset and the object rebuilt on its next request. So nothing here is
 //! kept only in memory across requests: the alarm statistics are in the object's storage.
 //! A request's inputs stay JSON text until the request is parsed and are dropped (with the
 //! body) before the clock starts; a run's outputs are dropped as they come unless kept.
