@@ -29,7 +29,6 @@ import os from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { isDeepStrictEqual } from "node:util";
-import WebSocket from "ws";
 import * as codemode from "./codemode/bench.mjs";
 import { openInspector } from "../tests/helpers/inspector.mjs";
 import { rustWorker } from "./workers.mjs";
@@ -258,34 +257,6 @@ async function parityCheck(workers, suiteIndex, calls) {
   return diffs;
 }
 
-/** A DevTools-protocol session with worker `key`'s isolate, via Miniflare's inspector. */
-async function inspect(inspectorPort, key) {
-  const targets = await (await fetch(`http://127.0.0.1:${inspectorPort}/json`)).json();
-  const target = targets.find((t) => t.id === `core:user:${key}`);
-  if (!target) throw new Error(`no inspector target for ${key}`);
-  const socket = new WebSocket(target.webSocketDebuggerUrl, { maxPayload: 1 << 30 });
-  await new Promise((resolve, reject) => {
-    socket.once("open", resolve);
-    socket.once("error", reject);
-  });
-  let next = 1;
-  const send = (method, params = {}) =>
-    new Promise((resolve, reject) => {
-      const id = next++;
-      const timer = setTimeout(() => reject(new Error(`inspector: ${method} timed out`)), 60000);
-      const onMessage = (data) => {
-        const reply = JSON.parse(data.toString());
-        if (reply.id !== id) return;
-        clearTimeout(timer);
-        socket.off("message", onMessage);
-        resolve(reply.result);
-      };
-      socket.on("message", onMessage);
-      socket.send(JSON.stringify({ id, method, params }));
-    });
-  return { send, close: () => socket.close() };
-}
-
 /**
  * The V8 heap of each worker's isolate, via the inspector Miniflare exposes
  * (`Runtime.getHeapUsage`), as it is (garbage included: the goal's figure) and then after a
@@ -322,7 +293,7 @@ async function profileWorkload(workers, inspectorPort, suiteIndex, wi, w) {
   for (const side of SIDES.filter((s) => s.key !== "ts" && (!w.sides || w.sides.includes(s.key)))) {
     const doName = (w.fresh ? `${base}-profile` : base) + side.suffix;
     if (w.fresh) await setup(workers[side.worker], doName, w.setup ?? []);
-    const session = await inspect(inspectorPort, side.worker);
+    const session = await openInspector(inspectorPort, side.worker);
     await session.send("Profiler.enable");
     await session.send("Profiler.setSamplingInterval", { interval: 100 });
     await session.send("Profiler.start");
