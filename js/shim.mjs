@@ -21,7 +21,7 @@ import { join } from "node:path";
 import { pathToFileURL } from "node:url";
 
 /** Exports of the wasm-bindgen glue that are plumbing, not Worker handlers. */
-const INTERNAL = new Set(["__wbg_reset_state", "__worker_init_state", "__think_busy_tasks", "__think_memory_bytes", "__think_live_bytes", "__think_take_peak_bytes"]);
+const INTERNAL = new Set(["__wbg_reset_state", "__worker_init_state", "__think_busy_tasks", "__think_memory_bytes", "__think_take_peak_bytes"]);
 /** Handlers the runtime calls with one argument; Rust takes `(arg, env, ctx)`. */
 const EVENT_HANDLERS = new Set(["fetch", "queue", "scheduled", "email", "connect"]);
 
@@ -93,9 +93,8 @@ const idle = {
 };
 globalThis.__thinkIdleReset = idle;
 const canMeasure = typeof rust.__think_memory_bytes === "function" && typeof rust.__think_busy_tasks === "function";
-const countsLive = typeof rust.__think_take_peak_bytes === "function" && typeof rust.__think_live_bytes === "function";
+const countsLive = typeof rust.__think_take_peak_bytes === "function";
 idle.busyTasks = () => (canMeasure ? rust.__think_busy_tasks() : 0);
-idle.liveBytes = () => (countsLive ? rust.__think_live_bytes() : 0);
 if (canMeasure) idle.baseBytes = rust.__think_memory_bytes();
 
 function configureIdleReset(env) {

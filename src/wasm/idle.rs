@@ -160,12 +160,6 @@ pub fn live_bytes() -> usize {
     LIVE.load(Ordering::Relaxed)
 }
 
-/// For the shim and the bench: [`live_bytes`], as a JS number.
-#[wasm_bindgen(js_name = __think_live_bytes)]
-pub fn shim_live_bytes() -> f64 {
-    live_bytes() as f64
-}
-
 /// The most heap bytes live at once since the last call, which starts the next stretch at
 /// the bytes live now: the shim takes it at each idle point, to tell whether the work since
 /// the previous one needed the memory.
