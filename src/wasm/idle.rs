@@ -95,8 +95,14 @@ static PEAK: AtomicUsize = AtomicUsize::new(0);
 fn grow_live(grown: usize) {
     let live = LIVE.load(Ordering::Relaxed) + grown;
     LIVE.store(live, Ordering::Relaxed);
-    if live > PEAK.load(Ordering::Relaxed) {
-        PEAK.store(live, Ordering::Relaxed);
+    raise_peak(live);
+}
+
+/// Raises [`PEAK`] to `bytes` live at once.
+#[inline]
+fn raise_peak(bytes: usize) {
+    if bytes > PEAK.load(Ordering::Relaxed) {
+        PEAK.store(bytes, Ordering::Relaxed);
     }
 }
 
@@ -145,6 +151,10 @@ unsafe impl GlobalAlloc for LiveHeap {
     unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
         let p = System.realloc(ptr, layout, new_size);
         if !p.is_null() {
+            if p != ptr {
+                // Moved: the old block and the new one were both live while it was copied.
+                raise_peak(LIVE.load(Ordering::Relaxed) + new_size);
+            }
             if new_size >= layout.size() {
                 grow_live(new_size - layout.size());
             } else {
