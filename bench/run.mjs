@@ -61,6 +61,9 @@ function miniflareOptions(persistDir) {
       // BENCH_RUST_BUILD: another build of the bench crate (a copy of its build/), for A/B runs.
       rustWorker(RUST_BUILD),
       rustWorker(RUST_BUILD, "floor"),
+      // think-rs's side of the suites whose workloads all leave Think out (the 100 MB scale
+      // rows), so that the isolate compared with Think's has not done work Think's never did.
+      rustWorker(RUST_BUILD, "solo"),
       {
         name: "ts",
         modules: true,
@@ -79,6 +82,8 @@ function miniflareOptions(persistDir) {
  * (before, after, peak live heap bytes): the requests that grew it, for the memory notes.
  */
 const growth = [];
+/** Names of think-rs's Miniflare worker objects: `growth` follows the compared one (`rust`). */
+const workerNames = new Map();
 
 async function post(worker, doName, route, body) {
   const res = await worker.fetch(`http://bench/${route}?do=${encodeURIComponent(doName)}`, {
@@ -89,7 +94,7 @@ async function post(worker, doName, route, body) {
   const memory = res.headers.get("x-wasm-memory");
   if (memory) {
     const [before, after, live] = memory.split(",").map(Number);
-    if (after > before && !doName.endsWith("-floor")) growth.push({ doName, route: body?.keepOutputs ? `${route} (outputs kept, for the comparison)` : route, before, after, live });
+    if (after > before && workerNames.get(worker) === "rust") growth.push({ doName, route: body?.keepOutputs ? `${route} (outputs kept, for the comparison)` : route, before, after, live });
   }
   const text = await res.text();
   let value;
@@ -265,17 +270,21 @@ async function parityCheck(workers, suiteIndex, calls) {
 async function heapUsage(inspectorPort) {
   const out = {};
   try {
-    for (const side of COMPARED) {
-      const session = await openInspector(inspectorPort, side.key);
-      out[side.key] = await session.heap();
-      await session.gc();
-      out[side.key].afterGc = await session.heap();
-      session.close();
-    }
+    for (const side of COMPARED) out[side.key] = await isolateHeap(inspectorPort, side.key);
   } catch (e) {
     process.stderr.write(`bench: no heap figures (${e.message})\n`);
   }
   return out;
+}
+
+/** Worker `name`'s V8 heap as it is, with `afterGc`, the same after a full collection. */
+async function isolateHeap(inspectorPort, name) {
+  const session = await openInspector(inspectorPort, name);
+  const heap = await session.heap();
+  await session.gc();
+  heap.afterGc = await session.heap();
+  session.close();
+  return heap;
 }
 
 /**
@@ -293,7 +302,7 @@ async function profileWorkload(workers, inspectorPort, suiteIndex, wi, w) {
   for (const side of SIDES.filter((s) => s.key !== "ts" && (!w.sides || w.sides.includes(s.key)))) {
     const doName = (w.fresh ? `${base}-profile` : base) + side.suffix;
     if (w.fresh) await setup(workers[side.worker], doName, w.setup ?? []);
-    const session = await openInspector(inspectorPort, side.worker);
+    const session = await openInspector(inspectorPort, workerNames.get(workers[side.worker]) ?? side.worker);
     await session.send("Profiler.enable");
     await session.send("Profiler.setSamplingInterval", { interval: 100 });
     await session.send("Profiler.start");
@@ -383,6 +392,15 @@ function memoryLine(heap, mem, results) {
   return lines.join("\n");
 }
 
+/** The isolate of the suites that leave Think out (the `solo` worker), for the record. */
+function soloLine(heap, mem) {
+  return (
+    `think-rs's isolate for the suites that leave Think out (the \`solo\` worker): V8 heap ${fmtMB(heap.usedSize)} used (garbage included), ` +
+    `${fmtMB(heap.afterGc.usedSize)} after a full GC, plus wasm linear memory ${fmtMB(mem.wasmMemoryBytes)}` +
+    `${mem.liveBytes != null ? ` (${fmtMB(mem.liveBytes)} of it live heap)` : ""}${mem.idleResets ? `, after ${mem.idleResets} idle resets` : ""}.`
+  );
+}
+
 const fmtMs = (ms) => (ms >= 100 ? ms.toFixed(0) : ms >= 10 ? ms.toFixed(1) : ms.toFixed(2));
 const fmtMB = (b) => `${(b / 1024 / 1024).toFixed(1)} MB`;
 
@@ -437,6 +455,8 @@ async function main() {
   const mf = new Miniflare({ ...(withCodemode ? await codemode.addWorkers(options) : options), inspectorPort, handleRuntimeStdio: quietResets });
   await mf.ready;
   const workers = { rust: await mf.getWorker("rust"), ts: await mf.getWorker("ts"), floor: await mf.getWorker("floor") };
+  const solo = await mf.getWorker("solo");
+  workerNames.set(workers.rust, "rust").set(solo, "solo");
   console.log(
     `bench: ${REPS} timed runs per workload after ${WARMUP} warm-up runs (unless a row says otherwise); medians of the time inside each Durable Object. ` +
       "floor: the bare SQL each workload needs, from plain JavaScript in the same kind of object, same data, interleaved.\n",
@@ -445,20 +465,24 @@ async function main() {
     const results = [];
     for (const [si, suite] of suites.entries()) {
       const rows = [];
+      // A suite whose workloads all leave Think out runs think-rs in the `solo` worker.
+      const sw = suite.workloads.some((w) => !w.sides || w.sides.includes("ts")) ? workers : { ...workers, rust: solo };
       for (const [wi, w] of suite.workloads.entries()) {
         if (ONLY && !ONLY.test(w.name)) continue;
-        const r = await runWorkload(workers, si, wi, w);
+        const r = await runWorkload(sw, si, wi, w);
         rows.push({ ...r, wi, w });
         const samples = SIDES.filter((s) => r.samples[s.key]).map((s) => `${s.label} ${r.samples[s.key].map(fmtMs).join(" ")}`);
         process.stderr.write(`  ${r.name}: ${samples.join(" | ")}\n`);
-        if (process.env.BENCH_PROFILE) rows[rows.length - 1].profile = await profileWorkload(workers, inspectorPort, si, wi, w);
+        if (process.env.BENCH_PROFILE) rows[rows.length - 1].profile = await profileWorkload(sw, inspectorPort, si, wi, w);
       }
-      results.push({ si, suite, rows });
+      results.push({ si, suite, rows, sw });
     }
     // Memory is read before the output comparisons, which keep every output in memory.
     const heap = await heapUsage(inspectorPort);
     const mem = await post(workers.rust, "memory", "memory", {});
-    for (const { si, suite, rows } of results) {
+    const soloHeap = results.some((x) => x.sw.rust === solo && x.rows.length) ? await isolateHeap(inspectorPort, "solo") : null;
+    const soloMem = soloHeap ? await post(solo, "memory", "memory", {}) : null;
+    for (const { si, suite, rows, sw } of results) {
       if (!rows.length) continue;
       console.log(`## ${suite.name}\n`);
       table(rows);
@@ -481,7 +505,7 @@ async function main() {
         const twin = r.w.sameOutputAs && rows.find((o) => o.name === r.w.sameOutputAs);
         if (twin) {
           const [a, b] = await Promise.all(
-            [r, twin].map((x) => outputsOf(workers.rust, `s${si}-w${x.wi}`, SIDES[0], x.w)),
+            [r, twin].map((x) => outputsOf(sw.rust, `s${si}-w${x.wi}`, SIDES[0], x.w)),
           );
           const d = firstDifference(a, b);
           notes.push(d ? `${r.name}: outputs differ from ${twin.name} at call ${d.index}: ${clip(d.rust)} vs ${clip(d.ts)}` : `${r.name}: outputs identical to ${twin.name}`);
@@ -502,6 +526,7 @@ async function main() {
       }
     }
     console.log(memoryLine(heap, mem, results));
+    if (soloHeap) console.log(soloLine(soloHeap, soloMem));
     await codemode.run(mf);
   } finally {
     await mf.dispose();
