@@ -346,7 +346,7 @@ impl Workspace {
 
     /// The statement of [`Workspace::rewrite_inline`] for content bound as `expr` by writer `w`.
     pub(super) fn rewrite_sql(&self, expr: &str, w: Writer) -> String {
-        let seen = if w == Writer::Tool { "version + 1" } else { "NULL" };
+        let seen = seen_after_change(w);
         format!(
             "UPDATE {} SET content = {expr}, size = ?, mime_type = ?, modified_at = ?,
                version = version + 1, hash = ?, changed_by = '{}',
@@ -461,13 +461,10 @@ impl Workspace {
         let size = SqlValue::Integer(content.len() as i64);
         let parent = path::parent(norm).unwrap_or("/");
         let t = &self.t;
-        let w = self.writer().as_str();
-        // The model's own write notes the version it leaves as seen on the row (see
-        // `Workspace::init_history`); any other write leaves it unnoted.
-        let (seen, seen_again) = match self.writer() {
-            Writer::Tool => ("1", format!("{t}.version + 1")),
-            _ => ("NULL", "NULL".to_owned()),
-        };
+        let writer = self.writer();
+        let w = writer.as_str();
+        let seen = if writer == Writer::Tool { "1" } else { "NULL" };
+        let seen_again = seen_after_change(writer);
         let (value, expr) = content.to_sql_bound();
         let mut params = vec![text(norm), text(parent)];
         let (must_exist, check) = match guard {
@@ -728,5 +725,16 @@ impl Workspace {
             }
         };
         self.write_content(path, combined, &mime).await
+    }
+}
+
+/// The `seen` a statement that changes a file's content sets (in an `UPDATE`, or an upsert's
+/// `DO UPDATE`, where `version` is the old row's): the model's own write notes the version it
+/// leaves as seen on the row (see `Workspace::init_history`); any other write leaves it unnoted.
+fn seen_after_change(w: Writer) -> &'static str {
+    if w == Writer::Tool {
+        "version + 1"
+    } else {
+        "NULL"
     }
 }
