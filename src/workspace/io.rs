@@ -1,6 +1,6 @@
 //! Reading and writing file content, including the spill to the blob store and chunking.
 
-use super::version::{reverse_delta, WriteGuard};
+use super::version::{reverse_delta, GuardKind, WriteGuard};
 use super::*;
 
 /// A write's destination after symlinks are followed.
@@ -460,23 +460,12 @@ impl Workspace {
         let now = SqlValue::Integer(self.now());
         let size = SqlValue::Integer(content.len() as i64);
         let parent = path::parent(norm).unwrap_or("/");
-        let t = &self.t;
         let writer = self.writer();
-        let w = writer.as_str();
-        let seen = if writer == Writer::Tool { "1" } else { "NULL" };
-        let seen_again = seen_after_change(writer);
         let (value, expr) = content.to_sql_bound();
         let mut params = vec![text(norm), text(parent)];
-        let (must_exist, check) = match guard {
-            Some(g) => {
-                if g.must_exist {
-                    params.push(text(norm));
-                }
-                let exists = format!("AND EXISTS (SELECT 1 FROM {t} WHERE path = ?)");
-                (if g.must_exist { exists } else { String::new() }, format!("AND ({})", g.sql))
-            }
-            None => (String::new(), String::new()),
-        };
+        if guard.is_some_and(WriteGuard::must_exist) {
+            params.push(text(norm));
+        }
         params.extend([
             text(parent),
             text(path::basename(norm)),
@@ -491,26 +480,58 @@ impl Workspace {
         if let Some(g) = guard {
             params.extend(g.params.iter().cloned());
         }
-        let rows = self.exec_hashed(
-            &format!(
-                "INSERT OR IGNORE INTO {t} (path, parent_path, name, type, mime_type, size,
-                   storage, created_at, modified_at, content, version, hash, changed_by, seen)
-                 VALUES (?, CASE WHEN EXISTS (SELECT 1 FROM {t} WHERE path = ?
-                     AND type = 'directory') {must_exist} THEN ? END,
-                   ?, 'file', ?, ?, 'inline', ?, ?, {expr}, 1, ?, '{w}', {seen})
-                 ON CONFLICT(path) DO UPDATE SET mime_type = excluded.mime_type,
-                   size = excluded.size, content = excluded.content,
-                   modified_at = excluded.modified_at, version = {t}.version + 1,
-                   hash = excluded.hash, changed_by = excluded.changed_by, undo = NULL,
-                   seen = {seen_again}
-                 WHERE {t}.type = 'file' AND {t}.storage = 'inline' {check}
-                 RETURNING 1"
-            ),
-            params,
-            at,
-            &[at + 1],
-        )?;
+        let kind = guard.map(|g| g.kind);
+        let formatted;
+        let sql = match kind {
+            Some(k) if writer == Writer::Tool && expr == ContentRef::BOUND_AS_BYTES => {
+                self.write_sql[k.index()].get_or_init(|| self.write_inline_sql(expr, writer, kind))
+            }
+            _ => {
+                formatted = self.write_inline_sql(expr, writer, kind);
+                &formatted
+            }
+        };
+        let rows = self.exec_hashed(sql, params, at, &[at + 1])?;
         Ok(!rows.is_empty())
+    }
+
+    /// The statement of [`Workspace::write_inline`] for content bound as `expr` by writer
+    /// `writer`, making the check of guard kind `guard`.
+    pub(super) fn write_inline_sql(
+        &self,
+        expr: &str,
+        writer: Writer,
+        guard: Option<GuardKind>,
+    ) -> String {
+        let t = &self.t;
+        let w = writer.as_str();
+        let seen = if writer == Writer::Tool { "1" } else { "NULL" };
+        let seen_again = seen_after_change(writer);
+        let (must_exist, check) = match guard {
+            Some(kind) => {
+                let exists = if kind == GuardKind::Expected {
+                    format!("AND EXISTS (SELECT 1 FROM {t} WHERE path = ?)")
+                } else {
+                    String::new()
+                };
+                (exists, format!("AND ({})", self.guard_sql(kind)))
+            }
+            None => (String::new(), String::new()),
+        };
+        format!(
+            "INSERT OR IGNORE INTO {t} (path, parent_path, name, type, mime_type, size,
+               storage, created_at, modified_at, content, version, hash, changed_by, seen)
+             VALUES (?, CASE WHEN EXISTS (SELECT 1 FROM {t} WHERE path = ?
+                 AND type = 'directory') {must_exist} THEN ? END,
+               ?, 'file', ?, ?, 'inline', ?, ?, {expr}, 1, ?, '{w}', {seen})
+             ON CONFLICT(path) DO UPDATE SET mime_type = excluded.mime_type,
+               size = excluded.size, content = excluded.content,
+               modified_at = excluded.modified_at, version = {t}.version + 1,
+               hash = excluded.hash, changed_by = excluded.changed_by, undo = NULL,
+               seen = {seen_again}
+             WHERE {t}.type = 'file' AND {t}.storage = 'inline' {check}
+             RETURNING 1"
+        )
     }
 
     /// Runs `sql` once the tables exist, with each binding at `hashed` (a placeholder) set to

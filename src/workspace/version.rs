@@ -546,38 +546,42 @@ impl Workspace {
         })
     }
 
-    /// The condition a fast write must meet for `expected` (see [`WriteGuard`]); `None`
-    /// when the token does not parse (the general path refuses it).
+    /// The check a fast write must make for `expected` (see [`WriteGuard`]); `None` when
+    /// the token does not parse (the general path refuses it).
     fn write_guard(&self, expected: Option<&str>) -> Option<WriteGuard> {
-        let t = &self.t;
         match expected {
             Some(token) => {
                 let (counter, hash) = FileVersion::parse_token(token)?;
+                let hash = hash.as_deref().map_or(SqlValue::Null, text);
                 Some(WriteGuard {
-                    sql: format!(
-                        "CASE WHEN ? IS NOT NULL AND {t}.hash IS NOT NULL THEN {t}.hash = ?
-                         ELSE {t}.version = ? END"
-                    ),
-                    params: vec![
-                        hash.as_deref().map_or(SqlValue::Null, text),
-                        hash.as_deref().map_or(SqlValue::Null, text),
-                        SqlValue::Integer(counter),
-                    ],
-                    must_exist: true,
+                    kind: GuardKind::Expected,
+                    params: vec![hash.clone(), hash, SqlValue::Integer(counter)],
                 })
             }
-            None if self.guard_unseen => Some(WriteGuard {
-                sql: format!(
-                    "{t}.seen IS {t}.version OR COALESCE((SELECT CASE WHEN s.hash IS NOT NULL
+            None if self.guard_unseen => {
+                Some(WriteGuard { kind: GuardKind::Unseen, params: Vec::new() })
+            }
+            None => Some(WriteGuard { kind: GuardKind::Unchecked, params: Vec::new() }),
+        }
+    }
+
+    /// The SQL condition of guard `kind` on the files table's row (its `?` bound to the
+    /// guard's `params`, in order).
+    pub(super) fn guard_sql(&self, kind: GuardKind) -> String {
+        let t = &self.t;
+        match kind {
+            GuardKind::Expected => format!(
+                "CASE WHEN ? IS NOT NULL AND {t}.hash IS NOT NULL THEN {t}.hash = ?
+                         ELSE {t}.version = ? END"
+            ),
+            GuardKind::Unseen => format!(
+                "{t}.seen IS {t}.version OR COALESCE((SELECT CASE WHEN s.hash IS NOT NULL
                        AND {t}.hash IS NOT NULL THEN s.hash = {t}.hash
                        ELSE s.version = {t}.version END
                      FROM {} s WHERE s.path = {t}.path ORDER BY s.version DESC LIMIT 1), 1)",
-                    self.h
-                ),
-                params: Vec::new(),
-                must_exist: false,
-            }),
-            None => Some(WriteGuard { sql: "1".into(), params: Vec::new(), must_exist: false }),
+                self.h
+            ),
+            GuardKind::Unchecked => "1".to_owned(),
         }
     }
 
@@ -947,13 +951,39 @@ impl Delta {
     }
 }
 
-/// The check a model write's statement makes on the row it would overwrite: `sql` is a
-/// condition on the files table's row (its `?` bound to `params`, in order), and `must_exist`
-/// keeps it from creating a file (a write that names a version needs one there).
+/// The check a model write's statement makes on the row it would overwrite: a condition of
+/// its `kind` (see [`Workspace::guard_sql`]) whose `?` are bound to `params`, in order.
 pub(crate) struct WriteGuard {
-    pub sql: String,
+    pub kind: GuardKind,
     pub params: Vec<SqlValue>,
-    pub must_exist: bool,
+}
+
+impl WriteGuard {
+    /// Whether the check keeps the write from creating a file: a write that names a version
+    /// needs one there.
+    pub fn must_exist(&self) -> bool {
+        self.kind == GuardKind::Expected
+    }
+}
+
+/// Which check a [`WriteGuard`] makes; each kind's statement is formatted once per workspace
+/// (see `Workspace::write_inline`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum GuardKind {
+    /// The row is the version `expectedVersion` names: its hash when both have one, else its
+    /// counter.
+    Expected,
+    /// The model saw the row's version last, or never saw the file (the stale-write guard).
+    Unseen,
+    /// No check (the guard is off).
+    Unchecked,
+}
+
+impl GuardKind {
+    /// The kind's slot in `Workspace::write_sql`.
+    pub fn index(self) -> usize {
+        self as usize
+    }
 }
 
 /// A write refused because the file is no longer the version the writer saw.
