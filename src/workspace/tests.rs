@@ -1426,3 +1426,30 @@ fn the_models_write_reuses_one_statement_per_guard_kind() {
     assert_eq!(cached(&ws, GuardKind::Unchecked), Some(formatted(&ws, GuardKind::Unchecked)));
     assert_eq!(cached(&ws, GuardKind::Unseen), None, "only the kinds used are formatted");
 }
+
+/// The fast write's refusal is its statement's `NOT NULL` error on `parent_path` or
+/// `modified_at`, as SQLite and workerd word it; any other error is an error.
+#[test]
+fn the_fast_write_tells_its_refusal_from_other_errors() {
+    let (_, ws) = ws();
+    for msg in [
+        "NOT NULL constraint failed: cf_wsfile_default.parent_path",
+        "Error: NOT NULL constraint failed: cf_wsfile_default.modified_at: SQLITE_CONSTRAINT",
+    ] {
+        assert!(ws.write_refused(msg), "{msg}");
+    }
+    for msg in [
+        "NOT NULL constraint failed: cf_wsfile_default.name",
+        "NOT NULL constraint failed: cf_wsfile_other.parent_path",
+        "UNIQUE constraint failed: cf_wsfile_default.path",
+        "database or disk is full",
+    ] {
+        assert!(!ws.write_refused(msg), "{msg}");
+    }
+    // Refused by each rule, the write takes the general path, or fails as it did.
+    ws.mkdir("/dir", false).unwrap();
+    write(&ws, "/new/a.txt", "created with its parent\n");
+    assert_eq!(read(&ws, "/new/a.txt").as_deref(), Some("created with its parent\n"));
+    assert_eq!(errno(block_on(ws.write_file("/dir", "x", "text/plain"))), Errno::IsDir);
+    assert!(ws.stat("/dir").unwrap().unwrap().kind == EntryType::Directory);
+}
