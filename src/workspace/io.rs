@@ -317,7 +317,7 @@ impl Workspace {
             let w = self.writer();
             let formatted;
             let sql = if w == Writer::Tool && expr == ContentRef::BOUND_AS_BYTES {
-                &self.edit_sql().1
+                &self.edit_sql().rewrite
             } else {
                 formatted = self.rewrite_sql(expr, w);
                 &formatted
