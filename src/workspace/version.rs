@@ -278,7 +278,7 @@ impl Workspace {
             "UPDATE {h} SET content = OLD.content, pending = 0 WHERE path = OLD.path AND pending = 1"
         );
         // The model's edit keeps the version it replaces as a reverse delta (see
-        // [`reverse_delta`]) instead of a copy of the old text: the statement sets `undo`, tagged
+        // [`reverse_delta_kept`]) instead of a copy of the old text: the statement sets `undo`, tagged
         // with the new version and hash, so that a value an earlier statement left behind (a
         // rewind or a move does not set it) is not taken for this change's unless the change
         // leads to that very version and text; `seen_content` checks every rebuilt text
@@ -523,13 +523,25 @@ impl Workspace {
     /// [`Workspace::rewrite_file`] of the model's edit, noted as seen: the note copies the
     /// text inside SQLite when the rewrite stayed inline. `previous`, the text the edit
     /// replaced (as the model's read returned it), lets the history keep that version as a
-    /// reverse delta instead of a copy (see [`reverse_delta`]).
+    /// reverse delta instead of a copy (see [`reverse_delta_kept`]).
     pub async fn rewrite_for_model(
         &self,
         path: &str,
         content: &str,
         mime: &str,
         previous: Option<&str>,
+    ) -> Result<(), FsError> {
+        self.rewrite_kept_for_model(path, content, mime, previous.map(|old| (old, (0, 0)))).await
+    }
+
+    /// [`Workspace::rewrite_for_model`] with `previous` and how many of its first and last
+    /// bytes `content` kept, as the edit's match knows them (see [`reverse_delta_kept`]).
+    pub async fn rewrite_kept_for_model(
+        &self,
+        path: &str,
+        content: &str,
+        mime: &str,
+        previous: Option<(&str, (usize, usize))>,
     ) -> Result<(), FsError> {
         if self.rewrite_inline(path, content, mime, previous)? {
             self.note_written(path)?;
@@ -884,22 +896,36 @@ const UPSERT_NOTE: &str = "ON CONFLICT (path, slot) DO UPDATE SET version = excl
 /// Largest replaced text kept as a reverse delta; an edit that replaces more keeps a copy.
 const MAX_DELTA_BYTES: usize = 4 * 1024;
 
+/// [`reverse_delta_kept`] with nothing known kept (the tests).
+#[cfg(test)]
+pub(crate) fn reverse_delta(old: &str, new: &str) -> Option<String> {
+    reverse_delta_kept(old, new, (0, 0))
+}
+
 /// The `undo` a model edit's statement stores with the text `new` that replaces `old`, when
 /// the history would keep `old`: `"<p> <q> <replaced>"`, where `old` is the first `p` and
 /// the last `q` bytes of `new` with `replaced` between them. The statement prefixes the new
 /// version and hash (`"<version> <hash> "`); the history trigger stores the whole value as
 /// the old version's note (see [`Workspace::init_history`]).
-pub(crate) fn reverse_delta(old: &str, new: &str) -> Option<String> {
+///
+/// `old` and `new` are known to share at least their first `kept.0` and their last `kept.1`
+/// bytes (an exact edit's splice): those are not compared again. The comparison of a 10 KB
+/// file's both ends was most of the 6.5 % of the edit row's V8 profile that `rewrite_inline`
+/// had (with the edit's single searcher, 400 edits: median 29.1 → 25.7 ms CPU).
+pub(crate) fn reverse_delta_kept(old: &str, new: &str, kept: (usize, usize)) -> Option<String> {
     if old.len() > MAX_HISTORY_BYTES {
         return None;
     }
     let (o, n) = (old.as_bytes(), new.as_bytes());
-    let mut p = common_prefix(o, n);
+    let len = o.len().min(n.len());
+    let known = kept.0.min(len);
+    let mut p = known + common_prefix(&o[known..], &n[known..]);
     while !(old.is_char_boundary(p) && new.is_char_boundary(p)) {
         p -= 1;
     }
-    let room = o.len().min(n.len()) - p;
-    let mut q = common_suffix(o, n, room);
+    let room = len - p;
+    let known = kept.1.min(room);
+    let mut q = known + common_suffix(&o[..o.len() - known], &n[..n.len() - known], room - known);
     while !(old.is_char_boundary(o.len() - q) && new.is_char_boundary(n.len() - q)) {
         q -= 1;
     }
@@ -948,7 +974,7 @@ fn same_block(x: &[u8], y: &[u8]) -> bool {
 }
 
 /// A reverse delta as the history keeps it: `"<version> <hash> <p> <q> <replaced>"` (see
-/// [`reverse_delta`]), the text before `version` rebuilt from that version's text.
+/// [`reverse_delta_kept`]), the text before `version` rebuilt from that version's text.
 pub(super) struct Delta {
     version: i64,
     prefix: usize,
