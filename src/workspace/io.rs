@@ -1,6 +1,6 @@
 //! Reading and writing file content, including the spill to the blob store and chunking.
 
-use super::version::{reverse_delta, GuardKind, WriteGuard};
+use super::version::{reverse_delta_kept, GuardKind, WriteGuard};
 use super::*;
 
 /// A write's destination after symlinks are followed.
@@ -299,25 +299,25 @@ impl Workspace {
     }
 
     /// The one `UPDATE` of [`Workspace::rewrite_file`]; `false` when it did not apply.
-    /// `previous`, the text being replaced, lets the history keep it as a reverse delta
-    /// (see `version.rs`).
+    /// `previous`, the text being replaced and how many of its first and last bytes
+    /// `content` kept, lets the history keep it as a reverse delta (see `version.rs`).
     pub(super) fn rewrite_inline(
         &self,
         path: &str,
         content: &str,
         mime: &str,
-        previous: Option<&str>,
+        previous: Option<(&str, (usize, usize))>,
     ) -> Result<bool, FsError> {
         let norm = path::normalize(path, "open")?;
         if content.len() <= self.max_file_size && self.placement(content.len()) == Placement::Inline
         {
             let (value, expr) = ContentRef::Text(content).to_sql_bound();
-            let undo = previous.and_then(|old| reverse_delta(old, content));
+            let undo = previous.and_then(|(old, kept)| reverse_delta_kept(old, content, kept));
             // The content hash is bound twice (as `hash` and in `undo`'s tag), computed once.
             let w = self.writer();
             let formatted;
             let sql = if w == Writer::Tool && expr == ContentRef::BOUND_AS_BYTES {
-                &self.edit_sql().1
+                &self.edit_sql().rewrite
             } else {
                 formatted = self.rewrite_sql(expr, w);
                 &formatted
