@@ -232,24 +232,40 @@ impl Workspace {
         )?;
         // A file's content or path changed: it is no longer indexed, and one more change
         // is counted. (The triggers of the first version of this index only unmarked.)
+        // The unmark skips a bit already clear, as it is for every change of a file after
+        // the first until `grep` reads it again: it wrote the same row back each time.
         let changed = format!(
             "UPDATE {g} SET bits = bits & ~(1 << (old.rowid % {BLOCK_BITS}))
-             WHERE gram = {INDEXED} AND blk = old.rowid / {BLOCK_BITS};
+             WHERE gram = {INDEXED} AND blk = old.rowid / {BLOCK_BITS}
+               AND (bits & (1 << (old.rowid % {BLOCK_BITS}))) != 0;
              UPDATE {g} SET bits = bits + 1 WHERE gram = {CHANGES} AND blk = 0;"
         );
+        // Triggers of before that skip are replaced.
+        let (change, drop) = (format!("cf_wsgram_change_{ns}"), format!("cf_wsgram_drop_{ns}"));
+        let outdated = self
+            .sql
+            .exec(
+                "SELECT name FROM sqlite_master WHERE type = 'trigger' AND name IN (?, ?)
+                   AND sql NOT LIKE '%) != 0;%'",
+                &[text(&change), text(&drop)],
+            )?
+            .into_iter()
+            .filter_map(|r| col_opt_str(&r, 0))
+            .map(|name| format!("DROP TRIGGER IF EXISTS {name}"));
         for statement in [
             format!("INSERT OR IGNORE INTO {g} (gram, blk, bits) VALUES ({CHANGES}, 0, 0)"),
             format!("DROP TRIGGER IF EXISTS cf_wsgram_upd_{ns}"),
             format!("DROP TRIGGER IF EXISTS cf_wsgram_del_{ns}"),
+        ]
+        .into_iter()
+        .chain(outdated)
+        .chain([
             format!(
-                "CREATE TRIGGER IF NOT EXISTS cf_wsgram_change_{ns}
+                "CREATE TRIGGER IF NOT EXISTS {change}
                  AFTER UPDATE OF content, path ON {t} BEGIN {changed} END"
             ),
-            format!(
-                "CREATE TRIGGER IF NOT EXISTS cf_wsgram_drop_{ns} AFTER DELETE ON {t}
-                 BEGIN {changed} END"
-            ),
-        ] {
+            format!("CREATE TRIGGER IF NOT EXISTS {drop} AFTER DELETE ON {t} BEGIN {changed} END"),
+        ]) {
             self.sql.exec(&statement, &[])?;
         }
         Ok(())

@@ -3,6 +3,7 @@
 
 use super::*;
 use crate::store::sqlite::SqliteSql;
+use crate::store::Sql;
 use crate::tools::workspace::bounds::Rng;
 use crate::tools::workspace::tests::WatchedSql;
 use crate::tools::ToolContext;
@@ -354,4 +355,66 @@ fn one_search_indexes_a_bounded_share_and_the_next_ones_the_rest() {
     assert_eq!(searches(&ws), [57, 44, 31, 18, 5, 0]);
     let candidates: Vec<String> = verdict(&ws).into_iter().filter(|v| v.1).map(|v| v.0).collect();
     assert_eq!(candidates, ["/f/17.txt"]);
+}
+
+/// The index's triggers of before the unmark skipped a clear bit are replaced on start,
+/// and files are still unmarked and changes counted as before.
+#[test]
+fn index_triggers_from_before_the_skipped_unmark_are_replaced() {
+    let sql = Rc::new(SqliteSql::new());
+    let triggers = |sql: &SqliteSql| -> Vec<String> {
+        sql.exec(
+            "SELECT sql FROM sqlite_master WHERE type = 'trigger' AND name LIKE 'cf_wsgram_%'
+             ORDER BY name",
+            &[],
+        )
+        .unwrap()
+        .iter()
+        .map(|r| r[0].as_str().unwrap().to_owned())
+        .collect()
+    };
+    {
+        let ws = Workspace::new(sql.clone(), clock());
+        block_on(ws.write_file("/a.txt", "a needle", "text/plain")).unwrap();
+    }
+    assert_eq!(triggers(&sql).len(), 2);
+    // As the database was before: the unmark wrote its row whether the bit was set or not.
+    let old = "UPDATE cf_wsgram_default SET bits = bits & ~(1 << (old.rowid % 32))
+         WHERE gram = -1 AND blk = old.rowid / 32;
+         UPDATE cf_wsgram_default SET bits = bits + 1 WHERE gram = -2 AND blk = 0;";
+    for (name, event) in [("change", "UPDATE OF content, path"), ("drop", "DELETE")] {
+        sql.exec(&format!("DROP TRIGGER cf_wsgram_{name}_default"), &[]).unwrap();
+        sql.exec(
+            &format!(
+                "CREATE TRIGGER cf_wsgram_{name}_default AFTER {event} ON cf_wsfile_default
+                 BEGIN {old} END"
+            ),
+            &[],
+        )
+        .unwrap();
+    }
+    assert!(triggers(&sql).iter().all(|t| !t.contains("!= 0")));
+    let ws = Rc::new(Workspace::new(sql.clone(), clock()));
+    let tool = grep_tool(ws.clone());
+    assert_eq!(search(&tool, "needle")["totalMatches"], 1);
+    let now = triggers(&sql);
+    assert_eq!(now.len(), 2);
+    assert!(now.iter().all(|t| t.contains("!= 0")), "{now:?}");
+    // Indexed, then changed twice (the second unmark finds its bit clear): read again, and
+    // every change counted.
+    assert_eq!(verdict(&ws), [("/a.txt".into(), true, false)]);
+    let changes = |sql: &SqliteSql| {
+        let rows = sql.exec("SELECT bits FROM cf_wsgram_default WHERE gram = -2", &[]).unwrap();
+        rows[0][0].as_i64().unwrap()
+    };
+    let before = changes(&sql);
+    block_on(ws.rewrite_file("/a.txt", "hay", "text/plain")).unwrap();
+    block_on(ws.rewrite_file("/a.txt", "a needle again", "text/plain")).unwrap();
+    assert_eq!(changes(&sql), before + 2);
+    assert_eq!(verdict(&ws), [("/a.txt".into(), true, true)]);
+    assert_eq!(search(&tool, "needle")["totalMatches"], 1);
+    assert_eq!(verdict(&ws), [("/a.txt".into(), true, false)]);
+    // A later start keeps the new triggers as they are.
+    assert!(Workspace::new(sql.clone(), clock()).exists("/").unwrap());
+    assert_eq!(triggers(&sql), now);
 }
