@@ -233,7 +233,8 @@ impl Workspace {
         // A file's content or path changed: it is no longer indexed, and one more change
         // is counted. (The triggers of the first version of this index only unmarked.)
         // The unmark skips a bit already clear, as it is for every change of a file after
-        // the first until `grep` reads it again: it wrote the same row back each time.
+        // the first until `grep` reads it again: it wrote the same row back each time (3k
+        // of 789k instructions per such rewrite, natively with cached statements).
         let changed = format!(
             "UPDATE {g} SET bits = bits & ~(1 << (old.rowid % {BLOCK_BITS}))
              WHERE gram = {INDEXED} AND blk = old.rowid / {BLOCK_BITS}
