@@ -12,7 +12,8 @@
 // (default 5) timed ones; the table shows medians. Afterwards every workload runs once more
 // on each side to check that the outputs are identical, and a module may also export
 // `parity`, a list of single `{ tool, input }` calls compared the same way.
-// BENCH_ONLY=<regex> picks workloads by name.
+// BENCH_ONLY=<regex> picks workloads by name. BENCH_HEAP_SNAPSHOT=<dir> also writes a heap
+// snapshot of each compared isolate after the timed runs and prints what its live heap holds.
 //
 // A third column, the floor, runs the same inputs through the bare SQL statements the tool
 // needs at minimum, from plain JavaScript in a think-rs bench object (bench/rust-worker/
@@ -31,6 +32,7 @@ import { fileURLToPath } from "node:url";
 import { isDeepStrictEqual } from "node:util";
 import * as codemode from "./codemode/bench.mjs";
 import { openInspector } from "../tests/helpers/inspector.mjs";
+import { summarize, takeSnapshot } from "./heap-snapshot.mjs";
 import { rustWorker } from "./workers.mjs";
 
 const HERE = path.dirname(fileURLToPath(import.meta.url));
@@ -277,6 +279,17 @@ async function heapUsage(inspectorPort) {
   return out;
 }
 
+/**
+ * BENCH_HEAP_SNAPSHOT=<dir>: a heap snapshot of each compared isolate after the timed runs
+ * (`<dir>/<side>.heapsnapshot`, for Chrome's DevTools), summarized after the memory lines.
+ */
+async function heapSnapshots(inspectorPort, dir) {
+  fs.mkdirSync(dir, { recursive: true });
+  const out = [];
+  for (const side of COMPARED) out.push({ side, file: await takeSnapshot(inspectorPort, side.key, path.join(dir, `${side.key}.heapsnapshot`)) });
+  return out;
+}
+
 /** Worker `name`'s V8 heap as it is, with `afterGc`, the same after a full collection. */
 async function isolateHeap(inspectorPort, name) {
   const session = await openInspector(inspectorPort, name);
@@ -480,6 +493,7 @@ async function main() {
     // Memory is read before the output comparisons, which keep every output in memory.
     const heap = await heapUsage(inspectorPort);
     const mem = await post(workers.rust, "memory", "memory", {});
+    const snapshots = process.env.BENCH_HEAP_SNAPSHOT ? await heapSnapshots(inspectorPort, process.env.BENCH_HEAP_SNAPSHOT) : [];
     const soloHeap = results.some((x) => x.sw.rust === solo && x.rows.length) ? await isolateHeap(inspectorPort, "solo") : null;
     const soloMem = soloHeap ? await post(solo, "memory", "memory", {}) : null;
     for (const { si, suite, rows, sw } of results) {
@@ -526,6 +540,7 @@ async function main() {
       }
     }
     console.log(memoryLine(heap, mem, results));
+    for (const { side, file } of snapshots) console.log(`\nLive V8 heap of ${side.label}'s isolate (${file}):\n${summarize(file).join("\n")}`);
     if (soloHeap) console.log(soloLine(soloHeap, soloMem));
     await codemode.run(mf);
   } finally {

@@ -79,15 +79,6 @@ async function thinkExecute(worker, doName, code) {
 
 let callCount = 0;
 
-/** Calls a callable over the `rpc` frame. */
-async function rpc(tab, method, args = []) {
-  const id = `rpc_bench_${callCount++}`;
-  tab.send({ type: "rpc", id, method, args });
-  const reply = await tab.waitFor((f) => f.type === "rpc" && f.id === id, { timeout: 30000 });
-  if (!reply.success) throw new Error(reply.error);
-  return reply.result;
-}
-
 /**
  * One `execute` on the think-rs side, over `tab`'s object: `{inside, seen, output}`, where
  * `inside` is the execution's own span in the journal (started → settled, whole ms) and
@@ -108,7 +99,9 @@ async function rustExecute(tab, code) {
   await tab.turn(requestId, { timeout: 30000 });
   const output = tab.chunks(requestId).find((c) => c.type === "tool-output-available" && c.toolCallId === id).output;
   if (output.status !== "completed") throw new Error(`think-rs: ${JSON.stringify(output).slice(0, 300)}`);
-  const [row] = await rpc(tab, "executions", [1]);
+  // As a user's app calls a callable: the client's own `call`, which matches the reply to its
+  // pending call (a raw `rpc` frame sent past it makes the client log a discarded response).
+  const [row] = await tab.client.call("executions", [1]);
   if (row.id !== output.executionId) throw new Error(`think-rs: the newest execution is ${row.id}, not ${output.executionId}`);
   return { inside: row.updatedAt - row.createdAt, seen, output };
 }

@@ -1,6 +1,6 @@
 //! Reading and writing file content, including the spill to the blob store and chunking.
 
-use super::version::{reverse_delta, WriteGuard};
+use super::version::{reverse_delta_kept, GuardKind, WriteGuard};
 use super::*;
 
 /// A write's destination after symlinks are followed.
@@ -299,25 +299,25 @@ impl Workspace {
     }
 
     /// The one `UPDATE` of [`Workspace::rewrite_file`]; `false` when it did not apply.
-    /// `previous`, the text being replaced, lets the history keep it as a reverse delta
-    /// (see `version.rs`).
+    /// `previous`, the text being replaced and how many of its first and last bytes
+    /// `content` kept, lets the history keep it as a reverse delta (see `version.rs`).
     pub(super) fn rewrite_inline(
         &self,
         path: &str,
         content: &str,
         mime: &str,
-        previous: Option<&str>,
+        previous: Option<(&str, (usize, usize))>,
     ) -> Result<bool, FsError> {
         let norm = path::normalize(path, "open")?;
         if content.len() <= self.max_file_size && self.placement(content.len()) == Placement::Inline
         {
             let (value, expr) = ContentRef::Text(content).to_sql_bound();
-            let undo = previous.and_then(|old| reverse_delta(old, content));
+            let undo = previous.and_then(|(old, kept)| reverse_delta_kept(old, content, kept));
             // The content hash is bound twice (as `hash` and in `undo`'s tag), computed once.
             let w = self.writer();
             let formatted;
             let sql = if w == Writer::Tool && expr == ContentRef::BOUND_AS_BYTES {
-                &self.edit_sql().1
+                &self.edit_sql().rewrite
             } else {
                 formatted = self.rewrite_sql(expr, w);
                 &formatted
@@ -447,9 +447,13 @@ impl Workspace {
     /// inline file (and `guard`, when given, holds). `false` when it did not apply.
     ///
     /// The row is a `VALUES` row whose `parent_path` is NULL unless the parent directory
-    /// exists (and, for a guard that needs one, the file), so `OR IGNORE` drops it on its
-    /// `NOT NULL`: an `INSERT … SELECT` whose `SELECT` reads the same table would first copy
-    /// the row, content and all, into a temporary table.
+    /// exists (and, for a guard that needs one, the file), so its `NOT NULL` refuses it: an
+    /// `INSERT … SELECT` whose `SELECT` reads the same table would first copy the row,
+    /// content and all, into a temporary table. An existing row that the write must not
+    /// replace (not an inline file, or the guard fails) is refused the same way, by the
+    /// `modified_at` the update would give it. A refusal is the statement's error, and writes
+    /// nothing; the statement returns no row: a `RETURNING` clause made SQLite open a
+    /// temporary B-tree for every write (15k of 279k instructions of an overwrite, natively).
     fn write_inline(
         &self,
         norm: &str,
@@ -460,23 +464,12 @@ impl Workspace {
         let now = SqlValue::Integer(self.now());
         let size = SqlValue::Integer(content.len() as i64);
         let parent = path::parent(norm).unwrap_or("/");
-        let t = &self.t;
         let writer = self.writer();
-        let w = writer.as_str();
-        let seen = if writer == Writer::Tool { "1" } else { "NULL" };
-        let seen_again = seen_after_change(writer);
         let (value, expr) = content.to_sql_bound();
         let mut params = vec![text(norm), text(parent)];
-        let (must_exist, check) = match guard {
-            Some(g) => {
-                if g.must_exist {
-                    params.push(text(norm));
-                }
-                let exists = format!("AND EXISTS (SELECT 1 FROM {t} WHERE path = ?)");
-                (if g.must_exist { exists } else { String::new() }, format!("AND ({})", g.sql))
-            }
-            None => (String::new(), String::new()),
-        };
+        if guard.is_some_and(WriteGuard::must_exist) {
+            params.push(text(norm));
+        }
         params.extend([
             text(parent),
             text(path::basename(norm)),
@@ -491,26 +484,69 @@ impl Workspace {
         if let Some(g) = guard {
             params.extend(g.params.iter().cloned());
         }
-        let rows = self.exec_hashed(
-            &format!(
-                "INSERT OR IGNORE INTO {t} (path, parent_path, name, type, mime_type, size,
-                   storage, created_at, modified_at, content, version, hash, changed_by, seen)
-                 VALUES (?, CASE WHEN EXISTS (SELECT 1 FROM {t} WHERE path = ?
-                     AND type = 'directory') {must_exist} THEN ? END,
-                   ?, 'file', ?, ?, 'inline', ?, ?, {expr}, 1, ?, '{w}', {seen})
-                 ON CONFLICT(path) DO UPDATE SET mime_type = excluded.mime_type,
-                   size = excluded.size, content = excluded.content,
-                   modified_at = excluded.modified_at, version = {t}.version + 1,
-                   hash = excluded.hash, changed_by = excluded.changed_by, undo = NULL,
-                   seen = {seen_again}
-                 WHERE {t}.type = 'file' AND {t}.storage = 'inline' {check}
-                 RETURNING 1"
-            ),
-            params,
-            at,
-            &[at + 1],
-        )?;
-        Ok(!rows.is_empty())
+        let kind = guard.map(|g| g.kind);
+        let formatted;
+        let sql = match kind {
+            Some(k) if writer == Writer::Tool && expr == ContentRef::BOUND_AS_BYTES => {
+                self.write_sql[k.index()].get_or_init(|| self.write_inline_sql(expr, writer, kind))
+            }
+            _ => {
+                formatted = self.write_inline_sql(expr, writer, kind);
+                &formatted
+            }
+        };
+        self.init()?;
+        match self.exec_hashed_raw(sql, params, at, &[at + 1]) {
+            Ok(_) => Ok(true),
+            Err(StoreError::Sql(msg)) if self.write_refused(&msg) => Ok(false),
+            Err(e) => Err(e.into()),
+        }
+    }
+
+    /// Whether `msg`, an error of [`Workspace::write_inline`]'s statement, is its refusal:
+    /// the `NOT NULL` of `parent_path` or `modified_at` (see there).
+    pub(super) fn write_refused(&self, msg: &str) -> bool {
+        ["parent_path", "modified_at"]
+            .iter()
+            .any(|col| msg.contains(&format!("NOT NULL constraint failed: {}.{col}", self.t)))
+    }
+
+    /// The statement of [`Workspace::write_inline`] for content bound as `expr` by writer
+    /// `writer`, making the check of guard kind `guard`.
+    pub(super) fn write_inline_sql(
+        &self,
+        expr: &str,
+        writer: Writer,
+        guard: Option<GuardKind>,
+    ) -> String {
+        let t = &self.t;
+        let w = writer.as_str();
+        let seen = if writer == Writer::Tool { "1" } else { "NULL" };
+        let seen_again = seen_after_change(writer);
+        let (must_exist, check) = match guard {
+            Some(kind) => {
+                let exists = if kind == GuardKind::Expected {
+                    format!("AND EXISTS (SELECT 1 FROM {t} WHERE path = ?)")
+                } else {
+                    String::new()
+                };
+                (exists, format!("AND ({})", self.guard_sql(kind)))
+            }
+            None => (String::new(), String::new()),
+        };
+        format!(
+            "INSERT INTO {t} (path, parent_path, name, type, mime_type, size,
+               storage, created_at, modified_at, content, version, hash, changed_by, seen)
+             VALUES (?, CASE WHEN EXISTS (SELECT 1 FROM {t} WHERE path = ?
+                 AND type = 'directory') {must_exist} THEN ? END,
+               ?, 'file', ?, ?, 'inline', ?, ?, {expr}, 1, ?, '{w}', {seen})
+             ON CONFLICT(path) DO UPDATE SET mime_type = excluded.mime_type,
+               size = excluded.size, content = excluded.content,
+               modified_at = CASE WHEN {t}.type = 'file' AND {t}.storage = 'inline' {check}
+                 THEN excluded.modified_at END,
+               version = {t}.version + 1, hash = excluded.hash,
+               changed_by = excluded.changed_by, undo = NULL, seen = {seen_again}"
+        )
     }
 
     /// Runs `sql` once the tables exist, with each binding at `hashed` (a placeholder) set to
@@ -518,11 +554,22 @@ impl Workspace {
     fn exec_hashed(
         &self,
         sql: &str,
-        mut params: Vec<SqlValue>,
+        params: Vec<SqlValue>,
         content: usize,
         hashed: &[usize],
     ) -> Result<Vec<Row>, FsError> {
         self.init()?;
+        Ok(self.exec_hashed_raw(sql, params, content, hashed)?)
+    }
+
+    /// [`Workspace::exec_hashed`] on tables that exist, with the store's own error.
+    fn exec_hashed_raw(
+        &self,
+        sql: &str,
+        mut params: Vec<SqlValue>,
+        content: usize,
+        hashed: &[usize],
+    ) -> Result<Vec<Row>, StoreError> {
         let digest = match params.get(content) {
             Some(SqlValue::Text(s)) => content_hash(s.as_bytes()),
             Some(SqlValue::Blob(b)) => content_hash(b),
@@ -531,7 +578,7 @@ impl Workspace {
         for &i in hashed {
             params[i] = SqlValue::Text(digest.clone());
         }
-        Ok(self.sql.exec(sql, &params)?)
+        self.sql.exec(sql, &params)
     }
 
     async fn write_slow(

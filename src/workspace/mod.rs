@@ -219,9 +219,11 @@ pub struct Workspace {
     /// The model's read statement ([`Workspace::stat_with_seen_text`]), formatted once: it
     /// is the same for every read, and formatting it cost as much as numbering a file's lines.
     read_sql: std::cell::OnceCell<String>,
-    /// The model edit's read ([`Workspace::read_fresh_for_model`]) and its rewrite of text
-    /// bound as bytes ([`Workspace::rewrite_inline`]), formatted once as `read_sql` is.
-    edit_sql: std::cell::OnceCell<(String, String)>,
+    /// The model edit's statements, formatted once as `read_sql` is.
+    edit_sql: std::cell::OnceCell<version::EditSql>,
+    /// The model's fast write ([`Workspace::write_guarded`]) of text bound as bytes, one
+    /// statement per guard kind, formatted once as `read_sql` is.
+    write_sql: [std::cell::OnceCell<String>; 3],
 }
 
 /// A listener for workspace mutations: receives the changed path, lexically normalized.
@@ -423,6 +425,7 @@ impl Workspace {
             on_change: RefCell::new(None),
             read_sql: std::cell::OnceCell::new(),
             edit_sql: std::cell::OnceCell::new(),
+            write_sql: Default::default(),
         }
     }
 

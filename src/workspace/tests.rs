@@ -1367,3 +1367,89 @@ fn a_database_hashed_with_sha256_keeps_its_tokens_and_diffs() {
     .unwrap();
     assert_eq!(ws.seen_content("/a.txt", 1).unwrap(), None);
 }
+
+/// The model's fast write formats its statement once per guard kind and reuses it: each kind's
+/// cached text is the statement formatted afresh, and writes through it check as before.
+#[test]
+fn the_models_write_reuses_one_statement_per_guard_kind() {
+    use version::GuardKind;
+    let model_write = |ws: &Workspace, text: &str, expected: Option<&str>| {
+        let _tool = ws.writing_as(Writer::Tool);
+        block_on(ws.write_fresh_for_model("/d/a.txt", text, "text/plain", expected))
+    };
+    let cached = |ws: &Workspace, kind: GuardKind| ws.write_sql[kind.index()].get().cloned();
+    let formatted = |ws: &Workspace, kind: GuardKind| {
+        ws.write_inline_sql(io::ContentRef::BOUND_AS_BYTES, Writer::Tool, Some(kind))
+    };
+
+    // The stale-write guard (on by default): twice by the statement, then a refusal.
+    let (sql, ws) = ws();
+    ws.mkdir("/d", false).unwrap();
+    for text in ["one\n", "two\n"] {
+        let before = sql.statements();
+        model_write(&ws, text, None).unwrap();
+        assert_eq!(sql.statements() - before, 1, "one statement for {text:?}");
+    }
+    assert_eq!(cached(&ws, GuardKind::Unseen), Some(formatted(&ws, GuardKind::Unseen)));
+    write(&ws, "/d/a.txt", "app\n");
+    let refusal = model_write(&ws, "three\n", None).unwrap_err().to_string();
+    assert!(refusal.contains("-two\n+app"), "{refusal}");
+    assert_eq!(read(&ws, "/d/a.txt").as_deref(), Some("app\n"));
+
+    // A named version: the current one passes (twice), an older one is refused.
+    for text in ["four\n", "five\n"] {
+        let token = ws.version("/d/a.txt").unwrap().unwrap().token();
+        model_write(&ws, text, Some(&token)).unwrap();
+    }
+    assert_eq!(cached(&ws, GuardKind::Expected), Some(formatted(&ws, GuardKind::Expected)));
+    let old = FileVersion { counter: 1, hash: None, changed_by: None, changed_at: 0 }.token();
+    assert!(model_write(&ws, "six\n", Some(&old)).is_err());
+    assert!(model_write(&ws, "six\n", Some(&old)).is_err(), "refused again by the same statement");
+    assert_eq!(read(&ws, "/d/a.txt").as_deref(), Some("five\n"));
+    let gone = "/d/gone.txt";
+    let _tool = ws.writing_as(Writer::Tool);
+    assert!(block_on(ws.write_fresh_for_model(gone, "x", "text/plain", Some(&old))).is_err());
+    assert_eq!(read(&ws, gone), None, "a named version needs a file");
+    drop(_tool);
+
+    // The guard off: the model overwrites another writer's change unchecked.
+    let sql = Rc::new(SqliteSql::new());
+    let options = WorkspaceOptions { guard_stale_writes: false, ..Default::default() };
+    let ws = Workspace::with_options(sql.clone(), clock(), options).unwrap();
+    ws.mkdir("/d", false).unwrap();
+    model_write(&ws, "one\n", None).unwrap();
+    write(&ws, "/d/a.txt", "app\n");
+    let before = sql.statements();
+    model_write(&ws, "two\n", None).unwrap();
+    assert_eq!(sql.statements() - before, 1);
+    assert_eq!(read(&ws, "/d/a.txt").as_deref(), Some("two\n"));
+    assert_eq!(cached(&ws, GuardKind::Unchecked), Some(formatted(&ws, GuardKind::Unchecked)));
+    assert_eq!(cached(&ws, GuardKind::Unseen), None, "only the kinds used are formatted");
+}
+
+/// The fast write's refusal is its statement's `NOT NULL` error on `parent_path` or
+/// `modified_at`, as SQLite and workerd word it; any other error is an error.
+#[test]
+fn the_fast_write_tells_its_refusal_from_other_errors() {
+    let (_, ws) = ws();
+    for msg in [
+        "NOT NULL constraint failed: cf_wsfile_default.parent_path",
+        "Error: NOT NULL constraint failed: cf_wsfile_default.modified_at: SQLITE_CONSTRAINT",
+    ] {
+        assert!(ws.write_refused(msg), "{msg}");
+    }
+    for msg in [
+        "NOT NULL constraint failed: cf_wsfile_default.name",
+        "NOT NULL constraint failed: cf_wsfile_other.parent_path",
+        "UNIQUE constraint failed: cf_wsfile_default.path",
+        "database or disk is full",
+    ] {
+        assert!(!ws.write_refused(msg), "{msg}");
+    }
+    // Refused by each rule, the write takes the general path, or fails as it did.
+    ws.mkdir("/dir", false).unwrap();
+    write(&ws, "/new/a.txt", "created with its parent\n");
+    assert_eq!(read(&ws, "/new/a.txt").as_deref(), Some("created with its parent\n"));
+    assert_eq!(errno(block_on(ws.write_file("/dir", "x", "text/plain"))), Errno::IsDir);
+    assert!(ws.stat("/dir").unwrap().unwrap().kind == EntryType::Directory);
+}

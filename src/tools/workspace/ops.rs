@@ -104,12 +104,14 @@ pub trait EditOps: VersionOps {
         Ok(self.read_file(path).await?)
     }
     /// `rewrite_file` of the text `previous` that `read_fresh` returned, then
-    /// [`VersionOps::wrote`].
+    /// [`VersionOps::wrote`]. `content` keeps the first `kept.0` and the last `kept.1` bytes
+    /// of `previous` (at least), which a store that keeps a delta of the change can use.
     async fn rewrite_noted(
         &self,
         path: &str,
         _previous: &str,
         content: &str,
+        _kept: (usize, usize),
     ) -> Result<(), FsError> {
         self.rewrite_file(path, content).await?;
         self.wrote(path, content).await?;
@@ -312,9 +314,10 @@ impl EditOps for Workspace {
         path: &str,
         previous: &str,
         content: &str,
+        kept: (usize, usize),
     ) -> Result<(), FsError> {
         let _tool = self.writing_as(Writer::Tool);
-        self.rewrite_for_model(path, content, "text/plain", Some(previous)).await
+        self.rewrite_kept_for_model(path, content, "text/plain", Some((previous, kept))).await
     }
 }
 

@@ -79,21 +79,46 @@ const MAX_VIEW_BYTES: usize = 4 * 1024 * 1024;
 /// as the file again, plus 64 bytes a line).
 const MAX_LINE_LEVEL_BYTES: usize = 8 * 1024 * 1024;
 
-/// Replaces the single location of `old` in `content` with `new`.
+/// [`apply_edit_kept`] without the kept lengths (the matcher's tests).
+#[cfg(test)]
 pub fn apply_edit(content: &str, old: &str, new: &str) -> EditResult {
+    apply_edit_kept(content, old, new).0
+}
+
+/// Replaces the single location of `old` in `content` with `new`; with it, how many bytes
+/// at the start and at the end of `content` an exact replacement left as they were (0 and
+/// 0 for any other result), so that the history's reverse delta need not compare them
+/// again (see `Workspace::rewrite_kept_for_model`).
+pub fn apply_edit_kept(content: &str, old: &str, new: &str) -> (EditResult, (usize, usize)) {
     let new = adapt_line_endings(content, new);
-    // Level 1: exact, counting overlapping occurrences as Think does.
-    let first = if old.is_empty() { None } else { super::super::scan::find(content, old) };
+    // Level 1: exact, counting overlapping occurrences as Think does. One searcher for the
+    // first occurrence and the look for a second (building one per search showed in a
+    // profile of the edit row).
+    let finder = memchr::memmem::Finder::new(old.as_bytes());
+    let first = if old.is_empty() { None } else { finder.find(content.as_bytes()) };
     let exact = match first {
-        Some(at) => 1 + count_overlapping(&content[at + char_len_at(content, at)..], old),
+        Some(at) => {
+            let rest = &content[at + char_len_at(content, at)..];
+            1 + match finder.find(rest.as_bytes()) {
+                None => 0,
+                Some(_) => count_overlapping(rest, old),
+            }
+        }
         None => 0,
     };
     if let (1, Some(at)) = (exact, first) {
-        return EditResult::Replaced {
+        let kept = (at, content.len() - at - old.len());
+        let result = EditResult::Replaced {
             content: splice(content, at, at + old.len(), &new),
             level: MatchLevel::Exact,
         };
+        return (result, kept);
     }
+    (apply_loose(content, old, &new, exact), (0, 0))
+}
+
+/// The levels after the exact one, for an `old_string` found `exact` times exactly.
+fn apply_loose(content: &str, old: &str, new: &str, exact: usize) -> EditResult {
     if exact > 1 {
         return EditResult::Ambiguous { level: MatchLevel::Exact, count: exact };
     }
@@ -117,7 +142,7 @@ pub fn apply_edit(content: &str, old: &str, new: &str) -> EditResult {
                     end = absorb_trailing_ws(content, end);
                 }
                 return EditResult::Replaced {
-                    content: replace_region(content, start, end, old, &new),
+                    content: replace_region(content, start, end, old, new),
                     level,
                 };
             }
@@ -126,7 +151,7 @@ pub fn apply_edit(content: &str, old: &str, new: &str) -> EditResult {
     match match_lines(content, old, false) {
         Found::One((start, end)) => {
             return EditResult::Replaced {
-                content: replace_region(content, start, end, old, &new),
+                content: replace_region(content, start, end, old, new),
                 level: MatchLevel::Indentation,
             }
         }
@@ -138,14 +163,14 @@ pub fn apply_edit(content: &str, old: &str, new: &str) -> EditResult {
     match match_lines(content, old, true) {
         Found::One((start, end)) => {
             let (lead, trail) = outer_blank_lines(old);
-            let new = trim_blank_lines(&new, lead, trail);
+            let new = trim_blank_lines(new, lead, trail);
             EditResult::Replaced {
                 content: replace_region(content, start, end, old, &new),
                 level: MatchLevel::BlankLines,
             }
         }
         Found::Many(count) => EditResult::Ambiguous { level: MatchLevel::BlankLines, count },
-        Found::None => EditResult::NotFound { hint: closest_region(content, old, &new) },
+        Found::None => EditResult::NotFound { hint: closest_region(content, old, new) },
     }
 }
 

@@ -7,7 +7,7 @@ use super::ops::EditOps;
 use super::{error_output, file_tool, line_count, stale_output, FileToolKind};
 use crate::tools::{ToolError, ToolRef};
 use async_trait::async_trait;
-use matcher::{apply_edit, EditResult, MatchLevel};
+use matcher::{apply_edit_kept, EditResult, MatchLevel};
 use serde::Deserialize;
 use serde_json::{json, Value};
 use std::rc::Rc;
@@ -93,9 +93,10 @@ impl FileToolKind for Edit {
         let Some(content) = current else {
             return Ok(error_output(format!("File not found: {path}")));
         };
-        match apply_edit(&content, &old_string, &new_string) {
+        let (result, kept) = apply_edit_kept(&content, &old_string, &new_string);
+        match result {
             EditResult::Replaced { content: updated, level } => {
-                ops.rewrite_noted(&path, &content, &updated).await?;
+                ops.rewrite_noted(&path, &content, &updated, kept).await?;
                 let mut out = json!({"path": path, "replaced": true});
                 if level != MatchLevel::Exact {
                     out["fuzzyMatch"] = json!(true);
