@@ -322,3 +322,31 @@ test("hashes, gzip, tar and edit plans run in the wasm build over the workspace"
   assert.deepEqual(await readFiles(tab, ["/ar/a.txt", "/ar/back.txt", "/ex/ar/d/b.txt"]), ["a-c", "x".repeat(5000), "x".repeat(5000)]);
   tab.close();
 });
+
+test("walkTree and summarizeTree take a tree as deep as paths allow without a crash", async () => {
+  const tab = await connect(worker.host, "cm-deep");
+  const deepest = (depth) => `"/d".repeat(${depth}) + "/f.txt"`;
+  // 600 levels: the nested result fits the 1 MB limit for recorded values.
+  const walked = await execute(
+    tab,
+    `await state.writeFile({ path: ${deepest(600)}, content: "x" });
+     let t = await state.walkTree({ path: "/" }); let levels = 0;
+     while (t.children && t.children.length) { t = t.children[0]; levels++; }
+     return { levels, leaf: t.name, summary: await state.summarizeTree({ path: "/" }) }`,
+  );
+  assert.equal(walked.status, "completed", JSON.stringify(walked).slice(0, 300));
+  assert.deepEqual(walked.result, { levels: 601, leaf: "f.txt", summary: { files: 1, directories: 601, symlinks: 0, totalBytes: 1, maxDepth: 601 } });
+  // 2,000 levels (a path of 4,006 characters): the summary is small, the tree is over the limit.
+  const deep = await execute(
+    tab,
+    `await state.writeFile({ path: "/e" + ${deepest(1999)}, content: "xy" });
+     const summary = await state.summarizeTree({ path: "/e" });
+     let tree; try { await state.walkTree({ path: "/e" }) } catch (e) { tree = String(e.message) }
+     return { summary, tree }`,
+  );
+  assert.equal(deep.status, "error", JSON.stringify(deep).slice(0, 300));
+  assert.match(deep.error, /The result of state\.walkTree is \d+ bytes, over the 1 MB limit/);
+  const summary = await execute(tab, `return await state.summarizeTree({ path: "/e" })`);
+  assert.deepEqual(summary.result, { files: 1, directories: 2000, symlinks: 0, totalBytes: 2, maxDepth: 2000 });
+  tab.close();
+});
