@@ -350,3 +350,15 @@ test("walkTree and summarizeTree take a tree as deep as paths allow without a cr
   assert.deepEqual(summary.result, { files: 1, directories: 2000, symlinks: 0, totalBytes: 2, maxDepth: 2000 });
   tab.close();
 });
+
+test("a result nested deeper than 128 levels is an error naming the limit, not a null", async () => {
+  const tab = await connect(worker.host, "cm-deep-result");
+  const nested = (depth) => `let v = 1; for (let i = 0; i < ${depth}; i++) v = [v]; return v`;
+  const ok = await execute(tab, nested(100));
+  assert.equal(ok.status, "completed", JSON.stringify(ok).slice(0, 300));
+  assert.equal(JSON.stringify(ok.result), "[".repeat(100) + "1" + "]".repeat(100));
+  const deep = await execute(tab, nested(200));
+  assert.equal(deep.status, "error", JSON.stringify(deep).slice(0, 300));
+  assert.match(deep.error, /^The result could not be returned \(recursion limit exceeded.*\): values nest at most 128 levels deep$/);
+  tab.close();
+});
