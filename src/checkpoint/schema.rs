@@ -15,7 +15,7 @@
 //! The triggers are active only while a checkpoint exists. A chunk set a journal blob (or a
 //! live row) still names is never deleted: its DELETE is ignored, and the GC sweeps it later.
 
-use crate::store::{Sql, SqlValue, StoreError};
+use crate::store::{Sql, StoreError};
 
 /// The checkpoint list and the transcript journal (agent-wide).
 pub(crate) const SHARED: &[&str] = &[
@@ -108,15 +108,8 @@ impl Tables {
     /// create them anew.
     pub fn drop_stale_triggers(&self, sql: &dyn Sql) -> Result<(), StoreError> {
         let ns = &self.ns;
-        let rows = sql.exec(
-            "SELECT sql FROM sqlite_master WHERE type = 'trigger' AND name = ?",
-            &[SqlValue::Text(format!("cf_wsck_upd_{ns}"))],
-        )?;
-        let stale = rows
-            .first()
-            .and_then(|r| r.first())
-            .and_then(SqlValue::as_str)
-            .is_some_and(|ddl| !ddl.contains(BLOB_KEY_CHECK));
+        let upd = format!("cf_wsck_upd_{ns}");
+        let stale = !crate::store::triggers_without(sql, &[&upd], BLOB_KEY_CHECK)?.is_empty();
         if stale {
             for event in ["upd", "del"] {
                 sql.exec(&format!("DROP TRIGGER IF EXISTS cf_wsck_{event}_{ns}"), &[])?;

@@ -85,6 +85,29 @@ pub trait Sql {
     fn transaction(&self, f: &mut dyn FnMut() -> Result<(), StoreError>) -> Result<(), StoreError>;
 }
 
+/// The names among `triggers` whose stored statement lacks `marker`: triggers an older
+/// version created, for the caller to drop before creating them anew (`IF NOT EXISTS`).
+/// Compared here, not with `LIKE`, so `marker` is plain text.
+pub fn triggers_without(
+    sql: &dyn Sql,
+    triggers: &[&str],
+    marker: &str,
+) -> Result<Vec<String>, StoreError> {
+    let names = vec!["?"; triggers.len()].join(", ");
+    let params: Vec<SqlValue> = triggers.iter().map(|n| SqlValue::Text((*n).to_owned())).collect();
+    let rows = sql.exec(
+        &format!(
+            "SELECT name, sql FROM sqlite_master WHERE type = 'trigger' AND name IN ({names})"
+        ),
+        &params,
+    )?;
+    Ok(rows
+        .into_iter()
+        .filter(|r| r.get(1).and_then(SqlValue::as_str).is_some_and(|ddl| !ddl.contains(marker)))
+        .filter_map(|r| r.first().and_then(SqlValue::as_str).map(str::to_owned))
+        .collect())
+}
+
 /// Object storage for content too large for a SQLite row (R2 in production).
 #[async_trait(?Send)]
 pub trait BlobStore {

@@ -243,15 +243,8 @@ impl Workspace {
         );
         // Triggers of before that skip are replaced.
         let (change, drop) = (format!("cf_wsgram_change_{ns}"), format!("cf_wsgram_drop_{ns}"));
-        let outdated = self
-            .sql
-            .exec(
-                "SELECT name FROM sqlite_master WHERE type = 'trigger' AND name IN (?, ?)
-                   AND sql NOT LIKE '%) != 0;%'",
-                &[text(&change), text(&drop)],
-            )?
+        let outdated = crate::store::triggers_without(&*self.sql, &[&change, &drop], ") != 0;")?
             .into_iter()
-            .filter_map(|r| col_opt_str(&r, 0))
             .map(|name| format!("DROP TRIGGER IF EXISTS {name}"));
         for statement in [
             format!("INSERT OR IGNORE INTO {g} (gram, blk, bits) VALUES ({CHANGES}, 0, 0)"),

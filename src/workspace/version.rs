@@ -562,25 +562,14 @@ impl Workspace {
                 self.newest_seen_sql(),
                 self.t,
             );
-            // 1 when `check_state` passes without a token: the guard is off, the row notes
-            // its version as seen, or the newest seen note names this content (its hash when
-            // both are known, else its counter) or there is none, as `FileVersion::matches`
-            // compares the token `newest_seen_sql` builds.
-            let fresh = if self.guard_unseen {
-                format!(
-                    "CASE WHEN f.seen IS f.version THEN 1 ELSE COALESCE((SELECT CASE
-                       WHEN s.hash IS NOT NULL AND f.hash IS NOT NULL THEN s.hash = f.hash
-                       ELSE s.version = f.version END
-                     FROM {} s WHERE s.path = f.path ORDER BY s.version DESC LIMIT 1), 1) END",
-                    self.h
-                )
-            } else {
-                "1".to_owned()
-            };
+            // 1 when `check_state` passes without a token: the fast write's guard for no
+            // token (the guard off, or the unseen-write check) on the row.
+            let kind = self.write_guard(None).map_or(GuardKind::Unchecked, |g| g.kind);
             let checked_read = format!(
-                "SELECT {fresh}, content FROM {} f
+                "SELECT ({}) IS 1, content FROM {t}
                  WHERE path = ? AND type = 'file' AND storage = 'inline'",
-                self.t,
+                self.guard_sql(kind),
+                t = self.t,
             );
             EditSql {
                 read,
