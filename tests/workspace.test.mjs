@@ -501,6 +501,28 @@ test("grep refuses an exponential pattern at once with a tool error, and the obj
   tab.close();
 });
 
+test("an edit that shrinks a file in R2 moves it inline; an inline file's edit writes it once", async () => {
+  // The edit's one-statement `UPDATE` learns whether it matched from workerd's
+  // `rowsWritten` (no `RETURNING`): on a file in R2 it matches no row and the general write
+  // moves the file inline; on an inline file it matches, and nothing is written twice (the
+  // version grows by one per edit).
+  const tab = await open("ws-edit-r2");
+  const tail = "x".repeat(2 * MB);
+  await callTool(tab, "write", { path: "/shrink/f.txt", content: `keep\n${tail}` });
+  assert.equal((await bucketKeys()).filter((k) => k.endsWith("/shrink/f.txt")).length, 1);
+  let r = await callTool(tab, "edit", { path: "/shrink/f.txt", old_string: tail, new_string: "small" });
+  assert.deepEqual(r.output, { path: "/shrink/f.txt", replaced: true, lines: 2 });
+  r = await callTool(tab, "read", { path: "/shrink/f.txt" });
+  assert.equal(r.output.content, "1\tkeep\n2\tsmall");
+  assert.match(r.output.version, /^2:/);
+  r = await callTool(tab, "edit", { path: "/shrink/f.txt", old_string: "small", new_string: "tiny" });
+  assert.deepEqual(r.output, { path: "/shrink/f.txt", replaced: true, lines: 2 });
+  r = await callTool(tab, "read", { path: "/shrink/f.txt" });
+  assert.equal(r.output.content, "1\tkeep\n2\ttiny");
+  assert.match(r.output.version, /^3:/);
+  tab.close();
+});
+
 test("edit and grep answer at once on a 1 MB line (issue 10: this froze workerd)", async () => {
   const tab = await open("ws-freeze");
   await callTool(tab, "write", { path: "/r.txt", content: "a".repeat(1_000_000) + "b" });

@@ -482,15 +482,28 @@ struct Faulty {
     die: bool,
 }
 
-impl Sql for Faulty {
-    fn exec(&self, sql: &str, params: &[SqlValue]) -> Result<Vec<crate::store::Row>, StoreError> {
+impl Faulty {
+    /// Counts one statement and fails it when it is the one (or past the one) to fail.
+    fn next_statement(&self) -> Result<(), StoreError> {
         let n = self.count.get() + 1;
         self.count.set(n);
         let k = self.fail_at.get();
         if n == k || (self.die && k > 0 && n > k) {
             return Err(StoreError::Sql(format!("injected fault at statement {n}")));
         }
+        Ok(())
+    }
+}
+
+impl Sql for Faulty {
+    fn exec(&self, sql: &str, params: &[SqlValue]) -> Result<Vec<crate::store::Row>, StoreError> {
+        self.next_statement()?;
         self.inner.exec(sql, params)
+    }
+
+    fn exec_changed(&self, sql: &str, params: &[SqlValue]) -> Result<bool, StoreError> {
+        self.next_statement()?;
+        self.inner.exec_changed(sql, params)
     }
 
     fn transaction(&self, f: &mut dyn FnMut() -> Result<(), StoreError>) -> Result<(), StoreError> {

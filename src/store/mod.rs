@@ -81,6 +81,11 @@ pub trait Sql {
     /// Runs one statement and returns every row it produced.
     fn exec(&self, sql: &str, params: &[SqlValue]) -> Result<Vec<Row>, StoreError>;
 
+    /// Runs one statement that returns no rows and says whether it changed any row (an
+    /// `UPDATE` that matched none did not). Cheaper than learning it from `RETURNING`, for
+    /// whose result SQLite opens a temporary B-tree on every statement.
+    fn exec_changed(&self, sql: &str, params: &[SqlValue]) -> Result<bool, StoreError>;
+
     /// Runs `f` atomically: every statement inside commits together or not at all.
     fn transaction(&self, f: &mut dyn FnMut() -> Result<(), StoreError>) -> Result<(), StoreError>;
 }

@@ -100,6 +100,15 @@ impl Sql for SqliteSql {
         Ok(out)
     }
 
+    /// By SQLite's count of changed rows, its triggers' included (`total_changes` before and
+    /// after; `changes` would keep a previous statement's count after one that is no
+    /// `INSERT`, `UPDATE` or `DELETE`).
+    fn exec_changed(&self, sql: &str, params: &[SqlValue]) -> Result<bool, StoreError> {
+        let before = self.conn.borrow().total_changes();
+        self.exec(sql, params)?;
+        Ok(self.conn.borrow().total_changes() > before)
+    }
+
     fn transaction(&self, f: &mut dyn FnMut() -> Result<(), StoreError>) -> Result<(), StoreError> {
         self.exec("SAVEPOINT think_tx", &[])?;
         match f() {
@@ -138,5 +147,39 @@ impl super::BlobStore for MemoryBlobs {
     }
     async fn list(&self, prefix: &str) -> Result<Vec<String>, StoreError> {
         Ok(self.objects.borrow().keys().filter(|k| k.starts_with(prefix)).cloned().collect())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn exec_changed_is_false_exactly_when_no_row_changed_triggers_and_all() {
+        let sql = SqliteSql::new();
+        for ddl in [
+            "CREATE TABLE f (path TEXT PRIMARY KEY, type TEXT, content TEXT, version INTEGER)",
+            "CREATE TABLE h (path TEXT, version INTEGER, content TEXT)",
+            "CREATE TRIGGER keep AFTER UPDATE OF content ON f
+             BEGIN INSERT INTO h VALUES (OLD.path, OLD.version, OLD.content); END",
+        ] {
+            sql.exec(ddl, &[]).unwrap();
+        }
+        let text = |s: &str| SqlValue::Text(s.into());
+        let insert = "INSERT INTO f VALUES (?, ?, 'one', 1) ON CONFLICT(path) DO NOTHING";
+        assert!(sql.exec_changed(insert, &[text("/a"), text("file")]).unwrap());
+        assert!(sql.exec_changed(insert, &[text("/d"), text("directory")]).unwrap());
+        assert!(!sql.exec_changed(insert, &[text("/a"), text("file")]).unwrap(), "did nothing");
+        let rewrite = "UPDATE f SET content = ?, version = version + 1
+                       WHERE path = ? AND type = 'file'";
+        assert!(sql.exec_changed(rewrite, &[text("two"), text("/a")]).unwrap());
+        assert!(!sql.exec_changed(rewrite, &[text("x"), text("/gone")]).unwrap(), "no such row");
+        assert!(!sql.exec_changed(rewrite, &[text("x"), text("/d")]).unwrap(), "not a file");
+        // The same values still make a change, as SQLite counts them.
+        assert!(sql.exec_changed("UPDATE f SET content = content WHERE path = '/a'", &[]).unwrap());
+        assert!(!sql.exec_changed("SELECT * FROM f", &[]).unwrap(), "a read after a write");
+        let kept = sql.exec("SELECT path, version, content FROM h", &[]).unwrap();
+        assert_eq!(kept.len(), 2, "the trigger ran once per change: {kept:?}");
+        assert_eq!(sql.statements(), 12);
     }
 }

@@ -106,6 +106,13 @@ export function takeLarge(i) {
   large[i] = undefined;
   return typeof v === "string" ? encoder.encode(v) : v instanceof ArrayBuffer ? new Uint8Array(v) : new Uint8Array(v.buffer, v.byteOffset, v.byteLength);
 }
+// Whether a statement changed a row: workerd's `rowsWritten` counts the rows it wrote, their
+// index entries and its triggers' writes, so it is 0 exactly when it changed none.
+export function execChanged(sql, query, packedParams, big) {
+  const cursor = sql.exec(query, ...unpackParams(packedParams, big));
+  cursor.toArray();
+  return cursor.rowsWritten > 0;
+}
 export function execPacked(sql, query, packedParams, big, scratch, head) {
   // Large values go out of band, so the buffer stays small; one that grew is not kept.
   if (buf.length > 4 * SMALL) { buf = new Uint8Array(SMALL); view = new DataView(buf.buffer); }
@@ -219,6 +226,14 @@ extern "C" {
         head: &mut [u8],
     ) -> Result<JsValue, JsValue>;
 
+    #[wasm_bindgen(js_name = execChanged, catch)]
+    fn exec_changed(
+        sql: &JsValue,
+        query: &JsValue,
+        params: &[u8],
+        big: &[u8],
+    ) -> Result<bool, JsValue>;
+
     /// The UTF-8 (text) or bytes (blob) of out-of-band result value `i` of the last call.
     #[wasm_bindgen(js_name = takeLarge)]
     fn take_large(i: u32) -> Uint8Array;
@@ -244,7 +259,7 @@ const LARGE_BLOB_PARAM: usize = 1 << 12;
 /// The scratch buffer text results are encoded into (see `execPacked`).
 const SCRATCH_BYTES: usize = 1 << 16;
 /// The buffer in wasm memory a packed result is copied into when it fits (most do: a read's
-/// metadata, a write's `RETURNING 1`), so that Rust reads it in place instead of copying it
+/// metadata, a `RETURNING` row), so that Rust reads it in place instead of copying it
 /// out of a JavaScript buffer into a new vector.
 const HEAD_BYTES: usize = 1 << 12;
 /// Texts longer than this go into the scratch buffer when it has room (`SCRATCH_TEXT` in
@@ -457,14 +472,20 @@ fn js_error(e: JsValue) -> StoreError {
     )
 }
 
+/// The binding of `params` passed on its own, if any, and its bytes (empty when none).
+fn split_large(params: &[SqlValue]) -> (Option<usize>, &[u8]) {
+    let big = large_param(params);
+    let bytes: &[u8] = match big.map(|i| &params[i]) {
+        Some(SqlValue::Text(s)) => s.as_bytes(),
+        Some(SqlValue::Blob(b)) => b,
+        _ => &[],
+    };
+    (big, bytes)
+}
+
 impl Sql for DoSql {
     fn exec(&self, sql: &str, params: &[SqlValue]) -> Result<Vec<Row>, StoreError> {
-        let big = large_param(params);
-        let big_bytes: &[u8] = match big.map(|i| &params[i]) {
-            Some(SqlValue::Text(s)) => s.as_bytes(),
-            Some(SqlValue::Blob(b)) => b,
-            _ => &[],
-        };
+        let (big, big_bytes) = split_large(params);
         // Empty until a long text first comes back (an instance that never reads one, like
         // the short-lived ones at start, allocates none); borrowed unless a statement runs
         // inside another's call, which none does.
@@ -505,6 +526,14 @@ impl Sql for DoSql {
             scratch.resize(SCRATCH_BYTES, 0);
         }
         rows
+    }
+
+    /// By workerd's `rowsWritten` (see `execChanged`): one crossing that returns a boolean,
+    /// with no result to pack or decode.
+    fn exec_changed(&self, sql: &str, params: &[SqlValue]) -> Result<bool, StoreError> {
+        let (big, big_bytes) = split_large(params);
+        self.with_query(sql, |query| exec_changed(&self.sql, query, &pack(params, big), big_bytes))
+            .map_err(js_error)
     }
 
     fn transaction(&self, f: &mut dyn FnMut() -> Result<(), StoreError>) -> Result<(), StoreError> {

@@ -322,7 +322,7 @@ impl Workspace {
                 formatted = self.rewrite_sql(expr, w);
                 &formatted
             };
-            let rows = self.exec_hashed(
+            let changed = self.exec_hashed_changed(
                 sql,
                 vec![
                     value,
@@ -337,7 +337,7 @@ impl Workspace {
                 0,
                 &[4, 5],
             )?;
-            if !rows.is_empty() {
+            if changed {
                 return self.changed(path, Ok(true));
             }
         }
@@ -351,7 +351,7 @@ impl Workspace {
             "UPDATE {} SET content = {expr}, size = ?, mime_type = ?, modified_at = ?,
                version = version + 1, hash = ?, changed_by = '{}',
                undo = (version + 1) || ' ' || ? || ' ' || ?, seen = {seen}
-             WHERE path = ? AND type = 'file' AND storage = 'inline' RETURNING 1",
+             WHERE path = ? AND type = 'file' AND storage = 'inline'",
             self.t,
             w.as_str()
         )
@@ -550,35 +550,29 @@ impl Workspace {
     }
 
     /// Runs `sql` once the tables exist, with each binding at `hashed` (a placeholder) set to
-    /// the content hash of the binding at `content` (its UTF-8 for text), computed once.
-    fn exec_hashed(
+    /// the content hash of the binding at `content` (its UTF-8 for text), computed once; says
+    /// whether it changed a row ([`Sql::exec_changed`], for which it must return none).
+    fn exec_hashed_changed(
         &self,
         sql: &str,
         params: Vec<SqlValue>,
         content: usize,
         hashed: &[usize],
-    ) -> Result<Vec<Row>, FsError> {
+    ) -> Result<bool, FsError> {
         self.init()?;
-        Ok(self.exec_hashed_raw(sql, params, content, hashed)?)
+        Ok(self.sql.exec_changed(sql, &with_hash(params, content, hashed))?)
     }
 
-    /// [`Workspace::exec_hashed`] on tables that exist, with the store's own error.
+    /// [`Workspace::exec_hashed_changed`]'s binding of the hash, for a statement that returns
+    /// its rows, on tables that exist, with the store's own error.
     fn exec_hashed_raw(
         &self,
         sql: &str,
-        mut params: Vec<SqlValue>,
+        params: Vec<SqlValue>,
         content: usize,
         hashed: &[usize],
     ) -> Result<Vec<Row>, StoreError> {
-        let digest = match params.get(content) {
-            Some(SqlValue::Text(s)) => content_hash(s.as_bytes()),
-            Some(SqlValue::Blob(b)) => content_hash(b),
-            _ => content_hash(&[]),
-        };
-        for &i in hashed {
-            params[i] = SqlValue::Text(digest.clone());
-        }
-        self.sql.exec(sql, &params)
+        self.sql.exec(sql, &with_hash(params, content, hashed))
     }
 
     async fn write_slow(
@@ -773,6 +767,20 @@ impl Workspace {
         };
         self.write_content(path, combined, &mime).await
     }
+}
+
+/// `params` with each binding at `hashed` set to the content hash of the binding at
+/// `content` (its UTF-8 for text), computed once.
+fn with_hash(mut params: Vec<SqlValue>, content: usize, hashed: &[usize]) -> Vec<SqlValue> {
+    let digest = match params.get(content) {
+        Some(SqlValue::Text(s)) => content_hash(s.as_bytes()),
+        Some(SqlValue::Blob(b)) => content_hash(b),
+        _ => content_hash(&[]),
+    };
+    for &i in hashed {
+        params[i] = SqlValue::Text(digest.clone());
+    }
+    params
 }
 
 /// The `seen` a statement that changes a file's content sets (in an `UPDATE`, or an upsert's

@@ -643,6 +643,14 @@ impl crate::store::Sql for WatchedSql {
         }
         self.inner.exec(sql, params)
     }
+    fn exec_changed(
+        &self,
+        sql: &str,
+        params: &[crate::store::SqlValue],
+    ) -> Result<bool, crate::store::StoreError> {
+        self.statements.set(self.statements.get() + 1);
+        self.inner.exec_changed(sql, params)
+    }
     fn transaction(
         &self,
         f: &mut dyn FnMut() -> Result<(), crate::store::StoreError>,
