@@ -254,6 +254,57 @@ fn unescape_in_place(bytes: &mut [u8], range: std::ops::Range<usize>) -> usize {
     write
 }
 
+/// How deep JSON the product stored itself may nest and still be read back.
+pub const STORED_DEPTH: usize = 256;
+
+/// Parses JSON the product wrote to its own tables (a message, a journal entry, a stream
+/// chunk). A value that came in at serde_json's nesting limit (127 levels, the most any
+/// parse of a frame, a tool result or a model stream accepts) sits a few levels deeper inside
+/// the envelope it is stored in, so serde_json alone would refuse the row it reads back and
+/// the message or result would be lost; here a row up to [`STORED_DEPTH`] levels parses.
+pub fn from_stored<T: serde::de::DeserializeOwned>(text: &str) -> Result<T, serde_json::Error> {
+    let first = serde_json::from_str(text);
+    match first {
+        Err(e) if e.to_string().starts_with("recursion limit exceeded") => {
+            if nesting_of(text) > STORED_DEPTH {
+                return Err(e);
+            }
+            let mut de = serde_json::Deserializer::from_str(text);
+            de.disable_recursion_limit();
+            let value = T::deserialize(&mut de)?;
+            de.end()?;
+            Ok(value)
+        }
+        other => other,
+    }
+}
+
+/// The deepest nesting of arrays and objects in JSON text, brackets inside strings skipped.
+fn nesting_of(text: &str) -> usize {
+    let (mut depth, mut deepest, mut in_string, mut escaped) = (0usize, 0usize, false, false);
+    for &b in text.as_bytes() {
+        if in_string {
+            match b {
+                _ if escaped => escaped = false,
+                b'\\' => escaped = true,
+                b'"' => in_string = false,
+                _ => {}
+            }
+            continue;
+        }
+        match b {
+            b'"' => in_string = true,
+            b'[' | b'{' => {
+                depth += 1;
+                deepest = deepest.max(depth);
+            }
+            b']' | b'}' => depth = depth.saturating_sub(1),
+            _ => {}
+        }
+    }
+    deepest
+}
+
 /// A text over this size is parsed by [`from_str_exact`]'s own path; a smaller one as usual.
 const EXACT_ABOVE_BYTES: usize = 64 * 1024;
 
@@ -428,6 +479,24 @@ pub(crate) fn ascii_escaped(text: &str) -> String {
 mod tests {
     use super::*;
     use serde_json::json;
+
+    fn nested(levels: usize) -> String {
+        format!("{}0{}", "[".repeat(levels), "]".repeat(levels))
+    }
+
+    #[test]
+    fn stored_json_reads_back_deeper_than_serde_json_alone() {
+        assert!(serde_json::from_str::<Value>(&nested(128)).is_err(), "serde_json's own limit");
+        let deep: Value = from_stored(&nested(STORED_DEPTH)).unwrap();
+        assert_eq!(deep.to_string(), nested(STORED_DEPTH));
+        let e = from_stored::<Value>(&nested(STORED_DEPTH + 1)).unwrap_err();
+        assert!(e.to_string().starts_with("recursion limit exceeded"), "{e}");
+        // Brackets inside strings do not count; trailing text and bad syntax still fail.
+        let quoted = format!("[\"{}\\\"{}\",{}]", "[".repeat(400), "{".repeat(400), nested(200));
+        assert_eq!(from_stored::<Value>(&quoted).unwrap()[0].as_str().unwrap().len(), 801);
+        assert!(from_stored::<Value>(&format!("{} x", nested(200))).is_err());
+        assert!(from_stored::<Value>("{\"a\": }").is_err());
+    }
 
     #[test]
     fn serializes_to_tells_whether_a_text_is_the_value_as_serde_writes_it() {
