@@ -363,6 +363,13 @@ test("a result nested deeper than 127 levels is an error naming the limit, not a
   const messages = await getMessages(worker.url, "cm-deep-result");
   const outputs = messages.flatMap((m) => m.parts).filter((p) => p.type === "tool-execute" && p.output);
   assert.ok(outputs.some((p) => JSON.stringify(p.output.result) === text(127)), "the message with the deep result is kept");
+  // A client sends the transcript back with its next message, as useAgentChat does.
+  model.push({ text: "seen it" });
+  const next = tab.chat("and now?", { messages });
+  const chunks = await tab.turn(next.id);
+  assert.ok(!chunks.some((f) => f.error), JSON.stringify(chunks.filter((f) => f.error)).slice(0, 300));
+  const said = tab.chunks(next.id).filter((c) => c.type === "text-delta").map((c) => c.delta).join("");
+  assert.equal(said, "seen it", "the turn ran");
   const deep = await execute(tab, nested(128));
   assert.equal(deep.status, "error", JSON.stringify(deep).slice(0, 300));
   assert.match(deep.error, /^The result could not be returned \(recursion limit exceeded.*\): values nest at most 127 levels deep$/);

@@ -254,19 +254,20 @@ fn unescape_in_place(bytes: &mut [u8], range: std::ops::Range<usize>) -> usize {
     write
 }
 
-/// How deep JSON the product stored itself may nest and still be read back.
-pub const STORED_DEPTH: usize = 256;
+/// How deep the JSON of a frame, a chat request's body or a stored row may nest.
+pub const DEEP_JSON_DEPTH: usize = 256;
 
-/// Parses JSON the product wrote to its own tables (a message, a journal entry, a stream
-/// chunk). A value that came in at serde_json's nesting limit (127 levels, the most any
-/// parse of a frame, a tool result or a model stream accepts) sits a few levels deeper inside
-/// the envelope it is stored in, so serde_json alone would refuse the row it reads back and
-/// the message or result would be lost; here a row up to [`STORED_DEPTH`] levels parses.
-pub fn from_stored<T: serde::de::DeserializeOwned>(text: &str) -> Result<T, serde_json::Error> {
+/// Parses JSON that carries values inside an envelope: a stored message, journal entry or
+/// stream chunk, and a client's frame or chat body, which sends the transcript back. A value
+/// that came in at serde_json's nesting limit (127 levels, the most a tool result, a model
+/// stream or a Code Mode result may have) sits a few levels deeper there, so serde_json alone
+/// would refuse the row (the message was lost on reload) or the client's next request; here up
+/// to [`DEEP_JSON_DEPTH`] levels parse, a bound checked before parsing, so the stack holds.
+pub fn from_str_deep<T: serde::de::DeserializeOwned>(text: &str) -> Result<T, serde_json::Error> {
     let first = serde_json::from_str(text);
     match first {
         Err(e) if e.to_string().starts_with("recursion limit exceeded") => {
-            if nesting_of(text) > STORED_DEPTH {
+            if nesting_of(text) > DEEP_JSON_DEPTH {
                 return Err(e);
             }
             let mut de = serde_json::Deserializer::from_str(text);
@@ -487,15 +488,15 @@ mod tests {
     #[test]
     fn stored_json_reads_back_deeper_than_serde_json_alone() {
         assert!(serde_json::from_str::<Value>(&nested(128)).is_err(), "serde_json's own limit");
-        let deep: Value = from_stored(&nested(STORED_DEPTH)).unwrap();
-        assert_eq!(deep.to_string(), nested(STORED_DEPTH));
-        let e = from_stored::<Value>(&nested(STORED_DEPTH + 1)).unwrap_err();
+        let deep: Value = from_str_deep(&nested(DEEP_JSON_DEPTH)).unwrap();
+        assert_eq!(deep.to_string(), nested(DEEP_JSON_DEPTH));
+        let e = from_str_deep::<Value>(&nested(DEEP_JSON_DEPTH + 1)).unwrap_err();
         assert!(e.to_string().starts_with("recursion limit exceeded"), "{e}");
         // Brackets inside strings do not count; trailing text and bad syntax still fail.
         let quoted = format!("[\"{}\\\"{}\",{}]", "[".repeat(400), "{".repeat(400), nested(200));
-        assert_eq!(from_stored::<Value>(&quoted).unwrap()[0].as_str().unwrap().len(), 801);
-        assert!(from_stored::<Value>(&format!("{} x", nested(200))).is_err());
-        assert!(from_stored::<Value>("{\"a\": }").is_err());
+        assert_eq!(from_str_deep::<Value>(&quoted).unwrap()[0].as_str().unwrap().len(), 801);
+        assert!(from_str_deep::<Value>(&format!("{} x", nested(200))).is_err());
+        assert!(from_str_deep::<Value>("{\"a\": }").is_err());
     }
 
     #[test]
