@@ -351,14 +351,27 @@ test("walkTree and summarizeTree take a tree as deep as paths allow without a cr
   tab.close();
 });
 
-test("a result nested deeper than 128 levels is an error naming the limit, not a null", async () => {
+test("a result nested deeper than 127 levels is an error naming the limit, not a null; one at the limit stays in the transcript", async () => {
   const tab = await connect(worker.host, "cm-deep-result");
   const nested = (depth) => `let v = 1; for (let i = 0; i < ${depth}; i++) v = [v]; return v`;
-  const ok = await execute(tab, nested(100));
+  const text = (depth) => "[".repeat(depth) + "1" + "]".repeat(depth);
+  const ok = await execute(tab, nested(127));
   assert.equal(ok.status, "completed", JSON.stringify(ok).slice(0, 300));
-  assert.equal(JSON.stringify(ok.result), "[".repeat(100) + "1" + "]".repeat(100));
-  const deep = await execute(tab, nested(200));
+  assert.equal(JSON.stringify(ok.result), text(127));
+  // Stored inside its message, the result nests deeper than serde_json's limit: the
+  // transcript still reads it back whole.
+  const messages = await getMessages(worker.url, "cm-deep-result");
+  const outputs = messages.flatMap((m) => m.parts).filter((p) => p.type === "tool-execute" && p.output);
+  assert.ok(outputs.some((p) => JSON.stringify(p.output.result) === text(127)), "the message with the deep result is kept");
+  // A client sends the transcript back with its next message, as useAgentChat does.
+  model.push({ text: "seen it" });
+  const next = tab.chat("and now?", { messages });
+  const chunks = await tab.turn(next.id);
+  assert.ok(!chunks.some((f) => f.error), JSON.stringify(chunks.filter((f) => f.error)).slice(0, 300));
+  const said = tab.chunks(next.id).filter((c) => c.type === "text-delta").map((c) => c.delta).join("");
+  assert.equal(said, "seen it", "the turn ran");
+  const deep = await execute(tab, nested(128));
   assert.equal(deep.status, "error", JSON.stringify(deep).slice(0, 300));
-  assert.match(deep.error, /^The result could not be returned \(recursion limit exceeded.*\): values nest at most 128 levels deep$/);
+  assert.match(deep.error, /^The result could not be returned \(recursion limit exceeded.*\): values nest at most 127 levels deep$/);
   tab.close();
 });

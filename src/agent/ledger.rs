@@ -10,6 +10,7 @@ use std::rc::Rc;
 use async_trait::async_trait;
 use serde_json::Value;
 
+use crate::protocol::json::from_str_deep;
 use crate::store::{Sql, SqlValue, StoreError};
 use crate::tools::{ModelOutput, Tool, ToolContext, ToolDefinition, ToolError, ToolRef};
 
@@ -67,7 +68,7 @@ impl<'a> Ledger<'a> {
         let status = it.next().and_then(SqlValue::into_string).unwrap_or_default();
         let result = it.next().and_then(SqlValue::into_string).unwrap_or_default();
         Ok(Some(match status.as_str() {
-            "done" => Entry::Succeeded(serde_json::from_str(&result).unwrap_or(Value::Null)),
+            "done" => Entry::Succeeded(from_str_deep(&result).unwrap_or(Value::Null)),
             "error" => Entry::Failed(result),
             _ => Entry::Started,
         }))

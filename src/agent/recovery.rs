@@ -146,7 +146,7 @@ impl Agent {
         let chunks = self.streams().and_then(|b| b.chunks(stream_id)).unwrap_or_default();
         let mut acc = StreamAccumulator::new(message_id, continuation);
         for body in &chunks {
-            let Ok(chunk) = serde_json::from_str::<Value>(body) else { continue };
+            let Ok(chunk) = crate::protocol::json::from_str_deep::<Value>(body) else { continue };
             if let ChunkAction::CrossMessageToolUpdate { tool_call_id, update } = acc.apply(&chunk)
             {
                 self.apply_to_stored(&ToolPartUpdate::cross_message(tool_call_id, update));

@@ -27,7 +27,7 @@ const SCHEMA: &[&str] = &[
 fn parse_bodies(rows: Vec<crate::store::Row>) -> impl Iterator<Item = UIMessage> {
     rows.into_iter()
         .filter_map(|mut r| r.pop()?.into_string())
-        .filter_map(|body| serde_json::from_str::<Value>(&body).ok())
+        .filter_map(|body| crate::protocol::json::from_str_deep::<Value>(&body).ok())
         .filter_map(|v| UIMessage::from_value(v).ok())
 }
 

@@ -294,6 +294,27 @@ fn an_answer_larger_than_a_row_is_compacted_before_it_is_stored() {
 }
 
 #[test]
+fn a_message_holding_a_value_at_the_parse_limit_is_kept_in_the_transcript() {
+    let h = Harness::new(AgentSpec::new);
+    let store = super::store::ChatStore::new(h.agent.deps.sql.as_ref());
+    // 127 levels: the deepest a tool result parsed from a frame or a stream can be. Inside
+    // the message's parts it is stored deeper, beyond serde_json's limit.
+    let output: Value = serde_json::from_str(&format!("{}1{}", "[".repeat(127), "]".repeat(127)))
+        .expect("serde_json parses 127 levels");
+    let part = json!({"type": "tool-deep", "toolCallId": "c1", "state": "output-available",
+        "input": {}, "output": output});
+    let m = crate::protocol::message::UIMessage::new(
+        "a-deep",
+        crate::protocol::message::Role::Assistant,
+        vec![part.clone()],
+    );
+    store.upsert(&m, 1.0).unwrap();
+    let kept = store.messages().unwrap();
+    assert_eq!(kept.len(), 1, "the message is read back, not skipped");
+    assert_eq!(kept[0].parts[0]["output"], part["output"]);
+}
+
+#[test]
 fn queued_messages_left_by_a_crash_are_answered_in_order_on_start() {
     let mut h = Harness::new(AgentSpec::new);
     h.model.push([text("first answer"), text("answer to q1"), text("answer to q2")]);

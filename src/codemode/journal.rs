@@ -220,7 +220,7 @@ fn int(row: &mut std::vec::IntoIter<SqlValue>) -> i64 {
 }
 
 fn json(s: Option<String>) -> Option<Value> {
-    s.and_then(|s| serde_json::from_str(&s).ok())
+    s.and_then(|s| crate::protocol::json::from_str_deep(&s).ok())
 }
 
 const EXEC_COLS: &str =

@@ -32,6 +32,11 @@ pub use sandbox::{SandboxOutcome, SandboxRequest};
 pub const MAX_CODE_BYTES: usize = 1_000_000;
 /// A recorded argument or result larger than this fails the run (rows stay under 2 MB).
 pub const MAX_DURABLE_VALUE_BYTES: usize = 1_000_000;
+/// The deepest a value may nest (arrays and objects) to be parsed by serde_json, whose guard
+/// against deep recursion refuses more. A recorded result nesting deeper fails its call, since
+/// the journal reads it back that way and a replay must serve what the first pass saw, not
+/// null (reads are exempt: a replay runs them again); so does a deeper final result.
+pub const MAX_DURABLE_DEPTH: usize = 127;
 /// The final result shown to the model is cut to about this many characters.
 pub const MAX_RESULT_CHARS: usize = 24_000;
 /// `pending[].args` in the transcript are cut to this many characters (the journal keeps all).

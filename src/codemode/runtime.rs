@@ -24,7 +24,8 @@ use super::sandbox::{
     SnippetModule,
 };
 use super::{search, types};
-use super::{MAX_CODE_BYTES, MAX_DURABLE_VALUE_BYTES, MAX_RESULT_CHARS, PENDING_ARGS_MAX_CHARS};
+use super::{MAX_CODE_BYTES, MAX_DURABLE_DEPTH, MAX_DURABLE_VALUE_BYTES};
+use super::{MAX_RESULT_CHARS, PENDING_ARGS_MAX_CHARS};
 use crate::platform::{random_id, Clock};
 use crate::store::{Sql, StoreError};
 
@@ -193,6 +194,22 @@ fn too_large(what: &str, bytes: usize) -> String {
     format!(
         "{what} is {bytes} bytes, over the 1 MB limit for recorded values. Write large data to a workspace file (state.writeFile) and pass its path instead."
     )
+}
+
+/// How many arrays and objects deep `v` nests (a scalar is 0), counted without recursion,
+/// since a connector's result (a tree walk) may nest deeper than the stack would allow.
+pub(crate) fn nesting(v: &Value) -> usize {
+    let mut deepest = 0;
+    let mut stack = vec![(v, 0usize)];
+    while let Some((v, depth)) = stack.pop() {
+        match v {
+            Value::Array(a) => stack.extend(a.iter().map(|c| (c, depth + 1))),
+            Value::Object(o) => stack.extend(o.values().map(|c| (c, depth + 1))),
+            _ => continue,
+        }
+        deepest = deepest.max(depth + 1);
+    }
+    deepest
 }
 
 /// Per-pass state shared by the dispatcher's calls.
@@ -365,11 +382,19 @@ impl PassDispatcher {
         match conn.call(&call.method, call.args.clone(), &ctx).await {
             Ok(v) => {
                 let bytes = v.to_string().len();
-                if bytes > MAX_DURABLE_VALUE_BYTES {
-                    let msg = too_large(
-                        &format!("The result of {}.{}", call.connector, call.method),
-                        bytes,
-                    );
+                let what = || format!("The result of {}.{}", call.connector, call.method);
+                let msg = if bytes > MAX_DURABLE_VALUE_BYTES {
+                    Some(too_large(&what(), bytes))
+                } else if !self.is_read(seq) && nesting(&v) > MAX_DURABLE_DEPTH {
+                    Some(format!(
+                        "{} nests {} levels deep, over the {MAX_DURABLE_DEPTH} levels a recorded value may have. Return a flatter value (or write it to a workspace file and pass its path).",
+                        what(),
+                        nesting(&v)
+                    ))
+                } else {
+                    None
+                };
+                if let Some(msg) = msg {
                     self.set_state(seq, CallState::Error, Some(&Value::String(msg.clone())));
                     return Err(self.fail(msg));
                 }
@@ -382,6 +407,11 @@ impl PassDispatcher {
                 Err(CallError::Failed(e))
             }
         }
+    }
+
+    /// Whether entry `seq` is a read, which a replay runs again instead of serving.
+    fn is_read(&self, seq: i64) -> bool {
+        self.pass.borrow_mut().entry_mut(seq).is_some_and(|e| e.ephemeral)
     }
 
     fn new_entry(

@@ -1526,3 +1526,43 @@ fn state_reads_versions_and_refuses_stale_writes() {
     assert!(stale.contains("-app") && stale.contains("+app2"), "{stale}");
     assert_eq!(read(&f, "/v/a.txt").as_deref(), Some("app2\n"));
 }
+
+/// `levels` nested arrays around a 0.
+fn nested(levels: usize) -> Value {
+    (0..levels).fold(json!(0), |inner, _| json!([inner]))
+}
+
+#[test]
+fn deep_results_replay_as_recorded_or_fail_the_call() {
+    // serde_json, which reads the journal back, takes exactly MAX_DURABLE_DEPTH levels.
+    let limit = crate::codemode::MAX_DURABLE_DEPTH;
+    assert!(serde_json::from_str::<Value>(&nested(limit).to_string()).is_ok());
+    assert!(serde_json::from_str::<Value>(&nested(limit + 1).to_string()).is_err());
+    assert_eq!(runtime::nesting(&nested(limit)), limit);
+
+    let f = fixture();
+    let undo = Rc::new(Undoable::default());
+    let mut connectors = f.connectors.clone();
+    connectors.push(undo);
+    // `undo.put` answers {"put": v}: one level more than its argument.
+    for (name, levels) in [("deep", limit - 1), ("deeper", limit)] {
+        f.sandbox.program(name, move |d| {
+            Box::pin(async move {
+                let put = call(&d, "undo", "put", json!({"v": nested(levels)}), "2:1").await?;
+                call(&d, "tools", "charge", json!({"cents": 500}), "3:1").await?;
+                Ok(json!(runtime::nesting(&put)))
+            })
+        });
+    }
+    let out = block_on(f.rt.execute("// deep\n", None, &connectors));
+    assert_eq!(out["status"], "paused", "{out}");
+    let id = out["executionId"].as_str().unwrap().to_owned();
+    let done = block_on(f.rt.approve(&id, &connectors)).unwrap();
+    assert_eq!(done["status"], "completed", "{done}");
+    assert_eq!(done["result"], json!(limit), "the replay served the recorded value whole");
+
+    let out = block_on(f.rt.execute("// deeper\n", None, &connectors));
+    assert_eq!(out["status"], "error", "{out}");
+    let error = out["error"].as_str().unwrap();
+    assert!(error.contains("undo.put nests 128 levels deep, over the 127"), "{error}");
+}

@@ -416,7 +416,7 @@ fn wire<W: serde::de::DeserializeOwned>(
 /// Parses one text frame. Never panics; anything malformed becomes a [`FrameError`] that
 /// says how to answer.
 pub fn parse_client_frame(raw: &str) -> Result<ClientFrame, FrameError> {
-    let value: Value = serde_json::from_str(raw)
+    let value: Value = super::json::from_str_deep(raw)
         .map_err(|e| FrameError::protocol(format!("frame is not valid JSON: {e}")))?;
     let Value::Object(obj) = value else {
         return Err(FrameError::protocol(format!(
@@ -602,7 +602,7 @@ fn parse_chat_request(w: ChatRequestWire) -> Result<ChatRequest, FrameError> {
 
 /// Parses the JSON-string body of a chat request.
 pub fn parse_chat_body(id: &str, body: &str) -> Result<ChatRequest, FrameError> {
-    let parsed: Value = serde_json::from_str(body)
+    let parsed: Value = super::json::from_str_deep(body)
         .map_err(|e| FrameError::chat(id, format!("request body is not valid JSON: {e}")))?;
     let Value::Object(fields) = parsed else {
         return Err(FrameError::chat(

@@ -254,6 +254,58 @@ fn unescape_in_place(bytes: &mut [u8], range: std::ops::Range<usize>) -> usize {
     write
 }
 
+/// How deep the JSON of a frame, a chat request's body or a stored row may nest.
+pub const DEEP_JSON_DEPTH: usize = 256;
+
+/// Parses JSON that carries values inside an envelope: a stored message, journal entry or
+/// stream chunk, and a client's frame or chat body, which sends the transcript back. A value
+/// that came in at serde_json's nesting limit (127 levels, the most a tool result, a model
+/// stream or a Code Mode result may have) sits a few levels deeper there, so serde_json alone
+/// would refuse the row (the message was lost on reload) or the client's next request; here up
+/// to [`DEEP_JSON_DEPTH`] levels parse, a bound checked before parsing, so the stack holds.
+pub fn from_str_deep<T: serde::de::DeserializeOwned>(text: &str) -> Result<T, serde_json::Error> {
+    let first = serde_json::from_str(text);
+    match first {
+        Err(e) if e.to_string().starts_with("recursion limit exceeded") => {
+            if nesting_of(text) > DEEP_JSON_DEPTH {
+                return Err(e);
+            }
+            let mut de = serde_json::Deserializer::from_str(text);
+            de.disable_recursion_limit();
+            let value = T::deserialize(&mut de)?;
+            de.end()?;
+            Ok(value)
+        }
+        other => other,
+    }
+}
+
+/// The deepest nesting of arrays and objects in JSON text, brackets inside strings skipped.
+fn nesting_of(text: &str) -> usize {
+    let (mut depth, mut deepest, mut in_string, mut escaped) = (0usize, 0usize, false, false);
+    for &b in text.as_bytes() {
+        if in_string {
+            match b {
+                _ if escaped => escaped = false,
+                b'\\' => escaped = true,
+                b'"' => in_string = false,
+                _ => {}
+            }
+            continue;
+        }
+        match b {
+            b'"' => in_string = true,
+            b'[' | b'{' => {
+                depth += 1;
+                deepest = deepest.max(depth);
+            }
+            b']' | b'}' => depth = depth.saturating_sub(1),
+            _ => {}
+        }
+    }
+    deepest
+}
+
 /// A text over this size is parsed by [`from_str_exact`]'s own path; a smaller one as usual.
 const EXACT_ABOVE_BYTES: usize = 64 * 1024;
 
@@ -428,6 +480,24 @@ pub(crate) fn ascii_escaped(text: &str) -> String {
 mod tests {
     use super::*;
     use serde_json::json;
+
+    fn nested(levels: usize) -> String {
+        format!("{}0{}", "[".repeat(levels), "]".repeat(levels))
+    }
+
+    #[test]
+    fn stored_json_reads_back_deeper_than_serde_json_alone() {
+        assert!(serde_json::from_str::<Value>(&nested(128)).is_err(), "serde_json's own limit");
+        let deep: Value = from_str_deep(&nested(DEEP_JSON_DEPTH)).unwrap();
+        assert_eq!(deep.to_string(), nested(DEEP_JSON_DEPTH));
+        let e = from_str_deep::<Value>(&nested(DEEP_JSON_DEPTH + 1)).unwrap_err();
+        assert!(e.to_string().starts_with("recursion limit exceeded"), "{e}");
+        // Brackets inside strings do not count; trailing text and bad syntax still fail.
+        let quoted = format!("[\"{}\\\"{}\",{}]", "[".repeat(400), "{".repeat(400), nested(200));
+        assert_eq!(from_str_deep::<Value>(&quoted).unwrap()[0].as_str().unwrap().len(), 801);
+        assert!(from_str_deep::<Value>(&format!("{} x", nested(200))).is_err());
+        assert!(from_str_deep::<Value>("{\"a\": }").is_err());
+    }
 
     #[test]
     fn serializes_to_tells_whether_a_text_is_the_value_as_serde_writes_it() {

@@ -154,10 +154,12 @@ impl LoaderSandbox {
                     Err(CallError::Paused.to_string())
                 } else if ok {
                     let raw = text(&out, "result").unwrap_or_else(|| "null".into());
-                    // serde_json nests at most 128 levels (its guard against deep recursion);
-                    // a deeper result is an error, not a silent null.
+                    // A result deeper than serde_json parses is an error, not a silent null.
                     serde_json::from_str(&raw).map_err(|e| {
-                        format!("The result could not be returned ({e}): values nest at most 128 levels deep")
+                        format!(
+                            "The result could not be returned ({e}): values nest at most {} levels deep",
+                            crate::codemode::MAX_DURABLE_DEPTH
+                        )
                     })
                 } else {
                     Err(error)
