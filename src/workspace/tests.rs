@@ -1453,3 +1453,14 @@ fn the_fast_write_tells_its_refusal_from_other_errors() {
     assert_eq!(errno(block_on(ws.write_file("/dir", "x", "text/plain"))), Errno::IsDir);
     assert!(ws.stat("/dir").unwrap().unwrap().kind == EntryType::Directory);
 }
+
+#[test]
+fn version_tokens_are_the_counter_a_colon_and_the_hash() {
+    for counter in [0, 1, 9, 10, 99, 12_345, -1, -40, i64::MAX, i64::MIN] {
+        for hash in [None, Some("00ff".to_owned())] {
+            let want = format!("{counter}:{}", hash.as_deref().unwrap_or("-"));
+            let token = FileVersion { counter, hash, changed_by: None, changed_at: 0 }.token();
+            assert_eq!(token, want);
+        }
+    }
+}

@@ -89,7 +89,26 @@ pub struct FileVersion {
 impl FileVersion {
     /// The token handed to the model and accepted back as `expectedVersion`.
     pub fn token(&self) -> String {
-        format!("{}:{}", self.counter, self.hash.as_deref().unwrap_or("-"))
+        // Digits by hand, not `format!`: its machinery was a tenth of `read`'s wasm time
+        // besides SQL (V8 profile, 1.19 of 24 µs per read under the profiler).
+        let hash = self.hash.as_deref().unwrap_or("-");
+        let (mut digits, mut at, mut n) = ([0u8; 20], 20, self.counter.unsigned_abs());
+        loop {
+            at -= 1;
+            digits[at] = b'0' + (n % 10) as u8;
+            n /= 10;
+            if n == 0 {
+                break;
+            }
+        }
+        let mut s = String::with_capacity(22 + hash.len());
+        if self.counter < 0 {
+            s.push('-');
+        }
+        s.extend(digits[at..].iter().map(|&d| char::from(d)));
+        s.push(':');
+        s.push_str(hash);
+        s
     }
 
     /// Splits a token into its counter and hash; `None` when it is not one.

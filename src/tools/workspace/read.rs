@@ -104,8 +104,9 @@ impl FileToolKind for Read {
             Some(token) => Some(token),
             None => ops.seen(&path, &content).await?,
         };
-        if let Some(version) = version {
-            out["version"] = json!(version);
+        if let (Some(version), Value::Object(map)) = (version, &mut out) {
+            // Moved in, not copied (`json!` would clone it), without a lookup first.
+            map.insert("version".into(), Value::String(version));
         }
         Ok(out)
     }
