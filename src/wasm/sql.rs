@@ -56,7 +56,9 @@ const bigDecoder = new TextDecoder("utf-8", { ignoreBOM: true });
 // costs no JS string. Bindings arrive packed that way (a view of wasm memory); results go
 // back as u32 columns, u32 rows, then the values.
 function unpackParams(p, big) {
-  const pv = new DataView(p.buffer, p.byteOffset, p.byteLength);
+  // A view only for numbers: a read's one path binding needs none (a view per statement
+  // was a tenth of this function).
+  let pv = null;
   const out = [];
   let at = 0;
   while (at < p.length) {
@@ -71,23 +73,24 @@ function unpackParams(p, big) {
       out.push(big);
       at += 1;
     } else if (tag === 1 || tag === 2) {
+      pv ??= new DataView(p.buffer, p.byteOffset, p.byteLength);
       out.push(pv.getFloat64(at + 1, true));
       at += 9;
     } else {
-      const len = pv.getUint32(at + 1, true);
-      const bytes = p.subarray(at + 5, at + 5 + len);
+      const len = (p[at + 1] | (p[at + 2] << 8) | (p[at + 3] << 16) | (p[at + 4] << 24)) >>> 0;
+      const from = at + 5;
       if (tag === 4) {
-        out.push(bytes.slice());
+        out.push(p.slice(from, from + len));
       } else if (len <= 64) {
         // Short text: a loop beats a native decode call; bail out on non-ASCII.
         let s = "";
         let k = 0;
-        for (; k < len && bytes[k] < 128; k++) s += String.fromCharCode(bytes[k]);
-        out.push(k === len ? s : decoder.decode(bytes));
+        for (; k < len && p[from + k] < 128; k++) s += String.fromCharCode(p[from + k]);
+        out.push(k === len ? s : decoder.decode(p.subarray(from, from + len)));
       } else {
-        out.push(decoder.decode(bytes));
+        out.push(decoder.decode(p.subarray(from, from + len)));
       }
-      at += 5 + len;
+      at = from + len;
     }
   }
   return out;
@@ -151,7 +154,8 @@ export function execPacked(sql, query, packedParams, big, scratch, head) {
         pos += 9;
       } else if (typeof v === "string" && v.length > SCRATCH_TEXT && v.length <= LARGE && v.length <= scratch.length - spos) {
         // Encoded straight into wasm memory: no JavaScript buffer, no copy out of one.
-        const { read, written } = encoder.encodeInto(v, scratch.subarray(spos));
+        // The first such text needs no view of its own (a read's file text is the only one).
+        const { read, written } = encoder.encodeInto(v, spos === 0 ? scratch : scratch.subarray(spos));
         if (read === v.length) {
           room(pos, 9);
           buf[pos] = 8;
@@ -176,10 +180,10 @@ export function execPacked(sql, query, packedParams, big, scratch, head) {
         const n = v.length;
         room(pos, 5 + n * 3);
         buf[pos] = 3;
-        // Short ASCII strings (names, types, paths) are copied in a loop: cheaper than a
-        // native encodeInto call and the view it needs.
+        // Short ASCII strings (names, types, paths, a read's ~70-byte metadata) are copied
+        // in a loop: cheaper than a native encodeInto call and the view it needs.
         let k = 0;
-        if (n <= 64) {
+        if (n <= 128) {
           const at = pos + 5;
           for (; k < n; k++) {
             const c = v.charCodeAt(k);
