@@ -724,13 +724,12 @@ impl Workspace {
         } as i64;
         let t = &self.t;
         let w = self.writer().as_str();
-        let rows = self.exec(
+        let appended = self.exec_changed(
             &format!(
                 "UPDATE {t} SET content = content || ?, size = size + ?, modified_at = ?,
                    version = version + 1, hash = NULL, changed_by = '{w}', undo = NULL
                  WHERE path = ? AND type = 'file' AND storage = 'inline'
-                   AND typeof(content) = 'text' AND size + ? < ? AND size + ? <= ?
-                 RETURNING 1"
+                   AND typeof(content) = 'text' AND size + ? < ? AND size + ? <= ?"
             ),
             &[
                 text(content),
@@ -743,7 +742,7 @@ impl Workspace {
                 SqlValue::Integer(self.max_file_size as i64),
             ],
         )?;
-        if !rows.is_empty() {
+        if appended {
             return self.changed(path, Ok(()));
         }
         let existing = self.read_content(path).await?;

@@ -475,6 +475,13 @@ impl Workspace {
         Ok(self.sql.exec(sql, params)?)
     }
 
+    /// A statement that returns no rows, and whether it changed one ([`Sql::exec_changed`]):
+    /// lighter than `RETURNING 1`, which makes the store build and hand back a row.
+    fn exec_changed(&self, sql: &str, params: &[SqlValue]) -> Result<bool, FsError> {
+        self.init()?;
+        Ok(self.sql.exec_changed(sql, params)?)
+    }
+
     fn init(&self) -> Result<(), FsError> {
         if self.initialized.get() {
             return Ok(());

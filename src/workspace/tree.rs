@@ -338,13 +338,12 @@ impl Workspace {
         let parent = path::parent(&norm).unwrap_or("/");
         let t = &self.t;
         let now = SqlValue::Integer(self.now());
-        let inserted = self.exec(
+        let inserted = self.exec_changed(
             &format!(
                 "INSERT INTO {t} (path, parent_path, name, type, size, created_at, modified_at)
                  SELECT ?, ?, ?, 'directory', 0, ?, ?
                  WHERE EXISTS (SELECT 1 FROM {t} WHERE path = ? AND type = 'directory')
-                 ON CONFLICT(path) DO NOTHING
-                 RETURNING 1"
+                 ON CONFLICT(path) DO NOTHING"
             ),
             &[
                 text(&norm),
@@ -355,7 +354,7 @@ impl Workspace {
                 text(parent),
             ],
         )?;
-        if !inserted.is_empty() {
+        if inserted {
             return Ok(());
         }
         let r = self.resolve(&norm, false, "mkdir", path)?;

@@ -707,6 +707,13 @@ fn statements_per_operation_stay_minimal() {
     put(&ws, "/docs/b.md", "app\n");
     assert_eq!(statements(&|| drop(ok(&read, json!({"path": "/docs/b.md"})))), 2);
     assert_eq!(statements(&|| drop(ok(&read, json!({"path": "/docs/b.md"})))), 1);
+    // A new directory under an existing one, and an append to an inline text, are one
+    // statement each: the store says whether it changed a row (no `RETURNING`, no fallback).
+    assert_eq!(statements(&|| ws.mkdir("/docs/sub", false).unwrap()), 1);
+    assert_eq!(
+        statements(&|| block_on(ws.append_file("/docs/b.md", "more\n", "text/plain")).unwrap()),
+        1
+    );
     // The check and the read in one statement, the rewrite (which notes itself).
     assert_eq!(
         statements(&|| {
