@@ -33,11 +33,11 @@ export function useCodemodeWorker() {
 }
 
 /** One turn in which the model calls `execute` with `code`, then answers "ok". */
-export async function execute(tab, code, { text = "ok" } = {}) {
+export async function execute(tab, code, { text = "ok", timeout = 20000 } = {}) {
   const id = `call_exec_${nextSeq()}`;
   model.push({ toolCalls: [{ id, name: "execute", args: { code } }] }, { text });
   const { id: requestId } = tab.chat(`run ${id}`);
-  await tab.turn(requestId, { timeout: 20000 });
+  await tab.turn(requestId, { timeout });
   const chunks = tab.chunks(requestId);
   const out = chunks.find((c) => c.type === "tool-output-available" && c.toolCallId === id);
   assert.ok(out, `no output for ${id}: ${JSON.stringify(chunks.filter((c) => c.toolCallId === id))}`);
