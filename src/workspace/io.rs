@@ -559,8 +559,7 @@ impl Workspace {
         content: usize,
         hashed: &[usize],
     ) -> Result<bool, FsError> {
-        self.init()?;
-        Ok(self.sql.exec_changed(sql, &with_hash(params, content, hashed))?)
+        self.exec_changed(sql, &with_hash(params, content, hashed))
     }
 
     /// [`Workspace::exec_hashed_changed`]'s binding of the hash, for a statement that returns
