@@ -452,8 +452,9 @@ impl Workspace {
     /// content and all, into a temporary table. An existing row that the write must not
     /// replace (not an inline file, or the guard fails) is refused the same way, by the
     /// `modified_at` the update would give it. A refusal is the statement's error, and writes
-    /// nothing; the statement returns no row: a `RETURNING` clause made SQLite open a
-    /// temporary B-tree for every write (15k of 279k instructions of an overwrite, natively).
+    /// nothing. The statement returns no row, so it runs as [`Sql::exec_changed`], with no
+    /// result to pack and decode: a `RETURNING` clause made SQLite open a temporary B-tree
+    /// for every write (15k of 279k instructions of an overwrite, natively).
     fn write_inline(
         &self,
         norm: &str,
@@ -496,7 +497,7 @@ impl Workspace {
             }
         };
         self.init()?;
-        match self.exec_hashed_raw(sql, params, at, &[at + 1]) {
+        match self.sql.exec_changed(sql, &with_hash(params, at, &[at + 1])) {
             Ok(_) => Ok(true),
             Err(StoreError::Sql(msg)) if self.write_refused(&msg) => Ok(false),
             Err(e) => Err(e.into()),
@@ -560,18 +561,6 @@ impl Workspace {
         hashed: &[usize],
     ) -> Result<bool, FsError> {
         self.exec_changed(sql, &with_hash(params, content, hashed))
-    }
-
-    /// [`Workspace::exec_hashed_changed`]'s binding of the hash, for a statement that returns
-    /// its rows, on tables that exist, with the store's own error.
-    fn exec_hashed_raw(
-        &self,
-        sql: &str,
-        params: Vec<SqlValue>,
-        content: usize,
-        hashed: &[usize],
-    ) -> Result<Vec<Row>, StoreError> {
-        self.sql.exec(sql, &with_hash(params, content, hashed))
     }
 
     async fn write_slow(
