@@ -497,8 +497,22 @@ impl Workspace {
             }
         };
         self.init()?;
-        match self.sql.exec_changed(sql, &with_hash(params, at, &[at + 1])) {
+        let bound = with_hash(params, at, &[at + 1]);
+        match self.sql.exec_changed(sql, &bound) {
             Ok(_) => Ok(true),
+            // A parent that is missing (not a file or a symlink): made in one statement,
+            // then the write again, instead of the general path's resolve and checks.
+            Err(StoreError::Sql(msg))
+                if msg.ends_with(&format!("{}.parent_path", self.t))
+                    && !guard.is_some_and(WriteGuard::must_exist)
+                    && self.make_parents(norm)? =>
+            {
+                match self.sql.exec_changed(sql, &bound) {
+                    Ok(_) => Ok(true),
+                    Err(StoreError::Sql(msg)) if self.write_refused(&msg) => Ok(false),
+                    Err(e) => Err(e.into()),
+                }
+            }
             Err(StoreError::Sql(msg)) if self.write_refused(&msg) => Ok(false),
             Err(e) => Err(e.into()),
         }

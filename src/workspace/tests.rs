@@ -84,6 +84,18 @@ fn write_read_and_auto_parents() {
     // A file where a directory is needed.
     assert_eq!(errno(block_on(ws.write_file("/a/b/c.txt/d", "x", "text/plain"))), Errno::NotDir);
     assert_eq!(read(&ws, "/a/b/c.txt/d"), None);
+    assert_eq!(
+        errno(block_on(ws.write_file("/a/b/c.txt/d/e/f", "x", "text/plain"))),
+        Errno::NotDir
+    );
+    assert!(ws.lstat("/a/b/c.txt/d").unwrap().is_none(), "no directory made under a file");
+    // Missing levels under an existing one are made as directories, with the parents' names.
+    write(&ws, "/a/x/y/z.txt", "deep");
+    assert_eq!(read(&ws, "/a/x/y/z.txt").as_deref(), Some("deep"));
+    for (dir, listed) in [("/a", vec!["b", "x"]), ("/a/x", vec!["y"]), ("/a/x/y", vec!["z.txt"])] {
+        assert_eq!(ws.lstat(dir).unwrap().unwrap().kind, EntryType::Directory, "{dir}");
+        assert_eq!(names(&ws.read_dir(dir, 10, 0).unwrap()), listed, "{dir}");
+    }
 }
 
 #[test]
@@ -393,6 +405,12 @@ fn symlinks_follow_and_loop() {
     assert_eq!(ws.stat("/alias/rel").unwrap().unwrap().path, "/real/file.txt");
     write(&ws, "/alias/new.txt", "through the link");
     assert_eq!(read(&ws, "/real/new.txt").as_deref(), Some("through the link"));
+    // A missing directory under a symlinked one is made at the link's target.
+    write(&ws, "/alias/sub/deeper.txt", "under the target");
+    assert_eq!(read(&ws, "/real/sub/deeper.txt").as_deref(), Some("under the target"));
+    assert_eq!(ws.lstat("/real/sub").unwrap().unwrap().kind, EntryType::Directory);
+    assert_eq!(ws.lstat("/alias").unwrap().unwrap().kind, EntryType::Symlink);
+    block_on(ws.rm("/real/sub", true, false)).unwrap();
     assert_eq!(names(&ws.read_dir("/alias", 10, 0).unwrap()), vec!["file.txt", "new.txt", "rel"]);
     write(&ws, "/real/rel", "written via link");
     assert_eq!(read(&ws, "/real/file.txt").as_deref(), Some("written via link"));

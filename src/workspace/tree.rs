@@ -4,6 +4,10 @@
 use super::io::Resolved;
 use super::*;
 
+/// Ancestors [`Workspace::make_parents`] creates in one statement: three bound parameters
+/// each, and two more, within the platform's 100.
+const MAX_FAST_PARENTS: usize = 32;
+
 impl Workspace {
     /// Metadata of `path`, following symlinks; `None` when nothing is there.
     pub fn stat(&self, path: &str) -> Result<Option<FileInfo>, FsError> {
@@ -392,6 +396,34 @@ impl Workspace {
         }
         let ancestors = path::ancestors(&r.path);
         self.create_dirs(ancestors.get(r.existing_ancestors..).unwrap_or_default())
+    }
+
+    /// Creates the missing ancestors of normalized `path` in one statement, if every one that
+    /// exists is a directory (a symlink or a file among them needs the general path, which
+    /// follows or refuses it); whether it created any. At most [`MAX_FAST_PARENTS`] levels.
+    pub(crate) fn make_parents(&self, path: &str) -> Result<bool, FsError> {
+        let dirs = path::ancestors(path);
+        if dirs.is_empty() || dirs.len() > MAX_FAST_PARENTS {
+            return Ok(false);
+        }
+        let mut params = Vec::with_capacity(3 * dirs.len() + 2);
+        for d in &dirs {
+            params.extend([text(d), text(path::parent(d).unwrap_or("/")), text(path::basename(d))]);
+        }
+        let now = SqlValue::Integer(self.now());
+        params.extend([now.clone(), now]);
+        let values = vec!["(?, ?, ?)"; dirs.len()].join(", ");
+        let t = &self.t;
+        self.exec_changed(
+            &format!(
+                "WITH a(p, pp, n) AS (VALUES {values})
+                 INSERT INTO {t} (path, parent_path, name, type, size, created_at, modified_at)
+                 SELECT p, pp, n, 'directory', 0, ?, ? FROM a
+                 WHERE NOT EXISTS (SELECT 1 FROM {t} f, a WHERE f.path = a.p AND f.type <> 'directory')
+                 ON CONFLICT(path) DO NOTHING"
+            ),
+            &params,
+        )
     }
 
     /// Inserts directory rows for `dirs` (parents first), batched to the SQL limits.

@@ -710,6 +710,15 @@ fn statements_per_operation_stay_minimal() {
     // A new directory under an existing one, and an append to an inline text, are one
     // statement each: the store says whether it changed a row (no `RETURNING`, no fallback).
     assert_eq!(statements(&|| ws.mkdir("/docs/sub", false).unwrap()), 1);
+    // A write into directories that do not exist yet: the write, refused for its missing
+    // parent, one statement making both levels, and the write again.
+    assert_eq!(
+        statements(&|| {
+            ok(&write, json!({"path": "/docs/new/deeper/c.md", "content": "c"}));
+        }),
+        3
+    );
+    assert_eq!(ws.lstat("/docs/new/deeper").unwrap().unwrap().kind, EntryType::Directory);
     assert_eq!(
         statements(&|| block_on(ws.append_file("/docs/b.md", "more\n", "text/plain")).unwrap()),
         1
@@ -759,9 +768,9 @@ fn statements_per_operation_stay_minimal() {
         }),
         3
     );
-    // A first write into a new directory tree: the fast attempt, one resolve, one insert
-    // of the three directories, the write.
-    assert_eq!(statements(&|| put(&ws, "/new/deep/dir/x.txt", "x")), 4);
+    // A first write into a new directory tree: the fast attempt, one insert of the three
+    // directories, the write.
+    assert_eq!(statements(&|| put(&ws, "/new/deep/dir/x.txt", "x")), 3);
     assert_eq!(statements(&|| put(&ws, "/new/deep/dir/y.txt", "y")), 1);
 }
 
