@@ -1482,3 +1482,46 @@ fn version_tokens_are_the_counter_a_colon_and_the_hash() {
         }
     }
 }
+
+/// The model's read before an edit checks the row's own note before the history: when the
+/// row notes its version, the history (four kept versions here, none there) is not looked
+/// at, so both reads take the same SQLite steps (a value `OR` evaluated its history
+/// subquery, and its sort, on every read).
+#[test]
+fn edit_read_of_a_noted_row_skips_the_history() {
+    let (sql, ws) = ws();
+    let _tool = ws.writing_as(Writer::Tool);
+    let text = |i: usize| format!("line one\nversion {i}\n");
+    for p in ["/a.txt", "/b.txt"] {
+        let _app = ws.writing_as(Writer::App);
+        block_on(ws.write_file(p, &text(0), "text/plain")).unwrap();
+    }
+    for i in 1..=6 {
+        block_on(ws.rewrite_for_model("/a.txt", &text(i), "text/plain", Some(&text(i - 1))))
+            .unwrap();
+    }
+    block_on(ws.rewrite_for_model("/b.txt", &text(1), "text/plain", Some(&text(0)))).unwrap();
+    let kept = |p: &str| {
+        let rows = sql
+            .exec("SELECT count(*) FROM cf_wshist_default WHERE path = ?", &[super::text(p)])
+            .unwrap();
+        col_i64(&rows[0], 0)
+    };
+    assert_eq!((kept("/a.txt"), kept("/b.txt")), (4, 0));
+    let steps = |p: &str| {
+        let before = sql.steps();
+        let read = block_on(ws.read_fresh_for_model(p, None)).unwrap();
+        assert!(read.is_some_and(|r| r.starts_with("line one")));
+        sql.steps() - before
+    };
+    assert_eq!(steps("/a.txt"), steps("/b.txt"));
+    // And the check still refuses an edit of a version the model has not seen.
+    {
+        let _app = ws.writing_as(Writer::App);
+        block_on(ws.write_file("/a.txt", "changed by the app\n", "text/plain")).unwrap();
+    }
+    assert!(matches!(
+        block_on(ws.read_fresh_for_model("/a.txt", None)),
+        Err(StaleWrite::Changed { diff: Some(_), .. })
+    ));
+}
