@@ -120,8 +120,8 @@ async function setup(worker, doName, files, extra = {}) {
 
 /**
  * Options a side's object is built with: think-rs takes the workload's `rustOptions` (e.g.
- * `{grepIndex: true}`); the floor's objects never keep the grep index, so its statements
- * fire no index triggers.
+ * `{grepIndex: true}`); the floor's objects never keep the grep index, and the floor drops
+ * the table's other triggers (src/floor.js), so its statements fire none.
  */
 const sideOptions = (side, w) => (side.key === "floor" ? { grepIndex: false } : side.key === "rust" ? (w.rustOptions ?? {}) : {});
 
