@@ -503,7 +503,7 @@ impl Workspace {
             // A parent that is missing (not a file or a symlink): made in one statement,
             // then the write again, instead of the general path's resolve and checks.
             Err(StoreError::Sql(msg))
-                if msg.ends_with(&format!("{}.parent_path", self.t))
+                if self.refused_on(&msg) == Some("parent_path")
                     && !guard.is_some_and(WriteGuard::must_exist)
                     && self.make_parents(norm)? =>
             {
@@ -521,9 +521,16 @@ impl Workspace {
     /// Whether `msg`, an error of [`Workspace::write_inline`]'s statement, is its refusal:
     /// the `NOT NULL` of `parent_path` or `modified_at` (see there).
     pub(super) fn write_refused(&self, msg: &str) -> bool {
+        self.refused_on(msg).is_some()
+    }
+
+    /// The column whose `NOT NULL` refused [`Workspace::write_inline`]'s statement, if `msg`
+    /// is its refusal: `parent_path` (no directory there) or `modified_at` (the row must
+    /// stay). Compared within the message: workerd's has a prefix and a suffix.
+    pub(super) fn refused_on(&self, msg: &str) -> Option<&'static str> {
         ["parent_path", "modified_at"]
-            .iter()
-            .any(|col| msg.contains(&format!("NOT NULL constraint failed: {}.{col}", self.t)))
+            .into_iter()
+            .find(|col| msg.contains(&format!("NOT NULL constraint failed: {}.{col}", self.t)))
     }
 
     /// The statement of [`Workspace::write_inline`] for content bound as `expr` by writer

@@ -1456,6 +1456,21 @@ fn the_fast_write_tells_its_refusal_from_other_errors() {
     ] {
         assert!(ws.write_refused(msg), "{msg}");
     }
+    // Which column refused it, in the host's and in workerd's wording: a missing parent is
+    // made in one statement, a row that must stay is not.
+    for (msg, col) in [
+        ("NOT NULL constraint failed: cf_wsfile_default.parent_path", "parent_path"),
+        (
+            "Error: NOT NULL constraint failed: cf_wsfile_default.parent_path: SQLITE_CONSTRAINT",
+            "parent_path",
+        ),
+        (
+            "Error: NOT NULL constraint failed: cf_wsfile_default.modified_at: SQLITE_CONSTRAINT",
+            "modified_at",
+        ),
+    ] {
+        assert_eq!(ws.refused_on(msg), Some(col), "{msg}");
+    }
     for msg in [
         "NOT NULL constraint failed: cf_wsfile_default.name",
         "NOT NULL constraint failed: cf_wsfile_other.parent_path",
