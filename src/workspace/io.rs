@@ -498,21 +498,20 @@ impl Workspace {
         };
         self.init()?;
         let bound = with_hash(params, at, &[at + 1]);
-        match self.sql.exec_changed(sql, &bound) {
-            Ok(_) => Ok(true),
-            // A parent that is missing (not a file or a symlink): made in one statement,
-            // then the write again, instead of the general path's resolve and checks.
-            Err(StoreError::Sql(msg))
-                if self.refused_on(&msg) == Some("parent_path")
-                    && !guard.is_some_and(WriteGuard::must_exist)
-                    && self.make_parents(norm)? =>
+        let run = || self.sql.exec_changed(sql, &bound);
+        let mut result = run();
+        // A parent that is missing (not a file or a symlink): made in one statement, then
+        // the write again, instead of the general path's resolve and checks.
+        if let Err(StoreError::Sql(msg)) = &result {
+            if self.refused_on(msg) == Some("parent_path")
+                && !guard.is_some_and(WriteGuard::must_exist)
+                && self.make_parents(norm)?
             {
-                match self.sql.exec_changed(sql, &bound) {
-                    Ok(_) => Ok(true),
-                    Err(StoreError::Sql(msg)) if self.write_refused(&msg) => Ok(false),
-                    Err(e) => Err(e.into()),
-                }
+                result = run();
             }
+        }
+        match result {
+            Ok(_) => Ok(true),
             Err(StoreError::Sql(msg)) if self.write_refused(&msg) => Ok(false),
             Err(e) => Err(e.into()),
         }

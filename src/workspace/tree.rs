@@ -5,8 +5,8 @@ use super::io::Resolved;
 use super::*;
 
 /// Ancestors [`Workspace::make_parents`] creates in one statement: three bound parameters
-/// each, and two more, within the platform's 100.
-const MAX_FAST_PARENTS: usize = 32;
+/// each, and two more, within the platform's limit.
+const MAX_FAST_PARENTS: usize = (MAX_PARAMS - 2) / 3;
 
 impl Workspace {
     /// Metadata of `path`, following symlinks; `None` when nothing is there.
@@ -406,47 +406,45 @@ impl Workspace {
         if dirs.is_empty() || dirs.len() > MAX_FAST_PARENTS {
             return Ok(false);
         }
+        self.insert_dirs(&dirs, true)
+    }
+
+    /// Inserts directory rows for `dirs` (parents first), batched to the SQL limits.
+    fn create_dirs(&self, missing: &[&str]) -> Result<(), FsError> {
+        for batch in batches(missing, 3, 2) {
+            self.insert_dirs(batch, false)?;
+        }
+        Ok(())
+    }
+
+    /// One statement inserting directory rows for `dirs` (existing paths are left as they
+    /// are); with `only_under_dirs`, none unless every one of `dirs` that exists is a
+    /// directory. Whether it inserted any. Three bound parameters per entry, and two more.
+    fn insert_dirs(&self, dirs: &[&str], only_under_dirs: bool) -> Result<bool, FsError> {
         let mut params = Vec::with_capacity(3 * dirs.len() + 2);
-        for d in &dirs {
+        for d in dirs {
             params.extend([text(d), text(path::parent(d).unwrap_or("/")), text(path::basename(d))]);
         }
         let now = SqlValue::Integer(self.now());
         params.extend([now.clone(), now]);
         let values = vec!["(?, ?, ?)"; dirs.len()].join(", ");
         let t = &self.t;
+        let only = if only_under_dirs {
+            format!(
+                "NOT EXISTS (SELECT 1 FROM {t} f, a WHERE f.path = a.p AND f.type <> 'directory')"
+            )
+        } else {
+            "true".to_owned()
+        };
         self.exec_changed(
             &format!(
                 "WITH a(p, pp, n) AS (VALUES {values})
                  INSERT INTO {t} (path, parent_path, name, type, size, created_at, modified_at)
-                 SELECT p, pp, n, 'directory', 0, ?, ? FROM a
-                 WHERE NOT EXISTS (SELECT 1 FROM {t} f, a WHERE f.path = a.p AND f.type <> 'directory')
+                 SELECT p, pp, n, 'directory', 0, ?, ? FROM a WHERE {only}
                  ON CONFLICT(path) DO NOTHING"
             ),
             &params,
         )
-    }
-
-    /// Inserts directory rows for `dirs` (parents first), batched to the SQL limits.
-    fn create_dirs(&self, missing: &[&str]) -> Result<(), FsError> {
-        let now = SqlValue::Integer(self.now());
-        for batch in batches(missing, 3, 2) {
-            let values = vec!["(?, ?, ?)"; batch.len()].join(", ");
-            let mut params = vec![now.clone(), now.clone()];
-            for p in batch {
-                params.push(text(p));
-                params.push(text(path::parent(p).unwrap_or("/")));
-                params.push(text(path::basename(p)));
-            }
-            self.exec(
-                &format!(
-                    "INSERT OR IGNORE INTO {} (path, parent_path, name, type, size, created_at, modified_at)
-                     SELECT column1, column2, column3, 'directory', 0, ?, ? FROM (VALUES {values})",
-                    self.t
-                ),
-                &params,
-            )?;
-        }
-        Ok(())
     }
 
     /// Removes `path`. A non-empty directory needs `recursive` (`ENOTEMPTY` otherwise); a
