@@ -182,8 +182,8 @@ fn grep_indexes_what_it_reads_and_changed_files_are_unmarked() {
     block_on(ws.write_file("/b.txt", "only hay", "text/plain")).unwrap();
     // Writes do not index: both files are read by the first search.
     assert_eq!(verdict(&ws), [("/a.txt".into(), true, true), ("/b.txt".into(), true, true)]);
-    // Only the count of changes, no postings.
-    assert_eq!(ws.info().unwrap().grep_index_rows, 1);
+    // No postings, nor any row for the count of changes.
+    assert_eq!(ws.info().unwrap().grep_index_rows, 0);
     assert_eq!(search(&tool, "needle")["totalMatches"], 1);
     assert_eq!(verdict(&ws), [("/a.txt".into(), true, false), ("/b.txt".into(), false, false)]);
     // An append changes the content: the trigger unmarks the file, so it is read again.
@@ -237,9 +237,44 @@ fn texts_read_while_files_changed_are_not_marked_indexed() {
     });
     assert!(verdict(&ws).iter().all(|v| v.1 && v.2), "{:?}", verdict(&ws));
     block_on(ws.write_file("/b.txt", "hay", "text/plain")).unwrap();
+    // Any write meanwhile, even of another file, skips the marks: conservative.
+    index_as_listed(&|| block_on(ws.write_file("/other.txt", "hay", "text/plain")).unwrap());
+    assert!(verdict(&ws).iter().all(|v| v.1 && v.2), "{:?}", verdict(&ws));
     // Without one, they are.
     index_as_listed(&|| {});
     assert!(verdict(&ws).iter().all(|v| !v.1 && !v.2), "{:?}", verdict(&ws));
+}
+
+#[test]
+fn a_flush_midway_keeps_marking_the_rest_of_its_listing() {
+    let (ws, tool) = indexed_workspace();
+    for p in ["/a.txt", "/b.txt", "/c.txt", "/d.txt"] {
+        block_on(ws.write_file(p, "hay", "text/plain")).unwrap();
+    }
+    let q = GramQuery::Literal(b"needle".to_vec());
+    let listed = ws.grep_files("**/*", &q).unwrap().unwrap();
+    let ticket = |i: usize| listed[i].unindexed.unwrap();
+    let mut batch = GramBatch::default();
+    batch.add(&ticket(0), "hay");
+    ws.index_grams(&mut batch).unwrap();
+    // The flush's own writes do not stale the listing's other tickets...
+    batch.add(&ticket(1), "hay");
+    ws.index_grams(&mut batch).unwrap();
+    batch.add(&ticket(2), "hay");
+    ws.index_grams(&mut batch).unwrap();
+    let unindexed =
+        || -> Vec<String> { verdict(&ws).into_iter().filter(|v| v.2).map(|v| v.0).collect() };
+    assert_eq!(unindexed(), ["/d.txt"]);
+    // ... but a change after a flush does.
+    let listed = ws.grep_files("**/*", &q).unwrap().unwrap();
+    block_on(ws.rewrite_file("/a.txt", "hay", "text/plain")).unwrap();
+    batch.add(listed[3].unindexed.as_ref().unwrap(), "hay");
+    ws.index_grams(&mut batch).unwrap();
+    assert_eq!(unindexed(), ["/a.txt", "/d.txt"]);
+    // And the search still finds what is there.
+    block_on(ws.rewrite_file("/d.txt", "a needle", "text/plain")).unwrap();
+    assert_eq!(search(&tool, "needle")["totalMatches"], 1);
+    assert!(unindexed().is_empty(), "{:?}", unindexed());
 }
 
 #[test]
@@ -360,8 +395,7 @@ fn one_search_indexes_a_bounded_share_and_the_next_ones_the_rest() {
 /// The index's triggers of before the unmark skipped a clear bit are replaced on start,
 /// and files are still unmarked and changes counted as before.
 #[test]
-fn index_triggers_from_before_the_skipped_unmark_are_replaced() {
-    let sql = Rc::new(SqliteSql::new());
+fn index_triggers_from_before_are_replaced() {
     let triggers = |sql: &SqliteSql| -> Vec<String> {
         sql.exec(
             "SELECT sql FROM sqlite_master WHERE type = 'trigger' AND name LIKE 'cf_wsgram_%'
@@ -373,48 +407,54 @@ fn index_triggers_from_before_the_skipped_unmark_are_replaced() {
         .map(|r| r[0].as_str().unwrap().to_owned())
         .collect()
     };
-    {
-        let ws = Workspace::new(sql.clone(), clock());
-        block_on(ws.write_file("/a.txt", "a needle", "text/plain")).unwrap();
-    }
-    assert_eq!(triggers(&sql).len(), 2);
-    // As the database was before: the unmark wrote its row whether the bit was set or not.
-    let old = "UPDATE cf_wsgram_default SET bits = bits & ~(1 << (old.rowid % 32))
-         WHERE gram = -1 AND blk = old.rowid / 32;
-         UPDATE cf_wsgram_default SET bits = bits + 1 WHERE gram = -2 AND blk = 0;";
-    for (name, event) in [("change", "UPDATE OF content, path"), ("drop", "DELETE")] {
-        sql.exec(&format!("DROP TRIGGER cf_wsgram_{name}_default"), &[]).unwrap();
-        sql.exec(
-            &format!(
-                "CREATE TRIGGER cf_wsgram_{name}_default AFTER {event} ON cf_wsfile_default
-                 BEGIN {old} END"
-            ),
-            &[],
-        )
-        .unwrap();
-    }
-    assert!(triggers(&sql).iter().all(|t| !t.contains("!= 0")));
-    let ws = Rc::new(Workspace::new(sql.clone(), clock()));
-    let tool = grep_tool(ws.clone());
-    assert_eq!(search(&tool, "needle")["totalMatches"], 1);
-    let now = triggers(&sql);
-    assert_eq!(now.len(), 2);
-    assert!(now.iter().all(|t| t.contains("!= 0")), "{now:?}");
-    // Indexed, then changed twice (the second unmark finds its bit clear): read again, and
-    // every change counted.
-    assert_eq!(verdict(&ws), [("/a.txt".into(), true, false)]);
-    let changes = |sql: &SqliteSql| {
-        let rows = sql.exec("SELECT bits FROM cf_wsgram_default WHERE gram = -2", &[]).unwrap();
-        rows[0][0].as_i64().unwrap()
+    let counter_rows = |sql: &SqliteSql| {
+        let rows = sql.exec("SELECT count(*) FROM cf_wsgram_default WHERE gram = -2", &[]);
+        rows.unwrap()[0][0].as_i64().unwrap()
     };
-    let before = changes(&sql);
-    block_on(ws.rewrite_file("/a.txt", "hay", "text/plain")).unwrap();
-    block_on(ws.rewrite_file("/a.txt", "a needle again", "text/plain")).unwrap();
-    assert_eq!(changes(&sql), before + 2);
-    assert_eq!(verdict(&ws), [("/a.txt".into(), true, true)]);
-    assert_eq!(search(&tool, "needle")["totalMatches"], 1);
-    assert_eq!(verdict(&ws), [("/a.txt".into(), true, false)]);
-    // A later start keeps the new triggers as they are.
-    assert!(Workspace::new(sql.clone(), clock()).exists("/").unwrap());
-    assert_eq!(triggers(&sql), now);
+    let unmark = "UPDATE cf_wsgram_default SET bits = bits & ~(1 << (old.rowid % 32))
+         WHERE gram = -1 AND blk = old.rowid / 32";
+    let count = "UPDATE cf_wsgram_default SET bits = bits + 1 WHERE gram = -2 AND blk = 0;";
+    // As databases were before: the unmark wrote its row whether the bit was set or not,
+    // then it skipped a clear bit but every change bumped a counter row.
+    let generations = [
+        format!("{unmark}; {count}"),
+        format!("{unmark} AND (bits & (1 << (old.rowid % 32))) != 0; {count}"),
+    ];
+    for old in generations {
+        let sql = Rc::new(SqliteSql::new());
+        {
+            let ws = Workspace::new(sql.clone(), clock());
+            block_on(ws.write_file("/a.txt", "a needle", "text/plain")).unwrap();
+        }
+        assert_eq!(triggers(&sql).len(), 2);
+        for (name, event) in [("change", "UPDATE OF content, path"), ("drop", "DELETE")] {
+            sql.exec(&format!("DROP TRIGGER cf_wsgram_{name}_default"), &[]).unwrap();
+            sql.exec(
+                &format!(
+                    "CREATE TRIGGER cf_wsgram_{name}_default AFTER {event} ON cf_wsfile_default
+                     BEGIN {old} END"
+                ),
+                &[],
+            )
+            .unwrap();
+        }
+        sql.exec("INSERT INTO cf_wsgram_default VALUES (-2, 0, 7)", &[]).unwrap();
+        let ws = Rc::new(Workspace::new(sql.clone(), clock()));
+        let tool = grep_tool(ws.clone());
+        assert_eq!(search(&tool, "needle")["totalMatches"], 1);
+        let now = triggers(&sql);
+        assert_eq!(now.len(), 2);
+        assert!(now.iter().all(|t| t.contains("!= 0") && !t.contains("bits + 1")), "{now:?}");
+        assert_eq!(counter_rows(&sql), 0);
+        // Indexed, then changed twice (the second unmark finds its bit clear): read again.
+        assert_eq!(verdict(&ws), [("/a.txt".into(), true, false)]);
+        block_on(ws.rewrite_file("/a.txt", "hay", "text/plain")).unwrap();
+        block_on(ws.rewrite_file("/a.txt", "a needle again", "text/plain")).unwrap();
+        assert_eq!(verdict(&ws), [("/a.txt".into(), true, true)]);
+        assert_eq!(search(&tool, "needle")["totalMatches"], 1);
+        assert_eq!(verdict(&ws), [("/a.txt".into(), true, false)]);
+        // A later start keeps the new triggers as they are.
+        assert!(Workspace::new(sql.clone(), clock()).exists("/").unwrap());
+        assert_eq!(triggers(&sql), now);
+    }
 }
