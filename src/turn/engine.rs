@@ -310,6 +310,7 @@ pub async fn run(
                 });
             }
         }
+        super::images::bound_turn_images(&mut plan.messages);
         sink.emit(chunk::finish_step());
         if abort.is_aborted() {
             return TurnOutcome::Aborted;
@@ -632,6 +633,73 @@ mod tests {
             &AbortSignal::new(),
         ));
         (out, sink, model)
+    }
+
+    /// A tool whose every call hands over four images of 1,000 characters, named by call.
+    struct Shooter(crate::tools::ToolDefinition);
+
+    #[async_trait::async_trait(?Send)]
+    impl crate::tools::Tool for Shooter {
+        fn definition(&self) -> &crate::tools::ToolDefinition {
+            &self.0
+        }
+        async fn execute(&self, _: Value, _: &ToolContext) -> Result<Value, ToolError> {
+            Ok(json!({"screenshots": "four, described"}))
+        }
+        fn take_images(&self, id: &str) -> Vec<crate::model::ImagePart> {
+            (0..4)
+                .map(|k| crate::model::ImagePart {
+                    media_type: "image/png".into(),
+                    data: format!("{id}.{k}.").chars().cycle().take(1_000).collect(),
+                })
+                .collect()
+        }
+    }
+
+    #[test]
+    fn a_turn_of_many_screenshots_sends_only_the_newest() {
+        let mut set = ToolSet::new();
+        let def = crate::tools::ToolDefinition::new("shoot", "Shoots", json!({"type": "object"}));
+        set.add_layer(Layer::Agent, [Rc::new(Shooter(def)) as ToolRef]);
+        let mut script: Vec<Vec<ModelEvent>> = (0..30)
+            .map(|i| {
+                let mut step = call(0, &format!("c{i}"), "shoot", "{}");
+                step.push(finish(FinishReason::ToolCalls));
+                step
+            })
+            .collect();
+        script.push(vec![ModelEvent::TextDelta("Seen.".into()), finish(FinishReason::Stop)]);
+        let model = ScriptedModel::new(script);
+        let mut turn = plan(set);
+        turn.max_steps = 40;
+        let out = futures::executor::block_on(run(
+            model.as_ref(),
+            turn,
+            &|_: &str, _: &Value| false,
+            &Sink::default(),
+            &AbortSignal::new(),
+        ));
+        assert_eq!(out, TurnOutcome::Finished(FinishReason::Stop));
+        let seen = model.seen();
+        assert_eq!(seen.len(), 31);
+        for (step, request) in seen.iter().enumerate() {
+            let images: Vec<String> = request
+                .messages
+                .iter()
+                .flat_map(|m| match m {
+                    ModelMessage::Tool { images, .. } => images.clone(),
+                    _ => Vec::new(),
+                })
+                .map(|i| i.data.split('.').take(2).collect::<Vec<_>>().join("."))
+                .collect();
+            // The newest calls' images, at most five calls' worth; every result keeps its text.
+            let want: Vec<String> = (step.saturating_sub(5)..step)
+                .flat_map(|c| (0..4).map(move |k| format!("c{c}.{k}")))
+                .collect();
+            assert_eq!(images, want, "request {step}");
+            let results = request.messages.iter().filter(|m| matches!(m, ModelMessage::Tool { content, .. } if content.contains("four, described"))).count();
+            assert_eq!(results, step);
+        }
     }
 
     #[test]

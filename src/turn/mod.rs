@@ -4,3 +4,4 @@
 pub mod abort;
 pub mod convert;
 pub mod engine;
+pub mod images;
