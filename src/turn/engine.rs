@@ -697,8 +697,8 @@ mod tests {
                 .flat_map(|c| (0..4).map(move |k| format!("c{c}.{k}")))
                 .collect();
             assert_eq!(images, want, "request {step}");
-            let results = request.messages.iter().filter(|m| matches!(m, ModelMessage::Tool { content, .. } if content.contains("four, described"))).count();
-            assert_eq!(results, step);
+            let described = |m: &&ModelMessage| matches!(m, ModelMessage::Tool { content, .. } if content.contains("four, described"));
+            assert_eq!(request.messages.iter().filter(described).count(), step);
         }
     }
 

@@ -392,8 +392,9 @@ fn one_search_indexes_a_bounded_share_and_the_next_ones_the_rest() {
     assert_eq!(candidates, ["/f/17.txt"]);
 }
 
-/// The index's triggers of before the unmark skipped a clear bit are replaced on start,
-/// and files are still unmarked and changes counted as before.
+/// The index's triggers of before (the unmark that wrote a clear bit back, the counter row
+/// every change bumped) are replaced on start, the counter row goes, and files are still
+/// unmarked and re-indexed as before.
 #[test]
 fn index_triggers_from_before_are_replaced() {
     let triggers = |sql: &SqliteSql| -> Vec<String> {
