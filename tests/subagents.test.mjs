@@ -58,7 +58,7 @@ async function waitUntil(pred, what, timeoutMs = 15000) {
 
 test("the parent calls subagent: another tab sees the child's events, the parent gets its answer and continues", async (t) => {
   mark = model.requests.length;
-  const worker = await startWorker({ vars: modelVars(model) });
+  const worker = await startWorker({ vars: modelVars(model), withCaller: true });
   try {
     script = (role, body, result) => {
       if (role === "PARENT") return result === null ? { toolCalls: [{ id: "call_basic", name: "subagent", args: { task: "CHILD: what is 2+2?" } }] } : { text: `The child said ${result}.` };
@@ -106,6 +106,14 @@ test("the parent calls subagent: another tab sees the child's events, the parent
     assert.equal(direct.status, 404, "the child is not readable directly");
     const parentMessages = await getMessages(worker.url, "sub-basic");
     assert.ok(!JSON.stringify(parentMessages).includes("CHILD: what is 2+2?\"}]"), "the parent's transcript has no child steps");
+
+    // Once the parent recorded the answer, the child's log (a row per chunk) keeps only the
+    // terminal event, which a parent re-tailing after a crash would still read.
+    const childLog = async () =>
+      JSON.parse(await worker.caller("/call?name=sub-basic~call_basic", { method: "subagentRpc", args: ["events", JSON.stringify({ runId: "agent-tool:call_basic", cursor: 0, waitMs: 0 })] }));
+    const left = await waitUntil(async () => ((await childLog()).entries.length === 1 ? childLog() : null), "the child's log released");
+    assert.equal(left.entries[0].sequence, seen.length - 1);
+    assert.deepEqual(left.entries[0].event, { kind: "finished", result: "It is four." });
   } finally {
     await worker.dispose();
   }

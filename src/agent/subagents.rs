@@ -84,6 +84,11 @@ impl Agent {
         self.subagents.tail_batch(run_id, cursor, wait_ms, || self.waits_for_human()).await
     }
 
+    /// As a child: the parent recorded the run's outcome (see [`crate::subagents::Subagents::release`]).
+    pub fn release_agent_tool_run(&self, run_id: &str) {
+        self.subagents.release(run_id);
+    }
+
     /// Whether the child is idle with a call waiting for a human.
     fn waits_for_human(&self) -> bool {
         self.rt.borrow().active.is_none()

@@ -20,6 +20,10 @@ const SCHEMA: &[&str] = &[
     run_id TEXT NOT NULL,
     sequence INTEGER,
     body TEXT NOT NULL)",
+    // The next sequence is the run's highest plus one: without this index every appended
+    // event scanned the whole log (a run of n chunks cost n² row visits).
+    "CREATE INDEX IF NOT EXISTS think_agent_tool_log_sequence
+    ON think_agent_tool_log (run_id, sequence) WHERE sequence IS NOT NULL",
 ];
 
 /// Most entries one tail call returns; the parent asks again for the rest.
@@ -103,6 +107,22 @@ impl<'a> ChildLog<'a> {
             &[run_id.into()],
         )?;
         Ok(())
+    }
+
+    /// Drops the entries of ended run `run_id` but its terminal event, once its parent has
+    /// recorded the outcome (the log serves only the parent's tail): a parent that re-tails
+    /// after a crash before its record was durable still reads the outcome. A running run is
+    /// left alone. Returns how many entries went.
+    pub fn release(&self, run_id: &str) -> Result<usize, StoreError> {
+        let rows = self.sql.exec(
+            "DELETE FROM think_agent_tool_log WHERE run_id = ?
+               AND (sequence IS NULL OR sequence < (SELECT MAX(sequence)
+                 FROM think_agent_tool_log WHERE run_id = ? AND sequence IS NOT NULL))
+               AND EXISTS (SELECT 1 FROM think_agent_tool_child WHERE run_id = ? AND status = 'done')
+             RETURNING 1",
+            &[run_id.into(), run_id.into(), run_id.into()],
+        )?;
+        Ok(rows.len())
     }
 
     /// Appends an own event and returns its sequence (0, 1, 2, … within the run).

@@ -187,6 +187,9 @@ pub trait ChildLink {
     /// from the child down (each a tool call id of a run its parent has); `Null` when one of
     /// them has no such run.
     async fn messages(&self, child: &str, path: &[String]) -> Result<Value, LinkError>;
+    /// Tells the child that the parent recorded the run's outcome, so it drops the run's
+    /// log but its terminal event ([`child::ChildLog::release`]).
+    async fn release(&self, child: &str, run_id: &str) -> Result<(), LinkError>;
 }
 
 /// The `<child>` segments of a drill-in path `…/sub/<child>[/sub/<grandchild>…]/get-messages`,
@@ -425,7 +428,18 @@ impl Subagents {
             }));
         }
         self.live.borrow_mut().remove(&run.tool_call_id);
-        self.record(run, &outcome)
+        let output = self.record(run, &outcome);
+        if !matches!(outcome, Outcome::Failed { kind: EventKind::Interrupted, .. }) {
+            let (child, id) = (run.child_name.clone(), run.run_id.clone());
+            self.deps.tasks.spawn(Box::pin(async move {
+                if let Err(e) = link.release(&child, &id).await {
+                    crate::platform::log(&format!(
+                        "think-rs: releasing the log of child {child} failed: {e}"
+                    ));
+                }
+            }));
+        }
+        output
     }
 
     fn local_event(&self, tool_call_id: &str, event: Value) -> Value {
@@ -632,6 +646,13 @@ impl Subagents {
             self.warn("ending a child run failed", e);
         }
         self.wake();
+    }
+
+    /// The parent recorded `run_id`'s outcome: its log is dropped but the terminal event.
+    pub fn release(&self, run_id: &str) {
+        if let Err(e) = self.log().release(run_id) {
+            self.warn("releasing a child's log failed", e);
+        }
     }
 
     /// One tail call: the entries of `run_id` after `cursor`, waiting up to `wait_ms` for

@@ -318,6 +318,10 @@ impl ChildLink for LocalLink {
     async fn approve(&self, child: &str, id: &str, approved: bool) -> Result<bool, LinkError> {
         Ok(self.get(child, None).agent_tool_approval(id, approved))
     }
+    async fn release(&self, child: &str, run_id: &str) -> Result<(), LinkError> {
+        self.get(child, None).release_agent_tool_run(run_id);
+        Ok(())
+    }
     async fn messages(&self, child: &str, path: &[String]) -> Result<Value, LinkError> {
         let agent = self.get(child, None);
         if !path.is_empty() {
@@ -542,6 +546,51 @@ fn a_parent_runs_its_child_streams_its_events_and_continues_with_the_answer() {
     );
     assert_eq!(agent.subagents().child_for("c1").unwrap().as_deref(), Some("root~c1"));
     assert_eq!(agent.subagents().child_for("nope").unwrap(), None);
+}
+
+/// Once the parent recorded the outcome, the child keeps only the run's terminal event in
+/// its log (one row per chunk otherwise stays forever); a tail from the start still ends
+/// the run with its answer, as a parent re-attaching after a crash would read it.
+#[test]
+fn a_recorded_run_leaves_only_its_terminal_event_in_the_childs_log() {
+    let parent = ScriptedModel::with_fallback(text("(parent)"));
+    parent.push([call("c1", "subagent", json!({"task": "count"})), text("done")]);
+    let child = ScriptedModel::with_fallback(text("(child)"));
+    child.push([text("one two three four five")]);
+    let world = World::new(nested_spec(parent.clone(), vec![child.clone()], None));
+    let (agent, tabs) = root(&world);
+    chat(&world, &agent, "go");
+    run_for(&world, 10_000.0);
+    assert_eq!(tool_output(&agent, "c1"), Some(json!("one two three four five")));
+    assert!(agent_events(&tabs).len() > 3, "the run streamed several events");
+    let db = world.storage.borrow().get("root~c1").unwrap().clone();
+    let left = ChildLog::new(db.as_ref()).entries("agent-tool:c1", 0).unwrap();
+    assert_eq!(left.len(), 1, "{left:?}");
+    let finished = left[0].event.clone().unwrap();
+    assert_eq!(finished["kind"], "finished");
+    assert_eq!(
+        Outcome::from_event(&finished),
+        Some(Outcome::Answer(json!("one two three four five")))
+    );
+    assert_eq!(left[0].sequence, Some(agent_events(&tabs).len() as u64 - 1));
+}
+
+#[test]
+fn a_running_run_keeps_its_log_when_released() {
+    let db = sql();
+    ChildLog::create_tables(db.as_ref()).unwrap();
+    let log = ChildLog::new(db.as_ref());
+    log.start("agent-tool:a", "root", &["subagent".to_string()], 1.0).unwrap();
+    log.append_event("agent-tool:a", &events::started()).unwrap();
+    log.append_frame("agent-tool:a", &json!({"type": "agent-tool-event"})).unwrap();
+    log.append_event("agent-tool:a", &events::chunk(&json!({"type": "start"}))).unwrap();
+    assert_eq!(log.release("agent-tool:a").unwrap(), 0, "a running run is left alone");
+    log.append_event("agent-tool:a", &events::finished(&json!("x"))).unwrap();
+    log.finish("agent-tool:a").unwrap();
+    assert_eq!(log.release("agent-tool:a").unwrap(), 3);
+    let left = log.entries("agent-tool:a", 0).unwrap();
+    assert_eq!(left.iter().map(|e| e.sequence).collect::<Vec<_>>(), [Some(2)]);
+    assert_eq!(log.release("agent-tool:a").unwrap(), 0, "a second release drops nothing");
 }
 
 #[test]
@@ -800,4 +849,28 @@ fn events_reach_the_tabs_with_the_fields_use_agent_tool_events_reads() {
         (json!("stop"), json!("stop"))
     );
     assert_eq!(Outcome::from_event(&text), Some(Outcome::Answer(json!("four"))));
+}
+
+/// The SQLite VM steps of appending one event (and one relayed frame) after `logged` events.
+fn steps_of_an_append_after(logged: usize) -> u64 {
+    let db = sql();
+    ChildLog::create_tables(db.as_ref()).unwrap();
+    let log = ChildLog::new(db.as_ref());
+    log.start("agent-tool:a", "root", &["subagent".to_string()], 1.0).unwrap();
+    let chunk = events::chunk(&json!({"type": "text-delta", "id": "t", "delta": "word "}));
+    for _ in 0..logged {
+        log.append_event("agent-tool:a", &chunk).unwrap();
+    }
+    let before = db.steps();
+    assert_eq!(log.append_event("agent-tool:a", &chunk).unwrap(), logged as u64);
+    log.append_frame("agent-tool:a", &json!({"type": "agent-tool-event"})).unwrap();
+    db.steps() - before
+}
+
+/// A long child run (a streamed answer is thousands of chunks) must not scan its whole log
+/// for every chunk it appends: that made a run of n chunks cost n² row visits.
+#[test]
+fn appending_to_the_child_log_costs_the_same_however_long_it_is() {
+    let (short, long) = (steps_of_an_append_after(10), steps_of_an_append_after(5_000));
+    assert!(long < short * 2, "{long} VM steps after 5,000 events vs {short} after 10");
 }

@@ -102,6 +102,10 @@ impl ChildLink for DoLink {
     async fn messages(&self, child: &str, path: &[String]) -> Result<Value, LinkError> {
         self.call(child, "messages", &json!({"path": path})).await
     }
+
+    async fn release(&self, child: &str, run_id: &str) -> Result<(), LinkError> {
+        self.call(child, "release", &json!({"runId": run_id})).await.map(|_| ())
+    }
 }
 
 #[derive(Deserialize)]
@@ -152,6 +156,11 @@ pub async fn answer(agent: &Rc<Agent>, method: &str, arg: &str) -> Result<JsValu
         "cancel" => {
             let a: RunArgs = serde_json::from_str(arg).map_err(bad)?;
             agent.cancel_agent_tool_run(&a.run_id);
+            Value::Bool(true)
+        }
+        "release" => {
+            let a: RunArgs = serde_json::from_str(arg).map_err(bad)?;
+            agent.release_agent_tool_run(&a.run_id);
             Value::Bool(true)
         }
         "approve" => {
