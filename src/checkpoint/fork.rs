@@ -31,6 +31,17 @@ pub struct ExportPage {
     pub next: Option<String>,
 }
 
+/// An entry's times (ms since the epoch), which the importer restores: a fork shows when
+/// each file was made and last changed, not when it was copied.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct EntryTimes {
+    /// When the entry was created.
+    pub created_at: i64,
+    /// When it last changed.
+    pub modified_at: i64,
+}
+
 /// One entry of an export page.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "kind", rename_all = "camelCase", rename_all_fields = "camelCase")]
@@ -39,6 +50,9 @@ pub enum ExportItem {
     Directory {
         /// Absolute path.
         path: String,
+        /// Its times (absent in pages of before they were exported).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        times: Option<EntryTimes>,
     },
     /// A symlink.
     Symlink {
@@ -46,6 +60,9 @@ pub enum ExportItem {
         path: String,
         /// Its target, verbatim.
         target: String,
+        /// Its times.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        times: Option<EntryTimes>,
     },
     /// A piece of a file's content (the whole file when `offset` is 0 and `last`).
     File {
@@ -62,6 +79,9 @@ pub enum ExportItem {
         bytes: Vec<u8>,
         /// Whether this piece ends the file.
         last: bool,
+        /// The file's times, on its last piece.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        times: Option<EntryTimes>,
     },
     /// A file whose content is the R2 object `key` (in the bucket both instances share).
     R2File {
@@ -73,6 +93,9 @@ pub enum ExportItem {
         key: String,
         /// Its size in bytes.
         size: u64,
+        /// Its times.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        times: Option<EntryTimes>,
     },
     /// A transcript message.
     Message {
@@ -164,14 +187,16 @@ impl Checkpoints {
         let Tables { t, j, b, .. } = &self.tables;
         let cond = earliest(j);
         let sql = format!(
-            "SELECT path, type, mime_type, target, storage, src, r2_key, chunk_id, size, is_text
+            "SELECT path, type, mime_type, target, storage, src, r2_key, chunk_id, size, is_text,
+               created_at, modified_at
              FROM (
                SELECT path, type, mime_type, target, storage, 'live' AS src, r2_key, chunk_id,
-                 size, typeof(content) = 'text' AS is_text
+                 size, typeof(content) = 'text' AS is_text, created_at, modified_at
                FROM {t} WHERE path NOT IN (SELECT path FROM {j} WHERE epoch >= ?)
                UNION ALL
                SELECT j.path, j.type, j.mime_type, j.target, COALESCE(b.storage, 'inline'),
-                 b.key, b.r2_key, b.chunk_id, j.size, typeof(b.content) = 'text'
+                 b.key, b.r2_key, b.chunk_id, j.size, typeof(b.content) = 'text',
+                 j.created_at, j.modified_at
                FROM {j} j LEFT JOIN {b} b ON b.key = j.blob WHERE {cond} AND j.existed = 1)
              WHERE path >= ? AND path != '/' ORDER BY path LIMIT ?"
         );
@@ -196,11 +221,20 @@ impl Checkpoints {
                 }
                 *budget = budget.saturating_sub(overhead);
                 let mime = col_str(&row, 2).unwrap_or_default();
+                let times = match (row.get(10), row.get(11)) {
+                    (Some(SqlValue::Integer(c)), Some(SqlValue::Integer(m))) => {
+                        Some(EntryTimes { created_at: *c, modified_at: *m })
+                    }
+                    _ => None,
+                };
                 match col_str(&row, 1).as_deref() {
-                    Some("directory") => items.push(ExportItem::Directory { path: p.clone() }),
+                    Some("directory") => {
+                        items.push(ExportItem::Directory { path: p.clone(), times })
+                    }
                     Some("symlink") => items.push(ExportItem::Symlink {
                         path: p.clone(),
                         target: col_str(&row, 3).unwrap_or_default(),
+                        times,
                     }),
                     _ => {
                         let size = col_i64(&row, 8).max(0) as u64;
@@ -211,6 +245,7 @@ impl Checkpoints {
                                 mime_type: mime,
                                 key: col_str(&row, 6).unwrap_or_default(),
                                 size,
+                                times,
                             });
                         } else {
                             let src = col_str(&row, 5).unwrap_or_default();
@@ -234,6 +269,7 @@ impl Checkpoints {
                                     offset,
                                     bytes,
                                     last,
+                                    times: times.filter(|_| last),
                                 });
                                 if last {
                                     break;
@@ -383,9 +419,9 @@ impl Checkpoints {
         }
         for item in &page.items {
             match item {
-                ExportItem::Directory { path } => ws.mkdir(path, true)?,
-                ExportItem::Symlink { path, target } => ws.symlink(target, path)?,
-                ExportItem::File { path, mime_type, text, offset, bytes, last } => {
+                ExportItem::Directory { path, .. } => ws.mkdir(path, true)?,
+                ExportItem::Symlink { path, target, .. } => ws.symlink(target, path)?,
+                ExportItem::File { path, mime_type, text, offset, bytes, last, .. } => {
                     let whole = if *offset == 0 && *last {
                         bytes.clone()
                     } else {
@@ -452,7 +488,29 @@ impl Checkpoints {
                     )?;
                 }
             }
+            if let Some((path, times)) = item.times() {
+                self.sql.exec(
+                    &format!(
+                        "UPDATE {} SET created_at = ?, modified_at = ? WHERE path = ?",
+                        self.tables.t
+                    ),
+                    &[times.created_at.into(), times.modified_at.into(), path.into()],
+                )?;
+            }
         }
         Ok(())
+    }
+}
+
+impl ExportItem {
+    /// The entry's path and the times to restore once it is written.
+    fn times(&self) -> Option<(&str, EntryTimes)> {
+        match self {
+            ExportItem::Directory { path, times }
+            | ExportItem::Symlink { path, times, .. }
+            | ExportItem::File { path, times, .. }
+            | ExportItem::R2File { path, times, .. } => times.map(|t| (path.as_str(), t)),
+            ExportItem::Message { .. } => None,
+        }
     }
 }

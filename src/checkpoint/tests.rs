@@ -439,6 +439,51 @@ fn export_then_import_reproduces_the_checkpoint() {
     assert!(matches!(block_on(g.cp.import_page(&page)), Err(CheckpointError::NotEmpty)));
 }
 
+/// Every entry's created and modified times, by path.
+fn times(f: &Fx) -> Vec<(String, i64, i64)> {
+    let t = f.ws.table_name();
+    f.sql
+        .exec(
+            &format!(
+                "SELECT path, created_at, modified_at FROM {t} WHERE path != '/' ORDER BY path"
+            ),
+            &[],
+        )
+        .unwrap()
+        .into_iter()
+        .map(|r| (col_str(&r, 0).unwrap(), col_i64(&r, 1), col_i64(&r, 2)))
+        .collect()
+}
+
+#[test]
+fn a_fork_keeps_every_entrys_times_as_they_were_at_the_checkpoint() {
+    let f = fx_r2();
+    seed(&f);
+    write(&f.ws, "/spilled.txt", &"s".repeat(200_000));
+    block_on(f.ws.write_file_bytes("/page.bin", &vec![7u8; 95_000], "application/octet-stream"))
+        .unwrap();
+    // Distinct times per entry, in the past, so that none is the importer's clock.
+    let t = f.ws.table_name().to_owned();
+    f.sql
+        .exec(
+            &format!(
+                "UPDATE {t} SET created_at = 1000000 + rowid * 7, modified_at = 2000000 + rowid * 13
+                 WHERE path != '/'"
+            ),
+            &[],
+        )
+        .unwrap();
+    let k = create(&f, "k");
+    let at_k = times(&f);
+    assert!(at_k.len() >= 5, "{at_k:?}");
+    // Changed after the checkpoint: the export takes these entries' times from the journal.
+    mutate_everything(&f);
+    write(&f.ws, "/spilled.txt", "gone");
+    let g = fx_with(Rc::new(SqliteSql::new()), f.blobs.clone(), Retention::default());
+    fork(&f, &g, &k.id);
+    assert_eq!(times(&g), at_k);
+}
+
 /// Copies checkpoint `id` of `from` into `to`, page by page through JSON; returns the pages.
 fn fork(from: &Fx, to: &Fx, id: &str) -> usize {
     let mut cursor: Option<String> = None;
@@ -847,6 +892,7 @@ fn bad_ids_and_cursors_are_clear_errors() {
                 offset: 0,
                 bytes: vec![1, 2],
                 last: false,
+                times: None,
             },
             ExportItem::File {
                 path: "/x.bin".into(),
@@ -855,6 +901,7 @@ fn bad_ids_and_cursors_are_clear_errors() {
                 offset: 5,
                 bytes: vec![3],
                 last: true,
+                times: None,
             },
         ],
         next: None,
