@@ -173,34 +173,67 @@ impl Workspace {
         for p in paths {
             norms.push(path::normalize(p, "open")?);
         }
-        let mut found: std::collections::HashMap<String, Row> =
-            std::collections::HashMap::with_capacity(paths.len());
-        for batch in batches(&norms, 1, 0) {
+        let mut found = self.inline_contents(&norms)?;
+        let mut out = Vec::with_capacity(paths.len());
+        for (shown, norm) in paths.iter().zip(&norms) {
+            out.push(match found.remove(norm) {
+                Some(content) => Some(content.into_text()),
+                // Anything else (spilled, symlinked, missing) takes the general path.
+                None => self.read_file(shown).await?,
+            });
+        }
+        Ok(out)
+    }
+
+    /// [`Workspace::read_file_bytes`] of each of `paths`, in order, with the inline files'
+    /// content read in as few statements as the SQL limits allow (the bash snapshot's
+    /// reads: one statement per file was most of a snapshot's time).
+    pub async fn read_files_bytes(
+        &self,
+        paths: &[String],
+    ) -> Vec<Result<Option<Vec<u8>>, FsError>> {
+        let norms: Vec<Option<String>> =
+            paths.iter().map(|p| path::normalize(p, "open").ok()).collect();
+        let valid: Vec<String> = norms.iter().flatten().cloned().collect();
+        // A failed batch leaves every file to its own read, which reports its own error.
+        let mut found = self.inline_contents(&valid).unwrap_or_default();
+        let mut out = Vec::with_capacity(paths.len());
+        for (shown, norm) in paths.iter().zip(&norms) {
+            out.push(match norm.as_ref().and_then(|n| found.remove(n)) {
+                Some(content) => Ok(Some(content.into_bytes())),
+                None => self.read_file_bytes(shown).await,
+            });
+        }
+        out
+    }
+
+    /// The content of each inline file among the normalized `norms`, by path; other entries
+    /// (spilled, chunked, symlinks, directories, missing) are left out.
+    fn inline_contents(
+        &self,
+        norms: &[String],
+    ) -> Result<std::collections::HashMap<String, Content>, FsError> {
+        let mut found = std::collections::HashMap::with_capacity(norms.len());
+        for batch in batches(norms, 1, 0) {
             let rows = self.exec(
                 &format!(
-                    "SELECT path, type = 'file' AND storage = 'inline', content FROM {}
-                     WHERE path IN ({})",
+                    "SELECT path, content FROM {} WHERE path IN ({})
+                       AND type = 'file' AND storage = 'inline'",
                     self.t,
                     placeholders(batch.len())
                 ),
                 &batch.iter().map(|s| text(s)).collect::<Vec<_>>(),
             )?;
             for mut row in rows {
-                found.insert(take_str(&mut row, 0), row);
+                let content = match row.pop() {
+                    Some(SqlValue::Text(s)) => Content::Text(s),
+                    Some(SqlValue::Blob(b)) => Content::Bytes(b),
+                    _ => Content::Text(String::new()),
+                };
+                found.insert(take_str(&mut row, 0), content);
             }
         }
-        let mut out = Vec::with_capacity(paths.len());
-        for (shown, norm) in paths.iter().zip(&norms) {
-            let inline = found.remove(norm).filter(|row| col_i64(row, 1) != 0);
-            out.push(match inline.and_then(|row| row.into_iter().nth(2)) {
-                Some(SqlValue::Text(s)) => Some(s),
-                Some(SqlValue::Blob(b)) => Some(Content::Bytes(b).into_text()),
-                Some(_) => Some(String::new()),
-                // Anything else (spilled, symlinked, missing) takes the general path.
-                None => self.read_file(shown).await?,
-            });
-        }
-        Ok(out)
+        Ok(found)
     }
 
     pub(crate) async fn read_content(&self, path: &str) -> Result<Option<Content>, FsError> {

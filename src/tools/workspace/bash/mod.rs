@@ -173,6 +173,15 @@ pub trait BashFs {
     async fn read_dir(&self, dir: &str) -> Result<Vec<DirEntry>, FsError>;
     /// The file's bytes, or `None` when it cannot be read as a file.
     async fn read_file_bytes(&self, path: &str) -> Result<Option<Vec<u8>>, FsError>;
+    /// [`BashFs::read_file_bytes`] of each of `paths`, in order: the snapshot reads a
+    /// directory's files at once, which a store can do in fewer round trips.
+    async fn read_files_bytes(&self, paths: &[String]) -> Vec<Result<Option<Vec<u8>>, FsError>> {
+        let mut out = Vec::with_capacity(paths.len());
+        for path in paths {
+            out.push(self.read_file_bytes(path).await);
+        }
+        out
+    }
     /// `mkdir -p`: creates missing parents; an existing directory is not an error.
     async fn mkdir(&self, path: &str) -> Result<(), FsError>;
     /// Writes the file, creating missing parent directories.

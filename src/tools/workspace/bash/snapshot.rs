@@ -96,8 +96,15 @@ impl SnapshotPlanner {
         self.pending.pop_front()
     }
 
-    /// Classifies one entry of a listed directory.
-    pub fn visit(&mut self, entry: &DirEntry) -> Visit {
+    /// Whether `reserved` more mounted files (read but not yet reported) would reach the
+    /// file limit: then the next file's fate depends on whether their reads succeed.
+    pub fn full_with(&self, reserved: usize) -> bool {
+        self.snapshot.baseline.files.len() + reserved >= self.max_files
+    }
+
+    /// Classifies one entry of a listed directory, with `reserved` files to mount whose
+    /// reads are not reported yet counted against the limit.
+    pub fn visit(&mut self, entry: &DirEntry, reserved: usize) -> Visit {
         let path = normalize_workspace_path(&entry.path);
         match entry.kind {
             EntryKind::Directory => {
@@ -108,9 +115,7 @@ impl SnapshotPlanner {
                 Visit::Descend
             }
             EntryKind::File => {
-                if self.snapshot.baseline.files.len() >= self.max_files
-                    || entry.size > self.max_file_bytes
-                {
+                if self.full_with(reserved) || entry.size > self.max_file_bytes {
                     self.protect(path);
                     Visit::Skip
                 } else {
@@ -151,20 +156,57 @@ impl SnapshotPlanner {
 /// Walks `fs` and reads the files to mount. A directory that cannot be listed fails the
 /// snapshot (the tool cannot know what it would overwrite); a file that cannot be read is
 /// skipped and protected.
+///
+/// A directory's files are read in batches of at most [`BATCH_FILES`] and, by their listed
+/// sizes, [`BATCH_BYTES`]. Each file is decided as the one-by-one walk decides it: a batch
+/// is read first whenever its files would reach the file limit, since one that fails to
+/// read frees its place.
 pub async fn take_snapshot(fs: &dyn BashFs, options: &BashOptions) -> Result<Snapshot, FsError> {
     let mut planner = SnapshotPlanner::new(options);
+    let mut batch: Vec<String> = Vec::new();
+    let mut batch_bytes = 0;
     while let Some(dir) = planner.next_dir() {
         let entries = fs.read_dir(&dir).await?;
         for entry in &entries {
-            if let Visit::Mount(path) = planner.visit(entry) {
-                match fs.read_file_bytes(&path).await {
-                    Ok(Some(bytes)) => planner.mounted(path, bytes),
-                    Ok(None) | Err(_) => planner.unreadable(path),
+            if entry.kind == EntryKind::File && !batch.is_empty() && planner.full_with(batch.len())
+            {
+                read_batch(fs, &mut planner, &mut batch).await;
+                batch_bytes = 0;
+            }
+            if let Visit::Mount(path) = planner.visit(entry, batch.len()) {
+                batch.push(path);
+                batch_bytes += entry.size;
+                if batch.len() >= BATCH_FILES || batch_bytes >= BATCH_BYTES {
+                    read_batch(fs, &mut planner, &mut batch).await;
+                    batch_bytes = 0;
                 }
             }
         }
+        read_batch(fs, &mut planner, &mut batch).await;
+        batch_bytes = 0;
     }
     Ok(planner.finish())
+}
+
+/// Most files read in one batch (within the 100 bound parameters of a statement).
+const BATCH_FILES: usize = 64;
+/// A batch is read once its files' listed sizes reach this, so that one statement's
+/// result stays a few MB.
+const BATCH_BYTES: u64 = 4 << 20;
+
+/// Reads the files of `batch` and reports each to the planner, in order; empties it.
+async fn read_batch(fs: &dyn BashFs, planner: &mut SnapshotPlanner, batch: &mut Vec<String>) {
+    if batch.is_empty() {
+        return;
+    }
+    let mut read = fs.read_files_bytes(batch).await.into_iter();
+    for path in batch.drain(..) {
+        // A file without a result is unreadable: skipped and protected, never overwritten.
+        match read.next() {
+            Some(Ok(Some(bytes))) => planner.mounted(path, bytes),
+            _ => planner.unreadable(path),
+        }
+    }
 }
 
 #[cfg(test)]
@@ -191,10 +233,10 @@ mod tests {
     fn walks_breadth_first_and_records_directories() {
         let mut p = SnapshotPlanner::new(&opts(10, 100));
         assert_eq!(p.next_dir().as_deref(), Some("/"));
-        assert_eq!(p.visit(&dir("/b")), Visit::Descend);
-        assert_eq!(p.visit(&dir("/a")), Visit::Descend);
+        assert_eq!(p.visit(&dir("/b"), 0), Visit::Descend);
+        assert_eq!(p.visit(&dir("/a"), 0), Visit::Descend);
         assert_eq!(p.next_dir().as_deref(), Some("/b"));
-        assert_eq!(p.visit(&dir("/b/c")), Visit::Descend);
+        assert_eq!(p.visit(&dir("/b/c"), 0), Visit::Descend);
         assert_eq!(p.next_dir().as_deref(), Some("/a"));
         assert_eq!(p.next_dir().as_deref(), Some("/b/c"));
         assert_eq!(p.next_dir(), None);
@@ -206,8 +248,8 @@ mod tests {
     fn duplicate_directory_is_walked_once() {
         let mut p = SnapshotPlanner::new(&opts(10, 100));
         p.next_dir();
-        p.visit(&dir("/a"));
-        p.visit(&dir("/a/"));
+        p.visit(&dir("/a"), 0);
+        p.visit(&dir("/a/"), 0);
         assert_eq!(p.next_dir().as_deref(), Some("/a"));
         assert_eq!(p.next_dir(), None);
     }
@@ -216,14 +258,14 @@ mod tests {
     fn file_count_limit_counts_mounted_files_only() {
         let mut p = SnapshotPlanner::new(&opts(2, 100));
         p.next_dir();
-        assert_eq!(p.visit(&file("/1", 1)), Visit::Mount("/1".into()));
+        assert_eq!(p.visit(&file("/1", 1), 0), Visit::Mount("/1".into()));
         p.mounted("/1".into(), vec![1]);
-        assert_eq!(p.visit(&file("/2", 1)), Visit::Mount("/2".into()));
+        assert_eq!(p.visit(&file("/2", 1), 0), Visit::Mount("/2".into()));
         p.unreadable("/2".into());
         // /2 was unreadable, so /3 still fits, as in Think (initialFiles.size counts reads).
-        assert_eq!(p.visit(&file("/3", 1)), Visit::Mount("/3".into()));
+        assert_eq!(p.visit(&file("/3", 1), 0), Visit::Mount("/3".into()));
         p.mounted("/3".into(), vec![3]);
-        assert_eq!(p.visit(&file("/4", 1)), Visit::Skip);
+        assert_eq!(p.visit(&file("/4", 1), 0), Visit::Skip);
         let s = p.finish();
         assert_eq!(s.files.iter().map(|f| f.0.as_str()).collect::<Vec<_>>(), ["/1", "/3"]);
         assert_eq!(s.skipped, ["/2", "/4"]);
@@ -234,11 +276,11 @@ mod tests {
     fn size_limit_is_inclusive_and_checked_on_content_too() {
         let mut p = SnapshotPlanner::new(&opts(10, 3));
         p.next_dir();
-        assert_eq!(p.visit(&file("/ok", 3)), Visit::Mount("/ok".into()));
+        assert_eq!(p.visit(&file("/ok", 3), 0), Visit::Mount("/ok".into()));
         p.mounted("/ok".into(), vec![0; 3]);
-        assert_eq!(p.visit(&file("/big", 4)), Visit::Skip);
+        assert_eq!(p.visit(&file("/big", 4), 0), Visit::Skip);
         // Listed as small, read as big.
-        assert_eq!(p.visit(&file("/liar", 1)), Visit::Mount("/liar".into()));
+        assert_eq!(p.visit(&file("/liar", 1), 0), Visit::Mount("/liar".into()));
         p.mounted("/liar".into(), vec![0; 5]);
         let s = p.finish();
         assert_eq!(s.skipped, ["/big", "/liar"]);
@@ -251,8 +293,8 @@ mod tests {
         let mut p = SnapshotPlanner::new(&opts(10, 10));
         p.next_dir();
         let link = DirEntry { path: "/l".into(), kind: EntryKind::Other, size: 0 };
-        assert_eq!(p.visit(&link), Visit::Ignore);
-        assert_eq!(p.visit(&file("a//b/../c.txt", 1)), Visit::Mount("/a/c.txt".into()));
+        assert_eq!(p.visit(&link, 0), Visit::Ignore);
+        assert_eq!(p.visit(&file("a//b/../c.txt", 1), 0), Visit::Mount("/a/c.txt".into()));
         let s = p.finish();
         assert!(s.skipped.is_empty() && s.baseline.protected.is_empty());
     }

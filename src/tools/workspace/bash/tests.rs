@@ -425,6 +425,23 @@ fn unreadable_files_are_skipped_and_protected() {
     assert_eq!(out["errors"], json!(["Skipped writing protected workspace file: /broken"]));
 }
 
+/// The snapshot reads a directory's files in batches, yet decides each as the one-by-one walk
+/// would: at the limit of 3, `/d/2` cannot be read and so frees its place for `/d/4`.
+#[test]
+fn a_batch_at_the_file_limit_decides_each_file_as_the_walk_does() {
+    let files: Vec<(String, Vec<u8>)> =
+        (1..=5).map(|i| (format!("/d/{i}"), i.to_string().into_bytes())).collect();
+    let refs: Vec<(&str, &[u8])> = files.iter().map(|(p, b)| (p.as_str(), b.as_slice())).collect();
+    let mut ws = MemFs::with(&refs, &[]);
+    ws.fail_read.insert("/d/2".into());
+    let options = BashOptions { max_workspace_files: 3, ..BashOptions::default() };
+    let snap = block_on(take_snapshot(&ws, &options)).unwrap();
+    let mounted: Vec<&str> = snap.files.iter().map(|(p, _)| p.as_str()).collect();
+    assert_eq!(mounted, ["/d/1", "/d/3", "/d/4"]);
+    assert_eq!(snap.skipped, ["/d/2", "/d/5"]);
+    assert_eq!(snap.files[2].1, b"4");
+}
+
 #[test]
 fn symlinks_are_neither_mounted_nor_protected() {
     let ws = MemFs::with(&[("/a", b"a")], &[]);
@@ -623,6 +640,38 @@ mod over_workspace {
 
     fn workspace() -> Rc<Workspace> {
         Rc::new(Workspace::new(Rc::new(SqliteSql::new()), clock()))
+    }
+
+    /// One statement per mounted file was most of a snapshot's time: inline files are read
+    /// in batches, and each mounted file is what a read of its own returns (text, bytes, an
+    /// empty file, a chunked one; a symlink is not mounted).
+    #[test]
+    fn the_snapshot_reads_inline_files_in_batches_each_as_its_own_read() {
+        let sql = Rc::new(SqliteSql::new());
+        let ws = Rc::new(Workspace::new(sql.clone(), clock()));
+        for i in 0..300 {
+            let body = format!("file {i}\n").repeat(i % 7);
+            block_on(ws.write_file(&format!("/d{}/f{i:03}.txt", i % 3), &body, "text/plain"))
+                .unwrap();
+        }
+        let all_bytes: Vec<u8> = (0..=255).collect();
+        block_on(ws.write_file_bytes("/bin.dat", &all_bytes, "application/octet-stream")).unwrap();
+        let chunked = vec![b'c'; crate::workspace::MAX_INLINE_ROW_BYTES + 10];
+        block_on(ws.write_file_bytes("/big.bin", &chunked, "application/octet-stream")).unwrap();
+        ws.symlink("/bin.dat", "/link").unwrap();
+        let options = BashOptions { max_workspace_file_bytes: 4_000_000, ..BashOptions::default() };
+        let before = sql.statements();
+        let snap = block_on(take_snapshot(ws.as_ref(), &options)).unwrap();
+        let statements = sql.statements() - before;
+        assert_eq!(snap.files.len(), 302);
+        assert!(snap.skipped.is_empty(), "{:?}", snap.skipped);
+        assert!(statements <= 20, "{statements} statements for 302 files");
+        for (path, bytes) in &snap.files {
+            let own = block_on(ws.read_file_bytes(path)).unwrap();
+            assert_eq!(own.as_ref(), Some(bytes), "{path}");
+        }
+        assert!(snap.files.iter().any(|(p, b)| p == "/big.bin" && *b == chunked));
+        assert!(snap.files.iter().any(|(p, b)| p == "/d0/f000.txt" && b.is_empty()));
     }
 
     #[test]

@@ -34,6 +34,10 @@ impl BashFs for Workspace {
         Workspace::read_file_bytes(self, path).await
     }
 
+    async fn read_files_bytes(&self, paths: &[String]) -> Vec<Result<Option<Vec<u8>>, FsError>> {
+        Workspace::read_files_bytes(self, paths).await
+    }
+
     async fn mkdir(&self, path: &str) -> Result<(), FsError> {
         let _bash = self.writing_as(Writer::Bash);
         Workspace::mkdir(self, path, true)
