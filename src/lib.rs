@@ -6,6 +6,7 @@
 #![warn(missing_docs)]
 
 pub mod agent;
+pub mod auth;
 pub mod browser;
 pub mod checkpoint;
 pub mod codemode;
