@@ -11,6 +11,7 @@ pub mod browser;
 pub mod checkpoint;
 pub mod codemode;
 pub mod extensions;
+pub mod limits;
 pub mod mcp;
 pub mod model;
 pub mod net;

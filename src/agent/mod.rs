@@ -149,12 +149,22 @@ pub struct Agent {
     fork_link: RefCell<Option<Rc<dyn ForkLink>>>,
     /// The checkpoints of the workspace and transcript, once first used.
     checkpoints: RefCell<Option<Rc<crate::checkpoint::Checkpoints>>>,
+    /// Counts turns and tokens, and enforces the spec's limits.
+    meter: Rc<crate::limits::Meter>,
 }
 
 impl Agent {
     /// Builds the agent for class `class_name` (its kebab-case form is the URL namespace).
     pub fn new(class_name: &str, spec: AgentSpec, deps: Deps) -> Rc<Self> {
-        let model = spec.model.build(deps.http.clone(), deps.clock.clone());
+        let meter = Rc::new(crate::limits::Meter::new(
+            deps.sql.clone(),
+            deps.clock.clone(),
+            spec.limits.clone(),
+        ));
+        let model = spec
+            .model
+            .build(deps.http.clone(), deps.clock.clone())
+            .map(|m| Rc::new(crate::limits::Metered::new(m, meter.clone())) as Rc<dyn Model>);
         let workspace = Rc::new(
             Workspace::with_options(
                 deps.sql.clone(),
@@ -235,6 +245,7 @@ impl Agent {
             workspace_push: files::WorkspacePush::default(),
             fork_link: RefCell::new(None),
             checkpoints: RefCell::new(None),
+            meter,
         });
         // The journal's triggers must be in place before anything writes, turn or not.
         if let Err(e) = agent.checkpoint_store() {
@@ -523,13 +534,16 @@ impl Agent {
     }
 
     /// Calls a callable by name: the app's own first, then the built-in ones (`skills`,
-    /// `getContext`, Code Mode's, the workspace's, MCP's).
+    /// `usage`, `getContext`, Code Mode's, the workspace's, MCP's).
     pub async fn call(self: &Rc<Self>, method: &str, args: Vec<Value>) -> Result<Value, CallError> {
         if let Some(f) = self.spec.callables.get(method).cloned() {
             return f(args).await;
         }
         if method == "skills" {
             return Ok(self.skills_report().await);
+        }
+        if method == "usage" {
+            return self.meter.report().map_err(|e| CallError::Failed(e.to_string()));
         }
         if let Some(result) = self.codemode_callable(method, &args).await {
             return result;

@@ -35,6 +35,11 @@
 //!   object sets `{"depth": 1, "maxConcurrent": 4, "stallMs": 120000}`.
 //! - `THINK_CHECKPOINTS`: checkpoint retention, a JSON object
 //!   `{"maxCheckpoints": 50, "maxBytes": 500000000}` (either key may be left out).
+//! - `THINK_LIMITS`: per-instance limits, a JSON object `{"turnsPerMinute": 20,
+//!   "tokensPerDay": 2000000}` (or `"turns"`/`"tokens": {"max", "windowMs"}`; see
+//!   [`crate::limits`]).
+//!
+//! The `THINK_AUTH_*` settings are read by the Worker entry, not here ([`crate::auth`]).
 //!
 //! A value that cannot be read is ignored with a logged reason, and the default applies, so a
 //! typo never stops the agent from starting.
@@ -180,10 +185,16 @@ pub fn read_settings_and_ai(
             ignore("THINK_CHECKPOINTS", reason);
             Retention::default()
         });
+    let limits = crate::limits::Limits::parse(&get("THINK_LIMITS").unwrap_or_default())
+        .unwrap_or_else(|reason| {
+            ignore("THINK_LIMITS", reason);
+            crate::limits::Limits::default()
+        });
     let mut spec = AgentSpec::new(model)
         .context_window(window)
         .skills_dir(skills_dir)
-        .checkpoint_retention(retention);
+        .checkpoint_retention(retention)
+        .limits(limits);
     spec = spec.extensions(extension_options);
     for (manifest, source) in statics {
         spec = spec.extension(manifest, source);
@@ -478,6 +489,20 @@ mod tests {
         assert_eq!(ignored.len(), 1);
         assert_eq!(ignored[0].name, "THINK_CHECKPOINTS");
         assert_eq!(spec.checkpoint_retention, Retention::default(), "a typo keeps the default");
+    }
+
+    #[test]
+    fn limits_from_think_limits() {
+        let (spec, ignored) =
+            read(&[("THINK_LIMITS", r#"{"turnsPerMinute": 3, "tokensPerDay": 900}"#)]);
+        assert!(ignored.is_empty(), "{ignored:?}");
+        assert_eq!(
+            spec.limits,
+            crate::limits::Limits::default().turns_per_minute(3).tokens_per_day(900)
+        );
+        let (spec, ignored) = read(&[("THINK_LIMITS", r#"{"turnsPerMinit": 3}"#)]);
+        assert_eq!(ignored[0].name, "THINK_LIMITS");
+        assert_eq!(spec.limits, crate::limits::Limits::default());
     }
 
     #[test]

@@ -244,6 +244,8 @@ pub struct AgentSpec {
     pub(crate) agent_tools: Vec<crate::subagents::AgentTool>,
     /// How many children run at once and when a silent one is given up.
     pub(crate) agent_tool_limits: crate::subagents::AgentToolLimits,
+    /// Turns and tokens allowed per window on each instance (`THINK_LIMITS`).
+    pub(crate) limits: crate::limits::Limits,
 }
 
 /// What happens to a message sent while a turn is running or queued (Think's
@@ -319,7 +321,15 @@ impl AgentSpec {
             static_extensions: Vec::new(),
             agent_tools: Vec::new(),
             agent_tool_limits: Default::default(),
+            limits: Default::default(),
         }
+    }
+
+    /// Limits each instance's turns and tokens (`THINK_LIMITS`); a turn over a limit ends
+    /// with an error naming it and when it resets, without reaching the model.
+    pub fn limits(mut self, limits: crate::limits::Limits) -> Self {
+        self.limits = limits;
+        self
     }
 
     /// Offers a child agent as a tool: the model's call runs the child in its own instance

@@ -886,3 +886,35 @@ fn a_rewind_while_an_approval_waits_drops_the_paused_call_and_the_next_turn_runs
     h.chat("three", json!({}));
     assert_eq!(h.agent.messages().len(), after_one.len() + 2, "the next turn runs");
 }
+
+#[test]
+fn a_turn_over_its_limit_does_not_reach_the_model_and_the_tab_is_told_why() {
+    let mut h = Harness::new(|model| {
+        AgentSpec::new(model).limits(crate::limits::Limits::default().turns_per_minute(1))
+    });
+    h.model.push([text("first")]);
+    h.chat("one", json!({}));
+    assert_eq!(h.model_calls(), 1);
+    h.advance(1000.0);
+    h.chat("two", json!({}));
+    assert_eq!(h.model_calls(), 1, "the refused turn did not reach the model");
+    let errors: Vec<Value> =
+        h.frames().into_iter().filter(|f| f["id"] == "r-two" && f["error"] == true).collect();
+    assert_eq!(errors.len(), 1, "{:?}", h.frames());
+    let body = errors[0]["body"].as_str().unwrap();
+    assert!(body.contains("turnsPerMinute (1 turns per minute)"), "{body}");
+    assert!(body.contains("(in 59 s)"), "{body}");
+    assert!(h.frames().iter().any(|f| f["id"] == "r-two" && f["done"] == true));
+    // The object keeps serving: usage() over rpc, and a turn once the window closed.
+    h.send(json!({"type": "rpc", "id": "u1", "method": "usage", "args": []}));
+    let reply = h.frames().into_iter().find(|f| f["id"] == "u1").unwrap();
+    assert_eq!(reply["result"]["turns"]["used"], 1);
+    assert_eq!(reply["result"]["turns"]["limit"], 1);
+    assert_eq!(reply["result"]["tokens"]["limit"], Value::Null);
+    h.advance(59_000.0);
+    h.model.push([text("third")]);
+    h.chat("three", json!({}));
+    assert_eq!(h.model_calls(), 2);
+    let messages: Vec<String> = h.agent.messages().iter().map(|m| m.id.clone()).collect();
+    assert!(messages.contains(&"u-two".to_owned()), "the refused message is kept: {messages:?}");
+}

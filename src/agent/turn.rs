@@ -429,6 +429,17 @@ impl Agent {
                 return;
             }
         };
+        if let Err(hit) = self.meter.admit_turn() {
+            let msg = hit.to_string();
+            for frame in [ChatResponse::error(&request_id, &msg), ChatResponse::done(&request_id)] {
+                self.broadcast(&frame.in_continuation(turn.continuation), None);
+            }
+            if let Some(r) = &rpc {
+                r.observer.on_error(&msg);
+                r.observer.on_done();
+            }
+            return;
+        }
 
         if let (true, Some(mcp)) = (self.spec.include_mcp_tools, &self.mcp) {
             if let Some(ms) = self.spec.wait_for_mcp_connections {

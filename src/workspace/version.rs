@@ -1101,7 +1101,7 @@ impl std::fmt::Display for StaleWrite {
         match self {
             StaleWrite::Changed { path, expected, current, diff } => {
                 let who = current.changed_by.map_or("an unknown writer", Writer::as_str);
-                let when = iso8601(current.changed_at);
+                let when = crate::platform::iso8601_ms(current.changed_at);
                 write!(
                     f,
                     "{path} changed since version {expected}: it is now version {} (changed by {who} at {when}). Read it again and redo the change on the current content.",
@@ -1126,21 +1126,4 @@ impl From<FsError> for StaleWrite {
     fn from(e: FsError) -> Self {
         StaleWrite::Fs(e)
     }
-}
-
-/// `ms` since the epoch as `YYYY-MM-DDTHH:MM:SSZ` (UTC), for refusal messages.
-fn iso8601(ms: i64) -> String {
-    let secs = ms.div_euclid(1000);
-    let (days, rem) = (secs.div_euclid(86_400), secs.rem_euclid(86_400));
-    // Civil date from days since 1970-01-01 (Howard Hinnant's algorithm).
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z - era * 146_097;
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let d = doy - (153 * mp + 2) / 5 + 1;
-    let m = if mp < 10 { mp + 3 } else { mp - 9 };
-    let y = yoe + era * 400 + i64::from(m <= 2);
-    format!("{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}Z", rem / 3600, rem % 3600 / 60, rem % 60)
 }
