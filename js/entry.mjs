@@ -86,6 +86,11 @@ export class ThinkAgent extends DurableObject {
     return this.#inner.rpcCall("getMcpPrompt", [serverId, name, args ?? null]);
   }
 
+  /** The instance's turn and token counters with their limits (`THINK_LIMITS`): `{turns: {used, limit, name, windowMs, resetsAt}, tokens: {used, input, output, limit, name, windowMs, resetsAt}}`. */
+  usage() {
+    return this.#inner.rpcCall("usage", []);
+  }
+
   /** Every skill found, valid or not: `[{name, description, source, valid, error?}]`. */
   skills() {
     return this.#inner.rpcCall("skills", []);

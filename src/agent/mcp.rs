@@ -105,16 +105,7 @@ impl Agent {
         if !mcp.is_callback_path(path) {
             return None;
         }
-        let page = |status: u16, title: &str, text: &str| {
-            HttpReply {
-            status,
-            content_type: "text/html; charset=utf-8",
-            body: format!(
-                "<!doctype html><meta charset=utf-8><title>{title}</title><h1>{title}</h1><p>{}</p>",
-                html_escape(text)
-            ),
-        }
-        };
+        let page = HttpReply::page;
         Some(match mcp.complete_authorization(query).await {
             Ok(id) => {
                 let server = mcp.servers().into_iter().find(|s| s.id == id);
@@ -342,6 +333,28 @@ fn add_options(o: &Map<String, Value>) -> Result<Added, CallError> {
         options.id = Some(id.to_owned());
     }
     Ok(added)
+}
+
+impl HttpReply {
+    /// A small HTML page for the user who followed an OAuth redirect.
+    fn page(status: u16, title: &str, text: &str) -> Self {
+        HttpReply {
+            status,
+            content_type: "text/html; charset=utf-8",
+            body: format!(
+                "<!doctype html><meta charset=utf-8><title>{title}</title><h1>{title}</h1><p>{}</p>",
+                html_escape(text)
+            ),
+        }
+    }
+
+    /// The callback page for a `state` no authorization waits for: also the answer to an
+    /// unauthenticated callback that matches no server's callback path, so the two cannot be
+    /// told apart.
+    pub fn unknown_oauth_state() -> Self {
+        let error = crate::mcp::McpError::from(crate::mcp::OAuthError::UnknownState);
+        Self::page(400, "Authorization failed", &error.to_string())
+    }
 }
 
 fn html_escape(s: &str) -> String {

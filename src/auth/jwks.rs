@@ -1,8 +1,9 @@
 //! The JWKS and its cache. Keys are fetched on first use and kept; a token naming a `kid` the
-//! cache lacks makes one refetch, at most once per [`REFETCH_MS`] (a key added by rotation is
-//! found, and a stream of made-up `kid`s cannot make the Worker hammer the JWKS); keys older
-//! than [`MAX_AGE_MS`] are refetched so a removed key stops working. A JWKS that cannot be
-//! reached or read leaves the cached keys in service.
+//! cache lacks makes one refetch, and after it (or after a failed fetch) no fetch happens for
+//! [`REFETCH_MS`]: a key added by rotation is found, and a stream of made-up `kid`s cannot
+//! make the Worker hammer the JWKS. Keys older than [`MAX_AGE_MS`] are fetched again so a
+//! removed key stops working. A JWKS that cannot be reached or read leaves the cached keys in
+//! service.
 //!
 //! The state lives wherever the glue keeps it ([`JwksSlot`]): in the Worker, in JavaScript,
 //! so a reset of the wasm instance does not empty it.
@@ -14,7 +15,7 @@ use serde_json::Value;
 
 use crate::platform::{Clock, HttpClient, HttpRequest};
 
-/// The least time between two fetches caused by unknown `kid`s.
+/// How long after a refetch (or a failed fetch) no fetch happens.
 pub const REFETCH_MS: f64 = 60_000.0;
 /// How long fetched keys are used before they are fetched again.
 pub const MAX_AGE_MS: f64 = 3_600_000.0;
@@ -80,8 +81,9 @@ pub struct JwksState {
     pub keys: Vec<Jwk>,
     /// When the last good fetch happened (ms since the epoch).
     pub fetched_at: Option<f64>,
-    /// When the last fetch, good or not, started.
-    pub attempted_at: Option<f64>,
+    /// The earliest time a fetch may start: a first load leaves it at once (a `kid` it lacks
+    /// may refetch right away), any other fetch or a failure [`REFETCH_MS`] later.
+    pub next_fetch_at: f64,
     /// How many fetches were made, for diagnostics.
     pub fetches: u64,
 }
@@ -156,7 +158,7 @@ impl JwksState {
 
     /// Decides, at `now`, whether `kid` is served from the cache or needs a fetch.
     pub fn lookup(&self, kid: &str, now: f64) -> Lookup {
-        let may_fetch = self.attempted_at.is_none_or(|at| now - at >= REFETCH_MS);
+        let may_fetch = now >= self.next_fetch_at;
         let stale = self.fetched_at.is_none_or(|at| now - at >= MAX_AGE_MS);
         let cached = self.key(kid);
         if may_fetch && (cached.is_none() || stale) {
@@ -168,9 +170,20 @@ impl JwksState {
         }
     }
 
-    /// Takes a fetch's outcome: new keys replace the cache, a failure leaves it as it is.
-    pub fn after_fetch(&mut self, result: Result<Vec<Jwk>, JwksError>, now: f64) {
+    /// Notes a fetch starting at `now`: no other starts until it is over.
+    pub fn start_fetch(&mut self, now: f64) {
+        self.next_fetch_at = now + REFETCH_MS;
+        self.fetches += 1;
+    }
+
+    /// Takes the outcome of a fetch that started at `started`: new keys replace the cache
+    /// (and after a first load another fetch may follow at once), a failure leaves the cache
+    /// as it is.
+    pub fn after_fetch(&mut self, result: Result<Vec<Jwk>, JwksError>, started: f64, now: f64) {
         if let Ok(keys) = result {
+            if self.fetched_at.is_none() {
+                self.next_fetch_at = started;
+            }
             self.keys = keys;
             self.fetched_at = Some(now);
         }
@@ -235,16 +248,15 @@ pub async fn key_for(
         Lookup::Unknown => return None,
         Lookup::Fetch => {}
     }
-    state.attempted_at = Some(now);
-    state.fetches += 1;
+    state.start_fetch(now);
     slot.save(&state);
     let result = fetch_jwks(url, http, clock).await;
     if let Err(e) = &result {
         crate::platform::log(&format!("think-rs: {e}; the cached keys stay in use"));
     }
-    // Another request may have saved meanwhile; its attempt time stands, the keys are ours.
+    // Another request may have saved meanwhile; the keys are ours.
     let mut latest = slot.load().unwrap_or_default().for_url(url);
-    latest.after_fetch(result, clock.now_ms());
+    latest.after_fetch(result, now, clock.now_ms());
     slot.save(&latest);
     latest.cached(kid)
 }

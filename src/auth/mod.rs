@@ -379,8 +379,9 @@ impl AccessControl {
         Self { rules, authorize: None }
     }
 
-    /// Adds the app's own check, asked first for every request but the OAuth callback: its
-    /// [`Verdict`] allows, refuses, or ([`Verdict::Continue`]) leaves it to the settings.
+    /// Adds the app's own check, asked first for every request: its [`Verdict`] allows,
+    /// refuses (except the OAuth callback), or ([`Verdict::Continue`]) leaves it to the
+    /// settings.
     pub fn authorize(
         mut self,
         hook: impl Fn(&AuthRequest) -> LocalBoxFuture<'static, Verdict> + 'static,
@@ -389,11 +390,16 @@ impl AccessControl {
         self
     }
 
-    /// Decides about one request.
+    /// Decides about one request. A request that would be refused but is the MCP OAuth
+    /// callback goes on as [`Decision::OAuthCallback`].
     pub async fn check(&self, req: &AuthRequest, deps: &AuthDeps<'_>) -> Decision {
-        if is_oauth_callback(req) {
-            return Decision::OAuthCallback;
+        match self.decide(req, deps).await {
+            Decision::Refuse(_) if is_oauth_callback(req) => Decision::OAuthCallback,
+            decision => decision,
         }
+    }
+
+    async fn decide(&self, req: &AuthRequest, deps: &AuthDeps<'_>) -> Decision {
         if let Some(hook) = &self.authorize {
             match hook(req).await {
                 Verdict::Allow => return Decision::Allow,

@@ -511,37 +511,40 @@ fn jwks_keys_are_cached_refetched_for_new_kids_once_a_minute_and_kept_when_unrea
     }
     assert_eq!(w.server.hits.get(), 1, "one fetch serves every later request");
 
-    // Rotation: a key added after the first fetch is found by one refetch...
+    // Rotation: a key added after the first fetch is found by one refetch, at once...
     let r2 = rsa_key("r2", "m2");
     w.serve(vec![r1.clone(), e1.clone(), r2.clone()]);
     let t2 = signed_with("RS256", "r2", &r2, &claims);
-    w.clock.advance(REFETCH_MS);
+    w.clock.advance(1000.0);
     assert_eq!(w.bearer(&a, "alice", &t2), Decision::Allow);
     assert_eq!(w.server.hits.get(), 2);
 
-    // ...and unknown kids fetch at most once a minute: not right after that refetch,
+    // ...after which unknown kids fetch nothing for a minute,
     let t3 = signed_with("RS256", "r3", &rsa_key("r3", "m3"), &claims);
-    assert!(unauthenticated(&w.bearer(&a, "alice", &t3)).contains("\"r3\" is not in the JWKS"));
-    assert_eq!(w.server.hits.get(), 2);
-    // then once when the minute is over, and not again within the next one.
+    for _ in 0..5 {
+        w.clock.advance(1000.0);
+        assert!(unauthenticated(&w.bearer(&a, "alice", &t3)).contains("\"r3\" is not in the JWKS"));
+    }
+    assert_eq!(w.server.hits.get(), 2, "no refetch within the minute");
+    // then one refetch, and again a minute of none.
     w.clock.advance(REFETCH_MS);
     assert!(matches!(w.bearer(&a, "alice", &t3), Decision::Refuse(_)));
     assert_eq!(w.server.hits.get(), 3);
-    for _ in 0..5 {
-        w.clock.advance(1000.0);
-        assert!(matches!(w.bearer(&a, "alice", &t3), Decision::Refuse(_)));
-    }
-    assert_eq!(w.server.hits.get(), 3, "no refetch within the minute");
-    w.clock.advance(REFETCH_MS);
+    w.clock.advance(REFETCH_MS - 1.0);
+    assert!(matches!(w.bearer(&a, "alice", &t3), Decision::Refuse(_)));
+    assert_eq!(w.server.hits.get(), 3);
+    w.clock.advance(1.0);
     assert!(matches!(w.bearer(&a, "alice", &t3), Decision::Refuse(_)));
     assert_eq!(w.server.hits.get(), 4);
 
-    // An unreachable JWKS leaves the cached keys in service, even when they are stale.
+    // An unreachable JWKS leaves the cached keys in service, even when they are stale, and
+    // is not asked again for a minute.
     *w.server.keys.borrow_mut() = None;
     w.clock.advance(jwks::MAX_AGE_MS);
     assert_eq!(w.bearer(&a, "alice", &t1), Decision::Allow);
     assert_eq!(w.server.hits.get(), 5, "the stale cache tried a refetch");
     assert_eq!(w.bearer(&a, "alice", &t2), Decision::Allow);
+    assert!(matches!(w.bearer(&a, "alice", &t3), Decision::Refuse(_)));
     assert_eq!(w.server.hits.get(), 5);
 
     // A key removed from the JWKS stops working once the cache is refreshed.
@@ -558,6 +561,10 @@ fn the_oauth_callback_alone_passes_unauthenticated() {
     let a = access(&[("THINK_AUTH_TOKENS", "t")]);
     let cb = request("agent.example.com", "alice", "callback", "?code=c&state=s");
     assert_eq!(w.check(&a, &cb), Decision::OAuthCallback);
+    // With a credential, or where everything passes, it goes on as any request.
+    assert_eq!(w.check(&a, &cb.clone().with_header("authorization", "Bearer t")), Decision::Allow);
+    let local = request("127.0.0.1:8787", "alice", "callback", "?code=c&state=s");
+    assert_eq!(w.check(&access(&[]), &local), Decision::Allow);
     for (method, rest, query) in [
         ("POST", "callback", "?state=s"),
         ("GET", "callback", ""),
@@ -600,4 +607,20 @@ fn the_authorize_hook_decides_first_and_may_defer() {
     // Deferred: the settings decide.
     assert!(matches!(with("guest", "public"), Decision::Refuse(Refusal::Unauthenticated { .. })));
     assert_eq!(w.bearer(&a, "alice", "t"), Decision::Allow);
+}
+
+#[test]
+fn a_jwks_down_at_first_use_is_retried_once_a_minute() {
+    let w = World::new();
+    let a = jwt_access();
+    let r1 = rsa_key("r1", "m1");
+    let t1 = signed_with("RS256", "r1", &r1, &json!({"sub": "alice", "exp": w.now_s() + 600.0}));
+    for _ in 0..3 {
+        assert!(unauthenticated(&w.bearer(&a, "alice", &t1)).contains("not in the JWKS"));
+    }
+    assert_eq!(w.server.hits.get(), 1);
+    w.serve(vec![r1]);
+    w.clock.advance(REFETCH_MS);
+    assert_eq!(w.bearer(&a, "alice", &t1), Decision::Allow);
+    assert_eq!(w.server.hits.get(), 2);
 }

@@ -1,8 +1,10 @@
 //! The Workers glue: adapts Durable Object storage, R2, WebSockets, time and fetch to the
-//! host-testable core, routes `/agents/<ns>/<name>` requests like `routeAgentRequest`, and
-//! provides [`think_agent!`](crate::think_agent) to declare an agent class.
+//! host-testable core, routes `/agents/<ns>/<name>` requests like `routeAgentRequest` (after
+//! the access check of [`crate::auth`]), and provides [`think_agent!`](crate::think_agent)
+//! to declare an agent class.
 
 mod ai;
+pub mod auth;
 mod bash;
 mod browser;
 mod clock;
@@ -221,6 +223,9 @@ impl ThinkHost {
     /// HTTP requests to the object: WebSocket upgrades and `get-messages`.
     pub async fn fetch(&self, req: Request) -> Result<Response> {
         let url = req.url()?;
+        if auth::exempt_marker(&req).as_deref() == Some(crate::auth::EXEMPT_OAUTH_CALLBACK) {
+            return self.oauth_callback_only(&req, &url).await;
+        }
         // A child of an agent tool is read only through its parent's drill-in route.
         if crate::subagents::child::ChildLog::role(&DoSql::new(&self.state)).is_some() {
             return Response::error("Not found: this agent runs as a child of another", 404);
@@ -262,6 +267,22 @@ impl ThinkHost {
             }
             None => Response::error("Not found", 404),
         }
+    }
+
+    /// A request the Worker let through unauthenticated because it is an MCP OAuth callback:
+    /// it is answered as one (its `state` is its credential), and anything else gets the
+    /// answer of an unknown state, the same whether the instance exists or not.
+    async fn oauth_callback_only(&self, req: &Request, url: &url::Url) -> Result<Response> {
+        let reply = match req.method() {
+            worker::Method::Get => {
+                self.agent().on_mcp_callback(url.path(), url.query().unwrap_or_default()).await
+            }
+            _ => None,
+        };
+        let reply = reply.unwrap_or_else(crate::agent::HttpReply::unknown_oauth_state);
+        let mut resp = Response::ok(reply.body)?.with_status(reply.status);
+        resp.headers_mut().set("content-type", reply.content_type)?;
+        Ok(resp)
     }
 
     /// `GET …/sub/<child>[/sub/<grandchild>…]/get-messages`: a descendant's transcript, only
@@ -357,10 +378,35 @@ impl ThinkHost {
     }
 }
 
+/// A var or secret of the Worker's environment.
+pub fn env_setting(env: &Env, name: &str) -> Option<String> {
+    env.var(name)
+        .ok()
+        .map(|v| v.to_string())
+        .or_else(|| env.secret(name).ok().map(|v| v.to_string()))
+}
+
+/// The access rules of the environment's `THINK_AUTH_*` settings (see [`crate::auth`]).
+pub fn access_from_env(env: &Env) -> crate::auth::AccessControl {
+    crate::auth::AccessControl::from_settings(|name| env_setting(env, name))
+}
+
 /// Routes `/agents/<namespace>/<name>[/…]` to the Durable Object whose binding name, in
-/// kebab-case, is `<namespace>` (the `agents` routing rule). `Ok(None)` means the path is
-/// not an agent path; an unknown namespace gets `400 Invalid request`.
+/// kebab-case, is `<namespace>` (the `agents` routing rule), once the environment's
+/// `THINK_AUTH_*` settings admit it. `Ok(None)` means the path is not an agent path; an
+/// unknown namespace gets `400 Invalid request`.
 pub async fn route_agent_request(req: Request, env: &Env) -> Result<Option<Response>> {
+    route_agent_request_with(req, env, &access_from_env(env)).await
+}
+
+/// [`route_agent_request`] with the app's own access rules, e.g.
+/// `access_from_env(&env).authorize(hook)`: the check runs before the request reaches the
+/// Durable Object, and a `token` query parameter is stripped before it is forwarded.
+pub async fn route_agent_request_with(
+    req: Request,
+    env: &Env,
+    access: &crate::auth::AccessControl,
+) -> Result<Option<Response>> {
     let url = req.url()?;
     let route = match parse_agent_path(url.path(), "agents") {
         Ok(route) => route,
@@ -368,6 +414,10 @@ pub async fn route_agent_request(req: Request, env: &Env) -> Result<Option<Respo
         Err(RouteError::InvalidName(e)) => {
             return Ok(Some(Response::error(format!("Invalid request: {e}"), 400)?))
         }
+    };
+    let req = match auth::gate(req, &route, access).await? {
+        Ok(req) => req,
+        Err(refused) => return Ok(Some(refused)),
     };
     let env_obj: &js_sys::Object = AsRef::<wasm_bindgen::JsValue>::as_ref(env).unchecked_ref();
     let binding = js_sys::Object::keys(env_obj).iter().filter_map(|k| k.as_string()).find(|key| {
@@ -508,13 +558,7 @@ mod shipped {
     use crate::agent::settings::spec_from_settings_and_ai;
     use crate::agent::AgentSpec;
 
-    /// A var or secret of the Worker's environment.
-    fn setting(env: &Env, name: &str) -> Option<String> {
-        env.var(name)
-            .ok()
-            .map(|v| v.to_string())
-            .or_else(|| env.secret(name).ok().map(|v| v.to_string()))
-    }
+    use super::env_setting as setting;
 
     /// The ready-made agent, configured from the environment's `THINK_*` settings and its
     /// `AI` binding (see [`crate::agent::settings`]).

@@ -24,7 +24,7 @@ export function tempDir(prefix = "think-rs-") {
 }
 
 /** The Miniflare options of `startWorker` (also used by the Code Mode bench). */
-export function options({ persistDir, vars, withCaller, inspectorPort, ai }) {
+export function options({ persistDir, vars, withCaller, inspectorPort, ai, tail }) {
   const agent = {
     name: "think-rs",
     modules: true,
@@ -60,6 +60,23 @@ export function options({ persistDir, vars, withCaller, inspectorPort, ai }) {
       modules: true,
       scriptPath: path.join(ROOT, "tests/helpers/workers-ai-binding.mjs"),
       serviceBindings: { NODE: ai },
+    });
+  }
+  if (tail) {
+    // A tail Worker, as Workers Logs sees each invocation (the entry's and the Durable
+    // Object's, with their request URLs): every batch of events goes to the test's `tail`.
+    agent.tails = ["tail-collector"];
+    workers.push({
+      name: "tail-collector",
+      modules: true,
+      compatibilityDate: "2025-11-01",
+      script: `export default { async tail(events, env) { await env.NODE.fetch("http://node/", { method: "POST", body: JSON.stringify(events) }); } };`,
+      serviceBindings: {
+        NODE: async (request) => {
+          tail(JSON.parse(await request.text()));
+          return new Response("ok");
+        },
+      },
     });
   }
   if (withCaller) {
@@ -100,13 +117,14 @@ async function launch(opts) {
 
 /**
  * Starts the Worker. `vars` become environment bindings (THINK_MODEL_BASE_URL, …); `ai`, a
- * Node `(Request) => Response` handler, becomes the `AI` binding (workers-ai-binding.mjs).
+ * Node `(Request) => Response` handler, becomes the `AI` binding (workers-ai-binding.mjs);
+ * `tail`, a Node `(events) => void`, receives the tail events of every invocation.
  * `restart()` disposes and starts again on the same persist directory; `kill()` first kills
  * workerd with SIGKILL (a crash: nothing is flushed or closed), then starts again.
  * `inspectorPort` opens the V8 inspector of the isolates there (see `inspector.mjs`).
  */
-export async function startWorker({ vars = {}, persistDir = tempDir(), withCaller = false, inspectorPort, ai } = {}) {
-  let { mf, url, pid } = await launch(options({ persistDir, vars, withCaller, inspectorPort, ai }));
+export async function startWorker({ vars = {}, persistDir = tempDir(), withCaller = false, inspectorPort, ai, tail } = {}) {
+  let { mf, url, pid } = await launch(options({ persistDir, vars, withCaller, inspectorPort, ai, tail }));
   const handle = {
     persistDir,
     get mf() {
@@ -124,7 +142,7 @@ export async function startWorker({ vars = {}, persistDir = tempDir(), withCalle
     },
     async restart(newVars = vars) {
       await mf.dispose();
-      ({ mf, url, pid } = await launch(options({ persistDir, vars: newVars, withCaller, inspectorPort, ai })));
+      ({ mf, url, pid } = await launch(options({ persistDir, vars: newVars, withCaller, inspectorPort, ai, tail })));
       return handle;
     },
     /** SIGKILLs workerd, disposes what is left of Miniflare, and starts again on the same persist dir. */
@@ -132,7 +150,7 @@ export async function startWorker({ vars = {}, persistDir = tempDir(), withCalle
       if (pid === undefined) throw new Error("kill(): the workerd process of this Miniflare is unknown");
       process.kill(pid, "SIGKILL");
       await mf.dispose().catch(() => {});
-      ({ mf, url, pid } = await launch(options({ persistDir, vars: newVars, withCaller, inspectorPort, ai })));
+      ({ mf, url, pid } = await launch(options({ persistDir, vars: newVars, withCaller, inspectorPort, ai, tail })));
       return handle;
     },
     async dispose() {
