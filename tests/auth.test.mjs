@@ -11,6 +11,11 @@ import { startScriptedModel } from "./helpers/scripted-model.mjs";
 import { startWorker, modelVars } from "./helpers/worker.mjs";
 import { connect, closeTabs, newId } from "./helpers/client.mjs";
 import { keyPair, newSecret, sign, jwt, now, startJwksServer } from "./helpers/auth.mjs";
+import { launchBrowser, openPage } from "./helpers/browser.mjs";
+import { send, assistant } from "./helpers/chat-page.mjs";
+import fs from "node:fs";
+import path from "node:path";
+import { ROOT } from "./helpers/worker.mjs";
 
 const ISSUER = "https://issuer.think-rs.test";
 const AUDIENCE = "think-rs-tests";
@@ -431,4 +436,65 @@ test("the token query parameter is stripped before the request reaches the objec
   // The entry's own invocation is the incoming request, recorded as the client sent it.
   const entry = tailEvents.find((e) => e.entrypoint !== "ThinkAgent" && e.event?.request?.url?.includes(`${marker}/get-messages`));
   assert.ok(entry?.event.request.url.includes("token="), "the platform records the request as it arrived");
+});
+
+test("the page asks for a token, keeps it in the tab's session storage, chats with it and shows the usage counters", async () => {
+  const browser = await launchBrowser();
+  try {
+    const page = await openPage(browser, new URL("/?name=page-user", closed.url).href);
+    const form = page.locator("[data-testid=access]");
+    await form.locator("[data-testid=access-reason]", { hasText: "no credential" }).waitFor();
+    // A wrong token is refused with the agent's reason, and the form stays.
+    await form.locator("[data-testid=token]").fill("wrong-token");
+    await form.locator("button[type=submit]").click();
+    await form.locator("p", { hasText: "The agent refused this token." }).waitFor();
+    await form.locator("[data-testid=access-reason]", { hasText: "the token is not accepted" }).waitFor();
+    const out = path.join(ROOT, "test-output");
+    fs.mkdirSync(out, { recursive: true });
+    await page.screenshot({ path: path.join(out, "auth-form.png") });
+    // A JWT for another instance: 403, said so.
+    await form.locator("[data-testid=token]").fill(jwt(rsa1, claims("someone-else")));
+    await form.locator("button[type=submit]").click();
+    await form.locator("p", { hasText: 'This token does not reach the instance "page-user".' }).waitFor();
+    // The right one opens the chat: the WebSocket and get-messages carry it.
+    await form.locator("[data-testid=token]").fill(TOKENS[1]);
+    await form.locator("button[type=submit]").click();
+    await page.locator("[data-testid=connection].on").waitFor();
+    assert.equal(await page.evaluate(() => sessionStorage.getItem("think-rs-token")), TOKENS[1]);
+    await page.locator("[data-testid=usage-turns]", { hasText: "turns 0 per min" }).waitFor();
+    model.push({ text: "Hello through the lock." });
+    await send(page, "hello");
+    await assistant(page, "Hello through the lock.").waitFor();
+    await page.locator("[data-testid=usage-turns]", { hasText: "turns 1 per min" }).waitFor();
+    await page.locator("[data-testid=usage-tokens]", { hasText: "tokens 15 per day" }).waitFor();
+    await page.screenshot({ path: path.join(out, "auth-page.png") });
+    // A reload keeps the token (session storage) and shows the transcript read with it.
+    await page.reload();
+    await page.locator("[data-testid=connection].on").waitFor();
+    await assistant(page, "Hello through the lock.").waitFor();
+    // Lock forgets it and asks again.
+    await page.locator("button.forget").click();
+    await form.locator("[data-testid=token]").waitFor();
+    assert.equal(await page.evaluate(() => sessionStorage.getItem("think-rs-token")), null);
+    assert.deepEqual(page.errors, []);
+    // Another tab of the same browser has its own session storage: it asks.
+    const other = await openPage(browser, new URL("/?name=page-user", closed.url).href);
+    await other.locator("[data-testid=access] [data-testid=token]").waitFor();
+  } finally {
+    await browser.close();
+  }
+});
+
+test("the page on an open local deploy goes straight to the chat", async () => {
+  const open = await startWorker({ vars: modelVars(model) });
+  const browser = await launchBrowser();
+  try {
+    const page = await openPage(browser, new URL("/?name=local-page", open.url).href);
+    await page.locator("[data-testid=connection].on").waitFor();
+    await page.locator("[data-testid=usage-turns]", { hasText: "turns 0 per min" }).waitFor();
+    assert.equal(await page.locator("button.forget").count(), 0);
+  } finally {
+    await browser.close();
+    await open.dispose();
+  }
 });

@@ -10,10 +10,11 @@ import { Elicitations } from "./chat/Elicitation.jsx";
 import { WorkspacePanel } from "./panels/Workspace.jsx";
 import { McpPanel } from "./panels/Mcp.jsx";
 import { ActivityPanel } from "./panels/Activity.jsx";
+import { UsageMeter } from "./Usage.jsx";
 
 const EMPTY_MCP = { servers: {}, tools: [], prompts: [], resources: [] };
 
-export function App({ name }) {
+export function App({ name, token, forget }) {
   const [connected, setConnected] = useState(false);
   const [mcp, setMcp] = useState(EMPTY_MCP);
   // Bumped by every `think_workspace_changed` push; the workspace panel re-reads on it.
@@ -21,6 +22,8 @@ export function App({ name }) {
   const agent = useAgent({
     agent: "ThinkAgent",
     name,
+    // The WebSocket's credential: browsers cannot set headers on it (the Worker strips it).
+    query: token ? { token } : undefined,
     onOpen: () => setConnected(true),
     onClose: () => setConnected(false),
     onMcpUpdate: (state) => setMcp(state ?? EMPTY_MCP),
@@ -42,6 +45,7 @@ export function App({ name }) {
     tools: browserTools,
     // The server owns the transcript (as with Think's own React hook).
     syncMessagesToServer: false,
+    headers: token ? { Authorization: `Bearer ${token}` } : undefined,
     onToolCall: ({ toolCall, addToolOutput }) => runBrowserTool(toolCall, addToolOutput),
   });
   const events = useAgentToolEvents({ agent });
@@ -62,9 +66,15 @@ export function App({ name }) {
         <span className={`conn ${connected ? "on" : "off"}`} data-testid="connection">
           {connected ? "connected" : "connecting…"}
         </span>
+        <UsageMeter agent={agent} connected={connected} busy={chatBusy(chat)} />
         <button className="clear" onClick={() => chat.clearHistory()} disabled={chatBusy(chat) || chat.messages.length === 0}>
           Clear
         </button>
+        {token && (
+          <button className="forget" onClick={forget} title="Forget this tab's token">
+            Lock
+          </button>
+        )}
       </header>
       <div className="body">
         <Chat chat={chat} agent={agent} runs={runs}>

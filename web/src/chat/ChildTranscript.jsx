@@ -3,6 +3,7 @@
 // route (`…/sub/<toolCallId>/get-messages`), one level at a time.
 import { useState } from "react";
 import { Part, isShown } from "./Part.jsx";
+import { authHeaders } from "../access.jsx";
 
 const NO_RUNS = () => [];
 
@@ -11,7 +12,7 @@ export function ChildTranscript({ base, toolCallId }) {
   const url = `${base}/sub/${encodeURIComponent(toolCallId)}`;
   const load = (event) => {
     if (!event.currentTarget.open || state.messages) return;
-    fetch(`${url}/get-messages`)
+    fetch(`${url}/get-messages`, { headers: authHeaders() })
       .then((r) => (r.ok ? r.json() : Promise.reject(new Error(`${r.status} ${r.statusText}`))))
       .then((messages) => setState({ messages, error: null }))
       .catch((e) => setState({ messages: null, error: `The child's steps could not be read: ${e.message}` }));
