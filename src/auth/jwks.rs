@@ -133,9 +133,9 @@ pub fn parse_jwks(body: &[u8]) -> Result<Vec<Jwk>, JwksError> {
 
 /// What the cache says about a `kid` before any fetch.
 #[derive(Debug, Clone, PartialEq)]
-pub enum Lookup {
+pub enum Lookup<'a> {
     /// Cached and fresh.
-    Found(Jwk),
+    Found(&'a Jwk),
     /// Not cached (or the cache is stale) and a fetch is allowed now.
     Fetch,
     /// Not cached, and the last fetch was too recent to try again.
@@ -157,7 +157,7 @@ impl JwksState {
     }
 
     /// Decides, at `now`, whether `kid` is served from the cache or needs a fetch.
-    pub fn lookup(&self, kid: &str, now: f64) -> Lookup {
+    pub fn lookup(&self, kid: &str, now: f64) -> Lookup<'_> {
         let may_fetch = now >= self.next_fetch_at;
         let stale = self.fetched_at.is_none_or(|at| now - at >= MAX_AGE_MS);
         let cached = self.key(kid);
@@ -165,7 +165,7 @@ impl JwksState {
             return Lookup::Fetch;
         }
         match cached {
-            Some(key) => Lookup::Found(key.clone()),
+            Some(key) => Lookup::Found(key),
             None => Lookup::Unknown,
         }
     }
@@ -244,7 +244,7 @@ pub async fn key_for(
     let mut state = slot.load().unwrap_or_default().for_url(url);
     let now = clock.now_ms();
     match state.lookup(kid, now) {
-        Lookup::Found(key) => return Some(key),
+        Lookup::Found(key) => return Some(key.clone()),
         Lookup::Unknown => return None,
         Lookup::Fetch => {}
     }
