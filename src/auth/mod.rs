@@ -25,8 +25,9 @@
 //! `jsonwebtoken` 10.4 with its RustCrypto backend measured 202,716 B gzip on its own in
 //! wasm32 (release, wasm-opt -Oz), more than twice the budget left; the bare primitives
 //! (`rsa` 0.9, `p256` 0.13, `hmac` 0.12) 26,700 B. WebCrypto costs the module only the glue
-//! and the JWT and JWK rules written here (`jwt`, `jwks`); the release build's cost of the
-//! whole feature is in the README's "Access control".
+//! and the JWT and JWK rules written here (`jwt`, `jwks`): with this and the limits
+//! (`crate::limits`) the release module went from 911,826 to 932,695 B gzip (+20,869 B;
+//! 2,650,598 to 2,710,696 B raw).
 
 pub mod jwks;
 pub mod jwt;
