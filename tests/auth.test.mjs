@@ -16,6 +16,7 @@ import { send, assistant } from "./helpers/chat-page.mjs";
 import fs from "node:fs";
 import path from "node:path";
 import { ROOT } from "./helpers/worker.mjs";
+import { startOAuthServer } from "./mcp/start-server.mjs";
 
 const ISSUER = "https://issuer.think-rs.test";
 const AUDIENCE = "think-rs-tests";
@@ -401,6 +402,10 @@ test("the MCP OAuth callback passes without a credential and is answered by its 
   assert.deepEqual([nowhere.status, nowhere.body], [res.status, res.body]);
   assert.equal((await request(closed, "/agents/think-agent/existing/callback")).status, 401, "no state, no exemption");
   assert.equal((await request(closed, "/agents/think-agent/existing/callback?state=s", { method: "POST" })).status, 401);
+  // The static assets (the page) need no credential.
+  const page = await request(closed, "/");
+  assert.equal(page.status, 200);
+  assert.match(page.body, /<div id="root">/);
   // A forged exemption header is removed by the Worker, not trusted.
   const forged = await request(closed, "/agents/think-agent/existing/get-messages", { headers: { "x-think-auth-exempt": "oauth-callback" } });
   assert.equal(forged.status, 401);
@@ -496,5 +501,28 @@ test("the page on an open local deploy goes straight to the chat", async () => {
   } finally {
     await browser.close();
     await open.dispose();
+  }
+});
+
+test("a real MCP OAuth flow on a closed deploy: the browser's callback carries no credential and completes the authorization", async () => {
+  const [oauth, browser] = await Promise.all([startOAuthServer(), launchBrowser()]);
+  try {
+    const tab = await connect(closed.host, "oauth-closed", { query: { token: TOKENS[0] } });
+    const added = await tab.client.call("addMcpServer", ["secure", oauth.mcp, { id: "secure" }]);
+    assert.equal(added.state, "authenticating", JSON.stringify(added));
+    assert.equal(new URL(added.authUrl).searchParams.get("redirect_uri"), `${closed.url.origin}/agents/think-agent/oauth-closed/callback`);
+    const context = await browser.newContext();
+    const page = await context.newPage();
+    page.setDefaultTimeout(15000);
+    await page.goto(added.authUrl);
+    await page.getByRole("button", { name: "Approve" }).click();
+    await page.getByRole("heading", { name: "Authorized" }).waitFor();
+    await context.close();
+    const ready = await tab.waitFor((f) => f.type === "cf_agent_mcp_servers" && f.mcp.servers.secure?.state === "ready");
+    assert.ok(ready.mcp.tools.some((t) => t.name === "whoami"));
+    tab.close();
+  } finally {
+    await browser.close();
+    await oauth.kill();
   }
 });
