@@ -854,13 +854,12 @@ impl CodeMode {
                     .rev()
                     .map(|e| {
                         format!(
-                            "{}.{}({}) {:?}",
+                            "{}.{}({}) {}",
                             e.connector,
                             e.method,
                             cut(&e.args.to_string(), 120),
-                            e.state
+                            e.state.as_str()
                         )
-                        .to_lowercase()
                     })
                     .collect();
                 out.insert("calls".into(), json!({"count": log.len(), "last": last}));
