@@ -54,6 +54,10 @@ case "$provider" in
     fi
     ;;
 esac
+# workerd runs under scripts/workerd-supervisor.mjs: a heap cap per isolate
+# (THINK_LOCAL_HEAP_MB, default 256) and a restart when the runtime dies, so that code that
+# exhausts memory ends its own call instead of the whole local server (README, "Sandboxes").
+export MINIFLARE_WORKERD_PATH="$PWD/scripts/workerd-supervisor.mjs"
 # wrangler leaves a large bundle in .wrangler/tmp when killed; start clean.
 rm -rf .wrangler/tmp
 exec node_modules/.bin/wrangler dev --local --ip 127.0.0.1 --port "${PORT:-8787}" \

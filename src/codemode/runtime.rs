@@ -761,6 +761,7 @@ impl CodeMode {
             snippets,
             modules: Vec::new(),
             timeout_ms: self.options.timeout_ms,
+            output: Default::default(),
         };
         let limit = self.options.timeout_ms + TIMEOUT_MARGIN_MS;
         let run = self.sandbox.run(request, dispatcher.clone()).fuse();

@@ -249,4 +249,8 @@ impl Tool for SkillTool {
             other => ModelOutput::Json(other.clone()),
         }
     }
+
+    fn runs_code(&self) -> bool {
+        self.kind == Kind::Run
+    }
 }
