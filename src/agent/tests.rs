@@ -1035,3 +1035,19 @@ fn skills_switched_off_show_and_offer_nothing_and_their_files_stay() {
     assert!(on.system.contains("Greets people warmly"), "{}", on.system);
     assert_eq!(on.replies[0]["result"][0]["name"], "greet", "{}", on.replies[0]);
 }
+
+#[test]
+fn a_context_block_left_out_is_neither_shown_nor_offered_and_its_content_comes_back() {
+    let sql = Rc::new(SqliteSql::new());
+    let memory = crate::session::parse_blocks(crate::session::DEFAULT_CONTEXT).unwrap();
+    let with_memory = |m| memory.iter().cloned().fold(AgentSpec::new(m), AgentSpec::context);
+    let h = Harness::over(sql.clone(), None, with_memory);
+    h.agent.session().set("memory", "the sky is green").unwrap();
+    drop(h);
+    let off = turn_over(&sql, "off", AgentSpec::new, &[]);
+    assert!(!off.system.contains("the sky is green"), "{}", off.system);
+    assert!(!off.tools.contains(&"set_context".to_owned()), "{:?}", off.tools);
+    let on = turn_over(&sql, "on", with_memory, &[]);
+    assert!(on.system.contains("the sky is green"), "{}", on.system);
+    assert!(on.tools.contains(&"set_context".to_owned()), "{:?}", on.tools);
+}
