@@ -133,7 +133,12 @@ pub enum LoadApproval {
 /// The limits and policies of extensions.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ExtensionOptions {
-    /// Whether the model gets `load_extension` and `list_extensions` (`THINK_EXTENSIONS`).
+    /// Whether extensions run at all (`THINK_EXTENSIONS=false` switches them off): off, no
+    /// stored or static extension is offered, hooked in or shown, and their callables
+    /// refuse; the stored ones are kept for when it is on again.
+    pub enabled: bool,
+    /// Whether the model gets `load_extension` and `list_extensions` (an app that wants only
+    /// its own extensions turns this off).
     pub model_tools: bool,
     /// Who approves `load_extension`.
     pub approval: LoadApproval,
@@ -150,6 +155,7 @@ pub struct ExtensionOptions {
 impl Default for ExtensionOptions {
     fn default() -> Self {
         Self {
+            enabled: true,
             model_tools: true,
             approval: LoadApproval::Permissions,
             tool_timeout_ms: DEFAULT_TOOL_TIMEOUT_MS,
@@ -173,8 +179,7 @@ impl std::fmt::Display for ExtensionsSettingError {
 impl std::error::Error for ExtensionsSettingError {}
 
 impl ExtensionOptions {
-    /// Reads `THINK_EXTENSIONS`: empty or `true` (the defaults), `false` (no model-facing
-    /// tools), or `{"approval": "permissions"|"always"|"never", "toolTimeout": ms,
+    /// Reads `THINK_EXTENSIONS`: empty or `true` (the defaults), `false` (extensions off), or `{"approval": "permissions"|"always"|"never", "toolTimeout": ms,
     /// "hookTimeout": ms}`.
     pub fn from_setting(value: &str) -> Result<Self, ExtensionsSettingError> {
         let bad = |m: String| ExtensionsSettingError(m);
@@ -182,7 +187,7 @@ impl ExtensionOptions {
         match value.trim() {
             "" | "true" => return Ok(options),
             "false" => {
-                options.model_tools = false;
+                options.enabled = false;
                 return Ok(options);
             }
             _ => {}

@@ -664,7 +664,8 @@ fn load_approval_and_settings() {
     assert!(!load_needs_approval(LoadApproval::Never, &asks));
 
     assert_eq!(ExtensionOptions::from_setting("").unwrap(), ExtensionOptions::default());
-    assert!(!ExtensionOptions::from_setting("false").unwrap().model_tools);
+    let off = ExtensionOptions::from_setting("false").unwrap();
+    assert_eq!(off, ExtensionOptions { enabled: false, ..Default::default() });
     let o = ExtensionOptions::from_setting(
         r#"{"approval":"never","toolTimeout":1000,"hookTimeout":200}"#,
     )
@@ -754,7 +755,7 @@ fn at_most_ten_isolates_are_in_flight() {
 }
 
 #[test]
-fn think_extensions_false_removes_only_the_model_tools() {
+fn model_tools_off_removes_only_load_and_list() {
     let names = |options: ExtensionOptions| {
         let env = env();
         let sandbox = Scripted::new(math_description());
@@ -772,7 +773,7 @@ fn think_extensions_false_removes_only_the_model_tools() {
         names(ExtensionOptions::default()),
         ["math_add", "load_extension", "list_extensions"]
     );
-    let off = ExtensionOptions::from_setting("false").unwrap();
+    let off = ExtensionOptions { model_tools: false, ..Default::default() };
     assert_eq!(names(off), ["math_add"]);
 }
 

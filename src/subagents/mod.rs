@@ -408,6 +408,35 @@ impl Subagents {
         }
     }
 
+    /// After a crash, when the call's agent tool is switched off: the output of the call
+    /// `tool_call_id` without following its child. A run that may still go is recorded as
+    /// failed with `reason` (the tabs are told) and its child is told to stop; one that ended
+    /// keeps its recorded output. `None` when it is no run.
+    pub fn abandon(&self, tool_call_id: &str, reason: &str) -> Option<Value> {
+        let run = match self.registry().reattach(tool_call_id) {
+            Ok(Reattach::NotARun) => return None,
+            Ok(Reattach::Settled(output)) => return Some(output),
+            Ok(Reattach::Tail(run)) => run,
+            Err(e) => {
+                self.warn("reading the agent-tool registry failed", e);
+                return None;
+            }
+        };
+        let frame = self.local_event(&run.tool_call_id, events::failed(EventKind::Error, reason));
+        self.broadcast(&frame);
+        self.live.borrow_mut().remove(&run.tool_call_id);
+        if let Some(link) = self.link() {
+            let (child, id) = (run.child_name.clone(), run.run_id.clone());
+            self.deps.tasks.spawn(Box::pin(async move {
+                if let Err(e) = link.cancel(&child, &id).await {
+                    crate::platform::log(&format!("think-rs: stopping child {child} failed: {e}"));
+                }
+            }));
+        }
+        let outcome = Outcome::Failed { kind: EventKind::Error, error: reason.to_owned() };
+        Some(self.record(&run, &outcome))
+    }
+
     /// Runs a registered run to its end with a slot held, and records the outcome.
     async fn follow_run(
         self: &Rc<Self>,

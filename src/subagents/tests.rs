@@ -401,6 +401,11 @@ impl World {
 
 /// The root instance with one tab, `tab`.
 fn root(world: &Rc<World>) -> (Rc<Agent>, Rc<Tabs>) {
+    root_with(world, world.root_spec.clone())
+}
+
+/// The root instance with one tab, running `spec` (a restart with other settings).
+fn root_with(world: &Rc<World>, spec: AgentSpec) -> (Rc<Agent>, Rc<Tabs>) {
     let w = world;
     let db = w.storage.borrow_mut().entry("root".into()).or_insert_with(sql).clone();
     let tabs = Rc::new(Tabs::default());
@@ -418,7 +423,7 @@ fn root(world: &Rc<World>) -> (Rc<Agent>, Rc<Tabs>) {
         alarm: Rc::new(NoAlarm),
         instance_id: "root".into(),
     };
-    let agent = Agent::new("ThinkAgent", w.root_spec.clone(), deps);
+    let agent = Agent::new("ThinkAgent", spec, deps);
     agent.set_name("root");
     agent.subagents().set_link(w.link.clone());
     w.spawn(agent.clone().start());
@@ -944,6 +949,37 @@ fn the_latest_ended_runs_are_kept_small_for_replay() {
         (kept["sequence"].clone(), kept["event"]["kind"].clone()),
         (json!(3), json!("finished"))
     );
+}
+
+#[test]
+fn after_a_crash_with_subagents_switched_off_the_child_is_stopped_not_followed() {
+    let parent = ScriptedModel::with_fallback(text("(parent)"));
+    parent.push([call("c1", "subagent", json!({"task": "long job"})), text("parent finished")]);
+    let child = ScriptedModel::with_fallback(text("(child)"));
+    child.push([text("first answer"), text("after restart")]);
+    let world = World::new(nested_spec(parent.clone(), vec![child.clone()], None));
+    child.delay_streams(world.clock.clone(), 5_000);
+    let (agent, _) = root(&world);
+    chat(&world, &agent, "go");
+    assert_eq!(child.seen().len(), 1, "the child is mid-answer");
+    std::mem::forget(agent);
+    world.crash();
+    // The restart has THINK_SUBAGENT=false: the root's spec has no agent tool.
+    let off = AgentSpec::new(ModelChoice::Custom(parent.clone()))
+        .workspace_tools(false)
+        .context_window(100_000);
+    let (agent, tabs) = root_with(&world, off);
+    run_for(&world, 60_000.0);
+    let out = tool_output(&agent, "c1").unwrap();
+    assert!(
+        out.to_string().contains("Sub-agents are switched off (THINK_SUBAGENT=false)"),
+        "{out}"
+    );
+    let last = agent_events(&tabs).last().cloned().unwrap();
+    assert_eq!(last["event"]["kind"], "error", "{last}");
+    let child_agent = world.link.get("root~c1", None);
+    assert_eq!(child_agent.subagents().current(), None, "the child was told to stop");
+    assert_eq!(parent.seen().len(), 2, "the parent's turn went on without the child");
 }
 
 /// One model call that makes `n` calls of `subagent` at once.
