@@ -1051,3 +1051,18 @@ fn a_context_block_left_out_is_neither_shown_nor_offered_and_its_content_comes_b
     assert!(on.system.contains("the sky is green"), "{}", on.system);
     assert!(on.tools.contains(&"set_context".to_owned()), "{:?}", on.tools);
 }
+
+/// The tools that run model-written code say so to the ledger (through every wrapper a turn
+/// puts around them), so that a restart during one of their calls is reported as memory;
+/// the file tools do not.
+#[test]
+fn the_turns_code_running_tools_are_the_ones_the_ledger_reports_as_code() {
+    let sandbox: Rc<dyn crate::codemode::Sandbox> = Rc::new(CountingSandbox::default());
+    let h = Harness::over(Rc::new(SqliteSql::new()), Some(sandbox), AgentSpec::new);
+    let tools = h.agent.turn_tools(None);
+    let runs_code = |name: &str| tools.get(name).unwrap_or_else(|| panic!("no {name}")).runs_code();
+    assert!(runs_code("execute"));
+    for name in ["read", "write", "edit", "list", "find", "grep", "delete"] {
+        assert!(!runs_code(name), "{name}");
+    }
+}
