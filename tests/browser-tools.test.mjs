@@ -18,6 +18,7 @@ let chrome;
 let cdpUrl;
 let oneShot;
 let reuse;
+let reuseVars;
 let seq = 0;
 /** The Host header of every request the test's site received. */
 const seenHosts = [];
@@ -98,9 +99,8 @@ before(async () => {
     THINK_BROWSER: JSON.stringify({ maxChars: MAX_CHARS, idleMs: 1500 }),
   };
   oneShot = await startWorker({ vars: modelVars(model, vars) });
-  reuse = await startWorker({
-    vars: modelVars(model, { ...vars, THINK_BROWSER_SESSION: "reuse", THINK_MODEL_VISION: "true" }),
-  });
+  reuseVars = modelVars(model, { ...vars, THINK_BROWSER_SESSION: "reuse", THINK_MODEL_VISION: "true" });
+  reuse = await startWorker({ vars: reuseVars });
 });
 
 after(async () => {
@@ -421,6 +421,32 @@ test("a paused run keeps its session until the sweep closes it; approving then f
   const approved = await rpc(tab, "approveExecution", [paused.executionId]);
   assert.equal(approved.status, "error", JSON.stringify(approved));
   assert.match(approved.error, /closed by the sweep after 1 s idle.*Start a new browser_execute run/);
+  tab.close();
+});
+
+test("THINK_BROWSER=false after a restart: no browser tool, and a paused browser_execute cannot be approved into running", async () => {
+  let tab = await connect(reuse.host, "br-switch");
+  const code = `
+    const typed = await cdp.send({ method: "Input.dispatchKeyEvent", params: { type: "keyDown", key: "a" } }).then(() => "sent", (e) => "refused");
+    return "ran after approval: " + typed;`;
+  const paused = await callTool(tab, "browser_execute", { code });
+  assert.equal(paused.status, "paused", JSON.stringify(paused));
+  tab.close();
+  await reuse.restart({ ...reuseVars, THINK_BROWSER: "false" });
+  tab = await connect(reuse.host, "br-switch");
+  await callTool(tab, "read", { path: "/none.txt" });
+  const offered = model.requests.at(-2).tools.map((t) => t.function.name);
+  assert.ok(!offered.some((n) => n.startsWith("browser_")), `browser tools offered: ${offered}`);
+  const refused = await rpc(tab, "approveExecution", [paused.executionId]);
+  assert.equal(refused.status, "error", JSON.stringify(refused));
+  assert.match(refused.error, /The browser tools are switched off \(THINK_BROWSER=false\)/);
+  tab.close();
+  await reuse.restart();
+  tab = await connect(reuse.host, "br-switch");
+  model.push({ text: "done once the browser is back" });
+  const approved = await rpc(tab, "approveExecution", [paused.executionId]);
+  assert.equal(approved.status, "completed", JSON.stringify(approved));
+  assert.match(approved.result, /^ran after approval: /);
   tab.close();
 });
 

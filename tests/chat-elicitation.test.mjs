@@ -85,7 +85,6 @@ test("the MCP panel badges read-only and destructive tools", async () => {
   const page = await openChat();
   const server = page.locator('[data-testid=panel-mcp] [data-server=secure][data-state=ready]');
   await server.waitFor({ timeout: 15000 });
-  await server.locator(".mcp-tools summary").click();
   const tool = (name) => server.locator(`[data-tool-name="${name}"]`);
   await tool("whoami").locator("[data-hint=readOnly]", { hasText: "read-only" }).waitFor();
   await tool("wipe").locator("[data-hint=destructive]", { hasText: "destructive" }).waitFor();

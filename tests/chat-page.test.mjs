@@ -212,9 +212,24 @@ test("the MCP panel adds a server with headers, lists its tools, accepts a chang
   const server = panel.locator('.mcp-server[data-state="ready"]', { hasText: "tools" });
   await server.waitFor();
   const id = await server.getAttribute("data-server");
-  await server.locator(".mcp-tools summary").click();
-  await server.locator('[data-tool-name="echo"]').waitFor();
-  await server.locator('[data-tool-name="mutate"]').waitFor();
+  // The tool list shows without a click: each tool's name, description and the hints its
+  // annotations give (the test server annotates filler_3 and filler_4), as the agent's state has them.
+  assert.equal(await server.locator(".mcp-tools").evaluate((d) => d.open), true, "the tool list is open");
+  const tool = (name) => server.locator(`[data-tool-name="${name}"]`);
+  await tool("echo").waitFor();
+  await tool("mutate").waitFor();
+  assert.equal(await tool("add").locator(".mcp-tool-description").textContent(), "Add two numbers.");
+  await tool("filler_3").locator("[data-hint=destructive][data-value=true]", { hasText: "destructive" }).waitFor();
+  await tool("filler_3").locator("[data-hint=idempotent][data-value=true]", { hasText: "idempotent" }).waitFor();
+  assert.match(await tool("filler_3").textContent(), /filler_3 Drop everything .*Filler 3\./);
+  await tool("filler_4").locator("[data-hint=readOnly][data-value=true]", { hasText: "read-only" }).waitFor();
+  await tool("filler_4").locator("[data-hint=openWorld][data-value=false]", { hasText: "closed world" }).waitFor();
+  assert.equal(await tool("filler_4").locator("[data-hint=destructive]").count(), 0, "no hint the server did not give");
+  assert.equal(await tool("echo").locator("[data-hint]").count(), 0, "no badge for a tool without annotations");
+  const listed = await rpc("mcp", "getMcpServers");
+  const own = listed.tools.filter((t) => t.serverId === id);
+  assert.deepEqual(own.find((t) => t.name === "filler_3").annotations, { title: "Drop everything", destructiveHint: true, idempotentHint: true }, "annotations are in the state");
+  assert.deepEqual(await server.locator("[data-tool-name]").evaluateAll((els) => els.map((e) => e.dataset.toolName)), own.map((t) => t.name));
 
   // `mutate` changes echo's description: the change is held back until Accept.
   // The model-facing name drops the id's dashes (src/mcp/tools.rs `tool_name`).

@@ -135,6 +135,33 @@ test("a context-length error from the provider compacts once and retries", async
   tab.close();
 });
 
+test("a skill block: set_context indexes an entry, the prompt lists it, load_context returns it", async () => {
+  const playbooks = [{ label: "playbooks", description: "How we do things", type: "skill" }];
+  await worker.restart(modelVars(model, { THINK_CONTEXT: JSON.stringify(playbooks) }));
+  const tab = await connect(worker.host, "playbooks");
+  const steps = "1. Tag the commit.\n2. Publish the package.";
+  model.push(
+    { toolCalls: [{ name: "set_context", args: { label: "playbooks", content: steps, metadata: { title: "release", description: "Shipping a version" } } }] },
+    { toolCalls: [{ name: "load_context", args: { label: "playbooks", key: "release" } }] },
+    { toolCalls: [{ name: "unload_context", args: { label: "playbooks", key: "release" } }] },
+    { text: "Done." },
+  );
+  const start = model.requests.length;
+  const { id } = tab.chat("Write down the release playbook, then read it back.");
+  await tab.turn(id);
+  const [first, second] = model.requests.slice(start);
+  const set = first.tools.find((t) => t.function.name === "set_context");
+  assert.ok(set, toolNames(first).join());
+  assert.deepEqual(set.function.parameters.properties.label.enum, ["playbooks"]);
+  assert.match(systemOf(first), /PLAYBOOKS \(How we do things\) \[loadable\]\n═+\n$/);
+  assert.match(systemOf(second), /PLAYBOOKS \(How we do things\) \[loadable\]\n═+\n- release: Shipping a version$/);
+  const outputs = tab.chunks(id).filter((c) => c.type === "tool-output-available").map((c) => c.output);
+  assert.deepEqual(outputs, ['Indexed "release" in playbooks.', steps, 'Unloaded "release" from playbooks. Context reclaimed.']);
+  const blocks = await tab.client.call("getContext", []);
+  assert.deepEqual(blocks.map((b) => [b.label, b.type, b.entries]), [["playbooks", "skill", ["release"]]]);
+  tab.close();
+});
+
 test("THINK_CONTEXT=[] offers none of the context tools and no blocks", async () => {
   await worker.restart(modelVars(model, { THINK_CONTEXT: "[]" }));
   const tab = await connect(worker.host, "none");

@@ -185,6 +185,67 @@ test("kill -9 mid-child: after the restart the parent re-attaches and finishes w
   }
 });
 
+/**
+ * A page's view of one run, as `agents`' `useAgentToolEvents` builds it: an event already
+ * applied (same parentToolCallId, runId and sequence) is dropped, a run starts with `started`,
+ * and a terminal event ends it. Returns the applied keys and the run's status.
+ */
+function pageView(frames, callId) {
+  const seen = new Set();
+  let status;
+  const ends = { finished: "completed", error: "error", aborted: "aborted", interrupted: "interrupted" };
+  for (const f of events({ frames }, callId)) {
+    const key = [f.parentToolCallId, f.event.runId, f.sequence].join("\0");
+    if (seen.has(key)) continue;
+    seen.add(key);
+    if (f.event.kind === "started" && status === undefined) status = "running";
+    else if (status !== undefined && ends[f.event.kind]) status = ends[f.event.kind];
+  }
+  return { keys: seen, status };
+}
+
+test("kill -9 mid-child, the parent recovers before the tab is back: the tab is sent the end of the run it was following", async () => {
+  mark = model.requests.length;
+  const worker = await startWorker({ vars: modelVars(model) });
+  try {
+    let restarted = false;
+    script = (role, body, result) => {
+      if (role === "PARENT") return result === null ? { toolCalls: [{ id: "call_away", name: "subagent", args: { task: "CHILD: a long job" } }] } : { text: `Parent done: ${result}` };
+      if (role === "CHILD") return restarted ? { text: "Finished while the tab was away." } : { text: "Working on the long job, slowly, piece by piece...", chunkSize: 2, delayMs: 80 };
+      return { text: "(unexpected)" };
+    };
+    const tab = await connect(worker.host, "sub-away");
+    tab.chat("PARENT: start a long job");
+    await waitForEvent(tab, (f) => f.event.kind === "chunk" && f.event.chunk.type === "text-delta" && f.sequence >= 6, { timeout: 15000 });
+    restarted = true;
+    await worker.kill();
+    tab.close();
+    const before = [...tab.frames];
+    assert.equal(pageView(before, "call_away").status, "running", "the tab saw the run start and not end");
+
+    // No tab is connected: reading the transcript over HTTP wakes the parent, which recovers
+    // and re-attaches to the child on its own.
+    const messages = await waitUntil(async () => {
+      const ms = await getMessages(worker.url, "sub-away");
+      return ms.some((m) => m.role === "assistant" && textOf(m).startsWith("Parent done:")) && ms;
+    }, "the parent's recovered answer", 40000);
+    const part = messages.flatMap((m) => m.parts).find((p) => p.toolCallId === "call_away");
+    assert.match(part.output, /Finished while the tab was away\./);
+
+    // The tab comes back after the run ended (its socket reconnects, its page state is kept).
+    const back = await connect(worker.host, "sub-away");
+    const end = await waitForEvent(back, (f) => f.parentToolCallId === "call_away" && f.event.kind === "finished", { timeout: 10000 });
+    assert.equal(end.replay, true);
+    assert.equal(end.event.summary, part.output);
+    const view = pageView([...before, ...back.frames], "call_away");
+    assert.equal(view.status, "completed", "the run the tab was following ends");
+    assert.ok(!pageView(before, "call_away").keys.has([end.parentToolCallId, end.event.runId, end.sequence].join("\0")), "at a sequence the tab had not seen");
+    back.close();
+  } finally {
+    await worker.dispose();
+  }
+});
+
 test("cancelling the parent's turn stops the child", async () => {
   mark = model.requests.length;
   const worker = await startWorker({ vars: modelVars(model) });

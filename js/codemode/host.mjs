@@ -31,8 +31,26 @@ function text(v) {
 
 export default class Sandbox extends WorkerEntrypoint {
   async evaluate(spec, dispatch) {
+    // What leaves the isolate is bounded here, before it is copied into the host: the logs to
+    // spec.maxLogChars in all (lines past it are counted, not kept) and the result's JSON to
+    // spec.maxResultChars (the host's limit, in UTF-16 units, which never exceed UTF-8 bytes).
     const logs = [];
-    const log = (prefix) => (...a) => { logs.push(prefix + a.map(text).join(" ")); };
+    let logChars = 0;
+    let droppedLogs = 0;
+    const log = (prefix) => (...a) => {
+      if (logChars >= spec.maxLogChars) {
+        droppedLogs++;
+        return;
+      }
+      let line = prefix + a.map(text).join(" ");
+      if (logChars + line.length > spec.maxLogChars) line = line.slice(0, spec.maxLogChars - logChars) + " [cut]";
+      logChars += line.length;
+      logs.push(line);
+    };
+    const done = () => {
+      if (droppedLogs > 0) logs.push("[" + droppedLogs + " more log lines dropped: the logs are limited to " + spec.maxLogChars + " characters]");
+      return logs;
+    };
     console.log = log("");
     console.info = log("");
     console.debug = log("");
@@ -111,13 +129,17 @@ export default class Sandbox extends WorkerEntrypoint {
     });
     try {
       const value = await Promise.race([run(), limit]);
-      if (paused) return { paused: true, logs };
+      if (paused) return { paused: true, logs: done() };
       const json = value === undefined ? "null" : JSON.stringify(value);
-      return { ok: true, result: json === undefined ? "null" : json, logs };
+      if (json !== undefined && json.length > spec.maxResultChars) {
+        const mb = (json.length / 1e6).toFixed(1);
+        return { ok: false, error: "The result is " + mb + " million characters of JSON, over the limit of " + spec.maxResultChars + ": return less (a summary or a slice), or write it to a file.", logs: done() };
+      }
+      return { ok: true, result: json === undefined ? "null" : json, logs: done() };
     } catch (e) {
-      if (paused) return { paused: true, logs };
+      if (paused) return { paused: true, logs: done() };
       const message = e instanceof Error ? (e.name && e.name !== "Error" ? e.name + ": " : "") + e.message : String(e);
-      return { ok: false, error: message, logs };
+      return { ok: false, error: message, logs: done() };
     } finally {
       clearTimeout(timer);
     }
@@ -166,13 +188,25 @@ export async function runInLoader(loader, requestJson, dispatch, outbound = null
   try {
     entrypoint = worker.getEntrypoint();
     const out = await entrypoint.evaluate(
-      { namespaces: spec.namespaces, timeoutMs: spec.timeoutMs, snippets: spec.snippets.map((s) => ({ name: s.name })) },
+      {
+        namespaces: spec.namespaces,
+        timeoutMs: spec.timeoutMs,
+        snippets: spec.snippets.map((s) => ({ name: s.name })),
+        maxResultChars: spec.maxResultChars,
+        maxLogChars: spec.maxLogChars,
+      },
       dispatch,
     );
     return { kind: "done", ...out };
   } catch (e) {
     const message = errorText(e);
-    return { kind: /SyntaxError/.test(message) ? "syntax" : "crash", error: message };
+    if (/SyntaxError/.test(message)) return { kind: "syntax", error: message };
+    // On Cloudflare the platform ends an isolate over its memory limit and the call rejects
+    // with a message that says so ("Worker has exceeded memory limit.").
+    if (/memory limit|out of memory/i.test(message)) {
+      return { kind: "crash", error: "The code ran out of memory: its isolate exceeded the memory limit and was stopped (" + message + ")" };
+    }
+    return { kind: "crash", error: message };
   } finally {
     dispose(entrypoint);
     dispose(worker);

@@ -6,10 +6,11 @@ use std::rc::Rc;
 
 use serde_json::{json, Value};
 
-use super::{Agent, AgentSpec, Deps, CONFIG_PENDING_CONTINUATION};
+use super::{Agent, AgentSpec, Deps, Feature, CONFIG_PENDING_CONTINUATION};
 use crate::browser::tools::WithBrowser;
 use crate::codemode::tool::{turn_connectors, ExecuteTool};
 use crate::codemode::CodeMode;
+use crate::protocol::message::{tool_call_id_of, tool_name_of};
 use crate::protocol::tool_state::ToolPartUpdate;
 use crate::tools::{ToolRef, ToolSet};
 
@@ -92,6 +93,10 @@ impl Agent {
     /// Runs an approved execution again, puts its outcome in place of the paused output, and
     /// continues the turn. Errors are returned as `{status:"error"}`, as Think does.
     async fn approve_execution(self: &Rc<Self>, cm: &Rc<CodeMode>, id: &str) -> Value {
+        if !self.spec.is_on(Feature::Browser) && self.is_browser_run(cm, id) {
+            let error = Feature::Browser.off_message();
+            return json!({"status": "error", "executionId": id, "error": error});
+        }
         match cm.approve(id, &self.replay_connectors()).await {
             Ok(output) => {
                 let output = self.settle_browser_output(output).await;
@@ -100,6 +105,17 @@ impl Agent {
             }
             Err(e) => json!({"status": "error", "executionId": id, "error": e.to_string()}),
         }
+    }
+
+    /// Whether execution `id` is a `browser_execute` run, whose code drives the browser.
+    fn is_browser_run(&self, cm: &CodeMode, id: &str) -> bool {
+        let Some(call) = cm.execution(id).ok().flatten().and_then(|r| r.tool_call_id) else {
+            return false;
+        };
+        self.history().iter().flat_map(|m| m.parts.iter()).any(|p| {
+            tool_call_id_of(p) == Some(call.as_str())
+                && tool_name_of(p).is_some_and(|n| n == crate::browser::tools::BROWSER_EXECUTE)
+        })
     }
 
     /// The connectors a replayed run gets: the turn's, with `tools.*` as the run saw it

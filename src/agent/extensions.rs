@@ -13,13 +13,17 @@ use crate::extensions::{BridgeEnv, ExtensionError, Extensions, HookName, Manifes
 use crate::session::Session;
 use crate::workspace::Workspace;
 
-/// The runtime, when the platform has a sandbox to run extensions in.
+/// The runtime, when extensions are switched on and the platform has a sandbox to run them
+/// in. Without it no extension is registered: no tool, hook or context block of one exists.
 pub(super) fn runtime(
     spec: &AgentSpec,
     deps: &Deps,
     workspace: &Rc<Workspace>,
     session: &Session,
 ) -> Option<Rc<Extensions>> {
+    if !spec.is_on(super::Feature::Extensions) {
+        return None;
+    }
     let sandbox = deps.sandbox.clone()?;
     let sql = deps.sql.clone();
     let env = BridgeEnv {

@@ -23,11 +23,21 @@ pub const RETENTION_MS: f64 = 24.0 * 3_600_000.0;
 pub const INTERRUPTED_DURING_RUN: &str =
     "The tool call was interrupted by a restart while it ran; it may or may not have taken effect, so it was not run again.";
 
+/// The error a call that ran code ([`Tool::runs_code`]) gets when the process died while it
+/// ran. Locally the runtime stops when sandboxed code exhausts memory (V8 has no per-isolate
+/// limit there; `npm start` restarts it), so this names memory for the model to act on.
+pub const INTERRUPTED_CODE_DURING_RUN: &str =
+    "The code stopped because its runtime stopped and restarted while it ran, which is what code that exhausts memory causes (for example an array or string that grows without bound). It may or may not have taken effect, so it was not run again. Keep less in memory at once.";
+
 /// A ledger entry.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Entry {
-    /// The call was recorded as started and has no result (it may have run).
-    Started,
+    /// The call was recorded as started and has no result (it may have run); `code` when the
+    /// tool runs code ([`Tool::runs_code`]).
+    Started {
+        /// The tool runs code the model or an extension wrote.
+        code: bool,
+    },
     /// The call finished with this output.
     Succeeded(Value),
     /// The call failed with this error text.
@@ -70,7 +80,8 @@ impl<'a> Ledger<'a> {
         Ok(Some(match status.as_str() {
             "done" => Entry::Succeeded(from_str_deep(&result).unwrap_or(Value::Null)),
             "error" => Entry::Failed(result),
-            _ => Entry::Started,
+            "started_code" => Entry::Started { code: true },
+            _ => Entry::Started { code: false },
         }))
     }
 
@@ -83,7 +94,8 @@ impl<'a> Ledger<'a> {
         now: f64,
     ) -> Result<(), StoreError> {
         let (status, result) = match entry {
-            Entry::Started => ("started", SqlValue::Null),
+            Entry::Started { code: false } => ("started", SqlValue::Null),
+            Entry::Started { code: true } => ("started_code", SqlValue::Null),
             Entry::Succeeded(v) => {
                 let mut text = v.to_string();
                 if text.len() > MAX_OUTPUT_BYTES {
@@ -160,10 +172,12 @@ impl Tool for LedgeredTool {
         match prior {
             Some(Entry::Succeeded(v)) => return Ok(v),
             Some(Entry::Failed(e)) => return Err(ToolError::Failed(e)),
-            Some(Entry::Started) => return Err(ToolError::Failed(INTERRUPTED_DURING_RUN.into())),
+            Some(Entry::Started { code }) => {
+                return Err(ToolError::Failed(interrupted_message(code).into()))
+            }
             None => {}
         }
-        self.record(ctx, &Entry::Started);
+        self.record(ctx, &Entry::Started { code: self.inner.runs_code() });
         let result = self.inner.execute(input, ctx).await;
         match &result {
             Ok(v) => self.record(ctx, &Entry::Succeeded(v.clone())),
@@ -186,6 +200,19 @@ impl Tool for LedgeredTool {
 
     fn take_images(&self, tool_call_id: &str) -> Vec<crate::model::ImagePart> {
         self.inner.take_images(tool_call_id)
+    }
+
+    fn runs_code(&self) -> bool {
+        self.inner.runs_code()
+    }
+}
+
+/// What the model is told of a call a restart interrupted.
+pub fn interrupted_message(code: bool) -> &'static str {
+    if code {
+        INTERRUPTED_CODE_DURING_RUN
+    } else {
+        INTERRUPTED_DURING_RUN
     }
 }
 
@@ -217,12 +244,49 @@ mod tests {
 
         // A call that started but never finished (the process died) is not re-run.
         let ledger = Ledger::new(sql.as_ref());
-        ledger.record("c2", "charge", &Entry::Started, 1000.0).unwrap();
+        ledger.record("c2", "charge", &Entry::Started { code: false }, 1000.0).unwrap();
         let ctx2 = ToolContext { tool_call_id: "c2".into(), tool_name: "charge".into() };
         let err = futures::executor::block_on(wrapped.execute(json!({}), &ctx2)).unwrap_err();
         assert_eq!(err.to_string(), INTERRUPTED_DURING_RUN);
         assert_eq!(runs.get(), 1);
         ledger.cleanup(1000.0 + RETENTION_MS + 1.0).unwrap();
         assert_eq!(ledger.get("c1").unwrap(), None);
+    }
+
+    /// The process dies while a tool that runs code is running (its future is dropped after
+    /// the ledger recorded the start): the call is reported with the memory wording, for the
+    /// model to change its code, and not run again; other tools keep the general wording.
+    #[test]
+    fn a_restart_during_code_is_reported_as_memory_and_not_run_again() {
+        use futures::FutureExt;
+        let sql: Rc<dyn Sql> = Rc::new(SqliteSql::new());
+        Ledger::create_table(sql.as_ref()).unwrap();
+        let runs = Rc::new(Cell::new(0));
+        let make = |name: &str, code: bool| {
+            let counter = runs.clone();
+            let tool = DynamicTool::new(name, "", json!({"type": "object"}), move |_, _| {
+                counter.set(counter.get() + 1);
+                futures::future::pending::<Result<Value, ToolError>>()
+            });
+            let tool: ToolRef = Rc::new(if code { tool.running_code() } else { tool });
+            LedgeredTool::wrap(tool, sql.clone(), Rc::new(|| 1000.0))
+        };
+        let (code_tool, plain_tool) = (make("ext_loop", true), make("charge", false));
+        assert!(code_tool.runs_code() && !plain_tool.runs_code());
+        let code_ctx = ToolContext { tool_call_id: "k1".into(), tool_name: "ext_loop".into() };
+        let plain_ctx = ToolContext { tool_call_id: "k2".into(), tool_name: "charge".into() };
+        assert!(code_tool.execute(json!({}), &code_ctx).now_or_never().is_none());
+        assert!(plain_tool.execute(json!({}), &plain_ctx).now_or_never().is_none());
+        assert_eq!(runs.get(), 2);
+        let ledger = Ledger::new(sql.as_ref());
+        assert_eq!(ledger.get("k1").unwrap(), Some(Entry::Started { code: true }));
+        assert_eq!(ledger.get("k2").unwrap(), Some(Entry::Started { code: false }));
+
+        let err = futures::executor::block_on(code_tool.execute(json!({}), &code_ctx)).unwrap_err();
+        assert!(err.to_string().contains("exhausts memory"), "{err}");
+        let err =
+            futures::executor::block_on(plain_tool.execute(json!({}), &plain_ctx)).unwrap_err();
+        assert_eq!(err.to_string(), INTERRUPTED_DURING_RUN);
+        assert_eq!(runs.get(), 2, "neither call ran again");
     }
 }

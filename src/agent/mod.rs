@@ -18,6 +18,7 @@ pub mod spec;
 pub mod store;
 pub mod streams;
 mod subagents;
+pub mod switches;
 mod turn;
 
 #[cfg(test)]
@@ -46,6 +47,7 @@ pub use settings::spec_from_settings;
 pub use spec::{AgentSpec, CallError, MessageConcurrency, ModelChoice, TurnConfig, TurnContext};
 use store::ChatStore;
 use streams::StreamBuffer;
+pub use switches::Feature;
 use turn::ActiveStream;
 pub use turn::{ClientToolExecutor, RpcTurn, TurnObserver};
 
@@ -534,10 +536,16 @@ impl Agent {
     }
 
     /// Calls a callable by name: the app's own first, then the built-in ones (`skills`,
-    /// `usage`, `getContext`, Code Mode's, the workspace's, MCP's).
+    /// `usage`, `getContext`, Code Mode's, the workspace's, MCP's). Those of a switched-off feature
+    /// refuse, saying so.
     pub async fn call(self: &Rc<Self>, method: &str, args: Vec<Value>) -> Result<Value, CallError> {
         if let Some(f) = self.spec.callables.get(method).cloned() {
             return f(args).await;
+        }
+        if let Some(feature) = switches::callable_feature(method) {
+            if !self.spec.is_on(feature) {
+                return Err(feature.off_error());
+            }
         }
         if method == "skills" {
             return Ok(self.skills_report().await);

@@ -10,7 +10,7 @@ use std::rc::Rc;
 
 use serde_json::{json, Value};
 
-use super::ledger::{Entry, Ledger, INTERRUPTED_DURING_RUN};
+use super::ledger::{interrupted_message, Entry, Ledger};
 use super::streams::StreamStatus;
 use super::turn::TurnRequest;
 use super::Agent;
@@ -190,9 +190,9 @@ fn settle(part: &mut Value, entry: Option<Entry>) {
             obj.insert("state".into(), json!("output-error"));
             obj.insert("errorText".into(), json!(error));
         }
-        Some(Entry::Started) => {
+        Some(Entry::Started { code }) => {
             obj.insert("state".into(), json!("output-error"));
-            obj.insert("errorText".into(), json!(INTERRUPTED_DURING_RUN));
+            obj.insert("errorText".into(), json!(interrupted_message(code)));
         }
         None => {
             obj.insert("state".into(), json!("output-error"));

@@ -22,12 +22,13 @@
 //! - `THINK_MCP_RESOURCES`: `true` gives the model `mcp_list_resources`/`mcp_read_resource`;
 //! - `THINK_ALLOW_PRIVATE_NETWORK`: `true` lets run-time URLs reach private addresses;
 //! - `THINK_SKILLS_DIR`: the workspace folder of skills (an absolute path; `/skills`).
+//! - `THINK_SKILLS`: `false` switches skills off (no catalog, skill tools or scripts).
 //! - `THINK_CONTEXT`: the context blocks, a JSON array `[{label, description?, type,
 //!   maxTokens?, content?}]` (default: one writable `memory` block; `[]`: none);
 //! - `THINK_CONTEXT_WINDOW`: the model's context window in tokens (default 128000).
 //! - `THINK_BROWSER_CDP_URL`, `THINK_BROWSER_ALLOW`, `THINK_BROWSER_SESSION`, `THINK_BROWSER`:
 //!   the browser tools (see [`browser_options`]).
-//! - `THINK_EXTENSIONS`: `false` removes `load_extension` and `list_extensions`; a JSON
+//! - `THINK_EXTENSIONS`: `false` switches extensions off, stored and static; a JSON
 //!   object sets `{"approval": "permissions"|"always"|"never", "toolTimeout": 30000,
 //!   "hookTimeout": 5000, "extensions": [{"manifest": {...}, "source": "..."}]}` (the last
 //!   being static extensions loaded at every start).
@@ -42,7 +43,8 @@
 //! The `THINK_AUTH_*` settings are read by the Worker entry, not here ([`crate::auth`]).
 //!
 //! A value that cannot be read is ignored with a logged reason, and the default applies, so a
-//! typo never stops the agent from starting.
+//! typo never stops the agent from starting. A feature switched off is all gone, its stored
+//! state kept (see [`super::switches`]).
 
 use std::rc::Rc;
 
@@ -145,6 +147,13 @@ pub fn read_settings_and_ai(
     let mcp_resources = flag("THINK_MCP_RESOURCES");
     let private = flag("THINK_ALLOW_PRIVATE_NETWORK");
     let vision = flag("THINK_MODEL_VISION");
+    let skills_on = match get("THINK_SKILLS").as_deref().map(str::trim) {
+        None | Some("") => true,
+        v => flag_setting(v).unwrap_or_else(|e| {
+            ignore("THINK_SKILLS", e);
+            true
+        }),
+    };
     let skills_dir = match get("THINK_SKILLS_DIR").as_deref().map(str::trim) {
         None | Some("") => crate::skills::DEFAULT_SKILLS_DIR.to_owned(),
         Some(dir) if dir.starts_with('/') && !dir.split('/').any(|s| s == "..") => dir.to_owned(),
@@ -193,6 +202,7 @@ pub fn read_settings_and_ai(
     let mut spec = AgentSpec::new(model)
         .context_window(window)
         .skills_dir(skills_dir)
+        .skills_enabled(skills_on)
         .checkpoint_retention(retention)
         .limits(limits);
     spec = spec.extensions(extension_options);
@@ -731,6 +741,35 @@ mod tests {
             ignored(&[("THINK_ALLOW_PRIVATE_NETWORK", "yes please")]),
             ["THINK_ALLOW_PRIVATE_NETWORK"]
         );
+    }
+
+    #[test]
+    fn switches() {
+        use crate::agent::Feature::*;
+        let all = [Extensions, Execute, Browser, Skills, McpResources, Bash];
+        let (spec, ignored) = read(&[("THINK_MCP_RESOURCES", "true")]);
+        assert!(ignored.is_empty(), "{ignored:?}");
+        assert!(all.iter().all(|f| f == &Browser || spec.is_on(*f)), "on by default");
+        assert!(spec.is_on(Subagents), "the subagent tool");
+        let (spec, ignored) = read(&[
+            ("THINK_EXTENSIONS", "false"),
+            ("THINK_EXECUTE", "false"),
+            ("THINK_SUBAGENT", "false"),
+            ("THINK_BROWSER_CDP_URL", "http://127.0.0.1:9222"),
+            ("THINK_BROWSER", "false"),
+            ("THINK_SKILLS", "false"),
+            ("THINK_MCP_RESOURCES", "false"),
+            ("THINK_BASH", "false"),
+        ]);
+        assert!(ignored.is_empty(), "{ignored:?}");
+        for feature in all.into_iter().chain([Subagents]) {
+            assert!(!spec.is_on(feature), "{feature:?}");
+            assert!(feature.off_message().contains(&format!("({}=false)", feature.setting())));
+        }
+        assert!(read(&[("THINK_SKILLS", " 1 ")]).0.is_on(Skills));
+        let (spec, ignored) = read(&[("THINK_SKILLS", "nope")]);
+        assert!(spec.is_on(Skills), "a typo keeps the default");
+        assert_eq!(ignored[0].name, "THINK_SKILLS");
     }
 
     #[test]

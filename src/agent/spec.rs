@@ -412,6 +412,13 @@ impl AgentSpec {
         self
     }
 
+    /// Whether skills are on (default: yes; `THINK_SKILLS=false`). Off, no catalog, skill
+    /// tool or script exists and `skills()` refuses; the skills' files stay where they are.
+    pub fn skills_enabled(mut self, enabled: bool) -> Self {
+        self.skills.enabled = enabled;
+        self
+    }
+
     /// Adds a context block to the system prompt (Think's `configureSession` blocks); the
     /// context tools of its kind join the turns.
     pub fn context(mut self, block: ContextBlock) -> Self {

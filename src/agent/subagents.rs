@@ -175,11 +175,15 @@ impl Agent {
                 })
             })
             .collect();
-        // The children are followed together, as they ran before the crash.
-        let outputs = futures::future::join_all(calls.iter().map(|(_, id, name)| {
+        // The children are followed together, as they ran before the crash; the child of an
+        // agent tool that is switched off meanwhile is not followed, but stopped.
+        let outputs = futures::future::join_all(calls.iter().map(|(_, id, name)| async move {
             let tool =
                 name.as_deref().and_then(|n| self.spec.agent_tools.iter().find(|t| t.name == n));
-            self.subagents.reattach(tool, id)
+            match tool {
+                Some(tool) => self.subagents.reattach(Some(tool), id).await,
+                None => self.subagents.abandon(id, &self.agent_tool_gone(name.as_deref())),
+            }
         }))
         .await;
         for ((index, id, name), output) in calls.into_iter().zip(outputs) {
@@ -194,6 +198,16 @@ impl Agent {
                 obj.insert("output".into(), output);
             }
         }
+    }
+}
+
+impl Agent {
+    /// Why a recorded agent-tool call's tool is not there any more.
+    fn agent_tool_gone(&self, name: Option<&str>) -> String {
+        if !self.spec.is_on(super::Feature::Subagents) {
+            return super::Feature::Subagents.off_message();
+        }
+        format!("The agent tool {} is no longer configured.", name.unwrap_or("of this call"))
     }
 }
 

@@ -81,6 +81,15 @@ struct Harness {
 
 impl Harness {
     fn new(spec: impl FnOnce(ModelChoice) -> AgentSpec) -> Self {
+        Self::over(Rc::new(SqliteSql::new()), None, spec)
+    }
+
+    /// An agent over `sql` (a restart, when an earlier agent used it) with `sandbox`.
+    fn over(
+        sql: Rc<SqliteSql>,
+        sandbox: Option<Rc<dyn crate::codemode::Sandbox>>,
+        spec: impl FnOnce(ModelChoice) -> AgentSpec,
+    ) -> Self {
         let pool = LocalPool::new();
         let sockets = Rc::new(TestSockets::default());
         sockets.0.borrow_mut().insert("tab".into(), Vec::new());
@@ -88,13 +97,13 @@ impl Harness {
         let model = ScriptedModel::with_fallback(text("(unscripted)"));
         let alarm = Rc::new(TestAlarm::default());
         let deps = Deps {
-            sql: Rc::new(SqliteSql::new()),
+            sql,
             sockets: sockets.clone(),
             clock: clock.clone(),
             http: Rc::new(NoHttp),
             blobs: None,
             bash_engine: None,
-            sandbox: None,
+            sandbox,
             tasks: Rc::new(Spawner(pool.spawner())),
             alarm: alarm.clone(),
             instance_id: "test".into(),
@@ -917,4 +926,175 @@ fn a_turn_over_its_limit_does_not_reach_the_model_and_the_tab_is_told_why() {
     assert_eq!(h.model_calls(), 2);
     let messages: Vec<String> = h.agent.messages().iter().map(|m| m.id.clone()).collect();
     assert!(messages.contains(&"u-two".to_owned()), "the refused message is kept: {messages:?}");
+}
+
+/// A sandbox that runs nothing: it counts the passes asked of it and refuses them.
+#[derive(Default)]
+struct CountingSandbox(std::cell::Cell<usize>);
+
+#[async_trait(?Send)]
+impl crate::codemode::Sandbox for CountingSandbox {
+    async fn run(
+        &self,
+        _request: crate::codemode::SandboxRequest,
+        _dispatcher: Rc<dyn crate::codemode::Dispatcher>,
+    ) -> Result<crate::codemode::SandboxOutcome, crate::codemode::SandboxError> {
+        self.0.set(self.0.get() + 1);
+        Err(crate::codemode::SandboxError::Unavailable("this test runs no code".into()))
+    }
+}
+
+/// What one turn of a (re)started agent offered and showed, and how its callables answered.
+struct Seen {
+    tools: Vec<String>,
+    system: String,
+    sandbox_passes: usize,
+    replies: Vec<Value>,
+}
+
+/// Starts an agent over `sql` with `spec`, runs one turn and calls `callables` (no args).
+fn turn_over(
+    sql: &Rc<SqliteSql>,
+    turn: &str,
+    spec: impl FnOnce(ModelChoice) -> AgentSpec,
+    callables: &[&str],
+) -> Seen {
+    let sandbox = Rc::new(CountingSandbox::default());
+    let mut h = Harness::over(sql.clone(), Some(sandbox.clone()), spec);
+    let started = h.agent.clone();
+    let _ = h.pool.spawner().spawn_local(started.start());
+    h.pool.run_until_stalled();
+    h.model.push([text("ok")]);
+    h.chat(turn, json!({}));
+    let request = h.model.seen()[0].clone();
+    let replies =
+        callables.iter().map(|m| rpc(&mut h, &format!("{turn}-{m}"), m, json!([]))).collect();
+    Seen {
+        tools: request.tools.iter().map(|t| t.name.clone()).collect(),
+        system: request.system,
+        sandbox_passes: sandbox.0.get(),
+        replies,
+    }
+}
+
+#[test]
+fn extensions_switched_off_are_all_gone_and_come_back_when_switched_on() {
+    use crate::extensions::{ExtensionOptions, Manifest};
+    let sql = Rc::new(SqliteSql::new());
+    // Stored while extensions were on: a tool, a context block and a beforeTurn hook.
+    let manifest = Manifest::from_json(json!({"name": "math", "version": "1",
+        "context": [{"label": "notes", "type": "writable", "description": "Math notes"}]}))
+    .unwrap();
+    let described = serde_json::from_value(json!({"tools": [{"name": "add",
+        "description": "Add", "parameters": {"a": {"type": "number"}}, "required": ["a"]}],
+        "hooks": ["beforeTurn"]}))
+    .unwrap();
+    crate::extensions::store::ExtensionStore::open(sql.clone())
+        .unwrap()
+        .put(&manifest, "({})", &described)
+        .unwrap();
+    let spec = |enabled: bool| {
+        move |m| AgentSpec::new(m).extensions(ExtensionOptions { enabled, ..Default::default() })
+    };
+
+    let off = turn_over(&sql, "off", spec(false), &["listExtensions", "loadExtension"]);
+    for name in ["math_add", "load_extension", "list_extensions"] {
+        assert!(!off.tools.contains(&name.to_owned()), "{name} offered: {:?}", off.tools);
+    }
+    assert!(!off.system.contains("MATH_NOTES"), "no block of an extension: {}", off.system);
+    assert_eq!(off.sandbox_passes, 0, "no hook ran");
+    for reply in &off.replies {
+        assert_eq!(reply["success"], false, "{reply}");
+        let error = reply["error"].as_str().unwrap();
+        assert!(
+            error.starts_with("Extensions are switched off (THINK_EXTENSIONS=false)"),
+            "{error}"
+        );
+    }
+
+    let on = turn_over(&sql, "on", spec(true), &["listExtensions"]);
+    assert!(on.tools.contains(&"math_add".to_owned()), "{:?}", on.tools);
+    assert!(on.tools.contains(&"load_extension".to_owned()));
+    assert!(on.system.contains("MATH_NOTES (Math notes)"), "{}", on.system);
+    assert!(on.sandbox_passes > 0, "the beforeTurn hook was run");
+    assert_eq!(on.replies[0]["result"][0]["name"], "math", "{}", on.replies[0]);
+}
+
+#[test]
+fn code_mode_switched_off_refuses_its_callables_and_offers_no_execute() {
+    let sql = Rc::new(SqliteSql::new());
+    let off = turn_over(
+        &sql,
+        "off",
+        |m| AgentSpec::new(m).execute_enabled(false),
+        &["approveExecution", "rejectExecution", "pendingExecutions", "executions"],
+    );
+    assert!(!off.tools.contains(&"execute".to_owned()));
+    for reply in &off.replies {
+        let error = reply["error"].as_str().unwrap_or_default();
+        assert!(
+            error.starts_with("Code Mode (execute) is switched off (THINK_EXECUTE=false)"),
+            "{reply}"
+        );
+    }
+    let on = turn_over(&sql, "on", AgentSpec::new, &["pendingExecutions"]);
+    assert!(on.tools.contains(&"execute".to_owned()), "{:?}", on.tools);
+    assert_eq!(on.replies[0]["success"], true, "{}", on.replies[0]);
+}
+
+#[test]
+fn skills_switched_off_show_and_offer_nothing_and_their_files_stay() {
+    let sql = Rc::new(SqliteSql::new());
+    let ws = crate::workspace::Workspace::new(sql.clone(), ManualClock::new());
+    futures::executor::block_on(ws.write_file(
+        "/skills/greet/SKILL.md",
+        "---\nname: greet\ndescription: Greets people warmly\n---\nSay hello.",
+        "text/markdown",
+    ))
+    .unwrap();
+    let off = turn_over(&sql, "off", |m| AgentSpec::new(m).skills_enabled(false), &["skills"]);
+    assert!(!off.tools.iter().any(|t| t.contains("skill")), "{:?}", off.tools);
+    assert!(!off.system.contains("Greets people warmly"), "{}", off.system);
+    let error = off.replies[0]["error"].as_str().unwrap_or_default();
+    assert!(
+        error.starts_with("Skills are switched off (THINK_SKILLS=false)"),
+        "{}",
+        off.replies[0]
+    );
+
+    let on = turn_over(&sql, "on", AgentSpec::new, &["skills"]);
+    assert!(on.tools.contains(&"activate_skill".to_owned()), "{:?}", on.tools);
+    assert!(on.system.contains("Greets people warmly"), "{}", on.system);
+    assert_eq!(on.replies[0]["result"][0]["name"], "greet", "{}", on.replies[0]);
+}
+
+#[test]
+fn a_context_block_left_out_is_neither_shown_nor_offered_and_its_content_comes_back() {
+    let sql = Rc::new(SqliteSql::new());
+    let memory = crate::session::parse_blocks(crate::session::DEFAULT_CONTEXT).unwrap();
+    let with_memory = |m| memory.iter().cloned().fold(AgentSpec::new(m), AgentSpec::context);
+    let h = Harness::over(sql.clone(), None, with_memory);
+    h.agent.session().set("memory", "the sky is green").unwrap();
+    drop(h);
+    let off = turn_over(&sql, "off", AgentSpec::new, &[]);
+    assert!(!off.system.contains("the sky is green"), "{}", off.system);
+    assert!(!off.tools.contains(&"set_context".to_owned()), "{:?}", off.tools);
+    let on = turn_over(&sql, "on", with_memory, &[]);
+    assert!(on.system.contains("the sky is green"), "{}", on.system);
+    assert!(on.tools.contains(&"set_context".to_owned()), "{:?}", on.tools);
+}
+
+/// The tools that run model-written code say so to the ledger (through every wrapper a turn
+/// puts around them), so that a restart during one of their calls is reported as memory;
+/// the file tools do not.
+#[test]
+fn the_turns_code_running_tools_are_the_ones_the_ledger_reports_as_code() {
+    let sandbox: Rc<dyn crate::codemode::Sandbox> = Rc::new(CountingSandbox::default());
+    let h = Harness::over(Rc::new(SqliteSql::new()), Some(sandbox), AgentSpec::new);
+    let tools = h.agent.turn_tools(None);
+    let runs_code = |name: &str| tools.get(name).unwrap_or_else(|| panic!("no {name}")).runs_code();
+    assert!(runs_code("execute"));
+    for name in ["read", "write", "edit", "list", "find", "grep", "delete"] {
+        assert!(!runs_code(name), "{name}");
+    }
 }

@@ -10,7 +10,7 @@ use serde_json::{json, Map, Value};
 use super::ledger::LedgeredTool;
 use super::spec::MessageConcurrency;
 use super::streams::{FlushCursor, StreamBuffer, StreamStatus};
-use super::{Agent, CallError, TurnContext, CONFIG_BODY};
+use super::{Agent, CallError, Feature, TurnContext, CONFIG_BODY};
 use crate::model::ToolArguments;
 use crate::platform::{random_id, random_uuid};
 use crate::protocol::accumulator::{ChunkAction, StreamAccumulator};
@@ -326,12 +326,15 @@ impl Agent {
                 }
             })
             .collect();
+        // Bash switched off runs no shell script of a skill either.
+        let bash_on = self.spec.is_on(Feature::Bash);
         tools.add_layer(
             Layer::Skill,
             self.skills.tools(
                 self.workspace.clone(),
                 crate::skills::ScriptRunners {
-                    engine: self.deps.bash_engine.clone(),
+                    engine: self.deps.bash_engine.clone().filter(|_| bash_on),
+                    engine_off: (!bash_on).then(|| Feature::Bash.off_message()),
                     sandbox: self.deps.sandbox.clone(),
                 },
             ),
@@ -339,7 +342,7 @@ impl Agent {
         if self.spec.include_mcp_tools {
             if let Some(mcp) = &self.mcp {
                 let mut mcp_tools = mcp.tools();
-                if self.spec.mcp_resource_tools {
+                if self.spec.is_on(Feature::McpResources) {
                     mcp_tools.extend(mcp.resource_tools());
                 }
                 tools.add_layer(Layer::Mcp, mcp_tools);

@@ -165,6 +165,10 @@ impl Tool for WithBrowser {
     fn take_images(&self, tool_call_id: &str) -> Vec<Screenshot> {
         self.shots.take(tool_call_id)
     }
+
+    fn runs_code(&self) -> bool {
+        self.inner.runs_code()
+    }
 }
 
 /// `browser_execute {code}`.
@@ -225,6 +229,10 @@ impl Tool for BrowserExecute {
 
     fn take_images(&self, tool_call_id: &str) -> Vec<Screenshot> {
         self.shots.take(tool_call_id)
+    }
+
+    fn runs_code(&self) -> bool {
+        true
     }
 }
 

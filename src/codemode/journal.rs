@@ -113,7 +113,8 @@ pub enum CallState {
 }
 
 impl CallState {
-    fn as_str(self) -> &'static str {
+    /// The state's word as the journal stores it and the `calls` summary shows it.
+    pub fn as_str(self) -> &'static str {
         match self {
             CallState::Executing => "executing",
             CallState::Applied => "applied",

@@ -761,6 +761,7 @@ impl CodeMode {
             snippets,
             modules: Vec::new(),
             timeout_ms: self.options.timeout_ms,
+            output: Default::default(),
         };
         let limit = self.options.timeout_ms + TIMEOUT_MARGIN_MS;
         let run = self.sandbox.run(request, dispatcher.clone()).fuse();
@@ -854,13 +855,12 @@ impl CodeMode {
                     .rev()
                     .map(|e| {
                         format!(
-                            "{}.{}({}) {:?}",
+                            "{}.{}({}) {}",
                             e.connector,
                             e.method,
                             cut(&e.args.to_string(), 120),
-                            e.state
+                            e.state.as_str()
                         )
-                        .to_lowercase()
                     })
                     .collect();
                 out.insert("calls".into(), json!({"count": log.len(), "last": last}));

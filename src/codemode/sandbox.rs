@@ -61,6 +61,29 @@ pub struct SandboxRequest {
     pub modules: Vec<SandboxModule>,
     /// Wall-clock limit of the pass inside the isolate; also its CPU limit where supported.
     pub timeout_ms: u64,
+    /// What may leave the isolate, enforced inside it before anything is copied out.
+    #[serde(flatten)]
+    pub output: OutputLimits,
+}
+
+/// Bounds on what a pass hands back, applied by the sandbox runtime so that a 50 MB result or
+/// log never reaches the host's memory, the journal's rows or the model.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct OutputLimits {
+    /// The result's JSON, in UTF-16 units; over it the pass fails with a message that says so.
+    pub max_result_chars: usize,
+    /// All `console.*` lines together; lines past it are dropped and counted.
+    pub max_log_chars: usize,
+}
+
+/// Default bound of a pass's logs: far above what a model reads, far below a 2 MB row.
+pub const MAX_LOG_CHARS: usize = 100_000;
+
+impl Default for OutputLimits {
+    fn default() -> Self {
+        Self { max_result_chars: super::MAX_DURABLE_VALUE_BYTES, max_log_chars: MAX_LOG_CHARS }
+    }
 }
 
 /// How a pass ended when the code itself ran.

@@ -306,6 +306,15 @@ fn a_completed_run_logs_every_call_and_returns_its_result() {
     assert_eq!(out["result"], json!({"text": "hi", "charged": {"charged": 5}}));
     assert_eq!(out["logs"], json!(["ran"]));
     assert_eq!(out["calls"]["count"], 3);
+    // The summary keeps the method names and the argument text as the code wrote them.
+    assert_eq!(
+        out["calls"]["last"],
+        json!([
+            r#"state.writeFile({"path":"/a.txt","content":"hi"}) applied"#,
+            r#"state.readFile({"path":"/a.txt"}) applied"#,
+            r#"tools.charge({"cents":5}) applied"#,
+        ])
+    );
     assert_eq!(read(&f, "/a.txt").as_deref(), Some("hi"));
     let id = out["executionId"].as_str().unwrap();
     let journal = journal::Journal::new(f.sql.as_ref());

@@ -90,4 +90,8 @@ impl Tool for ExecuteTool {
         let code = input.get("code").and_then(Value::as_str).unwrap_or_default();
         Ok(self.runtime.execute(code, Some(&ctx.tool_call_id), &self.connectors).await)
     }
+
+    fn runs_code(&self) -> bool {
+        true
+    }
 }

@@ -139,4 +139,13 @@ impl Tool for HookedTool {
     fn model_output(&self, output: &Value) -> ModelOutput {
         self.inner.model_output(output)
     }
+
+    fn take_images(&self, tool_call_id: &str) -> Vec<crate::model::ImagePart> {
+        self.inner.take_images(tool_call_id)
+    }
+
+    /// The tool hooks run extension code around every call.
+    fn runs_code(&self) -> bool {
+        true
+    }
 }

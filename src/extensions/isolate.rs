@@ -13,7 +13,7 @@ use super::bridge::{HostBridge, HostMethod, HOST_CONNECTOR};
 use super::gateway::NetworkGrant;
 use super::ExtensionError;
 use crate::codemode::normalize::guard_loops;
-use crate::codemode::sandbox::SandboxModule;
+use crate::codemode::sandbox::{OutputLimits, SandboxModule};
 use crate::codemode::{Namespace, Sandbox, SandboxError, SandboxRequest};
 
 /// The module the extension's source is loaded as.
@@ -116,6 +116,7 @@ pub fn request(pass: &Pass<'_>, op: &Op<'_>, id: String) -> SandboxRequest {
             SandboxModule { name: RUNTIME_MODULE.into(), source: RUNTIME_JS.into() },
         ],
         timeout_ms: pass.timeout_ms,
+        output: OutputLimits { max_result_chars: pass.max_result_bytes, ..Default::default() },
     }
 }
 

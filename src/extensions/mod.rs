@@ -133,7 +133,12 @@ pub enum LoadApproval {
 /// The limits and policies of extensions.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ExtensionOptions {
-    /// Whether the model gets `load_extension` and `list_extensions` (`THINK_EXTENSIONS`).
+    /// Whether extensions run at all (`THINK_EXTENSIONS=false` switches them off): off, no
+    /// stored or static extension is offered, hooked in or shown, and their callables
+    /// refuse; the stored ones are kept for when it is on again.
+    pub enabled: bool,
+    /// Whether the model gets `load_extension` and `list_extensions` (an app that wants only
+    /// its own extensions turns this off).
     pub model_tools: bool,
     /// Who approves `load_extension`.
     pub approval: LoadApproval,
@@ -150,6 +155,7 @@ pub struct ExtensionOptions {
 impl Default for ExtensionOptions {
     fn default() -> Self {
         Self {
+            enabled: true,
             model_tools: true,
             approval: LoadApproval::Permissions,
             tool_timeout_ms: DEFAULT_TOOL_TIMEOUT_MS,
@@ -173,8 +179,7 @@ impl std::fmt::Display for ExtensionsSettingError {
 impl std::error::Error for ExtensionsSettingError {}
 
 impl ExtensionOptions {
-    /// Reads `THINK_EXTENSIONS`: empty or `true` (the defaults), `false` (no model-facing
-    /// tools), or `{"approval": "permissions"|"always"|"never", "toolTimeout": ms,
+    /// Reads `THINK_EXTENSIONS`: empty or `true` (the defaults), `false` (extensions off), or `{"approval": "permissions"|"always"|"never", "toolTimeout": ms,
     /// "hookTimeout": ms}`.
     pub fn from_setting(value: &str) -> Result<Self, ExtensionsSettingError> {
         let bad = |m: String| ExtensionsSettingError(m);
@@ -182,7 +187,7 @@ impl ExtensionOptions {
         match value.trim() {
             "" | "true" => return Ok(options),
             "false" => {
-                options.model_tools = false;
+                options.enabled = false;
                 return Ok(options);
             }
             _ => {}
@@ -261,6 +266,10 @@ pub struct ExtensionInfo {
     pub permissions: Permissions,
     /// The hooks it runs.
     pub hooks: Vec<HookName>,
+    /// Hooks that are off because a run of theirs ended with the process (locally: code that
+    /// exhausted memory), until the extension is loaded again.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub stopped_hooks: Vec<HookName>,
     /// From the app's spec.
     #[serde(rename = "static")]
     pub is_static: bool,
@@ -276,6 +285,7 @@ impl From<&Loaded> for ExtensionInfo {
             context_labels: l.manifest.context_labels(),
             permissions: l.manifest.permissions.clone(),
             hooks: l.hooks.clone(),
+            stopped_hooks: Vec::new(),
             is_static: l.is_static,
         }
     }
@@ -292,6 +302,8 @@ pub struct Extensions {
     started: futures::lock::Mutex<bool>,
     passes: Cell<u64>,
     slots: crate::codemode::sandbox::Slots,
+    /// (extension, hook) pairs whose run ended with the process; skipped until a reload.
+    stopped_hooks: RefCell<Vec<(String, HookName)>>,
 }
 
 impl Extensions {
@@ -317,9 +329,46 @@ impl Extensions {
             started: futures::lock::Mutex::new(false),
             passes: Cell::new(0),
             slots: crate::codemode::sandbox::Slots::new(MAX_ISOLATES_IN_FLIGHT),
+            stopped_hooks: RefCell::default(),
         };
+        this.note_stopped_hooks();
         this.restore();
         this
+    }
+
+    /// Reads which hooks a dead process was running (see [`store::ExtensionStore::stopped_hooks`]).
+    /// Locally a hook whose code exhausts memory stops the whole runtime, and it would stop it
+    /// again on every turn; on Cloudflare the platform ends only its isolate and the hook
+    /// fails. Either way the turn goes on without it.
+    fn note_stopped_hooks(&self) {
+        let Some(store) = &self.store else { return };
+        match store.stopped_hooks() {
+            Ok(pairs) => {
+                let mut stopped = self.stopped_hooks.borrow_mut();
+                for (extension, hook) in pairs {
+                    let Some(hook) = HookName::parse(&hook) else { continue };
+                    crate::platform::log(&format!(
+                        "think-rs: extension {extension:?} {}: a run ended with the runtime (most likely its code exhausted memory); the hook is off until the extension is loaded again",
+                        hook.as_str()
+                    ));
+                    stopped.push((extension, hook));
+                }
+            }
+            Err(e) => crate::platform::log(&format!("think-rs: extensions: {e}")),
+        }
+    }
+
+    fn is_stopped(&self, extension: &str, hook: HookName) -> bool {
+        self.stopped_hooks.borrow().iter().any(|(e, h)| e == extension && *h == hook)
+    }
+
+    fn forget_stopped(&self, extension: &str) {
+        self.stopped_hooks.borrow_mut().retain(|(e, _)| e != extension);
+        if let Some(store) = &self.store {
+            if let Err(e) = store.clear_hook_runs(extension) {
+                crate::platform::log(&format!("think-rs: extensions: {e}"));
+            }
+        }
     }
 
     /// The options in force.
@@ -382,7 +431,17 @@ impl Extensions {
 
     /// Every loaded extension, static ones first, then in load order.
     pub fn list(&self) -> Vec<ExtensionInfo> {
-        self.loaded.borrow().iter().map(|l| ExtensionInfo::from(l.as_ref())).collect()
+        let stopped = self.stopped_hooks.borrow();
+        self.loaded
+            .borrow()
+            .iter()
+            .map(|l| {
+                let mut info = ExtensionInfo::from(l.as_ref());
+                info.stopped_hooks =
+                    stopped.iter().filter(|(e, _)| *e == info.name).map(|(_, h)| *h).collect();
+                info
+            })
+            .collect()
     }
 
     fn check_free(&self, manifest: &Manifest) -> Result<(), ExtensionError> {
@@ -508,6 +567,7 @@ impl Extensions {
         if let Some(store) = &self.store {
             store.put(&loaded.manifest, &loaded.source, &loaded.description)?;
         }
+        self.forget_stopped(&loaded.manifest.name);
         let info = ExtensionInfo::from(&loaded);
         if let Err(e) = self.register(loaded) {
             if let Some(store) = &self.store {
@@ -531,6 +591,7 @@ impl Extensions {
         }
         self.loaded.borrow_mut().retain(|l| !Rc::ptr_eq(l, &loaded));
         self.drop_blocks(&loaded.manifest);
+        self.forget_stopped(name);
         Ok(ExtensionInfo::from(loaded.as_ref()))
     }
 
@@ -550,7 +611,8 @@ impl Extensions {
                         async move {
                             this.call_tool(&loaded, &name, args).await.map_err(ToolError::from)
                         }
-                    });
+                    })
+                    .running_code();
                 out.push(Rc::new(tool) as ToolRef);
             }
         }
@@ -578,9 +640,15 @@ impl Extensions {
         isolate::run(&pass, Op::Tool { name, args }, id).await
     }
 
-    /// The loaded extensions that run `hook`, in order.
+    /// The loaded extensions that run `hook`, in order, less those whose run of it ended
+    /// with the process.
     pub fn subscribers(&self, hook: HookName) -> Vec<Rc<Loaded>> {
-        self.loaded.borrow().iter().filter(|l| l.hooks.contains(&hook)).cloned().collect()
+        self.loaded
+            .borrow()
+            .iter()
+            .filter(|l| l.hooks.contains(&hook) && !self.is_stopped(&l.manifest.name, hook))
+            .cloned()
+            .collect()
     }
 
     /// Runs `hook` of `loaded` on `context`, within the hook time limit.
@@ -593,7 +661,16 @@ impl Extensions {
         let pass = self.pass(loaded, self.options.hook_timeout_ms)?;
         let id = self.next_id(&loaded.manifest);
         let _slot = self.slots.acquire().await;
-        isolate::run(&pass, Op::Hook { name: hook.as_str(), context }, id).await
+        let log = |e: ExtensionError| crate::platform::log(&format!("think-rs: extensions: {e}"));
+        let run = self.store.as_ref().and_then(|store| {
+            let run = store.hook_started(&loaded.manifest.name, hook.as_str());
+            Some((store, run.map_err(log).ok()?))
+        });
+        let result = isolate::run(&pass, Op::Hook { name: hook.as_str(), context }, id).await;
+        if let Some((store, run)) = run {
+            store.hook_finished(run).unwrap_or_else(log);
+        }
+        result
     }
 }
 

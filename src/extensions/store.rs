@@ -9,9 +9,17 @@ use super::manifest::Manifest;
 use super::ExtensionError;
 use crate::store::{create_tables, Sql, SqlValue};
 
-const SCHEMA: &[&str] = &["CREATE TABLE IF NOT EXISTS think_extensions (\
+const SCHEMA: &[&str] = &[
+    "CREATE TABLE IF NOT EXISTS think_extensions (\
      name TEXT PRIMARY KEY, seq INTEGER NOT NULL, manifest TEXT NOT NULL, source TEXT NOT NULL, \
-     description TEXT NOT NULL)"];
+     description TEXT NOT NULL)",
+    // One row per hook run while it runs. A row found when the object starts is a run that
+    // ended with its process: `stopped` marks it, and that hook stays off until the
+    // extension is loaded again.
+    "CREATE TABLE IF NOT EXISTS think_extension_hook_runs (\
+     run INTEGER PRIMARY KEY, extension TEXT NOT NULL, hook TEXT NOT NULL, \
+     stopped INTEGER NOT NULL DEFAULT 0)",
+];
 
 /// The stored extensions of one agent instance.
 #[derive(Clone)]
@@ -52,6 +60,56 @@ impl ExtensionStore {
             .sql
             .exec("DELETE FROM think_extensions WHERE name = ? RETURNING name", &[name.into()])?;
         Ok(!rows.is_empty())
+    }
+
+    /// Notes that a run of `hook` of `extension` has started; its number, for
+    /// [`ExtensionStore::hook_finished`].
+    pub fn hook_started(&self, extension: &str, hook: &str) -> Result<i64, ExtensionError> {
+        let rows = self.sql.exec(
+            "INSERT INTO think_extension_hook_runs (extension, hook) VALUES (?, ?) RETURNING run",
+            &[extension.into(), hook.into()],
+        )?;
+        match rows.into_iter().next().and_then(|r| r.into_iter().next()) {
+            Some(SqlValue::Integer(run)) => Ok(run),
+            _ => Err(ExtensionError::Store(crate::store::StoreError::Encoding(
+                "no run number".into(),
+            ))),
+        }
+    }
+
+    /// Notes that run `run` has ended (with a result or an error).
+    pub fn hook_finished(&self, run: i64) -> Result<(), ExtensionError> {
+        self.sql.exec("DELETE FROM think_extension_hook_runs WHERE run = ?", &[run.into()])?;
+        Ok(())
+    }
+
+    /// At start: marks every run left over as stopped with its process, and returns the
+    /// (extension, hook) pairs that ever stopped one.
+    pub fn stopped_hooks(&self) -> Result<Vec<(String, String)>, ExtensionError> {
+        self.sql.exec("UPDATE think_extension_hook_runs SET stopped = 1 WHERE stopped = 0", &[])?;
+        let rows = self.sql.exec(
+            "SELECT DISTINCT extension, hook FROM think_extension_hook_runs ORDER BY extension, hook",
+            &[],
+        )?;
+        Ok(rows
+            .into_iter()
+            .map(|row| {
+                let mut cells = row.into_iter().map(SqlValue::into_string);
+                (
+                    cells.next().flatten().unwrap_or_default(),
+                    cells.next().flatten().unwrap_or_default(),
+                )
+            })
+            .collect())
+    }
+
+    /// Forgets the hook runs of `extension` (it was loaded again or unloaded).
+    pub fn clear_hook_runs(&self, extension: &str) -> Result<(), ExtensionError> {
+        self.sql.exec(
+            "DELETE FROM think_extension_hook_runs WHERE extension = ?",
+            &[extension.into()],
+        )?;
+        Ok(())
     }
 
     /// Every stored extension in load order; a row that no longer reads as a manifest is

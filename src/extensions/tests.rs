@@ -664,7 +664,8 @@ fn load_approval_and_settings() {
     assert!(!load_needs_approval(LoadApproval::Never, &asks));
 
     assert_eq!(ExtensionOptions::from_setting("").unwrap(), ExtensionOptions::default());
-    assert!(!ExtensionOptions::from_setting("false").unwrap().model_tools);
+    let off = ExtensionOptions::from_setting("false").unwrap();
+    assert_eq!(off, ExtensionOptions { enabled: false, ..Default::default() });
     let o = ExtensionOptions::from_setting(
         r#"{"approval":"never","toolTimeout":1000,"hookTimeout":200}"#,
     )
@@ -754,7 +755,7 @@ fn at_most_ten_isolates_are_in_flight() {
 }
 
 #[test]
-fn think_extensions_false_removes_only_the_model_tools() {
+fn model_tools_off_removes_only_load_and_list() {
     let names = |options: ExtensionOptions| {
         let env = env();
         let sandbox = Scripted::new(math_description());
@@ -772,6 +773,60 @@ fn think_extensions_false_removes_only_the_model_tools() {
         names(ExtensionOptions::default()),
         ["math_add", "load_extension", "list_extensions"]
     );
-    let off = ExtensionOptions::from_setting("false").unwrap();
+    let off = ExtensionOptions { model_tools: false, ..Default::default() };
     assert_eq!(names(off), ["math_add"]);
+}
+
+/// A hook whose run never ends because the process died in it (locally: its code exhausted
+/// memory and the runtime was restarted) is off after the restart, so it cannot stop the
+/// runtime again on every turn; the extension's tools still work, `list` says which hook is
+/// off, and loading the extension again turns it back on.
+#[test]
+fn a_hook_run_that_ended_with_the_process_is_off_until_a_reload() {
+    use futures::FutureExt;
+    let env = env();
+    let sandbox = Scripted::new(json!({"tools": [], "hooks": ["beforeTurn", "afterToolCall"]}));
+    *sandbox.respond.borrow_mut() = Rc::new(|_, _| Box::pin(futures::future::pending()));
+    let ext = runtime(&env, &sandbox, vec![]);
+    let bomb = manifest(json!({"name": "bomb", "version": "1"}));
+    block_on(ext.load(bomb.clone(), "({hooks:{}})".into())).unwrap();
+    let body = serde_json::Map::new();
+    let snapshot = || hooks::TurnSnapshot {
+        system: "S",
+        tool_names: vec![],
+        message_count: 1,
+        continuation: false,
+        body: &body,
+    };
+    // The process dies during the hook: its future is dropped where it stood.
+    assert!(ext.before_turn(snapshot()).now_or_never().is_none());
+    assert_eq!(ext.subscribers(HookName::BeforeTurn).len(), 1, "this process does not know");
+
+    let env = env.restarted();
+    let restarted = runtime(&env, &sandbox, vec![]);
+    *sandbox.respond.borrow_mut() =
+        Rc::new(|_, _| Box::pin(async { Ok(json!({"system": "the hook ran"})) }));
+    let passes = sandbox.passes.get();
+    assert_eq!(block_on(restarted.before_turn(snapshot())), hooks::TurnOverride::default());
+    assert_eq!(sandbox.passes.get(), passes, "the stopped hook did not run");
+    assert!(restarted.subscribers(HookName::BeforeTurn).is_empty());
+    assert_eq!(restarted.subscribers(HookName::AfterToolCall).len(), 1, "other hooks still run");
+    let info = &restarted.list()[0];
+    assert_eq!(info.stopped_hooks, [HookName::BeforeTurn]);
+    assert_eq!(serde_json::to_value(info).unwrap()["stoppedHooks"], json!(["beforeTurn"]));
+
+    // Still off after another restart; a hook that ends (here with an error) leaves no mark.
+    *sandbox.respond.borrow_mut() = Rc::new(|_, _| Box::pin(async { Err("boom".into()) }));
+    block_on(restarted.observe(HookName::AfterToolCall, json!({})));
+    let env = env.restarted();
+    let again = runtime(&env, &sandbox, vec![]);
+    assert_eq!(again.list()[0].stopped_hooks, [HookName::BeforeTurn]);
+
+    // Loading it again (after an unload) turns the hook back on.
+    block_on(again.unload("bomb")).unwrap();
+    block_on(again.load(bomb, "({hooks:{}})".into())).unwrap();
+    assert!(again.list()[0].stopped_hooks.is_empty());
+    assert_eq!(again.subscribers(HookName::BeforeTurn).len(), 1);
+    let env = env.restarted();
+    assert_eq!(runtime(&env, &sandbox, vec![]).subscribers(HookName::BeforeTurn).len(), 1);
 }

@@ -141,8 +141,8 @@ pub fn list_extensions_tool(ext: Rc<Extensions>) -> ToolRef {
     ))
 }
 
-/// Every extension tool of a turn: the loaded extensions' tools, then (unless
-/// `THINK_EXTENSIONS=false`) `load_extension` and `list_extensions`.
+/// Every extension tool of a turn: the loaded extensions' tools, then (unless the app turned
+/// [`super::ExtensionOptions::model_tools`] off) `load_extension` and `list_extensions`.
 pub fn turn_tools(ext: &Rc<Extensions>) -> Vec<ToolRef> {
     let mut tools = ext.tools();
     if ext.options().model_tools {

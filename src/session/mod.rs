@@ -148,6 +148,18 @@ pub enum SessionError {
         /// What the operation needs, e.g. "writable".
         expected: &'static str,
     },
+    /// `set_context` was given a readonly block.
+    Readonly(String),
+    /// A context tool was given a label that is not one of the blocks of the kind it works
+    /// on; the message names those that are, as Think's does.
+    NotOffered {
+        /// The label given.
+        label: String,
+        /// The kind the tool works on (skill or searchable).
+        kind: BlockKind,
+        /// The labels of the blocks of that kind.
+        offered: Vec<String>,
+    },
     /// The write would pass the block's budget; nothing was written.
     OverBudget {
         /// The block.
@@ -169,6 +181,14 @@ impl std::fmt::Display for SessionError {
             SessionError::NoSuchBlock(l) => write!(f, "block \"{l}\" not found"),
             SessionError::WrongKind { label, expected } => {
                 write!(f, "block \"{label}\" is not {expected}")
+            }
+            SessionError::Readonly(l) => write!(f, "Block \"{l}\" is readonly"),
+            SessionError::NotOffered { label, kind, offered } => {
+                let (what, which) = match kind {
+                    BlockKind::Skill => ("a skill block", "Skill blocks"),
+                    _ => ("searchable", "Searchable blocks"),
+                };
+                write!(f, "\"{label}\" is not {what}. {which}: {}", offered.join(", "))
             }
             SessionError::OverBudget { label, tokens, max } => write!(
                 f,

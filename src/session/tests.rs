@@ -188,7 +188,10 @@ fn tools_follow_the_kinds_of_the_blocks() {
     assert!(names(vec![]).is_empty());
     assert!(names(vec![block("r", BlockKind::Readonly, None)]).is_empty());
     assert_eq!(names(vec![block("m", BlockKind::Writable, None)]), ["set_context"]);
-    assert_eq!(names(vec![block("d", BlockKind::Skill, None)]), ["load_context", "unload_context"]);
+    assert_eq!(
+        names(vec![block("d", BlockKind::Skill, None)]),
+        ["set_context", "load_context", "unload_context"]
+    );
     assert_eq!(
         names(vec![block("n", BlockKind::Searchable, None)]),
         ["set_context", "search_context"]
@@ -199,10 +202,74 @@ fn tools_follow_the_kinds_of_the_blocks() {
         block("d", BlockKind::Skill, None),
     ]);
     let set = tool(&s, "set_context");
-    assert_eq!(set.definition().input_schema["properties"]["label"]["enum"], json!(["m", "n"]));
+    assert_eq!(
+        set.definition().input_schema["properties"]["label"]["enum"],
+        json!(["m", "n", "d"]),
+        "every block but the readonly ones, in configuration order"
+    );
+    let described = &set.definition().description;
+    assert!(
+        described.contains("- \"d\" (skill collection, keyed entries): d block"),
+        "{described}"
+    );
+    assert!(described.contains("- \"n\" (searchable, keyed entries): n block"), "{described}");
+    assert!(described.contains("- \"m\" (writable): m block"), "{described}");
+    let metadata = set.definition().input_schema["properties"]["metadata"]["description"].clone();
+    assert!(metadata.as_str().unwrap().contains("searchable blocks: \"n\", \"d\")"), "{metadata}");
     assert_eq!(
         tool(&s, "load_context").definition().input_schema["properties"]["label"]["enum"],
         json!(["d"])
+    );
+}
+
+#[test]
+fn set_context_indexes_a_skill_entry_that_load_context_returns_and_the_prompt_lists() {
+    let mut rules = block("rules", BlockKind::Readonly, None);
+    rules.content = Some("Be brief.".into());
+    let (_, s) = session(vec![block("playbooks", BlockKind::Skill, None), rules]);
+    let set = tool(&s, "set_context");
+    assert_eq!(set.definition().input_schema["properties"]["label"]["enum"], json!(["playbooks"]));
+    assert_eq!(
+        call(
+            &set,
+            json!({"label": "playbooks", "content": "1. tag\n2. publish", "metadata": {"title": "Release", "description": "How to ship"}})
+        ),
+        "Indexed \"release\" in playbooks."
+    );
+    let load = tool(&s, "load_context");
+    assert_eq!(call(&load, json!({"label": "playbooks", "key": "release"})), "1. tag\n2. publish");
+    assert!(s.render().unwrap().contains("PLAYBOOKS (playbooks block) [loadable]\n"));
+    assert!(s.render().unwrap().ends_with("\n- release: How to ship"), "{}", s.render().unwrap());
+    // The same title updates the entry in place; without a description the title is shown.
+    assert_eq!(
+        call(
+            &set,
+            json!({"label": "playbooks", "content": "v2", "metadata": {"title": "release"}})
+        ),
+        "Indexed \"release\" in playbooks."
+    );
+    assert_eq!(call(&load, json!({"label": "playbooks", "key": "release"})), "v2");
+    assert!(s.render().unwrap().ends_with("\n- release: release"));
+    // Without a title the key is the content's slug and hash.
+    let untitled = call(&set, json!({"label": "playbooks", "content": "Roll back"}));
+    assert!(untitled.starts_with("Indexed \"roll-back-"), "{untitled}");
+    assert_eq!(s.entries("playbooks").unwrap().len(), 2);
+    // Think's errors.
+    assert_eq!(
+        call(&set, json!({"label": "rules", "content": "x"})),
+        "Error: Block \"rules\" is readonly"
+    );
+    assert_eq!(
+        call(&set, json!({"label": "nope", "content": "x"})),
+        "Error: block \"nope\" not found"
+    );
+    assert_eq!(
+        call(&load, json!({"label": "rules", "key": "release"})),
+        "Error: \"rules\" is not a skill block. Skill blocks: playbooks"
+    );
+    assert_eq!(
+        call(&tool(&s, "unload_context"), json!({"label": "nope", "key": "release"})),
+        "Error: \"nope\" is not a skill block. Skill blocks: playbooks"
     );
 }
 

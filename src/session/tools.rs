@@ -34,22 +34,13 @@ struct ContextTool {
 /// The context tools the session's blocks call for (none without blocks).
 pub fn context_tools(session: &Session) -> Vec<ToolRef> {
     let mut out: Vec<ToolRef> = Vec::new();
-    let described = |kinds: &[BlockKind]| -> Vec<String> {
-        session
-            .blocks()
-            .iter()
-            .filter(|b| kinds.contains(&b.kind))
-            .map(|b| {
-                format!(
-                    "- \"{}\" ({}): {}",
-                    b.label,
-                    b.kind.tag(),
-                    b.description.as_deref().unwrap_or("no description")
-                )
-            })
-            .collect()
-    };
-    let writable = session.labels(&[BlockKind::Writable, BlockKind::Searchable]);
+    let blocks = session.blocks();
+    let writable: Vec<_> = blocks.iter().filter(|b| b.kind != BlockKind::Readonly).collect();
+    let keyed: Vec<String> = writable
+        .iter()
+        .filter(|b| b.kind != BlockKind::Writable)
+        .map(|b| format!("\"{}\"", b.label))
+        .collect();
     let skills = session.labels(&[BlockKind::Skill]);
     let searchable = session.labels(&[BlockKind::Searchable]);
     let tool = |op, name: &str, description: String, input_schema: Value| -> ToolRef {
@@ -65,27 +56,42 @@ pub fn context_tools(session: &Session) -> Vec<ToolRef> {
         })
     };
     if !writable.is_empty() {
+        let labels: Vec<&str> = writable.iter().map(|b| b.label.as_str()).collect();
+        let described: Vec<String> = writable
+            .iter()
+            .map(|b| {
+                let kind = match b.kind {
+                    BlockKind::Skill => "skill collection, keyed entries",
+                    BlockKind::Searchable => "searchable, keyed entries",
+                    _ => "writable",
+                };
+                let about = b.description.as_deref().unwrap_or("no description");
+                format!("- \"{}\" ({kind}): {about}", b.label)
+            })
+            .collect();
         let mut properties = json!({
-            "label": {"type": "string", "enum": writable, "description": "Block label to write to"},
+            "label": {"type": "string", "enum": labels, "description": "Block label to write to"},
             "content": {"type": "string", "description": "The main content to write to the block."},
             "action": {"type": "string", "enum": ["replace", "append"], "description": "replace (default) or append"}
         });
-        if !searchable.is_empty() {
+        let mut hint = "";
+        if !keyed.is_empty() {
             properties["metadata"] = json!({
                 "type": "object",
-                "description": "Optional metadata for entries of searchable blocks. The title is a stable identifier: entries with the same title are updated in place.",
+                "description": format!("Optional metadata for keyed entries (skill collections, searchable blocks: {}). Short content doesn't need metadata; longer loadable entries (skills) benefit from a title and description so the model can pick the right one without loading it.", keyed.join(", ")),
                 "properties": {
-                    "title": {"type": "string", "description": "Short title, the entry's key."},
-                    "description": {"type": "string", "description": "One-line summary of the entry."}
+                    "title": {"type": "string", "description": "Short title. Used as a stable identifier — entries with the same title are updated in place, different titles create new entries."},
+                    "description": {"type": "string", "description": "One-line summary shown alongside the title in the system prompt so the model can decide when to load the entry."}
                 }
             });
+            hint = "\n\nFor keyed blocks (skill collections / searchable), pass `metadata: { title, description }` — title stabilises updates, description helps the model pick entries. Metadata is optional; short content rarely needs it, long loadable entries benefit most.";
         }
         out.push(tool(
             Op::Set,
             "set_context",
             format!(
-                "Write to a context block. Available blocks:\n{}\n\nWrites are durable and persist across sessions.",
-                described(&[BlockKind::Writable, BlockKind::Searchable]).join("\n")
+                "Write to a context block. Available blocks:\n{}\n\nWrites are durable and persist across sessions.{hint}",
+                described.join("\n")
             ),
             json!({"type": "object", "properties": properties, "required": ["label", "content"]}),
         ));
@@ -155,6 +161,16 @@ fn text(input: &Value, field: &str) -> String {
 }
 
 impl ContextTool {
+    /// Refuses a label that is not a block of `kind`, naming those that are (Think's check
+    /// before `load_context`, `unload_context` and `search_context` run).
+    fn offered(&self, label: &str, kind: BlockKind) -> Result<(), SessionError> {
+        let offered = self.session.labels(&[kind]);
+        if offered.iter().any(|l| l == label) {
+            return Ok(());
+        }
+        Err(SessionError::NotOffered { label: label.to_owned(), kind, offered })
+    }
+
     fn run(&self, input: &Value) -> Result<String, SessionError> {
         let s = &self.session;
         let label = text(input, "label");
@@ -162,7 +178,7 @@ impl ContextTool {
             Op::Set => {
                 let content = text(input, "content");
                 let kind = s.block(&label)?.kind;
-                if kind == BlockKind::Searchable {
+                if matches!(kind, BlockKind::Skill | BlockKind::Searchable) {
                     let title = input.pointer("/metadata/title").and_then(Value::as_str);
                     let description =
                         input.pointer("/metadata/description").and_then(Value::as_str);
@@ -171,7 +187,7 @@ impl ContextTool {
                     return Ok(format!("Indexed \"{key}\" in {label}."));
                 }
                 if kind != BlockKind::Writable {
-                    return Err(SessionError::WrongKind { label, expected: "writable" });
+                    return Err(SessionError::Readonly(label));
                 }
                 let usage = match input.get("action").and_then(Value::as_str) {
                     Some("append") => s.append(&label, &content)?,
@@ -181,10 +197,12 @@ impl ContextTool {
             }
             Op::Load => {
                 let key = text(input, "key");
+                self.offered(&label, BlockKind::Skill)?;
                 Ok(s.load(&label, &key)?.unwrap_or_else(|| format!("Not found: {key}")))
             }
             Op::Unload => {
                 let key = text(input, "key");
+                self.offered(&label, BlockKind::Skill)?;
                 Ok(if s.unload(&label, &key)? {
                     format!("Unloaded \"{key}\" from {label}. Context reclaimed.")
                 } else {
@@ -192,6 +210,7 @@ impl ContextTool {
                 })
             }
             Op::Search => {
+                self.offered(&label, BlockKind::Searchable)?;
                 let hits = s.search(&label, &text(input, "query"))?;
                 if hits.is_empty() {
                     return Ok("No results found.".into());

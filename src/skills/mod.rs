@@ -75,6 +75,8 @@ impl Skill {
 /// Where skills are read from; part of the agent's spec.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SkillsConfig {
+    /// Whether skills are on at all (`THINK_SKILLS=false` switches them off).
+    pub enabled: bool,
     /// The workspace folder holding one folder per skill.
     pub dir: String,
     /// Skills given in Rust, in order.
@@ -85,7 +87,12 @@ pub struct SkillsConfig {
 
 impl Default for SkillsConfig {
     fn default() -> Self {
-        Self { dir: DEFAULT_SKILLS_DIR.to_owned(), rust: Vec::new(), r2_prefix: None }
+        Self {
+            enabled: true,
+            dir: DEFAULT_SKILLS_DIR.to_owned(),
+            rust: Vec::new(),
+            r2_prefix: None,
+        }
     }
 }
 
@@ -194,6 +201,8 @@ impl LoadedSkill {
 pub struct ScriptRunners {
     /// Runs `.sh`/`.bash` scripts.
     pub engine: Option<Rc<dyn BashEngine>>,
+    /// Why there is no engine when bash is switched off: what a shell script's run is told.
+    pub engine_off: Option<String>,
     /// Runs `.js`/`.mjs` scripts.
     pub sandbox: Option<Rc<dyn Sandbox>>,
 }
@@ -392,13 +401,19 @@ impl Skills {
     }
 
     /// Re-reads what changed in the sources and returns the catalog (also kept for
-    /// [`Skills::catalog`]). A source that fails is logged and contributes nothing.
+    /// [`Skills::catalog`]). A source that fails is logged and contributes nothing. Switched
+    /// off, the catalog is empty, so no skill is shown, offered or gates a tool.
     pub async fn refresh(
         &self,
         ws: &Workspace,
         blobs: Option<&dyn BlobStore>,
         now_ms: f64,
     ) -> Rc<Catalog> {
+        if !self.config.enabled {
+            let empty = Rc::new(Catalog::default());
+            *self.current.borrow_mut() = empty.clone();
+            return empty;
+        }
         let r2 = self.refresh_r2(blobs, now_ms).await;
         let workspace = match self.refresh_workspace(ws).await {
             Ok(entries) => entries,

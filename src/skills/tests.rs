@@ -369,8 +369,8 @@ fn scripts_run_over_the_skill_files_with_the_input() {
     let skills = Skills::new(SkillsConfig::default());
     block_on(skills.refresh(&ws, None, 0.0));
     let engine = Rc::new(EchoEngine(RefCell::new(None)));
-    let tools =
-        skills.tools(ws.clone(), ScriptRunners { engine: Some(engine.clone()), sandbox: None });
+    let tools = skills
+        .tools(ws.clone(), ScriptRunners { engine: Some(engine.clone()), ..Default::default() });
     let out = call(
         &tools,
         "run_skill_script",
@@ -601,7 +601,7 @@ fn js_scripts_run_in_the_sandbox_with_ctx() {
         calls.push(("writeOutput", json!({"path": format!("f{i:02}.txt"), "content": "n"})));
     }
     let sandbox = ScriptedSandbox::new(calls, Ok(Ok(json!({"filled": 2}))));
-    let runners = ScriptRunners { engine: None, sandbox: Some(sandbox.clone()) };
+    let runners = ScriptRunners { sandbox: Some(sandbox.clone()), ..Default::default() };
     let tools = skills.tools(ws.clone(), runners);
     assert!(
         tools.iter().any(|t| t.definition().name == "run_skill_script"),
@@ -651,8 +651,8 @@ fn js_script_failures_map_to_exit_codes() {
     let (ws, skills) = js_skill();
     let run = |end| {
         let sandbox = ScriptedSandbox::new(Vec::new(), end);
-        let tools =
-            skills.tools(ws.clone(), ScriptRunners { engine: None, sandbox: Some(sandbox) });
+        let tools = skills
+            .tools(ws.clone(), ScriptRunners { sandbox: Some(sandbox), ..Default::default() });
         call(&tools, "run_skill_script", json!({"name": "pdf", "path": "scripts/hello.mjs"}))
     };
     let thrown = run(Ok(Err("TypeError: bad input".into()))).unwrap();
@@ -672,7 +672,8 @@ fn js_script_failures_map_to_exit_codes() {
     let err = run(Err(crate::codemode::SandboxError::Unavailable("no LOADER".into()))).unwrap_err();
     assert_eq!(err.to_string(), "Skill script failed: The sandbox is unavailable: no LOADER");
     let sandbox = ScriptedSandbox::new(Vec::new(), Ok(Ok(Value::Null)));
-    let tools = skills.tools(ws.clone(), ScriptRunners { engine: None, sandbox: Some(sandbox) });
+    let tools =
+        skills.tools(ws.clone(), ScriptRunners { sandbox: Some(sandbox), ..Default::default() });
     let ts = call(&tools, "run_skill_script", json!({"name": "pdf", "path": "scripts/types.ts"}));
     assert!(ts.unwrap_err().to_string().starts_with("TypeScript skill scripts are not supported"));
     let sh = call(&tools, "run_skill_script", json!({"name": "pdf", "path": "scripts/x.sh"}));

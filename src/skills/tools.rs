@@ -216,9 +216,10 @@ impl SkillTool {
                 .map_err(failed)?
         } else {
             let Some(engine) = &self.runners.engine else {
-                return Err(ToolError::Failed(
-                    "Skill scripts cannot run here: no bash engine".into(),
-                ));
+                return Err(ToolError::Failed(match &self.runners.engine_off {
+                    Some(off) => format!("Shell skill scripts cannot run: {off}"),
+                    None => "Skill scripts cannot run here: no bash engine".into(),
+                }));
             };
             script::run_script(&self.ws, engine.as_ref(), skill, path, script_input)
                 .await
@@ -248,5 +249,9 @@ impl Tool for SkillTool {
             Value::String(s) => ModelOutput::Text(s.clone()),
             other => ModelOutput::Json(other.clone()),
         }
+    }
+
+    fn runs_code(&self) -> bool {
+        self.kind == Kind::Run
     }
 }

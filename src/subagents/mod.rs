@@ -344,11 +344,17 @@ impl Subagents {
     // ---- parent side -------------------------------------------------------------------
 
     /// Sends a frame to every tab, and when this instance is itself a child, into its log
-    /// so that its own parent relays it further up.
+    /// so that its own parent relays it further up. A frame that ends a run is kept for the
+    /// tabs that connect later ([`Self::replay_to`]).
     fn broadcast(&self, frame: &Value) {
         let text = frame.to_string();
         for id in self.deps.sockets.ids() {
             self.deps.sockets.send(&id, &text);
+        }
+        if frame.get("event").and_then(events::kind_of).is_some_and(EventKind::is_terminal) {
+            if let Err(e) = self.registry().note_end(frame, self.now()) {
+                self.warn("keeping a run's terminal event failed", e);
+            }
         }
         let current = self.current.borrow().clone();
         if let Some(run) = current {
@@ -359,10 +365,21 @@ impl Subagents {
         }
     }
 
-    /// Replays, to a tab that just connected, the events so far of every run being followed.
+    /// Replays, to a tab that just connected, the events so far of every run being followed,
+    /// then the terminal event of the latest runs that ended: a tab that was away when one
+    /// ended (a crash, a dropped socket) still shows a run it saw start as running, and its
+    /// client drops what it already has by `(parentToolCallId, runId, sequence)` (and ignores
+    /// the end of a run it never saw start).
     pub fn replay_to(&self, conn: &str) {
-        let frames: Vec<Value> =
+        let mut frames: Vec<Value> =
             self.live.borrow().values().flat_map(|r| r.replay().collect::<Vec<_>>()).collect();
+        match self.registry().ends() {
+            Ok(ends) => frames.extend(ends.into_iter().map(|mut f| {
+                f["replay"] = Value::Bool(true);
+                f
+            })),
+            Err(e) => self.warn("reading the ended runs failed", e),
+        }
         for frame in frames {
             self.deps.sockets.send(conn, &frame.to_string());
         }
@@ -391,6 +408,35 @@ impl Subagents {
         }
     }
 
+    /// After a crash, when the call's agent tool is switched off: the output of the call
+    /// `tool_call_id` without following its child. A run that may still go is recorded as
+    /// failed with `reason` (the tabs are told) and its child is told to stop; one that ended
+    /// keeps its recorded output. `None` when it is no run.
+    pub fn abandon(&self, tool_call_id: &str, reason: &str) -> Option<Value> {
+        let run = match self.registry().reattach(tool_call_id) {
+            Ok(Reattach::NotARun) => return None,
+            Ok(Reattach::Settled(output)) => return Some(output),
+            Ok(Reattach::Tail(run)) => run,
+            Err(e) => {
+                self.warn("reading the agent-tool registry failed", e);
+                return None;
+            }
+        };
+        let frame = self.local_event(&run.tool_call_id, events::failed(EventKind::Error, reason));
+        self.broadcast(&frame);
+        self.live.borrow_mut().remove(&run.tool_call_id);
+        if let Some(link) = self.link() {
+            let (child, id) = (run.child_name.clone(), run.run_id.clone());
+            self.deps.tasks.spawn(Box::pin(async move {
+                if let Err(e) = link.cancel(&child, &id).await {
+                    crate::platform::log(&format!("think-rs: stopping child {child} failed: {e}"));
+                }
+            }));
+        }
+        let outcome = Outcome::Failed { kind: EventKind::Error, error: reason.to_owned() };
+        Some(self.record(&run, &outcome))
+    }
+
     /// Runs a registered run to its end with a slot held, and records the outcome.
     async fn follow_run(
         self: &Rc<Self>,
@@ -412,16 +458,19 @@ impl Subagents {
         let guard =
             CancelOnDrop { subagents: self.clone(), run: run.clone(), armed: Cell::new(true) };
         self.live.borrow_mut().entry(run.tool_call_id.clone()).or_default();
-        let outcome = self.tail(&link, run).await;
+        let (outcome, ended) = self.tail(&link, run).await;
         guard.armed.set(false);
+        // A run the child did not end (it stalled, or has no record of the run) ends here,
+        // so the tabs following it see it end too.
+        if let (false, Outcome::Failed { kind, error }) = (ended, &outcome) {
+            let frame = self.local_event(&run.tool_call_id, events::failed(*kind, error));
+            self.broadcast(&frame);
+        }
         let outcome = match (outcome, tool.and_then(|t| t.output_schema.as_ref())) {
             (Outcome::Answer(answer), Some(schema)) => tool::validate_answer(answer, schema),
             (outcome, _) => outcome,
         };
-        if let Outcome::Failed { kind: EventKind::Interrupted, error } = &outcome {
-            let frame =
-                self.local_event(&run.tool_call_id, events::failed(EventKind::Interrupted, error));
-            self.broadcast(&frame);
+        if !ended && matches!(outcome, Outcome::Failed { kind: EventKind::Interrupted, .. }) {
             let (link, child, id) = (link.clone(), run.child_name.clone(), run.run_id.clone());
             self.deps.tasks.spawn(Box::pin(async move {
                 let _ = link.cancel(&child, &id).await;
@@ -457,8 +506,10 @@ impl Subagents {
         outcome.to_tool_output()
     }
 
-    /// Follows the child's log from its start to its terminal event, forwarding every entry.
-    async fn tail(&self, link: &Rc<dyn ChildLink>, run: &Run) -> Outcome {
+    /// Follows the child's log from its start to its terminal event, forwarding every entry;
+    /// the outcome, and whether it came with the child's terminal event (else the parent
+    /// gave up on the child).
+    async fn tail(&self, link: &Rc<dyn ChildLink>, run: &Run) -> (Outcome, bool) {
         let mut cursor = 0;
         let mut last_progress = self.now();
         let mut started_late = false;
@@ -475,10 +526,11 @@ impl Subagents {
                         }
                     }
                     _ => {
-                        return Outcome::Failed {
+                        let outcome = Outcome::Failed {
                             kind: EventKind::Error,
                             error: "The child agent has no record of this run.".into(),
-                        }
+                        };
+                        return (outcome, false);
                     }
                 },
                 Ok(batch) => {
@@ -488,7 +540,7 @@ impl Subagents {
                     for entry in batch.entries {
                         cursor = entry.cursor;
                         if let Some(outcome) = self.forward(run, entry) {
-                            return outcome;
+                            return (outcome, true);
                         }
                     }
                 }
@@ -498,13 +550,11 @@ impl Subagents {
                 }
             }
             if events::stalled(self.now(), last_progress, self.limits.stall_ms) {
-                return Outcome::Failed {
-                    kind: EventKind::Interrupted,
-                    error: format!(
-                        "The child agent made no progress for {} s.",
-                        (self.limits.stall_ms / 1000.0).round()
-                    ),
-                };
+                let error = format!(
+                    "The child agent made no progress for {} s.",
+                    (self.limits.stall_ms / 1000.0).round()
+                );
+                return (Outcome::Failed { kind: EventKind::Interrupted, error }, false);
             }
         }
     }

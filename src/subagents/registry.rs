@@ -10,7 +10,8 @@ use crate::store::{Sql, SqlValue, StoreError};
 use super::events::Outcome;
 use super::StartRequest;
 
-const SCHEMA: &[&str] = &["CREATE TABLE IF NOT EXISTS think_agent_tool_runs (
+const SCHEMA: &[&str] = &[
+    "CREATE TABLE IF NOT EXISTS think_agent_tool_runs (
     run_id TEXT PRIMARY KEY,
     tool_call_id TEXT NOT NULL,
     tool_name TEXT NOT NULL,
@@ -19,7 +20,25 @@ const SCHEMA: &[&str] = &["CREATE TABLE IF NOT EXISTS think_agent_tool_runs (
     request TEXT,
     result TEXT,
     started_at INTEGER NOT NULL,
-    updated_at INTEGER NOT NULL)"];
+    updated_at INTEGER NOT NULL)",
+    // The terminal frame each run (own or relayed from deeper down) ended with, as the tabs
+    // were sent it: a tab that was away then (a crash, a dropped socket) is sent it again
+    // when it connects, or it would show the run as running for ever.
+    "CREATE TABLE IF NOT EXISTS think_agent_tool_ends (
+    parent_tool_call_id TEXT NOT NULL,
+    run_id TEXT NOT NULL,
+    frame TEXT NOT NULL,
+    ended_at INTEGER NOT NULL,
+    PRIMARY KEY (parent_tool_call_id, run_id))",
+];
+
+/// How many ended runs a connecting tab is sent the terminal frame of (the latest ones).
+pub const MAX_REPLAYED_ENDS: usize = 32;
+/// Past this size a kept terminal frame loses `result` and has its texts cut to
+/// [`MAX_END_TEXT`], so the replay to a connecting tab stays small.
+pub const MAX_END_BYTES: usize = 32 * 1024;
+/// The longest text of a terminal frame that was cut (see [`MAX_END_BYTES`]).
+pub const MAX_END_TEXT: usize = 8 * 1024;
 
 /// The run id of the agent-tool call `tool_call_id`.
 pub fn run_id(tool_call_id: &str) -> String {
@@ -76,12 +95,12 @@ pub struct Registry<'a> {
 }
 
 impl<'a> Registry<'a> {
-    /// Creates the table if it does not exist; once per instance.
+    /// Creates the tables if they do not exist; once per instance.
     pub fn create_table(sql: &dyn Sql) -> Result<(), StoreError> {
         crate::store::create_tables(sql, SCHEMA)
     }
 
-    /// The registry over the table made by [`Registry::create_table`].
+    /// The registry over the tables made by [`Registry::create_table`].
     pub fn new(sql: &'a dyn Sql) -> Self {
         Self { sql }
     }
@@ -193,9 +212,67 @@ impl<'a> Registry<'a> {
         }
     }
 
-    /// Drops every run (a chat clear).
-    pub fn clear(&self) -> Result<(), StoreError> {
-        self.sql.exec("DELETE FROM think_agent_tool_runs", &[])?;
+    /// Keeps `frame`, an `agent-tool-event` whose event ended its run, for tabs that connect
+    /// later ([`Registry::ends`]); only the latest [`MAX_REPLAYED_ENDS`] are kept.
+    pub fn note_end(&self, frame: &Value, now: f64) -> Result<(), StoreError> {
+        let text_of = |key: &str| frame.get(key).and_then(Value::as_str).unwrap_or("");
+        let parent = text_of("parentToolCallId");
+        let run = frame.pointer("/event/runId").and_then(Value::as_str).unwrap_or("");
+        let mut text = frame.to_string();
+        if text.len() > MAX_END_BYTES {
+            text = shrunk_end(frame).to_string();
+        }
+        self.sql.exec(
+            "INSERT INTO think_agent_tool_ends (parent_tool_call_id, run_id, frame, ended_at) VALUES (?, ?, ?, ?)
+             ON CONFLICT(parent_tool_call_id, run_id) DO UPDATE SET frame = excluded.frame, ended_at = excluded.ended_at",
+            &[parent.into(), run.into(), text.into(), SqlValue::Integer(now as i64)],
+        )?;
+        self.sql.exec(
+            "DELETE FROM think_agent_tool_ends WHERE rowid NOT IN
+               (SELECT rowid FROM think_agent_tool_ends ORDER BY ended_at DESC, rowid DESC LIMIT ?)",
+            &[SqlValue::Integer(MAX_REPLAYED_ENDS as i64)],
+        )?;
         Ok(())
     }
+
+    /// The kept terminal frames, oldest first.
+    pub fn ends(&self) -> Result<Vec<Value>, StoreError> {
+        let rows = self
+            .sql
+            .exec("SELECT frame FROM think_agent_tool_ends ORDER BY ended_at, rowid", &[])?;
+        Ok(rows
+            .into_iter()
+            .filter_map(|r| r.into_iter().next()?.into_string())
+            .filter_map(|t| serde_json::from_str(&t).ok())
+            .collect())
+    }
+
+    /// Drops every run and kept terminal frame (a chat clear).
+    pub fn clear(&self) -> Result<(), StoreError> {
+        self.sql.exec("DELETE FROM think_agent_tool_runs", &[])?;
+        self.sql.exec("DELETE FROM think_agent_tool_ends", &[])?;
+        Ok(())
+    }
+}
+
+/// A terminal frame past [`MAX_END_BYTES`] as it is kept: without `result` (the clients read
+/// `summary`) and with each text cut to [`MAX_END_TEXT`].
+fn shrunk_end(frame: &Value) -> Value {
+    let mut frame = frame.clone();
+    if let Some(event) = frame.get_mut("event").and_then(Value::as_object_mut) {
+        event.remove("result");
+        for key in ["summary", "error", "reason"] {
+            if let Some(Value::String(text)) = event.get_mut(key) {
+                if text.len() > MAX_END_TEXT {
+                    let mut end = MAX_END_TEXT;
+                    while !text.is_char_boundary(end) {
+                        end -= 1;
+                    }
+                    text.truncate(end);
+                    text.push('…');
+                }
+            }
+        }
+    }
+    frame
 }

@@ -401,6 +401,11 @@ impl World {
 
 /// The root instance with one tab, `tab`.
 fn root(world: &Rc<World>) -> (Rc<Agent>, Rc<Tabs>) {
+    root_with(world, world.root_spec.clone())
+}
+
+/// The root instance with one tab, running `spec` (a restart with other settings).
+fn root_with(world: &Rc<World>, spec: AgentSpec) -> (Rc<Agent>, Rc<Tabs>) {
     let w = world;
     let db = w.storage.borrow_mut().entry("root".into()).or_insert_with(sql).clone();
     let tabs = Rc::new(Tabs::default());
@@ -418,7 +423,7 @@ fn root(world: &Rc<World>) -> (Rc<Agent>, Rc<Tabs>) {
         alarm: Rc::new(NoAlarm),
         instance_id: "root".into(),
     };
-    let agent = Agent::new("ThinkAgent", w.root_spec.clone(), deps);
+    let agent = Agent::new("ThinkAgent", spec, deps);
     agent.set_name("root");
     agent.subagents().set_link(w.link.clone());
     w.spawn(agent.clone().start());
@@ -776,6 +781,205 @@ fn after_a_crash_the_parent_reattaches_to_its_child_and_never_starts_it_again() 
     assert_eq!(users, 1, "the child was given its task once");
     assert_eq!(parent.seen().len(), 2, "the parent continued after re-attaching");
     assert!(agent_events(&tabs).iter().any(|f| f["event"]["kind"] == "finished"));
+}
+
+/// The `(parentToolCallId, runId, sequence)` key by which `agents`' `useAgentToolEvents`
+/// drops an event it already applied, and the status it leaves the run in: a tab's view.
+fn tab_view(frames: &[Value], call: &str) -> (Vec<String>, &'static str) {
+    let mut seen = std::collections::BTreeSet::new();
+    let mut status = "unknown";
+    for f in frames.iter().filter(|f| f["parentToolCallId"] == call) {
+        let key = format!("{}\0{}\0{}", f["parentToolCallId"], f["event"]["runId"], f["sequence"]);
+        if !seen.insert(key) {
+            continue;
+        }
+        status = match (status, f["event"]["kind"].as_str()) {
+            (_, Some("started")) if status == "unknown" => "running",
+            ("unknown", _) => "unknown",
+            (_, Some("finished")) => "completed",
+            (_, Some("error")) => "error",
+            (_, Some("aborted")) => "aborted",
+            (_, Some("interrupted")) => "interrupted",
+            (s, _) => s,
+        };
+    }
+    (seen.into_iter().collect(), status)
+}
+
+/// After a crash the parent recovers with no tab connected (the tabs reconnect later): a tab
+/// that comes back is sent the end of the run it saw start, at a sequence it has not seen,
+/// so the run it was following ends.
+#[test]
+fn a_tab_back_after_a_crash_is_sent_the_end_of_the_run_it_was_following() {
+    let parent = ScriptedModel::with_fallback(text("(parent)"));
+    parent.push([call("c1", "subagent", json!({"task": "long job"})), text("parent finished")]);
+    let child = ScriptedModel::with_fallback(text("(child)"));
+    child.push([text("first answer"), text("after restart")]);
+    let world = World::new(nested_spec(parent.clone(), vec![child.clone()], None));
+    child.delay_streams(world.clock.clone(), 5_000);
+    let (agent, tabs) = root(&world);
+    chat(&world, &agent, "go");
+    let before = agent_events(&tabs);
+    assert_eq!(tab_view(&before, "c1").1, "running");
+    std::mem::forget(agent);
+    world.crash();
+    let (agent, tabs) = root(&world);
+    tabs.0.borrow_mut().clear();
+    run_for(&world, 60_000.0);
+    let answer = tool_output(&agent, "c1").unwrap();
+    assert!(answer.as_str().unwrap().contains("after restart"), "{answer}");
+    tabs.0.borrow_mut().insert("tab".into(), Vec::new());
+    agent.on_connect("tab");
+    let replayed = agent_events(&tabs);
+    assert_eq!(replayed.len(), 1, "{replayed:?}");
+    assert_eq!(replayed[0]["replay"], true);
+    assert_eq!(replayed[0]["event"]["kind"], "finished");
+    assert_eq!(replayed[0]["event"]["summary"], answer);
+    let db = world.storage.borrow().get("root~c1").unwrap().clone();
+    let log = ChildLog::new(db.as_ref()).entries("agent-tool:c1", 0).unwrap();
+    assert_eq!(replayed[0]["sequence"].as_u64(), log.last().unwrap().sequence);
+    let (keys, status) = tab_view(&[before.clone(), replayed].concat(), "c1");
+    assert_eq!(status, "completed", "the tab that followed the run sees it end");
+    assert_eq!(keys.len(), before.len() + 1);
+    // A chat clear forgets the ended runs.
+    send(&world, &agent, json!({"type": "cf_agent_chat_clear"}));
+    tabs.0.borrow_mut().insert("other".into(), Vec::new());
+    agent.on_connect("other");
+    assert!(!tabs.0.borrow()["other"].iter().any(|f| f["type"] == "agent-tool-event"));
+}
+
+/// A link to a child that has lost the run: it knows no such run and cannot be started.
+struct LostChild;
+
+#[async_trait(?Send)]
+impl ChildLink for LostChild {
+    async fn start(&self, _: &str, _: &StartRequest) -> Result<(), LinkError> {
+        Err(LinkError::Failed("gone".into()))
+    }
+    async fn events(&self, _: &str, _: &str, _: i64, _: u64) -> Result<Batch, LinkError> {
+        Ok(Batch { unknown: true, ..Batch::default() })
+    }
+    async fn cancel(&self, _: &str, _: &str) -> Result<(), LinkError> {
+        Ok(())
+    }
+    async fn approve(&self, _: &str, _: &str, _: bool) -> Result<bool, LinkError> {
+        Ok(false)
+    }
+    async fn messages(&self, _: &str, _: &[String]) -> Result<Value, LinkError> {
+        Ok(Value::Null)
+    }
+    async fn release(&self, _: &str, _: &str) -> Result<(), LinkError> {
+        Ok(())
+    }
+}
+
+/// A run re-attached after a crash whose child no longer has it ends with an `error` event
+/// the tabs receive (and a tab connecting later is sent), not in silence.
+#[test]
+fn a_run_whose_child_lost_it_ends_with_an_error_event_for_the_tabs() {
+    let db = sql();
+    let tabs = Rc::new(Tabs::default());
+    tabs.0.borrow_mut().insert("tab".into(), Vec::new());
+    let mut pool = LocalPool::new();
+    let deps = SubagentDeps {
+        sql: db.clone(),
+        sockets: tabs.clone(),
+        clock: ManualClock::new(),
+        tasks: Rc::new(Spawner(pool.spawner())),
+    };
+    let subagents = Subagents::new(deps, AgentToolLimits::default());
+    subagents.set_link(Rc::new(LostChild));
+    let req = StartRequest {
+        run_id: "agent-tool:c1".into(),
+        child_name: "p~c1".into(),
+        parent_name: "p".into(),
+        tool_path: vec!["subagent".into()],
+        input: "task".into(),
+    };
+    Registry::new(db.as_ref()).register("c1", "subagent", "p~c1", &req, 1.0).unwrap();
+    let out = pool.run_until(subagents.reattach(None, "c1")).unwrap();
+    assert_eq!(out["status"], "error");
+    let frames = agent_events(&tabs);
+    assert_eq!(frames.len(), 1, "{frames:?}");
+    assert_eq!(frames[0]["event"]["kind"], "error");
+    assert_eq!(frames[0]["event"]["runId"], "agent-tool:c1");
+    tabs.0.borrow_mut().insert("tab".into(), Vec::new());
+    subagents.replay_to("tab");
+    let replayed = agent_events(&tabs);
+    assert_eq!(replayed.len(), 1);
+    assert_eq!(
+        (replayed[0]["event"].clone(), replayed[0]["replay"].clone()),
+        (frames[0]["event"].clone(), json!(true))
+    );
+}
+
+#[test]
+fn the_latest_ended_runs_are_kept_small_for_replay() {
+    let db = sql();
+    Registry::create_table(db.as_ref()).unwrap();
+    let reg = Registry::new(db.as_ref());
+    let end = |i: usize, summary: String| {
+        let event = events::for_clients(
+            events::finished(&Value::String(summary)),
+            &format!("agent-tool:c{i}"),
+            None,
+        );
+        RunFrames::default().own(&format!("c{i}"), 3, event)
+    };
+    for i in 0..registry::MAX_REPLAYED_ENDS + 5 {
+        reg.note_end(&end(i, format!("answer {i}")), i as f64).unwrap();
+    }
+    let ends = reg.ends().unwrap();
+    assert_eq!(ends.len(), registry::MAX_REPLAYED_ENDS);
+    assert_eq!(ends[0]["parentToolCallId"], "c5", "the oldest go first");
+    assert_eq!(
+        ends.last().unwrap()["event"]["summary"],
+        format!("answer {}", registry::MAX_REPLAYED_ENDS + 4)
+    );
+    // The same run noted again (a re-tail after a crash) is kept once.
+    reg.note_end(&end(5, "answer 5".into()), 100.0).unwrap();
+    assert_eq!(reg.ends().unwrap().len(), registry::MAX_REPLAYED_ENDS);
+    let big = end(99, "é".repeat(100_000));
+    reg.note_end(&big, 200.0).unwrap();
+    let kept = reg.ends().unwrap().pop().unwrap();
+    assert!(kept.to_string().len() <= registry::MAX_END_BYTES, "{}", kept.to_string().len());
+    assert_eq!(kept["event"].get("result"), None);
+    assert!(kept["event"]["summary"].as_str().unwrap().ends_with('…'));
+    assert_eq!(
+        (kept["sequence"].clone(), kept["event"]["kind"].clone()),
+        (json!(3), json!("finished"))
+    );
+}
+
+#[test]
+fn after_a_crash_with_subagents_switched_off_the_child_is_stopped_not_followed() {
+    let parent = ScriptedModel::with_fallback(text("(parent)"));
+    parent.push([call("c1", "subagent", json!({"task": "long job"})), text("parent finished")]);
+    let child = ScriptedModel::with_fallback(text("(child)"));
+    child.push([text("first answer"), text("after restart")]);
+    let world = World::new(nested_spec(parent.clone(), vec![child.clone()], None));
+    child.delay_streams(world.clock.clone(), 5_000);
+    let (agent, _) = root(&world);
+    chat(&world, &agent, "go");
+    assert_eq!(child.seen().len(), 1, "the child is mid-answer");
+    std::mem::forget(agent);
+    world.crash();
+    // The restart has THINK_SUBAGENT=false: the root's spec has no agent tool.
+    let off = AgentSpec::new(ModelChoice::Custom(parent.clone()))
+        .workspace_tools(false)
+        .context_window(100_000);
+    let (agent, tabs) = root_with(&world, off);
+    run_for(&world, 60_000.0);
+    let out = tool_output(&agent, "c1").unwrap();
+    assert!(
+        out.to_string().contains("Sub-agents are switched off (THINK_SUBAGENT=false)"),
+        "{out}"
+    );
+    let last = agent_events(&tabs).last().cloned().unwrap();
+    assert_eq!(last["event"]["kind"], "error", "{last}");
+    let child_agent = world.link.get("root~c1", None);
+    assert_eq!(child_agent.subagents().current(), None, "the child was told to stop");
+    assert_eq!(parent.seen().len(), 2, "the parent's turn went on without the child");
 }
 
 /// One model call that makes `n` calls of `subagent` at once.

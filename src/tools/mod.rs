@@ -193,6 +193,13 @@ pub trait Tool {
     fn take_images(&self, _tool_call_id: &str) -> Vec<crate::model::ImagePart> {
         Vec::new()
     }
+
+    /// Whether a call runs code the model or an extension wrote (a sandbox isolate, bash). A
+    /// restart during such a call is reported to the model as what code that exhausts memory
+    /// causes, so that it does not write the same code again.
+    fn runs_code(&self) -> bool {
+        false
+    }
 }
 
 /// A shared, dynamically typed tool.
@@ -300,6 +307,7 @@ type DynExecute = dyn Fn(Value, ToolContext) -> LocalBoxFuture<'static, Result<V
 pub struct DynamicTool {
     definition: ToolDefinition,
     execute: Option<Rc<DynExecute>>,
+    runs_code: bool,
 }
 
 impl DynamicTool {
@@ -312,12 +320,23 @@ impl DynamicTool {
         Self {
             definition: ToolDefinition::new(name, description, input_schema),
             execute: Some(Rc::new(move |v, c| Box::pin(execute(v, c)))),
+            runs_code: false,
         }
     }
 
     /// A tool with no server-side execution: the turn pauses at its call (client tools).
     pub fn without_execute(name: &str, description: &str, input_schema: Value) -> Self {
-        Self { definition: ToolDefinition::new(name, description, input_schema), execute: None }
+        Self {
+            definition: ToolDefinition::new(name, description, input_schema),
+            execute: None,
+            runs_code: false,
+        }
+    }
+
+    /// Marks the tool as running sandboxed code (an extension's tool): see [`Tool::runs_code`].
+    pub fn running_code(mut self) -> Self {
+        self.runs_code = true;
+        self
     }
 
     /// Declares the output's JSON Schema.
@@ -342,6 +361,10 @@ impl Tool for DynamicTool {
 
     fn executes_on_server(&self) -> bool {
         self.execute.is_some()
+    }
+
+    fn runs_code(&self) -> bool {
+        self.runs_code
     }
 }
 

@@ -15,7 +15,8 @@
 // image (image content); slow {ms}; mutate (changes echo's description, announces
 // tools/list_changed inside the call's response stream); grow (adds a tool, announces
 // list_changed on every session); interrupt (closes the response stream early, then
-// answers; needs --resumable); filler_1..filler_4 (to make several pages).
+// answers; needs --resumable); filler_1..filler_4 (to make several pages; filler_3 is
+// annotated destructive and idempotent, filler_4 read-only and closed-world).
 //
 // Control endpoints for tests (no token needed): /control/reset restores the initial tools;
 // /control/notify broadcasts tools/list_changed; /control/sessions lists open sessions;
@@ -49,6 +50,12 @@ const PAGE_SIZE = Number(opt("page-size", 3));
 const JSON_RESPONSES = opt("json", false) === true;
 const RESUMABLE = opt("resumable", false) === true;
 
+// Tool annotations on two fillers (no test calls them, so a destructive one gates nothing).
+const FILLER_HINTS = {
+  3: { annotations: { title: "Drop everything", destructiveHint: true, idempotentHint: true } },
+  4: { annotations: { readOnlyHint: true, openWorldHint: false } },
+};
+
 const initialTools = () => [
   {
     name: "echo",
@@ -75,7 +82,7 @@ const initialTools = () => [
   { name: "mutate", description: "Changes echo's description.", inputSchema: { type: "object" } },
   { name: "grow", description: "Adds a tool.", inputSchema: { type: "object" } },
   { name: "interrupt", description: "Closes its response stream, then answers.", inputSchema: { type: "object" } },
-  ...[1, 2, 3, 4].map((n) => ({ name: `filler_${n}`, description: `Filler ${n}.`, inputSchema: { type: "object" } })),
+  ...[1, 2, 3, 4].map((n) => ({ name: `filler_${n}`, description: `Filler ${n}.`, inputSchema: { type: "object" }, ...FILLER_HINTS[n] })),
 ];
 
 let tools = initialTools();

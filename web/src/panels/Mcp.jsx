@@ -1,6 +1,6 @@
 // MCP servers, from the `cf_agent_mcp_servers` push: add by URL (with optional headers),
-// remove, state and error per server, the tools each offers, and held-back tool-definition
-// changes with an Accept button.
+// remove, state and error per server, the tools each offers (name, title, description and
+// the hints of its annotations), and held-back tool-definition changes with an Accept button.
 import { useState } from "react";
 import { Panel, errorText } from "./Panel.jsx";
 import { ToolHints } from "./McpHints.jsx";
@@ -66,14 +66,20 @@ function Server({ agent, id, server, tools }) {
       <code className="mcp-url">{server.server_url}</code>
       {server.error && <div className="status bad mcp-error">{server.error}</div>}
       {tools.length > 0 && (
-        <details className="mcp-tools">
+        // Open: the tool list is what a person checks after adding a server.
+        <details className="mcp-tools" open>
           <summary>{tools.length} tools</summary>
           <ul>
-            {tools.map((t) => (
-              <li key={t.name} data-tool-name={t.name}>
-                <code>{t.name}</code> <ToolHints annotations={t.annotations} /> <span className="panel-note">{t.description}</span>
-              </li>
-            ))}
+            {tools.map((t) => {
+              const title = t.title ?? t.annotations?.title;
+              return (
+                <li key={t.name} data-tool-name={t.name}>
+                  <code>{t.name}</code>
+                  {title && title !== t.name && <span className="mcp-tool-title"> {title}</span>} <ToolHints annotations={t.annotations} />{" "}
+                  <span className="panel-note mcp-tool-description">{t.description}</span>
+                </li>
+              );
+            })}
           </ul>
         </details>
       )}

@@ -251,6 +251,10 @@ impl Tool for BashTool {
             .map_err(ToolError::Bash)?;
         serde_json::to_value(output).map_err(|e| ToolError::Output(e.to_string()))
     }
+
+    fn runs_code(&self) -> bool {
+        true
+    }
 }
 
 #[cfg(test)]
