@@ -65,8 +65,9 @@ test("approve: the call pauses, the approval runs it in a continuation, and the 
   assert.ok(live.every((f) => f.continuation === true), "live continuation frames carry continuation:true");
   const replayed = cont.frames.filter((f) => f.type === "cf_agent_use_chat_response" && f.replay);
   assert.ok(replayed.every((f) => f.continuation === true), "replayed frames of a continuation say so too (Think 0.23)");
-  // The replay and the live frames after it number the stream's chunks once each, in order.
-  const chunkSeqs = [...replayed, ...live].filter((f) => !f.done && !f.replayComplete).map((f) => f.seq);
+  // The continuation's replay and its live frames after it number its chunks once each, in order.
+  const own = replayed.filter((f) => f.id === cont.id);
+  const chunkSeqs = [...own, ...live].filter((f) => !f.done && !f.replayComplete).map((f) => f.seq);
   assert.deepEqual(chunkSeqs, chunkSeqs.map((_, i) => i));
 
   const seen = model.requests.at(-1);
