@@ -109,8 +109,8 @@ export class ThinkAgent extends DurableObject {
     return this.#inner.rpcCall("approveExecution", [executionId]);
   }
 
-  rejectExecution(executionId, reason) {
-    return this.#inner.rpcCall("rejectExecution", [executionId, reason ?? null]);
+  rejectExecution(executionId, reason, options) {
+    return this.#inner.rpcCall("rejectExecution", [executionId, reason ?? null, options ?? null]);
   }
 
   executions(limit) {

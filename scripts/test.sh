@@ -3,7 +3,10 @@
 # and for wasm32, doc-tests), run the Rust tests on the host, then the integration tests against
 # the built Worker in Miniflare (after a `wrangler deploy --dry-run`, offline, that checks the
 # deploy bundle and its bindings), two test files at a time (each file runs its own Miniflare and
-# model server, so they do not share state).
+# model server, so they do not share state). The files that exercise the chat protocol then run a
+# second time against the newest `agents` client (`agents-next`, THINK_TEST_AGENTS=next): the
+# chat turn and its frames, resume and durability, approvals and client tools, the queue, and the
+# newer clients' fields and recovery.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh test
@@ -18,3 +21,7 @@ echo "test: cargo test (host: unit tests and doc-tests)"
 cargo test --quiet
 echo "test: node --test tests/*.test.mjs tests/bash-corpus/*.test.mjs"
 node --test --test-concurrency=2 --test-force-exit --test-reporter=spec tests/*.test.mjs tests/bash-corpus/*.test.mjs
+PROTOCOL_FILES="tests/foundation.test.mjs tests/resume.test.mjs tests/durable.test.mjs tests/hitl.test.mjs tests/queue.test.mjs tests/clients.test.mjs"
+echo "test: node --test $PROTOCOL_FILES with THINK_TEST_AGENTS=next"
+# shellcheck disable=SC2086
+THINK_TEST_AGENTS=next node --test --test-concurrency=2 --test-force-exit --test-reporter=spec $PROTOCOL_FILES

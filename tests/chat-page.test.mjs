@@ -15,7 +15,7 @@ import path from "node:path";
 import { startScriptedModel } from "./helpers/scripted-model.mjs";
 import { startWorker, modelVars, ROOT } from "./helpers/worker.mjs";
 import { connect, closeTabs } from "./helpers/client.mjs";
-import { launchBrowser } from "./helpers/browser.mjs";
+import { launchBrowser, openPage } from "./helpers/browser.mjs";
 import { openChat as openChatPage, send, slow, assistant } from "./helpers/chat-page.mjs";
 import { startMcpServer } from "./mcp/start-server.mjs";
 
@@ -34,6 +34,8 @@ before(async () => {
       THINK_ALLOW_PRIVATE_NETWORK: "true",
       THINK_EXECUTE: JSON.stringify({ timeout: 5000 }),
       THINK_SUBAGENT: JSON.stringify({ depth: 2 }),
+      // A wait long enough to see the page's recovering indicator.
+      THINK_CHAT_RECOVERY: JSON.stringify({ initialDelayMs: 1500, maxDelayMs: 3000 }),
     }),
     withCaller: true,
   });
@@ -485,4 +487,56 @@ test("a sub-agent's tool call waiting for approval is approved from its run, and
   } finally {
     model.setFallback(null);
   }
+});
+
+test("an answer the model dropped mid-way shows recovering, then goes on in the same bubble", async () => {
+  model.push({ text: "Let me think about ", cut: true }, slow("that more carefully."));
+  const page = await openChat("recovering");
+  await send(page, "think it through");
+  const indicator = page.getByTestId("recovering");
+  await indicator.waitFor();
+  await assistant(page, "Let me think about").waitFor();
+  await shot(page, "recovering", page.locator(".chat"));
+  await assistant(page, "that more carefully.").waitFor({ timeout: 20000 });
+  await indicator.waitFor({ state: "detached" });
+  const bubbles = page.locator(".msg-assistant");
+  assert.equal(await bubbles.count(), 1, "one assistant message");
+  assert.match(await bubbles.first().textContent(), /Let me think about\s*that more carefully\./);
+  assert.equal(await page.getByTestId("error").count(), 0, "no error is shown");
+  assert.deepEqual(page.errors, []);
+});
+
+test("a message sent while the page reconnects stays in view through its turn", async () => {
+  const sockets = [];
+  const page = await openPage(browser, new URL("/?name=reconnect-send", worker.url).href, {
+    setup: (p) =>
+      p.routeWebSocket(/\/agents\/think-agent\//, (ws) => {
+        const server = ws.connectToServer();
+        sockets.push({ ws, server });
+      }),
+  });
+  pages.push(page);
+  await page.locator("[data-testid=connection].on").waitFor();
+  // The connection drops (a deploy, a network change); the tab reconnects on its own.
+  const { ws, server } = sockets.at(-1);
+  await ws.close({ code: 1012, reason: "restart" });
+  await server.close({ code: 1012, reason: "restart" });
+  await page.locator("[data-testid=connection].off").waitFor();
+  model.push({ text: "Got it while you were away, and this answer takes a while to stream.", chunkSize: 4, delayMs: 60 });
+  // Sent while disconnected: the client buffers the request and sends it once it is back.
+  await page.locator(".composer textarea").fill("sent while offline");
+  await page.locator("button.send").click();
+  const mine = page.locator(".msg-user", { hasText: "sent while offline" });
+  await mine.waitFor();
+  await page.locator("[data-testid=connection].on").waitFor({ timeout: 15000 });
+  // The transcript the server sends on connect predates the buffered request; the page keeps
+  // the message in view while its answer streams, not only once the turn has ended.
+  await assistant(page, "Got it").waitFor({ timeout: 15000 });
+  assert.equal(await mine.count(), 1, "the sent message is in view while its answer streams");
+  await assistant(page, "takes a while to stream.").waitFor({ timeout: 15000 });
+  assert.equal(await mine.count(), 1);
+  // The old socket may still be open on the server while the new one serves the same tab:
+  // every frame still reaches the page once.
+  assert.equal(await page.locator(".msg-assistant .text").textContent(), "Got it while you were away, and this answer takes a while to stream.");
+  assert.deepEqual(page.errors, []);
 });

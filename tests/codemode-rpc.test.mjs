@@ -4,7 +4,7 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { startWorker, modelVars } from "./helpers/worker.mjs";
-import { connect, getMessages } from "./helpers/client.mjs";
+import { connect, getMessages, assertIdle } from "./helpers/client.mjs";
 import { model, worker, nextSeq, useCodemodeWorker, execute, rpc, pausedRun, readFiles } from "./helpers/codemode.mjs";
 
 useCodemodeWorker();
@@ -33,6 +33,20 @@ test("the callables are reachable over Durable Object RPC", async () => {
   // Pruning to 0 drops every settled run that is left.
   assert.equal(await call("pruneExecutions", [0]), left.length);
   assert.deepEqual(await call("executions", [10]), []);
+  tab.close();
+});
+
+test("rejectExecution over Durable Object RPC takes {autoContinue: false}", async () => {
+  const tab = await connect(worker.host, "cm-dorpc-reject");
+  const paused = await pausedRun(tab, `return await tools.delete({ path: "/nothing.txt" })`);
+  const call = (method, args = []) => worker.caller(`/call?name=cm-dorpc-reject`, { method, args });
+  const calls = model.requests.length;
+  const rejected = await call("rejectExecution", [paused.executionId, "not now", { autoContinue: false }]);
+  assert.deepEqual(rejected, { status: "rejected", executionId: paused.executionId, reason: "not now" });
+  await assertIdle(tab, "no continuation runs");
+  assert.equal(model.requests.length, calls);
+  const stored = await getMessages(worker.url, "cm-dorpc-reject");
+  assert.match(JSON.stringify(stored.at(-1)), /not now/, "the paused output is replaced in the transcript");
   tab.close();
 });
 

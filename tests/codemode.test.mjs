@@ -7,7 +7,7 @@ import assert from "node:assert/strict";
 import http from "node:http";
 import { lastMessage } from "./helpers/scripted-model.mjs";
 import { startWorker, modelVars } from "./helpers/worker.mjs";
-import { connect, getMessages } from "./helpers/client.mjs";
+import { connect, getMessages, assertIdle } from "./helpers/client.mjs";
 import { model, worker, useCodemodeWorker, execute, rpc, pausedRun, readFiles } from "./helpers/codemode.mjs";
 
 useCodemodeWorker();
@@ -191,6 +191,27 @@ test("reject settles the run, replaces the paused output, and nothing runs", asy
   assert.deepEqual(await readFiles(tab, ["/rj/f.txt"]), ["v1"]);
   const again = await rpc(tab, "rejectExecution", [paused.executionId]);
   assert.equal(again.status, "error");
+  tab.close();
+});
+
+test("reject with {autoContinue: false} records the rejection and starts no continuation", async () => {
+  const tab = await connect(worker.host, "cm-reject-quiet");
+  await execute(tab, `await state.writeFile({ path: "/rq/f.txt", content: "v1" })`);
+  const paused = await pausedRun(tab, `await tools.delete({ path: "/rq/f.txt" }); return "deleted"`);
+  const calls = model.requests.length;
+  const bad = await rpc(tab, "rejectExecution", [paused.executionId, null, { autoContinue: "no" }]).catch((e) => e);
+  assert.match(String(bad?.message ?? bad), /rejectExecution: the options must be \{autoContinue\?: boolean\}/);
+  const rejected = await rpc(tab, "rejectExecution", [paused.executionId, null, { autoContinue: false }]);
+  assert.deepEqual(rejected, { status: "rejected", executionId: paused.executionId, reason: "Rejected by user" });
+  await tab.waitFor((f) => f.type === "cf_agent_message_updated" && JSON.stringify(f.message).includes("Rejected by user"));
+  await assertIdle(tab, "no continuation runs");
+  assert.equal(model.requests.length, calls, "the model was not called");
+  assert.deepEqual(await readFiles(tab, ["/rq/f.txt"]), ["v1"]);
+  // The model hears the rejection with the next message.
+  model.push({ text: "Noted." });
+  const { id } = tab.chat("what happened?");
+  await tab.turn(id);
+  assert.match(JSON.stringify(model.requests.at(-1).messages), /Rejected by user/);
   tab.close();
 });
 

@@ -144,7 +144,8 @@ for (const policy of ["latest", "merge"]) {
     assert.deepEqual(answers(r.stored), ["first answer", "second answer"]);
     assert.deepEqual(lastUserContents(r.calls[1]), ["one", "two", "three"], "the one turn sees every kept message");
     const skipped = r.tab.responses(r.two.id);
-    assert.deepEqual(skipped, [{ type: "cf_agent_use_chat_response", id: r.two.id, body: "", done: true }]);
+    const messageIds = [r.one.userMessage.id, r.two.userMessage.id];
+    assert.deepEqual(skipped, [{ type: "cf_agent_use_chat_response", id: r.two.id, body: "", done: true, outcome: "skipped", messageIds }]);
   });
 }
 
@@ -152,7 +153,8 @@ test("concurrency: drop refuses messages sent during a turn and keeps nothing of
   const r = await overlap("drop", "cc-drop");
   assert.equal(r.calls.length, 1);
   assert.deepEqual(users(r.stored), ["one"]);
-  assert.deepEqual(r.tab.responses(r.two.id), [{ type: "cf_agent_use_chat_response", id: r.two.id, body: "", done: true }]);
+  const messageIds = [r.one.userMessage.id, r.two.userMessage.id];
+  assert.deepEqual(r.tab.responses(r.two.id), [{ type: "cf_agent_use_chat_response", id: r.two.id, body: "", done: true, outcome: "skipped", messageIds }]);
   const rollback = r.tab.frames.find((f) => f.type === "cf_agent_chat_messages" && f.messages.length === 1 && f.messages[0].parts[0].text === "one");
   assert.ok(rollback, "the sender is sent the transcript back");
 });
@@ -162,7 +164,7 @@ test("concurrency: debounce waits and answers only the last of a burst", async (
   assert.equal(r.calls.length, 1);
   assert.deepEqual(users(r.stored), ["one", "two", "three"]);
   assert.deepEqual(lastUserContents(r.calls[0]), ["one", "two", "three"]);
-  assert.deepEqual(r.tab.responses(r.one.id), [{ type: "cf_agent_use_chat_response", id: r.one.id, body: "", done: true }]);
+  assert.deepEqual(r.tab.responses(r.one.id), [{ type: "cf_agent_use_chat_response", id: r.one.id, body: "", done: true, outcome: "skipped", messageIds: [r.one.userMessage.id] }]);
 });
 
 test("chat() over DO RPC from another Worker streams events and runs a client tool in the caller", async () => {

@@ -51,7 +51,7 @@ test("a text turn streams UI message chunks, then persists and broadcasts the tr
   assert.ok(chunks.filter((c) => c.type === "text-delta").length >= 3, "the answer streams in several deltas");
   assert.equal(chunks.at(-1).finishReason, "stop");
   const done = tab.responses(id).at(-1);
-  assert.deepEqual(done, { type: "cf_agent_use_chat_response", id, body: "", done: true });
+  assert.deepEqual(done, { type: "cf_agent_use_chat_response", id, body: "", done: true, outcome: "completed", messageIds: [userMessage.id] });
 
   const after = await tab.waitFor((f) => f.type === "cf_agent_chat_messages" && f.messages.length === 2);
   assert.equal(after.messages[0].id, userMessage.id);

@@ -64,7 +64,11 @@ test("approve: the call pauses, the approval runs it in a continuation, and the 
   assert.ok(live.length > 0, "part of the continuation arrived live");
   assert.ok(live.every((f) => f.continuation === true), "live continuation frames carry continuation:true");
   const replayed = cont.frames.filter((f) => f.type === "cf_agent_use_chat_response" && f.replay);
-  assert.ok(replayed.every((f) => f.continuation === undefined), "replayed frames do not carry continuation (as Think)");
+  assert.ok(replayed.every((f) => f.continuation === true), "replayed frames of a continuation say so too (Think 0.23)");
+  // The continuation's replay and its live frames after it number its chunks once each, in order.
+  const own = replayed.filter((f) => f.id === cont.id);
+  const chunkSeqs = [...own, ...live].filter((f) => !f.done && !f.replayComplete).map((f) => f.seq);
+  assert.deepEqual(chunkSeqs, chunkSeqs.map((_, i) => i));
 
   const seen = model.requests.at(-1);
   assert.match(lastMessage(seen, "tool").content, /bytesWritten/);

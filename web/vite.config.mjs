@@ -6,6 +6,9 @@ export default defineConfig({
   root: import.meta.dirname,
   base: "/",
   logLevel: "warn",
+  // The page runs on the newest `agents` client (installed as `agents-next` beside the pinned
+  // 0.21 the integration tests also run against); its source imports `agents/...` as an app does.
+  resolve: { alias: [{ find: /^agents(\/.*)?$/, replacement: "agents-next$1" }] },
   esbuild: { jsx: "automatic" },
   build: {
     outDir: "dist",

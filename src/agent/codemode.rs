@@ -26,6 +26,25 @@ fn arg_str(args: &[Value], i: usize) -> Option<&str> {
     args.get(i).and_then(Value::as_str)
 }
 
+/// Reads `rejectExecution`'s third argument, `{autoContinue?: boolean}` (absent or null:
+/// continue).
+fn auto_continue_option(options: Option<&Value>) -> Result<bool, super::CallError> {
+    let bad = || {
+        super::CallError::Failed(
+            "rejectExecution: the options must be {autoContinue?: boolean}".to_owned(),
+        )
+    };
+    match options {
+        None | Some(Value::Null) => Ok(true),
+        Some(Value::Object(o)) => match o.get("autoContinue") {
+            None | Some(Value::Null) => Ok(true),
+            Some(Value::Bool(b)) => Ok(*b),
+            Some(_) => Err(bad()),
+        },
+        Some(_) => Err(bad()),
+    }
+}
+
 impl Agent {
     /// The `execute` tool over this turn's (already merged and ledgered) tools.
     pub(super) fn codemode_tool(&self, tools: &ToolSet) -> Option<ToolRef> {
@@ -82,7 +101,12 @@ impl Agent {
                 return Some(Ok(self.approve_execution(&cm, id.unwrap_or("")).await))
             }
             "rejectExecution" => {
-                let out = self.reject_execution(&cm, id.unwrap_or(""), arg_str(args, 1));
+                let auto_continue = match auto_continue_option(args.get(2)) {
+                    Ok(auto) => auto,
+                    Err(e) => return Some(Err(e)),
+                };
+                let out =
+                    self.reject_execution(&cm, id.unwrap_or(""), arg_str(args, 1), auto_continue);
                 return Some(Ok(self.settle_browser_output(out).await));
             }
             _ => return None,
@@ -137,15 +161,23 @@ impl Agent {
         connectors
     }
 
+    /// Rejects a paused execution; its paused output becomes the rejection. The turn then
+    /// continues, as after an approval, unless `auto_continue` is false (Think 0.23's
+    /// `{autoContinue: false}`: the rejection is recorded and the model hears it next turn).
     fn reject_execution(
         self: &Rc<Self>,
         cm: &Rc<CodeMode>,
         id: &str,
         reason: Option<&str>,
+        auto_continue: bool,
     ) -> Value {
         match cm.reject(id, reason) {
-            Ok(output) => {
+            Ok(output) if auto_continue => {
                 self.settle_paused_output(cm, id, &output);
+                output
+            }
+            Ok(output) => {
+                self.replace_paused_output(cm, id, &output);
                 output
             }
             Err(e) => json!({"status": "error", "executionId": id, "error": e.to_string()}),

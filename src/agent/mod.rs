@@ -44,7 +44,9 @@ use serde::Serialize;
 
 pub use checkpoints::{ForkError, ForkLink, FORK_CLAIM_STALE_MS, REWIND_REFUSED};
 pub use settings::spec_from_settings;
-pub use spec::{AgentSpec, CallError, MessageConcurrency, ModelChoice, TurnConfig, TurnContext};
+pub use spec::{
+    AgentSpec, CallError, ChatRecovery, MessageConcurrency, ModelChoice, TurnConfig, TurnContext,
+};
 use store::ChatStore;
 use streams::StreamBuffer;
 pub use switches::Feature;
@@ -102,6 +104,8 @@ const CONFIG_CLIENT_TOOLS: &str = "lastClientTools";
 const CONFIG_BODY: &str = "lastBody";
 /// Set while an auto-continuation is asked for and has not started yet.
 const CONFIG_PENDING_CONTINUATION: &str = "pendingContinuation";
+/// Set while a turn's recovery from a transient model error waits to continue it.
+const CONFIG_RECOVERY: &str = "pendingRecovery";
 
 /// In-memory state of the live instance. Everything that must survive eviction is in SQLite.
 #[derive(Default)]
@@ -118,8 +122,11 @@ struct Runtime {
     continuation: interaction::Continuation,
     /// Bumped by every submitted message under `latest`, `merge` and `debounce`.
     submit_seq: u64,
-    /// A crashed turn is being recovered.
+    /// A turn is being recovered (after a crash, or a transient model error).
     recovering: bool,
+    /// The request a recovery waits to continue, and its turn's abort: a stop of that
+    /// request or a clear ends the wait.
+    waiting_recovery: Option<(String, crate::turn::abort::AbortSignal)>,
 }
 
 /// One agent instance.
@@ -292,7 +299,7 @@ impl Agent {
     /// The alarm: keeps a running turn's heartbeat, recovers interrupted turns, sweeps
     /// old stream buffers and ledger entries, and indexes written files for `grep`.
     pub async fn on_alarm(self: Rc<Self>) {
-        if self.rt.borrow().active.is_some() {
+        if self.rt.borrow().active.is_some() || self.rt.borrow().waiting_recovery.is_some() {
             self.deps.alarm.set(self.now() + HEARTBEAT_MS);
             return;
         }
@@ -476,7 +483,7 @@ impl Agent {
         let streaming = self.rt.borrow_mut().active.as_mut().map(|a| a.offer_resume(conn));
         match streaming {
             Some(id) => self.send(conn, &frames::StreamResuming::new(&id, None)),
-            None => self.send_transcript(conn),
+            None => self.send(conn, &frames::ChatMessages::on_connect(&self.messages())),
         }
         if self.rt.borrow().recovering {
             self.send(conn, &frames::ChatRecovering::started(None));
@@ -581,10 +588,17 @@ impl Agent {
         }
     }
 
+    /// Stops request `request_id`: its live stream, or the recovery waiting to continue it.
     fn cancel(&self, request_id: &str) {
-        if let Some(active) = self.rt.borrow().active.as_ref() {
+        let rt = self.rt.borrow();
+        if let Some(active) = rt.active.as_ref() {
             if active.request_id == request_id {
                 active.abort.abort();
+            }
+        }
+        if let Some((id, abort)) = &rt.waiting_recovery {
+            if id == request_id {
+                abort.abort();
             }
         }
     }
@@ -597,12 +611,16 @@ impl Agent {
             if let Some(active) = rt.active.as_ref() {
                 active.abort.abort();
             }
+            if let Some((_, abort)) = &rt.waiting_recovery {
+                abort.abort();
+            }
             rt.continuation = interaction::Continuation::default();
         }
         let result = self.store().and_then(|s| {
             s.clear()?;
             s.delete_config(CONFIG_CLIENT_TOOLS)?;
             s.delete_config(CONFIG_PENDING_CONTINUATION)?;
+            s.delete_config(CONFIG_RECOVERY)?;
             s.delete_config(CONFIG_BODY)
         });
         let result = result

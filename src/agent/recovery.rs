@@ -11,9 +11,9 @@ use std::rc::Rc;
 use serde_json::{json, Value};
 
 use super::ledger::{interrupted_message, Entry, Ledger};
-use super::streams::StreamStatus;
-use super::turn::TurnRequest;
-use super::Agent;
+use super::streams::{StreamRecord, StreamStatus};
+use super::turn::{PendingRecovery, TurnRequest};
+use super::{Agent, CONFIG_RECOVERY};
 use crate::platform::random_id;
 use crate::protocol::accumulator::{ChunkAction, StreamAccumulator};
 use crate::protocol::frames;
@@ -27,8 +27,8 @@ use crate::protocol::tool_state::ToolPartUpdate;
 pub const MAX_RECOVERY_ATTEMPTS: u32 = 3;
 
 impl Agent {
-    /// Recovers every interrupted stream, then a continuation a crash lost; a no-op while a
-    /// turn is running in this instance.
+    /// Recovers every interrupted stream, then a recovery or continuation a crash lost; a
+    /// no-op while a turn is running or being recovered in this instance.
     pub(super) async fn recover(self: &Rc<Self>) {
         if self.rt.borrow().active.is_some() || self.rt.borrow().recovering {
             return;
@@ -39,17 +39,10 @@ impl Agent {
         };
         for record in interrupted {
             let attempts = self.attempts_of(&record.id);
-            let mut message = self.rebuild(&record.id, &record.message_id, record.continuation);
+            let mut message = self.rebuild(&record);
             if let Some(m) = message.as_mut() {
                 self.reattach_agent_tools(m).await;
             }
-            if let Err(e) = self
-                .streams()
-                .and_then(|b| b.finish(&record.id, StreamStatus::Completed, self.now()))
-            {
-                self.warn("closing an interrupted stream failed", e);
-            }
-            self.forget_attempts(&record.id);
             if let Some(message) = &message {
                 self.save_message(message.clone());
             }
@@ -57,14 +50,73 @@ impl Agent {
             let waiting = message.as_ref().is_some_and(|m| {
                 crate::protocol::tool_state::message_has_pending_interaction(m, &client_tools)
             });
-            self.broadcast_transcript(None);
-            if waiting || attempts > MAX_RECOVERY_ATTEMPTS {
-                continue;
+            let continues = !waiting && attempts <= MAX_RECOVERY_ATTEMPTS;
+            // How the cut request ended: continued by the recovery, paused for a human as a
+            // finished turn would be, or given up.
+            let status = match (continues, waiting) {
+                (true, _) => StreamStatus::Recovering,
+                (false, true) => StreamStatus::Completed,
+                (false, false) => StreamStatus::Aborted,
+            };
+            if let Err(e) = self.streams().and_then(|b| b.finish(&record.id, status, self.now())) {
+                self.warn("closing an interrupted stream failed", e);
             }
-            self.continue_after_crash(Some(&record.id), attempts).await;
+            self.forget_attempts(&record.id);
+            if continues {
+                self.rt.borrow_mut().recovering = true;
+                self.broadcast(&frames::ChatRecovering::started(Some(&record.id)), None);
+            }
+            self.broadcast(
+                &frames::ChatResponse::done(&record.id, status.outcome())
+                    .in_continuation(record.continuation)
+                    .for_messages(&record.message_ids),
+                None,
+            );
+            self.broadcast_transcript(None);
+            if continues {
+                let turn =
+                    TurnRequest { message_ids: record.message_ids.clone(), ..self.recovery_turn() };
+                self.continue_after_crash(Some(&record.id), attempts, turn).await;
+            }
         }
+        self.resume_pending_recovery().await;
         self.resume_pending_continuation().await;
         self.run_left_queue().await;
+    }
+
+    /// After a restart: runs the continuation a recovery from a transient model error was
+    /// waiting to run when the process died (the wait is over: the restart took its time).
+    async fn resume_pending_recovery(self: &Rc<Self>) {
+        let pending = self
+            .store()
+            .ok()
+            .and_then(|s| s.config(CONFIG_RECOVERY).ok().flatten())
+            .and_then(|v| serde_json::from_str::<PendingRecovery>(&v).ok());
+        let Some(pending) = pending else { return };
+        if !self.store().and_then(|s| s.has_message(&pending.message_id)).unwrap_or(false) {
+            return self.note_pending_recovery(None);
+        }
+        self.rt.borrow_mut().recovering = true;
+        self.broadcast(&frames::ChatRecovering::started(None), None);
+        let turn = TurnRequest {
+            message_ids: pending.message_ids,
+            extend: Some(pending.message_id),
+            recovery_attempts: pending.attempts,
+            ..self.recovery_turn()
+        };
+        self.run_turn(turn).await;
+        self.rt.borrow_mut().recovering = false;
+        self.broadcast(&frames::ChatRecovering::settled(None), None);
+    }
+
+    /// A continuation turn under a new request id, with the last request's body.
+    fn recovery_turn(&self) -> TurnRequest {
+        TurnRequest {
+            request_id: random_id(self.deps.clock.as_ref(), 8),
+            body: self.last_body(),
+            continuation: true,
+            ..Default::default()
+        }
     }
 
     /// Runs, one after another, the turns whose messages a crash left waiting in the queue
@@ -94,23 +146,21 @@ impl Agent {
         }
     }
 
-    /// Runs the continuation of a turn a crash cut short; `attempts` counts this recovery.
-    /// The count moves to the continuation's stream, so a crash during it counts as one more
-    /// and a turn that crashes the process every time is given up after
+    /// Runs `turn`, the continuation of a turn a crash cut short; `attempts` counts this
+    /// recovery. The count moves to the continuation's stream, so a crash during it counts as
+    /// one more and a turn that crashes the process every time is given up after
     /// [`MAX_RECOVERY_ATTEMPTS`] (each continuation has a new stream id).
-    async fn continue_after_crash(self: &Rc<Self>, stream_id: Option<&str>, attempts: u32) {
+    async fn continue_after_crash(
+        self: &Rc<Self>,
+        stream_id: Option<&str>,
+        attempts: u32,
+        turn: TurnRequest,
+    ) {
         self.rt.borrow_mut().recovering = true;
-        self.broadcast(&frames::ChatRecovering::started(stream_id), None);
-        let request_id = random_id(self.deps.clock.as_ref(), 8);
+        let request_id = turn.request_id.clone();
         if attempts > 0 {
             self.set_attempts(&request_id, attempts);
         }
-        let turn = TurnRequest {
-            request_id: request_id.clone(),
-            body: self.last_body(),
-            continuation: true,
-            ..Default::default()
-        };
         self.run_turn(turn).await;
         self.forget_attempts(&request_id);
         self.rt.borrow_mut().recovering = false;
@@ -141,10 +191,20 @@ impl Agent {
         }
     }
 
-    /// The partial answer of an interrupted stream, with every server tool call settled.
-    fn rebuild(&self, stream_id: &str, message_id: &str, continuation: bool) -> Option<UIMessage> {
-        let chunks = self.streams().and_then(|b| b.chunks(stream_id)).unwrap_or_default();
-        let mut acc = StreamAccumulator::new(message_id, continuation);
+    /// The partial answer of an interrupted stream, with every server tool call settled. A
+    /// recovery's stream adds to the message it continued, as stored.
+    fn rebuild(&self, record: &StreamRecord) -> Option<UIMessage> {
+        let chunks = self.streams().and_then(|b| b.chunks(&record.id)).unwrap_or_default();
+        let mut acc = StreamAccumulator::new(&record.message_id, record.continuation);
+        if record.extends {
+            if let Ok(Some(m)) = self.store().and_then(|s| s.message(&record.message_id)) {
+                let metadata = match m.metadata {
+                    Some(Value::Object(map)) => Some(map),
+                    _ => None,
+                };
+                acc = acc.with_existing(m.parts, metadata);
+            }
+        }
         for body in &chunks {
             let Ok(chunk) = crate::protocol::json::from_str_deep::<Value>(body) else { continue };
             if let ChunkAction::CrossMessageToolUpdate { tool_call_id, update } = acc.apply(&chunk)
@@ -171,6 +231,16 @@ impl Agent {
             settle(part, entry);
         }
         message.parts.iter().any(|p| part_type(p) != Some("step-start")).then_some(message)
+    }
+}
+
+/// Settles the tool calls of `message` whose input was still streaming when a transient model
+/// error cut the stream, as interrupted (they never ran).
+pub(super) fn settle_streaming_calls(message: &mut UIMessage) {
+    for part in message.parts.iter_mut() {
+        if is_tool_part(part) && state_of(part) == Some("input-streaming") {
+            settle(part, None);
+        }
     }
 }
 

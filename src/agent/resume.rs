@@ -28,7 +28,9 @@ impl Agent {
             }
             return;
         }
-        if rt.continuation.pending || rt.queued > 0 {
+        // A turn waiting for its slot, an auto-continuation, or a recovery waiting out its
+        // backoff: a stream is coming.
+        if rt.continuation.pending || rt.queued > 0 || rt.recovering {
             rt.parked.retain(|(c, _)| c != conn);
             rt.parked.push((conn.to_owned(), probe_id.clone()));
             drop(rt);
@@ -39,6 +41,9 @@ impl Agent {
         self.send(conn, &StreamResumeNone::new(ResumeNoneReason::Idle, probe));
     }
 
+    /// Replays a stream to `conn` after its ACK. Each replayed chunk carries the `seq` its
+    /// live frame carried and a continuation's frames say so, as Think 0.23 sends them, so a
+    /// client skips the chunks it already applied.
     pub(super) fn on_resume_ack(&self, conn: &str, id: &str) {
         let live = {
             let mut rt = self.rt.borrow_mut();
@@ -47,43 +52,49 @@ impl Agent {
                     active.awaiting_ack.remove(conn);
                     // The chunks so far are replayed from the buffer: write the pending ones.
                     let buffer = StreamBuffer::new(self.deps.sql.as_ref());
-                    Some(
-                        buffer
-                            .flush(id, &mut active.chunks, &mut active.cursor)
-                            .and_then(|_| buffer.chunks(id)),
-                    )
+                    let chunks = buffer
+                        .flush(id, &mut active.chunks, &mut active.cursor)
+                        .and_then(|_| buffer.chunks(id));
+                    Some((chunks, active.continuation))
                 }
                 // An ACK for a stream other than the live one is stale: ignore it.
                 Some(_) => return,
                 None => None,
             }
         };
-        if let Some(chunks) = live {
+        if let Some((chunks, continuation)) = live {
             let chunks = chunks.unwrap_or_else(|e| {
                 self.warn("reading the stream buffer for a replay failed", e);
                 Vec::new()
             });
-            for body in &chunks {
-                self.send(conn, &Replay::chunk(id, body));
-            }
-            self.send(conn, &Replay::complete(id));
+            self.replay_chunks(conn, id, &chunks, continuation);
+            self.send(conn, &Replay::complete(id).in_continuation(continuation));
             return;
         }
         let stored = self.streams().ok().and_then(|b| Some((b.get(id).ok()??, b.chunks(id).ok()?)));
         match stored {
             Some((record, chunks)) => {
-                for body in &chunks {
-                    self.send(conn, &Replay::chunk(id, body));
-                }
+                self.replay_chunks(conn, id, &chunks, record.continuation);
+                let ids = &record.message_ids;
                 match record.status {
-                    StreamStatus::Error => {
-                        self.send(conn, &TerminalError::new(id, "The turn failed."))
-                    }
-                    _ => self.send(conn, &Replay::done(id)),
+                    StreamStatus::Error => self
+                        .send(conn, &TerminalError::new(id, "The turn failed.").for_messages(ids)),
+                    status => self.send(
+                        conn,
+                        &Replay::done(id)
+                            .in_continuation(record.continuation)
+                            .ended(status.outcome(), ids),
+                    ),
                 }
                 self.send_transcript(conn);
             }
             None => self.send(conn, &Replay::done(id)),
+        }
+    }
+
+    fn replay_chunks(&self, conn: &str, id: &str, chunks: &[String], continuation: bool) {
+        for (seq, body) in chunks.iter().enumerate() {
+            self.send(conn, &Replay::chunk(id, body, seq as u64).in_continuation(continuation));
         }
     }
 }

@@ -39,6 +39,9 @@
 //! - `THINK_LIMITS`: per-instance limits, a JSON object `{"turnsPerMinute": 20,
 //!   "tokensPerDay": 2000000}` (or `"turns"`/`"tokens": {"max", "windowMs"}`; see
 //!   [`crate::limits`]).
+//! - `THINK_CHAT_RECOVERY`: recovery from transient model errors after output began: `false`
+//!   turns it off, a JSON object sets `{"maxAttempts": 10, "initialDelayMs": 1000,
+//!   "maxDelayMs": 30000}` (keys left out keep these defaults, Think's).
 //!
 //! The `THINK_AUTH_*` settings are read by the Worker entry, not here ([`crate::auth`]).
 //!
@@ -48,7 +51,7 @@
 
 use std::rc::Rc;
 
-use super::spec::{AgentSpec, MessageConcurrency, ModelChoice, DEFAULT_MCP_WAIT_MS};
+use super::spec::{AgentSpec, ChatRecovery, MessageConcurrency, ModelChoice, DEFAULT_MCP_WAIT_MS};
 use crate::checkpoint::Retention;
 use crate::model::anthropic::AnthropicConfig;
 use crate::model::workers_ai::{AiBinding, DEFAULT_WORKERS_AI_MODEL};
@@ -199,12 +202,18 @@ pub fn read_settings_and_ai(
             ignore("THINK_LIMITS", reason);
             crate::limits::Limits::default()
         });
+    let recovery =
+        chat_recovery(&get("THINK_CHAT_RECOVERY").unwrap_or_default()).unwrap_or_else(|reason| {
+            ignore("THINK_CHAT_RECOVERY", reason);
+            Some(ChatRecovery::default())
+        });
     let mut spec = AgentSpec::new(model)
         .context_window(window)
         .skills_dir(skills_dir)
         .skills_enabled(skills_on)
         .checkpoint_retention(retention)
-        .limits(limits);
+        .limits(limits)
+        .chat_recovery(recovery);
     spec = spec.extensions(extension_options);
     for (manifest, source) in statics {
         spec = spec.extension(manifest, source);
@@ -240,6 +249,36 @@ pub fn read_settings_and_ai(
         None => spec,
     };
     (spec, ignored)
+}
+
+/// Transient-error recovery from `THINK_CHAT_RECOVERY`: `false` turns it off; keys left out
+/// keep their defaults.
+fn chat_recovery(value: &str) -> Result<Option<ChatRecovery>, String> {
+    #[derive(serde::Deserialize)]
+    #[serde(rename_all = "camelCase", deny_unknown_fields)]
+    struct Setting {
+        max_attempts: Option<u32>,
+        initial_delay_ms: Option<u64>,
+        max_delay_ms: Option<u64>,
+    }
+    match value.trim() {
+        "" => return Ok(Some(ChatRecovery::default())),
+        "false" | "0" => return Ok(None),
+        _ => {}
+    }
+    let setting: Setting = serde_json::from_str(value).map_err(|e| {
+        format!("expected false or {{\"maxAttempts\": n, \"initialDelayMs\": ms, \"maxDelayMs\": ms}}: {e}")
+    })?;
+    let default = ChatRecovery::default();
+    let recovery = ChatRecovery {
+        max_attempts: setting.max_attempts.unwrap_or(default.max_attempts),
+        initial_delay_ms: setting.initial_delay_ms.unwrap_or(default.initial_delay_ms),
+        max_delay_ms: setting.max_delay_ms.unwrap_or(default.max_delay_ms),
+    };
+    if recovery.max_attempts == 0 || recovery.max_delay_ms < recovery.initial_delay_ms {
+        return Err("maxAttempts must be at least 1 and maxDelayMs at least initialDelayMs".into());
+    }
+    Ok(Some(recovery))
 }
 
 /// Checkpoint retention from `THINK_CHECKPOINTS`: keys left out keep their defaults.
@@ -513,6 +552,33 @@ mod tests {
         let (spec, ignored) = read(&[("THINK_LIMITS", r#"{"turnsPerMinit": 3}"#)]);
         assert_eq!(ignored[0].name, "THINK_LIMITS");
         assert_eq!(spec.limits, crate::limits::Limits::default());
+    }
+
+    #[test]
+    fn chat_recovery_from_think_chat_recovery() {
+        let (spec, ignored) = read(&[]);
+        assert!(ignored.is_empty());
+        let default =
+            ChatRecovery { max_attempts: 10, initial_delay_ms: 1_000, max_delay_ms: 30_000 };
+        assert_eq!(spec.chat_recovery, Some(default), "Think's 10 attempts, 1 s to 30 s");
+        let (spec, ignored) = read(&[("THINK_CHAT_RECOVERY", "false")]);
+        assert!(ignored.is_empty());
+        assert_eq!(spec.chat_recovery, None);
+        let (spec, ignored) =
+            read(&[("THINK_CHAT_RECOVERY", r#"{"initialDelayMs": 20, "maxDelayMs": 80}"#)]);
+        assert!(ignored.is_empty(), "{ignored:?}");
+        assert_eq!(
+            spec.chat_recovery,
+            Some(ChatRecovery { max_attempts: 10, initial_delay_ms: 20, max_delay_ms: 80 })
+        );
+        for bad in
+            [r#"{"attempts": 2}"#, r#"{"maxAttempts": 0}"#, r#"{"initialDelayMs": 50000}"#, "yes"]
+        {
+            let (spec, ignored) = read(&[("THINK_CHAT_RECOVERY", bad)]);
+            assert_eq!(ignored.len(), 1, "{bad}");
+            assert_eq!(ignored[0].name, "THINK_CHAT_RECOVERY");
+            assert_eq!(spec.chat_recovery, Some(default), "{bad}: a typo keeps the default");
+        }
     }
 
     #[test]

@@ -197,6 +197,45 @@ impl std::fmt::Display for UnknownConcurrency {
 
 impl std::error::Error for UnknownConcurrency {}
 
+/// Recovery of a turn whose model call failed with a transient error (HTTP 408, 409, 429,
+/// 5xx, a provider's "overloaded" or "server" stream error, a stream that broke off) after the
+/// answer had begun: the turn waits, then continues the same assistant message (Think 0.23's
+/// bounded chat recovery). `None` in [`AgentSpec::chat_recovery`] ends such turns with the
+/// error instead.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ChatRecovery {
+    /// Continuations one turn may make before it ends with the error (Think: 10).
+    pub max_attempts: u32,
+    /// The wait before the first continuation, doubled for each next one (Think: 1 s).
+    pub initial_delay_ms: u64,
+    /// The longest backoff (Think: 30 s). A provider's `Retry-After` may stretch one wait to
+    /// at most 60 s.
+    pub max_delay_ms: u64,
+}
+
+impl Default for ChatRecovery {
+    fn default() -> Self {
+        Self { max_attempts: 10, initial_delay_ms: 1_000, max_delay_ms: 30_000 }
+    }
+}
+
+/// The longest wait a provider's `Retry-After` can ask of a recovery (Think's cap).
+pub const MAX_RECOVERY_RETRY_AFTER_MS: u64 = 60_000;
+
+impl ChatRecovery {
+    /// The wait before continuation number `attempt` (from 1): the doubling backoff, capped,
+    /// stretched to what the failed answer asked for (`retry_after_ms`) up to a minute.
+    pub fn delay_ms(&self, attempt: u32, retry_after_ms: Option<u64>) -> u64 {
+        let doubled =
+            self.initial_delay_ms.saturating_mul(1u64 << attempt.saturating_sub(1).min(32));
+        let backoff = doubled.min(self.max_delay_ms);
+        match retry_after_ms {
+            Some(ms) => ms.max(backoff).min(MAX_RECOVERY_RETRY_AFTER_MS.max(backoff)),
+            None => backoff,
+        }
+    }
+}
+
 /// The configuration of one agent class.
 #[derive(Clone)]
 pub struct AgentSpec {
@@ -246,6 +285,8 @@ pub struct AgentSpec {
     pub(crate) agent_tool_limits: crate::subagents::AgentToolLimits,
     /// Turns and tokens allowed per window on each instance (`THINK_LIMITS`).
     pub(crate) limits: crate::limits::Limits,
+    /// Recovery from transient model errors after output began; `None` turns it off.
+    pub(crate) chat_recovery: Option<ChatRecovery>,
 }
 
 /// What happens to a message sent while a turn is running or queued (Think's
@@ -322,6 +363,7 @@ impl AgentSpec {
             agent_tools: Vec::new(),
             agent_tool_limits: Default::default(),
             limits: Default::default(),
+            chat_recovery: Some(ChatRecovery::default()),
         }
     }
 
@@ -504,6 +546,14 @@ impl AgentSpec {
         self
     }
 
+    /// How a turn recovers from a transient model error after its answer began (default
+    /// [`ChatRecovery::default`], Think's 10 attempts from 1 s to 30 s); `None` ends the turn
+    /// with the error instead.
+    pub fn chat_recovery(mut self, recovery: Option<ChatRecovery>) -> Self {
+        self.chat_recovery = recovery;
+        self
+    }
+
     /// The bash tool's limits (Think's `workspaceBash` options); this also enables it.
     pub fn bash(mut self, options: BashOptions) -> Self {
         self.bash = Some(options);
@@ -622,5 +672,23 @@ mod tests {
             }
             _ => panic!("expected unconfigured"),
         }
+    }
+}
+
+#[cfg(test)]
+mod recovery_tests {
+    use super::*;
+
+    #[test]
+    fn the_recovery_backoff_doubles_from_1_s_to_30_s_and_honours_retry_after() {
+        let r = ChatRecovery::default();
+        let waits: Vec<u64> = (1..=8).map(|n| r.delay_ms(n, None)).collect();
+        assert_eq!(waits, [1_000, 2_000, 4_000, 8_000, 16_000, 30_000, 30_000, 30_000]);
+        assert_eq!(r.delay_ms(40, None), 30_000, "no overflow");
+        assert_eq!(r.delay_ms(1, Some(5_000)), 5_000, "Retry-After stretches a wait");
+        assert_eq!(r.delay_ms(3, Some(10)), 4_000, "but never shortens the backoff");
+        assert_eq!(r.delay_ms(1, Some(600_000)), 60_000, "at most a minute");
+        let quick = ChatRecovery { max_attempts: 3, initial_delay_ms: 20, max_delay_ms: 50 };
+        assert_eq!([1, 2, 3].map(|n| quick.delay_ms(n, None)), [20, 40, 50]);
     }
 }

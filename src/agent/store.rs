@@ -53,6 +53,12 @@ impl<'a> ChatStore<'a> {
         Ok(parse_bodies(rows).collect())
     }
 
+    /// The transcript's message `id`, if it is there.
+    pub fn message(&self, id: &str) -> Result<Option<UIMessage>, StoreError> {
+        let rows = self.sql.exec("SELECT body FROM think_messages WHERE id = ?", &[id.into()])?;
+        Ok(parse_bodies(rows).next())
+    }
+
     /// Whether a message with this id is in the transcript or waiting in the queue.
     pub fn has_message(&self, id: &str) -> Result<bool, StoreError> {
         let rows = self.sql.exec(

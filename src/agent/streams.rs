@@ -3,6 +3,7 @@
 //! can be reconstructed. Chunks are packed several to a row; a row never passes 512 KB of
 //! chunk text, far under the 2 MB row limit, and a single larger chunk is split across rows.
 
+use crate::protocol::frames::ChatOutcome;
 use crate::store::{Sql, SqlValue, StoreError};
 
 /// Most chunks per packed row.
@@ -21,7 +22,9 @@ const SCHEMA: &[&str] = &[
         status TEXT NOT NULL,
         continuation INTEGER NOT NULL,
         created_at INTEGER NOT NULL,
-        updated_at INTEGER NOT NULL)",
+        updated_at INTEGER NOT NULL,
+        message_ids TEXT,
+        extends INTEGER NOT NULL DEFAULT 0)",
     "CREATE TABLE IF NOT EXISTS think_stream_chunks (
         stream_id TEXT NOT NULL,
         seq INTEGER NOT NULL,
@@ -30,15 +33,20 @@ const SCHEMA: &[&str] = &[
         PRIMARY KEY (stream_id, seq))",
 ];
 
-/// Where a stream stands.
+/// Where a stream stands; a finished stream's status is also how its request ended (the
+/// `outcome` a late replay's `done` frame carries).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum StreamStatus {
     /// Chunks are still being written (or the process died while they were).
     Streaming,
-    /// The stream ended normally, cancelled or waiting for a human.
+    /// The stream ended normally or waiting for a human.
     Completed,
     /// The turn failed; a resume gets the terminal error.
     Error,
+    /// The turn was cancelled, or a crash cut it and it was not continued.
+    Aborted,
+    /// The stream stopped and a recovery continues its turn under another request.
+    Recovering,
 }
 
 impl StreamStatus {
@@ -47,6 +55,8 @@ impl StreamStatus {
             StreamStatus::Streaming => "streaming",
             StreamStatus::Completed => "completed",
             StreamStatus::Error => "error",
+            StreamStatus::Aborted => "aborted",
+            StreamStatus::Recovering => "recovering",
         }
     }
 
@@ -54,7 +64,20 @@ impl StreamStatus {
         match s {
             "completed" => StreamStatus::Completed,
             "error" => StreamStatus::Error,
+            "aborted" => StreamStatus::Aborted,
+            "recovering" => StreamStatus::Recovering,
             _ => StreamStatus::Streaming,
+        }
+    }
+
+    /// The outcome of a request whose stream ended so (a stream still marked streaming was
+    /// cut by a crash).
+    pub fn outcome(self) -> ChatOutcome {
+        match self {
+            StreamStatus::Completed => ChatOutcome::Completed,
+            StreamStatus::Error => ChatOutcome::Error,
+            StreamStatus::Streaming | StreamStatus::Aborted => ChatOutcome::Aborted,
+            StreamStatus::Recovering => ChatOutcome::Recovering,
         }
     }
 }
@@ -72,6 +95,11 @@ pub struct StreamRecord {
     pub continuation: bool,
     /// When its status last changed, for retention.
     pub updated_at: f64,
+    /// The user messages its request carried (its terminal frames name them).
+    pub message_ids: Vec<String>,
+    /// Its chunks extend the stored message `message_id` (a recovery's continuation) rather
+    /// than build a new one.
+    pub extends: bool,
 }
 
 /// Where a stream's buffer stands: how much the caller holds unwritten, and the next row.
@@ -97,9 +125,18 @@ pub struct StreamBuffer<'a> {
 }
 
 impl<'a> StreamBuffer<'a> {
-    /// Creates the tables if they do not exist; once per instance, not per use.
+    /// Creates the tables if they do not exist, and adds `message_ids` and `extends` to a
+    /// table made before them; once per instance, not per use.
     pub fn create_tables(sql: &dyn Sql) -> Result<(), StoreError> {
-        crate::store::create_tables(sql, SCHEMA)
+        crate::store::create_tables(sql, SCHEMA)?;
+        for (column, ddl) in
+            [("message_ids", "message_ids TEXT"), ("extends", "extends INTEGER NOT NULL DEFAULT 0")]
+        {
+            if sql.exec(&format!("SELECT {column} FROM think_streams LIMIT 0"), &[]).is_err() {
+                sql.exec(&format!("ALTER TABLE think_streams ADD COLUMN {ddl}"), &[])?;
+            }
+        }
+        Ok(())
     }
 
     /// The buffer over tables made by [`StreamBuffer::create_tables`].
@@ -108,18 +145,26 @@ impl<'a> StreamBuffer<'a> {
     }
 
     /// Opens the buffer of stream `id`, dropping any chunks an earlier stream of that id left.
+    /// `message_ids` are the user messages its request carried; with `extends` its chunks add
+    /// to the stored message `message_id`.
     pub fn start(
         &self,
         id: &str,
         message_id: &str,
         continuation: bool,
+        extends: bool,
+        message_ids: &[String],
         now: f64,
     ) -> Result<(), StoreError> {
         self.sql.exec("DELETE FROM think_stream_chunks WHERE stream_id = ?", &[id.into()])?;
+        let ids = match message_ids {
+            [] => SqlValue::Null,
+            ids => serde_json::to_string(ids)?.into(),
+        };
         self.sql.exec(
-            "INSERT OR REPLACE INTO think_streams (id, message_id, status, continuation, created_at, updated_at)
-             VALUES (?, ?, 'streaming', ?, ?, ?)",
-            &[id.into(), message_id.into(), SqlValue::Integer(continuation as i64), SqlValue::Integer(now as i64), SqlValue::Integer(now as i64)],
+            "INSERT OR REPLACE INTO think_streams (id, message_id, status, continuation, created_at, updated_at, message_ids, extends)
+             VALUES (?, ?, 'streaming', ?, ?, ?, ?, ?)",
+            &[id.into(), message_id.into(), SqlValue::Integer(continuation as i64), SqlValue::Integer(now as i64), SqlValue::Integer(now as i64), ids, SqlValue::Integer(extends as i64)],
         )?;
         Ok(())
     }
@@ -237,7 +282,7 @@ impl<'a> StreamBuffer<'a> {
 
     fn query(&self, clause: &str, params: &[SqlValue]) -> Result<Vec<StreamRecord>, StoreError> {
         let rows = self.sql.exec(
-            &format!("SELECT id, message_id, status, continuation, updated_at FROM think_streams {clause}"),
+            &format!("SELECT id, message_id, status, continuation, updated_at, message_ids, extends FROM think_streams {clause}"),
             params,
         )?;
         Ok(rows
@@ -252,6 +297,12 @@ impl<'a> StreamBuffer<'a> {
                     ),
                     continuation: it.next().and_then(|v| v.as_i64()).unwrap_or(0) != 0,
                     updated_at: it.next().and_then(|v| v.as_i64()).unwrap_or(0) as f64,
+                    message_ids: it
+                        .next()
+                        .and_then(SqlValue::into_string)
+                        .and_then(|v| serde_json::from_str(&v).ok())
+                        .unwrap_or_default(),
+                    extends: it.next().and_then(|v| v.as_i64()).unwrap_or(0) != 0,
                 }
             })
             .collect())
@@ -330,7 +381,7 @@ mod tests {
         let sql = SqliteSql::new();
         StreamBuffer::create_tables(&sql).unwrap();
         let buf = StreamBuffer::new(&sql);
-        buf.start("r1", "m1", true, 1000.0).unwrap();
+        buf.start("r1", "m1", true, false, &["u1".to_owned()], 1000.0).unwrap();
         let mut cursor = FlushCursor::default();
         let mut all = Vec::new();
         let mut pending = Vec::new();
@@ -366,6 +417,7 @@ mod tests {
         assert_eq!(not_text, Some(0), "rows are stored as text");
         let rec = buf.get("r1").unwrap().unwrap();
         assert_eq!(rec.status, StreamStatus::Streaming);
+        assert_eq!(rec.message_ids, ["u1"]);
         assert!(rec.continuation);
         assert_eq!(buf.interrupted().unwrap().len(), 1);
         buf.finish("r1", StreamStatus::Completed, 2000.0).unwrap();
@@ -377,15 +429,59 @@ mod tests {
         let sql = SqliteSql::new();
         StreamBuffer::create_tables(&sql).unwrap();
         let buf = StreamBuffer::new(&sql);
-        buf.start("done", "m", false, 0.0).unwrap();
+        buf.start("done", "m", false, false, &[], 0.0).unwrap();
         buf.finish("done", StreamStatus::Completed, 0.0).unwrap();
-        buf.start("live", "m", false, 0.0).unwrap();
-        buf.start("fresh", "m", false, COMPLETED_RETENTION_MS).unwrap();
+        buf.start("live", "m", false, false, &[], 0.0).unwrap();
+        buf.start("fresh", "m", false, false, &[], COMPLETED_RETENTION_MS).unwrap();
         assert_eq!(buf.cleanup(COMPLETED_RETENTION_MS + 1.0).unwrap(), 1);
         assert!(buf.get("done").unwrap().is_none());
         assert!(buf.get("live").unwrap().is_some(), "a streaming stream is kept until abandoned");
         assert_eq!(buf.cleanup(ABANDONED_RETENTION_MS + 1.0).unwrap(), 1);
         assert!(buf.get("live").unwrap().is_none());
         assert!(buf.get("fresh").unwrap().is_some());
+    }
+
+    #[test]
+    fn every_ended_status_reads_back_as_its_outcome() {
+        let sql = SqliteSql::new();
+        StreamBuffer::create_tables(&sql).unwrap();
+        let buf = StreamBuffer::new(&sql);
+        for (status, outcome) in [
+            (StreamStatus::Completed, ChatOutcome::Completed),
+            (StreamStatus::Error, ChatOutcome::Error),
+            (StreamStatus::Aborted, ChatOutcome::Aborted),
+            (StreamStatus::Recovering, ChatOutcome::Recovering),
+        ] {
+            buf.start("s", "m", false, false, &[], 0.0).unwrap();
+            buf.finish("s", status, 1.0).unwrap();
+            let rec = buf.get("s").unwrap().unwrap();
+            assert_eq!((rec.status, rec.status.outcome()), (status, outcome));
+            assert!(buf.interrupted().unwrap().is_empty(), "{status:?} is not interrupted");
+            assert!(rec.message_ids.is_empty());
+        }
+    }
+
+    #[test]
+    fn a_table_from_before_message_ids_gets_the_column() {
+        let sql = SqliteSql::new();
+        sql.exec(
+            "CREATE TABLE think_streams (id TEXT PRIMARY KEY, message_id TEXT NOT NULL, status TEXT NOT NULL,
+             continuation INTEGER NOT NULL, created_at INTEGER NOT NULL, updated_at INTEGER NOT NULL)",
+            &[],
+        )
+        .unwrap();
+        sql.exec("INSERT INTO think_streams VALUES ('old', 'm', 'completed', 0, 0, 0)", &[])
+            .unwrap();
+        StreamBuffer::create_tables(&sql).unwrap();
+        StreamBuffer::create_tables(&sql).unwrap();
+        let buf = StreamBuffer::new(&sql);
+        assert!(buf.get("old").unwrap().unwrap().message_ids.is_empty());
+        assert!(!buf.get("old").unwrap().unwrap().extends);
+        buf.start("new", "m", true, true, &["a".into(), "b".into()], 0.0).unwrap();
+        let new = buf.get("new").unwrap().unwrap();
+        assert_eq!(
+            (new.message_ids.as_slice(), new.extends),
+            (&["a".to_owned(), "b".to_owned()][..], true)
+        );
     }
 }

@@ -161,6 +161,20 @@ impl Harness {
         self.pool.run_until_stalled();
     }
 
+    /// A new instance over this one's storage, sockets and clock, as after a crash: whatever
+    /// the old one had in flight is dropped with its task pool.
+    fn restart(self, spec: impl FnOnce(ModelChoice) -> AgentSpec) -> Self {
+        let Harness { pool, agent, sockets, clock, alarm, .. } = self;
+        let mut deps = agent.deps.clone();
+        drop(pool);
+        drop(agent);
+        let pool = LocalPool::new();
+        deps.tasks = Rc::new(Spawner(pool.spawner()));
+        let model = ScriptedModel::with_fallback(text("(unscripted)"));
+        let agent = Agent::new("ThinkAgent", spec(ModelChoice::Custom(model.clone())), deps);
+        Self { pool, agent, sockets, clock, model, alarm }
+    }
+
     /// Delivers a frame from connection `conn`.
     fn send_from(&mut self, conn: &str, frame: Value) {
         let (agent, conn, text) = (self.agent.clone(), conn.to_owned(), frame.to_string());
@@ -1097,4 +1111,315 @@ fn the_turns_code_running_tools_are_the_ones_the_ledger_reports_as_code() {
     for name in ["read", "write", "edit", "list", "find", "grep", "delete"] {
         assert!(!runs_code(name), "{name}");
     }
+}
+
+// ── Newer clients' fields, transient-error recovery, approval repair ────────────────────────
+
+/// The `cf_agent_use_chat_response` frames of request `id` a connection got.
+fn responses(frames: &[Value], id: &str) -> Vec<Value> {
+    frames
+        .iter()
+        .filter(|f| f["type"] == "cf_agent_use_chat_response" && f["id"] == id)
+        .cloned()
+        .collect()
+}
+
+/// The text a connection's chunk frames of request `id` streamed.
+fn streamed_text(frames: &[Value], id: &str) -> String {
+    responses(frames, id)
+        .iter()
+        .filter(|f| f["error"] != true)
+        .filter_map(|f| serde_json::from_str::<Value>(f["body"].as_str()?).ok())
+        .filter(|c| c["type"] == "text-delta")
+        .map(|c| c["delta"].as_str().unwrap_or("").to_owned())
+        .collect()
+}
+
+fn quick_recovery(max_attempts: u32) -> super::ChatRecovery {
+    super::ChatRecovery { max_attempts, initial_delay_ms: 100, max_delay_ms: 1000 }
+}
+
+fn broken() -> crate::model::ModelError {
+    crate::model::ModelError::StreamBroken(HttpError::Body("connection reset".into()))
+}
+
+#[test]
+fn chunks_carry_their_index_and_the_terminal_frame_the_outcome_and_the_users_messages() {
+    let mut h = Harness::new(AgentSpec::new);
+    h.model.push([text("hello")]);
+    h.chat("hi", json!({}));
+    let frames = responses(&h.frames(), "r-hi");
+    let (done, chunks) = frames.split_last().unwrap();
+    let seqs: Vec<u64> = chunks.iter().map(|f| f["seq"].as_u64().expect("a seq")).collect();
+    assert_eq!(seqs, (0..chunks.len() as u64).collect::<Vec<_>>(), "0, 1, 2, … in order");
+    assert_eq!(
+        *done,
+        json!({"type": "cf_agent_use_chat_response", "id": "r-hi", "body": "", "done": true,
+               "outcome": "completed", "messageIds": ["u-hi"]})
+    );
+    // A late ACK replays every chunk with the seq its live frame carried, and the outcome.
+    h.send(json!({"type": "cf_agent_stream_resume_ack", "id": "r-hi"}));
+    let replayed: Vec<Value> =
+        responses(&h.frames(), "r-hi").into_iter().filter(|f| f["replay"] == true).collect();
+    let (end, replayed_chunks) = replayed.split_last().unwrap();
+    assert_eq!(replayed_chunks.len(), chunks.len());
+    for (live, replay) in chunks.iter().zip(replayed_chunks) {
+        assert_eq!((&live["seq"], &live["body"]), (&replay["seq"], &replay["body"]));
+    }
+    assert_eq!(
+        (&end["done"], &end["outcome"], &end["messageIds"]),
+        (&json!(true), &json!("completed"), &json!(["u-hi"]))
+    );
+}
+
+#[test]
+fn the_transcript_a_tab_gets_as_it_connects_says_so_and_no_other_does() {
+    let mut h = Harness::new(AgentSpec::new);
+    h.model.push([text("hello")]);
+    h.chat("hi", json!({}));
+    h.connect("late");
+    let transcripts: Vec<Value> =
+        h.frames_of("late").into_iter().filter(|f| f["type"] == "cf_agent_chat_messages").collect();
+    assert_eq!(transcripts.len(), 1);
+    assert_eq!(transcripts[0]["connect"], true);
+    assert_eq!(transcripts[0]["messages"].as_array().unwrap().len(), 2);
+    assert!(
+        h.frames()
+            .iter()
+            .filter(|f| f["type"] == "cf_agent_chat_messages")
+            .all(|f| f.get("connect").is_none()),
+        "a transcript sent during or after a turn is authoritative"
+    );
+}
+
+#[test]
+fn a_stopped_turn_ends_aborted_and_a_dropped_send_skipped() {
+    let mut h =
+        Harness::new(|m| AgentSpec::new(m).message_concurrency(super::MessageConcurrency::Drop));
+    h.model.delay_streams(h.clock.clone(), 1000);
+    h.model.push([text("long answer")]);
+    h.chat("one", json!({}));
+    h.chat("two", json!({}));
+    let dropped = responses(&h.frames(), "r-two");
+    assert_eq!(
+        dropped,
+        [json!({"type": "cf_agent_use_chat_response", "id": "r-two", "body": "", "done": true,
+                "outcome": "skipped", "messageIds": ["u-two"]})]
+    );
+    h.send(json!({"type": "cf_agent_chat_request_cancel", "id": "r-one"}));
+    let done = responses(&h.frames(), "r-one").into_iter().find(|f| f["done"] == true).unwrap();
+    assert_eq!(done["outcome"], "aborted");
+}
+
+#[test]
+fn a_transient_error_after_output_waits_then_continues_the_same_message() {
+    let mut h = Harness::new(|m| AgentSpec::new(m).chat_recovery(Some(quick_recovery(3))));
+    h.model.push_broken(vec![ModelEvent::TextDelta("Hello ".into())], broken());
+    h.model.push([text("world.")]);
+    h.chat("hi", json!({}));
+    let frames = h.frames();
+    let first = responses(&frames, "r-hi");
+    let message_id = serde_json::from_str::<Value>(first[0]["body"].as_str().unwrap()).unwrap()
+        ["messageId"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    assert!(first.iter().all(|f| f["error"] != true), "no error reaches the tab: {first:?}");
+    assert_eq!(
+        first.last().unwrap(),
+        &json!({"type": "cf_agent_use_chat_response", "id": "r-hi", "body": "", "done": true,
+                "outcome": "recovering", "messageIds": ["u-hi"]})
+    );
+    let recovering = |f: &Value| f["type"] == "cf_agent_chat_recovering";
+    let pos = |pred: &dyn Fn(&Value) -> bool| frames.iter().position(pred).unwrap();
+    assert!(pos(&recovering) < pos(&|f| f["id"] == "r-hi" && f["done"] == true));
+    assert_eq!(
+        frames[pos(&recovering)],
+        json!({"type": "cf_agent_chat_recovering", "recovering": true, "id": "r-hi"})
+    );
+    // The partial answer is kept while the recovery waits; a probe is told a stream is coming.
+    let stored = h.agent.messages();
+    assert_eq!((stored.len(), stored[1].id.as_str()), (2, message_id.as_str()));
+    h.send(json!({"type": "cf_agent_stream_resume_request", "probeId": "p1"}));
+    assert_eq!(h.frames().last().unwrap()["type"], "cf_agent_stream_pending");
+    h.advance(99.0);
+    assert_eq!(h.model_calls(), 1, "the backoff is 100 ms");
+    h.advance(1.0);
+    assert_eq!(h.model_calls(), 2);
+    let ModelMessage::Assistant { content, .. } =
+        h.model.seen()[1].messages.last().unwrap().clone()
+    else {
+        panic!("the model is sent its partial answer")
+    };
+    assert_eq!(content, "Hello ");
+    let frames = h.frames();
+    let offer = frames.iter().find(|f| f["type"] == "cf_agent_stream_resuming").unwrap();
+    let second = offer["id"].as_str().unwrap().to_owned();
+    assert_ne!(second, "r-hi");
+    h.send(json!({"type": "cf_agent_stream_resume_ack", "id": second}));
+    let frames = h.frames();
+    let cont = responses(&frames, &second);
+    assert!(cont.iter().all(|f| f["continuation"] == true), "{cont:?}");
+    assert!(cont.iter().all(|f| f["replay"] == true), "the probing tab waited for its ACK");
+    assert_eq!(streamed_text(&frames, &second), "world.");
+    let done = cont.iter().find(|f| f["done"] == true).unwrap();
+    assert_eq!((&done["outcome"], &done["messageIds"]), (&json!("completed"), &json!(["u-hi"])));
+    assert_eq!(
+        frames.iter().rfind(|f| recovering(f)).unwrap(),
+        &json!({"type": "cf_agent_chat_recovering", "recovering": false, "id": "r-hi"})
+    );
+    // One assistant message, under the first stream's id, with both pieces of text.
+    let stored = h.agent.messages();
+    assert_eq!(stored.len(), 2);
+    assert_eq!(stored[1].id, message_id);
+    let texts: Vec<&str> = stored[1].parts.iter().filter_map(|p| p["text"].as_str()).collect();
+    assert_eq!(texts, ["Hello ", "world."]);
+}
+
+#[test]
+fn recovery_gives_up_after_its_attempts_and_an_error_before_output_fails_at_once() {
+    let mut h = Harness::new(|m| AgentSpec::new(m).chat_recovery(Some(quick_recovery(2))));
+    for piece in ["a", "b", "c"] {
+        h.model.push_broken(vec![ModelEvent::TextDelta(piece.into())], broken());
+    }
+    h.chat("hi", json!({}));
+    h.advance(100.0);
+    assert_eq!(h.model_calls(), 2);
+    h.advance(199.0);
+    assert_eq!(h.model_calls(), 2, "the second wait is 200 ms");
+    h.advance(1.0);
+    assert_eq!(h.model_calls(), 3);
+    h.advance(10_000.0);
+    assert_eq!(h.model_calls(), 3, "two recoveries, then the turn ends");
+    let frames = h.frames();
+    let error = frames.iter().find(|f| f["error"] == true).expect("the error reaches the tab");
+    assert_eq!(
+        error["body"],
+        "The model stream broke off: connection reset (gave up after 2 recovery attempts)"
+    );
+    let last = frames.iter().rfind(|f| f["type"] == "cf_agent_use_chat_response").unwrap();
+    assert_eq!(last["outcome"], "error");
+    let texts: Vec<String> = h.agent.messages()[1]
+        .parts
+        .iter()
+        .filter_map(|p| p["text"].as_str().map(str::to_owned))
+        .collect();
+    assert_eq!(texts, ["a", "b", "c"], "every attempt's output stays in the one message");
+
+    let mut h = Harness::new(|m| AgentSpec::new(m).chat_recovery(Some(quick_recovery(2))));
+    h.model.push_broken(vec![], broken());
+    h.chat("hi", json!({}));
+    h.advance(1000.0);
+    assert_eq!(h.model_calls(), 1, "no output yet: the turn fails as before");
+    let frames = responses(&h.frames(), "r-hi");
+    assert_eq!(frames[frames.len() - 2]["body"], "The model stream broke off: connection reset");
+    assert_eq!(frames.last().unwrap()["outcome"], "error");
+
+    let mut h = Harness::new(|m| AgentSpec::new(m).chat_recovery(None));
+    h.model.push_broken(vec![ModelEvent::TextDelta("a".into())], broken());
+    h.chat("hi", json!({}));
+    h.advance(1000.0);
+    assert_eq!(h.model_calls(), 1, "recovery off: the error ends the turn");
+    assert_eq!(responses(&h.frames(), "r-hi").last().unwrap()["outcome"], "error");
+}
+
+#[test]
+fn a_stop_during_the_recovery_wait_ends_the_turn_aborted() {
+    let mut h = Harness::new(|m| AgentSpec::new(m).chat_recovery(Some(quick_recovery(3))));
+    h.model.push_broken(vec![ModelEvent::TextDelta("Hel".into())], broken());
+    h.chat("hi", json!({}));
+    h.send(json!({"type": "cf_agent_chat_request_cancel", "id": "r-hi"}));
+    h.advance(10_000.0);
+    assert_eq!(h.model_calls(), 1, "no continuation after the stop");
+    let ends: Vec<Value> =
+        responses(&h.frames(), "r-hi").into_iter().filter(|f| f["done"] == true).collect();
+    assert_eq!(
+        ends.iter().map(|f| f["outcome"].clone()).collect::<Vec<_>>(),
+        ["recovering", "aborted"]
+    );
+    assert_eq!(
+        h.frames().iter().rfind(|f| f["type"] == "cf_agent_chat_recovering").unwrap()["recovering"],
+        false
+    );
+    h.send(json!({"type": "cf_agent_stream_resume_request", "probeId": "p"}));
+    assert_eq!(
+        h.frames().last().unwrap(),
+        &json!({"type": "cf_agent_stream_resume_none", "reason": "idle", "probeId": "p"})
+    );
+}
+
+#[test]
+fn a_restart_during_the_recovery_wait_still_continues_the_message() {
+    let spec = |m| AgentSpec::new(m).chat_recovery(Some(quick_recovery(3)));
+    let mut h = Harness::new(spec);
+    h.model.push_broken(vec![ModelEvent::TextDelta("Hello ".into())], broken());
+    h.chat("hi", json!({}));
+    let message_id = h.agent.messages()[1].id.clone();
+    // The process dies during the wait: a new instance over the same storage starts.
+    let mut h = h.restart(spec);
+    h.model.push([text("world.")]);
+    let agent = h.agent.clone();
+    let _ = h.pool.spawner().spawn_local(async move { agent.start().await });
+    h.pool.run_until_stalled();
+    assert_eq!(h.model_calls(), 1, "the restart took the wait's place");
+    let stored = h.agent.messages();
+    assert_eq!(stored.len(), 2);
+    assert_eq!(stored[1].id, message_id);
+    let texts: Vec<&str> = stored[1].parts.iter().filter_map(|p| p["text"].as_str()).collect();
+    assert_eq!(texts, ["Hello ", "world."]);
+    let agent = h.agent.clone();
+    let _ = h.pool.spawner().spawn_local(async move { agent.start().await });
+    h.pool.run_until_stalled();
+    assert_eq!(h.model_calls(), 1, "it is owed once");
+}
+
+#[test]
+fn an_approved_call_a_new_turn_moves_past_becomes_an_error_and_never_runs() {
+    let policy = crate::tools::approval::ApprovalPolicy::from_list("write").unwrap();
+    let mut h = Harness::new(move |m| AgentSpec::new(m).approval(policy));
+    h.model.push([write_call("/notes/a.txt")]);
+    h.chat("one", json!({}));
+    h.send(json!({"type": "cf_agent_tool_approval", "toolCallId": "w1", "approved": true, "autoContinue": false}));
+    h.advance(500.0);
+    assert_eq!(h.model_calls(), 1, "no continuation was asked for");
+    let part = |h: &Harness| {
+        h.agent.messages()[1].parts.iter().find(|p| p["toolCallId"] == "w1").unwrap().clone()
+    };
+    assert_eq!(part(&h)["state"], "approval-responded");
+    h.model.push([text("ok")]);
+    h.chat("two", json!({}));
+    assert!(h.agent.workspace().stat("/notes/a.txt").unwrap().is_none(), "the call never ran");
+    let settled = part(&h);
+    assert_eq!(settled["state"], "output-error");
+    assert_eq!(settled["errorText"], crate::protocol::repair::APPROVED_NOT_RUN_ERROR);
+    let seen = h.model.seen()[1].messages.clone();
+    let told = seen.iter().any(|m| {
+        matches!(m, ModelMessage::Tool { tool_call_id, content, .. }
+            if tool_call_id == "w1" && content.contains("approved but did not run"))
+    });
+    assert!(told, "the model is told: {seen:?}");
+    let repaired =
+        h.frames().into_iter().filter(|f| f["type"] == "cf_agent_chat_messages").any(|f| {
+            f["messages"][1]["parts"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .any(|p| p["state"] == "output-error")
+        });
+    assert!(repaired, "the tabs get the repaired transcript");
+}
+
+#[test]
+fn an_approval_whose_continuation_is_due_is_not_repaired() {
+    let policy = crate::tools::approval::ApprovalPolicy::from_list("write").unwrap();
+    let mut h = Harness::new(move |m| AgentSpec::new(m).approval(policy));
+    h.model.push([write_call("/notes/a.txt")]);
+    h.chat("one", json!({}));
+    h.model.push([text("written")]);
+    // Approved with a continuation, then a new message before the coalescing window ends.
+    h.send(json!({"type": "cf_agent_tool_approval", "toolCallId": "w1", "approved": true, "autoContinue": true}));
+    h.model.push([text("two")]);
+    h.chat("two", json!({}));
+    h.advance(100.0);
+    assert!(h.agent.workspace().stat("/notes/a.txt").unwrap().is_some(), "the approved call ran");
 }

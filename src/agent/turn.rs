@@ -10,13 +10,14 @@ use serde_json::{json, Map, Value};
 use super::ledger::LedgeredTool;
 use super::spec::MessageConcurrency;
 use super::streams::{FlushCursor, StreamBuffer, StreamStatus};
-use super::{Agent, CallError, Feature, TurnContext, CONFIG_BODY};
+use super::{Agent, CallError, Feature, TurnContext, CONFIG_BODY, CONFIG_RECOVERY};
 use crate::model::ToolArguments;
 use crate::platform::{random_id, random_uuid};
 use crate::protocol::accumulator::{ChunkAction, StreamAccumulator};
 use crate::protocol::chunk;
 use crate::protocol::frames::{
-    self, ChatRequest, ChatResponse, ClientToolSchema, MessageUpdated, StreamResuming, Trigger,
+    self, ChatOutcome, ChatRequest, ChatResponse, ClientToolSchema, MessageUpdated, StreamResuming,
+    Trigger,
 };
 use crate::protocol::json::WithRawMember;
 use crate::protocol::message::{
@@ -50,6 +51,10 @@ pub(super) struct ActiveStream {
     pub chunks: Vec<String>,
     /// Where the buffer stands.
     pub cursor: FlushCursor,
+    /// The `seq` of the next chunk: its index in the stream, as its replay carries it.
+    pub next_seq: u64,
+    /// The user messages the request carried, named on its terminal frames.
+    pub message_ids: Vec<String>,
 }
 
 impl ActiveStream {
@@ -81,6 +86,32 @@ pub(super) struct TurnRequest {
     pub rpc: Option<RpcTurn>,
     /// Under `queue`: the turn's messages wait in the queue until the turn starts.
     pub queued: bool,
+    /// The user messages the request carried, named on its terminal frames.
+    pub message_ids: Vec<String>,
+    /// The assistant message a recovery continues (its parts are kept and extended).
+    pub extend: Option<String>,
+    /// Recovery continuations this turn has made so far.
+    pub recovery_attempts: u32,
+}
+
+/// Why a stream stopped to be continued: the message to continue and the wait the failed
+/// answer asked for.
+pub(super) struct Interruption {
+    message_id: String,
+    retry_after_ms: Option<u64>,
+}
+
+/// A recovery continuation waiting out its backoff, as noted in SQLite so that a restart
+/// runs it.
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub(super) struct PendingRecovery {
+    /// The assistant message to continue.
+    pub message_id: String,
+    /// Recovery continuations made, this one included.
+    pub attempts: u32,
+    /// The user messages the interrupted request carried.
+    pub message_ids: Vec<String>,
 }
 
 /// Receives a programmatic turn's stream (the DO RPC `chat()` callback).
@@ -130,21 +161,23 @@ impl Agent {
         }
         let policy = self.spec.message_concurrency;
         let submit = req.trigger == Trigger::SubmitMessage;
+        let message_ids = frames::origin_message_ids(&req.messages);
         if submit && policy == MessageConcurrency::Drop && self.busy() {
             self.send_transcript(conn);
-            self.send(conn, &ChatResponse::done(&req.id));
+            self.send(
+                conn,
+                &ChatResponse::done(&req.id, ChatOutcome::Skipped).for_messages(&message_ids),
+            );
             return;
         }
         let queue = submit && policy == MessageConcurrency::Queue;
         let queued = match self.reconcile(&req, queue).await {
             Ok(queued) => queued,
             Err(e) => {
+                let error = format!("Could not save the message: {e}");
                 self.send(
                     conn,
-                    &ChatResponse::request_error(
-                        &req.id,
-                        &format!("Could not save the message: {e}"),
-                    ),
+                    &ChatResponse::request_error(&req.id, &error).for_messages(&message_ids),
                 );
                 return;
             }
@@ -168,6 +201,7 @@ impl Agent {
             origin: Some(conn.to_owned()),
             submit_seq,
             queued,
+            message_ids,
             ..Default::default()
         };
         self.run_turn(turn).await;
@@ -208,6 +242,7 @@ impl Agent {
             body: self.last_body(),
             rpc: Some(rpc),
             queued,
+            message_ids: vec![message.id.clone()],
             ..Default::default()
         };
         self.run_turn(turn).await;
@@ -385,7 +420,9 @@ impl Agent {
         })
     }
 
-    /// Runs one turn: waits for its slot, streams it, persists the answer.
+    /// Runs one turn: waits for its slot, streams it, persists the answer. A transient model
+    /// error after the answer began makes the turn wait and continue the same message (see
+    /// [`super::spec::ChatRecovery`]), under a new request id, still holding the slot.
     pub(super) async fn run_turn(self: &Rc<Self>, turn: TurnRequest) {
         self.rt.borrow_mut().queued += 1;
         if let MessageConcurrency::Debounce(ms) = self.spec.message_concurrency {
@@ -402,7 +439,11 @@ impl Agent {
             || (turn.queued && !self.admit_queued(&request_id).await);
         if skip {
             if let Some(origin) = &turn.origin {
-                self.send(origin, &ChatResponse::done(&request_id));
+                self.send(
+                    origin,
+                    &ChatResponse::done(&request_id, ChatOutcome::Skipped)
+                        .for_messages(&turn.message_ids),
+                );
             }
             if let Some(r) = &turn.rpc {
                 r.observer.on_done();
@@ -417,12 +458,17 @@ impl Agent {
             Ok(m) => m.clone(),
             Err(e) => {
                 let msg = e.to_string();
+                let ids = &turn.message_ids;
                 self.broadcast(
-                    &ChatResponse::error(&request_id, &msg).in_continuation(turn.continuation),
+                    &ChatResponse::error(&request_id, &msg)
+                        .in_continuation(turn.continuation)
+                        .for_messages(ids),
                     None,
                 );
                 self.broadcast(
-                    &ChatResponse::done(&request_id).in_continuation(turn.continuation),
+                    &ChatResponse::done(&request_id, ChatOutcome::Error)
+                        .in_continuation(turn.continuation)
+                        .for_messages(ids),
                     None,
                 );
                 if let Some(r) = &rpc {
@@ -434,8 +480,10 @@ impl Agent {
         };
         if let Err(hit) = self.meter.admit_turn() {
             let msg = hit.to_string();
-            for frame in [ChatResponse::error(&request_id, &msg), ChatResponse::done(&request_id)] {
-                self.broadcast(&frame.in_continuation(turn.continuation), None);
+            let done = ChatResponse::done(&request_id, ChatOutcome::Error);
+            for frame in [ChatResponse::error(&request_id, &msg), done] {
+                let frame = frame.in_continuation(turn.continuation).for_messages(&turn.message_ids);
+                self.broadcast(&frame, None);
             }
             if let Some(r) = &rpc {
                 r.observer.on_error(&msg);
@@ -443,7 +491,112 @@ impl Agent {
             }
             return;
         }
+        let abort = rpc.as_ref().and_then(|r| r.abort.clone()).unwrap_or_default();
+        let mut turn = turn;
+        let mut attempts = turn.recovery_attempts;
+        let mut announced = false;
+        let mut cancelled = false;
+        loop {
+            let recovery = self.spec.chat_recovery.filter(|r| attempts < r.max_attempts);
+            let Some(stop) = self
+                .stream_once(&model, &turn, rpc.as_ref(), &abort, recovery.is_some(), attempts)
+                .await
+            else {
+                break;
+            };
+            attempts += 1;
+            if !announced {
+                announced = !std::mem::replace(&mut self.rt.borrow_mut().recovering, true);
+            }
+            let delay = recovery.map_or(0, |r| r.delay_ms(attempts, stop.retry_after_ms));
+            let next = TurnRequest {
+                request_id: random_id(self.deps.clock.as_ref(), 8),
+                body: turn.body.clone(),
+                continuation: true,
+                owner: turn.owner.clone(),
+                message_ids: turn.message_ids.clone(),
+                extend: Some(stop.message_id),
+                recovery_attempts: attempts,
+                ..Default::default()
+            };
+            if !self.wait_to_recover(&turn, &next, delay, &abort).await {
+                cancelled = true;
+                break;
+            }
+            turn = next;
+        }
+        if announced {
+            self.rt.borrow_mut().recovering = false;
+            self.broadcast(&frames::ChatRecovering::settled(Some(&request_id)), None);
+        }
+        drop(slot);
+        if cancelled {
+            // An interrupted stream does not start what the end of a stream starts.
+            self.after_stream().await;
+        }
+        if let Some(r) = &rpc {
+            r.observer.on_done();
+        }
+    }
 
+    /// Waits out the backoff before `next` continues `turn`, cancellable by a stop of the
+    /// interrupted request or a clear; false when it was cancelled (the request then ends
+    /// `aborted`). The wait is noted in SQLite, so a restart during it still continues.
+    async fn wait_to_recover(
+        self: &Rc<Self>,
+        turn: &TurnRequest,
+        next: &TurnRequest,
+        delay_ms: u64,
+        abort: &AbortSignal,
+    ) -> bool {
+        let pending = PendingRecovery {
+            message_id: next.extend.clone().unwrap_or_default(),
+            attempts: next.recovery_attempts,
+            message_ids: next.message_ids.clone(),
+        };
+        self.note_pending_recovery(Some(&pending));
+        self.rt.borrow_mut().waiting_recovery = Some((turn.request_id.clone(), abort.clone()));
+        // The heartbeat goes on through the wait, so a crash in it is noticed as in a stream.
+        self.deps.alarm.set(self.now() + super::HEARTBEAT_MS);
+        let waited = abort.run(self.deps.clock.sleep(delay_ms)).await.is_some();
+        self.rt.borrow_mut().waiting_recovery = None;
+        if waited {
+            return true;
+        }
+        self.note_pending_recovery(None);
+        self.broadcast(
+            &ChatResponse::done(&turn.request_id, ChatOutcome::Aborted)
+                .in_continuation(turn.continuation)
+                .for_messages(&turn.message_ids),
+            None,
+        );
+        false
+    }
+
+    /// Records (or with `None` forgets) the continuation a recovery waits to run.
+    pub(super) fn note_pending_recovery(&self, pending: Option<&PendingRecovery>) {
+        let result = self.store().and_then(|s| match pending {
+            Some(p) => s.set_config(CONFIG_RECOVERY, &serde_json::to_string(p)?),
+            None => s.delete_config(CONFIG_RECOVERY),
+        });
+        if let Err(e) = result {
+            self.warn("recording the pending recovery failed", e);
+        }
+    }
+
+    /// Streams the turn once: merges its tools, calls the model, persists the answer and
+    /// ends the stream. With `may_recover`, a transient model error after output began ends
+    /// the stream `recovering` instead of failing it, and says what to continue.
+    async fn stream_once(
+        self: &Rc<Self>,
+        model: &Rc<dyn crate::model::Model>,
+        turn: &TurnRequest,
+        rpc: Option<&RpcTurn>,
+        abort: &AbortSignal,
+        may_recover: bool,
+        attempts: u32,
+    ) -> Option<Interruption> {
+        let request_id = &turn.request_id;
         if let (true, Some(mcp)) = (self.spec.include_mcp_tools, &self.mcp) {
             if let Some(ms) = self.spec.wait_for_mcp_connections {
                 mcp.wait_for_connections(ms).await;
@@ -459,21 +612,35 @@ impl Agent {
         if let Some(ext) = &self.extensions {
             ext.ensure_started().await;
         }
-        let tools = self.turn_tools(rpc.as_ref());
-        let message_id = random_uuid(self.deps.clock.as_ref());
+        if !turn.continuation {
+            self.settle_passed_approvals();
+        }
+        let tools = self.turn_tools(rpc);
+        // A recovery continues the message it interrupted, with the parts it has.
+        let extended =
+            turn.extend.as_deref().and_then(|id| match self.store().and_then(|s| s.message(id)) {
+                Ok(m) => m,
+                Err(e) => {
+                    self.warn("reading the message to continue failed", e);
+                    None
+                }
+            });
+        let message_id = match &extended {
+            Some(m) => m.id.clone(),
+            None => random_uuid(self.deps.clock.as_ref()),
+        };
         let stream = Rc::new(TurnStream {
             agent: self.clone(),
             request_id: request_id.clone(),
             continuation: turn.continuation,
-            observer: rpc.as_ref().map(|r| r.observer.clone()),
+            observer: rpc.map(|r| r.observer.clone()),
             steps: std::cell::Cell::new(0),
         });
-        let abort = rpc.as_ref().and_then(|r| r.abort.clone()).unwrap_or_default();
-        self.begin_stream(&request_id, &message_id, &turn, abort.clone());
+        self.begin_stream(request_id, &message_id, turn, abort.clone(), extended);
         // Only a fresh stream names its message: a client resuming a continuation keeps
         // appending to the message it has, as with Think.
         stream.emit(chunk::start((!turn.continuation).then_some(message_id.as_str()), None));
-        self.run_approved_tools(&tools, &*stream, &abort).await;
+        self.run_approved_tools(&tools, &*stream, abort).await;
 
         let messages = self.history();
         self.skills.note_activations(&messages);
@@ -482,7 +649,7 @@ impl Agent {
             messages: to_model_messages(&messages, &tools),
             tools,
             continuation: turn.continuation,
-            body: turn.body,
+            body: turn.body.clone(),
         };
         let mut max_steps = self.spec.max_steps;
         let mut tool_choice = None;
@@ -500,65 +667,134 @@ impl Agent {
         }
         self.extensions_before_turn(&mut ctx).await;
         let clock = self.deps.clock.clone();
+        let now = self.deps.clock.clone();
         let plan = TurnPlan {
-            context: Some(self.session_step(&model)),
+            context: Some(self.session_step(model)),
             system: ctx.system,
             messages: ctx.messages,
             tools: ctx.tools,
             max_steps,
             tool_choice,
             new_id: Box::new(move || format!("approval_{}", random_id(clock.as_ref(), 16))),
+            now: Some(Box::new(move || now.now_ms())),
         };
         let approval = |name: &str, input: &Value| {
             self.spec.approval.needs_approval(name, input) || self.skills.needs_approval(name)
         };
-        let outcome = engine::run(model.as_ref(), plan, &approval, &*stream, &abort).await;
-        let status = match &outcome {
+        let outcome = engine::run(model.as_ref(), plan, &approval, &*stream, abort).await;
+        let failure = match outcome {
             TurnOutcome::Finished(reason) => {
-                stream.emit(chunk::finish(Some(finish_reason(*reason))));
-                StreamStatus::Completed
+                stream.emit(chunk::finish(Some(finish_reason(reason))));
+                None
             }
             TurnOutcome::AwaitingHuman => {
                 stream.emit(chunk::finish(Some("tool-calls")));
-                StreamStatus::Completed
+                None
             }
             TurnOutcome::Aborted => {
                 stream.emit(chunk::abort(None));
-                StreamStatus::Completed
+                self.end_stream(StreamStatus::Aborted).await;
+                return None;
             }
-            TurnOutcome::Failed(msg) => {
-                self.broadcast_live(
-                    &ChatResponse::error(&request_id, msg).in_continuation(turn.continuation),
-                );
-                if let Some(r) = &rpc {
-                    r.observer.on_error(msg);
+            TurnOutcome::Interrupted { error, retry_after_ms } => {
+                if may_recover && self.stream_has_output() {
+                    crate::platform::log(&format!(
+                        "think-rs: turn {request_id} interrupted ({error}); recovering"
+                    ));
+                    self.broadcast(&frames::ChatRecovering::started(Some(request_id)), None);
+                    let message_id = self.end_interrupted_stream();
+                    return Some(Interruption { message_id, retry_after_ms });
                 }
-                self.subagents.note_failure(msg);
+                Some(match attempts {
+                    0 => error,
+                    n => format!("{error} (gave up after {n} recovery attempts)"),
+                })
+            }
+            TurnOutcome::Failed(msg) => Some(msg),
+        };
+        let status = match failure {
+            None => StreamStatus::Completed,
+            Some(msg) => {
+                self.broadcast_live(
+                    &ChatResponse::error(request_id, &msg)
+                        .in_continuation(turn.continuation)
+                        .for_messages(&turn.message_ids),
+                );
+                if let Some(r) = rpc {
+                    r.observer.on_error(&msg);
+                }
+                self.subagents.note_failure(&msg);
                 StreamStatus::Error
             }
         };
         self.end_stream(status).await;
-        if let Some(r) = &rpc {
-            r.observer.on_done();
+        None
+    }
+
+    /// Think 0.23's approval repair as a new user turn starts: an approved call an earlier
+    /// message holds that never ran (no continuation ran it, and none is due) becomes an
+    /// error, a denied one `output-denied`, so the call does not run turns later and the model
+    /// is told. Every tab gets the repaired transcript.
+    fn settle_passed_approvals(&self) {
+        if self.rt.borrow().continuation.pending {
+            return;
         }
+        let mut messages = self.history();
+        let changed = crate::protocol::repair::settle_passed_approvals(&mut messages);
+        if changed.is_empty() {
+            return;
+        }
+        for i in changed {
+            self.save_message(messages[i].clone());
+        }
+        self.broadcast_transcript(None);
+    }
+
+    /// Whether the live stream's message holds any output (more than step markers).
+    fn stream_has_output(&self) -> bool {
+        let rt = self.rt.borrow();
+        let Some(active) = rt.active.as_ref() else { return false };
+        let acc = active.acc.borrow();
+        acc.parts().iter().any(|p| part_type(p) != Some("step-start"))
     }
 
     /// Registers the new stream, tells parked connections to resume it, and opens its buffer.
+    /// `extended` is the message a recovery continues, whose parts the answer starts from.
     fn begin_stream(
         &self,
         request_id: &str,
         message_id: &str,
         turn: &TurnRequest,
         abort: AbortSignal,
+        extended: Option<UIMessage>,
     ) {
-        if let Err(e) = self
-            .streams()
-            .and_then(|b| b.start(request_id, message_id, turn.continuation, self.now()))
-        {
+        if let Err(e) = self.streams().and_then(|b| {
+            let extends = extended.is_some();
+            b.start(
+                request_id,
+                message_id,
+                turn.continuation,
+                extends,
+                &turn.message_ids,
+                self.now(),
+            )
+        }) {
             self.warn("opening the stream buffer failed", e);
+        }
+        if turn.extend.is_some() {
+            // The recovery's continuation runs now; a restart no longer owes it.
+            self.note_pending_recovery(None);
         }
         // Wakes the object after a crash so the interrupted turn is recovered.
         self.deps.alarm.set(self.now() + super::HEARTBEAT_MS);
+        let mut acc = StreamAccumulator::new(message_id, turn.continuation);
+        if let Some(m) = extended {
+            let metadata = match m.metadata {
+                Some(Value::Object(map)) => Some(map),
+                _ => None,
+            };
+            acc = acc.with_existing(m.parts, metadata);
+        }
         let parked = {
             let mut rt = self.rt.borrow_mut();
             let parked = std::mem::take(&mut rt.parked);
@@ -569,9 +805,11 @@ impl Agent {
                 origin: turn.origin.clone(),
                 awaiting_ack: parked.iter().map(|(conn, _)| conn.clone()).collect(),
                 abort,
-                acc: Rc::new(RefCell::new(StreamAccumulator::new(message_id, turn.continuation))),
+                acc: Rc::new(RefCell::new(acc)),
                 chunks: Vec::new(),
                 cursor: FlushCursor::default(),
+                next_seq: 0,
+                message_ids: turn.message_ids.clone(),
             });
             parked
         };
@@ -580,10 +818,23 @@ impl Agent {
         }
     }
 
-    /// Closes the stream: flushes its buffer, sends `done`, persists the answer, broadcasts
-    /// the transcript, and fires a continuation that was deferred while it ran.
+    /// Closes the stream: flushes its buffer, sends `done` (with the outcome `status` says),
+    /// persists the answer, broadcasts the transcript, and fires a continuation that was
+    /// deferred while it ran.
     async fn end_stream(self: &Rc<Self>, status: StreamStatus) {
-        let Some(mut active) = self.rt.borrow_mut().active.take() else { return };
+        self.close_stream(status, false);
+        self.after_stream().await;
+    }
+
+    /// Ends a stream a transient model error cut: its tool calls still streaming settle as
+    /// interrupted, the partial answer is persisted, and `done` says `recovering`. Returns
+    /// the message's id, which the recovery continues.
+    fn end_interrupted_stream(&self) -> String {
+        self.close_stream(StreamStatus::Recovering, true)
+    }
+
+    fn close_stream(&self, status: StreamStatus, settle: bool) -> String {
+        let Some(mut active) = self.rt.borrow_mut().active.take() else { return String::new() };
         if let Ok(buffer) = self.streams() {
             if let Err(e) = buffer
                 .flush(&active.request_id, &mut active.chunks, &mut active.cursor)
@@ -593,7 +844,9 @@ impl Agent {
             }
         }
         let done = frames::to_text(
-            &ChatResponse::done(&active.request_id).in_continuation(active.continuation),
+            &ChatResponse::done(&active.request_id, status.outcome())
+                .in_continuation(active.continuation)
+                .for_messages(&active.message_ids),
         );
         for id in self.deps.sockets.ids() {
             if active.follows(&id) {
@@ -601,14 +854,18 @@ impl Agent {
             }
         }
         // The stream is over: its message is moved out, not copied (it can hold a large input).
-        let message = active.acc.borrow_mut().take_message();
+        let mut message = active.acc.borrow_mut().take_message();
+        if settle {
+            super::recovery::settle_streaming_calls(&mut message);
+        }
+        let id = message.id.clone();
         if message.parts.iter().any(|p| part_type(p) != Some("step-start")) {
             self.save_message(message);
         }
         // The offer ended with the stream: every tab, ACKed or not, follows the transcript
         // again. One that ACKs late is replayed the stored stream, then the transcript.
         self.broadcast_transcript(None);
-        self.after_stream().await;
+        id
     }
 
     /// Sends a frame to every connection that follows the live stream.
@@ -709,14 +966,12 @@ impl ChunkSink for TurnStream {
     /// each in a buffer of its exact size, and only then does the answer being built take
     /// its copy, so no two of these exist at once.
     fn emit_ref(&self, chunk: &Value) {
-        let Some(acc) = self.agent.rt.borrow().active.as_ref().map(|a| a.acc.clone()) else {
-            return;
-        };
+        let Some((acc, seq)) = self.next_chunk() else { return };
         if chunk.get("type").and_then(Value::as_str) == Some("finish-step") {
             self.steps.set(self.steps.get() + 1);
             self.agent.extensions_step_finished(self.steps.get());
         }
-        let frame = frames::chat_chunk_frame_text(&self.request_id, chunk, self.continuation);
+        let frame = frames::chat_chunk_frame_text(&self.request_id, chunk, seq, self.continuation);
         self.agent.broadcast_live_text(&frame);
         drop(frame);
         self.agent.subagents.note_chunk(chunk);
@@ -741,11 +996,10 @@ impl ChunkSink for TurnStream {
             chunk["input"] = arguments.to_value();
             return self.emit_ref(&chunk);
         };
-        let Some(acc) = self.agent.rt.borrow().active.as_ref().map(|a| a.acc.clone()) else {
-            return;
-        };
+        let Some((acc, seq)) = self.next_chunk() else { return };
         let written = WithRawMember { object, key: "input", raw };
-        let frame = frames::chat_chunk_frame_text(&self.request_id, &written, self.continuation);
+        let frame =
+            frames::chat_chunk_frame_text(&self.request_id, &written, seq, self.continuation);
         self.agent.broadcast_live_text(&frame);
         drop(frame);
         self.buffer(crate::protocol::json::to_string_exact(&written), true);
@@ -754,6 +1008,16 @@ impl ChunkSink for TurnStream {
 }
 
 impl TurnStream {
+    /// The live stream's answer and the `seq` of the chunk about to be sent (every chunk is
+    /// sent once and buffered once, so its `seq` is its index in the stored stream).
+    fn next_chunk(&self) -> Option<(Rc<RefCell<StreamAccumulator>>, u64)> {
+        let mut rt = self.agent.rt.borrow_mut();
+        let active = rt.active.as_mut()?;
+        let seq = active.next_seq;
+        active.next_seq += 1;
+        Some((active.acc.clone(), seq))
+    }
+
     /// Hands a chunk's text to a programmatic caller and to the stream buffer, which
     /// writes a large one (or a milestone) to SQLite at once.
     fn buffer(&self, body: String, milestone: bool) {

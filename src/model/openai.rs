@@ -286,6 +286,29 @@ impl Model for OpenAiChatModel {
     }
 }
 
+/// Whether an `error` object in the stream says the failure is temporary: a retryable HTTP
+/// status as its `code` (vLLM, LiteLLM and other gateways put the status there), or a `type`
+/// or `code` naming a server error, an overload or a rate limit (OpenAI's `server_error`,
+/// Anthropic-style names from gateways).
+fn is_temporary_stream_error(err: &Value) -> bool {
+    let code = err.get("code");
+    let status = code.and_then(|c| c.as_u64().or_else(|| c.as_str()?.parse().ok()));
+    if status.is_some_and(|s| matches!(s, 408 | 409 | 429 | 500..=599)) {
+        return true;
+    }
+    ["type", "code"].iter().filter_map(|k| err.get(*k).and_then(Value::as_str)).any(|name| {
+        matches!(
+            name,
+            "server_error"
+                | "rate_limit_exceeded"
+                | "rate_limit_error"
+                | "overloaded_error"
+                | "api_error"
+                | "service_unavailable"
+        )
+    })
+}
+
 /// Decoding state for one streamed response.
 #[derive(Default)]
 pub struct ChunkDecoder {
@@ -345,7 +368,11 @@ impl ChunkDecoder {
                 .and_then(Value::as_str)
                 .map(str::to_owned)
                 .unwrap_or_else(|| err.to_string());
-            return Err(ModelError::Reported(msg));
+            return Err(if is_temporary_stream_error(err) {
+                ModelError::Transient(msg)
+            } else {
+                ModelError::Reported(msg)
+            });
         }
         if let Some(u) = v.get("usage").filter(|u| u.is_object()) {
             self.usage = Some(Usage {
@@ -655,6 +682,26 @@ mod tests {
         let text = events[0].as_ref().unwrap_err().to_string();
         assert_eq!(text, "The model reported an error: overloaded");
 
+        // A stream error that says it is temporary (a status, or a server/overload name) is
+        // transient; one that does not is only reported.
+        for err in [
+            r#"{"message":"busy","type":"server_error"}"#,
+            r#"{"message":"busy","code":503}"#,
+            r#"{"message":"busy","code":"429"}"#,
+            r#"{"message":"busy","code":"rate_limit_exceeded"}"#,
+        ] {
+            let (m, _) = model(200, &format!("data: {{\"error\":{err}}}\n\n"), 9);
+            let events = collect(&m, &ModelRequest::default());
+            assert_eq!(events, vec![Err(ModelError::Transient("busy".into()))], "{err}");
+        }
+        for err in
+            [r#"{"message":"no","type":"invalid_request_error"}"#, r#"{"message":"no","code":400}"#]
+        {
+            let (m, _) = model(200, &format!("data: {{\"error\":{err}}}\n\n"), 9);
+            let events = collect(&m, &ModelRequest::default());
+            assert_eq!(events, vec![Err(ModelError::Reported("no".into()))], "{err}");
+        }
+
         let (m, _) = model(200, "data: {not json\n\n", 9);
         let events = collect(&m, &ModelRequest::default());
         let Err(e @ ModelError::UnreadableChunk(_)) = &events[0] else { panic!("{events:?}") };
@@ -672,6 +719,7 @@ mod tests {
         assert!(std::error::Error::source(&e).is_some());
         let e = ModelError::StreamBroken(HttpError::Body("reset".into()));
         assert_eq!(e.to_string(), "The model stream broke off: reset");
+        assert!(e.is_transient() && !e.is_retryable(), "a broken stream is recovered, not retried");
         assert_eq!(ModelError::other("no script").to_string(), "no script");
     }
 }

@@ -101,8 +101,25 @@ impl ModelError {
     fn retry_after(&self) -> Option<RetryAfter> {
         match self {
             ModelError::Status { retry_after, .. } => *retry_after,
+            ModelError::RetriesExhausted { last, .. } => last.retry_after(),
             _ => None,
         }
+    }
+
+    /// Whether a turn whose answer had begun may recover from this error by continuing
+    /// later: a retryable one (also after the retries ran out) or a stream that broke off.
+    pub fn is_transient(&self) -> bool {
+        match self {
+            ModelError::StreamBroken(_) => true,
+            ModelError::RetriesExhausted { last, .. } => last.is_transient(),
+            _ => self.is_retryable(),
+        }
+    }
+
+    /// The wait in ms the failed answer asked for (none, or one already past, is `None`).
+    pub fn retry_after_ms(&self, now_ms: f64) -> Option<u64> {
+        let ms = self.retry_after()?.delay_ms(now_ms);
+        (ms >= 0.0).then(|| ms.ceil() as u64)
     }
 }
 

@@ -803,8 +803,27 @@ impl<'a> ProtocolError<'a> {
     }
 }
 
-/// `{"type":"cf_agent_use_chat_response","id","body","done"[,"error"][,"continuation"]}`: one
-/// live frame of a chat stream: a chunk, its end, or an error.
+/// How a chat request ended, on its terminal frame (`outcome`, read by `agents` 0.32 and
+/// later for `onTurnEnd` and the "recovering" indicator; older clients ignore it).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ChatOutcome {
+    /// The turn finished (also when it stopped to wait for a human).
+    Completed,
+    /// The turn failed.
+    Error,
+    /// The turn was cancelled while it ran (or a crash cut it and it was not continued).
+    Aborted,
+    /// The turn never ran: a newer send replaced it or the concurrency policy dropped it.
+    Skipped,
+    /// This request stopped, and recovery continues the same turn under a new request that
+    /// carries the same `messageIds`.
+    Recovering,
+}
+
+/// `{"type":"cf_agent_use_chat_response","id","body","done"[,"error"][,"seq"][,"outcome"]
+/// [,"continuation"][,"messageIds"]}`: one live frame of a chat stream: a chunk, its end, or
+/// an error. The optional fields are in the order Think 0.23 writes them.
 #[derive(Debug, Clone, Serialize)]
 pub struct ChatResponse<'a> {
     #[serde(rename = "type")]
@@ -818,24 +837,46 @@ pub struct ChatResponse<'a> {
     /// `body` is an error the client shows instead of a chunk.
     #[serde(skip_serializing_if = "is_false")]
     pub error: bool,
+    /// A chunk's index in its stream, the same as its replay carries, so a client can skip
+    /// replayed chunks it already applied.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub seq: Option<u64>,
+    /// How the request ended, on the `done` frame.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub outcome: Option<ChatOutcome>,
     /// The stream continues the last assistant message (an auto-continuation).
     #[serde(skip_serializing_if = "is_false")]
     pub continuation: bool,
+    /// The ids of the user messages the request carried, on terminal (`done` or `error`)
+    /// frames, so a client settles exactly the sends the end belongs to.
+    #[serde(rename = "messageIds", skip_serializing_if = "is_empty_ids")]
+    pub message_ids: &'a [String],
 }
 
 impl<'a> ChatResponse<'a> {
     fn frame(id: &'a str, body: &'a str, done: bool, error: bool) -> Self {
-        Self { kind: FrameType::UseChatResponse, id, body, done, error, continuation: false }
+        Self {
+            kind: FrameType::UseChatResponse,
+            id,
+            body,
+            done,
+            error,
+            seq: None,
+            outcome: None,
+            continuation: false,
+            message_ids: &[],
+        }
     }
 
-    /// One live chunk; `body` is the chunk's JSON text (as stored for replay).
-    pub fn chunk(id: &'a str, body: &'a str) -> Self {
-        Self::frame(id, body, false, false)
+    /// One live chunk; `body` is the chunk's JSON text (as stored for replay), `seq` its
+    /// index in the stream.
+    pub fn chunk(id: &'a str, body: &'a str, seq: u64) -> Self {
+        Self { seq: Some(seq), ..Self::frame(id, body, false, false) }
     }
 
-    /// The end of a stream, after completion or cancel.
-    pub fn done(id: &'a str) -> Self {
-        Self::frame(id, "", true, false)
+    /// The end of a stream, ended as `outcome`.
+    pub fn done(id: &'a str, outcome: ChatOutcome) -> Self {
+        Self { outcome: Some(outcome), ..Self::frame(id, "", true, false) }
     }
 
     /// An in-stream error; the client errors its stream with `text`. The done frame follows.
@@ -853,6 +894,32 @@ impl<'a> ChatResponse<'a> {
         self.continuation = continuation;
         self
     }
+
+    /// Names the user messages the request carried (kept on terminal frames only).
+    pub fn for_messages(mut self, ids: &'a [String]) -> Self {
+        if self.done || self.error {
+            self.message_ids = ids;
+        }
+        self
+    }
+}
+
+fn is_empty_ids(ids: &&[String]) -> bool {
+    ids.is_empty()
+}
+
+/// The ids of the trailing user messages of a request's `messages` (Think's
+/// `originMessageIds`): the sends a turn answers.
+pub fn origin_message_ids(messages: &[UIMessage]) -> Vec<String> {
+    let mut ids: Vec<String> = messages
+        .iter()
+        .rev()
+        .take_while(|m| m.role == crate::protocol::message::Role::User)
+        .filter(|m| !m.id.is_empty())
+        .map(|m| m.id.clone())
+        .collect();
+    ids.reverse();
+    ids
 }
 
 /// The text of [`ChatResponse::chunk`] for `chunk`, written straight from the value into a
@@ -861,6 +928,7 @@ impl<'a> ChatResponse<'a> {
 pub fn chat_chunk_frame_text<T: Serialize + ?Sized>(
     id: &str,
     chunk: &T,
+    seq: u64,
     continuation: bool,
 ) -> String {
     let prefix = format!(
@@ -869,16 +937,17 @@ pub fn chat_chunk_frame_text<T: Serialize + ?Sized>(
         Value::from(id)
     );
     let suffix = if continuation {
-        "\",\"done\":false,\"continuation\":true}"
+        format!("\",\"done\":false,\"seq\":{seq},\"continuation\":true}}")
     } else {
-        "\",\"done\":false}"
+        format!("\",\"done\":false,\"seq\":{seq}}}")
     };
-    super::json::embed_exact(&prefix, chunk, suffix)
+    super::json::embed_exact(&prefix, chunk, &suffix)
 }
 
-/// `{"body","done","id","type":"cf_agent_use_chat_response","replay":true[,"replayComplete"]}`:
-/// a stored chunk replayed after a resume ACK, or the end of that replay. Replays never
-/// carry `continuation`; only live frames do.
+/// `{"body","done","id","type":"cf_agent_use_chat_response","replay":true[,"seq"]
+/// [,"replayComplete"][,"continuation"][,"messageIds"][,"outcome"]}`: a stored chunk replayed
+/// after a resume ACK, or the end of that replay. A replay mirrors what a live client saw: a
+/// chunk carries the `seq` its live frame carried, and a continuation's frames say so.
 #[derive(Debug, Clone, Serialize)]
 pub struct Replay<'a> {
     /// A stored chunk's JSON text, or empty for the end frames.
@@ -890,19 +959,42 @@ pub struct Replay<'a> {
     #[serde(rename = "type")]
     kind: FrameType,
     replay: bool,
+    /// The chunk's index in its stream.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub seq: Option<u64>,
     /// The replay of a still live stream is over; live chunks follow.
     #[serde(rename = "replayComplete", skip_serializing_if = "is_false")]
     pub replay_complete: bool,
+    /// The replayed stream continued the last assistant message.
+    #[serde(skip_serializing_if = "is_false")]
+    pub continuation: bool,
+    /// The user messages the request carried, on the `done` frame.
+    #[serde(rename = "messageIds", skip_serializing_if = "is_empty_ids")]
+    pub message_ids: &'a [String],
+    /// How the replayed request ended, on the `done` frame.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub outcome: Option<ChatOutcome>,
 }
 
 impl<'a> Replay<'a> {
     fn frame(id: &'a str, body: &'a str, done: bool, replay_complete: bool) -> Self {
-        Self { body, done, id, kind: FrameType::UseChatResponse, replay: true, replay_complete }
+        Self {
+            body,
+            done,
+            id,
+            kind: FrameType::UseChatResponse,
+            replay: true,
+            seq: None,
+            replay_complete,
+            continuation: false,
+            message_ids: &[],
+            outcome: None,
+        }
     }
 
-    /// One stored chunk of stream `id`.
-    pub fn chunk(id: &'a str, body: &'a str) -> Self {
-        Self::frame(id, body, false, false)
+    /// Stored chunk number `seq` of stream `id`.
+    pub fn chunk(id: &'a str, body: &'a str, seq: u64) -> Self {
+        Self { seq: Some(seq), ..Self::frame(id, body, false, false) }
     }
 
     /// The end of a replay of a stream still live: the client flushes and keeps listening.
@@ -915,11 +1007,26 @@ impl<'a> Replay<'a> {
     pub fn done(id: &'a str) -> Self {
         Self::frame(id, "", true, false)
     }
+
+    /// Marks the frame as part of a continuation stream (or not).
+    pub fn in_continuation(mut self, continuation: bool) -> Self {
+        self.continuation = continuation;
+        self
+    }
+
+    /// The end of the replayed request: how it ended and the user messages it carried.
+    pub fn ended(mut self, outcome: ChatOutcome, ids: &'a [String]) -> Self {
+        if self.done {
+            self.outcome = Some(outcome);
+            self.message_ids = ids;
+        }
+        self
+    }
 }
 
-/// `{"body","done":true,"error":true,"id","type":"cf_agent_use_chat_response"}`: the terminal
-/// error of a turn that failed while nobody was connected, delivered after the ACK. No
-/// `replay` flag: it must look like a live terminal so `useChat` shows the error.
+/// `{"body","done":true,"error":true,"id","type":"cf_agent_use_chat_response"[,"messageIds"]}`:
+/// the terminal error of a turn that failed while nobody was connected, delivered after the
+/// ACK. No `replay` flag: it must look like a live terminal so `useChat` shows the error.
 #[derive(Debug, Clone, Serialize)]
 pub struct TerminalError<'a> {
     /// The error text.
@@ -930,28 +1037,54 @@ pub struct TerminalError<'a> {
     pub id: &'a str,
     #[serde(rename = "type")]
     kind: FrameType,
+    /// The user messages the failed request carried.
+    #[serde(rename = "messageIds", skip_serializing_if = "is_empty_ids")]
+    pub message_ids: &'a [String],
 }
 
 impl<'a> TerminalError<'a> {
     /// The terminal error `body` of stream `id`.
     pub fn new(id: &'a str, body: &'a str) -> Self {
-        Self { body, done: true, error: true, id, kind: FrameType::UseChatResponse }
+        Self {
+            body,
+            done: true,
+            error: true,
+            id,
+            kind: FrameType::UseChatResponse,
+            message_ids: &[],
+        }
+    }
+
+    /// Names the user messages the request carried.
+    pub fn for_messages(mut self, ids: &'a [String]) -> Self {
+        self.message_ids = ids;
+        self
     }
 }
 
-/// `{"type":"cf_agent_chat_messages","messages"}`: the whole transcript.
+/// `{"type":"cf_agent_chat_messages","messages"[,"connect":true]}`: the whole transcript.
 #[derive(Debug, Clone, Serialize)]
 pub struct ChatMessages<'a> {
     #[serde(rename = "type")]
     kind: FrameType,
     /// The transcript, in order.
     pub messages: &'a [UIMessage],
+    /// Set on the transcript a newly connected tab gets: it predates any request the tab
+    /// buffered while disconnected, so the tab keeps those sends in view (`agents` #1983);
+    /// any other transcript is authoritative.
+    #[serde(skip_serializing_if = "is_false")]
+    pub connect: bool,
 }
 
 impl<'a> ChatMessages<'a> {
     /// The frame for transcript `messages`.
     pub fn new(messages: &'a [UIMessage]) -> Self {
-        Self { kind: FrameType::ChatMessages, messages }
+        Self { kind: FrameType::ChatMessages, messages, connect: false }
+    }
+
+    /// The transcript sent to a tab as it connects.
+    pub fn on_connect(messages: &'a [UIMessage]) -> Self {
+        Self { connect: true, ..Self::new(messages) }
     }
 }
 
@@ -1135,11 +1268,11 @@ mod tests {
 
     #[test]
     fn chunk_frame_text_is_the_serde_frame() {
-        for continuation in [false, true] {
+        for (seq, continuation) in [(0, false), (7, true), (u64::MAX, false)] {
             let chunk = json!({"type": "text-delta", "id": "t", "delta": "é\n\"q\\"});
-            let text = chat_chunk_frame_text("req-\"1", &chunk, continuation);
+            let text = chat_chunk_frame_text("req-\"1", &chunk, seq, continuation);
             let body = chunk.to_string();
-            let frame = ChatResponse::chunk("req-\"1", &body).in_continuation(continuation);
+            let frame = ChatResponse::chunk("req-\"1", &body, seq).in_continuation(continuation);
             assert_eq!(text, to_text(&frame));
         }
     }
@@ -1518,33 +1651,71 @@ mod tests {
     fn chat_stream_frames() {
         let chunk = crate::protocol::chunk::start(Some("srv"), None).to_string();
         assert_eq!(
-            s(&ChatResponse::chunk("V1StGXR8", &chunk)),
-            r#"{"type":"cf_agent_use_chat_response","id":"V1StGXR8","body":"{\"type\":\"start\",\"messageId\":\"srv\"}","done":false}"#
+            s(&ChatResponse::chunk("V1StGXR8", &chunk, 0)),
+            r#"{"type":"cf_agent_use_chat_response","id":"V1StGXR8","body":"{\"type\":\"start\",\"messageId\":\"srv\"}","done":false,"seq":0}"#
         );
         assert_eq!(
-            s(&ChatResponse::chunk("r", "{}").in_continuation(true)),
-            r#"{"type":"cf_agent_use_chat_response","id":"r","body":"{}","done":false,"continuation":true}"#
+            s(&ChatResponse::chunk("r", "{}", 3).in_continuation(true)),
+            r#"{"type":"cf_agent_use_chat_response","id":"r","body":"{}","done":false,"seq":3,"continuation":true}"#
+        );
+        let ids = ["u1".to_owned(), "u2".to_owned()];
+        assert_eq!(
+            s(&ChatResponse::done("r", ChatOutcome::Completed).for_messages(&ids)),
+            r#"{"type":"cf_agent_use_chat_response","id":"r","body":"","done":true,"outcome":"completed","messageIds":["u1","u2"]}"#
         );
         assert_eq!(
-            s(&ChatResponse::done("r")),
-            r#"{"type":"cf_agent_use_chat_response","id":"r","body":"","done":true}"#
+            s(&ChatResponse::done("r", ChatOutcome::Recovering).in_continuation(true)),
+            r#"{"type":"cf_agent_use_chat_response","id":"r","body":"","done":true,"outcome":"recovering","continuation":true}"#
         );
         assert_eq!(
-            s(&ChatResponse::done("r").in_continuation(true)),
-            r#"{"type":"cf_agent_use_chat_response","id":"r","body":"","done":true,"continuation":true}"#
+            s(&ChatResponse::error("r", "boom").in_continuation(true).for_messages(&ids)),
+            r#"{"type":"cf_agent_use_chat_response","id":"r","body":"boom","done":false,"error":true,"continuation":true,"messageIds":["u1","u2"]}"#
+        );
+        // A chunk is not terminal: it never names the request's messages.
+        assert!(val(&ChatResponse::chunk("r", "{}", 0).for_messages(&ids))
+            .get("messageIds")
+            .is_none());
+        for (outcome, text) in [
+            (ChatOutcome::Error, "error"),
+            (ChatOutcome::Aborted, "aborted"),
+            (ChatOutcome::Skipped, "skipped"),
+        ] {
+            assert_eq!(val(&ChatResponse::done("r", outcome))["outcome"], text);
+        }
+        assert_eq!(
+            s(&Replay::chunk("r", "{\"type\":\"text-start\"}", 0)),
+            r#"{"body":"{\"type\":\"text-start\"}","done":false,"id":"r","type":"cf_agent_use_chat_response","replay":true,"seq":0}"#
         );
         assert_eq!(
-            s(&ChatResponse::error("r", "boom").in_continuation(true)),
-            r#"{"type":"cf_agent_use_chat_response","id":"r","body":"boom","done":false,"error":true,"continuation":true}"#
-        );
-        assert_eq!(
-            s(&Replay::chunk("r", "{\"type\":\"text-start\"}")),
-            r#"{"body":"{\"type\":\"text-start\"}","done":false,"id":"r","type":"cf_agent_use_chat_response","replay":true}"#
+            s(&Replay::chunk("r", "{}", 4).in_continuation(true)),
+            r#"{"body":"{}","done":false,"id":"r","type":"cf_agent_use_chat_response","replay":true,"seq":4,"continuation":true}"#
         );
         assert_eq!(
             s(&Replay::complete("r")),
             r#"{"body":"","done":false,"id":"r","type":"cf_agent_use_chat_response","replay":true,"replayComplete":true}"#
         );
+        assert_eq!(
+            s(&Replay::done("r").in_continuation(true).ended(ChatOutcome::Aborted, &ids)),
+            r#"{"body":"","done":true,"id":"r","type":"cf_agent_use_chat_response","replay":true,"continuation":true,"messageIds":["u1","u2"],"outcome":"aborted"}"#
+        );
+        assert_eq!(
+            s(&TerminalError::new("r", "boom").for_messages(&ids)),
+            r#"{"body":"boom","done":true,"error":true,"id":"r","type":"cf_agent_use_chat_response","messageIds":["u1","u2"]}"#
+        );
+    }
+
+    #[test]
+    fn origin_message_ids_are_the_trailing_user_messages() {
+        let m = |id: &str, role| UIMessage::new(id, role, vec![]);
+        let msgs = [
+            m("u0", Role::User),
+            m("a1", Role::Assistant),
+            m("u1", Role::User),
+            m("u2", Role::User),
+        ];
+        assert_eq!(origin_message_ids(&msgs), ["u1", "u2"]);
+        assert!(origin_message_ids(&msgs[..2]).is_empty(), "an assistant message last: none");
+        assert!(origin_message_ids(&[]).is_empty());
     }
 
     #[test]
@@ -1553,6 +1724,10 @@ mod tests {
         assert_eq!(
             s(&ChatMessages::new(std::slice::from_ref(&m))),
             r#"{"type":"cf_agent_chat_messages","messages":[{"id":"m1","role":"user","parts":[{"type":"text","text":"hi"}]}]}"#
+        );
+        assert_eq!(
+            s(&ChatMessages::on_connect(&[])),
+            r#"{"type":"cf_agent_chat_messages","messages":[],"connect":true}"#
         );
         assert_eq!(
             s(&MessageUpdated::new(&m)),

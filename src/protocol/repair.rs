@@ -15,6 +15,47 @@ use std::collections::BTreeSet;
 pub const INTERRUPTED_TOOL_ERROR: &str =
     "The tool call was interrupted before a result was recorded.";
 
+/// The error an approved call that never ran is settled with once a later turn moves past it.
+pub const APPROVED_NOT_RUN_ERROR: &str =
+    "The tool call was approved but did not run before the next turn started.";
+
+/// Think 0.23's approval repair, run when a new user turn starts and no continuation is due:
+/// a call answered in an earlier message (any but the last) that never ran, because no
+/// continuation ran it, is settled: approved as `output-error` with
+/// [`APPROVED_NOT_RUN_ERROR`], denied as `output-denied`. Returns the indices of the messages
+/// it changed.
+pub fn settle_passed_approvals(messages: &mut [UIMessage]) -> Vec<usize> {
+    let mut changed = Vec::new();
+    let last = messages.len().saturating_sub(1);
+    for (i, message) in messages.iter_mut().enumerate().take(last) {
+        let mut touched = false;
+        for part in message.parts.iter_mut() {
+            if !is_tool_part(part)
+                || state_of(part) != Some(state::APPROVAL_RESPONDED)
+                || tool_part_has_settled_result(part)
+            {
+                continue;
+            }
+            let denied = part.pointer("/approval/approved").and_then(Value::as_bool) == Some(false);
+            let (input, _) = normalize_tool_input(part.get("input"));
+            if let Value::Object(p) = part {
+                p.insert("input".into(), input);
+                if denied {
+                    p.insert("state".into(), state::OUTPUT_DENIED.into());
+                } else {
+                    p.insert("state".into(), state::OUTPUT_ERROR.into());
+                    p.insert("errorText".into(), APPROVED_NOT_RUN_ERROR.into());
+                }
+                touched = true;
+            }
+        }
+        if touched {
+            changed.push(i);
+        }
+    }
+    changed
+}
+
 /// Whether a tool part already carries a result the provider accepts (an output, or a
 /// terminal state), so repair must not overwrite it.
 pub fn tool_part_has_settled_result(part: &Value) -> bool {
@@ -290,6 +331,46 @@ mod tests {
         // Think's policy errors all three.
         let all = repair(&msgs);
         assert_eq!(all.tool_call_ids, vec!["client-1", "server-1", "ap-1"]);
+    }
+
+    #[test]
+    fn an_answered_call_a_later_turn_passed_is_settled() {
+        let part = |id: &str, approved: bool| {
+            json!({"type": "tool-write", "toolCallId": id, "state": "approval-responded",
+                   "input": {"path": "/a"}, "approval": {"id": format!("ap-{id}"), "approved": approved}})
+        };
+        let mut msgs = vec![
+            UIMessage::new("a1", Role::Assistant, vec![part("yes", true), part("no", false)]),
+            UIMessage::new("u2", Role::User, vec![json!({"type": "text", "text": "next"})]),
+        ];
+        assert_eq!(settle_passed_approvals(&mut msgs), vec![0]);
+        let [yes, no] = &msgs[0].parts[..] else { panic!() };
+        assert_eq!(yes["state"], "output-error");
+        assert_eq!(yes["errorText"], APPROVED_NOT_RUN_ERROR);
+        assert_eq!(yes["input"], json!({"path": "/a"}));
+        assert_eq!(no["state"], "output-denied");
+        assert!(no.get("errorText").is_none());
+        assert!(settle_passed_approvals(&mut msgs).is_empty(), "settled once");
+    }
+
+    #[test]
+    fn the_last_message_and_settled_or_pending_calls_are_kept() {
+        let responded = json!({"type": "tool-write", "toolCallId": "t", "state": "approval-responded",
+                               "input": {}, "approval": {"id": "x", "approved": true}});
+        let requested = json!({"type": "tool-write", "toolCallId": "r", "state": "approval-requested",
+                               "input": {}, "approval": {"id": "y"}});
+        let ran = json!({"type": "tool-write", "toolCallId": "o", "state": "approval-responded",
+                         "input": {}, "output": {"ok": true}, "approval": {"id": "z", "approved": true}});
+        // The answered call of the last message waits for its continuation.
+        let mut last = vec![UIMessage::new("a1", Role::Assistant, vec![responded.clone()])];
+        assert!(settle_passed_approvals(&mut last).is_empty());
+        assert_eq!(last[0].parts[0], responded);
+        let mut msgs = vec![
+            UIMessage::new("a1", Role::Assistant, vec![requested.clone(), ran.clone()]),
+            UIMessage::new("u2", Role::User, vec![]),
+        ];
+        assert!(settle_passed_approvals(&mut msgs).is_empty());
+        assert_eq!(msgs[0].parts, vec![requested, ran]);
     }
 
     #[test]

@@ -550,6 +550,7 @@ fn a_context_length_error_compacts_once_and_retries() {
             model: model.clone(),
             context_window: 1_000_000,
         })),
+        now: None,
     };
     let approval = |_: &str, _: &Value| false;
     let abort = crate::turn::abort::AbortSignal::default();
@@ -588,7 +589,7 @@ fn a_context_length_error_compacts_once_and_retries() {
 
     // Any other error fails at once.
     let inner = ScriptedModel::with_fallback(text("x"));
-    let other = ModelError::Status { status: 500, message: "down".into(), retry_after: None };
+    let other = ModelError::Status { status: 401, message: "bad key".into(), retry_after: None };
     let model: Rc<dyn Model> =
         Rc::new(Failing { fail: Cell::new(1), error: other, inner: inner.clone() });
     let out = block_on(crate::turn::engine::run(
@@ -637,6 +638,7 @@ fn a_turn_whose_tool_results_pass_the_budget_is_compacted_at_its_next_call() {
             model: model.clone(),
             context_window: 2000,
         })),
+        now: None,
     };
     let approval = |_: &str, _: &Value| false;
     let abort = crate::turn::abort::AbortSignal::default();

@@ -5,7 +5,7 @@ pub mod alloc;
 pub mod mcp;
 
 use std::cell::{Cell, RefCell};
-use std::collections::VecDeque;
+use std::collections::{BTreeMap, VecDeque};
 use std::future::Future;
 use std::pin::Pin;
 use std::rc::{Rc, Weak};
@@ -140,6 +140,9 @@ impl Clock for ManualClock {
 #[derive(Default)]
 pub struct ScriptedModel {
     calls: RefCell<VecDeque<Vec<ModelEvent>>>,
+    /// Errors that end the calls queued with [`ScriptedModel::push_broken`], by the number
+    /// of the call they end (counting every call made).
+    breaks: RefCell<BTreeMap<usize, ModelError>>,
     fallback: Option<Vec<ModelEvent>>,
     seen: RefCell<Vec<ModelRequest>>,
     /// Each call's stream waits this long on this clock before it ends, so a test can act
@@ -163,6 +166,14 @@ impl ScriptedModel {
         self.calls.borrow_mut().extend(calls);
     }
 
+    /// Queues a call that streams `events`, then fails with `error` (a stream that broke off,
+    /// or a provider's error event), after the calls already queued.
+    pub fn push_broken(&self, events: Vec<ModelEvent>, error: ModelError) {
+        let call = self.seen.borrow().len() + self.calls.borrow().len();
+        self.breaks.borrow_mut().insert(call, error);
+        self.calls.borrow_mut().push_back(events);
+    }
+
     /// Makes every further call stream its first event, then wait `ms` on `clock` before
     /// the rest.
     pub fn delay_streams(&self, clock: Rc<dyn Clock>, ms: u64) {
@@ -182,6 +193,7 @@ impl Model for ScriptedModel {
     }
 
     async fn stream(&self, request: &ModelRequest) -> Result<ModelStream, ModelError> {
+        let call = self.seen.borrow().len();
         self.seen.borrow_mut().push(request.clone());
         let events = self
             .calls
@@ -189,6 +201,10 @@ impl Model for ScriptedModel {
             .pop_front()
             .or_else(|| self.fallback.clone())
             .ok_or_else(|| ModelError::other("no script"))?;
+        if let Some(error) = self.breaks.borrow_mut().remove(&call) {
+            let events = events.into_iter().map(Ok).chain([Err(error)]);
+            return Ok(futures::stream::iter(events).boxed_local());
+        }
         let Some((clock, ms)) = self.delay.borrow().clone() else {
             return Ok(futures::stream::iter(events.into_iter().map(Ok)).boxed_local());
         };

@@ -70,6 +70,15 @@ pub struct TurnPlan {
     pub new_id: Box<dyn Fn() -> String>,
     /// The session's part in each model call (context blocks, compaction), if any.
     pub context: Option<Rc<dyn StepContext>>,
+    /// The time in ms since the epoch, for the waits a failed answer asks for; `None` reads
+    /// them as 0.
+    pub now: Option<Box<dyn Fn() -> f64>>,
+}
+
+impl TurnPlan {
+    fn now_ms(&self) -> f64 {
+        self.now.as_ref().map_or(0.0, |now| now())
+    }
 }
 
 /// What the session adds to each model call of a turn.
@@ -109,6 +118,28 @@ pub enum TurnOutcome {
     Aborted,
     /// The model or the turn failed with this error.
     Failed(String),
+    /// The model call failed with a transient error (see [`ModelError::is_transient`]): the
+    /// caller may continue the turn later instead of failing it.
+    Interrupted {
+        /// The error, as [`TurnOutcome::Failed`] would carry it.
+        error: String,
+        /// The wait the failed answer asked for, in ms.
+        retry_after_ms: Option<u64>,
+    },
+}
+
+impl TurnOutcome {
+    /// How a turn ends on model error `e`: interrupted when another call may succeed.
+    fn model_failed(e: &ModelError, now_ms: f64) -> Self {
+        if e.is_transient() {
+            TurnOutcome::Interrupted {
+                error: e.to_string(),
+                retry_after_ms: e.retry_after_ms(now_ms),
+            }
+        } else {
+            TurnOutcome::Failed(e.to_string())
+        }
+    }
 }
 
 /// A tool call as it streams in.
@@ -195,7 +226,9 @@ pub async fn run(
                 (Some(c), false) => c.on_model_error(&e, &request.system, &request.messages).await,
                 _ => None,
             };
-            let Some(messages) = shorter else { return TurnOutcome::Failed(e.to_string()) };
+            let Some(messages) = shorter else {
+                return TurnOutcome::model_failed(&e, plan.now_ms());
+            };
             retried = true;
             // The shortened history replaces the turn's: it is lent like the full one.
             request.messages = messages;
@@ -218,7 +251,7 @@ pub async fn run(
                 Some(Some(Err(e))) => {
                     st.close_text(sink);
                     st.close_reasoning(sink);
-                    return TurnOutcome::Failed(e.to_string());
+                    return TurnOutcome::model_failed(&e, plan.now_ms());
                 }
                 Some(Some(Ok(ev))) => ev,
             };
@@ -616,6 +649,7 @@ mod tests {
             tool_choice: None,
             new_id: Box::new(|| "approval_1".into()),
             context: None,
+            now: None,
         }
     }
 
@@ -877,5 +911,60 @@ mod tests {
 
         let (out, _, _) = run_with(vec![], &|_: &str, _: &Value| false);
         assert_eq!(out, TurnOutcome::Failed("no script".into()));
+    }
+
+    /// A model whose calls stream some text, then fail with `error`.
+    struct Breaking(ModelError);
+
+    #[async_trait(?Send)]
+    impl Model for Breaking {
+        fn id(&self) -> &str {
+            "breaking"
+        }
+        async fn stream(&self, _: &ModelRequest) -> Result<crate::model::ModelStream, ModelError> {
+            let events = vec![Ok(ModelEvent::TextDelta("par".into())), Err(self.0.clone())];
+            Ok(futures::stream::iter(events).boxed_local())
+        }
+    }
+
+    #[test]
+    fn a_transient_model_error_interrupts_the_turn_and_any_other_fails_it() {
+        use crate::model::retry::RetryAfter;
+        use crate::platform::HttpError;
+        let status =
+            |status, retry_after| ModelError::Status { status, message: "m".into(), retry_after };
+        let cases = [
+            (ModelError::StreamBroken(HttpError::Body("reset".into())), Some(None)),
+            (ModelError::Transient("overloaded".into()), Some(None)),
+            (status(429, Some(RetryAfter::Delay(1500.0))), Some(Some(1500))),
+            (
+                ModelError::RetriesExhausted { attempts: 3, last: Box::new(status(503, None)) },
+                Some(None),
+            ),
+            (ModelError::Reported("bad request".into()), None),
+            (status(400, None), None),
+        ];
+        for (error, transient) in cases {
+            let sink = Sink::default();
+            let out = futures::executor::block_on(run(
+                &Breaking(error.clone()),
+                plan(tools()),
+                &|_: &str, _: &Value| false,
+                &sink,
+                &AbortSignal::new(),
+            ));
+            let expected = match transient {
+                Some(retry_after_ms) => {
+                    TurnOutcome::Interrupted { error: error.to_string(), retry_after_ms }
+                }
+                None => TurnOutcome::Failed(error.to_string()),
+            };
+            assert_eq!(out, expected, "{error:?}");
+            assert_eq!(
+                sink.types(),
+                ["start-step", "text-start", "text-delta", "text-end"],
+                "the text is closed"
+            );
+        }
     }
 }

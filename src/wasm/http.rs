@@ -112,7 +112,7 @@ impl HttpClient for FetchHttp {
             match read {
                 Ok(v) if v.is_undefined() => None,
                 Ok(v) => Some((Ok(Uint8Array::from(v).to_vec()), Some(next))),
-                Err(e) => Some((Err(HttpError::Body(format!("{e:?}"))), None)),
+                Err(e) => Some((Err(HttpError::Body(super::rpc::js_error_text(&e))), None)),
             }
         });
         Ok(HttpResponse { status, headers, body: body.boxed_local() })

@@ -324,7 +324,10 @@ impl ThinkHost {
     ) -> Result<()> {
         self.sockets.invalidate();
         if let Some(conn_id) = ws.deserialize_attachment::<String>().ok().flatten() {
-            self.agent().on_close(&conn_id);
+            // A tab that already reconnected under this id keeps its state.
+            if !self.sockets.open_elsewhere(&conn_id, &ws) {
+                self.agent().on_close(&conn_id);
+            }
         }
         // 1005/1006 cannot be echoed back; the socket is gone either way.
         let code = if (1000..=4999).contains(&code) && code != 1005 && code != 1006 {

@@ -42,15 +42,39 @@ impl DoSockets {
     }
 }
 
+impl DoSockets {
+    /// Whether a socket other than `ws` is open under connection id `id`: the tab reconnected
+    /// (same `_pk`) before its old socket closed, so the old one's close ends nothing.
+    pub fn open_elsewhere(&self, id: &str, ws: &WebSocket) -> bool {
+        let this: &web_sys::WebSocket = ws.as_ref();
+        self.with_sockets(|s| {
+            s.iter().any(|(i, other)| {
+                let other: &web_sys::WebSocket = other.as_ref();
+                i == id && other != this && other.ready_state() == web_sys::WebSocket::OPEN
+            })
+        })
+    }
+}
+
+/// A connection id can name two sockets for a moment: a tab that reconnects with the same
+/// `_pk` before its old socket has closed (a dropped network). Each id is listed once and a
+/// frame for it goes to each of its sockets, so the live one gets it once (the old one is
+/// going away), as partyserver sends to each connection.
 impl Sockets for DoSockets {
     fn ids(&self) -> Vec<String> {
-        self.with_sockets(|s| s.iter().map(|(id, _)| id.clone()).collect())
+        self.with_sockets(|s| {
+            let mut seen = std::collections::BTreeSet::new();
+            s.iter().filter(|(id, _)| seen.insert(id.as_str())).map(|(id, _)| id.clone()).collect()
+        })
     }
 
     fn send(&self, id: &str, text: &str) {
-        let stale = self.with_sockets(|s| match s.iter().find(|(i, _)| i == id) {
-            Some((_, ws)) => ws.send_with_str(text).is_err(),
-            None => false,
+        let stale = self.with_sockets(|s| {
+            let mut stale = false;
+            for (_, ws) in s.iter().filter(|(i, _)| i == id) {
+                stale |= ws.send_with_str(text).is_err();
+            }
+            stale
         });
         if stale {
             self.invalidate();

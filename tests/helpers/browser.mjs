@@ -27,14 +27,16 @@ export async function launchBrowser() {
 
 /**
  * Opens a page in a fresh context (Europe/Berlin time zone, so the browser tool's answer is
- * known) and records uncaught page errors in `page.errors`.
+ * known) and records uncaught page errors in `page.errors`. `setup(page)` runs before the page
+ * loads (e.g. to route its WebSockets).
  */
-export async function openPage(browser, url, { timezoneId = "Europe/Berlin" } = {}) {
+export async function openPage(browser, url, { timezoneId = "Europe/Berlin", setup } = {}) {
   const context = await browser.newContext({ timezoneId, viewport: { width: 960, height: 760 } });
   const page = await context.newPage();
   page.setDefaultTimeout(10000);
   page.errors = [];
   page.on("pageerror", (e) => page.errors.push(e));
+  await setup?.(page);
   await page.goto(url);
   return page;
 }

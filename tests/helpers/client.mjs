@@ -1,8 +1,13 @@
 // Test-side use of the real npm client: `AgentClient` from `agents/client` over the `ws`
 // package, with helpers to send chat frames and wait for the frames that come back.
-import { AgentClient } from "agents/client";
+// THINK_TEST_AGENTS=next selects the newest `agents` (installed as `agents-next`) instead of the
+// pinned 0.21; `npm test` runs the protocol's test files against both (scripts/test.sh).
 import WebSocket from "ws";
 import assert from "node:assert/strict";
+
+/** The npm package the client comes from: `agents` (0.21) or `agents-next` (the newest). */
+export const AGENTS_PACKAGE = process.env.THINK_TEST_AGENTS === "next" ? "agents-next" : "agents";
+const { AgentClient } = await import(`${AGENTS_PACKAGE}/client`);
 
 let counter = 0;
 export const newId = (prefix = "req") => `${prefix}_${Date.now().toString(36)}_${counter++}`;

@@ -1,6 +1,10 @@
 // A scripted OpenAI-compatible Chat Completions server for tests. Each model call takes the
 // next entry of a queue and streams it as SSE, exactly as OpenAI does; the agent's real
 // provider code parses it. Every request body is recorded so tests can assert what the model saw.
+// Entries: `{text, chunkSize?, delayMs?, toolCalls?, finishReason?, hang?}` streams an answer;
+// `{status, message?, headers?}` fails with that HTTP status (e.g. 429 with `retry-after-ms`);
+// `{text, streamError, streamErrorType?}` sends text then an error event (a `type` such as
+// `server_error` marks it temporary); `{text, cut: true}` sends text then drops the connection.
 import http from "node:http";
 
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
@@ -26,7 +30,8 @@ export async function startScriptedModel() {
     const delay = entry.delayMs ?? 0;
     if (entry.streamError) {
       send({ role: "assistant", content: entry.text ?? "" });
-      res.write(`data: ${JSON.stringify({ error: { message: entry.streamError } })}\n\n`);
+      const error = { message: entry.streamError, ...(entry.streamErrorType && { type: entry.streamErrorType }) };
+      res.write(`data: ${JSON.stringify({ error })}\n\n`);
       res.end();
       return;
     }
@@ -37,6 +42,14 @@ export async function startScriptedModel() {
         send(i === 0 ? { role: "assistant", content: entry.text.slice(i, i + size) } : { content: entry.text.slice(i, i + size) });
         if (delay) await sleep(delay);
       }
+    }
+    if (entry.cut) {
+      // The stream drops mid-answer: once what was sent has left, the connection goes without
+      // the chunked body's end.
+      await new Promise((resolve) => res.write("", resolve));
+      await sleep(50);
+      res.destroy();
+      return;
     }
     (entry.toolCalls ?? []).forEach((call, index) => {
       const args = typeof call.args === "string" ? call.args : JSON.stringify(call.args ?? {});

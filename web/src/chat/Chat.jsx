@@ -3,9 +3,9 @@ import { useEffect, useRef, useState } from "react";
 import { Part, isShown } from "./Part.jsx";
 import { Rewind } from "./Rewind.jsx";
 
-/** True while a turn is submitted or streaming (from this tab or another). */
+/** True while a turn is submitted, streaming (from this tab or another) or being recovered. */
 export function chatBusy(chat) {
-  return chat.status === "submitted" || chat.status === "streaming" || chat.isServerStreaming;
+  return chat.status === "submitted" || chat.status === "streaming" || chat.isServerStreaming || chat.isRecovering;
 }
 
 export function Chat({ chat, agent, runs, children }) {
@@ -47,6 +47,13 @@ export function Chat({ chat, agent, runs, children }) {
           </div>
         ))}
         {chat.status === "submitted" && <div className="thinking">thinking…</div>}
+        {/* The agent lost the model mid-answer (a crash, a dropped stream, a rate limit) and
+            is continuing it: `cf_agent_chat_recovering` and the `recovering` outcome. */}
+        {chat.isRecovering && (
+          <div className="recovering" data-testid="recovering">
+            recovering the answer…
+          </div>
+        )}
       </main>
       {children}
       {error && (
