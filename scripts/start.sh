@@ -54,6 +54,10 @@ case "$provider" in
     fi
     ;;
 esac
+# The browser tools' browser: THINK_BROWSER_CDP_URL, or a local Chromium started here; never
+# the BROWSER binding, which reaches no Browser Run under --local (scripts/start-browser.sh).
+source scripts/start-browser.sh
+start_browser
 # wrangler leaves a large bundle in .wrangler/tmp when killed; start clean.
 rm -rf .wrangler/tmp
 exec node_modules/.bin/wrangler dev --local --ip 127.0.0.1 --port "${PORT:-8787}" \
