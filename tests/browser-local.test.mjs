@@ -27,12 +27,15 @@ after(async () => {
 
 // start.sh's own steps: `setting` reads the environment (start.sh also reads .dev.vars), then
 // start_browser fills `vars`. The shell then waits on stdin, as npm start lives on in wrangler.
+// Its messages (stderr) come first on stdout, then the settings, in order.
 const HARNESS = `
 set -euo pipefail
+exec 2>&1
 setting() { if [ -n "\${!1:-}" ]; then echo "\${!1}"; fi; }
 vars=()
 source scripts/start-browser.sh
 start_browser
+echo VARS
 printf '%s\\n' "\${vars[@]}"
 echo END
 read -r _ || true
@@ -41,24 +44,23 @@ read -r _ || true
 /** Runs start_browser in a shell of its own; resolves with the --var settings it chose, what
  *  it printed, and the shell (alive until its stdin closes). */
 function startBrowser(env) {
-  const shell = spawn("/bin/bash", ["-c", HARNESS], { cwd: ROOT, env, stdio: ["pipe", "pipe", "pipe"] });
+  const shell = spawn("/bin/bash", ["-c", HARNESS], { cwd: ROOT, env, stdio: ["pipe", "pipe", "ignore"] });
   shells.push(shell);
   let out = "";
-  let err = "";
-  shell.stderr.on("data", (d) => (err += d));
   return new Promise((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`start_browser did not finish: ${err}`)), 30000);
+    const timer = setTimeout(() => reject(new Error(`start_browser did not finish: ${out}`)), 30000);
     shell.stdout.on("data", (d) => {
       out += d;
-      if (!out.includes("END\n")) return;
+      if (!out.includes("\nEND\n")) return;
       clearTimeout(timer);
-      const lines = out.split("\n").slice(0, out.split("\n").indexOf("END"));
+      const all = out.split("\n");
+      const lines = all.slice(all.indexOf("VARS") + 1, all.indexOf("END"));
       const settings = Object.fromEntries(
         lines.filter((l, i) => lines[i - 1] === "--var").map((l) => [l.slice(0, l.indexOf(":")), l.slice(l.indexOf(":") + 1)]),
       );
-      resolve({ settings, said: err, shell });
+      resolve({ settings, said: all.slice(0, all.indexOf("VARS")).join("\n"), shell });
     });
-    shell.on("exit", (code) => reject(new Error(`start_browser's shell exited (${code}): ${err}`)));
+    shell.on("exit", (code) => reject(new Error(`start_browser's shell exited (${code}): ${out}`)));
   });
 }
 
