@@ -58,6 +58,10 @@ esac
 # (THINK_LOCAL_HEAP_MB, default 256) and a restart when the runtime dies, so that code that
 # exhausts memory ends its own call instead of the whole local server (README, "Sandboxes").
 export MINIFLARE_WORKERD_PATH="$PWD/scripts/workerd-supervisor.mjs"
+# The browser tools' browser: THINK_BROWSER_CDP_URL, or a local Chromium started here; never
+# the BROWSER binding, which reaches no Browser Run under --local (scripts/start-browser.sh).
+source scripts/start-browser.sh
+start_browser
 # wrangler leaves a large bundle in .wrangler/tmp when killed; start clean.
 rm -rf .wrangler/tmp
 exec node_modules/.bin/wrangler dev --local --ip 127.0.0.1 --port "${PORT:-8787}" \

@@ -73,6 +73,20 @@ test("state.* writes are visible to the read tool, and tools.* calls run the age
   tab.close();
 });
 
+test("calls the code did not await finish before the run ends, and its summary lists them", async () => {
+  const tab = await connect(worker.host, "cm-unawaited");
+  const out = await execute(tab, `state.writeFile({ path: "/un/a.txt", content: "x".repeat(200000) }); state.appendFile({ path: "/un/b.txt", content: "y" }); return 1`);
+  assert.equal(out.status, "completed", JSON.stringify(out));
+  // The pass waits for the calls in flight before the host takes its result (and lets the
+  // isolate go): both are in the run's summary, applied. Before, the summary had neither.
+  assert.equal(out.calls?.count, 2, JSON.stringify(out));
+  assert.match(out.calls.last[0], /^state\.writefile\(.*\) applied$/i);
+  assert.match(out.calls.last[1], /^state\.appendfile\(.*\) applied$/i);
+  const sizes = await execute(tab, `return [(await state.readFile({ path: "/un/a.txt" })).length, await state.readFile({ path: "/un/b.txt" })]`);
+  assert.deepEqual(sizes.result, [200000, "y"]);
+  tab.close();
+});
+
 test("fetch from model code fails and no request leaves", async () => {
   let hits = 0;
   const listener = http.createServer((req, res) => {

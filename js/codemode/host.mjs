@@ -57,11 +57,23 @@ export default class Sandbox extends WorkerEntrypoint {
     console.warn = log("[warn] ");
     console.error = log("[error] ");
     let paused = false;
+    // The host calls in flight: the pass ends only once they are answered (or its time is up),
+    // so no call is left running when the host lets this isolate go.
+    const inflight = new Set();
     const call = async (connector, method, args, where) => {
       if (paused) throw new Error(PAUSED);
       const json = args === undefined ? "null" : JSON.stringify(args);
       if (json === undefined) throw new TypeError(connector + "." + method + ": the argument is not JSON");
-      const reply = JSON.parse(await dispatch(connector, method, json, where));
+      const pending = dispatch(connector, method, json, where);
+      inflight.add(pending);
+      let answer;
+      try {
+        answer = await pending;
+      } finally {
+        inflight.delete(pending);
+        pending[Symbol.dispose]?.();
+      }
+      const reply = JSON.parse(answer);
       if (reply.paused) {
         paused = true;
         throw new Error(PAUSED);
@@ -127,22 +139,42 @@ export default class Sandbox extends WorkerEntrypoint {
     const limit = new Promise((_, reject) => {
       timer = setTimeout(() => reject(new Error(timeoutMessage)), spec.timeoutMs);
     });
+    let outcome;
     try {
       const value = await Promise.race([run(), limit]);
-      if (paused) return { paused: true, logs: done() };
-      const json = value === undefined ? "null" : JSON.stringify(value);
-      if (json !== undefined && json.length > spec.maxResultChars) {
-        const mb = (json.length / 1e6).toFixed(1);
-        return { ok: false, error: "The result is " + mb + " million characters of JSON, over the limit of " + spec.maxResultChars + ": return less (a summary or a slice), or write it to a file.", logs: done() };
+      if (paused) {
+        outcome = { paused: true, logs: done() };
+      } else {
+        const json = value === undefined ? "null" : JSON.stringify(value);
+        if (json !== undefined && json.length > spec.maxResultChars) {
+          const mb = (json.length / 1e6).toFixed(1);
+          const error = "The result is " + mb + " million characters of JSON, over the limit of " + spec.maxResultChars + ": return less (a summary or a slice), or write it to a file.";
+          outcome = { ok: false, error, logs: done() };
+        } else {
+          outcome = { ok: true, result: json === undefined ? "null" : json, logs: done() };
+        }
       }
-      return { ok: true, result: json === undefined ? "null" : json, logs: done() };
     } catch (e) {
-      if (paused) return { paused: true, logs: done() };
-      const message = e instanceof Error ? (e.name && e.name !== "Error" ? e.name + ": " : "") + e.message : String(e);
-      return { ok: false, error: message, logs: done() };
+      if (paused) {
+        outcome = { paused: true, logs: done() };
+      } else {
+        const message = e instanceof Error ? (e.name && e.name !== "Error" ? e.name + ": " : "") + e.message : String(e);
+        outcome = { ok: false, error: message, logs: done() };
+      }
     } finally {
       clearTimeout(timer);
     }
+    // Calls the code started without awaiting them (or left behind by a pause or a throw).
+    const left = deadline - Date.now();
+    if (inflight.size > 0 && left > 0) {
+      let wait;
+      await Promise.race([
+        Promise.allSettled([...inflight]),
+        new Promise((resolve) => { wait = setTimeout(resolve, left); }),
+      ]);
+      clearTimeout(wait);
+    }
+    return outcome;
   }
 }
 `;
@@ -185,9 +217,10 @@ export async function runInLoader(loader, requestJson, dispatch, outbound = null
     return { kind: "crash", error: errorText(e) };
   }
   let entrypoint;
+  let call;
   try {
     entrypoint = worker.getEntrypoint();
-    const out = await entrypoint.evaluate(
+    call = entrypoint.evaluate(
       {
         namespaces: spec.namespaces,
         timeoutMs: spec.timeoutMs,
@@ -197,7 +230,8 @@ export async function runInLoader(loader, requestJson, dispatch, outbound = null
       },
       dispatch,
     );
-    return { kind: "done", ...out };
+    const out = await call;
+    return { kind: "done", ok: out.ok, result: out.result, error: out.error, paused: out.paused, logs: out.logs };
   } catch (e) {
     const message = errorText(e);
     if (/SyntaxError/.test(message)) return { kind: "syntax", error: message };
@@ -208,6 +242,12 @@ export async function runInLoader(loader, requestJson, dispatch, outbound = null
     }
     return { kind: "crash", error: message };
   } finally {
+    // What the host holds of the isolate is released here, while the isolate is alive, rather
+    // than by the host's garbage collector at some later time, while workerd may be tearing the
+    // isolate down (README, "Code Mode"). The call's promise owns its result, whose disposal
+    // releases the call on the sandbox's side; the worker and its entrypoint have disposers in
+    // newer workerd only.
+    dispose(call);
     dispose(entrypoint);
     dispose(worker);
   }

@@ -26,8 +26,8 @@
 //! - `THINK_CONTEXT`: the context blocks, a JSON array `[{label, description?, type,
 //!   maxTokens?, content?}]` (default: one writable `memory` block; `[]`: none);
 //! - `THINK_CONTEXT_WINDOW`: the model's context window in tokens (default 128000).
-//! - `THINK_BROWSER_CDP_URL`, `THINK_BROWSER_ALLOW`, `THINK_BROWSER_SESSION`, `THINK_BROWSER`:
-//!   the browser tools (see [`browser_options`]).
+//! - `THINK_BROWSER_CDP_URL`, `THINK_BROWSER_ALLOW`, `THINK_BROWSER_SESSION`, `THINK_BROWSER`,
+//!   `THINK_BROWSER_BINDING`: the browser tools (see [`browser_options`]).
 //! - `THINK_EXTENSIONS`: `false` switches extensions off, stored and static; a JSON
 //!   object sets `{"approval": "permissions"|"always"|"never", "toolTimeout": 30000,
 //!   "hookTimeout": 5000, "extensions": [{"manifest": {...}, "source": "..."}]}` (the last
@@ -305,7 +305,9 @@ fn checkpoint_retention(value: &str) -> Result<Retention, String> {
 /// or, when `binding` says the Worker has one, the `BROWSER` binding; `THINK_BROWSER_ALLOW`
 /// (hosts, comma-separated), `THINK_BROWSER_SESSION` (`one-shot`, `reuse`, `dynamic`) and
 /// `THINK_BROWSER` (`false` turns the tools off; a JSON object sets `maxChars`,
-/// `commandTimeoutMs`, `idleMs` and `content`). `None` when there is no browser.
+/// `commandTimeoutMs`, `idleMs` and `content`). `THINK_BROWSER_BINDING=false` says the
+/// binding cannot reach Browser Run where the Worker runs (`npm start` sets it: `wrangler dev
+/// --local` has no Browser Run), so only a CDP URL gives a browser. `None` when there is none.
 pub fn browser_options(
     get: &impl Fn(&str) -> Option<String>,
     binding: bool,
@@ -316,6 +318,17 @@ pub fn browser_options(
     if matches!(extra.as_deref(), Some("false" | "0")) {
         return Ok(None);
     }
+    let binding = binding
+        && match non_empty(get("THINK_BROWSER_BINDING")).as_deref() {
+            None | Some("true" | "1") => true,
+            Some("false" | "0") => false,
+            Some(other) => {
+                return Err(err(
+                    "THINK_BROWSER_BINDING",
+                    format!("expected true or false, not {other:?}"),
+                ))
+            }
+        };
     let endpoint = match non_empty(get("THINK_BROWSER_CDP_URL")) {
         Some(url) => {
             crate::net::Url::parse(&url)

@@ -866,6 +866,19 @@ fn settings_configure_the_browser_or_leave_it_off() {
     let off =
         env(&[("THINK_BROWSER_CDP_URL", "http://127.0.0.1:9222"), ("THINK_BROWSER", "false")]);
     assert_eq!(browser_options(&off, true).unwrap(), None);
+    // `npm start`: the binding is declared but reaches no Browser Run; only a CDP URL counts.
+    let local = env(&[("THINK_BROWSER_BINDING", "false")]);
+    assert_eq!(browser_options(&local, true).unwrap(), None, "an unusable binding, no tools");
+    let local = env(&[
+        ("THINK_BROWSER_BINDING", "false"),
+        ("THINK_BROWSER_CDP_URL", "http://127.0.0.1:9222"),
+    ]);
+    let o = browser_options(&local, true).unwrap().unwrap();
+    assert_eq!(o.endpoint, BrowserEndpoint::CdpUrl("http://127.0.0.1:9222".into()));
+    let on = env(&[("THINK_BROWSER_BINDING", "true")]);
+    assert_eq!(browser_options(&on, true).unwrap().unwrap().endpoint, BrowserEndpoint::Binding);
+    let bad = browser_options(&env(&[("THINK_BROWSER_BINDING", "maybe")]), true);
+    assert!(bad.unwrap_err().to_string().contains("THINK_BROWSER_BINDING"));
     let bad = browser_options(
         &env(&[("THINK_BROWSER_CDP_URL", "x"), ("THINK_BROWSER_SESSION", "sometimes")]),
         false,

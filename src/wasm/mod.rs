@@ -569,7 +569,8 @@ mod shipped {
         let ai = super::WorkerAi::from_env(env)
             .map(|ai| std::rc::Rc::new(ai) as std::rc::Rc<dyn crate::model::workers_ai::AiBinding>);
         let mut spec = spec_from_settings_and_ai(|name| setting(env, name), ai);
-        // Without a cdpUrl, the Browser Run binding is the browser when the Worker has one.
+        // Without a cdpUrl, the Browser Run binding is the browser when the Worker has one,
+        // unless THINK_BROWSER_BINDING=false says it reaches no Browser Run here (`npm start`).
         if spec.browser.is_none() && env.service(super::browser::BROWSER_BINDING).is_ok() {
             match crate::agent::settings::browser_options(&|name| setting(env, name), true) {
                 Ok(options) => spec.browser = options,

@@ -24,7 +24,7 @@ export function tempDir(prefix = "think-rs-") {
 }
 
 /** The Miniflare options of `startWorker` (also used by the Code Mode bench). */
-export function options({ persistDir, vars, withCaller, inspectorPort, ai, tail }) {
+export function options({ persistDir, vars, withCaller, inspectorPort, ai, tail, browserBinding }) {
   const agent = {
     name: "think-rs",
     modules: true,
@@ -50,6 +50,9 @@ export function options({ persistDir, vars, withCaller, inspectorPort, ai, tail 
       assetConfig: { compatibility_date: "2025-11-01" },
     },
   };
+  // wrangler.toml's [browser] as `wrangler dev --local` gives it: Miniflare's stand-in for
+  // Browser Run, which would download Chrome for Testing at the first session it is asked for.
+  if (browserBinding) agent.browserRendering = { binding: "BROWSER" };
   const workers = [agent];
   if (ai) {
     // `env.AI`: a wrapped binding (as Miniflare builds the real one) whose `run` forwards to
@@ -119,12 +122,13 @@ async function launch(opts) {
  * Starts the Worker. `vars` become environment bindings (THINK_MODEL_BASE_URL, …); `ai`, a
  * Node `(Request) => Response` handler, becomes the `AI` binding (workers-ai-binding.mjs);
  * `tail`, a Node `(events) => void`, receives the tail events of every invocation.
+ * `browserBinding` adds the `BROWSER` binding.
  * `restart()` disposes and starts again on the same persist directory; `kill()` first kills
  * workerd with SIGKILL (a crash: nothing is flushed or closed), then starts again.
  * `inspectorPort` opens the V8 inspector of the isolates there (see `inspector.mjs`).
  */
-export async function startWorker({ vars = {}, persistDir = tempDir(), withCaller = false, inspectorPort, ai, tail } = {}) {
-  let { mf, url, pid } = await launch(options({ persistDir, vars, withCaller, inspectorPort, ai, tail }));
+export async function startWorker({ vars = {}, persistDir = tempDir(), withCaller = false, inspectorPort, ai, tail, browserBinding = false } = {}) {
+  let { mf, url, pid } = await launch(options({ persistDir, vars, withCaller, inspectorPort, ai, tail, browserBinding }));
   const handle = {
     persistDir,
     get mf() {
@@ -142,7 +146,7 @@ export async function startWorker({ vars = {}, persistDir = tempDir(), withCalle
     },
     async restart(newVars = vars) {
       await mf.dispose();
-      ({ mf, url, pid } = await launch(options({ persistDir, vars: newVars, withCaller, inspectorPort, ai, tail })));
+      ({ mf, url, pid } = await launch(options({ persistDir, vars: newVars, withCaller, inspectorPort, ai, tail, browserBinding })));
       return handle;
     },
     /** SIGKILLs workerd, disposes what is left of Miniflare, and starts again on the same persist dir. */
@@ -150,7 +154,7 @@ export async function startWorker({ vars = {}, persistDir = tempDir(), withCalle
       if (pid === undefined) throw new Error("kill(): the workerd process of this Miniflare is unknown");
       process.kill(pid, "SIGKILL");
       await mf.dispose().catch(() => {});
-      ({ mf, url, pid } = await launch(options({ persistDir, vars: newVars, withCaller, inspectorPort, ai, tail })));
+      ({ mf, url, pid } = await launch(options({ persistDir, vars: newVars, withCaller, inspectorPort, ai, tail, browserBinding })));
       return handle;
     },
     async dispose() {
