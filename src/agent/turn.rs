@@ -482,7 +482,8 @@ impl Agent {
             let msg = hit.to_string();
             let done = ChatResponse::done(&request_id, ChatOutcome::Error);
             for frame in [ChatResponse::error(&request_id, &msg), done] {
-                let frame = frame.in_continuation(turn.continuation).for_messages(&turn.message_ids);
+                let frame =
+                    frame.in_continuation(turn.continuation).for_messages(&turn.message_ids);
                 self.broadcast(&frame, None);
             }
             if let Some(r) = &rpc {

@@ -250,6 +250,12 @@ fn set_context_indexes_a_skill_entry_that_load_context_returns_and_the_prompt_li
     );
     assert_eq!(call(&load, json!({"label": "playbooks", "key": "release"})), "v2");
     assert!(s.render().unwrap().ends_with("\n- release: release"));
+    // A title beside the content, as the model may write it, keys the entry as metadata's does.
+    assert_eq!(
+        call(&set, json!({"label": "playbooks", "title": "release", "content": "v3"})),
+        "Indexed \"release\" in playbooks."
+    );
+    assert_eq!(call(&load, json!({"label": "playbooks", "key": "release"})), "v3");
     // Without a title the key is the content's slug and hash.
     let untitled = call(&set, json!({"label": "playbooks", "content": "Roll back"}));
     assert!(untitled.starts_with("Indexed \"roll-back-"), "{untitled}");

@@ -179,9 +179,15 @@ impl ContextTool {
                 let content = text(input, "content");
                 let kind = s.block(&label)?.kind;
                 if matches!(kind, BlockKind::Skill | BlockKind::Searchable) {
-                    let title = input.pointer("/metadata/title").and_then(Value::as_str);
-                    let description =
-                        input.pointer("/metadata/description").and_then(Value::as_str);
+                    // Think reads `metadata.{title, description}`; a `title` or `description`
+                    // beside `content`, as models also write them, is read when metadata has none.
+                    let field = |name: &str| {
+                        input
+                            .pointer(&format!("/metadata/{name}"))
+                            .or_else(|| input.get(name))
+                            .and_then(Value::as_str)
+                    };
+                    let (title, description) = (field("title"), field("description"));
                     let key = entry_key(title, &content);
                     s.add_entry(&label, &key, &content, description.or(title))?;
                     return Ok(format!("Indexed \"{key}\" in {label}."));
