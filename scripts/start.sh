@@ -56,7 +56,7 @@ case "$provider" in
 esac
 # workerd runs under scripts/workerd-supervisor.mjs: a heap cap per isolate
 # (THINK_LOCAL_HEAP_MB, default 256) and a restart when the runtime dies, so that code that
-# exhausts memory ends its own call instead of the whole local server (README, "Sandboxes").
+# exhausts memory ends its own call instead of the whole local server (README, Code Mode, "Memory").
 export MINIFLARE_WORKERD_PATH="$PWD/scripts/workerd-supervisor.mjs"
 # The browser tools' browser: THINK_BROWSER_CDP_URL, or a local Chromium started here; never
 # the BROWSER binding, which reaches no Browser Run under --local (scripts/start-browser.sh).
