@@ -160,6 +160,25 @@ test("an extension tool that exhausts memory ends as an error naming memory; one
   }
 });
 
+test("a skill's .js script that exhausts memory ends as an error naming memory", async () => {
+  const tab = await connect(worker.host, "skill-bomb");
+  const files = {
+    "/skills/grow/SKILL.md": "---\nname: grow\ndescription: Grows a list.\n---\nRun scripts/grow.mjs.\n",
+    "/skills/grow/scripts/grow.mjs": 'export default async () => { const a = []; for (;;) a.push("s".repeat(1 << 20) + a.length); };\n',
+  };
+  for (const [p, content] of Object.entries(files)) {
+    const out = await toolTurn(model, tab, { name: "write", args: { path: p, content } });
+    assert.equal(out.type, "tool-output-available", JSON.stringify(out));
+  }
+  const callId = newId("call");
+  model.push({ toolCalls: [{ id: callId, name: "run_skill_script", args: { name: "grow", path: "scripts/grow.mjs" } }] }, { text: "after the script" });
+  tab.chat("run it");
+  const part = await waitForTranscript("skill-bomb", (m) => toolPart(m, callId));
+  assert.equal(part.state, "output-error");
+  assert.match(part.errorText, /exhausts memory/);
+  await waitForTranscript("skill-bomb", (m) => m.some((x) => x.parts.some((p) => p.text === "after the script")));
+});
+
 test("deep recursion, a 50 MB result and a flood of logs end as bounded errors without a restart", async () => {
   const tab = await connect(worker.host, "bounds");
   const deep = await toolTurn(model, tab, { name: "execute", args: { code: "async () => { const f = (n) => f(n + 1) + 1; return f(0); }" } });
