@@ -114,7 +114,6 @@ function readStdin() {
       n = fs.readSync(0, chunk, 0, chunk.length, null);
     } catch (e) {
       if (e.code === "EAGAIN") continue;
-      if (e.code === "EOF") break;
       throw e;
     }
     if (n === 0) break;
