@@ -45,7 +45,8 @@ use serde::Serialize;
 pub use checkpoints::{ForkError, ForkLink, FORK_CLAIM_STALE_MS, REWIND_REFUSED};
 pub use settings::spec_from_settings;
 pub use spec::{
-    AgentSpec, CallError, ChatRecovery, MessageConcurrency, ModelChoice, TurnConfig, TurnContext,
+    AgentSpec, AgentTool, CallError, ChatRecovery, MessageConcurrency, ModelChoice, TurnConfig,
+    TurnContext,
 };
 use store::ChatStore;
 use streams::StreamBuffer;

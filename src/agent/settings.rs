@@ -245,7 +245,7 @@ pub fn read_settings_and_ai(
         }
     };
     let spec = match subagent {
-        Some(setting) => setting.apply(spec),
+        Some(setting) => with_subagent(spec, setting.depth, setting.limits),
         None => spec,
     };
     (spec, ignored)
@@ -860,4 +860,21 @@ mod tests {
         assert_eq!(dir("/a/../b"), "/skills");
         assert_eq!(ignored(&[("THINK_SKILLS_DIR", "skills")]), ["THINK_SKILLS_DIR"]);
     }
+}
+
+/// Adds the `subagent` tool that `THINK_SUBAGENT` asks for to `spec`: its child is `spec` as
+/// it is now (the parent's model, workspace tools and prompt, a fresh transcript), with a
+/// `subagent` tool of its own only while levels remain.
+pub(crate) fn with_subagent(
+    base: AgentSpec,
+    depth: u32,
+    limits: crate::subagents::AgentToolLimits,
+) -> AgentSpec {
+    if depth == 0 {
+        return base;
+    }
+    let child_base = base.clone();
+    base.agent_tool_limits(limits).agent_tool(super::AgentTool::subagent(move || {
+        with_subagent(child_base.clone(), depth - 1, limits)
+    }))
 }

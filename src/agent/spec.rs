@@ -134,6 +134,9 @@ pub struct TurnConfig {
     pub tool_choice: Option<String>,
 }
 
+/// A child agent offered to the model as a tool, built from an [`AgentSpec`].
+pub type AgentTool = crate::subagents::AgentTool<AgentSpec>;
+
 /// The `before_turn` hook.
 pub type BeforeTurn = Rc<dyn Fn(&TurnContext) -> TurnConfig>;
 
@@ -280,7 +283,7 @@ pub struct AgentSpec {
     /// The app's own extensions, loaded at every start before the stored ones.
     pub(crate) static_extensions: Vec<(crate::extensions::Manifest, String)>,
     /// Child agents offered as tools (agents as tools).
-    pub(crate) agent_tools: Vec<crate::subagents::AgentTool>,
+    pub(crate) agent_tools: Vec<AgentTool>,
     /// How many children run at once and when a silent one is given up.
     pub(crate) agent_tool_limits: crate::subagents::AgentToolLimits,
     /// Turns and tokens allowed per window on each instance (`THINK_LIMITS`).
@@ -376,7 +379,7 @@ impl AgentSpec {
 
     /// Offers a child agent as a tool: the model's call runs the child in its own instance
     /// and returns its final answer (see [`crate::subagents`]).
-    pub fn agent_tool(mut self, tool: crate::subagents::AgentTool) -> Self {
+    pub fn agent_tool(mut self, tool: AgentTool) -> Self {
         self.agent_tools.retain(|t| t.name != tool.name);
         self.agent_tools.push(tool);
         self

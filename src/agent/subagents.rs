@@ -181,7 +181,7 @@ impl Agent {
             let tool =
                 name.as_deref().and_then(|n| self.spec.agent_tools.iter().find(|t| t.name == n));
             match tool {
-                Some(tool) => self.subagents.reattach(Some(tool), id).await,
+                Some(tool) => self.subagents.reattach(tool.output_schema.as_ref(), id).await,
                 None => self.subagents.abandon(id, &self.agent_tool_gone(name.as_deref())),
             }
         }))

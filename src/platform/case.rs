@@ -1,5 +1,6 @@
 //! Full Unicode uppercasing (a context block's label, an agent class name's routing slug):
-//! `String.prototype.toUpperCase` in the Worker, `str::to_uppercase` on the host. Both apply
+//! `String.prototype.toUpperCase` in the Worker, `str::to_uppercase` on the host
+//! ([`super::natives`]). Both apply
 //! Unicode's default case mapping; the crate's own code never uppercases anything else.
 //!
 //! Measured reason (README, "Other figures"): `str::to_uppercase` keeps core's uppercase
@@ -7,14 +8,7 @@
 
 /// `s` in uppercase, as JavaScript's `toUpperCase` gives it.
 pub fn to_uppercase(s: &str) -> String {
-    #[cfg(target_arch = "wasm32")]
-    {
-        String::from(js_sys::JsString::from(s).to_upper_case())
-    }
-    #[cfg(not(target_arch = "wasm32"))]
-    {
-        s.to_uppercase()
-    }
+    super::natives::natives().to_uppercase(s)
 }
 
 #[cfg(test)]

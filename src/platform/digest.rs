@@ -1,6 +1,6 @@
 //! MD5, SHA-1 and SHA-256 digests (Code Mode's `state.hashFile`, MCP OAuth's PKCE challenge):
-//! in the Worker the platform's `node:crypto` (imported by the SQL bridge, `src/wasm/sql.rs`),
-//! on the host the RustCrypto crates, host-only dependencies.
+//! in the Worker the platform's `node:crypto` ([`super::natives`]), on the host the
+//! RustCrypto crates, host-only dependencies.
 //!
 //! Measured reason (README, "Other figures"): `md-5`, `sha1`, `sha2` and the hand-written
 //! SHA-256 this replaces were about 13 KB of wasm code, for digests `node:crypto` computes
@@ -31,20 +31,7 @@ impl Algorithm {
 
 /// The digest of `bytes` as lowercase hex.
 pub fn hex(algorithm: Algorithm, bytes: &[u8]) -> String {
-    #[cfg(target_arch = "wasm32")]
-    {
-        crate::wasm::native_digest_hex(algorithm.name(), bytes)
-    }
-    #[cfg(not(target_arch = "wasm32"))]
-    {
-        use sha2::Digest;
-        let digest = match algorithm {
-            Algorithm::Md5 => md5::Md5::digest(bytes).to_vec(),
-            Algorithm::Sha1 => sha1::Sha1::digest(bytes).to_vec(),
-            Algorithm::Sha256 => sha2::Sha256::digest(bytes).to_vec(),
-        };
-        digest.iter().map(|b| format!("{b:02x}")).collect()
-    }
+    super::natives::natives().digest_hex(algorithm, bytes)
 }
 
 /// The SHA-256 digest of `bytes`.

@@ -7,6 +7,7 @@ use futures::stream::LocalBoxStream;
 
 pub mod case;
 pub mod digest;
+pub mod natives;
 pub mod sort;
 pub mod sse;
 

@@ -1,27 +1,24 @@
 //! ECMAScript regular expressions (`new RegExp(source, flags)`), as Think's tools compile them:
 //! grep's query, Code Mode's text search, schema `pattern`s, and the globs compiled to regexes.
 //!
-//! In the wasm build they run on the platform's own engine, V8's irregexp (`src/wasm/regexp.rs`), so the
+//! In the wasm build they run on the platform's own engine, V8's irregexp, installed through
+//! [`engine::install`] by the Workers glue, so the
 //! semantics are JavaScript's exactly and the module carries no regex engine: `regex`,
 //! `regex-automata`, `aho-corasick` and `fancy-regex` were about 180 KB of the gzipped module
 //! and their Unicode tables most of the rest of the family's share (README, "Other figures":
 //! 1,403,076 B gzip before, see the figures table for after). On the host (`host.rs`, the
-//! unit tests) the pattern is translated by grep's `jsregex` and run on `regex`, or on
+//! unit tests) the pattern is translated by `jsregex` and run on `regex`, or on
 //! `fancy_regex` with a backtracking limit when it needs look-around or backreferences.
 //! Irregexp has no backtracking limit, so every pattern first passes [`guard`], which refuses
 //! the exponential shapes (`(a+)+`, `(a|ab)*`, a repeated backreference) on both engines
 //! alike; the host engine's limit stays as a second bound.
 
+pub mod engine;
 pub mod guard;
 #[cfg(not(target_arch = "wasm32"))]
 mod host;
 
 pub use guard::Catastrophic;
-
-#[cfg(target_arch = "wasm32")]
-use crate::wasm::regexp as imp;
-#[cfg(not(target_arch = "wasm32"))]
-use host as imp;
 
 /// The flags a pattern is compiled with (JS's `i`, `m` and `u`).
 #[derive(Debug, Clone, Copy, Default, PartialEq)]
@@ -69,26 +66,37 @@ pub struct GaveUp;
 /// A text prepared for repeated searches: in the wasm build it is converted to a JS string
 /// once, and byte offsets are mapped to and from UTF-16 offsets as the search moves on.
 pub struct Subject<'t> {
-    inner: imp::Subject<'t>,
+    text: &'t str,
+    prepared: Box<dyn std::any::Any>,
 }
 
 impl<'t> Subject<'t> {
     /// Prepares `text`.
     pub fn new(text: &'t str) -> Subject<'t> {
-        Subject { inner: imp::Subject::new(text) }
+        Subject { text, prepared: engine::engine().prepare(text) }
+    }
+
+    /// The text.
+    pub fn text(&self) -> &'t str {
+        self.text
+    }
+
+    /// What the engine prepared for this text (see [`engine::Engine::prepare`]).
+    pub fn prepared(&self) -> &dyn std::any::Any {
+        self.prepared.as_ref()
     }
 }
 
 /// A compiled pattern.
 pub struct RegExp {
-    inner: imp::RegExp,
+    inner: Box<dyn engine::Compiled>,
 }
 
 impl RegExp {
     /// Compiles `source` as `new RegExp(source, flags)` would, then refuses it if [`guard`]
     /// finds a shape that can backtrack exponentially (a syntax error is reported first).
     pub fn new(source: &str, flags: Flags) -> Result<RegExp, RegExpError> {
-        let inner = imp::RegExp::new(source, flags)?;
+        let inner = engine::engine().compile(source, flags)?;
         guard::check(source, flags)?;
         Ok(RegExp { inner })
     }
@@ -107,7 +115,7 @@ impl RegExp {
 
     /// Whether `subject[start..end]` (byte offsets on character boundaries) contains a match.
     pub fn is_match_in(&self, subject: &Subject, start: usize, end: usize) -> Result<bool, GaveUp> {
-        self.inner.is_match_in(&subject.inner, start, end)
+        self.inner.is_match_in(subject, start, end)
     }
 
     /// The byte range of the first match starting at or after byte `from`.
@@ -116,7 +124,7 @@ impl RegExp {
         subject: &Subject,
         from: usize,
     ) -> Result<Option<(usize, usize)>, GaveUp> {
-        self.inner.find_at(&subject.inner, from, false)
+        self.inner.find_at(subject, from, false)
     }
 
     /// Where, at or after byte `from`, the first line that may match starts to match: the
@@ -124,7 +132,7 @@ impl RegExp {
     /// matches at least its lines; each candidate line is confirmed with
     /// [`is_match_in`](Self::is_match_in).
     pub fn candidate_at(&self, subject: &Subject, from: usize) -> Result<Option<usize>, GaveUp> {
-        Ok(self.inner.find_at(&subject.inner, from, true)?.map(|m| m.0))
+        Ok(self.inner.find_at(subject, from, true)?.map(|m| m.0))
     }
 
     /// The byte ranges of the successive matches in `text` (as `matchAll`), up to a

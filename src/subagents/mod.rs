@@ -28,7 +28,6 @@ use futures::channel::oneshot;
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 
-use crate::agent::AgentSpec;
 use crate::platform::{Clock, Sockets, Tasks};
 use crate::store::{Sql, StoreError};
 
@@ -45,13 +44,14 @@ pub const POLL_WAIT_MS: u64 = 5_000;
 /// How long the parent waits before asking again a child it could not reach.
 pub const RETRY_MS: u64 = 1_000;
 
-/// Builds the child's spec. A closure rather than `fn(&Env)`: it captures what it needs
-/// (settings, the Worker's `Env`), and the same tool is host-testable.
-pub type ChildSpec = Rc<dyn Fn() -> AgentSpec>;
+/// Builds the child's spec (`S` is the agent's spec type, `think_core::agent::AgentSpec`).
+/// A closure rather than `fn(&Env)`: it captures what it needs (settings, the Worker's
+/// `Env`), and the same tool is host-testable.
+pub type ChildSpec<S> = Rc<dyn Fn() -> S>;
 
-/// A child agent offered to the model as a tool.
-#[derive(Clone)]
-pub struct AgentTool {
+/// A child agent offered to the model as a tool. This layer runs the child through a
+/// [`SubagentLink`] and never reads its spec; the agent builds the child from `child`.
+pub struct AgentTool<S> {
     /// The tool's name.
     pub name: String,
     /// What the child does, for the model to decide when to hand it a task.
@@ -62,16 +62,28 @@ pub struct AgentTool {
     /// With a schema, the child's final answer must be JSON valid against it.
     pub output_schema: Option<Value>,
     /// The child's spec.
-    pub child: ChildSpec,
+    pub child: ChildSpec<S>,
 }
 
-impl AgentTool {
+impl<S> Clone for AgentTool<S> {
+    fn clone(&self) -> Self {
+        Self {
+            name: self.name.clone(),
+            description: self.description.clone(),
+            input_schema: self.input_schema.clone(),
+            output_schema: self.output_schema.clone(),
+            child: self.child.clone(),
+        }
+    }
+}
+
+impl<S> AgentTool<S> {
     /// An agent tool named `name` whose child is built by `child`.
     pub fn new(
         name: &str,
         description: &str,
         input_schema: Value,
-        child: impl Fn() -> AgentSpec + 'static,
+        child: impl Fn() -> S + 'static,
     ) -> Self {
         Self {
             name: name.to_owned(),
@@ -89,7 +101,7 @@ impl AgentTool {
     }
 
     /// The shipped agent's generic `subagent {task}` tool.
-    pub fn subagent(child: impl Fn() -> AgentSpec + 'static) -> Self {
+    pub fn subagent(child: impl Fn() -> S + 'static) -> Self {
         Self::new(
             "subagent",
             "Hand a self-contained task to a sub-agent that works on it with its own fresh \
@@ -392,15 +404,16 @@ impl Subagents {
 
     /// After a crash: the output of the agent-tool call `tool_call_id`, by tailing its child
     /// again when it may still run (never starting it again); `None` when it is no run.
+    /// `output_schema` is the call's tool's, when the tool is still offered.
     pub async fn reattach(
         self: &Rc<Self>,
-        tool: Option<&AgentTool>,
+        output_schema: Option<&Value>,
         tool_call_id: &str,
     ) -> Option<Value> {
         match self.registry().reattach(tool_call_id) {
             Ok(Reattach::NotARun) => None,
             Ok(Reattach::Settled(output)) => Some(output),
-            Ok(Reattach::Tail(run)) => Some(self.follow_run(tool, &run, None).await),
+            Ok(Reattach::Tail(run)) => Some(self.follow_run(output_schema, &run, None).await),
             Err(e) => {
                 self.warn("reading the agent-tool registry failed", e);
                 None
@@ -440,7 +453,7 @@ impl Subagents {
     /// Runs a registered run to its end with a slot held, and records the outcome.
     async fn follow_run(
         self: &Rc<Self>,
-        tool: Option<&AgentTool>,
+        output_schema: Option<&Value>,
         run: &Run,
         slot: Option<Slot>,
     ) -> Value {
@@ -466,7 +479,7 @@ impl Subagents {
             let frame = self.local_event(&run.tool_call_id, events::failed(*kind, error));
             self.broadcast(&frame);
         }
-        let outcome = match (outcome, tool.and_then(|t| t.output_schema.as_ref())) {
+        let outcome = match (outcome, output_schema) {
             (Outcome::Answer(answer), Some(schema)) => tool::validate_answer(answer, schema),
             (outcome, _) => outcome,
         };

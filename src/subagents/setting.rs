@@ -5,8 +5,7 @@
 
 use serde::Deserialize;
 
-use super::{AgentTool, AgentToolLimits};
-use crate::agent::AgentSpec;
+use super::AgentToolLimits;
 
 /// The deepest nesting the setting accepts.
 pub const MAX_DEPTH: u32 = 8;
@@ -90,21 +89,4 @@ impl SubagentSetting {
         }
         Ok(Some(out))
     }
-
-    /// Adds the `subagent` tool to `spec`: its child is `spec` as it is now (the parent's
-    /// model, workspace tools and prompt, a fresh transcript), with a `subagent` tool of its
-    /// own only while levels remain.
-    pub fn apply(self, spec: AgentSpec) -> AgentSpec {
-        with_subagent(spec, self.depth, self.limits)
-    }
-}
-
-fn with_subagent(base: AgentSpec, depth: u32, limits: AgentToolLimits) -> AgentSpec {
-    if depth == 0 {
-        return base;
-    }
-    let child_base = base.clone();
-    base.agent_tool_limits(limits).agent_tool(AgentTool::subagent(move || {
-        with_subagent(child_base.clone(), depth - 1, limits)
-    }))
 }

@@ -162,7 +162,11 @@ fn the_setting_adds_subagent_with_depth_and_limits() {
     assert_eq!((s.depth, s.limits.max_concurrent, s.limits.stall_ms), (2, 2, 5000.0));
     assert!(SubagentSetting::parse(r#"{"depth": 0}"#).is_err());
     assert!(SubagentSetting::parse(r#"{"deep": 1}"#).is_err());
-    let spec = s.apply(AgentSpec::new(ModelChoice::Unconfigured("x".into())));
+    let spec = crate::agent::settings::with_subagent(
+        AgentSpec::new(ModelChoice::Unconfigured("x".into())),
+        s.depth,
+        s.limits,
+    );
     let path = |n: usize| vec!["subagent".to_string(); n];
     let names =
         |spec: &AgentSpec| spec.agent_tools.iter().map(|t| t.name.clone()).collect::<Vec<_>>();

@@ -14,7 +14,8 @@ use crate::tools::{Tool, ToolContext, ToolDefinition, ToolError};
 
 /// An [`AgentTool`] bound to the parent instance that offers it this turn.
 pub struct AgentToolCall {
-    tool: AgentTool,
+    name: String,
+    output_schema: Option<Value>,
     definition: ToolDefinition,
     subagents: Rc<Subagents>,
     parent_name: String,
@@ -24,8 +25,8 @@ pub struct AgentToolCall {
 
 impl AgentToolCall {
     /// `tool` as offered by instance `parent_name`, whose own agent-tool path is `path`.
-    pub fn new(
-        tool: &AgentTool,
+    pub fn new<S>(
+        tool: &AgentTool<S>,
         subagents: Rc<Subagents>,
         parent_name: &str,
         path: &[String],
@@ -36,7 +37,8 @@ impl AgentToolCall {
         let mut tool_path = path.to_vec();
         tool_path.push(tool.name.clone());
         Self {
-            tool: tool.clone(),
+            name: tool.name.clone(),
+            output_schema: tool.output_schema.clone(),
             definition,
             subagents,
             parent_name: parent_name.to_owned(),
@@ -94,7 +96,7 @@ impl Tool for AgentToolCall {
             input: user_message(&input),
         };
         let run = Registry::new(s.deps.sql.as_ref())
-            .register(&ctx.tool_call_id, &self.tool.name, &child, &req, s.now())
+            .register(&ctx.tool_call_id, &self.name, &child, &req, s.now())
             .map_err(|e| ToolError::Failed(format!("Could not register the child run: {e}")))?;
         if !run.is_running() {
             return Ok(run.result.unwrap_or(Value::Null));
@@ -112,6 +114,6 @@ impl Tool for AgentToolCall {
             let outcome = Outcome::Failed { kind: EventKind::Error, error };
             return Ok(s.record(&run, &outcome));
         }
-        Ok(s.follow_run(Some(&self.tool), &run, Some(slot)).await)
+        Ok(s.follow_run(self.output_schema.as_ref(), &run, Some(slot)).await)
     }
 }

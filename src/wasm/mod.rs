@@ -13,12 +13,12 @@ mod fork;
 mod http;
 pub mod idle;
 mod loader;
+mod natives;
 mod r2;
-pub(crate) mod regexp;
+mod regexp;
 mod rpc;
 mod sockets;
 mod sql;
-pub(crate) use sql::native_digest_hex;
 mod subagents;
 
 use std::rc::Rc;
@@ -116,11 +116,20 @@ fn console_log(msg: &str) {
     web_sys::console::log_1(&msg.into());
 }
 
+/// Gives the core the platform's parts it reaches through globals: the panic hook, the
+/// console logger, the natives (`crate::platform::natives`) and V8's regular expressions
+/// (`crate::regexp`). Idempotent; the agent class and the request router call it first.
+pub fn install_platform() {
+    console_error_panic_hook::set_once();
+    crate::platform::set_logger(console_log);
+    natives::install();
+    regexp::install();
+}
+
 impl ThinkHost {
     /// Builds the agent of class `class_name` on this object's storage and starts it.
     pub fn new(class_name: &str, state: State, env: &Env, spec: AgentSpec) -> Self {
-        console_error_panic_hook::set_once();
-        crate::platform::set_logger(console_log);
+        install_platform();
         let state = Rc::new(state);
         let sockets = Rc::new(DoSockets::new(state.clone()));
         // A child of an agent tool runs its tool's child spec from its first start on.
@@ -410,6 +419,7 @@ pub async fn route_agent_request_with(
     env: &Env,
     access: &crate::auth::AccessControl,
 ) -> Result<Option<Response>> {
+    install_platform();
     let url = req.url()?;
     let route = match parse_agent_path(url.path(), "agents") {
         Ok(route) => route,
@@ -454,6 +464,7 @@ macro_rules! think_agent {
 
         impl ::worker::DurableObject for $class {
             fn new(state: ::worker::State, env: ::worker::Env) -> Self {
+                $crate::wasm::install_platform();
                 let build: fn(&::worker::Env) -> $crate::agent::AgentSpec = $spec;
                 let spec = build(&env);
                 Self($crate::wasm::ThinkHost::new(stringify!($class), state, &env, spec))

@@ -1,10 +1,11 @@
-//! `crate::regexp` in the Worker: V8's own `RegExp`. A pattern is compiled twice: without `g`/`m` for
+//! The regular-expression engine of `crate::regexp` in the Worker: V8's own `RegExp`. A pattern is compiled twice: without `g`/`m` for
 //! tests of one string (what Think's tools do, line by line), and with `g` (and `m` when
 //! asked) for searches over a whole text, which resume at `lastIndex`. Offsets in JS are
 //! UTF-16 code units; [`Subject`] maps them to byte offsets by walking forward from the last
 //! position it mapped (searches move forward, so a text is walked about once).
 
-use crate::regexp::{Flags, GaveUp, RegExpError};
+use crate::regexp::engine::{Compiled, Engine};
+use crate::regexp::{Flags, GaveUp, RegExpError, Subject};
 use js_sys::JsString;
 use std::cell::Cell;
 use wasm_bindgen::prelude::*;
@@ -34,9 +35,30 @@ extern "C" {
     fn index(this: &MatchArray) -> u32;
 }
 
-/// A text and its JS string, with the byte ↔ UTF-16 mapping.
-pub struct Subject<'t> {
-    text: &'t str,
+/// V8's engine.
+pub struct V8Engine;
+
+impl Engine for V8Engine {
+    fn compile(&self, source: &str, flags: Flags) -> Result<Box<dyn Compiled>, RegExpError> {
+        Ok(Box::new(RegExp::new(source, flags)?))
+    }
+
+    fn prepare(&self, text: &str) -> Box<dyn std::any::Any> {
+        Box::new(Prepared {
+            js: JsString::from(text),
+            ascii: text.is_ascii(),
+            mark: Cell::new((0, 0)),
+        })
+    }
+}
+
+/// Installs [`V8Engine`] (idempotent).
+pub fn install() {
+    crate::regexp::engine::install(&V8Engine);
+}
+
+/// A text's JS string, with the byte ↔ UTF-16 mapping.
+struct Prepared {
     js: JsString,
     /// An ASCII text has equal offsets in both.
     ascii: bool,
@@ -44,14 +66,15 @@ pub struct Subject<'t> {
     mark: Cell<(usize, u32)>,
 }
 
-impl<'t> Subject<'t> {
-    /// Prepares `text` (see `crate::regexp::Subject`).
-    pub fn new(text: &'t str) -> Subject<'t> {
-        Subject { text, js: JsString::from(text), ascii: text.is_ascii(), mark: Cell::new((0, 0)) }
-    }
+/// The text of `s` and what [`V8Engine::prepare`] made of it.
+fn parts<'s, 't>(s: &'s Subject<'t>) -> (&'t str, &'s Prepared) {
+    let prepared = s.prepared().downcast_ref::<Prepared>();
+    (s.text(), prepared.expect("a subject prepared by another engine"))
+}
 
-    /// The UTF-16 offset of byte `at` (a character boundary).
-    fn unit_of(&self, at: usize) -> u32 {
+impl Prepared {
+    /// The UTF-16 offset of byte `at` (a character boundary) of `text`.
+    fn unit_of(&self, text: &str, at: usize) -> u32 {
         if self.ascii {
             return at as u32;
         }
@@ -59,7 +82,7 @@ impl<'t> Subject<'t> {
         if at < byte {
             (byte, unit) = (0, 0);
         }
-        for c in self.text[byte..at].chars() {
+        for c in text[byte..at].chars() {
             unit += c.len_utf16() as u32;
         }
         byte = at;
@@ -69,7 +92,7 @@ impl<'t> Subject<'t> {
 
     /// The byte offset of UTF-16 offset `at`; inside a surrogate pair (a match of one code
     /// unit without `u`), the offset after the character.
-    fn byte_of(&self, at: u32) -> usize {
+    fn byte_of(&self, text: &str, at: u32) -> usize {
         if self.ascii {
             return at as usize;
         }
@@ -77,7 +100,7 @@ impl<'t> Subject<'t> {
         if at < unit {
             (byte, unit) = (0, 0);
         }
-        let mut chars = self.text[byte..].chars();
+        let mut chars = text[byte..].chars();
         while unit < at {
             let Some(c) = chars.next() else { break };
             unit += c.len_utf16() as u32;
@@ -89,7 +112,7 @@ impl<'t> Subject<'t> {
 }
 
 /// A compiled pattern (see `crate::regexp::RegExp`, whose methods these are).
-pub struct RegExp {
+struct RegExp {
     /// Without `g` and `m`: for `test`.
     single: Native,
     /// With `g` (and `m` if asked): for searches from `lastIndex`.
@@ -123,7 +146,7 @@ fn compile(source: &str, flags: &str) -> Result<Native, RegExpError> {
 
 impl RegExp {
     /// Compiles `source` with `flags`.
-    pub fn new(source: &str, flags: Flags) -> Result<RegExp, RegExpError> {
+    fn new(source: &str, flags: Flags) -> Result<RegExp, RegExpError> {
         let single = compile(source, &flags_of(flags, false))?;
         let global = compile(source, &flags_of(flags, true))?;
         // Look-around sees past the line a match is on; anything else matches in the whole
@@ -133,57 +156,63 @@ impl RegExp {
         Ok(RegExp { single, global, per_line })
     }
 
-    /// Whether candidates must be found line by line.
-    pub fn per_line(&self) -> bool {
-        self.per_line
-    }
-
-    /// Whether `text` contains a match.
-    pub fn is_match(&self, text: &str) -> Result<bool, GaveUp> {
-        Ok(self.single.test(&JsString::from(text)))
-    }
-
-    /// Whether `s[start..end]` contains a match.
-    pub fn is_match_in(&self, s: &Subject, start: usize, end: usize) -> Result<bool, GaveUp> {
-        if start == 0 && end == s.text.len() {
-            return Ok(self.single.test(&s.js));
-        }
-        let (a, b) = (s.unit_of(start), s.unit_of(end));
-        Ok(self.single.test(&s.js.substring(a, b)))
-    }
-
-    /// The first match from `from`; a candidate is the match itself (`_candidate`).
-    pub fn find_at(
-        &self,
-        s: &Subject,
-        from: usize,
-        _candidate: bool,
-    ) -> Result<Option<(usize, usize)>, GaveUp> {
-        if from > s.text.len() {
-            return Ok(None);
-        }
-        Ok(self.next(s, s.unit_of(from)).map(|(a, b)| (s.byte_of(a), s.byte_of(b))))
-    }
-
     /// The UTF-16 range of the first match from `at`.
-    fn next(&self, s: &Subject, at: u32) -> Option<(u32, u32)> {
+    fn next(&self, js: &JsString, at: u32) -> Option<(u32, u32)> {
         self.global.set_last_index(at);
-        let found = self.global.exec(&s.js);
+        let found = self.global.exec(js);
         if found.is_null() {
             return None;
         }
         let start = found.unchecked_into::<MatchArray>().index();
         Some((start, self.global.last_index()))
     }
+}
+
+impl Compiled for RegExp {
+    /// Whether candidates must be found line by line.
+    fn per_line(&self) -> bool {
+        self.per_line
+    }
+
+    /// Whether `text` contains a match.
+    fn is_match(&self, text: &str) -> Result<bool, GaveUp> {
+        Ok(self.single.test(&JsString::from(text)))
+    }
+
+    /// Whether `s[start..end]` contains a match.
+    fn is_match_in(&self, s: &Subject, start: usize, end: usize) -> Result<bool, GaveUp> {
+        let (text, p) = parts(s);
+        if start == 0 && end == text.len() {
+            return Ok(self.single.test(&p.js));
+        }
+        let (a, b) = (p.unit_of(text, start), p.unit_of(text, end));
+        Ok(self.single.test(&p.js.substring(a, b)))
+    }
+
+    /// The first match from `from`; a candidate is the match itself (`_candidate`).
+    fn find_at(
+        &self,
+        s: &Subject,
+        from: usize,
+        _candidate: bool,
+    ) -> Result<Option<(usize, usize)>, GaveUp> {
+        let (text, p) = parts(s);
+        if from > text.len() {
+            return Ok(None);
+        }
+        let found = self.next(&p.js, p.unit_of(text, from));
+        Ok(found.map(|(a, b)| (p.byte_of(text, a), p.byte_of(text, b))))
+    }
 
     /// The successive matches in `text`.
-    pub fn find_all(&self, text: &str) -> Vec<(usize, usize)> {
-        let s = Subject::new(text);
+    fn find_all(&self, text: &str) -> Vec<(usize, usize)> {
+        let p =
+            Prepared { js: JsString::from(text), ascii: text.is_ascii(), mark: Cell::new((0, 0)) };
         let mut out = Vec::new();
         let mut at = 0;
-        while at <= s.js.length() {
-            let Some((a, b)) = self.next(&s, at) else { break };
-            out.push((s.byte_of(a), s.byte_of(b)));
+        while at <= p.js.length() {
+            let Some((a, b)) = self.next(&p.js, at) else { break };
+            out.push((p.byte_of(text, a), p.byte_of(text, b)));
             // An empty match moves on by one code unit, as `matchAll` does.
             at = if b == a { b + 1 } else { b };
         }
@@ -191,7 +220,7 @@ impl RegExp {
     }
 
     /// `text` with every match replaced literally.
-    pub fn replace_all(&self, text: &str, replacement: &str) -> Result<String, GaveUp> {
+    fn replace_all(&self, text: &str, replacement: &str) -> Result<String, GaveUp> {
         // `$` is the only special character of a replacement string; `$$` is a literal one.
         let literal = replacement.replace('$', "$$");
         let js = JsString::from(text);

@@ -1,8 +1,9 @@
 //! `grep`: search file contents with a JS-style regular expression or a fixed string.
 
-#[cfg(not(target_arch = "wasm32"))]
-pub(crate) mod jsregex;
 mod literals;
+
+#[cfg(all(test, not(target_arch = "wasm32")))]
+mod corpus_tests;
 
 use super::ops::GrepOps;
 use super::scan::Literal;
