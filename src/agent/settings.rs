@@ -502,6 +502,23 @@ fn flag_setting(value: Option<&str>) -> Result<bool, String> {
     }
 }
 
+/// Adds the `subagent` tool that `THINK_SUBAGENT` asks for to `spec`: its child is `spec` as
+/// it is now (the parent's model, workspace tools and prompt, a fresh transcript), with a
+/// `subagent` tool of its own only while levels remain.
+pub(crate) fn with_subagent(
+    base: AgentSpec,
+    depth: u32,
+    limits: crate::subagents::AgentToolLimits,
+) -> AgentSpec {
+    if depth == 0 {
+        return base;
+    }
+    let child_base = base.clone();
+    base.agent_tool_limits(limits).agent_tool(super::AgentTool::subagent(move || {
+        with_subagent(child_base.clone(), depth - 1, limits)
+    }))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -860,21 +877,4 @@ mod tests {
         assert_eq!(dir("/a/../b"), "/skills");
         assert_eq!(ignored(&[("THINK_SKILLS_DIR", "skills")]), ["THINK_SKILLS_DIR"]);
     }
-}
-
-/// Adds the `subagent` tool that `THINK_SUBAGENT` asks for to `spec`: its child is `spec` as
-/// it is now (the parent's model, workspace tools and prompt, a fresh transcript), with a
-/// `subagent` tool of its own only while levels remain.
-pub(crate) fn with_subagent(
-    base: AgentSpec,
-    depth: u32,
-    limits: crate::subagents::AgentToolLimits,
-) -> AgentSpec {
-    if depth == 0 {
-        return base;
-    }
-    let child_base = base.clone();
-    base.agent_tool_limits(limits).agent_tool(super::AgentTool::subagent(move || {
-        with_subagent(child_base.clone(), depth - 1, limits)
-    }))
 }
