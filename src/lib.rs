@@ -8,6 +8,7 @@
 pub mod agent;
 pub mod auth;
 pub mod browser;
+pub mod chat;
 pub mod checkpoint;
 pub mod codemode;
 pub mod extensions;

@@ -15,7 +15,8 @@ mod recovery;
 mod resume;
 pub mod settings;
 pub mod spec;
-pub mod store;
+/// The transcript store, which lives below the agent (`crate::chat`).
+pub use crate::chat as store;
 pub mod streams;
 mod subagents;
 pub mod switches;

@@ -9,6 +9,7 @@
 use super::files::{earliest, earliest_params, Stored};
 use super::schema::Tables;
 use super::{col_i64, col_str, CheckpointError, Checkpoints};
+use crate::chat::MESSAGES_TABLE as MESSAGES;
 use crate::store::SqlValue;
 use serde::{Deserialize, Serialize};
 
@@ -359,8 +360,9 @@ impl Checkpoints {
         let mut after = after;
         loop {
             let rows = self.sql.exec(
-                "SELECT seq, id, role, body, created_at FROM (
-                   SELECT seq, id, role, body, created_at FROM think_messages
+                &format!(
+                    "SELECT seq, id, role, body, created_at FROM (
+                   SELECT seq, id, role, body, created_at FROM {MESSAGES}
                    WHERE seq <= ? AND seq NOT IN
                      (SELECT seq FROM think_ckpt_msgs WHERE epoch >= ?)
                    UNION ALL
@@ -368,7 +370,8 @@ impl Checkpoints {
                    WHERE m.epoch >= ? AND m.seq <= ? AND m.existed = 1
                      AND m.epoch = (SELECT MIN(m2.epoch) FROM think_ckpt_msgs m2
                                     WHERE m2.seq = m.seq AND m2.epoch >= ?))
-                 WHERE seq > ? ORDER BY seq LIMIT ?",
+                 WHERE seq > ? ORDER BY seq LIMIT ?"
+                ),
                 &[
                     mark.into(),
                     epoch.into(),
@@ -411,7 +414,7 @@ impl Checkpoints {
         let ws = &self.ws;
         if page.first {
             let info = ws.info()?;
-            let messages = self.sql.exec("SELECT 1 FROM think_messages LIMIT 1", &[])?;
+            let messages = self.sql.exec(&format!("SELECT 1 FROM {MESSAGES} LIMIT 1"), &[])?;
             if info.file_count > 0 || info.directory_count > 1 || !messages.is_empty() {
                 return Err(CheckpointError::NotEmpty);
             }
@@ -476,8 +479,10 @@ impl Checkpoints {
                 }
                 ExportItem::Message { seq, id, role, body, created_at } => {
                     self.sql.exec(
-                        "INSERT INTO think_messages (seq, id, role, body, created_at)
-                         VALUES (?, ?, ?, ?, ?)",
+                        &format!(
+                            "INSERT INTO {MESSAGES} (seq, id, role, body, created_at)
+                             VALUES (?, ?, ?, ?, ?)"
+                        ),
                         &[
                             (*seq).into(),
                             id.as_str().into(),

@@ -20,6 +20,7 @@ mod tests;
 pub use fork::{ExportItem, ExportPage, MAX_PAGE_BYTES};
 pub use prune::{PruneStats, Retention};
 
+use crate::chat::MESSAGES_TABLE as MESSAGES;
 use crate::store::{Row, Sql, SqlValue, StoreError};
 use crate::workspace::{FsError, Workspace};
 use schema::Tables;
@@ -146,7 +147,7 @@ impl From<FsError> for CheckpointError {
     }
 }
 
-/// Checkpoints of one agent: its workspace and its transcript (`think_messages`).
+/// Checkpoints of one agent: its workspace and its transcript ([`MESSAGES`]).
 pub struct Checkpoints {
     ws: Rc<Workspace>,
     sql: Rc<dyn Sql>,
@@ -183,8 +184,10 @@ impl Checkpoints {
     ) -> Result<Self, CheckpointError> {
         let sql = ws.sql().clone();
         ws.ensure_tables()?;
-        crate::agent::store::ChatStore::create_tables(sql.as_ref())?;
-        crate::store::create_tables(sql.as_ref(), schema::SHARED)?;
+        crate::chat::ChatStore::create_tables(sql.as_ref())?;
+        for statement in schema::shared() {
+            sql.exec(&statement, &[])?;
+        }
         let tables = Tables::new(ws.namespace(), ws.table_name(), ws.chunk_table_name());
         tables.drop_stale_triggers(sql.as_ref())?;
         for statement in tables.schema() {
@@ -218,9 +221,11 @@ impl Checkpoints {
     ) -> Result<CheckpointInfo, CheckpointError> {
         let at = self.ws.now_ms();
         let rows = self.sql.exec(
-            "INSERT INTO think_ckpt (label, turn_id, at, mark)
-             VALUES (?, ?, ?, (SELECT COALESCE(MAX(seq), 0) FROM think_messages))
-             RETURNING epoch",
+            &format!(
+                "INSERT INTO think_ckpt (label, turn_id, at, mark)
+                 VALUES (?, ?, ?, (SELECT COALESCE(MAX(seq), 0) FROM {MESSAGES}))
+                 RETURNING epoch"
+            ),
             &[label.into(), turn_id.into(), SqlValue::Integer(at)],
         )?;
         let epoch = rows.first().map(|r| col_i64(r, 0)).unwrap_or(0);
@@ -332,7 +337,7 @@ impl Checkpoints {
 /// messages were removed.
 fn restore_transcript(sql: &dyn Sql, from: i64, now: i64, mark: i64) -> Result<u32, StoreError> {
     let removed =
-        sql.exec("DELETE FROM think_messages WHERE seq > ? RETURNING 1", &[mark.into()])?;
+        sql.exec(&format!("DELETE FROM {MESSAGES} WHERE seq > ? RETURNING 1"), &[mark.into()])?;
     let earliest = "m.epoch >= ? AND m.epoch < ? AND m.seq <= ?
         AND m.epoch = (SELECT MIN(epoch) FROM think_ckpt_msgs m2
                        WHERE m2.seq = m.seq AND m2.epoch >= ? AND m2.epoch < ?)";
@@ -340,7 +345,7 @@ fn restore_transcript(sql: &dyn Sql, from: i64, now: i64, mark: i64) -> Result<u
     // Seqs filled since (by a rewind) go first, so no id is held twice meanwhile.
     let refilled = sql.exec(
         &format!(
-            "DELETE FROM think_messages WHERE seq IN
+            "DELETE FROM {MESSAGES} WHERE seq IN
                (SELECT m.seq FROM think_ckpt_msgs m WHERE {earliest} AND m.existed = 0)
              RETURNING 1"
         ),
@@ -348,7 +353,7 @@ fn restore_transcript(sql: &dyn Sql, from: i64, now: i64, mark: i64) -> Result<u
     )?;
     sql.exec(
         &format!(
-            "INSERT INTO think_messages (seq, id, role, body, created_at)
+            "INSERT INTO {MESSAGES} (seq, id, role, body, created_at)
              SELECT m.seq, m.id, m.role, m.body, m.created_at FROM think_ckpt_msgs m
              WHERE {earliest} AND m.existed = 1
              ON CONFLICT(seq) DO UPDATE SET id = excluded.id, role = excluded.role,

@@ -17,8 +17,9 @@
 
 use crate::store::{Sql, StoreError};
 
-/// The checkpoint list and the transcript journal (agent-wide).
-pub(crate) const SHARED: &[&str] = &[
+/// The checkpoint list and the transcript journal (agent-wide), with the transcript's table
+/// as `{messages}`.
+const SHARED: &[&str] = &[
     "CREATE TABLE IF NOT EXISTS think_ckpt (
         epoch INTEGER PRIMARY KEY AUTOINCREMENT,
         label TEXT,
@@ -36,7 +37,7 @@ pub(crate) const SHARED: &[&str] = &[
         PRIMARY KEY (epoch, seq)) WITHOUT ROWID",
     // A message inserted at a seq the checkpoint saw (only a rewind puts one back there):
     // remembered as absent, so rewinding to the checkpoint removes it again.
-    "CREATE TRIGGER IF NOT EXISTS think_ckpt_msg_ins AFTER INSERT ON think_messages
+    "CREATE TRIGGER IF NOT EXISTS think_ckpt_msg_ins AFTER INSERT ON {messages}
      WHEN NEW.seq <= COALESCE((SELECT mark FROM think_ckpt ORDER BY epoch DESC LIMIT 1), -1)
      BEGIN
        INSERT INTO think_ckpt_msgs (epoch, seq, existed)
@@ -48,7 +49,7 @@ pub(crate) const SHARED: &[&str] = &[
         offset INTEGER NOT NULL,
         data BLOB NOT NULL,
         PRIMARY KEY (path, offset)) WITHOUT ROWID",
-    "CREATE TRIGGER IF NOT EXISTS think_ckpt_msg_upd BEFORE UPDATE ON think_messages
+    "CREATE TRIGGER IF NOT EXISTS think_ckpt_msg_upd BEFORE UPDATE ON {messages}
      WHEN OLD.seq <= COALESCE((SELECT mark FROM think_ckpt ORDER BY epoch DESC LIMIT 1), -1)
      BEGIN
        INSERT INTO think_ckpt_msgs (epoch, seq, id, role, body, created_at)
@@ -56,7 +57,7 @@ pub(crate) const SHARED: &[&str] = &[
        FROM (SELECT MAX(epoch) AS epoch FROM think_ckpt) e
        WHERE NOT EXISTS (SELECT 1 FROM think_ckpt_msgs WHERE epoch = e.epoch AND seq = OLD.seq);
      END",
-    "CREATE TRIGGER IF NOT EXISTS think_ckpt_msg_del BEFORE DELETE ON think_messages
+    "CREATE TRIGGER IF NOT EXISTS think_ckpt_msg_del BEFORE DELETE ON {messages}
      WHEN OLD.seq <= COALESCE((SELECT mark FROM think_ckpt ORDER BY epoch DESC LIMIT 1), -1)
      BEGIN
        INSERT INTO think_ckpt_msgs (epoch, seq, id, role, body, created_at)
@@ -65,6 +66,12 @@ pub(crate) const SHARED: &[&str] = &[
        WHERE NOT EXISTS (SELECT 1 FROM think_ckpt_msgs WHERE epoch = e.epoch AND seq = OLD.seq);
      END",
 ];
+
+/// [`SHARED`] on the transcript's table (`crate::chat`).
+pub(crate) fn shared() -> impl Iterator<Item = String> {
+    let table = crate::chat::MESSAGES_TABLE;
+    SHARED.iter().map(move |statement| statement.replace("{messages}", table))
+}
 
 /// The condition by which the journal triggers find a blob stored under the row's hash; a
 /// trigger without it is of the layout that shared a blob by hash alone.

@@ -281,7 +281,7 @@ pub trait Sandbox {
         &self,
         _request: SandboxRequest,
         _dispatcher: Rc<dyn Dispatcher>,
-        _network: &crate::extensions::NetworkGrant,
+        _network: &crate::net::NetworkGrant,
     ) -> Result<SandboxOutcome, SandboxError> {
         Err(SandboxError::Unavailable("this sandbox has no network gateway".into()))
     }

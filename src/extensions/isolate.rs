@@ -10,11 +10,11 @@ use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 
 use super::bridge::{HostBridge, HostMethod, HOST_CONNECTOR};
-use super::gateway::NetworkGrant;
 use super::ExtensionError;
 use crate::codemode::normalize::guard_loops;
 use crate::codemode::sandbox::{OutputLimits, SandboxModule};
 use crate::codemode::{Namespace, Sandbox, SandboxError, SandboxRequest};
+use crate::net::NetworkGrant;
 
 /// The module the extension's source is loaded as.
 pub const SOURCE_MODULE: &str = "think_extension.js";

@@ -4,8 +4,8 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::gateway::HostPattern;
 use super::ExtensionError;
+use crate::net::HostPattern;
 use crate::session::{BlockKind, ContextBlock};
 
 /// Longest extension name accepted (tool names are `<prefix>_<tool>`, at most 64 characters).

@@ -3,14 +3,14 @@
 //! `ExtensionManager`). Each operation runs in a fresh Code Mode sandbox isolate
 //! ([`isolate`]); the isolate reaches the agent only through the `host` object, whose calls
 //! [`bridge`] checks against the manifest's permissions, and the network only through the
-//! host's gateway, which lets through just the hosts the manifest lists ([`gateway`]).
+//! host's gateway, which lets through just the hosts the manifest lists
+//! ([`crate::net::grant`]).
 //!
 //! Loaded extensions are stored in SQLite with what their source describes, so they come
 //! back after a restart without running anything ([`store`]); the app's static ones are
 //! described again at every start and come first.
 
 pub mod bridge;
-pub mod gateway;
 pub mod hooks;
 pub mod isolate;
 pub mod manifest;
@@ -26,8 +26,8 @@ use std::rc::Rc;
 use serde::Serialize;
 use serde_json::Value;
 
+pub use crate::net::grant::{check_request, GatewayError, HostPattern, NetworkGrant};
 pub use bridge::{BridgeEnv, HostBridge, PermissionError};
-pub use gateway::{check_request, GatewayError, HostPattern, NetworkGrant};
 pub use manifest::{sanitize_name, HookName, Manifest, Permissions, WorkspaceAccess};
 
 use crate::codemode::Sandbox;

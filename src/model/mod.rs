@@ -8,6 +8,9 @@ use futures::stream::LocalBoxStream;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+pub use crate::protocol::arguments::ToolArguments;
+pub use crate::tools::ImagePart;
+
 use crate::platform::HttpError;
 use crate::tools::definition::ToolDefinition;
 
@@ -54,15 +57,6 @@ pub enum ModelMessage {
     },
 }
 
-/// An image for the model, as base64 (providers send it inline).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct ImagePart {
-    /// `image/png`, `image/jpeg`, ...
-    pub media_type: String,
-    /// The base64 data.
-    pub data: String,
-}
-
 /// A tool call the model made, with its arguments as JSON text.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ModelToolCall {
@@ -72,81 +66,6 @@ pub struct ModelToolCall {
     pub name: String,
     /// The arguments.
     pub arguments: ToolArguments,
-}
-
-/// A tool call's arguments, kept as their (valid) JSON text rather than as a parsed tree,
-/// and shared: the history holds a large argument (a `write`'s content) once, in the form a
-/// provider writes into its request as it is, and a copy of the history (a compacted
-/// request, a retry) shares the text instead of copying it.
-#[derive(Debug, Clone)]
-pub struct ToolArguments(std::rc::Rc<String>);
-
-impl ToolArguments {
-    /// The arguments of `value`, as JSON text in a buffer of its exact size.
-    pub fn from_value(value: &Value) -> Self {
-        Self(std::rc::Rc::new(crate::protocol::json::to_string_exact(value)))
-    }
-
-    /// Arguments from JSON text, checked (without building a tree) to be valid JSON.
-    pub fn from_text(text: String) -> Result<Self, serde_json::Error> {
-        serde_json::from_str::<&serde_json::value::RawValue>(&text)?;
-        Ok(Self(std::rc::Rc::new(text)))
-    }
-
-    /// `{}`: a call without arguments.
-    pub fn empty() -> Self {
-        Self(std::rc::Rc::new("{}".to_owned()))
-    }
-
-    /// The JSON text.
-    pub fn text(&self) -> &str {
-        &self.0
-    }
-
-    /// The arguments parsed, for code that reads them.
-    pub fn to_value(&self) -> Value {
-        crate::protocol::json::from_str_exact(self.text()).unwrap_or(Value::Null)
-    }
-
-    /// Whether the arguments are a JSON object (what providers with typed inputs require).
-    pub fn is_object(&self) -> bool {
-        self.text().trim_start().starts_with('{')
-    }
-}
-
-/// Serialized as the JSON value itself, not as a string of it.
-impl Serialize for ToolArguments {
-    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        let raw: &serde_json::value::RawValue =
-            serde_json::from_str(self.text()).map_err(serde::ser::Error::custom)?;
-        raw.serialize(s)
-    }
-}
-
-impl<'de> Deserialize<'de> for ToolArguments {
-    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        let raw = Box::<serde_json::value::RawValue>::deserialize(d)?;
-        Ok(Self(std::rc::Rc::new(String::from(Box::<str>::from(raw)))))
-    }
-}
-
-impl From<Value> for ToolArguments {
-    fn from(value: Value) -> Self {
-        Self::from_value(&value)
-    }
-}
-
-/// Two arguments are equal when they are the same JSON, whatever their spacing.
-impl PartialEq for ToolArguments {
-    fn eq(&self, other: &Self) -> bool {
-        self.text() == other.text() || self.to_value() == other.to_value()
-    }
-}
-
-impl std::fmt::Display for ToolArguments {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(self.text())
-    }
 }
 
 /// Everything a provider needs for one model call (one step of a turn).

@@ -13,9 +13,11 @@
 //! caught here (on Cloudflare, a Worker's `fetch` cannot reach private networks anyway).
 
 mod addr;
+pub mod grant;
 mod http;
 
 pub use addr::{classify_host, classify_ip, AddressClass};
+pub use grant::{check_request, GatewayError, HostPattern, NetworkGrant};
 pub use http::{GuardedHttp, MAX_REDIRECTS};
 pub use url::Url;
 

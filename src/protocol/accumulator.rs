@@ -4,11 +4,11 @@
 //! stored transcript and the screen agree, and it must be robust to providers that replay
 //! earlier tool round trips in a continuation (a replay never regresses a settled part).
 
+use super::arguments::ToolArguments;
 use super::message::{
     is_terminal_state, json_kind, state, state_of, tool_call_id_of, truthy, Role, UIMessage,
 };
 use super::tool_state::{apply_to_parts, CrossMessageUpdate, ToolPartUpdate};
-use crate::model::ToolArguments;
 use serde_json::{json, Map, Value};
 
 /// Coerces a tool input to the plain object every provider requires: objects pass, a string

@@ -4,6 +4,7 @@
 //! storage build on them.
 
 pub mod accumulator;
+pub mod arguments;
 pub mod chunk;
 pub mod frames;
 pub mod json;
@@ -14,6 +15,7 @@ pub mod sanitize;
 pub mod tool_state;
 
 pub use accumulator::{ChunkAction, StreamAccumulator};
+pub use arguments::ToolArguments;
 pub use frames::{parse_client_frame, ClientFrame, FrameError};
 pub use message::{Role, UIMessage};
 pub use tool_state::{CrossMessageUpdate, ToolPartUpdate, ToolResultOutcome};

@@ -2,19 +2,15 @@
 //! `unload_context` and `search_context`, each offered only when a block of its kind exists.
 //! Their results are plain strings, as in Think; a failure is an `Error: …` string.
 
-use std::collections::HashSet;
-
 use async_trait::async_trait;
 use serde_json::{json, Value};
 
 use super::{entry_key, BlockKind, Session, SessionError};
-use crate::protocol::message::{state_of, tool_call_id_of, tool_name_of, UIMessage};
 use crate::tools::{ModelOutput, Tool, ToolContext, ToolDefinition, ToolError, ToolRef};
 
-/// What the model is sent instead of a skill's content once it unloaded it.
-pub fn unloaded_placeholder(key: &str) -> String {
-    format!("[skill unloaded: {key}]")
-}
+/// What the model is sent for unloaded skills: decided where messages are converted for
+/// the model (`crate::turn::convert`), below the session.
+pub use crate::turn::convert::{unloaded_loads, unloaded_placeholder};
 
 #[derive(Clone, Copy)]
 enum Op {
@@ -247,36 +243,4 @@ impl Tool for ContextTool {
             other => ModelOutput::Json(other.clone()),
         }
     }
-}
-
-/// The `load_context` calls of the transcript whose skill a later `unload_context` unloaded:
-/// the model is sent a placeholder for their results (the transcript itself is kept).
-pub fn unloaded_loads(messages: &[UIMessage]) -> HashSet<String> {
-    let mut loads: Vec<(String, String, String)> = Vec::new();
-    let mut unloaded = HashSet::new();
-    for part in messages.iter().flat_map(|m| &m.parts) {
-        if state_of(part) != Some("output-available") {
-            continue;
-        }
-        let (Some(name), Some(id)) = (tool_name_of(part), tool_call_id_of(part)) else { continue };
-        let field = |f: &str| part.pointer(&format!("/input/{f}")).and_then(Value::as_str);
-        let (Some(label), Some(key)) = (field("label"), field("key")) else { continue };
-        match name {
-            "load_context" => loads.push((id.to_owned(), label.to_owned(), key.to_owned())),
-            "unload_context"
-                if part
-                    .get("output")
-                    .and_then(Value::as_str)
-                    .is_some_and(|o| o.starts_with("Unloaded")) =>
-            {
-                for (id, l, k) in &loads {
-                    if l == label && k == key {
-                        unloaded.insert(id.clone());
-                    }
-                }
-            }
-            _ => {}
-        }
-    }
-    unloaded
 }

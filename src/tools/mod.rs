@@ -19,6 +19,15 @@ pub mod workspace;
 
 pub use definition::ToolDefinition;
 
+/// An image for the model, as base64 (providers send it inline).
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct ImagePart {
+    /// `image/png`, `image/jpeg`, ...
+    pub media_type: String,
+    /// The base64 data.
+    pub data: String,
+}
+
 /// Per-call information handed to `execute`.
 #[derive(Debug, Clone, Default)]
 pub struct ToolContext {
@@ -190,7 +199,7 @@ pub trait Tool {
     /// Images the call `tool_call_id` produced for a vision model (a browser screenshot),
     /// handed over once after the call: the output, which the transcript keeps, only
     /// describes them.
-    fn take_images(&self, _tool_call_id: &str) -> Vec<crate::model::ImagePart> {
+    fn take_images(&self, _tool_call_id: &str) -> Vec<ImagePart> {
         Vec::new()
     }
 

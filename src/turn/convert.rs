@@ -19,7 +19,7 @@ pub const DENIED_TEXT: &str = "The user denied this tool call.";
 /// A `load_context` result whose skill a later `unload_context` unloaded becomes a short
 /// placeholder, so the context is reclaimed while the transcript keeps it.
 pub fn to_model_messages(messages: &[UIMessage], tools: &ToolSet) -> Vec<ModelMessage> {
-    let unloaded = crate::session::tools::unloaded_loads(messages);
+    let unloaded = unloaded_loads(messages);
     let mut out = Vec::new();
     for m in messages {
         match m.role {
@@ -102,7 +102,7 @@ fn tool_exchange(
     let content = match state_of(part)? {
         "output-available" if unloaded.contains(id) => {
             let key = part.pointer("/input/key").and_then(Value::as_str).unwrap_or("");
-            crate::session::tools::unloaded_placeholder(key)
+            unloaded_placeholder(key)
         }
         "output-available" => {
             let output = part.get("output").cloned().unwrap_or(Value::Null);
@@ -133,6 +133,43 @@ fn tool_exchange(
             images: Vec::new(),
         },
     ))
+}
+
+/// What the model is sent instead of a skill's content once it unloaded it.
+pub fn unloaded_placeholder(key: &str) -> String {
+    format!("[skill unloaded: {key}]")
+}
+
+/// The `load_context` calls of the transcript whose skill a later `unload_context` unloaded:
+/// the model is sent a placeholder for their results (the transcript itself is kept).
+pub fn unloaded_loads(messages: &[UIMessage]) -> HashSet<String> {
+    let mut loads: Vec<(String, String, String)> = Vec::new();
+    let mut unloaded = HashSet::new();
+    for part in messages.iter().flat_map(|m| &m.parts) {
+        if state_of(part) != Some("output-available") {
+            continue;
+        }
+        let (Some(name), Some(id)) = (tool_name_of(part), tool_call_id_of(part)) else { continue };
+        let field = |f: &str| part.pointer(&format!("/input/{f}")).and_then(Value::as_str);
+        let (Some(label), Some(key)) = (field("label"), field("key")) else { continue };
+        match name {
+            "load_context" => loads.push((id.to_owned(), label.to_owned(), key.to_owned())),
+            "unload_context"
+                if part
+                    .get("output")
+                    .and_then(Value::as_str)
+                    .is_some_and(|o| o.starts_with("Unloaded")) =>
+            {
+                for (id, l, k) in &loads {
+                    if l == label && k == key {
+                        unloaded.insert(id.clone());
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+    unloaded
 }
 
 #[cfg(test)]

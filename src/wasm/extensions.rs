@@ -10,7 +10,7 @@ use js_sys::{Function, Reflect, JSON};
 use serde_json::json;
 use wasm_bindgen::prelude::*;
 
-use crate::extensions::{check_request, NetworkGrant};
+use crate::net::{check_request, NetworkGrant};
 
 /// The gateway's decision, exported to `js/extensions/gateway.mjs`.
 #[wasm_bindgen]

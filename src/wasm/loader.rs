@@ -88,7 +88,7 @@ impl Sandbox for LoaderSandbox {
         &self,
         request: SandboxRequest,
         dispatcher: Rc<dyn Dispatcher>,
-        network: &crate::extensions::NetworkGrant,
+        network: &crate::net::NetworkGrant,
     ) -> Result<SandboxOutcome, SandboxError> {
         let outbound = self.gateway.as_ref().and_then(|g| g(network)).ok_or_else(|| {
             SandboxError::Unavailable("the Worker exports no ExtensionGateway".into())

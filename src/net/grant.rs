@@ -1,12 +1,13 @@
-//! The network gateway's decision: every outbound request of an extension's isolate goes
-//! through the host (Worker Loader's `globalOutbound`, `js/extensions/gateway.mjs`), which
+//! The network gateway's decision: every outbound request of a sandbox granted network
+//! hosts (an extension's isolate) goes through the host (Worker Loader's `globalOutbound`,
+//! `js/extensions/gateway.mjs`), which
 //! lets it pass only to a host the manifest lists (exact names, `*.example.com` wildcards,
 //! optionally with a port) and, whatever the list says, refuses private and loopback
-//! addresses unless the app opted in ([`crate::net::check_url`] decides those).
+//! addresses unless the app opted in ([`super::check_url`] decides those).
 
 use serde::{Deserialize, Serialize};
 
-use crate::net::{check_url, NetError, NetPolicy, Url};
+use super::{check_url, NetError, NetPolicy, Url};
 
 /// One entry of `permissions.network`, parsed.
 #[derive(Debug, Clone, PartialEq, Eq)]

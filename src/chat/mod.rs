@@ -1,4 +1,5 @@
-//! The chat transcript and per-agent settings in SQLite. One row per UI message, each kept
+//! The chat transcript and per-agent settings in SQLite, below the agent and the checkpoints
+//! that both use its tables. One row per UI message, each kept
 //! under the 2 MB row limit by the sanitizer before it is written. Under the `queue` policy a
 //! user message waits in its own table until its turn starts, so the model never sees a
 //! message whose turn has not come, and each answer follows its own message.
@@ -7,6 +8,9 @@ use serde_json::Value;
 
 use crate::protocol::message::UIMessage;
 use crate::store::{Sql, SqlValue, StoreError};
+
+/// The transcript's table: one row per UI message, in `seq` order. Checkpoints journal it.
+pub const MESSAGES_TABLE: &str = "think_messages";
 
 const SCHEMA: &[&str] = &[
     "CREATE TABLE IF NOT EXISTS think_messages (
