@@ -6,8 +6,8 @@
 // - the caller Worker example and the declarations type-check (tsc --noEmit), and
 //   docs/rpc.md shows the example as it is;
 // - every fenced code block of the docs has a language and parses: JS with `node --check`,
-//   TS with tsc, JSON, TOML (smol-toml), shell with `bash -n` (Rust blocks are doc-tests:
-//   build.rs includes every page that has one);
+//   TS with tsc, JSON, TOML (smol-toml), shell with `bash -n`; a page with Rust blocks must be
+//   included in a lib.rs as doc-tests (`cargo test` compiles them);
 // - relative links and their anchors resolve; no line outside code blocks is over 400
 //   characters; the README is at most 12 KB.
 import { test } from "node:test";
@@ -220,7 +220,7 @@ test("every code block of the docs has a language and parses", () => {
           break;
         }
         case "rust":
-          // Compiled by `cargo test --doc` (build.rs includes every page with a rust block).
+          // Compiled by `cargo test` as doc-tests (checked below: the page is included).
           break;
         case "text":
         case "markdown":
@@ -234,7 +234,9 @@ test("every code block of the docs has a language and parses", () => {
   const base = { target: "es2022", module: "esnext", moduleResolution: "bundler", strict: true, noEmit: true, skipLibCheck: true };
   const projects = {
     ts: { ...base, lib: ["es2022"], types: ["@cloudflare/workers-types"] },
-    tsx: { ...base, lib: ["es2022", "dom", "dom.iterable"], types: [], jsx: "react-jsx" },
+    // JSX is left as it is and untyped (no @types/react here); the hooks' options and results
+    // are checked against the pinned `agents` package's declarations.
+    tsx: { ...base, lib: ["es2022", "dom", "dom.iterable"], types: [], jsx: "preserve", noImplicitAny: false },
   };
   for (const [kind, files] of Object.entries(ts)) {
     if (files.length === 0) continue;
@@ -250,6 +252,22 @@ test("every code block of the docs has a language and parses", () => {
     }
   }
   assert.deepEqual(failures, []);
+});
+
+test("every page with a Rust block is compiled as doc-tests (an include_str! in a lib.rs)", () => {
+  const included = new Set();
+  const libs = ["src/lib.rs", ...walk("crates", (n) => n === "lib.rs")].filter(exists);
+  for (const lib of libs) {
+    for (const [, target] of read(lib).matchAll(/include_str!\("([^"]+\.md)"\)/g)) {
+      included.add(path.normalize(path.join(path.dirname(lib), target)));
+    }
+  }
+  const withRust = pages().filter((page) => parseMarkdown(read(page)).blocks.some((b) => b.lang === "rust"));
+  assert.deepEqual(
+    withRust.filter((page) => !included.has(page)),
+    [],
+    `pages with Rust blocks that no lib.rs includes under cfg(doctest) (included: ${[...included].join(", ")})`,
+  );
 });
 
 test("relative links and their anchors resolve", () => {
