@@ -248,7 +248,7 @@ test("every code block of the docs has a language and parses", () => {
     if (out) {
       // Name each error by the page and line of its block.
       const byName = new Map(files.map((f) => [f.name, f.where]));
-      failures.push(out.replace(/^(block\d+\.tsx?)\((\d+),\d+\)/gm, (_, f, l) => `${byName.get(f) ?? f} (+${Number(l) - 1} lines)`));
+      failures.push(out.replace(/^(?:\S*\/)?(block\d+\.tsx?)\((\d+),\d+\)/gm, (_, f, l) => `${byName.get(f) ?? f} (+${Number(l) - 1} lines)`));
     }
   }
   assert.deepEqual(failures, []);
