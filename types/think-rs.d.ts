@@ -371,12 +371,17 @@ declare module "think-rs" {
     forkRpc(method: string, arg: string): Promise<string>;
   }
 
-  /** The `rpc`-frame callables: the RPC methods above but the internal ones, plus `getContext`. */
-  export interface ThinkCallables {
-    usage: ThinkAgent["usage"];
-    skills: ThinkAgent["skills"];
+  /**
+   * The callables a tab reaches over the WebSocket's `rpc` frame (`agent.call(method, args)`):
+   * the RPC methods but the chat's and the internal ones, plus `getContext`.
+   */
+  export type ThinkCallables = Omit<
+    ThinkAgent,
+    keyof DurableObject | "chat" | "getMessages" | "clearMessages" | "subagentRpc" | "forkRpc"
+  > & {
+    /** Every context block with its budget, token count and content (keys for keyed blocks). */
     getContext(): Promise<ContextBlockReport[]>;
-  }
+  };
 
   /** How a chat request ended, on its terminal `cf_agent_use_chat_response`. */
   export type ChatOutcome = "completed" | "error" | "aborted" | "skipped" | "recovering";
