@@ -121,6 +121,20 @@ test("every THINK_* setting the code reads is in docs/configuration.md", () => {
   assert.deepEqual(missing, [], "settings the code reads but docs/configuration.md does not name");
 });
 
+test("npm start forwards every setting docs/configuration.md says the Worker, the entry or the shim reads", () => {
+  const rows = [...read("docs/configuration.md").matchAll(/^\| `(THINK_[A-Z0-9_]+)` \|[^|]*\| ([^|]+?) \|/gm)];
+  const readBy = new Map(rows.map((m) => [m[1], m[2]]));
+  assert.ok(readBy.size > 40, `found only ${readBy.size} rows in the settings table`);
+  const start = read("scripts/start.sh");
+  const forwarded = new Set(start.match(/for name in ([A-Z0-9_ ]+); do/)[1].split(" "));
+  // start-browser.sh sets THINK_BROWSER_BINDING itself (the binding reaches no Browser Run there).
+  const setByScript = new Set(["THINK_BROWSER_BINDING"]);
+  const missing = [...readBy]
+    .filter(([name, by]) => /^(Worker|entry|shim)\b/.test(by) && !forwarded.has(name) && !setByScript.has(name))
+    .map(([name]) => name);
+  assert.deepEqual(missing, [], "settings the agent reads that npm start does not pass on from its environment");
+});
+
 /** The RPC methods of the agent class: its methods but the Durable Object handlers. */
 function entryMethods() {
   const entry = read("js/entry.mjs");
