@@ -167,7 +167,7 @@ export class ThinkAgent extends DurableObject {
     return this.#inner.rpcCall("readWorkspaceFile", encoding === undefined ? [path] : [path, encoding]);
   }
 
-  // Checkpoints (files and transcript together; see README "Checkpoints, rewind and fork").
+  // Checkpoints (files and transcript together; see docs/checkpoints.md).
   /** Takes a checkpoint now; `{id, label, turnId, at, filesChanged}`. */
   checkpoint(label) {
     return this.#inner.rpcCall("checkpoint", [label ?? null]);

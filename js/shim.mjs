@@ -15,7 +15,7 @@
 //   holds more than a slack of free memory beyond what the work since the last idle point
 //   needed at once (`__think_take_peak_bytes`, counted by the agent's allocator).
 //   The threshold is `THINK_IDLE_RESET_MB` from the env of the first object or entrypoint
-//   built (default 16; 0 turns the reset off), the slack a quarter of it; README "Memory".
+//   built (default 16; 0 turns the reset off), the slack a quarter of it; docs/deploy.md "Idle reset".
 import { readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { pathToFileURL } from "node:url";

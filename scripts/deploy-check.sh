@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # `wrangler deploy --dry-run` as `npm test` runs it: bundles the Worker exactly as a deploy
 # would, prints the upload size, and fails unless every binding the features use is declared
-# (README, "Deployment"). It runs in a network namespace with only loopback, so it can never
+# (docs/deploy.md). It runs in a network namespace with only loopback, so it can never
 # reach Cloudflare, and with metrics off.
 set -euo pipefail
 cd "$(dirname "$0")/.."

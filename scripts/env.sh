@@ -9,5 +9,5 @@ export WASM_BINDGEN_BIN="$THINK_RS_CACHE/wasm-bindgen-$WASM_BINDGEN_VERSION/bin/
 export WASM_OPT_BIN="$PWD/node_modules/.bin/wasm-opt"
 export WRANGLER_SEND_METRICS=false
 # The cargo profile of the Worker's wasm: `release` (size-optimised, for tests and deploy), or
-# `start`, the quicker-to-compile one `npm start` builds (Cargo.toml, README "First run").
+# `start`, the quicker-to-compile one `npm start` builds (Cargo.toml, CONTRIBUTING.md "Build profiles").
 export THINK_WASM_PROFILE="${THINK_WASM_PROFILE:-release}"

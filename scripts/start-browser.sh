@@ -1,4 +1,4 @@
-# The browser of `npm start` (sourced by scripts/start.sh; README, "Browser tools").
+# The browser of `npm start` (sourced by scripts/start.sh; docs/browser.md).
 # `wrangler dev --local` declares the BROWSER binding but has no Browser Run behind it (Miniflare's
 # stand-in downloads Chrome for Testing from the internet at the first use), so the agent is told
 # with THINK_BROWSER_BINDING=false, and its browser is a Chrome's DevTools URL: the one

@@ -29,7 +29,7 @@ setting() {
     sed -n "s/^$1 *= *\"\{0,1\}\([^\"]*\)\"\{0,1\} *\$/\1/p" .dev.vars | tail -n 1
   fi
 }
-# Which model the agent will use, by the rules of `ModelChoice` (README, "Models").
+# Which model the agent will use, by the rules of `ModelChoice` (docs/configuration.md, "Models").
 provider=$(setting THINK_MODEL_PROVIDER)
 base=$(setting THINK_MODEL_BASE_URL)
 model=$(setting THINK_MODEL)
@@ -37,7 +37,7 @@ if [ -z "$provider" ]; then provider=$([ -n "$base" ] && echo openai || echo wor
 case "$provider" in
   workers-ai)
     default=$(sed -n 's/^pub const DEFAULT_WORKERS_AI_MODEL: &str = "\(.*\)";/\1/p' src/model/workers_ai.rs)
-    echo "start: model: Workers AI ${model:-$default} through the AI binding, which wrangler dev reaches on Cloudflare (run \`npx wrangler login\` once); set THINK_MODEL_BASE_URL for an OpenAI-compatible or Anthropic endpoint instead." >&2
+    echo "start: model: Workers AI ${model:-$default} through the AI binding, which runs only on Cloudflare: under npm start (wrangler dev --local) each turn answers with an error saying so. Set THINK_MODEL_BASE_URL (and THINK_MODEL) for an OpenAI-compatible or Anthropic endpoint, e.g. Ollama's http://127.0.0.1:11434/v1 (docs/getting-started.md)." >&2
     ;;
   anthropic)
     if [ -z "$model" ]; then
@@ -56,7 +56,7 @@ case "$provider" in
 esac
 # workerd runs under scripts/workerd-supervisor.mjs: a heap cap per isolate
 # (THINK_LOCAL_HEAP_MB, default 256) and a restart when the runtime dies, so that code that
-# exhausts memory ends its own call instead of the whole local server (README, Code Mode, "Memory").
+# exhausts memory ends its own call instead of the whole local server (docs/deploy.md, "Local and Cloudflare").
 export MINIFLARE_WORKERD_PATH="$PWD/scripts/workerd-supervisor.mjs"
 # The browser tools' browser: THINK_BROWSER_CDP_URL, or a local Chromium started here; never
 # the BROWSER binding, which reaches no Browser Run under --local (scripts/start-browser.sh).

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# `npm test`: install what is missing, build, check the Rust gates (format, clippy for the host
+# `npm test`: install what is missing, check the docs (tests/docs: settings, RPC methods, code
+# blocks, links; no build needed), build, check the Rust gates (format, clippy for the host
 # and for wasm32, doc-tests), run the Rust tests on the host, then the integration tests against
 # the built Worker in Miniflare (after a `wrangler deploy --dry-run`, offline, that checks the
 # deploy bundle and its bindings), two test files at a time (each file runs its own Miniflare and
@@ -10,6 +11,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh test
+echo "test: node --test tests/docs/ (the docs checks)"
+node --test --test-reporter=spec tests/docs/
 bash scripts/build.sh
 bash scripts/deploy-check.sh
 echo "test: cargo fmt --check"

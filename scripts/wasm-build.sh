@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Builds one workers-rs crate into <crate-dir>/build (index.js + index_bg.wasm), doing what
 # worker-build 0.8.7 does for a plain wasm32-unknown-unknown crate, with the project's own
-# tools (README, "Building"):
+# tools (CONTRIBUTING.md, "Build profiles"):
 #   1. cargo build --lib --target wasm32-unknown-unknown in the $THINK_WASM_PROFILE profile
 #      (scripts/wasm-compile.sh);
 #   2. wasm-bindgen --target module, with the reset-state function and the abort handler that
@@ -9,8 +9,8 @@
 #   3. wasm-opt -O1 --shrink-level=2 with workerd's feature set, then the code ordered by
 #      function name, then the names dropped (THINK_WASM_KEEP_NAMES=1 keeps them, for
 #      bench/wasm-crates.py). Release only: the `start` profile is for a quick local start,
-#      where size does not matter. Measured on the same wasm-bindgen output (gzip -9, README
-#      "Other figures"): -O1 --shrink-level=2 1,268,006 B in 16 s; -O1 1,271,052; no pass
+#      where size does not matter. Measured on the same wasm-bindgen output (gzip -9, BENCHMARKS.md
+#      "Sizes"): -O1 --shrink-level=2 1,268,006 B in 16 s; -O1 1,271,052; no pass
 #      1,279,558; -Oz 1,358,628 in 1 m 42 s; -Os 1,354,986; -O2 1,360,322 (the -O2 passes
 #      shrink the raw module, 3.30 MB against 3.52 MB, but cost 90 KB of gzip, which is what
 #      is deployed). Later, on another input: 1,223,294 without the ordering, 1,161,275 with

@@ -38,8 +38,11 @@ pub mod wasm;
 #[global_allocator]
 static ALLOCATOR: wasm::idle::LiveHeap = wasm::idle::LiveHeap;
 
-/// The README's Rust example, compiled by `cargo test` as a doc-test so that it cannot drift
-/// from the API.
+/// The Rust examples of the documentation, compiled by `cargo test` as doc-tests so that they
+/// cannot drift from the API. tests/docs/docs.test.mjs fails when a page with a Rust block is
+/// missing here.
 #[cfg(doctest)]
-#[doc = include_str!("../README.md")]
-pub struct ReadmeDoctests;
+pub mod doc_pages {
+    #[doc = include_str!("../docs/rust-library.md")]
+    pub struct RustLibrary;
+}

@@ -244,9 +244,9 @@ export async function runInLoader(loader, requestJson, dispatch, outbound = null
   } finally {
     // What the host holds of the isolate is released here, while the isolate is alive, rather
     // than by the host's garbage collector at some later time, while workerd may be tearing the
-    // isolate down (README, "Code Mode"). The call's promise owns its result, whose disposal
-    // releases the call on the sandbox's side; the worker and its entrypoint have disposers in
-    // newer workerd only.
+    // isolate down (docs/codemode.md; CONTRIBUTING.md, "Pins"). The call's promise owns its
+    // result, whose disposal releases the call on the sandbox's side; the worker and its
+    // entrypoint have disposers in newer workerd only.
     dispose(call);
     dispose(entrypoint);
     dispose(worker);
