@@ -19,7 +19,7 @@ rustup target list --installed 2>/dev/null | grep -qx wasm32-unknown-unknown \
 if [ "$mode" != all ] && ! bash scripts/wasm-up-to-date.sh; then
   # The longest step of a fresh clone's first run, so it starts first; a failure shows again
   # (in the foreground) when scripts/wasm-build.sh runs the same compile.
-  bash scripts/wasm-compile.sh . &
+  bash scripts/wasm-compile.sh crates/think-worker &
 fi
 if [ "$mode" != start ]; then
   # npm test's gates: cargo fmt --check and cargo clippy.

@@ -36,7 +36,7 @@ model=$(setting THINK_MODEL)
 if [ -z "$provider" ]; then provider=$([ -n "$base" ] && echo openai || echo workers-ai); fi
 case "$provider" in
   workers-ai)
-    default=$(sed -n 's/^pub const DEFAULT_WORKERS_AI_MODEL: &str = "\(.*\)";/\1/p' src/model/workers_ai.rs)
+    default=$(sed -n 's/^pub const DEFAULT_WORKERS_AI_MODEL: &str = "\(.*\)";/\1/p' crates/think-core/src/model/workers_ai.rs)
     echo "start: model: Workers AI ${model:-$default} through the AI binding, which runs only on Cloudflare: under npm start (wrangler dev --local) each turn answers with an error saying so. Set THINK_MODEL_BASE_URL (and THINK_MODEL) for an OpenAI-compatible or Anthropic endpoint, e.g. Ollama's http://127.0.0.1:11434/v1 (docs/getting-started.md)." >&2
     ;;
   anthropic)

@@ -16,12 +16,14 @@ node --test --test-reporter=spec tests/docs/
 bash scripts/build.sh
 bash scripts/deploy-check.sh
 echo "test: cargo fmt --check"
-cargo fmt --check
-echo "test: cargo clippy (host, all targets; wasm32, lib) -D warnings"
-cargo clippy --quiet --all-targets -- -D warnings
-cargo clippy --quiet --target wasm32-unknown-unknown --lib -- -D warnings
-echo "test: cargo test (host: unit tests and doc-tests)"
-cargo test --quiet
+cargo fmt --all --check
+echo "test: module layers (no cycle in any crate)"
+node scripts/check-layers.mjs
+echo "test: cargo clippy (host, all targets; wasm32, lib; every workspace member) -D warnings"
+cargo clippy --quiet --workspace --all-targets -- -D warnings
+cargo clippy --quiet --workspace --target wasm32-unknown-unknown --lib -- -D warnings
+echo "test: cargo test (host: unit tests and doc-tests of every crate)"
+cargo test --quiet --workspace
 echo "test: node --test tests/*.test.mjs tests/bash-corpus/*.test.mjs"
 node --test --test-concurrency=2 --test-force-exit --test-reporter=spec tests/*.test.mjs tests/bash-corpus/*.test.mjs
 PROTOCOL_FILES="tests/foundation.test.mjs tests/resume.test.mjs tests/durable.test.mjs tests/hitl.test.mjs tests/queue.test.mjs tests/clients.test.mjs"

@@ -17,7 +17,7 @@
 #      --reorder-functions-by-name (similar functions, such as the serde impls and
 #      drop_in_place of each type, fall within gzip's window), 1,212,332 with
 #      --reorder-functions (by call count);
-#   4. js/shim.mjs writes the entry module (handlers + class proxies) and esbuild bundles it
+#   4. think-worker's js/shim.mjs writes the entry module (handlers + class proxies) and esbuild bundles it
 #      with the glue and its JS snippets into one minified index.js.
 # worker-build's other steps are left out on purpose: installing wasm-bindgen and esbuild
 # (scripts/wasm-bindgen-cli.sh and npm do that), a `producers` custom section naming workers-rs
@@ -30,7 +30,16 @@ shift
 cd "$root"
 source scripts/env.sh
 name=$(awk -F'"' '/^\[package\]/{p=1} p && $1 ~ /^name *= */{print $2; exit}' "$crate/Cargo.toml")
-target_dir=${CARGO_TARGET_DIR:-$crate/target}
+# Where cargo puts the wasm (the workspace's target/ for a member), and where the think-worker
+# package is, whose js/ the bundle takes (a path dependency here, the registry's copy for a
+# crate that depends on a published version): nothing is copied by hand.
+meta=$(cd "$crate" && cargo metadata --format-version 1 --filter-platform wasm32-unknown-unknown)
+read -r target_dir worker_js < <(node -e '
+  const m = JSON.parse(require("fs").readFileSync(0, "utf8"));
+  const w = m.packages.find((p) => p.name === "think-worker");
+  if (!w) { console.error("wasm-build: the crate does not depend on think-worker"); process.exit(1); }
+  console.log(m.target_directory, require("path").join(require("path").dirname(w.manifest_path), "js"));
+' <<< "$meta")
 wasm="$target_dir/wasm32-unknown-unknown/$THINK_WASM_PROFILE/${name//-/_}.wasm"
 
 bash "$root/scripts/wasm-compile.sh" "$crate" "$@"
@@ -53,7 +62,7 @@ if [ "$THINK_WASM_PROFILE" = release ]; then
     "$names"
   mv "$stage/index_bg.opt.wasm" "$stage/index_bg.wasm"
 fi
-node "$root/js/shim.mjs" "$stage"
+node "$worker_js/shim.mjs" "$stage"
 # Node builtins stay imports: just-bash (js/bash/bridge.mjs) needs `node:zlib`, which workerd
 # serves under `compatibility_flags = ["nodejs_compat"]`.
 (cd "$stage" && "$root/node_modules/.bin/esbuild" ./shim.js --bundle --format=esm --minify \
@@ -69,3 +78,9 @@ echo "$THINK_WASM_PROFILE" > "$stage/profile"
 
 mkdir -p "$crate/build"
 mv -f "$stage/index.js" "$stage/index_bg.wasm" "$stage/profile" "$crate/build/"
+# A crate other than think-worker gets think-worker's JS beside its build, for its entry module
+# to import (`./build/think-worker/agent.mjs`, examples/custom-agent/entry.mjs).
+if [ "$worker_js" != "$crate/js" ]; then
+  rm -rf "$crate/build/think-worker"
+  cp -R "$worker_js" "$crate/build/think-worker"
+fi

@@ -6,9 +6,10 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source scripts/env.sh
-out=build/index_bg.wasm
+build=crates/think-worker/build
+out=$build/index_bg.wasm
 # Builds from before build/profile existed were all release builds.
-built=$(cat build/profile 2>/dev/null || echo release)
-[ -f "$out" ] && [ -f build/index.js ] && [ "${THINK_FORCE_BUILD:-}" != 1 ] \
+built=$(cat $build/profile 2>/dev/null || echo release)
+[ -f "$out" ] && [ -f $build/index.js ] && [ "${THINK_FORCE_BUILD:-}" != 1 ] \
   && { [ "$built" = "$THINK_WASM_PROFILE" ] || [ "$built" = release ]; } \
-  && [ -z "$(find src js build.rs Cargo.toml Cargo.lock package-lock.json .cargo -newer "$out" -print -quit)" ]
+  && [ -z "$(find crates Cargo.toml Cargo.lock package-lock.json .cargo -path "$build" -prune -o -newer "$out" -print -quit)" ]

@@ -1,4 +1,4 @@
-// Runs the built Worker (build/index.js + wasm) in Miniflare — the same workerd that
+// Runs the built Worker (crates/think-worker/build/index.js + wasm) in Miniflare — the same workerd that
 // `wrangler dev` uses — with the Durable Object, SQLite, R2 and a persist directory.
 import { Miniflare } from "miniflare";
 import { execFileSync } from "node:child_process";
@@ -29,7 +29,7 @@ export function options({ persistDir, vars, withCaller, inspectorPort, ai, tail,
     name: "think-rs",
     modules: true,
     modulesRoot: ROOT,
-    scriptPath: path.join(ROOT, "js/entry.mjs"),
+    scriptPath: path.join(ROOT, "crates/think-worker/js/entry.mjs"),
     modulesRules: [
       { type: "ESModule", include: ["**/*.js", "**/*.mjs"] },
       { type: "CompiledWasm", include: ["**/*.wasm"], fallthrough: true },

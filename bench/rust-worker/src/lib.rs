@@ -50,12 +50,12 @@ use serde_json::value::RawValue;
 use serde_json::{json, Value};
 use std::alloc::{GlobalAlloc, Layout};
 use std::sync::atomic::{AtomicUsize, Ordering};
-use think_rs::checkpoint::{Checkpoints, RewindScope};
-use think_rs::tools::workspace::{workspace_tools, WorkspaceToolsOptions};
-use think_rs::tools::{ToolContext, ToolRef};
-use think_rs::wasm::idle::{live_bytes, LiveHeap};
-use think_rs::wasm::{DoSql, R2Blobs, WorkerClock};
-use think_rs::workspace::{Workspace, WorkspaceOptions, INDEX_RUN_BYTES};
+use think_core::checkpoint::{Checkpoints, RewindScope};
+use think_core::tools::workspace::{workspace_tools, WorkspaceToolsOptions};
+use think_core::tools::{ToolContext, ToolRef};
+use think_worker::idle::{live_bytes, LiveHeap};
+use think_worker::{DoSql, R2Blobs, WorkerClock};
+use think_core::workspace::{Workspace, WorkspaceOptions, INDEX_RUN_BYTES};
 use wasm_bindgen::prelude::wasm_bindgen;
 use wasm_bindgen::JsValue;
 use worker::{
@@ -194,11 +194,11 @@ struct Built {
 
 impl Built {
     fn new(state: &State, env: &Env, grep_index: bool) -> Built {
-        let sql: Rc<dyn think_rs::store::Sql> = Rc::new(DoSql::new(state));
+        let sql: Rc<dyn think_core::store::Sql> = Rc::new(DoSql::new(state));
         let blobs = env
             .bucket("WORKSPACE_R2")
             .ok()
-            .map(|b| Rc::new(R2Blobs(b)) as Rc<dyn think_rs::store::BlobStore>);
+            .map(|b| Rc::new(R2Blobs(b)) as Rc<dyn think_core::store::BlobStore>);
         let options = WorkspaceOptions {
             blobs,
             blob_prefix: format!("bench-rust/{}", state.id()),
@@ -212,7 +212,7 @@ impl Built {
         // bash runs in just-bash, bundled into this Worker as into the agent.
         let options = WorkspaceToolsOptions {
             bash: true,
-            bash_engine: Some(Rc::new(think_rs::wasm::JustBash)),
+            bash_engine: Some(Rc::new(think_worker::JustBash)),
             ..WorkspaceToolsOptions::default()
         };
         let tools = workspace_tools(ws.clone(), options)
@@ -233,7 +233,8 @@ fn error(status: u16, msg: impl Into<String>) -> Result<Response> {
 
 impl DurableObject for BenchRust {
     fn new(state: State, env: Env) -> Self {
-        console_error_panic_hook::set_once();
+        // The regular-expression engine and the natives the workspace tools use.
+        think_worker::install_platform();
         let sql: JsValue = AsRef::<JsValue>::as_ref(&state.storage().sql()).clone();
         let built = std::cell::RefCell::new(Built::new(
             &state,
@@ -244,10 +245,10 @@ impl DurableObject for BenchRust {
     }
 
     async fn fetch(&self, req: Request) -> Result<Response> {
-        let before = think_rs::wasm::idle::memory_bytes();
+        let before = think_worker::idle::memory_bytes();
         LIVE_PEAK.store(live_bytes(), Ordering::Relaxed);
         let mut resp = self.handle(req).await?;
-        let after = think_rs::wasm::idle::memory_bytes();
+        let after = think_worker::idle::memory_bytes();
         let peak = LIVE_PEAK.load(Ordering::Relaxed);
         resp.headers_mut().set("x-wasm-memory", &format!("{before},{after},{peak}"))?;
         Ok(resp)
@@ -289,7 +290,7 @@ impl BenchRust {
             }
             Job::Call { tool, input } => self.call(&tool, input).await,
             Job::Memory => Response::from_json(&json!({
-                "wasmMemoryBytes": think_rs::wasm::idle::memory_bytes(),
+                "wasmMemoryBytes": think_worker::idle::memory_bytes(),
                 "idleResets": idle_resets(),
                 "liveBytes": live_bytes(),
             })),
