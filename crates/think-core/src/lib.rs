@@ -39,3 +39,12 @@ pub use think_regexp as regexp;
 
 #[cfg(test)]
 mod test_support;
+
+/// The Rust examples of the documentation, compiled by `cargo test` as doc-tests so that they
+/// cannot drift from the API. tests/docs/docs.test.mjs fails when a page with a Rust block is
+/// missing here.
+#[cfg(doctest)]
+pub mod doc_pages {
+    #[doc = include_str!("../../../docs/rust-library.md")]
+    pub struct RustLibrary;
+}
