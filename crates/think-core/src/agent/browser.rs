@@ -4,13 +4,15 @@
 
 use std::rc::Rc;
 
+use async_trait::async_trait;
 use serde_json::Value;
 
-use super::{Agent, AgentSpec, Deps};
+use super::capability::{Capability, Sweep};
+use super::{Agent, AgentSpec, Deps, Feature};
 use crate::browser::tools::{settle_output, BrowserTools};
 use crate::browser::{Browser, CdpConnector};
 use crate::codemode::connectors::Connector;
-use crate::tools::ToolRef;
+use crate::tools::{ToolRef, ToolSet};
 
 /// The browser, when the spec enables the tools and the platform has a launcher.
 pub(super) fn runtime(spec: &AgentSpec, deps: &Deps) -> Option<Rc<Browser>> {
@@ -22,6 +24,40 @@ pub(super) fn runtime(spec: &AgentSpec, deps: &Deps) -> Option<Rc<Browser>> {
         .ok()
 }
 
+/// The browser as a capability: its tools, joined after `execute` (which does not offer
+/// them as `tools.*`), and the sweep of idle sessions.
+pub(super) struct BrowserCapability;
+
+#[async_trait(?Send)]
+impl Capability for BrowserCapability {
+    fn name(&self) -> &'static str {
+        "the browser"
+    }
+
+    fn switch(&self) -> Option<Feature> {
+        Some(Feature::Browser)
+    }
+
+    /// At start, when the next open session falls idle (closing nothing); on the alarm, the
+    /// sweep of idle sessions.
+    async fn sweep(&self, agent: &Rc<Agent>, when: Sweep) -> Option<f64> {
+        let browser = agent.browser.as_ref()?;
+        match when {
+            Sweep::Start => browser.next_sweep().ok().flatten(),
+            Sweep::Alarm => browser
+                .sweep()
+                .await
+                .map_err(|e| agent.warn("sweeping browser sessions failed", e))
+                .ok()
+                .flatten(),
+        }
+    }
+
+    fn tools_over(&self, agent: &Agent, _merged: &ToolSet) -> Vec<ToolRef> {
+        agent.browser_tools()
+    }
+}
+
 impl Agent {
     /// The `cdp` connector, when there is a browser.
     pub(super) fn cdp_connector(&self) -> Option<Rc<dyn Connector>> {
@@ -31,7 +67,7 @@ impl Agent {
 
     /// This turn's browser tools: `browser_execute` (with a Code Mode runtime) and the quick
     /// actions; none without a browser.
-    pub(super) fn browser_tools(&self) -> Vec<ToolRef> {
+    fn browser_tools(&self) -> Vec<ToolRef> {
         let (Some(browser), Some(connector)) = (self.browser.clone(), self.cdp_connector()) else {
             return Vec::new();
         };
@@ -57,21 +93,5 @@ impl Agent {
             }
             None => output,
         }
-    }
-
-    /// The alarm's sweep of idle browser sessions; when the next one falls idle.
-    pub(super) async fn browser_sweep(&self) -> Option<f64> {
-        let browser = self.browser.as_ref()?;
-        browser
-            .sweep()
-            .await
-            .map_err(|e| self.warn("sweeping browser sessions failed", e))
-            .ok()
-            .flatten()
-    }
-
-    /// When the next open run session falls idle, without closing anything.
-    pub(super) fn browser_next_sweep(&self) -> Option<f64> {
-        self.browser.as_ref()?.next_sweep().ok().flatten()
     }
 }

@@ -5,15 +5,19 @@
 //! file decides when to take one, refuses a rewind while a turn runs, tells every tab what a
 //! rewind changed, and carries a fork's pages to the new instance over a [`ForkLink`].
 
+use std::cell::RefCell;
 use std::rc::Rc;
 
 use async_trait::async_trait;
 use serde::Deserialize;
 use serde_json::{json, Value};
 
+use super::capability::Capability;
 use super::{Agent, CallError};
-use crate::checkpoint::{CheckpointError, Checkpoints, ExportPage, RewindScope};
+use crate::checkpoint::{CheckpointError, Checkpoints, ExportPage, Retention, RewindScope};
 use crate::protocol::frames;
+use crate::store::{Sql, StoreError};
+use crate::workspace::Workspace;
 
 /// Config key set on an instance while a fork is being imported into it: `{token, at}`,
 /// `at` being the time of the claim's last progress (its `begin` or latest page).
@@ -114,19 +118,100 @@ struct ForkCall {
     page: Option<ExportPage>,
 }
 
-impl Agent {
-    /// The checkpoint store over this instance's workspace and transcript, built on first
-    /// use (it creates its tables and the journal's triggers once per instance).
-    pub(super) fn checkpoint_store(&self) -> Result<Rc<Checkpoints>, CheckpointError> {
-        if let Some(store) = self.checkpoints.borrow().as_ref() {
+/// Checkpoints as a capability: the store (its tables and the journal's triggers, made as
+/// the instance starts), the link a fork goes over, and the callables.
+pub(super) struct CheckpointsCapability {
+    workspace: Rc<Workspace>,
+    retention: Retention,
+    /// The store, once made.
+    store: RefCell<Option<Rc<Checkpoints>>>,
+    /// How `forkSession` reaches the new instance (DO RPC in the Worker).
+    link: RefCell<Option<Rc<dyn ForkLink>>>,
+}
+
+impl CheckpointsCapability {
+    /// Checkpoints of `workspace` (and the transcript in its database), kept as `retention`
+    /// says.
+    pub(super) fn new(workspace: Rc<Workspace>, retention: Retention) -> Self {
+        Self { workspace, retention, store: RefCell::default(), link: RefCell::default() }
+    }
+
+    /// The store, made on first use if making it as the instance started failed.
+    fn store(&self) -> Result<Rc<Checkpoints>, CheckpointError> {
+        if let Some(store) = self.store.borrow().as_ref() {
             return Ok(store.clone());
         }
-        let store = Rc::new(Checkpoints::with_retention(
-            self.workspace.clone(),
-            self.spec.checkpoint_retention,
-        )?);
-        *self.checkpoints.borrow_mut() = Some(store.clone());
+        let store = Rc::new(Checkpoints::with_retention(self.workspace.clone(), self.retention)?);
+        *self.store.borrow_mut() = Some(store.clone());
         Ok(store)
+    }
+}
+
+#[async_trait(?Send)]
+impl Capability for CheckpointsCapability {
+    fn name(&self) -> &'static str {
+        "checkpoints"
+    }
+
+    fn callables(&self) -> &[&'static str] {
+        &["checkpoint", "checkpoints", "diffCheckpoint", "rewind", "forkSession"]
+    }
+
+    async fn call(
+        &self,
+        agent: &Rc<Agent>,
+        method: &str,
+        args: &[Value],
+    ) -> Result<Value, CallError> {
+        let id = || {
+            args.first().and_then(Value::as_str).ok_or_else(|| {
+                CallError::BadArguments(format!("{method}: the checkpoint id must be a string"))
+            })
+        };
+        match method {
+            "checkpoint" => match args.first() {
+                None | Some(Value::Null) => agent.take_checkpoint(None).await,
+                Some(Value::String(label)) => agent.take_checkpoint(Some(label)).await,
+                Some(_) => {
+                    Err(CallError::BadArguments("checkpoint: the label must be a string".into()))
+                }
+            },
+            "checkpoints" => {
+                self.store().and_then(|c| c.list()).map(|l| json!(l)).map_err(CallError::from)
+            }
+            "diffCheckpoint" => {
+                let id = id()?;
+                Ok(json!(self.store()?.diff(id).await?))
+            }
+            "rewind" => match (id(), rewind_scope(args.get(1))) {
+                (Ok(id), Ok(scope)) => agent.rewind(id, scope).await,
+                (Err(e), _) | (_, Err(e)) => Err(e),
+            },
+            "forkSession" => match (id(), args.get(1).and_then(Value::as_str)) {
+                (Ok(id), Some(name)) => agent.fork_session(id, name).await.map_err(CallError::from),
+                (Err(e), _) => Err(e),
+                (_, None) => Err(CallError::BadArguments(
+                    "forkSession: the new instance's name must be a string".into(),
+                )),
+            },
+            _ => Err(CallError::NoSuchMethod(method.to_owned())),
+        }
+    }
+
+    /// The journal's triggers must be in place before anything writes, turn or not.
+    fn create_tables(&self, _sql: &dyn Sql) -> Result<(), StoreError> {
+        match self.store() {
+            Ok(_) => Ok(()),
+            Err(CheckpointError::Store(e)) => Err(e),
+            Err(e) => Err(StoreError::Sql(e.to_string())),
+        }
+    }
+}
+
+impl Agent {
+    /// The checkpoint store over this instance's workspace and transcript.
+    pub(super) fn checkpoint_store(&self) -> Result<Rc<Checkpoints>, CheckpointError> {
+        self.checkpoints.store()
     }
 
     /// Takes the checkpoint a turn starts from, right before its user message `message_id` is
@@ -140,52 +225,6 @@ impl Agent {
         if let Err(e) = taken {
             self.warn("taking the turn's checkpoint failed", e);
         }
-    }
-
-    /// Answers the checkpoint callables; `None` when `method` is not one of them.
-    pub(super) async fn checkpoint_callable(
-        self: &Rc<Self>,
-        method: &str,
-        args: &[Value],
-    ) -> Option<Result<Value, CallError>> {
-        let id = || {
-            args.first().and_then(Value::as_str).ok_or_else(|| {
-                CallError::BadArguments(format!("{method}: the checkpoint id must be a string"))
-            })
-        };
-        Some(match method {
-            "checkpoint" => match args.first() {
-                None | Some(Value::Null) => self.take_checkpoint(None).await,
-                Some(Value::String(label)) => self.take_checkpoint(Some(label)).await,
-                Some(_) => {
-                    Err(CallError::BadArguments("checkpoint: the label must be a string".into()))
-                }
-            },
-            "checkpoints" => self
-                .checkpoint_store()
-                .and_then(|c| c.list())
-                .map(|l| json!(l))
-                .map_err(CallError::from),
-            "diffCheckpoint" => match id() {
-                Ok(id) => match self.checkpoint_store() {
-                    Ok(store) => store.diff(id).await.map(|c| json!(c)).map_err(CallError::from),
-                    Err(e) => Err(e.into()),
-                },
-                Err(e) => Err(e),
-            },
-            "rewind" => match (id(), rewind_scope(args.get(1))) {
-                (Ok(id), Ok(scope)) => self.rewind(id, scope).await,
-                (Err(e), _) | (_, Err(e)) => Err(e),
-            },
-            "forkSession" => match (id(), args.get(1).and_then(Value::as_str)) {
-                (Ok(id), Some(name)) => self.fork_session(id, name).await.map_err(CallError::from),
-                (Err(e), _) => Err(e),
-                (_, None) => Err(CallError::BadArguments(
-                    "forkSession: the new instance's name must be a string".into(),
-                )),
-            },
-            _ => return None,
-        })
     }
 
     async fn take_checkpoint(&self, label: Option<&str>) -> Result<Value, CallError> {
@@ -239,7 +278,7 @@ impl Agent {
         if new_name == self.name() {
             return Err(ForkError::NotEmpty(new_name.to_owned()));
         }
-        let link = self.fork_link.borrow().clone().ok_or(ForkError::Unavailable)?;
+        let link = self.checkpoints.link.borrow().clone().ok_or(ForkError::Unavailable)?;
         let store = self.checkpoint_store().map_err(|e| ForkError::Failed(e.to_string()))?;
         // Export from a checkpoint that exists before reaching out to the new instance.
         let first =
@@ -351,7 +390,7 @@ impl Agent {
 
     /// Sets how this instance reaches other instances of its class for `forkSession`.
     pub fn set_fork_link(&self, link: Rc<dyn ForkLink>) {
-        *self.fork_link.borrow_mut() = Some(link);
+        *self.checkpoints.link.borrow_mut() = Some(link);
     }
 }
 

@@ -4,9 +4,11 @@
 
 use std::rc::Rc;
 
+use async_trait::async_trait;
 use serde_json::{json, Value};
 
-use super::{Agent, AgentSpec, Deps, Feature, CONFIG_PENDING_CONTINUATION};
+use super::capability::{Capability, Sweep};
+use super::{Agent, AgentSpec, CallError, Deps, Feature, CONFIG_PENDING_CONTINUATION};
 use crate::browser::tools::WithBrowser;
 use crate::codemode::tool::{turn_connectors, ExecuteTool};
 use crate::codemode::CodeMode;
@@ -28,9 +30,9 @@ fn arg_str(args: &[Value], i: usize) -> Option<&str> {
 
 /// Reads `rejectExecution`'s third argument, `{autoContinue?: boolean}` (absent or null:
 /// continue).
-fn auto_continue_option(options: Option<&Value>) -> Result<bool, super::CallError> {
+fn auto_continue_option(options: Option<&Value>) -> Result<bool, CallError> {
     let bad = || {
-        super::CallError::Failed(
+        CallError::Failed(
             "rejectExecution: the options must be {autoContinue?: boolean}".to_owned(),
         )
     };
@@ -45,9 +47,85 @@ fn auto_continue_option(options: Option<&Value>) -> Result<bool, super::CallErro
     }
 }
 
+/// Code Mode as a capability: its callables, the journal's sweeps and the `execute` tool.
+pub(super) struct CodeModeCapability;
+
+/// The callables that inspect, approve, reject and replay executions, and keep snippets.
+const CALLABLES: &[&str] = &[
+    "pendingExecutions",
+    "pendingApprovals",
+    "executions",
+    "snippets",
+    "saveSnippet",
+    "deleteSnippet",
+    "deleteExecution",
+    "pruneExecutions",
+    "rollbackExecution",
+    "approveExecution",
+    "rejectExecution",
+];
+
+#[async_trait(?Send)]
+impl Capability for CodeModeCapability {
+    fn name(&self) -> &'static str {
+        "Code Mode"
+    }
+
+    fn switch(&self) -> Option<Feature> {
+        Some(Feature::Execute)
+    }
+
+    fn callables(&self) -> &[&'static str] {
+        CALLABLES
+    }
+
+    /// Without a runtime (no sandbox) its callables do not exist.
+    async fn call(
+        &self,
+        agent: &Rc<Agent>,
+        method: &str,
+        args: &[Value],
+    ) -> Result<Value, CallError> {
+        let Some(cm) = agent.codemode.clone() else {
+            return Err(CallError::NoSuchMethod(method.to_owned()));
+        };
+        let id = arg_str(args, 0);
+        let result = match method {
+            "pendingExecutions" => cm.pending(id),
+            "pendingApprovals" => cm.pending_approvals(id),
+            "executions" => cm.executions(args.first().and_then(Value::as_u64).map(|n| n as usize)),
+            "snippets" => cm.snippets(),
+            "saveSnippet" => cm.save_snippet(id.unwrap_or(""), args.get(1).unwrap_or(&Value::Null)),
+            "deleteSnippet" => cm.delete_snippet(id.unwrap_or("")),
+            "deleteExecution" => cm.delete_execution(id.unwrap_or("")),
+            "pruneExecutions" => {
+                cm.prune_executions(args.first().and_then(Value::as_u64).map(|n| n as usize))
+            }
+            "rollbackExecution" => cm.rollback(id.unwrap_or(""), &agent.replay_connectors()).await,
+            "approveExecution" => return Ok(agent.approve_execution(&cm, id.unwrap_or("")).await),
+            "rejectExecution" => {
+                let auto_continue = auto_continue_option(args.get(2))?;
+                let out =
+                    agent.reject_execution(&cm, id.unwrap_or(""), arg_str(args, 1), auto_continue);
+                return Ok(agent.settle_browser_output(out).await);
+            }
+            _ => return Err(CallError::NoSuchMethod(method.to_owned())),
+        };
+        result.map_err(|e| CallError::Failed(e.to_string()))
+    }
+
+    async fn sweep(&self, agent: &Rc<Agent>, when: Sweep) -> Option<f64> {
+        agent.codemode_sweep(when == Sweep::Start)
+    }
+
+    fn tools_over(&self, agent: &Agent, merged: &ToolSet) -> Vec<ToolRef> {
+        agent.codemode_tool(merged).into_iter().collect()
+    }
+}
+
 impl Agent {
     /// The `execute` tool over this turn's (already merged and ledgered) tools.
-    pub(super) fn codemode_tool(&self, tools: &ToolSet) -> Option<ToolRef> {
+    fn codemode_tool(&self, tools: &ToolSet) -> Option<ToolRef> {
         let runtime = self.codemode.clone()?;
         let mut connectors =
             turn_connectors(tools, &self.spec.approval, &self.workspace, &self.deps.sql);
@@ -62,7 +140,7 @@ impl Agent {
 
     /// Settles executions a restart interrupted (`at_start`) or that waited too long, and
     /// returns when the next paused one expires, so the alarm can wake the object for it.
-    pub(super) fn codemode_sweep(&self, at_start: bool) -> Option<f64> {
+    fn codemode_sweep(&self, at_start: bool) -> Option<f64> {
         let cm = self.codemode.clone()?;
         let result = if at_start { cm.recover().map(|_| Vec::new()) } else { cm.sweep() };
         match result {
@@ -75,43 +153,6 @@ impl Agent {
             Err(e) => self.warn("sweeping code executions failed", e),
         }
         cm.next_expiry().ok().flatten()
-    }
-
-    /// The Code Mode callables; `None` when `method` is not one of them.
-    pub(super) async fn codemode_callable(
-        self: &Rc<Self>,
-        method: &str,
-        args: &[Value],
-    ) -> Option<Result<Value, super::CallError>> {
-        let cm = self.codemode.clone()?;
-        let id = arg_str(args, 0);
-        let result = match method {
-            "pendingExecutions" => cm.pending(id),
-            "pendingApprovals" => cm.pending_approvals(id),
-            "executions" => cm.executions(args.first().and_then(Value::as_u64).map(|n| n as usize)),
-            "snippets" => cm.snippets(),
-            "saveSnippet" => cm.save_snippet(id.unwrap_or(""), args.get(1).unwrap_or(&Value::Null)),
-            "deleteSnippet" => cm.delete_snippet(id.unwrap_or("")),
-            "deleteExecution" => cm.delete_execution(id.unwrap_or("")),
-            "pruneExecutions" => {
-                cm.prune_executions(args.first().and_then(Value::as_u64).map(|n| n as usize))
-            }
-            "rollbackExecution" => cm.rollback(id.unwrap_or(""), &self.replay_connectors()).await,
-            "approveExecution" => {
-                return Some(Ok(self.approve_execution(&cm, id.unwrap_or("")).await))
-            }
-            "rejectExecution" => {
-                let auto_continue = match auto_continue_option(args.get(2)) {
-                    Ok(auto) => auto,
-                    Err(e) => return Some(Err(e)),
-                };
-                let out =
-                    self.reject_execution(&cm, id.unwrap_or(""), arg_str(args, 1), auto_continue);
-                return Some(Ok(self.settle_browser_output(out).await));
-            }
-            _ => return None,
-        };
-        Some(result.map_err(|e| super::CallError::Failed(e.to_string())))
     }
 
     /// Runs an approved execution again, puts its outcome in place of the paused output, and

@@ -4,13 +4,16 @@
 
 use std::rc::Rc;
 
+use async_trait::async_trait;
 use serde_json::{json, Value};
 
+use super::capability::Capability;
 use super::store::ChatStore;
-use super::{Agent, AgentSpec, CallError, Deps, TurnContext};
+use super::{Agent, AgentSpec, CallError, Deps, Feature, TurnContext};
 use crate::extensions::hooks::TurnSnapshot;
 use crate::extensions::{BridgeEnv, ExtensionError, Extensions, HookName, Manifest};
 use crate::session::Session;
+use crate::tools::{Layer, ToolRef, ToolSet};
 use crate::workspace::Workspace;
 
 /// The runtime, when extensions are switched on and the platform has a sandbox to run them
@@ -21,7 +24,7 @@ pub(super) fn runtime(
     workspace: &Rc<Workspace>,
     session: &Session,
 ) -> Option<Rc<Extensions>> {
-    if !spec.is_on(super::Feature::Extensions) {
+    if !spec.is_on(Feature::Extensions) {
         return None;
     }
     let sandbox = deps.sandbox.clone()?;
@@ -46,30 +49,44 @@ fn failed(e: ExtensionError) -> CallError {
     CallError::Failed(e.to_string())
 }
 
-impl Agent {
-    /// The extension callables; `None` when `method` is not one of them.
-    pub(super) async fn extensions_callable(
+/// Extensions as a capability: their callables, their start, their tools and the hooks
+/// that wrap every tool of a turn.
+pub(super) struct ExtensionsCapability;
+
+#[async_trait(?Send)]
+impl Capability for ExtensionsCapability {
+    fn name(&self) -> &'static str {
+        "extensions"
+    }
+
+    fn switch(&self) -> Option<Feature> {
+        Some(Feature::Extensions)
+    }
+
+    fn callables(&self) -> &[&'static str] {
+        &["listExtensions", "loadExtension", "unloadExtension"]
+    }
+
+    async fn call(
         &self,
+        agent: &Rc<Agent>,
         method: &str,
         args: &[Value],
-    ) -> Option<Result<Value, CallError>> {
-        if !matches!(method, "listExtensions" | "loadExtension" | "unloadExtension") {
-            return None;
-        }
-        let Some(ext) = self.extensions.clone() else {
-            return Some(Err(CallError::Unavailable(
+    ) -> Result<Value, CallError> {
+        let Some(ext) = agent.extensions.clone() else {
+            return Err(CallError::Unavailable(
                 "Extensions are unavailable: the agent has no sandbox (the LOADER binding)".into(),
-            )));
+            ));
         };
         ext.ensure_started().await;
-        let result = match method {
+        match method {
             "listExtensions" => Ok(serde_json::to_value(ext.list()).unwrap_or(Value::Null)),
             "loadExtension" => {
                 let manifest = args.first().cloned().unwrap_or(Value::Null);
                 let Some(source) = args.get(1).and_then(Value::as_str) else {
-                    return Some(Err(CallError::BadArguments(
+                    return Err(CallError::BadArguments(
                         "loadExtension(manifest, source): source must be a string".into(),
-                    )));
+                    ));
                 };
                 match Manifest::from_json(manifest) {
                     Ok(m) => ext.load(m, source.to_owned()).await.map(|info| json!(info)),
@@ -79,19 +96,39 @@ impl Agent {
             }
             _ => {
                 let Some(name) = args.first().and_then(Value::as_str) else {
-                    return Some(Err(CallError::BadArguments(
+                    return Err(CallError::BadArguments(
                         "unloadExtension(name): name must be a string".into(),
-                    )));
+                    ));
                 };
                 ext.unload(name).await.map_err(failed).map(|info| {
                     json!({"unloaded": true, "name": info.name, "tools": info.tools,
                            "contextLabels": info.context_labels})
                 })
             }
-        };
-        Some(result)
+        }
     }
 
+    /// Loads the static and stored extensions.
+    async fn start(&self, agent: &Rc<Agent>) {
+        if let Some(ext) = &agent.extensions {
+            ext.ensure_started().await;
+        }
+    }
+
+    fn tools(&self, agent: &Agent) -> Option<(Layer, Vec<ToolRef>)> {
+        let ext = agent.extensions.as_ref()?;
+        Some((Layer::Extension, crate::extensions::tools::turn_tools(ext)))
+    }
+
+    /// The `beforeToolCall`/`afterToolCall` hooks around every tool of the turn.
+    fn wrap_tools(&self, agent: &Agent, tools: &mut ToolSet) {
+        if let Some(ext) = &agent.extensions {
+            ext.wrap_tool_hooks(tools);
+        }
+    }
+}
+
+impl Agent {
     /// Runs the extensions' `beforeTurn` hooks over the turn's context.
     pub(super) async fn extensions_before_turn(&self, ctx: &mut TurnContext) {
         let Some(ext) = self.extensions.clone() else { return };

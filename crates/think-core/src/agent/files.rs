@@ -6,12 +6,16 @@ use std::cell::{Cell, RefCell};
 use std::collections::BTreeSet;
 use std::rc::Rc;
 
+use async_trait::async_trait;
 use base64::Engine as _;
 use serde_json::{json, Value};
 
+use super::capability::{Capability, Sweep};
 use super::{Agent, CallError};
 use crate::protocol::frames;
 use crate::tools::workspace::media::looks_like_text;
+use crate::tools::workspace::{workspace_tools, WorkspaceToolsOptions};
+use crate::tools::{Layer, ToolRef};
 
 /// How long changes are gathered before one frame tells the tabs: a bash write-back or a
 /// Code Mode run that touches many files becomes one push.
@@ -41,6 +45,62 @@ pub(super) struct WorkspacePush {
     index_armed: Cell<bool>,
 }
 
+/// The workspace as a capability: the workspace tools, the callables a page uses on files,
+/// and the alarm's indexing for `grep`.
+pub(super) struct FilesCapability;
+
+#[async_trait(?Send)]
+impl Capability for FilesCapability {
+    fn name(&self) -> &'static str {
+        "the workspace"
+    }
+
+    fn callables(&self) -> &[&'static str] {
+        &["listWorkspace", "readWorkspaceFile", "writeWorkspaceFile"]
+    }
+
+    async fn call(
+        &self,
+        agent: &Rc<Agent>,
+        method: &str,
+        args: &[Value],
+    ) -> Result<Value, CallError> {
+        let path = || {
+            args.first().and_then(Value::as_str).ok_or_else(|| {
+                CallError::BadArguments(format!("{method}: the path must be a string"))
+            })
+        };
+        match method {
+            "listWorkspace" => agent.list_workspace(),
+            "readWorkspaceFile" => agent.read_workspace_file(path()?, args.get(1)).await,
+            "writeWorkspaceFile" => {
+                agent.write_workspace_file(path()?, args.get(1), args.get(2)).await
+            }
+            _ => Err(CallError::NoSuchMethod(method.to_owned())),
+        }
+    }
+
+    /// The first layer: the file tools and bash, unless the app turned them off.
+    fn tools(&self, agent: &Agent) -> Option<(Layer, Vec<ToolRef>)> {
+        if !agent.spec.workspace_tools {
+            return None;
+        }
+        let options = WorkspaceToolsOptions {
+            bash: agent.spec.bash.is_some(),
+            bash_options: agent.spec.bash.clone().unwrap_or_default(),
+            bash_engine: agent.deps.bash_engine.clone(),
+        };
+        Some((Layer::Workspace, workspace_tools(agent.workspace.clone(), options)))
+    }
+
+    async fn sweep(&self, agent: &Rc<Agent>, when: Sweep) -> Option<f64> {
+        match when {
+            Sweep::Start => None,
+            Sweep::Alarm => agent.index_workspace(),
+        }
+    }
+}
+
 impl Agent {
     /// Records a changed path and, unless one is already due, schedules a push.
     pub(super) fn workspace_changed(self: &Rc<Self>, path: &str) {
@@ -66,18 +126,19 @@ impl Agent {
         }));
     }
 
-    /// The alarm's share of `grep`'s index: one bounded batch of unindexed files, and the
-    /// alarm again soon while more remain (never later than it is already set for).
-    pub(super) fn index_workspace(&self) {
+    /// The alarm's share of `grep`'s index: one bounded batch of unindexed files; while more
+    /// remain, when the alarm should come back for the next.
+    fn index_workspace(&self) -> Option<f64> {
         self.workspace_push.index_armed.set(false);
         match self.workspace.index_unindexed(crate::workspace::INDEX_RUN_BYTES) {
             Ok(run) if run.more => {
                 self.workspace_push.index_armed.set(true);
-                self.deps.alarm.set_no_later(self.now() + INDEX_REARM_MS);
+                return Some(self.now() + INDEX_REARM_MS);
             }
             Ok(_) => {}
             Err(e) => self.warn("indexing the workspace for grep failed", e),
         }
+        None
     }
 
     fn flush_workspace_push(&self) {
@@ -89,31 +150,6 @@ impl Agent {
         if !paths.is_empty() || truncated {
             self.broadcast(&frames::WorkspaceChanged::new(&paths, truncated), None);
         }
-    }
-
-    /// Answers the workspace callables; `None` when `method` is not one of them.
-    pub(super) async fn files_callable(
-        &self,
-        method: &str,
-        args: &[Value],
-    ) -> Option<Result<Value, CallError>> {
-        let path = || {
-            args.first().and_then(Value::as_str).ok_or_else(|| {
-                CallError::BadArguments(format!("{method}: the path must be a string"))
-            })
-        };
-        Some(match method {
-            "listWorkspace" => self.list_workspace(),
-            "readWorkspaceFile" => match path() {
-                Ok(p) => self.read_workspace_file(p, args.get(1)).await,
-                Err(e) => Err(e),
-            },
-            "writeWorkspaceFile" => match path() {
-                Ok(p) => self.write_workspace_file(p, args.get(1), args.get(2)).await,
-                Err(e) => Err(e),
-            },
-            _ => return None,
-        })
     }
 
     /// `listWorkspace()`: `{entries: [{path, type, size, mimeType, updatedAt}], truncated}`,

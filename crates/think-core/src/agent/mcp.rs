@@ -4,10 +4,13 @@
 
 use std::rc::Rc;
 
+use async_trait::async_trait;
 use serde_json::{json, Map, Value};
 
-use super::{Agent, CallError, HttpReply};
+use super::capability::Capability;
+use super::{Agent, CallError, Feature, HttpReply};
 use crate::mcp::{AddServerOptions, ConnectionState, ListenEnd, McpClient, TransportKind};
+use crate::tools::{Layer, ToolRef};
 
 /// Config key of the origin the object was last reached at, for OAuth callback URLs.
 const CONFIG_ORIGIN: &str = "mcpCallbackOrigin";
@@ -120,43 +123,81 @@ impl Agent {
         })
     }
 
-    /// Answers the built-in MCP callables; `None` when `method` is not one of them.
-    pub(super) async fn mcp_callable(
-        self: &Rc<Self>,
+    /// Reconnects the persisted servers after a start and opens their listeners.
+    pub(super) async fn restore_mcp(self: &Rc<Self>) {
+        let Some(mcp) = &self.mcp else { return };
+        mcp.restore().await;
+        for server in mcp.servers() {
+            if server.state == ConnectionState::Ready {
+                self.spawn_listener(server.id);
+            }
+        }
+    }
+
+    /// Keeps a stream open for the server's own notifications (`tools/list_changed`), reopening
+    /// it when it ends while the server is still registered.
+    fn spawn_listener(self: &Rc<Self>, id: String) {
+        let weak = Rc::downgrade(self);
+        self.deps.tasks.spawn(Box::pin(async move {
+            for _ in 0..RELISTEN_LIMIT {
+                let Some(agent) = weak.upgrade() else { return };
+                let Some(mcp) = agent.mcp.as_ref() else { return };
+                if !mcp.servers().iter().any(|s| s.id == id) {
+                    return;
+                }
+                match mcp.listen(&id).await {
+                    Ok(ListenEnd::Unsupported | ListenEnd::AlreadyListening) => return,
+                    Ok(ListenEnd::Ended) | Err(_) => {}
+                }
+                let clock = agent.deps.clock.clone();
+                drop(agent);
+                clock.sleep(RELISTEN_MS).await;
+            }
+        }));
+    }
+}
+
+/// MCP as a capability: the callables that manage servers, the reconnection of the stored
+/// ones at start, and their tools (with the resource tools when those are switched on).
+pub(super) struct McpCapability;
+
+#[async_trait(?Send)]
+impl Capability for McpCapability {
+    fn name(&self) -> &'static str {
+        "MCP"
+    }
+
+    fn callables(&self) -> &[&'static str] {
+        &[
+            "addMcpServer",
+            "removeMcpServer",
+            "getMcpServers",
+            "acceptMcpToolChanges",
+            "readMcpResource",
+            "getMcpPrompt",
+        ]
+    }
+
+    async fn call(
+        &self,
+        agent: &Rc<Agent>,
         method: &str,
         args: &[Value],
-    ) -> Option<Result<Value, CallError>> {
-        let mcp = match method {
-            "addMcpServer"
-            | "removeMcpServer"
-            | "getMcpServers"
-            | "acceptMcpToolChanges"
-            | "readMcpResource"
-            | "getMcpPrompt" => match &self.mcp {
-                Some(m) => m,
-                None => {
-                    return Some(Err(CallError::Unavailable(
-                        "MCP is unavailable in this agent (its storage failed to open)".into(),
-                    )))
-                }
-            },
-            _ => return None,
+    ) -> Result<Value, CallError> {
+        let Some(mcp) = &agent.mcp else {
+            return Err(CallError::Unavailable(
+                "MCP is unavailable in this agent (its storage failed to open)".into(),
+            ));
         };
         let arg_str = |i: usize, what: &str| -> Result<String, CallError> {
             args.get(i).and_then(Value::as_str).map(str::to_owned).ok_or_else(|| {
                 CallError::BadArguments(format!("{method}: {what} must be a string"))
             })
         };
-        Some(match method {
+        match method {
             "addMcpServer" => {
-                let name = match arg_str(0, "the name") {
-                    Ok(n) => n,
-                    Err(e) => return Some(Err(e)),
-                };
-                let url = match arg_str(1, "the URL") {
-                    Ok(u) => u,
-                    Err(e) => return Some(Err(e)),
-                };
+                let name = arg_str(0, "the name")?;
+                let url = arg_str(1, "the URL")?;
                 let options = match args.get(2) {
                     None | Some(Value::Null) => Ok(Added::default()),
                     Some(Value::Object(o)) => add_options(o),
@@ -165,7 +206,7 @@ impl Agent {
                     )),
                 };
                 let options = options.map(|a| AddServerOptions {
-                    callback_url: self
+                    callback_url: agent
                         .callback_url(a.callback_host.as_deref(), a.callback_path.as_deref()),
                     ..a.options
                 });
@@ -174,7 +215,7 @@ impl Agent {
                     Ok(options) => match mcp.add_mcp_server(&name, &url, options).await {
                         Ok(added) => {
                             if added.state == ConnectionState::Ready {
-                                self.spawn_listener(added.id.clone());
+                                agent.spawn_listener(added.id.clone());
                             }
                             let mut out = json!({"id": added.id, "state": added.state.as_str()});
                             if let Some(url) = added.auth_url {
@@ -227,40 +268,20 @@ impl Agent {
                 }
             }
             _ => Ok(mcp.get_mcp_servers()),
-        })
-    }
-
-    /// Reconnects the persisted servers after a start and opens their listeners.
-    pub(super) async fn restore_mcp(self: &Rc<Self>) {
-        let Some(mcp) = &self.mcp else { return };
-        mcp.restore().await;
-        for server in mcp.servers() {
-            if server.state == ConnectionState::Ready {
-                self.spawn_listener(server.id);
-            }
         }
     }
 
-    /// Keeps a stream open for the server's own notifications (`tools/list_changed`), reopening
-    /// it when it ends while the server is still registered.
-    fn spawn_listener(self: &Rc<Self>, id: String) {
-        let weak = Rc::downgrade(self);
-        self.deps.tasks.spawn(Box::pin(async move {
-            for _ in 0..RELISTEN_LIMIT {
-                let Some(agent) = weak.upgrade() else { return };
-                let Some(mcp) = agent.mcp.as_ref() else { return };
-                if !mcp.servers().iter().any(|s| s.id == id) {
-                    return;
-                }
-                match mcp.listen(&id).await {
-                    Ok(ListenEnd::Unsupported | ListenEnd::AlreadyListening) => return,
-                    Ok(ListenEnd::Ended) | Err(_) => {}
-                }
-                let clock = agent.deps.clock.clone();
-                drop(agent);
-                clock.sleep(RELISTEN_MS).await;
-            }
-        }));
+    async fn start(&self, agent: &Rc<Agent>) {
+        agent.restore_mcp().await;
+    }
+
+    fn tools(&self, agent: &Agent) -> Option<(Layer, Vec<ToolRef>)> {
+        let mcp = agent.mcp.as_ref().filter(|_| agent.spec.include_mcp_tools)?;
+        let mut tools = mcp.tools();
+        if agent.spec.is_on(Feature::McpResources) {
+            tools.extend(mcp.resource_tools());
+        }
+        Some((Layer::Mcp, tools))
     }
 }
 

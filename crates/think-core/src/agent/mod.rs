@@ -4,8 +4,10 @@
 //! sockets, time and fetch to the traits in `store` and `platform`.
 
 mod browser;
+pub mod capability;
 mod checkpoints;
 mod codemode;
+mod context;
 mod extensions;
 mod files;
 mod interaction;
@@ -14,6 +16,7 @@ mod mcp;
 mod recovery;
 mod resume;
 pub mod settings;
+mod skills;
 pub mod spec;
 /// The transcript store, which lives below the agent (`crate::chat`).
 pub use crate::chat as store;
@@ -21,6 +24,7 @@ pub mod streams;
 mod subagents;
 pub mod switches;
 mod turn;
+mod usage;
 
 #[cfg(test)]
 mod tests;
@@ -43,6 +47,7 @@ use crate::tools::workspace::bash::BashEngine;
 use crate::workspace::{Workspace, WorkspaceOptions};
 use serde::Serialize;
 
+pub use capability::{Capability, CapabilityFactory, Sweep};
 pub use checkpoints::{ForkError, ForkLink, FORK_CLAIM_STALE_MS, REWIND_REFUSED};
 pub use settings::spec_from_settings;
 pub use spec::{
@@ -156,12 +161,12 @@ pub struct Agent {
     workspace_push: files::WorkspacePush,
     /// Agents as tools: this instance's children, and its own run as a child.
     subagents: Rc<crate::subagents::Subagents>,
-    /// How `forkSession` reaches the new instance (DO RPC in the Worker).
-    fork_link: RefCell<Option<Rc<dyn ForkLink>>>,
-    /// The checkpoints of the workspace and transcript, once first used.
-    checkpoints: RefCell<Option<Rc<crate::checkpoint::Checkpoints>>>,
+    /// The checkpoints of the workspace and transcript, and the link a fork goes over.
+    checkpoints: Rc<checkpoints::CheckpointsCapability>,
     /// Counts turns and tokens, and enforces the spec's limits.
     meter: Rc<crate::limits::Meter>,
+    /// The features, in the order their callables are looked up and their sweeps run.
+    capabilities: Vec<Rc<dyn Capability>>,
 }
 
 impl Agent {
@@ -238,6 +243,23 @@ impl Agent {
         );
         let browser = browser::runtime(&spec, &deps);
         let extensions = extensions::runtime(&spec, &deps, &workspace, &session);
+        let checkpoints = Rc::new(checkpoints::CheckpointsCapability::new(
+            workspace.clone(),
+            spec.checkpoint_retention,
+        ));
+        let mut capabilities: Vec<Rc<dyn Capability>> = vec![
+            Rc::new(skills::SkillsCapability),
+            Rc::new(usage::UsageCapability::new(meter.clone())),
+            Rc::new(codemode::CodeModeCapability),
+            Rc::new(extensions::ExtensionsCapability),
+            Rc::new(files::FilesCapability),
+            checkpoints.clone(),
+            Rc::new(context::ContextCapability),
+            Rc::new(mcp::McpCapability),
+            Rc::new(subagents::SubagentsCapability),
+            Rc::new(browser::BrowserCapability),
+        ];
+        capabilities.extend(spec.capabilities.iter().map(|build| build(&deps)));
         let agent = Rc::new(Self {
             browser,
             extensions,
@@ -254,14 +276,11 @@ impl Agent {
             turn_lock: futures::lock::Mutex::new(()),
             rt: RefCell::new(Runtime::default()),
             workspace_push: files::WorkspacePush::default(),
-            fork_link: RefCell::new(None),
-            checkpoints: RefCell::new(None),
+            checkpoints,
             meter,
+            capabilities,
         });
-        // The journal's triggers must be in place before anything writes, turn or not.
-        if let Err(e) = agent.checkpoint_store() {
-            agent.warn("checkpoints are unavailable", e);
-        }
+        agent.create_capability_tables();
         let weak = Rc::downgrade(&agent);
         agent.workspace.set_on_change(Rc::new(move |path| {
             if let Some(agent) = weak.upgrade() {
@@ -280,36 +299,29 @@ impl Agent {
         agent
     }
 
-    /// Work to do once per start of the instance: recover a turn a crash interrupted and
-    /// reconnect MCP servers. The glue runs it in the background.
+    /// Work to do once per start of the instance: recover a turn a crash interrupted, and
+    /// the capabilities' start sweeps and start-up work (reconnecting MCP servers, loading
+    /// extensions). The glue runs it in the background.
     pub async fn start(self: Rc<Self>) {
         // A paused execution must expire even if nothing else wakes the object; no later
         // than the cleanup interval, so an alarm already due is not pushed back far.
-        let next = [self.codemode_sweep(true), self.browser_next_sweep()];
-        if let Some(at) = next.into_iter().flatten().reduce(f64::min) {
+        if let Some(at) = self.sweep_capabilities(Sweep::Start).await {
             self.deps.alarm.set(at.min(self.now() + CLEANUP_MS));
         }
-        let extensions = async {
-            if let Some(ext) = &self.extensions {
-                ext.ensure_started().await;
-            }
-        };
-        futures::join!(self.recover(), self.restore_mcp(), extensions);
+        futures::join!(self.recover(), self.start_capabilities());
         self.settle_agent_tool_run();
     }
 
-    /// The alarm: keeps a running turn's heartbeat, recovers interrupted turns, sweeps
-    /// old stream buffers and ledger entries, and indexes written files for `grep`.
+    /// The alarm: keeps a running turn's heartbeat, recovers interrupted turns, sweeps old
+    /// stream buffers and ledger entries, and runs the capabilities' sweeps (expired
+    /// executions, idle browser sessions, indexing written files for `grep`).
     pub async fn on_alarm(self: Rc<Self>) {
         if self.rt.borrow().active.is_some() || self.rt.borrow().waiting_recovery.is_some() {
             self.deps.alarm.set(self.now() + HEARTBEAT_MS);
             return;
         }
         self.recover().await;
-        let expiry = [self.codemode_sweep(false), self.browser_sweep().await]
-            .into_iter()
-            .flatten()
-            .reduce(f64::min);
+        let expiry = self.sweep_capabilities(Sweep::Alarm).await;
         let now = self.now();
         let sweep = self.streams().and_then(|b| {
             b.cleanup(now)?;
@@ -323,9 +335,13 @@ impl Agent {
                     self.deps.alarm.set(at);
                 }
             }
-            Err(e) => self.warn("sweeping stream buffers failed", e),
+            Err(e) => {
+                self.warn("sweeping stream buffers failed", e);
+                if let Some(at) = expiry {
+                    self.deps.alarm.set_no_later(at);
+                }
+            }
         }
-        self.index_workspace();
     }
 
     fn mcp_frame(&self) -> String {
@@ -537,50 +553,14 @@ impl Agent {
         }
     }
 
-    /// `skills()`: every skill found, valid or not, after reading what changed.
-    async fn skills_report(&self) -> Value {
-        let catalog =
-            self.skills.refresh(&self.workspace, self.deps.blobs.as_deref(), self.now()).await;
-        serde_json::to_value(&catalog.reports).unwrap_or(Value::Null)
-    }
-
-    /// Calls a callable by name: the app's own first, then the built-in ones (`skills`,
-    /// `usage`, `getContext`, Code Mode's, the workspace's, MCP's). Those of a switched-off feature
-    /// refuse, saying so.
+    /// Calls a callable by name: the app's own first, then the capabilities' (`skills`,
+    /// `usage`, `getContext`, Code Mode's, the workspace's, MCP's, ...). Those of a
+    /// switched-off feature refuse, saying so.
     pub async fn call(self: &Rc<Self>, method: &str, args: Vec<Value>) -> Result<Value, CallError> {
         if let Some(f) = self.spec.callables.get(method).cloned() {
             return f(args).await;
         }
-        if let Some(feature) = switches::callable_feature(method) {
-            if !self.spec.is_on(feature) {
-                return Err(feature.off_error());
-            }
-        }
-        if method == "skills" {
-            return Ok(self.skills_report().await);
-        }
-        if method == "usage" {
-            return self.meter.report().map_err(|e| CallError::Failed(e.to_string()));
-        }
-        if let Some(result) = self.codemode_callable(method, &args).await {
-            return result;
-        }
-        if let Some(result) = self.extensions_callable(method, &args).await {
-            return result;
-        }
-        if let Some(result) = self.files_callable(method, &args).await {
-            return result;
-        }
-        if let Some(result) = self.checkpoint_callable(method, &args).await {
-            return result;
-        }
-        if method == "getContext" {
-            return self.session.snapshot().map_err(|e| CallError::Failed(e.to_string()));
-        }
-        match self.mcp_callable(method, &args).await {
-            Some(result) => result,
-            None => Err(CallError::NoSuchMethod(method.to_owned())),
-        }
+        self.call_capability(method, &args).await
     }
 
     async fn on_rpc(self: &Rc<Self>, conn: &str, id: &str, method: &str, args: Vec<Value>) {

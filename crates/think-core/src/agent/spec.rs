@@ -290,6 +290,8 @@ pub struct AgentSpec {
     pub(crate) limits: crate::limits::Limits,
     /// Recovery from transient model errors after output began; `None` turns it off.
     pub(crate) chat_recovery: Option<ChatRecovery>,
+    /// The app's own features, built for each instance after the built-in ones.
+    pub(crate) capabilities: Vec<super::CapabilityFactory>,
 }
 
 /// What happens to a message sent while a turn is running or queued (Think's
@@ -367,7 +369,19 @@ impl AgentSpec {
             agent_tool_limits: Default::default(),
             limits: Default::default(),
             chat_recovery: Some(ChatRecovery::default()),
+            capabilities: Vec::new(),
         }
+    }
+
+    /// Plugs in a feature of the app: `build` makes its [`super::Capability`] for each
+    /// instance, from the platform pieces the instance runs on. Its callables come after the
+    /// built-in ones of the same name, its tools join the layer it names.
+    pub fn capability(
+        mut self,
+        build: impl Fn(&super::Deps) -> Rc<dyn super::Capability> + 'static,
+    ) -> Self {
+        self.capabilities.push(Rc::new(build));
+        self
     }
 
     /// Limits each instance's turns and tokens (`THINK_LIMITS`); a turn over a limit ends

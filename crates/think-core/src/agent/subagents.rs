@@ -4,16 +4,18 @@
 
 use std::rc::Rc;
 
+use async_trait::async_trait;
 use serde_json::{json, Value};
 
+use super::capability::Capability;
 use super::turn::{RpcTurn, TurnObserver};
-use super::Agent;
+use super::{Agent, Feature};
 use crate::protocol::frames::ToolApprovalFrame;
 use crate::protocol::message::{state_of, tool_call_id_of, Role, UIMessage};
 use crate::protocol::tool_state::has_pending_interaction;
 use crate::subagents::events::Batch;
 use crate::subagents::{AgentToolCall, StartRequest};
-use crate::tools::ToolRef;
+use crate::tools::{Layer, ToolRef};
 
 /// The connection id a child's parent acts as (it has no socket).
 const PARENT_CONN: &str = "agent-tool-parent";
@@ -28,9 +30,29 @@ impl TurnObserver for Unobserved {
     fn on_done(&self) {}
 }
 
+/// Agents as tools, as a capability: the agent tools of a turn (the rest of a run, as parent
+/// or child, follows the turns and is not a capability's).
+pub(super) struct SubagentsCapability;
+
+#[async_trait(?Send)]
+impl Capability for SubagentsCapability {
+    fn name(&self) -> &'static str {
+        "sub-agents"
+    }
+
+    fn switch(&self) -> Option<Feature> {
+        Some(Feature::Subagents)
+    }
+
+    /// They join the agent's own tools, after the app's.
+    fn tools(&self, agent: &Agent) -> Option<(Layer, Vec<ToolRef>)> {
+        Some((Layer::Agent, agent.agent_tools()))
+    }
+}
+
 impl Agent {
     /// The agent tools of this turn, bound to this instance as their parent.
-    pub(super) fn agent_tools(&self) -> Vec<ToolRef> {
+    fn agent_tools(&self) -> Vec<ToolRef> {
         if self.spec.agent_tools.is_empty() {
             return Vec::new();
         }
@@ -204,8 +226,8 @@ impl Agent {
 impl Agent {
     /// Why a recorded agent-tool call's tool is not there any more.
     fn agent_tool_gone(&self, name: Option<&str>) -> String {
-        if !self.spec.is_on(super::Feature::Subagents) {
-            return super::Feature::Subagents.off_message();
+        if !self.spec.is_on(Feature::Subagents) {
+            return Feature::Subagents.off_message();
         }
         format!("The agent tool {} is no longer configured.", name.unwrap_or("of this call"))
     }

@@ -4,8 +4,10 @@
 //! on again brings everything back.
 //!
 //! [`AgentSpec::is_on`] is the one question every entry point of a feature asks: the builders
-//! of the features' runtimes (which are then absent), the callables ([`callable_feature`]),
-//! the skills' catalog, skill scripts, and the recovery of agent-tool runs.
+//! of the features' runtimes (which are then absent), the capabilities (a switched-off
+//! [`super::Capability`] gets no call, start, sweep or tool, and its callables refuse with
+//! [`Feature::off_error`]), the skills' catalog, skill scripts, and the recovery of
+//! agent-tool runs.
 
 use super::{AgentSpec, CallError};
 
@@ -83,16 +85,4 @@ impl AgentSpec {
             Feature::Bash => self.bash.is_some(),
         }
     }
-}
-
-/// The feature a built-in callable belongs to, for the callables that only exist with it.
-pub fn callable_feature(method: &str) -> Option<Feature> {
-    Some(match method {
-        "listExtensions" | "loadExtension" | "unloadExtension" => Feature::Extensions,
-        "pendingExecutions" | "pendingApprovals" | "executions" | "snippets" | "saveSnippet"
-        | "deleteSnippet" | "deleteExecution" | "pruneExecutions" | "rollbackExecution"
-        | "approveExecution" | "rejectExecution" => Feature::Execute,
-        "skills" => Feature::Skills,
-        _ => return None,
-    })
 }

@@ -1423,3 +1423,234 @@ fn an_approval_whose_continuation_is_due_is_not_repaired() {
     h.advance(100.0);
     assert!(h.agent.workspace().stat("/notes/a.txt").unwrap().is_some(), "the approved call ran");
 }
+
+/// A feature plugged in the way every built-in one is, recording what the agent asks of it.
+struct Probe {
+    switch: Option<super::Feature>,
+    layer: crate::tools::Layer,
+    /// Names of its layered tools; its tool built over the merge is `probe_over`.
+    tools: Vec<&'static str>,
+    /// What its sweeps answer at start and on the alarm.
+    due: (Option<f64>, Option<f64>),
+    log: Rc<RefCell<Vec<String>>>,
+}
+
+impl Probe {
+    fn note(&self, what: String) {
+        self.log.borrow_mut().push(what);
+    }
+}
+
+fn probe_tool(name: &str, description: &str) -> crate::tools::DynamicTool {
+    crate::tools::DynamicTool::new(name, description, json!({"type": "object"}), |_, _| async {
+        Ok(json!("probed"))
+    })
+}
+
+#[async_trait(?Send)]
+impl super::Capability for Probe {
+    fn name(&self) -> &'static str {
+        "probe"
+    }
+
+    fn switch(&self) -> Option<super::Feature> {
+        self.switch
+    }
+
+    fn callables(&self) -> &[&'static str] {
+        &["probe", "shadowed", "listWorkspace"]
+    }
+
+    async fn call(
+        &self,
+        _agent: &Rc<Agent>,
+        method: &str,
+        args: &[Value],
+    ) -> Result<Value, super::CallError> {
+        self.note(format!("call {method}"));
+        Ok(json!({"probe": method, "args": args}))
+    }
+
+    fn create_tables(&self, sql: &dyn crate::store::Sql) -> Result<(), crate::store::StoreError> {
+        self.note("tables".into());
+        sql.exec("CREATE TABLE IF NOT EXISTS probe_notes (note TEXT)", &[]).map(|_| ())
+    }
+
+    async fn start(&self, _agent: &Rc<Agent>) {
+        self.note("start".into());
+    }
+
+    async fn sweep(&self, _agent: &Rc<Agent>, when: super::Sweep) -> Option<f64> {
+        self.note(format!("sweep {when:?}"));
+        match when {
+            super::Sweep::Start => self.due.0,
+            super::Sweep::Alarm => self.due.1,
+        }
+    }
+
+    fn tools(&self, _agent: &Agent) -> Option<(crate::tools::Layer, Vec<crate::tools::ToolRef>)> {
+        let tools = self.tools.iter().map(|n| Rc::new(probe_tool(n, "from the probe")) as _);
+        Some((self.layer, tools.collect()))
+    }
+
+    fn tools_over(
+        &self,
+        _agent: &Agent,
+        merged: &crate::tools::ToolSet,
+    ) -> Vec<crate::tools::ToolRef> {
+        let names: Vec<&str> = merged.names().collect();
+        self.note(format!("over {}", names.join(",")));
+        vec![Rc::new(probe_tool("probe_over", "over the merge"))]
+    }
+
+    fn wrap_tools(&self, _agent: &Agent, tools: &mut crate::tools::ToolSet) {
+        self.note(format!("wrap {}", tools.names().any(|n| n == "probe_over")));
+    }
+}
+
+/// An agent with the app's tool `shared`, the app callable `shadowed` and `probe` plugged
+/// in; the log of what the probe was asked.
+fn probed(probe: Probe) -> (Harness, Rc<RefCell<Vec<String>>>) {
+    let log = probe.log.clone();
+    let probe = Rc::new(probe);
+    let h = Harness::new(move |model| {
+        AgentSpec::new(model)
+            .tool(probe_tool("shared", "the app's own"))
+            .callable("shadowed", |_| async { Ok::<_, super::CallError>(json!("the app's")) })
+            .capability(move |_| probe.clone())
+    });
+    (h, log)
+}
+
+fn probe(layer: crate::tools::Layer, tools: &[&'static str]) -> Probe {
+    Probe { switch: None, layer, tools: tools.to_vec(), due: (None, None), log: Rc::default() }
+}
+
+#[test]
+fn a_capability_answers_its_callables_after_the_apps_own_and_the_built_in_ones() {
+    let (mut h, log) = probed(probe(crate::tools::Layer::Context, &[]));
+    let reply = rpc(&mut h, "1", "probe", json!([1, "two"]));
+    assert_eq!(reply["result"], json!({"probe": "probe", "args": [1, "two"]}), "{reply}");
+    // The app's callable of the same name wins, and so does a built-in registered earlier.
+    assert_eq!(rpc(&mut h, "2", "shadowed", json!([]))["result"], "the app's");
+    let listed = rpc(&mut h, "3", "listWorkspace", json!([]));
+    assert_eq!(listed["result"], json!({"entries": [], "truncated": false}), "{listed}");
+    assert_eq!(log.borrow().iter().filter(|l| l.starts_with("call")).count(), 1, "{log:?}");
+    let unknown = rpc(&mut h, "4", "probe2", json!([]));
+    assert_eq!(unknown["error"], "Method probe2 does not exist");
+}
+
+#[test]
+fn a_capabilitys_tables_are_made_once_as_the_instance_starts() {
+    let (mut h, log) = probed(probe(crate::tools::Layer::Context, &[]));
+    let sql = h.agent.deps.sql.clone();
+    sql.exec("INSERT INTO probe_notes (note) VALUES ('kept')", &[]).unwrap();
+    h.model.push([text("ok")]);
+    h.chat("hello", json!({}));
+    fire_alarm(&mut h);
+    rpc(&mut h, "1", "probe", json!([]));
+    assert_eq!(log.borrow().iter().filter(|l| *l == "tables").count(), 1, "{log:?}");
+    assert_eq!(log.borrow().first().map(String::as_str), Some("tables"), "before anything");
+    let rows = sql.exec("SELECT note FROM probe_notes", &[]).unwrap();
+    assert_eq!(rows.len(), 1);
+}
+
+#[test]
+fn a_capabilitys_start_work_runs_and_its_sweeps_set_the_alarm() {
+    let mut p = probe(crate::tools::Layer::Context, &[]);
+    let now = clock_start();
+    p.due = (Some(now + 5_000.0), Some(now + 7_000.0));
+    let (mut h, log) = probed(p);
+    let agent = h.agent.clone();
+    let _ = h.pool.spawner().spawn_local(agent.start());
+    h.pool.run_until_stalled();
+    assert_eq!(*h.alarm.0.borrow(), Some(now + 5_000.0));
+    fire_alarm(&mut h);
+    assert_eq!(*h.alarm.0.borrow(), Some(now + 7_000.0));
+    let log = log.borrow();
+    let asked: Vec<&str> =
+        log.iter().map(String::as_str).filter(|l| !l.starts_with("tables")).collect();
+    assert_eq!(asked, ["sweep Start", "start", "sweep Alarm"]);
+}
+
+#[test]
+fn a_start_sweep_asks_no_later_than_the_cleanup_interval() {
+    let mut p = probe(crate::tools::Layer::Context, &[]);
+    let now = clock_start();
+    p.due = (Some(now + 10.0 * super::CLEANUP_MS), None);
+    let (mut h, _) = probed(p);
+    let agent = h.agent.clone();
+    let _ = h.pool.spawner().spawn_local(agent.start());
+    h.pool.run_until_stalled();
+    assert_eq!(*h.alarm.0.borrow(), Some(now + super::CLEANUP_MS));
+}
+
+#[test]
+fn a_capabilitys_tools_join_their_layer_in_the_merge_order() {
+    use crate::tools::Layer;
+    // Context tools: after the app's and the workspace's, before the client's. Over the
+    // workspace's `read` and the app's `shared`, under the client's `pick`.
+    let (mut h, log) = probed(probe(Layer::Context, &["read", "shared", "probe_ctx", "pick"]));
+    h.model.push([text("ok")]);
+    h.chat("hello", json!({"clientTools": pick_tool()}));
+    let tools = &h.model.seen()[0].tools;
+    let names: Vec<&str> = tools.iter().map(|t| t.name.as_str()).collect();
+    let at =
+        |n: &str| names.iter().position(|x| *x == n).unwrap_or_else(|| panic!("{n}: {names:?}"));
+    let from = |n: &str| tools[at(n)].description.clone();
+    assert_eq!(from("read"), "from the probe");
+    assert_eq!(from("shared"), "from the probe");
+    assert_eq!(from("pick"), "Pick one");
+    // Each name keeps the place it was first merged at.
+    assert_eq!(at("read"), 0);
+    assert!(at("write") < at("shared") && at("shared") < at("probe_ctx"), "{names:?}");
+    assert!(at("probe_ctx") < at("pick") && at("pick") < at("probe_over"), "{names:?}");
+    // The tool built over the merge saw every layered tool, and the wrap saw it.
+    let log = log.borrow();
+    let over = log.iter().find(|l| l.starts_with("over ")).expect("tools_over ran");
+    assert!(over.contains("probe_ctx") && over.contains("pick") && !over.contains("probe_over"));
+    assert!(log.contains(&"wrap true".to_owned()), "{log:?}");
+}
+
+#[test]
+fn a_capabilitys_workspace_tool_gives_way_to_the_apps_own() {
+    use crate::tools::Layer;
+    let (mut h, _) = probed(probe(Layer::Workspace, &["shared", "probe_ws"]));
+    h.model.push([text("ok")]);
+    h.chat("hello", json!({}));
+    let tools = &h.model.seen()[0].tools;
+    let names: Vec<&str> = tools.iter().map(|t| t.name.as_str()).collect();
+    let shared = tools.iter().find(|t| t.name == "shared").unwrap();
+    assert_eq!(shared.description, "the app's own");
+    let at = |n: &str| names.iter().position(|x| *x == n).unwrap();
+    // In the workspace layer, after the built-in workspace tools (registered earlier).
+    assert!(at("delete") < at("probe_ws") && at("probe_ws") < at("probe_over"), "{names:?}");
+}
+
+#[test]
+fn a_switched_off_capability_refuses_its_callables_and_gets_no_start_sweep_or_tool() {
+    let mut p = probe(crate::tools::Layer::Context, &["probe_ctx"]);
+    // The browser is off unless the spec configures one.
+    p.switch = Some(super::Feature::Browser);
+    p.due = (Some(clock_start() + 5_000.0), Some(clock_start() + 7_000.0));
+    let (mut h, log) = probed(p);
+    let reply = rpc(&mut h, "1", "probe", json!([]));
+    assert_eq!(reply["error"], json!(super::Feature::Browser.off_message()), "{reply}");
+    let agent = h.agent.clone();
+    let _ = h.pool.spawner().spawn_local(agent.start());
+    h.pool.run_until_stalled();
+    fire_alarm(&mut h);
+    assert_eq!(*h.alarm.0.borrow(), None, "no sweep asked for the alarm");
+    h.model.push([text("ok")]);
+    h.chat("hello", json!({}));
+    let names: Vec<String> = h.model.seen()[0].tools.iter().map(|t| t.name.clone()).collect();
+    assert!(!names.iter().any(|n| n.starts_with("probe")), "{names:?}");
+    // What it stores is kept while it is off: its tables are made all the same.
+    assert_eq!(*log.borrow(), ["tables"]);
+}
+
+/// The time a harness's clock starts at.
+fn clock_start() -> f64 {
+    use crate::platform::Clock;
+    ManualClock::new().now_ms()
+}

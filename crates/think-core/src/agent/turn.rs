@@ -10,7 +10,7 @@ use serde_json::{json, Map, Value};
 use super::ledger::LedgeredTool;
 use super::spec::MessageConcurrency;
 use super::streams::{FlushCursor, StreamBuffer, StreamStatus};
-use super::{Agent, CallError, Feature, TurnContext, CONFIG_BODY, CONFIG_RECOVERY};
+use super::{Agent, CallError, TurnContext, CONFIG_BODY, CONFIG_RECOVERY};
 use crate::model::ToolArguments;
 use crate::platform::{random_id, random_uuid};
 use crate::protocol::accumulator::{ChunkAction, StreamAccumulator};
@@ -25,7 +25,6 @@ use crate::protocol::message::{
 };
 use crate::protocol::tool_state::{apply_to_messages, leaf_assistant, ToolPartUpdate};
 use crate::store::StoreError;
-use crate::tools::workspace::{workspace_tools, WorkspaceToolsOptions};
 use crate::tools::{DynamicTool, Layer, ToolContext, ToolError, ToolRef, ToolSet};
 use crate::turn::abort::AbortSignal;
 use crate::turn::convert::to_model_messages;
@@ -312,28 +311,45 @@ impl Agent {
         }
     }
 
-    /// The merged tools of a turn, in Think's layer order. Server tools go through the
-    /// execution ledger; a programmatic turn's client tools replace the persisted ones.
+    /// The merged tools of a turn, in Think's layer order: the capabilities' and the app's
+    /// own, layer by layer, then the tools built over them (`execute`, the browser's), then
+    /// the extensions' hooks around all. Server tools go through the execution ledger; a
+    /// programmatic turn's client tools replace the persisted ones.
     pub(super) fn turn_tools(&self, rpc: Option<&RpcTurn>) -> ToolSet {
+        let mut layers = vec![(Layer::Agent, self.spec.tools.clone())];
+        layers.extend(self.live_capabilities().filter_map(|c| c.tools(self)));
+        layers.push((Layer::Client, self.client_tool_refs(rpc)));
+        // Stable: within a layer the app's own tools come first, then the capabilities'.
+        layers.sort_by_key(|(layer, _)| *layer);
         let mut tools = ToolSet::new();
-        if self.spec.workspace_tools {
-            let options = WorkspaceToolsOptions {
-                bash: self.spec.bash.is_some(),
-                bash_options: self.spec.bash.clone().unwrap_or_default(),
-                bash_engine: self.deps.bash_engine.clone(),
-            };
-            tools.add_layer(Layer::Workspace, workspace_tools(self.workspace.clone(), options));
+        for (layer, layer_tools) in layers {
+            tools.add_layer(layer, layer_tools);
         }
-        tools.add_layer(Layer::Agent, self.spec.tools.iter().cloned().chain(self.agent_tools()));
-        if let Some(ext) = &self.extensions {
-            tools.add_layer(Layer::Extension, crate::extensions::tools::turn_tools(ext));
+        let sql = self.deps.sql.clone();
+        let clock = self.deps.clock.clone();
+        let now: Rc<dyn Fn() -> f64> = Rc::new(move || clock.now_ms());
+        tools.map_tools(|t| LedgeredTool::wrap(t, sql.clone(), now.clone()));
+        for cap in self.live_capabilities() {
+            let over = cap.tools_over(self, &tools);
+            tools.add_layer(
+                Layer::Agent,
+                over.into_iter().map(|t| LedgeredTool::wrap(t, sql.clone(), now.clone())),
+            );
         }
-        self.add_context_tools(&mut tools);
+        for cap in self.live_capabilities() {
+            cap.wrap_tools(self, &mut tools);
+        }
+        tools
+    }
+
+    /// The client tools of the turn: a programmatic turn's own, run by its executor, else the
+    /// ones a tab sent last, which pause the turn for the tab to answer.
+    fn client_tool_refs(&self, rpc: Option<&RpcTurn>) -> Vec<ToolRef> {
         let (schemas, executor) = match rpc {
             Some(r) => (r.client_tools.clone(), r.executor.clone()),
             None => (self.client_tools(), None),
         };
-        let client: Vec<ToolRef> = schemas
+        schemas
             .into_iter()
             .map(|t| {
                 let schema = t.parameters.unwrap_or_else(|| json!({"type": "object"}));
@@ -360,51 +376,7 @@ impl Agent {
                         as ToolRef,
                 }
             })
-            .collect();
-        // Bash switched off runs no shell script of a skill either.
-        let bash_on = self.spec.is_on(Feature::Bash);
-        tools.add_layer(
-            Layer::Skill,
-            self.skills.tools(
-                self.workspace.clone(),
-                crate::skills::ScriptRunners {
-                    engine: self.deps.bash_engine.clone().filter(|_| bash_on),
-                    engine_off: (!bash_on).then(|| Feature::Bash.off_message()),
-                    sandbox: self.deps.sandbox.clone(),
-                },
-            ),
-        );
-        if self.spec.include_mcp_tools {
-            if let Some(mcp) = &self.mcp {
-                let mut mcp_tools = mcp.tools();
-                if self.spec.is_on(Feature::McpResources) {
-                    mcp_tools.extend(mcp.resource_tools());
-                }
-                tools.add_layer(Layer::Mcp, mcp_tools);
-            }
-        }
-        tools.add_layer(Layer::Client, client);
-        let sql = self.deps.sql.clone();
-        let clock = self.deps.clock.clone();
-        let now: Rc<dyn Fn() -> f64> = Rc::new(move || clock.now_ms());
-        tools.map_tools(|t| LedgeredTool::wrap(t, sql.clone(), now.clone()));
-        if let Some(execute) = self.codemode_tool(&tools) {
-            tools.add_layer(Layer::Agent, [LedgeredTool::wrap(execute, sql.clone(), now.clone())]);
-        }
-        let browser = self.browser_tools().into_iter();
-        tools.add_layer(
-            Layer::Agent,
-            browser.map(|t| LedgeredTool::wrap(t, sql.clone(), now.clone())),
-        );
-        if let Some(ext) = &self.extensions {
-            ext.wrap_tool_hooks(&mut tools);
-        }
-        tools
-    }
-
-    /// Layer 4 of the merge: the context tools the session's blocks call for.
-    fn add_context_tools(&self, tools: &mut ToolSet) {
-        tools.add_layer(Layer::Context, crate::session::tools::context_tools(&self.session));
+            .collect()
     }
 
     /// The session's part in each model call of a turn: the blocks in its system prompt,
