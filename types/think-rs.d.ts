@@ -1,5 +1,5 @@
 // TypeScript declarations for think-rs: the Durable Object RPC surface of the `ThinkAgent`
-// class (js/entry.mjs) and the WebSocket frames it speaks beyond the `agents` chat protocol.
+// class (crates/think-worker/js/entry.mjs) and the WebSocket frames it speaks beyond the `agents` chat protocol.
 // Copy this file into a caller Worker's project and include it in its tsconfig; then
 // `import type { ThinkAgent } from "think-rs"`. docs/rpc.md describes every method, and
 // docs/protocol.md every frame. `npm test` checks that every method of the class is declared

@@ -1,7 +1,7 @@
 // Keeps the documentation true (issue 40). `npm test` runs this file before the build
 // (scripts/test.sh); alone: `node --test tests/docs/`. It needs no build and no network.
 // - every THINK_* setting the code reads is in docs/configuration.md;
-// - every RPC method of the agent class (js/entry.mjs) is in docs/rpc.md and in
+// - every RPC method of an agent class (crates/think-worker/js/agent.mjs) is in docs/rpc.md and in
 //   types/think-rs.d.ts, and the declarations name no method the class lacks;
 // - the caller Worker example and the declarations type-check (tsc --noEmit), and
 //   docs/rpc.md shows the example as it is;
@@ -135,13 +135,16 @@ test("npm start forwards every setting docs/configuration.md says the Worker, th
   assert.deepEqual(missing, [], "settings the agent reads that npm start does not pass on from its environment");
 });
 
+/** Where every agent class gets its RPC methods (`agentClass`). */
+const AGENT_JS = "crates/think-worker/js/agent.mjs";
+
 /** The RPC methods of the agent class: its methods but the Durable Object handlers. */
 function entryMethods() {
-  const entry = read("js/entry.mjs");
-  const body = entry.slice(entry.indexOf("export class ThinkAgent"));
+  const entry = read(AGENT_JS);
+  const body = entry.slice(entry.indexOf("return class extends DurableObject"));
   const handlers = new Set(["constructor", "fetch", "webSocketMessage", "webSocketClose", "webSocketError", "alarm"]);
-  const methods = [...body.matchAll(/^ {2}([a-zA-Z]\w*)\(/gm)].map((m) => m[1]).filter((m) => !handlers.has(m));
-  assert.ok(methods.length > 30, `found only ${methods.length} methods in js/entry.mjs`);
+  const methods = [...body.matchAll(/^ {4}([a-zA-Z]\w*)\(/gm)].map((m) => m[1]).filter((m) => !handlers.has(m));
+  assert.ok(methods.length > 30, `found only ${methods.length} methods in ${AGENT_JS}`);
   return methods;
 }
 
@@ -149,19 +152,19 @@ test("every RPC method of ThinkAgent is in docs/rpc.md and types/think-rs.d.ts, 
   const methods = entryMethods();
   const doc = read("docs/rpc.md");
   const missingDoc = methods.filter((m) => !new RegExp("`" + m + "\\(").test(doc));
-  assert.deepEqual(missingDoc, [], "methods of js/entry.mjs that docs/rpc.md does not describe as `name(`");
+  assert.deepEqual(missingDoc, [], `methods of ${AGENT_JS} that docs/rpc.md does not describe as \`name(\``);
   const dts = read("types/think-rs.d.ts");
   const cls = dts.slice(dts.indexOf("export class ThinkAgent"), dts.indexOf("\n  }\n", dts.indexOf("export class ThinkAgent")));
   const declared = [...cls.matchAll(/^ {4}([a-zA-Z]\w*)\(/gm)].map((m) => m[1]);
   assert.deepEqual(
     methods.filter((m) => !declared.includes(m)),
     [],
-    "methods of js/entry.mjs that types/think-rs.d.ts does not declare",
+    `methods of ${AGENT_JS} that types/think-rs.d.ts does not declare`,
   );
   assert.deepEqual(
     declared.filter((m) => !methods.includes(m)),
     [],
-    "methods types/think-rs.d.ts declares that js/entry.mjs does not have",
+    `methods types/think-rs.d.ts declares that ${AGENT_JS} does not have`,
   );
 });
 

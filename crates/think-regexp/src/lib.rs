@@ -5,7 +5,7 @@
 //! [`engine::install`] by the Workers glue, so the
 //! semantics are JavaScript's exactly and the module carries no regex engine: `regex`,
 //! `regex-automata`, `aho-corasick` and `fancy-regex` were about 180 KB of the gzipped module
-//! and their Unicode tables most of the rest of the family's share (README, "Other figures":
+//! and their Unicode tables most of the rest of the family's share (BENCHMARKS.md, "Sizes":
 //! 1,403,076 B gzip before, see the figures table for after). On the host (`host.rs`, the
 //! unit tests) the pattern is translated by `jsregex` and run on `regex`, or on
 //! `fancy_regex` with a backtracking limit when it needs look-around or backreferences.

@@ -8,7 +8,7 @@
 //! here, not taken from a crate: `peak_alloc` keeps a lifetime peak the shim cannot restart,
 //! and `peakmem-alloc`'s restartable peak is one more dependency for the same two counters.
 //! The counting cost nothing measurable (`node bench/cpu-ab.mjs` against the plain
-//! allocator; README "Idle reset").
+//! allocator; BENCHMARKS.md "Idle reset").
 
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::cell::Cell;

@@ -673,7 +673,7 @@ fn a_rewind_is_all_or_nothing_whichever_statement_fails_or_the_process_dies_at()
     let _ = std::fs::remove_dir_all(&dir);
 }
 
-/// The README's host figure: a checkpoint of 1,000 files with 10 then changed, and the
+/// BENCHMARKS.md's host figure: a checkpoint of 1,000 files with 10 then changed, and the
 /// rewind. Prints the time and bytes (`cargo test --lib checkpoint_cost -- --nocapture`)
 /// and asserts the bytes: only the 10 prior contents are stored.
 #[test]

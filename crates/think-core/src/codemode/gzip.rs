@@ -3,7 +3,7 @@
 //! and read, the errors and the output limit are those of `flate2::write::GzEncoder` and
 //! `flate2::read::MultiGzDecoder` (the tests compare them over truncations and corruptions).
 //!
-//! Measured reason (README, "Other figures"): `flate2`'s gzip layer brings `crc32fast`, whose
+//! Measured reason (BENCHMARKS.md, "Sizes"): `flate2`'s gzip layer brings `crc32fast`, whose
 //! slice-by-16 table is 16,384 B of incompressible data in the wasm; this CRC is computed
 //! from a 1 KB table, and `flate2`'s gz code is left out.
 

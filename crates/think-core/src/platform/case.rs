@@ -3,7 +3,7 @@
 //! ([`super::natives`]). Both apply
 //! Unicode's default case mapping; the crate's own code never uppercases anything else.
 //!
-//! Measured reason (README, "Other figures"): `str::to_uppercase` keeps core's uppercase
+//! Measured reason (BENCHMARKS.md, "Sizes"): `str::to_uppercase` keeps core's uppercase
 //! table, 13.6 KB of the wasm's data section, beside the same table in V8.
 
 /// `s` in uppercase, as JavaScript's `toUpperCase` gives it.

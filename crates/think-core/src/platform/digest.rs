@@ -2,7 +2,7 @@
 //! in the Worker the platform's `node:crypto` ([`super::natives`]), on the host the
 //! RustCrypto crates, host-only dependencies.
 //!
-//! Measured reason (README, "Other figures"): `md-5`, `sha1`, `sha2` and the hand-written
+//! Measured reason (BENCHMARKS.md, "Sizes"): `md-5`, `sha1`, `sha2` and the hand-written
 //! SHA-256 this replaces were about 13 KB of wasm code, for digests `node:crypto` computes
 //! natively and faster.
 

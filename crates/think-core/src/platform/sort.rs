@@ -3,7 +3,7 @@
 //! the elements into place; the order is the one `slice::sort_by` gives, equal elements
 //! included.
 //!
-//! Measured reason (README, "Other figures"): each `sort_by`/`sort_by_key`/`sort` call with
+//! Measured reason (BENCHMARKS.md, "Sizes"): each `sort_by`/`sort_by_key`/`sort` call with
 //! its own closure or element type instantiates the whole driftsort (partition, merge, small
 //! sorts: about 3 KB of wasm each); 30 of them were 92 KB of the code section.
 

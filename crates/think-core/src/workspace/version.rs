@@ -6,7 +6,7 @@
 //! rebuilt from reverse deltas, and the key under which the checkpoint journal saves content
 //! (which checks the stored content too, below). It was the first 64 bits of SHA-256 through
 //! `node:crypto`, about 9 % of a model write and 17 % of an edit (8-10 µs per 10 KB in
-//! workerd); XXH3 of 10 KB costs 0.48 µs in this build's wasm (README, "Measured figures", the
+//! workerd); XXH3 of 10 KB costs 0.48 µs in this build's wasm (BENCHMARKS.md, "Workspace tools against Think", the
 //! `perf-hash` pass). Rows written before keep their SHA-based hash until their next write:
 //! stored hashes are only compared with stored hashes or tokens made from them, except in
 //! [`Workspace::seen_content`]'s check of rebuilt text, which accepts either scheme

@@ -1,8 +1,8 @@
 //! A JSON Schema validator for tool input, written here instead of using the `jsonschema`
 //! crate: that crate and what it pulls in (`referencing`, `fluent_uri`, `num_bigint`,
 //! `data_encoding`, `jsonschema_regex`, the `regex` crate's full Unicode tables) made up
-//! about 200 KB of the gzipped wasm module (`bench/wasm-crates.py`, README "Measured
-//! figures"), for the few keywords tool schemas use. This one covers the validation
+//! about 200 KB of the gzipped wasm module (`bench/wasm-crates.py`, BENCHMARKS.md
+//! "Sizes"), for the few keywords tool schemas use. This one covers the validation
 //! keywords of drafts 4 to 2020-12 (`format` is not checked, as before), resolves `$ref`
 //! within the schema's own document, and words each problem as `jsonschema` 0.61 did, since
 //! the model reads those messages to correct its call.

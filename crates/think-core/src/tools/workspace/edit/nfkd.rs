@@ -3,7 +3,7 @@
 //! on the host (unit tests, native embedders) the `unicode-normalization` crate, a host-only
 //! dependency (`crate::platform::natives`).
 //!
-//! Measured reason (README, "Other figures"): the crate's decomposition tables were 97,252 B
+//! Measured reason (BENCHMARKS.md, "Sizes"): the crate's decomposition tables were 97,252 B
 //! of the wasm's data section, 47,482 B of its deflate, for a fallback level that V8's own
 //! ICU tables answer. Over every code point from U+0080 up, `decompose_compatible` and a
 //! one-character `normalize("NFKD")` agree except on 68 code points that the crate's and

@@ -12,7 +12,7 @@
 //! engine also folds to U+212A and U+017F, and any other character ends the run, so no file
 //! that matches is ever excluded. Hand-written (about 150 lines) rather than parsed by
 //! `regex-syntax`, which with its case-folding table and grep's translation cost about
-//! 50 KB of the gzipped wasm (README, "Other figures") for this one use.
+//! 50 KB of the gzipped wasm (BENCHMARKS.md, "Sizes") for this one use.
 
 use crate::workspace::GramQuery;
 
