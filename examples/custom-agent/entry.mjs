@@ -3,9 +3,10 @@
 // through `agentClass`, which adds the Durable Object RPC methods (chat, getMessages, …).
 import * as rust from "./build/index.js";
 import { agentClass } from "./build/think-worker/agent.mjs";
+import { extensionGateway } from "./build/think-worker/extensions/gateway.mjs";
 
 export default rust.default;
 // The extensions' network gateway (ctx.exports.ExtensionGateway).
-export { ExtensionGateway } from "./build/think-worker/extensions/gateway.mjs";
+export const ExtensionGateway = extensionGateway(rust);
 
 export const TravelAgent = agentClass(rust.TravelAgent);
