@@ -14,8 +14,8 @@ use std::cell::Cell;
 use std::future::Future;
 use std::rc::{Rc, Weak};
 
-/// Like [`with_timeout`](super::with_timeout), but the time does not run out while `busy` is non-zero (a person is
-/// filling in a form the request waits on).
+/// Like [`with_timeout`](super::with_timeout), but the time does not run out while `busy` is
+/// non-zero (a person is filling in a form the request waits on).
 async fn with_timeout_unless_busy<T>(
     clock: &dyn Clock,
     ms: u64,
