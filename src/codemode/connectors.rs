@@ -13,7 +13,7 @@ mod state_ops;
 mod state_schema;
 mod tools;
 
-pub use state::StateConnector;
+pub use state::{StateConnector, StateMethod};
 pub use state_ops::query_json;
 pub use tools::ToolsConnector;
 

@@ -9,19 +9,111 @@ use super::state_ops::{
     apply_edits, arg, delete_json, find, flag, fs, matches_in, max_depth, not_found, plan_edits,
     pretty, query_json, read_text, set_json, text_matcher,
 };
-use super::state_schema::{
-    apply_options, edit_instruction, find_options, path_prop, search_options, state_output,
-    tree_options,
-};
-use super::{check_args, spec, CallContext, CallKind, Connector, ConnectorError, MethodSpec};
+use super::state_schema::method_spec;
+use super::{check_args, CallContext, CallKind, Connector, ConnectorError, MethodSpec};
 use crate::codemode::{archive, tree, undo};
 use crate::platform::digest;
 use crate::store::Sql;
 use crate::workspace::{StaleWrite, Workspace, Writer};
 
+/// Declares the `state.*` methods, each once: its variant, the name the sandbox calls it by
+/// and whether it writes. The rest of a method (description and schemas in `state_schema.rs`,
+/// the dispatch below, what `undo.rs` records) matches on [`StateMethod`] without a wildcard,
+/// so a method declared here but not handled there does not compile.
+macro_rules! state_methods {
+    ($($variant:ident = $name:literal, $kind:ident;)+) => {
+        /// A `state.*` method.
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+        pub enum StateMethod {
+            $(
+                #[doc = concat!("`state.", $name, "`.")]
+                $variant,
+            )+
+        }
+
+        impl StateMethod {
+            /// Every method, in the order `codemode.search` and the type declarations list them.
+            pub const ALL: &'static [StateMethod] = &[$(StateMethod::$variant),+];
+
+            /// The name the sandbox calls it by (`readFile` for `state.readFile`).
+            pub fn name(self) -> &'static str {
+                match self {
+                    $(StateMethod::$variant => $name,)+
+                }
+            }
+
+            /// Read or write: whether replay runs it again or serves it from the journal, and
+            /// whether it records what it replaces for a rollback.
+            pub fn kind(self) -> CallKind {
+                match self {
+                    $(StateMethod::$variant => CallKind::$kind,)+
+                }
+            }
+
+            /// The method the sandbox calls `name`, if there is one.
+            pub fn from_name(name: &str) -> Option<StateMethod> {
+                match name {
+                    $($name => Some(StateMethod::$variant),)+
+                    _ => None,
+                }
+            }
+        }
+    };
+}
+
+state_methods! {
+    GetCapabilities = "getCapabilities", Read;
+    ReadFile = "readFile", Read;
+    WriteFile = "writeFile", Write;
+    AppendFile = "appendFile", Write;
+    ReadJson = "readJson", Read;
+    WriteJson = "writeJson", Write;
+    QueryJson = "queryJson", Read;
+    Exists = "exists", Read;
+    Stat = "stat", Read;
+    Lstat = "lstat", Read;
+    Mkdir = "mkdir", Write;
+    Readdir = "readdir", Read;
+    ReaddirWithFileTypes = "readdirWithFileTypes", Read;
+    Glob = "glob", Read;
+    Find = "find", Read;
+    SummarizeTree = "summarizeTree", Read;
+    SearchText = "searchText", Read;
+    SearchFiles = "searchFiles", Read;
+    ReplaceInFile = "replaceInFile", Write;
+    Rm = "rm", Write;
+    Cp = "cp", Write;
+    Mv = "mv", Write;
+    Symlink = "symlink", Write;
+    Readlink = "readlink", Read;
+    Diff = "diff", Read;
+    DiffContent = "diffContent", Read;
+    RemoveTree = "removeTree", Write;
+    CopyTree = "copyTree", Write;
+    MoveTree = "moveTree", Write;
+    ReadFileBytes = "readFileBytes", Read;
+    WriteFileBytes = "writeFileBytes", Write;
+    Realpath = "realpath", Read;
+    ResolvePath = "resolvePath", Read;
+    ReplaceInFiles = "replaceInFiles", Write;
+    WalkTree = "walkTree", Read;
+    HashFile = "hashFile", Read;
+    UpdateJson = "updateJson", Write;
+    PlanEdits = "planEdits", Read;
+    ApplyEditPlan = "applyEditPlan", Write;
+    ApplyEdits = "applyEdits", Write;
+    CreateArchive = "createArchive", Write;
+    ListArchive = "listArchive", Read;
+    ExtractArchive = "extractArchive", Write;
+    CompressFile = "compressFile", Write;
+    DecompressFile = "decompressFile", Write;
+    DetectFile = "detectFile", Read;
+}
+
 /// `state.*`: the agent's workspace.
 pub struct StateConnector {
     ws: Rc<Workspace>,
+    /// One per [`StateMethod`], in declaration order (so `m as usize` indexes it).
     methods: Vec<MethodSpec>,
     /// Where writes record what they replace, so a rollback can undo them (`undo.rs`).
     undo: Option<Rc<dyn Sql>>,
@@ -30,327 +122,7 @@ pub struct StateConnector {
 impl StateConnector {
     /// The connector over `ws` (the same workspace the file tools use).
     pub fn new(ws: Rc<Workspace>) -> Self {
-        use CallKind::{Read, Write};
-        let p = path_prop;
-        let s = |d: &str| json!({"type": "string", "description": d});
-        let b = |d: &str| json!({"type": "boolean", "description": d});
-        let methods = vec![
-            spec("getCapabilities", "What this workspace supports.", json!({}), &[], Read),
-            spec(
-                "readFile",
-                "Read a text file; with withVersion, {content, version} (the version writeFile's expectedVersion takes).",
-                json!({"path": p(), "withVersion": b("Return {content, version} instead of the text")}),
-                &["path"],
-                Read,
-            ),
-            spec(
-                "writeFile",
-                "Create or overwrite a text file (parents are created); with expectedVersion, refused if the file changed since that version.",
-                json!({"path": p(), "content": s("The new text"), "expectedVersion": s("The version readFile reported")}),
-                &["path", "content"],
-                Write,
-            ),
-            spec(
-                "appendFile",
-                "Append text to a file (created if missing).",
-                json!({"path": p(), "content": s("Text to append")}),
-                &["path", "content"],
-                Write,
-            ),
-            spec("readJson", "Read and parse a JSON file.", json!({"path": p()}), &["path"], Read),
-            spec(
-                "writeJson",
-                "Write a value as JSON.",
-                json!({"path": p(), "value": {"description": "Any JSON value"}, "options": {"type": "object",
-                    "properties": {"spaces": {"type": "integer", "minimum": 0, "description": "Indentation (default 2)"}},
-                    "additionalProperties": false}}),
-                &["path", "value"],
-                Write,
-            ),
-            spec(
-                "queryJson",
-                "Read one value from a JSON file by a dotted path such as `a.b[0].c`.",
-                json!({"path": p(), "query": s("Dotted path")}),
-                &["path", "query"],
-                Read,
-            ),
-            spec("exists", "Whether anything is at a path.", json!({"path": p()}), &["path"], Read),
-            spec(
-                "stat",
-                "Metadata of a path (following symlinks), or null.",
-                json!({"path": p()}),
-                &["path"],
-                Read,
-            ),
-            spec(
-                "lstat",
-                "Metadata of a path itself (not following symlinks), or null.",
-                json!({"path": p()}),
-                &["path"],
-                Read,
-            ),
-            spec(
-                "mkdir",
-                "Create a directory.",
-                json!({"path": p(), "recursive": b("Create missing parents")}),
-                &["path"],
-                Write,
-            ),
-            spec("readdir", "Names in a directory.", json!({"path": p()}), &["path"], Read),
-            spec(
-                "readdirWithFileTypes",
-                "Entries of a directory with their types.",
-                json!({"path": p()}),
-                &["path"],
-                Read,
-            ),
-            spec(
-                "glob",
-                "Paths matching a glob pattern such as `/src/**/*.ts`.",
-                json!({"pattern": s("Glob pattern")}),
-                &["pattern"],
-                Read,
-            ),
-            spec(
-                "find",
-                "Files and directories under a path, filtered by a glob on their path and by \
-                 Think's find options (name, type, depth, emptiness, size, modification time).",
-                json!({"path": p(), "pattern": s("Glob pattern"), "options": find_options()}),
-                &["path"],
-                Read,
-            ),
-            spec(
-                "summarizeTree",
-                "Counts of the files, directories (the root included) and symlinks under a path, \
-                 their total bytes and the deepest level, down to `options.maxDepth`.",
-                json!({"path": p(), "options": tree_options()}),
-                &["path"],
-                Read,
-            ),
-            spec(
-                "searchText",
-                "Matches of a string (or, with `options.regex`, a regular expression) in one file.",
-                json!({"path": p(), "query": s("Text to find"), "options": search_options()}),
-                &["path", "query"],
-                Read,
-            ),
-            spec(
-                "searchFiles",
-                "Matches of a string (or regular expression) in every file matching a glob.",
-                json!({"pattern": s("Glob pattern"), "query": s("Text to find"), "options": search_options()}),
-                &["pattern", "query"],
-                Read,
-            ),
-            spec(
-                "replaceInFile",
-                "Replace every occurrence of a string in a file.",
-                json!({"path": p(), "search": s("Text to find"), "replacement": s("Replacement")}),
-                &["path", "search", "replacement"],
-                Write,
-            ),
-            spec(
-                "rm",
-                "Remove a file or directory.",
-                json!({"path": p(), "recursive": b("Remove directories and their contents"), "force": b("Ignore a missing path")}),
-                &["path"],
-                Write,
-            ),
-            spec(
-                "cp",
-                "Copy a file or (recursive) a directory.",
-                json!({"src": p(), "dest": p(), "recursive": b("Copy directories")}),
-                &["src", "dest"],
-                Write,
-            ),
-            spec(
-                "mv",
-                "Move or rename.",
-                json!({"src": p(), "dest": p()}),
-                &["src", "dest"],
-                Write,
-            ),
-            spec(
-                "symlink",
-                "Create a symbolic link.",
-                json!({"target": s("What the link points to"), "linkPath": p()}),
-                &["target", "linkPath"],
-                Write,
-            ),
-            spec(
-                "readlink",
-                "The target of a symbolic link.",
-                json!({"path": p()}),
-                &["path"],
-                Read,
-            ),
-            spec(
-                "diff",
-                "Unified diff between two files.",
-                json!({"pathA": p(), "pathB": p()}),
-                &["pathA", "pathB"],
-                Read,
-            ),
-            spec(
-                "diffContent",
-                "Unified diff between a file and new content.",
-                json!({"path": p(), "newContent": s("Proposed content")}),
-                &["path", "newContent"],
-                Read,
-            ),
-            spec(
-                "removeTree",
-                "Remove a directory and everything under it.",
-                json!({"path": p()}),
-                &["path"],
-                Write,
-            ),
-            spec(
-                "copyTree",
-                "Copy a directory tree.",
-                json!({"src": p(), "dest": p()}),
-                &["src", "dest"],
-                Write,
-            ),
-            spec(
-                "moveTree",
-                "Move a directory tree.",
-                json!({"src": p(), "dest": p()}),
-                &["src", "dest"],
-                Write,
-            ),
-            spec(
-                "readFileBytes",
-                "Read a file's bytes, as base64.",
-                json!({"path": p()}),
-                &["path"],
-                Read,
-            ),
-            spec(
-                "writeFileBytes",
-                "Create or overwrite a file with bytes given as base64.",
-                json!({"path": p(), "base64": s("The bytes, base64-encoded")}),
-                &["path", "base64"],
-                Write,
-            ),
-            spec(
-                "realpath",
-                "The path with every symlink resolved.",
-                json!({"path": p()}),
-                &["path"],
-                Read,
-            ),
-            spec(
-                "resolvePath",
-                "Resolve a path against a base directory (`..` and `.` removed).",
-                json!({"base": p(), "path": s("Relative or absolute path")}),
-                &["base", "path"],
-                Read,
-            ),
-            spec(
-                "replaceInFiles",
-                "Replace every occurrence of a string in every file matching a glob.",
-                json!({"pattern": s("Glob pattern"), "search": s("Text to find"), "replacement": s("Replacement")}),
-                &["pattern", "search", "replacement"],
-                Write,
-            ),
-            spec(
-                "walkTree",
-                "The tree of entries under a path, nested ({path, name, type, size, children}), \
-                 children sorted by name, down to `options.maxDepth` levels.",
-                json!({"path": p(), "options": tree_options()}),
-                &["path"],
-                Read,
-            ),
-            spec(
-                "hashFile",
-                "The digest of a file as lowercase hex: SHA-256 unless `algorithm` says md5 or sha1.",
-                json!({"path": p(), "algorithm": {"enum": ["md5", "sha1", "sha256"]}}),
-                &["path"],
-                Read,
-            ),
-            spec(
-                "updateJson",
-                "Apply set/delete operations (dotted paths such as `a.b[0]`) to a JSON file.",
-                json!({"path": p(), "operations": {"type": "array", "items": {"type": "object", "properties": {"op": {"enum": ["set", "delete"]}, "path": s("Dotted path"), "value": {}}, "required": ["op", "path"]}}}),
-                &["path", "operations"],
-                Write,
-            ),
-            spec(
-                "planEdits",
-                "Plan edits without writing: each instruction (`write`, `replace` with search \
-                 options, `writeJson`) against the file as it is now, with the new content and a diff.",
-                json!({"instructions": {"type": "array", "items": edit_instruction()}}),
-                &["instructions"],
-                Read,
-            ),
-            spec(
-                "applyEditPlan",
-                "Write a plan from planEdits; on a failure the files already written are restored \
-                 unless `options.rollbackOnError` is false.",
-                json!({"plan": {"type": "object", "properties": {"edits": {"type": "array", "items": {
-                    "type": "object", "properties": {"path": p(), "content": s("New content")},
-                    "required": ["path", "content"]}}}, "required": ["edits"]},
-                    "options": apply_options()}),
-                &["plan"],
-                Write,
-            ),
-            spec(
-                "applyEdits",
-                "Write several files at once ({path, content} each), with diffs; all or nothing \
-                 unless `options.rollbackOnError` is false.",
-                json!({"edits": {"type": "array", "items": {"type": "object", "properties": {
-                    "path": p(), "content": s("New content")}, "required": ["path", "content"],
-                    "additionalProperties": false}}, "options": apply_options()}),
-                &["edits"],
-                Write,
-            ),
-            spec(
-                "createArchive",
-                "Write a tar archive of files and directories (each with everything under it).",
-                json!({"path": s("The archive to write"), "sources": {"type": "array", "items": p()}}),
-                &["path", "sources"],
-                Write,
-            ),
-            spec(
-                "listArchive",
-                "The entries of a tar archive, sorted by path.",
-                json!({"path": p()}),
-                &["path"],
-                Read,
-            ),
-            spec(
-                "extractArchive",
-                "Extract a tar archive under a directory.",
-                json!({"path": p(), "destination": s("Directory to extract into")}),
-                &["path", "destination"],
-                Write,
-            ),
-            spec(
-                "compressFile",
-                "Gzip a file to `destination` (default: the path plus `.gz`).",
-                json!({"path": p(), "destination": s("Where to write")}),
-                &["path"],
-                Write,
-            ),
-            spec(
-                "decompressFile",
-                "Gunzip a file to `destination` (default: the path without `.gz`).",
-                json!({"path": p(), "destination": s("Where to write")}),
-                &["path"],
-                Write,
-            ),
-            spec(
-                "detectFile",
-                "The media type of a file and whether it is text.",
-                json!({"path": p()}),
-                &["path"],
-                Read,
-            ),
-        ];
-        let mut methods = methods;
-        for m in &mut methods {
-            m.output_schema = state_output(&m.name);
-        }
+        let methods = StateMethod::ALL.iter().map(|&m| method_spec(m)).collect();
         Self { ws, methods, undo: None }
     }
 
@@ -360,10 +132,12 @@ impl StateConnector {
         self.undo = Some(sql);
         self
     }
+}
 
-    fn is_write(&self, method: &str) -> bool {
-        self.methods.iter().any(|m| m.name == method && m.kind == CallKind::Write)
-    }
+/// The declared method the sandbox called `method`, or the error it sees for an unknown one.
+fn declared(method: &str) -> Result<StateMethod, ConnectorError> {
+    StateMethod::from_name(method)
+        .ok_or_else(|| ConnectorError::UnknownMethod(format!("state.{method}")))
 }
 
 #[async_trait(?Send)]
@@ -381,12 +155,10 @@ impl Connector for StateConnector {
     }
 
     fn validate(&self, method: &str, args: &Value) -> Result<(), ConnectorError> {
-        let Some(m) = self.methods.iter().find(|m| m.name == method) else {
-            return Err(ConnectorError::UnknownMethod(format!("state.{method}")));
-        };
+        let m = declared(method)?;
         let empty = json!({});
         let args = if args.is_null() { &empty } else { args };
-        check_args(&format!("state.{method}"), &m.input_schema, args)
+        check_args(&format!("state.{method}"), &self.methods[m as usize].input_schema, args)
     }
 
     async fn call(
@@ -395,30 +167,32 @@ impl Connector for StateConnector {
         args: Value,
         ctx: &CallContext,
     ) -> Result<Value, ConnectorError> {
+        use StateMethod as M;
         self.validate(method, &args)?;
+        let m = declared(method)?;
         let args = if args.is_null() { json!({}) } else { args };
         let ws = self.ws.as_ref();
-        if let (Some(sql), true) = (&self.undo, self.is_write(method)) {
-            if let Some(paths) = undo::affected_paths(ws, method, &args).await {
-                let follow = undo::follows_last_symlink(method);
+        if let (Some(sql), CallKind::Write) = (&self.undo, m.kind()) {
+            if let Some(paths) = undo::affected_paths(ws, m, &args).await {
+                let follow = undo::follows_last_symlink(m);
                 let log = undo::UndoLog::new(sql.as_ref());
                 undo::snapshot(ws, &log, ctx, &paths, follow).await?;
             }
         }
         let path = arg(&args, "path");
         let _code = ws.writing_as(Writer::Code);
-        Ok(match method {
-            "getCapabilities" => json!({
+        Ok(match m {
+            M::GetCapabilities => json!({
                 "files": true, "json": true, "search": true, "symlinks": true, "diffs": true,
                 "bytes": "base64", "archives": "tar", "compression": "gzip", "hashing": ["md5", "sha1", "sha256"],
             }),
-            "readFile" if flag(&args, "withVersion") => {
+            M::ReadFile if flag(&args, "withVersion") => {
                 let content = read_text(ws, path).await?;
                 let version = ws.remember_seen(path, Some(&content)).map_err(fs)?;
                 json!({"content": content, "version": version})
             }
-            "readFile" => Value::String(read_text(ws, path).await?),
-            "writeFile" => {
+            M::ReadFile => Value::String(read_text(ws, path).await?),
+            M::WriteFile => {
                 if let Some(expected) = args.get("expectedVersion").and_then(Value::as_str) {
                     ws.check_version(path, expected).await.map_err(|e| match e {
                         StaleWrite::Fs(e) => fs(e),
@@ -428,58 +202,58 @@ impl Connector for StateConnector {
                 ws.write_file(path, arg(&args, "content"), "text/plain").await.map_err(fs)?;
                 Value::Null
             }
-            "appendFile" => {
+            M::AppendFile => {
                 ws.append_file(path, arg(&args, "content"), "text/plain").await.map_err(fs)?;
                 Value::Null
             }
-            "readJson" => {
+            M::ReadJson => {
                 let text = read_text(ws, path).await?;
                 serde_json::from_str(&text).map_err(|e| format!("{path} is not JSON: {e}"))?
             }
-            "writeJson" => {
+            M::WriteJson => {
                 // As Think's `stringifyJsonFileContent`: a trailing newline.
                 let spaces = args["options"]["spaces"].as_u64().unwrap_or(2) as usize;
                 let text = pretty(&args["value"], spaces) + "\n";
                 ws.write_file(path, &text, "application/json").await.map_err(fs)?;
                 Value::Null
             }
-            "queryJson" => {
+            M::QueryJson => {
                 let text = read_text(ws, path).await?;
                 let value: Value =
                     serde_json::from_str(&text).map_err(|e| format!("{path} is not JSON: {e}"))?;
                 query_json(&value, arg(&args, "query")).cloned().unwrap_or(Value::Null)
             }
-            "exists" => Value::Bool(ws.exists(path).map_err(fs)?),
-            "stat" => serde_json::to_value(ws.stat(path).map_err(fs)?).unwrap_or(Value::Null),
-            "lstat" => serde_json::to_value(ws.lstat(path).map_err(fs)?).unwrap_or(Value::Null),
-            "mkdir" => {
+            M::Exists => Value::Bool(ws.exists(path).map_err(fs)?),
+            M::Stat => serde_json::to_value(ws.stat(path).map_err(fs)?).unwrap_or(Value::Null),
+            M::Lstat => serde_json::to_value(ws.lstat(path).map_err(fs)?).unwrap_or(Value::Null),
+            M::Mkdir => {
                 ws.mkdir(path, flag(&args, "recursive")).map_err(fs)?;
                 Value::Null
             }
-            "readdir" => {
+            M::Readdir => {
                 let entries = ws.read_dir_brief(path, usize::MAX >> 1, 0).map_err(fs)?;
                 entries.into_iter().map(|(name, _, _)| Value::String(name)).collect()
             }
-            "readdirWithFileTypes" => {
+            M::ReaddirWithFileTypes => {
                 let entries = ws.read_dir_brief(path, usize::MAX >> 1, 0).map_err(fs)?;
                 entries
                     .into_iter()
                     .map(|(name, kind, size)| json!({"name": name, "type": kind.as_str(), "size": size}))
                     .collect()
             }
-            "glob" => {
+            M::Glob => {
                 let paths = ws.glob_paths(arg(&args, "pattern")).map_err(fs)?;
                 paths.into_iter().map(|(p, _)| Value::String(p)).collect()
             }
-            "find" => find(ws, path, &args)?,
-            "summarizeTree" => tree::summarize_tree(ws, path, max_depth(&args))?,
-            "searchText" => {
+            M::Find => find(ws, path, &args)?,
+            M::SummarizeTree => tree::summarize_tree(ws, path, max_depth(&args))?,
+            M::SearchText => {
                 let options = args.get("options").cloned().unwrap_or(Value::Null);
                 let matcher = text_matcher(arg(&args, "query"), &options)?;
                 let text = read_text(ws, path).await?;
                 Value::Array(matches_in(&text, &matcher, &options))
             }
-            "searchFiles" => {
+            M::SearchFiles => {
                 let options = args.get("options").cloned().unwrap_or(Value::Null);
                 let matcher = text_matcher(arg(&args, "query"), &options)?;
                 let files = ws.glob_files(arg(&args, "pattern")).map_err(fs)?;
@@ -494,7 +268,7 @@ impl Connector for StateConnector {
                 }
                 Value::Array(out)
             }
-            "replaceInFile" => {
+            M::ReplaceInFile => {
                 let text = read_text(ws, path).await?;
                 let search = arg(&args, "search");
                 if search.is_empty() {
@@ -507,35 +281,35 @@ impl Connector for StateConnector {
                 }
                 json!({"path": path, "replacements": count})
             }
-            "rm" => {
+            M::Rm => {
                 ws.rm(path, flag(&args, "recursive"), flag(&args, "force")).await.map_err(fs)?;
                 Value::Null
             }
-            "removeTree" => {
+            M::RemoveTree => {
                 ws.rm(path, true, true).await.map_err(fs)?;
                 Value::Null
             }
-            "cp" | "copyTree" => {
-                let recursive = method == "copyTree" || flag(&args, "recursive");
+            M::Cp | M::CopyTree => {
+                let recursive = m == M::CopyTree || flag(&args, "recursive");
                 ws.cp(arg(&args, "src"), arg(&args, "dest"), recursive).await.map_err(fs)?;
                 Value::Null
             }
-            "mv" | "moveTree" => {
+            M::Mv | M::MoveTree => {
                 ws.mv(arg(&args, "src"), arg(&args, "dest")).await.map_err(fs)?;
                 Value::Null
             }
-            "symlink" => {
+            M::Symlink => {
                 ws.symlink(arg(&args, "target"), arg(&args, "linkPath")).map_err(fs)?;
                 Value::Null
             }
-            "readlink" => Value::String(ws.readlink(path).map_err(fs)?),
-            "diff" => {
+            M::Readlink => Value::String(ws.readlink(path).map_err(fs)?),
+            M::Diff => {
                 Value::String(ws.diff(arg(&args, "pathA"), arg(&args, "pathB")).await.map_err(fs)?)
             }
-            "diffContent" => {
+            M::DiffContent => {
                 Value::String(ws.diff_content(path, arg(&args, "newContent")).await.map_err(fs)?)
             }
-            "readFileBytes" => {
+            M::ReadFileBytes => {
                 use base64::Engine;
                 let bytes = ws
                     .read_file_bytes(path)
@@ -544,7 +318,7 @@ impl Connector for StateConnector {
                     .ok_or_else(|| not_found("open", path))?;
                 Value::String(base64::engine::general_purpose::STANDARD.encode(bytes))
             }
-            "writeFileBytes" => {
+            M::WriteFileBytes => {
                 use base64::Engine;
                 let bytes = base64::engine::general_purpose::STANDARD
                     .decode(arg(&args, "base64"))
@@ -552,11 +326,11 @@ impl Connector for StateConnector {
                 ws.write_file_bytes(path, &bytes, "application/octet-stream").await.map_err(fs)?;
                 Value::Null
             }
-            "realpath" => match ws.stat(path).map_err(fs)? {
+            M::Realpath => match ws.stat(path).map_err(fs)? {
                 Some(info) => Value::String(info.path),
                 None => return Err(not_found("realpath", path)),
             },
-            "resolvePath" => {
+            M::ResolvePath => {
                 let rel = arg(&args, "path");
                 let joined = if rel.starts_with('/') {
                     rel.to_owned()
@@ -565,7 +339,7 @@ impl Connector for StateConnector {
                 };
                 Value::String(crate::workspace::path::lexical(&joined))
             }
-            "replaceInFiles" => {
+            M::ReplaceInFiles => {
                 let (search, replacement) = (arg(&args, "search"), arg(&args, "replacement"));
                 if search.is_empty() {
                     return Err("replaceInFiles: search must not be empty".into());
@@ -585,33 +359,33 @@ impl Connector for StateConnector {
                 }
                 json!({ "files": changed })
             }
-            "walkTree" => tree::walk_tree(ws, path, max_depth(&args))?,
-            "planEdits" => plan_edits(ws, &args["instructions"]).await?,
-            "createArchive" => {
+            M::WalkTree => tree::walk_tree(ws, path, max_depth(&args))?,
+            M::PlanEdits => plan_edits(ws, &args["instructions"]).await?,
+            M::CreateArchive => {
                 let sources: Vec<String> = args["sources"]
                     .as_array()
                     .map(|a| a.iter().filter_map(Value::as_str).map(str::to_owned).collect())
                     .unwrap_or_default();
                 archive::create(ws, path, &sources).await?
             }
-            "listArchive" => archive::list(ws, path).await?,
-            "extractArchive" => archive::extract(ws, path, arg(&args, "destination")).await?,
-            "compressFile" => {
+            M::ListArchive => archive::list(ws, path).await?,
+            M::ExtractArchive => archive::extract(ws, path, arg(&args, "destination")).await?,
+            M::CompressFile => {
                 archive::compress(ws, path, args.get("destination").and_then(Value::as_str)).await?
             }
-            "decompressFile" => {
+            M::DecompressFile => {
                 archive::decompress(ws, path, args.get("destination").and_then(Value::as_str))
                     .await?
             }
-            "applyEditPlan" => {
+            M::ApplyEditPlan => {
                 let edits = args["plan"]["edits"].as_array().cloned().unwrap_or_default();
                 apply_edits(ws, &edits, &args["options"]).await?
             }
-            "applyEdits" => {
+            M::ApplyEdits => {
                 let edits = args["edits"].as_array().cloned().unwrap_or_default();
                 apply_edits(ws, &edits, &args["options"]).await?
             }
-            "detectFile" => {
+            M::DetectFile => {
                 let bytes = ws
                     .read_file_bytes(path)
                     .await
@@ -623,7 +397,7 @@ impl Connector for StateConnector {
                 let mime = sniffed.unwrap_or(fallback);
                 json!({"path": path, "mimeType": mime, "text": text, "size": bytes.len()})
             }
-            "hashFile" => {
+            M::HashFile => {
                 let bytes = ws
                     .read_file_bytes(path)
                     .await
@@ -636,7 +410,7 @@ impl Connector for StateConnector {
                 };
                 Value::String(digest::hex(algorithm, &bytes))
             }
-            "updateJson" => {
+            M::UpdateJson => {
                 let before = read_text(ws, path).await?;
                 let mut value: Value = serde_json::from_str(&before)
                     .map_err(|e| format!("{path} is not JSON: {e}"))?;
@@ -657,7 +431,6 @@ impl Connector for StateConnector {
                 ws.rewrite_file(path, &content, "application/json").await.map_err(fs)?;
                 json!({"value": value, "content": content, "diff": diff, "operationsApplied": ops.len()})
             }
-            other => return Err(ConnectorError::UnknownMethod(format!("state.{other}"))),
         })
     }
 
@@ -670,7 +443,7 @@ impl Connector for StateConnector {
         ctx: &CallContext,
     ) -> Result<bool, ConnectorError> {
         match &self.undo {
-            Some(sql) if self.is_write(method) => {
+            Some(sql) if declared(method).is_ok_and(|m| m.kind() == CallKind::Write) => {
                 undo::restore(&self.ws, &undo::UndoLog::new(sql.as_ref()), ctx).await
             }
             _ => Ok(false),
