@@ -49,18 +49,6 @@ impl From<FsError> for ConnectorError {
     }
 }
 
-impl From<String> for ConnectorError {
-    fn from(e: String) -> Self {
-        ConnectorError::Failed(e)
-    }
-}
-
-impl From<&str> for ConnectorError {
-    fn from(e: &str) -> Self {
-        ConnectorError::Failed(e.to_owned())
-    }
-}
-
 /// Whether replay serves a call from the journal or runs it again.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum CallKind {
@@ -161,7 +149,7 @@ pub(crate) fn spec(
 /// validator ([`InputValidator::cached`]).
 pub(crate) fn check_args(label: &str, schema: &Value, args: &Value) -> Result<(), ConnectorError> {
     InputValidator::cached(schema)
-        .map_err(|e| format!("{label} has an {e}"))?
+        .map_err(|e| ConnectorError::Failed(format!("{label} has an {e}")))?
         .validate(args)
         .map_err(|e| ConnectorError::InvalidInput(format!("Invalid input for {label}: {e}")))
 }

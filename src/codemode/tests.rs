@@ -999,7 +999,7 @@ impl Connector for Undoable {
         _ctx: &connectors::CallContext,
     ) -> Result<bool, connectors::ConnectorError> {
         if args["fail"] == true {
-            return Err("cannot undo".into());
+            return Err(connectors::ConnectorError::Failed("cannot undo".into()));
         }
         self.undone.borrow_mut().push(json!([method, args["v"], result]));
         Ok(method == "put")

@@ -208,7 +208,8 @@ impl Connector for StateConnector {
             }
             M::ReadJson => {
                 let text = read_text(ws, path).await?;
-                serde_json::from_str(&text).map_err(|e| format!("{path} is not JSON: {e}"))?
+                serde_json::from_str(&text)
+                    .map_err(|e| ConnectorError::Failed(format!("{path} is not JSON: {e}")))?
             }
             M::WriteJson => {
                 // As Think's `stringifyJsonFileContent`: a trailing newline.
@@ -219,8 +220,8 @@ impl Connector for StateConnector {
             }
             M::QueryJson => {
                 let text = read_text(ws, path).await?;
-                let value: Value =
-                    serde_json::from_str(&text).map_err(|e| format!("{path} is not JSON: {e}"))?;
+                let value: Value = serde_json::from_str(&text)
+                    .map_err(|e| ConnectorError::Failed(format!("{path} is not JSON: {e}")))?;
                 query_json(&value, arg(&args, "query")).cloned().unwrap_or(Value::Null)
             }
             M::Exists => Value::Bool(ws.exists(path).map_err(fs)?),
@@ -272,7 +273,9 @@ impl Connector for StateConnector {
                 let text = read_text(ws, path).await?;
                 let search = arg(&args, "search");
                 if search.is_empty() {
-                    return Err("replaceInFile: search must not be empty".into());
+                    return Err(ConnectorError::Failed(
+                        "replaceInFile: search must not be empty".into(),
+                    ));
                 }
                 let count = text.matches(search).count();
                 if count > 0 {
@@ -322,7 +325,9 @@ impl Connector for StateConnector {
                 use base64::Engine;
                 let bytes = base64::engine::general_purpose::STANDARD
                     .decode(arg(&args, "base64"))
-                    .map_err(|e| format!("writeFileBytes: base64 is not valid: {e}"))?;
+                    .map_err(|e| {
+                        ConnectorError::Failed(format!("writeFileBytes: base64 is not valid: {e}"))
+                    })?;
                 ws.write_file_bytes(path, &bytes, "application/octet-stream").await.map_err(fs)?;
                 Value::Null
             }
@@ -342,7 +347,9 @@ impl Connector for StateConnector {
             M::ReplaceInFiles => {
                 let (search, replacement) = (arg(&args, "search"), arg(&args, "replacement"));
                 if search.is_empty() {
-                    return Err("replaceInFiles: search must not be empty".into());
+                    return Err(ConnectorError::Failed(
+                        "replaceInFiles: search must not be empty".into(),
+                    ));
                 }
                 let files = ws.glob_files(arg(&args, "pattern")).map_err(fs)?;
                 let paths: Vec<String> = files.into_iter().map(|(p, _)| p).collect();
@@ -413,7 +420,7 @@ impl Connector for StateConnector {
             M::UpdateJson => {
                 let before = read_text(ws, path).await?;
                 let mut value: Value = serde_json::from_str(&before)
-                    .map_err(|e| format!("{path} is not JSON: {e}"))?;
+                    .map_err(|e| ConnectorError::Failed(format!("{path} is not JSON: {e}")))?;
                 let ops = args["operations"].as_array().cloned().unwrap_or_default();
                 for op in &ops {
                     let at = op["path"].as_str().unwrap_or("");

@@ -61,7 +61,7 @@ pub(super) fn find(ws: &Workspace, path: &str, args: &Value) -> Result<Value, Co
         _ => Vec::new(),
     };
     let time = |key: &'static str| {
-        let bad = || ConnectorError::from(format!("find: options.{key} is not a date"));
+        let bad = || ConnectorError::Failed(format!("find: options.{key} is not a date"));
         o.get(key).map(|v| epoch_ms(v).ok_or_else(bad)).transpose()
     };
     let (after, before) = (time("mtimeAfter")?, time("mtimeBefore")?);
@@ -153,9 +153,9 @@ pub(super) async fn plan_edits(
                 let options = ins.get("options").cloned().unwrap_or(Value::Null);
                 let matcher = text_matcher(arg(ins, "search"), &options)?;
                 matcher.replace_all(text, arg(ins, "replacement")).map_err(|_| {
-                    format!(
+                    ConnectorError::Failed(format!(
                         "planEdits: replacing in {path} failed: the pattern backtracked too much"
-                    )
+                    ))
                 })?
             }
         };
@@ -209,9 +209,9 @@ pub(super) async fn apply_edits(
             }
             Err(e) => {
                 if options.get("rollbackOnError") == Some(&Value::Bool(false)) {
-                    return Err(
-                        format!("applyEdits failed at {path}: {e} (not rolled back)").into()
-                    );
+                    return Err(ConnectorError::Failed(format!(
+                        "applyEdits failed at {path}: {e} (not rolled back)"
+                    )));
                 }
                 for (p, before) in written.iter().rev() {
                     let undone = match before {
@@ -219,13 +219,14 @@ pub(super) async fn apply_edits(
                         None => ws.rm(p, false, true).await,
                     };
                     if let Err(u) = undone {
-                        return Err(format!(
+                        return Err(ConnectorError::Failed(format!(
                             "applyEdits failed at {path}: {e}; rolling back {p} failed too: {u}"
-                        )
-                        .into());
+                        )));
                     }
                 }
-                return Err(format!("applyEdits failed at {path}: {e} (rolled back)").into());
+                return Err(ConnectorError::Failed(format!(
+                    "applyEdits failed at {path}: {e} (rolled back)"
+                )));
             }
         }
     }
@@ -238,7 +239,7 @@ pub(super) async fn apply_edits(
 /// Worker), so look-around, backreferences, `\d`, `\w`, `\b` and `.` are JS's.
 pub(super) fn text_matcher(query: &str, options: &Value) -> Result<RegExp, ConnectorError> {
     if query.is_empty() {
-        return Err("Search query must not be empty".into());
+        return Err(ConnectorError::Failed("Search query must not be empty".into()));
     }
     let mut source = if flag(options, "regex") { query.to_owned() } else { regexp::escape(query) };
     if flag(options, "wholeWord") {
@@ -249,7 +250,7 @@ pub(super) fn text_matcher(query: &str, options: &Value) -> Result<RegExp, Conne
         ..regexp::Flags::default()
     };
     RegExp::new(&source, flags)
-        .map_err(|e| ConnectorError::from(format!("Invalid search pattern: {e}")))
+        .map_err(|e| ConnectorError::Failed(format!("Invalid search pattern: {e}")))
 }
 
 fn count_opt(options: &Value, key: &str) -> usize {
@@ -298,7 +299,7 @@ fn json_keys(path: &str) -> Vec<String> {
 }
 
 /// Sets the value at a dotted path, creating objects (or extending arrays) on the way.
-pub(super) fn set_json(root: &mut Value, path: &str, value: Value) -> Result<(), String> {
+pub(super) fn set_json(root: &mut Value, path: &str, value: Value) -> Result<(), ConnectorError> {
     let keys = json_keys(path);
     let Some((last, parents)) = keys.split_last() else {
         *root = value;
@@ -311,7 +312,9 @@ pub(super) fn set_json(root: &mut Value, path: &str, value: Value) -> Result<(),
         }
         cur = match cur {
             Value::Array(a) => {
-                let i: usize = key.parse().map_err(|_| format!("{key:?} is not an array index"))?;
+                let i: usize = key.parse().map_err(|_| {
+                    ConnectorError::Failed(format!("{key:?} is not an array index"))
+                })?;
                 if a.len() <= i {
                     a.resize(i + 1, Value::Null);
                 }
@@ -323,7 +326,9 @@ pub(super) fn set_json(root: &mut Value, path: &str, value: Value) -> Result<(),
     }
     match cur {
         Value::Array(a) => {
-            let i: usize = last.parse().map_err(|_| format!("{last:?} is not an array index"))?;
+            let i: usize = last
+                .parse()
+                .map_err(|_| ConnectorError::Failed(format!("{last:?} is not an array index")))?;
             if a.len() <= i {
                 a.resize(i + 1, Value::Null);
             }
