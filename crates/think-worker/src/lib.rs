@@ -443,10 +443,11 @@ pub async fn route_agent_request_with(
     let url = req.url()?;
     let route = match parse_agent_path(url.path(), "agents") {
         Ok(route) => route,
-        Err(RouteError::NotAgentPath) => return Ok(None),
         Err(RouteError::InvalidName(e)) => {
             return Ok(Some(Response::error(format!("Invalid request: {e}"), 400)?))
         }
+        // NotAgentPath: not for an agent, fall through (RouteError is non-exhaustive).
+        Err(_) => return Ok(None),
     };
     let req = match auth::gate(req, &route, access).await? {
         Ok(req) => req,

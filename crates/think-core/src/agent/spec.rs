@@ -171,19 +171,6 @@ impl std::fmt::Display for CallError {
 
 impl std::error::Error for CallError {}
 
-/// An app callable's own error text.
-impl From<String> for CallError {
-    fn from(message: String) -> Self {
-        CallError::Failed(message)
-    }
-}
-
-impl From<&str> for CallError {
-    fn from(message: &str) -> Self {
-        CallError::Failed(message.to_owned())
-    }
-}
-
 /// Why a `THINK_MESSAGE_CONCURRENCY` value was refused.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct UnknownConcurrency(pub String);
@@ -640,8 +627,8 @@ impl AgentSpec {
         self
     }
 
-    /// Registers an `rpc`-callable method. Its error may be a [`CallError`] or anything
-    /// that converts into one, such as the `String` the client is shown.
+    /// Registers an `rpc`-callable method. Its error is a [`CallError`] (`CallError::Failed`
+    /// carries the text the client is shown), or an app error type that converts into one.
     pub fn callable<F, Fut, E>(mut self, name: &str, f: F) -> Self
     where
         F: Fn(Vec<Value>) -> Fut + 'static,
@@ -663,6 +650,45 @@ impl AgentSpec {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Whether `$t: From<$s>`, decided at compile time: the inherent constant exists only when
+    /// the bound holds, otherwise the trait's `false` is found.
+    macro_rules! converts_from {
+        ($t:ty, $s:ty) => {{
+            struct Probe<T, S>(std::marker::PhantomData<(T, S)>);
+            // One of the two constants is never used in each expansion.
+            #[allow(dead_code)]
+            trait No {
+                const YES: bool = false;
+            }
+            impl<T, S> No for Probe<T, S> {}
+            #[allow(dead_code)]
+            impl<T: From<S>, S> Probe<T, S> {
+                const YES: bool = true;
+            }
+            <Probe<$t, $s>>::YES
+        }};
+    }
+
+    /// A stray `?` on a `String` error must not compile into an error of these layers: each
+    /// failure names its variant (`CallError::Failed`, `ToolError::Failed`, ...).
+    #[test]
+    fn error_enums_take_no_bare_strings() {
+        use crate::codemode::connectors::ConnectorError;
+        use crate::tools::ToolError;
+        assert!(converts_from!(ToolError, crate::workspace::FsError), "the probe sees From");
+        let found = [
+            ("CallError: From<String>", converts_from!(CallError, String)),
+            ("CallError: From<&str>", converts_from!(CallError, &'static str)),
+            ("ToolError: From<String>", converts_from!(ToolError, String)),
+            ("ToolError: From<&str>", converts_from!(ToolError, &'static str)),
+            ("ConnectorError: From<String>", converts_from!(ConnectorError, String)),
+            ("ConnectorError: From<&str>", converts_from!(ConnectorError, &'static str)),
+        ];
+        let found: Vec<&str> =
+            found.iter().filter(|(_, yes)| *yes).map(|(name, _)| *name).collect();
+        assert!(found.is_empty(), "{found:?}");
+    }
 
     #[test]
     fn concurrency_policies_parse() {

@@ -98,6 +98,7 @@ pub trait JwksSlot {
 
 /// Why a JWKS fetch brought no keys.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum JwksError {
     /// No answer, or no answer in time.
     Unreachable(String),

@@ -14,7 +14,7 @@ pub const MAX_ARCHIVE_BYTES: usize = 32 * 1024 * 1024;
 const BLOCK: usize = 512;
 
 fn too_big(what: &str) -> ConnectorError {
-    ConnectorError::from(format!(
+    ConnectorError::Failed(format!(
         "{what} would exceed {} MB, the limit for archives and decompressed files",
         MAX_ARCHIVE_BYTES >> 20
     ))
@@ -37,7 +37,7 @@ fn header(name: &str, dir: bool, size: u64, mtime_ms: i64) -> Result<[u8; BLOCK]
             .rfind('/')
             .filter(|&i| name.len() - i - 1 <= 100)
             .ok_or_else(|| {
-            ConnectorError::from(format!("createArchive: path too long for tar: {name}"))
+            ConnectorError::Failed(format!("createArchive: path too long for tar: {name}"))
         })?;
         (&name[..split], &name[split + 1..])
     };
@@ -81,7 +81,7 @@ fn checksum_ok(h: &[u8]) -> bool {
 }
 
 fn parse(bytes: &[u8]) -> Result<Vec<TarEntry>, ConnectorError> {
-    let not_tar = || ConnectorError::from("Not a tar archive (no valid header)");
+    let not_tar = || ConnectorError::Failed("Not a tar archive (no valid header)".into());
     if !bytes.is_empty() && bytes.len() < BLOCK {
         return Err(not_tar());
     }
@@ -96,14 +96,14 @@ fn parse(bytes: &[u8]) -> Result<Vec<TarEntry>, ConnectorError> {
             return Err(not_tar());
         }
         let size = u64::from_str_radix(field(&h[124..136]).trim(), 8)
-            .map_err(|_| ConnectorError::from("Not a tar archive (bad size field)"))?
+            .map_err(|_| ConnectorError::Failed("Not a tar archive (bad size field)".into()))?
             as usize;
         let prefix = if &h[257..262] == b"ustar" { field(&h[345..500]) } else { String::new() };
         let name = field(&h[..100]);
         let path = if prefix.is_empty() { name } else { format!("{prefix}/{name}") };
         at += BLOCK;
         let end = at.checked_add(size).filter(|&e| e <= bytes.len());
-        let end = end.ok_or_else(|| ConnectorError::from("Truncated tar archive"))?;
+        let end = end.ok_or_else(|| ConnectorError::Failed("Truncated tar archive".into()))?;
         out.push(TarEntry { path, dir: h[156] == b'5', bytes: bytes[at..end].to_vec() });
         at += size.div_ceil(BLOCK) * BLOCK;
     }
@@ -188,9 +188,10 @@ pub async fn extract(ws: &Workspace, p: &str, destination: &str) -> Result<Value
     for e in &entries {
         let target = path::lexical(&format!("{base}/{}", e.path));
         if !path::is_within(&target, &base) && target != base {
-            return Err(
-                format!("extractArchive: entry {:?} would land outside {base}", e.path).into()
-            );
+            return Err(ConnectorError::Failed(format!(
+                "extractArchive: entry {:?} would land outside {base}",
+                e.path
+            )));
         }
         targets.push(target);
     }
@@ -216,7 +217,8 @@ pub async fn compress(
 ) -> Result<Value, ConnectorError> {
     let dest = dest.map_or_else(|| format!("{p}.gz"), str::to_owned);
     let bytes = bytes_of(ws, p).await?;
-    let out = super::gzip::compress(&bytes).map_err(|e| format!("compressFile: {e}"))?;
+    let out = super::gzip::compress(&bytes)
+        .map_err(|e| ConnectorError::Failed(format!("compressFile: {e}")))?;
     ws.write_file_bytes(&dest, &out, "application/gzip").await.map_err(ConnectorError::Fs)?;
     Ok(json!({"path": p, "destination": dest, "bytesWritten": out.len()}))
 }
@@ -234,8 +236,9 @@ pub async fn decompress(
         None => p.to_owned(),
     };
     let bytes = bytes_of(ws, p).await?;
-    let out = super::gzip::decompress(&bytes, MAX_ARCHIVE_BYTES + 1)
-        .map_err(|e| format!("decompressFile: {p} is not gzip data ({e})"))?;
+    let out = super::gzip::decompress(&bytes, MAX_ARCHIVE_BYTES + 1).map_err(|e| {
+        ConnectorError::Failed(format!("decompressFile: {p} is not gzip data ({e})"))
+    })?;
     if out.len() > MAX_ARCHIVE_BYTES {
         return Err(too_big("The decompressed file"));
     }

@@ -999,7 +999,7 @@ impl Connector for Undoable {
         _ctx: &connectors::CallContext,
     ) -> Result<bool, connectors::ConnectorError> {
         if args["fail"] == true {
-            return Err("cannot undo".into());
+            return Err(connectors::ConnectorError::Failed("cannot undo".into()));
         }
         self.undone.borrow_mut().push(json!([method, args["v"], result]));
         Ok(method == "put")
@@ -1574,4 +1574,60 @@ fn deep_results_replay_as_recorded_or_fail_the_call() {
     assert_eq!(out["status"], "error", "{out}");
     let error = out["error"].as_str().unwrap();
     assert!(error.contains("undo.put nests 128 levels deep, over the 127"), "{error}");
+}
+
+/// The least argument `schema` accepts: its required keys only, strings as a path.
+fn minimal(schema: &Value) -> Value {
+    if let Some(first) = schema.get("anyOf").and_then(|a| a.get(0)) {
+        return minimal(first);
+    }
+    if let Some(first) = schema.get("enum").and_then(|a| a.get(0)) {
+        return first.clone();
+    }
+    if let Some(c) = schema.get("const") {
+        return c.clone();
+    }
+    match schema["type"].as_str() {
+        Some("object") => {
+            let required = schema["required"].as_array().into_iter().flatten();
+            let keys = required.filter_map(Value::as_str);
+            Value::Object(keys.map(|k| (k.to_owned(), minimal(&schema["properties"][k]))).collect())
+        }
+        Some("string") => json!("/m"),
+        Some("array") => json!([]),
+        Some("integer" | "number") => json!(0),
+        Some("boolean") => json!(false),
+        _ => Value::Null,
+    }
+}
+
+#[test]
+fn every_declared_state_method_is_listed_dispatched_and_undone_when_it_writes() {
+    use super::connectors::{CallContext, CallKind, ConnectorError, StateMethod};
+    let f = fixture();
+    let state = StateConnector::new(f.ws.clone());
+    let listed: Vec<&str> = state.methods().iter().map(|m| m.name.as_str()).collect();
+    let declared: Vec<&str> = StateMethod::ALL.iter().map(|m| m.name()).collect();
+    assert_eq!(listed, declared);
+    let unique: std::collections::HashSet<&str> = declared.iter().copied().collect();
+    assert_eq!(unique.len(), declared.len(), "a name declared twice");
+    let ctx = CallContext { execution_id: "e".into(), seq: 1 };
+    for (i, &m) in StateMethod::ALL.iter().enumerate() {
+        let name = m.name();
+        assert_eq!((m as usize, StateMethod::from_name(name)), (i, Some(m)));
+        let spec = &state.methods()[i];
+        assert_eq!(spec.kind, m.kind(), "state.{name}");
+        // The call may fail on an empty workspace, but as the method's own failure.
+        let args = minimal(&spec.input_schema);
+        if let Err(e @ (ConnectorError::UnknownMethod(_) | ConnectorError::InvalidInput(_))) =
+            block_on(state.call(name, args.clone(), &ctx))
+        {
+            panic!("state.{name}({args}): {e}");
+        }
+        // A write says what it may change, so a rollback can restore it; a read changes nothing.
+        let paths = block_on(undo::affected_paths(&f.ws, m, &args));
+        assert_eq!(paths.is_some(), m.kind() == CallKind::Write, "state.{name}");
+    }
+    let typo = block_on(state.call("readFiel", json!({"path": "/a"}), &ctx));
+    assert_eq!(typo.unwrap_err().to_string(), "state.readFiel is not a function");
 }

@@ -9,7 +9,7 @@
 
 use serde_json::Value;
 
-use super::connectors::{CallContext, ConnectorError};
+use super::connectors::{CallContext, ConnectorError, StateMethod};
 use crate::store::{Sql, SqlValue, StoreError};
 use crate::workspace::{path, EntryType, Workspace};
 
@@ -60,23 +60,30 @@ impl Prior {
 
 /// Whether a write method changes the content at its path, following a symlink there (as
 /// the workspace's writes do), rather than the entry itself (rm, mv, cp, mkdir, symlink).
-pub fn follows_last_symlink(method: &str) -> bool {
+pub fn follows_last_symlink(method: StateMethod) -> bool {
+    use StateMethod as M;
     !matches!(
         method,
-        "rm" | "removeTree"
-            | "cp"
-            | "copyTree"
-            | "mv"
-            | "moveTree"
-            | "mkdir"
-            | "symlink"
-            | "extractArchive"
+        M::Rm
+            | M::RemoveTree
+            | M::Cp
+            | M::CopyTree
+            | M::Mv
+            | M::MoveTree
+            | M::Mkdir
+            | M::Symlink
+            | M::ExtractArchive
     )
 }
 
 /// The paths a `state.*` write may change (each with everything under it), or `None` for a
 /// method that changes nothing (reads).
-pub async fn affected_paths(ws: &Workspace, method: &str, args: &Value) -> Option<Vec<String>> {
+pub async fn affected_paths(
+    ws: &Workspace,
+    method: StateMethod,
+    args: &Value,
+) -> Option<Vec<String>> {
+    use StateMethod as M;
     let s = |key: &str| args.get(key).and_then(Value::as_str).unwrap_or("").to_owned();
     let edits = |list: &Value| -> Vec<String> {
         list.as_array()
@@ -84,17 +91,25 @@ pub async fn affected_paths(ws: &Workspace, method: &str, args: &Value) -> Optio
             .unwrap_or_default()
     };
     Some(match method {
-        "writeFile" | "appendFile" | "writeJson" | "mkdir" | "replaceInFile" | "rm"
-        | "removeTree" | "writeFileBytes" | "updateJson" | "createArchive" => vec![s("path")],
-        "cp" | "copyTree" => vec![s("dest")],
-        "mv" | "moveTree" => vec![s("src"), s("dest")],
-        "symlink" => vec![s("linkPath")],
-        "extractArchive" => vec![s("destination")],
-        "compressFile" => vec![args
+        M::WriteFile
+        | M::AppendFile
+        | M::WriteJson
+        | M::Mkdir
+        | M::ReplaceInFile
+        | M::Rm
+        | M::RemoveTree
+        | M::WriteFileBytes
+        | M::UpdateJson
+        | M::CreateArchive => vec![s("path")],
+        M::Cp | M::CopyTree => vec![s("dest")],
+        M::Mv | M::MoveTree => vec![s("src"), s("dest")],
+        M::Symlink => vec![s("linkPath")],
+        M::ExtractArchive => vec![s("destination")],
+        M::CompressFile => vec![args
             .get("destination")
             .and_then(Value::as_str)
             .map_or_else(|| format!("{}.gz", s("path")), str::to_owned)],
-        "decompressFile" => {
+        M::DecompressFile => {
             let p = s("path");
             vec![match args.get("destination").and_then(Value::as_str) {
                 Some(d) => d.to_owned(),
@@ -103,7 +118,7 @@ pub async fn affected_paths(ws: &Workspace, method: &str, args: &Value) -> Optio
             }]
         }
         // Only the files that contain the search text change.
-        "replaceInFiles" => {
+        M::ReplaceInFiles => {
             let files = ws.glob_files(&s("pattern")).unwrap_or_default();
             let paths: Vec<String> = files.into_iter().map(|(p, _)| p).collect();
             let texts = ws.read_files(&paths).await.unwrap_or_default();
@@ -115,9 +130,34 @@ pub async fn affected_paths(ws: &Workspace, method: &str, args: &Value) -> Optio
                 .map(|(p, _)| p)
                 .collect()
         }
-        "applyEdits" => edits(&args["edits"]),
-        "applyEditPlan" => edits(&args["plan"]["edits"]),
-        _ => return None,
+        M::ApplyEdits => edits(&args["edits"]),
+        M::ApplyEditPlan => edits(&args["plan"]["edits"]),
+        // Reads change nothing.
+        M::GetCapabilities
+        | M::ReadFile
+        | M::ReadJson
+        | M::QueryJson
+        | M::Exists
+        | M::Stat
+        | M::Lstat
+        | M::Readdir
+        | M::ReaddirWithFileTypes
+        | M::Glob
+        | M::Find
+        | M::SummarizeTree
+        | M::SearchText
+        | M::SearchFiles
+        | M::Readlink
+        | M::Diff
+        | M::DiffContent
+        | M::ReadFileBytes
+        | M::Realpath
+        | M::ResolvePath
+        | M::WalkTree
+        | M::HashFile
+        | M::PlanEdits
+        | M::ListArchive
+        | M::DetectFile => return None,
     })
 }
 

@@ -3,6 +3,7 @@
 
 use super::oauth::OAuthError;
 use crate::net::NetError;
+use crate::store::StoreError;
 
 /// A failed MCP operation.
 #[derive(Debug, Clone, PartialEq)]
@@ -34,8 +35,8 @@ pub enum McpError {
         /// The server's message.
         message: String,
     },
-    /// Persisting the server list failed.
-    Store(String),
+    /// Persisting the server list (or its tokens, pins, pending inputs) failed.
+    Store(StoreError),
     /// The server answered 401: credentials are missing, expired or revoked.
     Unauthorized {
         /// Its `WWW-Authenticate` header, which points to the OAuth metadata.
@@ -79,7 +80,7 @@ impl std::fmt::Display for McpError {
             McpError::SessionExpired => f.write_str("the server ended the MCP session (HTTP 404)"),
             McpError::Timeout(ms) => write!(f, "no response within {ms} ms"),
             McpError::Rpc { code, message } => write!(f, "{message} (JSON-RPC error {code})"),
-            McpError::Store(m) => write!(f, "storage error: {m}"),
+            McpError::Store(e) => write!(f, "storage error: {e}"),
             McpError::Unauthorized { .. } => f.write_str("HTTP 401: Unauthorized"),
             McpError::AuthorizationRequired(_) => f.write_str(
                 "the server waits for the user to authorize the agent (open the authUrl)",
@@ -94,6 +95,7 @@ impl std::error::Error for McpError {
         match self {
             McpError::Url(e) => Some(e),
             McpError::OAuth(e) => Some(e),
+            McpError::Store(e) => Some(e),
             _ => None,
         }
     }
@@ -105,9 +107,9 @@ impl From<NetError> for McpError {
     }
 }
 
-impl From<crate::store::StoreError> for McpError {
-    fn from(e: crate::store::StoreError) -> Self {
-        McpError::Store(e.to_string())
+impl From<StoreError> for McpError {
+    fn from(e: StoreError) -> Self {
+        McpError::Store(e)
     }
 }
 

@@ -1219,3 +1219,34 @@ fn destructive_tools_need_approval_unless_the_gate_exempts_them() {
     client.set_destructive_gate(Rc::new(|name: &str| name != "tool_alpha_wipe"));
     assert!(!needs("tool_alpha_wipe"), "exempted");
 }
+
+#[test]
+fn a_storage_failure_keeps_the_store_error_and_its_text() {
+    use crate::store::{Row, SqlValue, StoreError};
+    /// SQL that refuses every statement, as a database that went away does.
+    struct Down;
+    impl Sql for Down {
+        fn exec(&self, _: &str, _: &[SqlValue]) -> Result<Vec<Row>, StoreError> {
+            Err(StoreError::Sql("disk I/O error".into()))
+        }
+        fn exec_changed(&self, _: &str, _: &[SqlValue]) -> Result<bool, StoreError> {
+            Err(StoreError::Sql("disk I/O error".into()))
+        }
+        fn transaction(
+            &self,
+            _: &mut dyn FnMut() -> Result<(), StoreError>,
+        ) -> Result<(), StoreError> {
+            Err(StoreError::Sql("disk I/O error".into()))
+        }
+    }
+    let env = Env::new();
+    let http: Rc<dyn HttpClient> = env.http.clone();
+    let Err(e) = McpClient::new(Rc::new(Down), http, env.clock.clone(), McpConfig::default())
+    else {
+        panic!("a client opened over a database that refuses every statement");
+    };
+    assert_eq!(e, McpError::Store(StoreError::Sql("disk I/O error".into())));
+    assert_eq!(e.to_string(), "storage error: disk I/O error");
+    let source = std::error::Error::source(&e).map(ToString::to_string);
+    assert_eq!(source.as_deref(), Some("disk I/O error"));
+}

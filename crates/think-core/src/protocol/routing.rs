@@ -40,12 +40,24 @@ pub struct AgentPath {
 
 /// Why a path did not resolve to an agent.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum RouteError {
     /// Not under the prefix, or too short: not an agent request; fall through.
     NotAgentPath,
     /// Under the prefix but the name is not valid percent-encoded UTF-8: answer 400.
     InvalidName(String),
 }
+
+impl std::fmt::Display for RouteError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            RouteError::NotAgentPath => f.write_str("not an agent path"),
+            RouteError::InvalidName(m) => f.write_str(m),
+        }
+    }
+}
+
+impl std::error::Error for RouteError {}
 
 /// Splits `/<prefix>/<ns>/<name>[/rest]` the way `routeAgentRequest` does: empty segments are
 /// ignored and the prefix may itself contain `/`. Give the path without the query string.

@@ -100,18 +100,6 @@ impl From<crate::workspace::FsError> for ToolError {
     }
 }
 
-impl From<String> for ToolError {
-    fn from(s: String) -> Self {
-        ToolError::Failed(s)
-    }
-}
-
-impl From<&str> for ToolError {
-    fn from(s: &str) -> Self {
-        ToolError::Failed(s.to_owned())
-    }
-}
-
 /// How a tool's output is shown to the model, which may differ from what is persisted
 /// (Think's `toModelOutput`): `read` sends file text as plain text, not as JSON.
 #[derive(Debug, Clone, PartialEq)]

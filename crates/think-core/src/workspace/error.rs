@@ -76,8 +76,8 @@ pub enum FsError {
         /// The path as the caller wrote it.
         path: String,
     },
-    /// The backing SQL database or blob store failed.
-    Storage(String),
+    /// The backing SQL database or blob store failed (or is missing).
+    Store(StoreError),
 }
 
 impl FsError {
@@ -90,7 +90,7 @@ impl FsError {
     pub fn errno(&self) -> Option<Errno> {
         match self {
             FsError::Posix { errno, .. } => Some(*errno),
-            FsError::Storage(_) => None,
+            FsError::Store(_) => None,
         }
     }
 
@@ -106,15 +106,22 @@ impl std::fmt::Display for FsError {
             FsError::Posix { errno, syscall, path } => {
                 write!(f, "{}: {}, {} '{}'", errno.code(), errno.description(), syscall, path)
             }
-            FsError::Storage(msg) => write!(f, "EIO: storage error, {msg}"),
+            FsError::Store(e) => write!(f, "EIO: storage error, {e}"),
         }
     }
 }
 
-impl std::error::Error for FsError {}
+impl std::error::Error for FsError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            FsError::Store(e) => Some(e),
+            FsError::Posix { .. } => None,
+        }
+    }
+}
 
 impl From<StoreError> for FsError {
     fn from(e: StoreError) -> Self {
-        FsError::Storage(e.to_string())
+        FsError::Store(e)
     }
 }

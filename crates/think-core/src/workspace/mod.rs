@@ -572,7 +572,9 @@ impl Workspace {
 
     fn blobs(&self, path: &str) -> Result<&Rc<dyn BlobStore>, FsError> {
         self.blobs.as_ref().ok_or_else(|| {
-            FsError::Storage(format!("{path} is stored in R2 but no blob store is configured"))
+            FsError::Store(StoreError::Unavailable(format!(
+                "{path} is stored in R2 but no blob store is configured"
+            )))
         })
     }
 

@@ -1540,3 +1540,29 @@ fn edit_read_of_a_noted_row_skips_the_history() {
         Err(StaleWrite::Changed { diff: Some(_), .. })
     ));
 }
+
+/// SQL that refuses every statement, as a database that went away does.
+struct Down;
+
+impl Sql for Down {
+    fn exec(&self, _: &str, _: &[SqlValue]) -> Result<Vec<Row>, StoreError> {
+        Err(StoreError::Sql("disk I/O error".into()))
+    }
+    fn exec_changed(&self, _: &str, _: &[SqlValue]) -> Result<bool, StoreError> {
+        Err(StoreError::Sql("disk I/O error".into()))
+    }
+    fn transaction(&self, _: &mut dyn FnMut() -> Result<(), StoreError>) -> Result<(), StoreError> {
+        Err(StoreError::Sql("disk I/O error".into()))
+    }
+}
+
+#[test]
+fn a_storage_failure_keeps_the_store_error_and_its_text() {
+    let ws = Workspace::new(Rc::new(Down), clock());
+    let e = block_on(ws.read_file("/a")).unwrap_err();
+    assert_eq!(e, FsError::Store(StoreError::Sql("disk I/O error".into())));
+    assert_eq!(e.to_string(), "EIO: storage error, disk I/O error");
+    let source = std::error::Error::source(&e).map(ToString::to_string);
+    assert_eq!(source.as_deref(), Some("disk I/O error"));
+    assert_eq!(e.errno(), None);
+}

@@ -2,6 +2,7 @@
 //! its filesystem the way a script would and reports it the way `bridge.mjs` does.
 
 use super::*;
+use crate::store::StoreError;
 use crate::workspace::{Errno, FsError};
 use serde_json::json;
 use std::cell::RefCell;
@@ -85,7 +86,7 @@ impl MemFs {
 impl BashFs for MemFs {
     async fn read_dir(&self, dir: &str) -> Result<Vec<DirEntry>, FsError> {
         if self.fail_list {
-            return Err(FsError::Storage(format!("cannot list {dir}")));
+            return Err(FsError::Store(StoreError::Sql(format!("cannot list {dir}"))));
         }
         Ok(self
             .nodes
@@ -109,7 +110,7 @@ impl BashFs for MemFs {
 
     async fn read_file_bytes(&self, path: &str) -> Result<Option<Vec<u8>>, FsError> {
         if self.fail_read.contains(path) {
-            return Err(FsError::Storage("unreadable".into()));
+            return Err(FsError::Store(StoreError::Sql("unreadable".into())));
         }
         Ok(self.file(path))
     }
