@@ -3,8 +3,9 @@
 // module as using another when its non-test code names `crate::<other>` (in a path or a
 // `use crate::{…}` group). Comments and `#[cfg(test)]` modules are skipped: a doc link or a
 // test may reach anywhere. Cargo itself refuses cycles between crates.
+// It also fails on a non-test Rust file over MAX_LINES lines: a file that long mixes concerns.
 // Usage: node scripts/check-layers.mjs [crate-dir ...]; with no argument, every crate under
-// crates/. Exits 1 and prints each cycle with the lines that close it.
+// crates/. Exits 1 and prints each cycle with the lines that close it, and each long file.
 import { readdirSync, readFileSync, statSync, existsSync } from "node:fs";
 import { join, relative } from "node:path";
 
@@ -56,6 +57,12 @@ function stripTestModules(src) {
   return out + stripped.slice(last);
 }
 
+/** The longest a non-test Rust source file may be. */
+export const MAX_LINES = 1200;
+
+/** Whether `file` holds only tests (`tests.rs`, `*_tests.rs`). */
+const isTestFile = (file) => /(^|\/)(tests|[a-z_]+_tests)\.rs$/.test(file);
+
 function rustFiles(path) {
   if (statSync(path).isFile()) return path.endsWith(".rs") ? [path] : [];
   return readdirSync(path).flatMap((name) => rustFiles(join(path, name)));
@@ -78,7 +85,7 @@ export function moduleGraph(crateDir) {
   for (const [mod, files] of modules) {
     const edges = new Map();
     for (const file of files) {
-      if (/(^|\/)(tests|[a-z_]+_tests)\.rs$/.test(file)) continue;
+      if (isTestFile(file)) continue;
       const code = stripTestModules(readFileSync(file, "utf8"));
       const lines = code.split("\n");
       lines.forEach((line, n) => {
@@ -141,6 +148,14 @@ if (import.meta.url === `file://${process.argv[1]}`) {
   }
   let failed = false;
   for (const crate of crates) {
+    for (const file of rustFiles(join(crate, "src"))) {
+      if (isTestFile(file)) continue;
+      const lines = readFileSync(file, "utf8").split("\n").length - 1;
+      if (lines > MAX_LINES) {
+        failed = true;
+        console.error(`layers: ${relative(root, file)} has ${lines} lines, over ${MAX_LINES}: split it by concern`);
+      }
+    }
     const graph = moduleGraph(crate);
     for (const comp of cycles(graph)) {
       failed = true;
@@ -153,5 +168,5 @@ if (import.meta.url === `file://${process.argv[1]}`) {
     }
   }
   if (failed) process.exit(1);
-  console.log(`layers: no module cycle in ${crates.length} crate(s)`);
+  console.log(`layers: no module cycle in ${crates.length} crate(s), no source file over ${MAX_LINES} lines`);
 }

@@ -1,5 +1,6 @@
 // The layer check of `npm test` (scripts/check-layers.mjs): a module cycle in a crate fails
 // it, naming the line that closes the cycle; comments, strings and test modules do not count.
+// So does a non-test source file over 1,200 lines.
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { mkdtempSync, mkdirSync, writeFileSync, rmSync } from "node:fs";
@@ -60,4 +61,12 @@ test("doc comments, strings and test modules may reach upward", () => {
   );
   assert.equal(r.status, 0, r.stderr);
   assert.match(r.stdout, /no module cycle/);
+});
+
+test("a non-test source file over 1,200 lines fails; a long tests.rs does not", () => {
+  const long = "fn f() {}\n".repeat(1201);
+  const r = check(crate({ "big/mod.rs": long, "small/tests.rs": long, "small/mod.rs": "fn g() {}\n" }));
+  assert.equal(r.status, 1);
+  assert.match(r.stderr, /big\/mod\.rs has 1201 lines, over 1200/);
+  assert.doesNotMatch(r.stderr, /small/);
 });
