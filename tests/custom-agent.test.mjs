@@ -63,7 +63,8 @@ after(async () => {
 });
 
 test("the example's wrangler.toml deploys (dry run) with its own class and bindings", () => {
-  assert.match(dryRun, /env\.TravelAgent\s+TravelAgent/);
+  assert.match(dryRun, /env\.TravelAgent \(TravelAgent\)\s+Durable Object/);
+  assert.match(dryRun, /env\.LOADER\s+Worker Loader/);
   assert.match(dryRun, /env\.WORKSPACE_R2\b/);
   assert.match(dryRun, /Total Upload:/);
 });
