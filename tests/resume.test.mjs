@@ -1,12 +1,15 @@
 // A resume offer applies to one stream: a tab that never ACKs `cf_agent_stream_resuming` (a
 // lost frame, or a client without resume) follows the live frames again when that stream
 // ends or when it sends a chat request of its own, and its own turn's frames always reach it.
-// The tab here is a bare `ws` socket that answers nothing on its own.
+// The tab here is a bare `ws` socket that answers nothing on its own. And a tab that lost the
+// answer to its resume probe with its socket, and sent a message while offline, reads its
+// answer once (the client's own transport, as `npm test` selects it).
 import { test, before, after } from "node:test";
 import assert from "node:assert/strict";
+import WebSocket from "ws";
 import { startScriptedModel } from "./helpers/scripted-model.mjs";
 import { startWorker, modelVars } from "./helpers/worker.mjs";
-import { connect, connectRaw, closeTabs } from "./helpers/client.mjs";
+import { AGENTS_PACKAGE, connect, connectRaw, closeTabs, newId } from "./helpers/client.mjs";
 
 let model;
 let worker;
@@ -91,4 +94,53 @@ test("a tab that ACKs late is replayed the finished stream, then the transcript"
   await raw.waitFor((f) => answerIn(f, SLOW), { from });
   a.close();
   raw.close();
+});
+
+test("a tab whose resume probe was lost with its socket, and that sent a message while offline, reads each chunk of its answer once", async () => {
+  const { AgentClient } = await import(`${AGENTS_PACKAGE}/client`);
+  const { WebSocketChatTransport } = await import(`${AGENTS_PACKAGE}/chat/react`);
+  const agent = new AgentClient({ agent: "ThinkAgent", name: "lost-probe", host: worker.host, WebSocket });
+  await new Promise((resolve) => agent.addEventListener("open", resolve, { once: true }));
+  let stale;
+  try {
+    const transport = new WebSocketChatTransport({ agent, activeRequestIds: new Set() });
+    // What useAgentChat does with the handshake frames.
+    agent.addEventListener("message", (event) => {
+      const frame = JSON.parse(event.data);
+      if (frame.type === "cf_agent_stream_resuming") transport.handleStreamResuming(frame);
+      if (frame.type === "cf_agent_stream_resume_none") transport.handleStreamResumeNone(frame);
+      if (frame.type === "cf_agent_stream_pending") transport.handleStreamPending();
+    });
+    // The hook probes for a stream to resume as it mounts, and the connection drops with the
+    // probe or its answer on the way: the probe waits for an answer that never comes.
+    agent.reconnect();
+    stale = transport.reconnectToStream({ chatId: "lost-probe" });
+    assert.equal(agent.drainQueuedMessages().length, 1, "the probe is lost with the connection");
+    // Sent while offline: the client buffers the request and sends it first on the new socket.
+    model.push({ text: SLOW, chunkSize: 4, delayMs: 30 });
+    const user = { id: newId("msg"), role: "user", parts: [{ type: "text", text: "sent while offline" }] };
+    const own = (await transport.sendMessages({ chatId: "lost-probe", messages: [user], trigger: "submit-message" })).getReader();
+    const chunks = [];
+    let retried = false;
+    for (;;) {
+      const { value, done } = await own.read();
+      if (done) break;
+      chunks.push(value);
+      // Once connected the hook re-sends the probe still waiting for its answer. Under load the
+      // agent reads it while the answer streams (the chat page's flaky runs); here it is sent then.
+      if (!retried && value.type === "text-delta") {
+        retried = true;
+        assert.ok(transport.retryPendingResume(), "the probe from before the drop still waits");
+      }
+    }
+    assert.equal(chunks.filter((c) => c.type === "text-delta").map((c) => c.delta).join(""), SLOW, "each chunk once");
+    assert.equal(chunks.filter((c) => c.type === "start" || c.type === "text-start").length, 2);
+    // The probe is answered once the answer is over: nothing to resume, so no second reader
+    // of the tab's own answer.
+    const resumed = await stale;
+    assert.equal(resumed, null, "the tab is not offered the stream it reads as its response");
+  } finally {
+    (await stale?.catch(() => null))?.cancel();
+    agent.close();
+  }
 });

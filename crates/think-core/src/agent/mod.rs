@@ -33,7 +33,7 @@ mod tests;
 mod memory_tests;
 
 use std::cell::RefCell;
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::rc::Rc;
 
 use serde_json::{json, Map, Value};
@@ -119,7 +119,8 @@ const CONFIG_RECOVERY: &str = "pendingRecovery";
 struct Runtime {
     /// The stream being produced now.
     active: Option<ActiveStream>,
-    /// Connections told `stream_pending`, to be told `stream_resuming` when a stream starts.
+    /// Connections told `stream_pending`: told `stream_resuming` when a stream they did not
+    /// ask for starts, or `stream_resume_none` once none is coming.
     parked: Vec<(String, Option<String>)>,
     /// Turns accepted but not yet streaming (waiting for the turn lock).
     queued: usize,
@@ -134,6 +135,12 @@ struct Runtime {
     /// The request a recovery waits to continue, and its turn's abort: a stop of that
     /// request or a clear ends the wait.
     waiting_recovery: Option<(String, crate::turn::abort::AbortSignal)>,
+    /// The number of each connection's newest socket (sockets are numbered as they connect;
+    /// a socket from before a wake has none). A tab that reconnects under the same id gets a
+    /// new number, which tells its new socket from the one that sent a request.
+    sockets: BTreeMap<String, u64>,
+    /// Sockets connected so far, to number the next one.
+    connects: u64,
 }
 
 /// One agent instance.
@@ -498,7 +505,20 @@ impl Agent {
     /// resume it instead of getting the transcript (and gets no live chunks of that stream
     /// until it ACKs; the offer ends with the stream).
     pub fn on_connect(&self, conn: &str) {
-        let streaming = self.rt.borrow_mut().active.as_mut().map(|a| a.offer_resume(conn));
+        let streaming = {
+            let mut rt = self.rt.borrow_mut();
+            rt.connects += 1;
+            let number = rt.connects;
+            rt.sockets.insert(conn.to_owned(), number);
+            rt.active.as_mut().map(|a| {
+                // The tab that asked for this stream came back on a new socket, which missed
+                // frames: it resumes like any tab.
+                if a.requester.as_deref() == Some(conn) {
+                    a.requester = None;
+                }
+                a.offer_resume(conn)
+            })
+        };
         match streaming {
             Some(id) => self.send(conn, &frames::StreamResuming::new(&id, None)),
             None => self.send(conn, &frames::ChatMessages::on_connect(&self.messages())),
@@ -515,6 +535,7 @@ impl Agent {
     /// Forgets a closed connection's handshake state.
     pub fn on_close(&self, conn: &str) {
         let mut rt = self.rt.borrow_mut();
+        rt.sockets.remove(conn);
         if let Some(active) = rt.active.as_mut() {
             active.awaiting_ack.remove(conn);
         }

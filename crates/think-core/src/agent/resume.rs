@@ -13,6 +13,15 @@ impl Agent {
         let probe = probe_id.as_deref();
         let mut rt = self.rt.borrow_mut();
         if let Some(active) = rt.active.as_mut() {
+            // The socket that sent this stream's request reads the stream already: its probe
+            // (a resume the tab began before it sent the request, retried on the new socket
+            // after a reconnect lost the answer) waits for the stream's end, as a probe
+            // before a stream does; offered the stream, it would be replayed what it has.
+            if active.requester.as_deref() == Some(conn) {
+                drop(rt);
+                self.park(conn, probe_id);
+                return;
+            }
             let owned_elsewhere = active.continuation
                 && active
                     .owner
@@ -31,14 +40,21 @@ impl Agent {
         // A turn waiting for its slot, an auto-continuation, or a recovery waiting out its
         // backoff: a stream is coming.
         if rt.continuation.pending || rt.queued > 0 || rt.recovering {
-            rt.parked.retain(|(c, _)| c != conn);
-            rt.parked.push((conn.to_owned(), probe_id.clone()));
             drop(rt);
-            self.send(conn, &StreamPending::new(None, probe));
+            self.park(conn, probe_id);
             return;
         }
         drop(rt);
         self.send(conn, &StreamResumeNone::new(ResumeNoneReason::Idle, probe));
+    }
+
+    /// Parks `conn` until a stream starts (it is offered that stream unless it asked for it)
+    /// or none is coming (`stream_resume_none`), and tells it to keep waiting.
+    fn park(&self, conn: &str, probe_id: Option<String>) {
+        self.send(conn, &StreamPending::new(None, probe_id.as_deref()));
+        let mut rt = self.rt.borrow_mut();
+        rt.parked.retain(|(c, _)| c != conn);
+        rt.parked.push((conn.to_owned(), probe_id));
     }
 
     /// Replays a stream to `conn` after its ACK. Each replayed chunk carries the `seq` its

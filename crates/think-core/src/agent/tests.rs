@@ -443,6 +443,106 @@ fn a_tab_that_never_acks_follows_the_live_stream_once_it_sends_a_message() {
     assert_eq!(own.last().unwrap()["done"], true);
 }
 
+/// The `seq` of every frame of request `id` that carries a chunk, replayed or live, in order.
+fn chunk_seqs(frames: &[Value], id: &str) -> Vec<u64> {
+    responses_of(frames, id).iter().filter_map(|f| f["seq"].as_u64()).collect()
+}
+
+/// The handshake frames (`stream_*`) a connection was sent, by type and probe id.
+fn handshake(frames: &[Value]) -> Vec<(String, Value)> {
+    frames
+        .iter()
+        .filter(|f| f["type"].as_str().is_some_and(|t| t.starts_with("cf_agent_stream_")))
+        .map(|f| (f["type"].as_str().unwrap_or_default().to_owned(), f["probeId"].clone()))
+        .collect()
+}
+
+/// A tab's resume probe whose answer was lost with its old socket is retried on its new one
+/// right after the request the tab buffered while offline. The socket that sent the request
+/// reads the stream as that request's response: it is not offered its own stream (an ACK
+/// would replay what it already has), and its probe is answered when the stream is over.
+#[test]
+fn a_probe_from_the_socket_that_sent_the_streaming_request_is_answered_when_it_ends() {
+    let mut h = Harness::new(AgentSpec::new);
+    h.connect("tab");
+    h.model.delay_streams(h.clock.clone(), 100);
+    h.model.push([text("the answer")]);
+    h.chat("question", json!({}));
+    // The answer streams: the probe arrives mid-stream.
+    assert!(!chunk_seqs(&h.frames(), "r-question").is_empty());
+    h.send(json!({"type": "cf_agent_stream_resume_request", "probeId": "p1"}));
+    assert_eq!(handshake(&h.frames()), [("cf_agent_stream_pending".to_owned(), json!("p1"))]);
+    h.advance(100.0);
+    let frames = h.frames();
+    let seqs = chunk_seqs(&frames, "r-question");
+    assert_eq!(seqs, (0..seqs.len() as u64).collect::<Vec<_>>(), "each chunk once, in order");
+    assert!(responses_of(&frames, "r-question").iter().all(|f| f.get("replay").is_none()));
+    assert_eq!(
+        handshake(&frames),
+        [
+            ("cf_agent_stream_pending".to_owned(), json!("p1")),
+            ("cf_agent_stream_resume_none".to_owned(), json!("p1")),
+        ]
+    );
+    let done = frames.iter().position(|f| f["id"] == "r-question" && f["done"] == true);
+    let none = frames.iter().position(|f| f["type"] == "cf_agent_stream_resume_none");
+    assert!(done < none, "the probe is answered after the stream's end");
+}
+
+/// The same probe while the request waits for its slot (here the debounce window): the
+/// tab is parked, and the stream that then starts is its own, so it stays parked.
+#[test]
+fn a_probe_parked_before_the_tabs_own_stream_starts_is_not_offered_that_stream() {
+    let mut h = Harness::new(|m| {
+        AgentSpec::new(m).message_concurrency(super::MessageConcurrency::Debounce(50))
+    });
+    h.connect("tab");
+    h.model.push([text("the answer")]);
+    h.chat("question", json!({}));
+    h.send(json!({"type": "cf_agent_stream_resume_request", "probeId": "p1"}));
+    assert_eq!(handshake(&h.frames()), [("cf_agent_stream_pending".to_owned(), json!("p1"))]);
+    h.advance(50.0);
+    let frames = h.frames();
+    let seqs = chunk_seqs(&frames, "r-question");
+    assert!(!seqs.is_empty());
+    assert_eq!(seqs, (0..seqs.len() as u64).collect::<Vec<_>>(), "each chunk once, in order");
+    assert_eq!(
+        handshake(&frames),
+        [
+            ("cf_agent_stream_pending".to_owned(), json!("p1")),
+            ("cf_agent_stream_resume_none".to_owned(), json!("p1")),
+        ]
+    );
+}
+
+/// A tab whose socket dropped while its own answer streamed comes back under the same id:
+/// its new socket missed frames, so it is offered the stream like any tab and gets no live
+/// frame of it until it ACKs; the replay then brings each chunk once.
+#[test]
+fn a_tab_that_reconnects_during_its_own_stream_gets_each_chunk_once_after_its_ack() {
+    let mut h = Harness::new(AgentSpec::new);
+    h.connect("tab");
+    h.model.delay_streams(h.clock.clone(), 100);
+    h.model.push([text("the answer")]);
+    h.chat("question", json!({}));
+    let before = chunk_seqs(&h.frames(), "r-question");
+    assert!(!before.is_empty());
+    h.connect("tab");
+    assert_eq!(handshake(&h.frames()), [("cf_agent_stream_resuming".to_owned(), Value::Null)]);
+    h.advance(100.0);
+    assert!(
+        responses_of(&h.frames(), "r-question").is_empty(),
+        "no live frame of the stream before the ACK"
+    );
+    h.send(json!({"type": "cf_agent_stream_resume_ack", "id": "r-question"}));
+    let frames = h.frames();
+    let seqs = chunk_seqs(&frames, "r-question");
+    assert!(seqs.len() > before.len());
+    assert_eq!(seqs, (0..seqs.len() as u64).collect::<Vec<_>>(), "each chunk once, in order");
+    let dones = responses_of(&frames, "r-question").iter().filter(|f| f["done"] == true).count();
+    assert_eq!(dones, 1, "one terminal frame");
+}
+
 #[test]
 fn queue_mode_sends_each_turn_the_history_up_to_its_own_message() {
     let mut h = Harness::new(AgentSpec::new);

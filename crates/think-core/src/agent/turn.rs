@@ -37,9 +37,11 @@ pub(super) struct ActiveStream {
     pub continuation: bool,
     /// The connection whose tool result started this continuation, if any.
     pub owner: Option<String>,
-    /// The connection whose chat request started this turn: its own turn's frames always
-    /// reach it, whatever resume offer it has not answered.
-    pub origin: Option<String>,
+    /// The connection whose chat request started this stream, while the socket that sent
+    /// the request is still its newest: that socket has every frame of the stream and reads
+    /// them as its request's response, so it is never offered to resume the stream (an ACK
+    /// would replay what it has). Cleared when the tab reconnects under the same id.
+    pub requester: Option<String>,
     /// Connections offered `stream_resuming` for this stream that have not ACKed: they get
     /// no live frames of it until they do. The offer lives and dies with the stream.
     pub awaiting_ack: BTreeSet<String>,
@@ -64,9 +66,9 @@ impl ActiveStream {
         self.request_id.clone()
     }
 
-    /// Whether live frames of this stream go to `conn`.
+    /// Whether live frames of this stream go to `conn`: its requester always gets them.
     fn follows(&self, conn: &str) -> bool {
-        !self.awaiting_ack.contains(conn) || self.origin.as_deref() == Some(conn)
+        !self.awaiting_ack.contains(conn) || self.requester.as_deref() == Some(conn)
     }
 }
 
@@ -79,6 +81,8 @@ pub(super) struct TurnRequest {
     pub owner: Option<String>,
     /// The connection that sent the message, which alone is told when the turn is skipped.
     pub origin: Option<String>,
+    /// The number of the socket the message came through (`Runtime::sockets`).
+    pub origin_socket: Option<u64>,
     /// The submit's place in line, for the `latest`, `merge` and `debounce` policies.
     pub submit_seq: Option<u64>,
     /// Set for programmatic `chat()` turns.
@@ -198,6 +202,7 @@ impl Agent {
             request_id: req.id,
             body: req.body,
             origin: Some(conn.to_owned()),
+            origin_socket: self.rt.borrow().sockets.get(conn).copied(),
             submit_seq,
             queued,
             message_ids,
@@ -770,12 +775,19 @@ impl Agent {
         }
         let parked = {
             let mut rt = self.rt.borrow_mut();
-            let parked = std::mem::take(&mut rt.parked);
+            let requester =
+                turn.origin.clone().filter(|o| rt.sockets.get(o).copied() == turn.origin_socket);
+            // The requester's own probe stays parked: the stream that starts is the response
+            // it reads already.
+            let (kept, parked): (Vec<_>, Vec<_>) = std::mem::take(&mut rt.parked)
+                .into_iter()
+                .partition(|(conn, _)| requester.as_ref() == Some(conn));
+            rt.parked = kept;
             rt.active = Some(ActiveStream {
                 request_id: request_id.to_owned(),
                 continuation: turn.continuation,
                 owner: turn.owner.clone(),
-                origin: turn.origin.clone(),
+                requester,
                 awaiting_ack: parked.iter().map(|(conn, _)| conn.clone()).collect(),
                 abort,
                 acc: Rc::new(RefCell::new(acc)),
