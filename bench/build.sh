@@ -10,7 +10,7 @@ root=$PWD
 
 rust_out=bench/rust-worker/build/index_bg.wasm
 if [ -f "$rust_out" ] && [ "${THINK_FORCE_BUILD:-}" != 1 ] \
-   && [ -z "$(find src js Cargo.toml Cargo.lock bench/rust-worker/src bench/rust-worker/Cargo.toml bench/rust-worker/Cargo.lock -newer "$rust_out" -print -quit)" ]; then
+   && [ -z "$(find crates Cargo.toml Cargo.lock bench/rust-worker/src bench/rust-worker/Cargo.toml bench/rust-worker/Cargo.lock -newer "$rust_out" -print -quit)" ]; then
   echo "bench build: rust worker up to date"
 else
   bash scripts/wasm-build.sh bench/rust-worker

@@ -11,7 +11,7 @@
 // - V8 after: the same after the turn and a full garbage collection;
 // - wasm high-water: the linear memory's size when the turn ended. It never grows back down
 //   within an instance, so it is the most the Rust side held at once; when the idle reset
-//   followed the turn (js/shim.mjs, README "Memory"), the size the shim saw just before it
+//   followed the turn (crates/think-worker/js/shim.mjs, README "Memory"), the size the shim saw just before it
 //   reset the instance;
 // - wasm after: the linear memory once the isolate is quiescent (no call in flight, no
 //   background task), i.e. after the idle reset if there was one, summed over every

@@ -15,7 +15,7 @@ export function rustWorker(build, name = "rust") {
     compatibilityFlags: ["nodejs_compat"],
     durableObjects: { BENCH_RUST: { className: "BenchRust", useSQLite: true } },
     r2Buckets: ["WORKSPACE_R2"],
-    // The idle reset's threshold (js/shim.mjs; README "Memory"): the product's default
+    // The idle reset's threshold (crates/think-worker/js/shim.mjs; README "Memory"): the product's default
     // unless THINK_IDLE_RESET_MB is set (0 turns it off, for a comparison).
     ...(process.env.THINK_IDLE_RESET_MB ? { bindings: { THINK_IDLE_RESET_MB: process.env.THINK_IDLE_RESET_MB } } : {}),
   };

@@ -1,7 +1,7 @@
 // The bash corpus as a regression test: just-bash (the bundled browser build, through
-// js/bash/bridge.mjs) against GNU bash over tests/bash-corpus/scripts. The match rate may not
+// crates/think-worker/js/bash/bridge.mjs) against GNU bash over tests/bash-corpus/scripts. The match rate may not
 // drop, and every mismatch must be one of the known, documented differences
-// (js/bash/README.md). Run `node tests/bash-corpus/compare.mjs --verbose` for the report.
+// (crates/think-worker/js/bash/README.md). Run `node tests/bash-corpus/compare.mjs --verbose` for the report.
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { existsSync } from "node:fs";

@@ -1,5 +1,5 @@
 // The `bash` tool in the built Worker: the scripted model calls it, just-bash (bundled from
-// js/bash/bridge.mjs) runs the script in workerd, and the changes land in the agent's real
+// crates/think-worker/js/bash/bridge.mjs) runs the script in workerd, and the changes land in the agent's real
 // workspace, where the other tools see them.
 import { test, before, after } from "node:test";
 import assert from "node:assert/strict";

@@ -1,4 +1,4 @@
-// The idle reset (js/shim.mjs, src/wasm/idle.rs; README "Memory"): wasm linear memory never
+// The idle reset (crates/think-worker/js/shim.mjs, crates/think-worker/src/idle.rs; README "Memory"): wasm linear memory never
 // shrinks, so after a call leaves it above THINK_IDLE_RESET_MB (default 16), or holds more
 // than a quarter of that beyond what the work since the last idle point needed at once, and
 // nothing runs in the background, the shim resets the wasm instance and rebuilds each object

@@ -52,7 +52,7 @@ after(async () => {
 
 /**
  * The wasm linear memory's high-water mark of the turn that followed `resetsBefore` idle
- * resets: the size the shim saw when it reset the instance after the turn (js/shim.mjs), or
+ * resets: the size the shim saw when it reset the instance after the turn (crates/think-worker/js/shim.mjs), or
  * the size now if the turn left it under the threshold.
  */
 async function wasmHighWater(resetsBefore) {

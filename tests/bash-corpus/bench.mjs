@@ -1,7 +1,7 @@
 #!/usr/bin/env node
 // Rough cost of one bash tool call in just-bash: mount N files of ~1 KB (Think's default
 // limit is 1,000), run a script over them, and collect the final filesystem, all through
-// js/bash/bridge.mjs. Prints the median wall time per script over several runs (the `true`
+// crates/think-worker/js/bash/bridge.mjs. Prints the median wall time per script over several runs (the `true`
 // script is the fixed cost: mount plus collecting the final filesystem).
 //
 // Usage: JUST_BASH=/path/to/node_modules/just-bash node tests/bash-corpus/bench.mjs [files] [runs]

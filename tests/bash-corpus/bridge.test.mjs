@@ -1,4 +1,4 @@
-// Tests of js/bash/bridge.mjs against the real just-bash:
+// Tests of crates/think-worker/js/bash/bridge.mjs against the real just-bash:
 //   node --test tests/bash-corpus/bridge.test.mjs   (part of `npm test`; JUST_BASH: see load-bridge.mjs)
 import assert from "node:assert/strict";
 import { test } from "node:test";

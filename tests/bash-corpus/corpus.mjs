@@ -1,5 +1,5 @@
 // The bash corpus: every script in tests/bash-corpus/scripts runs twice over the fixture tree
-// in fixture.json: once in just-bash through js/bash/bridge.mjs (fixture mounted at /, cwd /),
+// in fixture.json: once in just-bash through crates/think-worker/js/bash/bridge.mjs (fixture mounted at /, cwd /),
 // once in /bin/bash (fixture written to a temp dir, cwd there). Scripts use relative paths, so
 // both sides see the same tree. Results compare stdout and exit code (and, separately, the
 // final files) and name the known cause of each mismatch.

@@ -1,4 +1,4 @@
-// Imports js/bash/bridge.mjs under plain Node with its bare `just-bash` import pointed at
+// Imports crates/think-worker/js/bash/bridge.mjs under plain Node with its bare `just-bash` import pointed at
 // a chosen build:
 //   JUST_BASH        just-bash package dir; default <repo>/node_modules/just-bash
 //   JUST_BASH_BUILD  "browser" (default: dist/bundle/browser.js, the build wrangler and
@@ -22,6 +22,6 @@ const hook = `export async function resolve(s, c, next) {
   return next(s, c);
 }`;
 register("data:text/javascript," + encodeURIComponent(hook));
-export const { runBash } = await import(pathToFileURL(join(repo, "js/bash/bridge.mjs")).href);
+export const { runBash } = await import(pathToFileURL(join(repo, "crates/think-worker/js/bash/bridge.mjs")).href);
 /** The roots whose new paths the bash tool never writes back (src/tools/workspace/bash). */
 export const EXCLUDED_ROOTS = ["/tmp", "/bin", "/usr", "/dev", "/proc", "/sys"];

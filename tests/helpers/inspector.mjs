@@ -112,7 +112,7 @@ export async function openInspector(port, worker) {
       return result.value;
     },
     /**
-     * The entry shim's idle-reset state (js/shim.mjs): `{resets, inFlight, pending, busy,
+     * The entry shim's idle-reset state (crates/think-worker/js/shim.mjs): `{resets, inFlight, pending, busy,
      * lastReset: {bytes, needed, after, at} | null, lastCheck: {bytes, needed, held} | null}`,
      * `busy` being the Rust side's background tasks.
      */

@@ -41,7 +41,7 @@ export function options({ persistDir, vars, withCaller, inspectorPort, ai, tail,
     // wrangler.toml's [[worker_loaders]]: the `execute` tool's sandbox isolates.
     workerLoaders: { LOADER: {} },
     // THINK_IDLE_RESET_MB from the test's environment, e.g. 1 to reset the wasm instance
-    // whenever it is idle (js/shim.mjs), which runs any test through that path.
+    // whenever it is idle (crates/think-worker/js/shim.mjs), which runs any test through that path.
     bindings: process.env.THINK_IDLE_RESET_MB ? { THINK_IDLE_RESET_MB: process.env.THINK_IDLE_RESET_MB, ...vars } : vars,
     // The chat page, as wrangler.toml's [assets] (run_worker_first = ["/agents/*"]).
     assets: {
