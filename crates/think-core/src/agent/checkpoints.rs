@@ -5,6 +5,7 @@
 //! file decides when to take one, refuses a rewind while a turn runs, tells every tab what a
 //! rewind changed, and carries a fork's pages to the new instance over a [`ForkLink`].
 
+use futures::future::LocalBoxFuture;
 use std::cell::RefCell;
 use std::rc::Rc;
 
@@ -303,7 +304,21 @@ impl Agent {
 
     /// The receiving side of a fork (DO RPC `forkRpc(method, json)`): `begin` claims this
     /// instance if it is empty, `page` imports one page, `finish` tells the tabs.
-    pub async fn fork_rpc(self: &Rc<Self>, method: &str, arg: &str) -> Result<Value, ForkError> {
+    ///
+    /// Boxed here and never inlined, so the Workers glue (another crate) polls the one copy of
+    /// the state machine compiled in this crate: an `async fn` body is compiled again in each
+    /// crate that awaits it (34 KB of the wasm's gzip once the glue was a crate of its own).
+    #[inline(never)]
+    pub fn fork_rpc<'a>(
+        self: &'a Rc<Self>,
+        method: &'a str,
+        arg: &'a str,
+    ) -> LocalBoxFuture<'a, Result<Value, ForkError>> {
+        Box::pin(self.fork_rpc_inner(method, arg))
+    }
+
+    /// The body of [`Self::fork_rpc`].
+    async fn fork_rpc_inner(self: &Rc<Self>, method: &str, arg: &str) -> Result<Value, ForkError> {
         let call: ForkCall =
             serde_json::from_str(arg).map_err(|e| ForkError::BadRequest(e.to_string()))?;
         let failed = |e: &dyn std::fmt::Display| ForkError::Failed(e.to_string());

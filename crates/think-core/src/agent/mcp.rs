@@ -2,6 +2,7 @@
 //! the `cf_agent_mcp_servers` push on every change, and the background listeners that
 //! receive `tools/list_changed` from servers.
 
+use futures::future::LocalBoxFuture;
 use std::rc::Rc;
 
 use async_trait::async_trait;
@@ -103,7 +104,21 @@ impl Agent {
     /// The OAuth callback (`GET <callback path>?code=…&state=…`): completes the authorization
     /// whose state it carries and answers with a page for the user. `None` when `path` is no
     /// server's callback path.
-    pub async fn on_mcp_callback(self: &Rc<Self>, path: &str, query: &str) -> Option<HttpReply> {
+    ///
+    /// Boxed here and never inlined, so the Workers glue (another crate) polls the one copy of
+    /// the state machine compiled in this crate: an `async fn` body is compiled again in each
+    /// crate that awaits it (34 KB of the wasm's gzip once the glue was a crate of its own).
+    #[inline(never)]
+    pub fn on_mcp_callback<'a>(
+        self: &'a Rc<Self>,
+        path: &'a str,
+        query: &'a str,
+    ) -> LocalBoxFuture<'a, Option<HttpReply>> {
+        Box::pin(self.on_mcp_callback_inner(path, query))
+    }
+
+    /// The body of [`Self::on_mcp_callback`].
+    async fn on_mcp_callback_inner(self: &Rc<Self>, path: &str, query: &str) -> Option<HttpReply> {
         let mcp = self.mcp.as_ref()?;
         if !mcp.is_callback_path(path) {
             return None;

@@ -32,6 +32,7 @@ mod tests;
 #[cfg(test)]
 mod memory_tests;
 
+use futures::future::LocalBoxFuture;
 use std::cell::RefCell;
 use std::collections::{BTreeMap, BTreeSet};
 use std::rc::Rc;
@@ -309,7 +310,17 @@ impl Agent {
     /// Work to do once per start of the instance: recover a turn a crash interrupted, and
     /// the capabilities' start sweeps and start-up work (reconnecting MCP servers, loading
     /// extensions). The glue runs it in the background.
-    pub async fn start(self: Rc<Self>) {
+    ///
+    /// Boxed here and never inlined, so the Workers glue (another crate) polls the one copy of
+    /// the state machine compiled in this crate: an `async fn` body is compiled again in each
+    /// crate that awaits it (34 KB of the wasm's gzip once the glue was a crate of its own).
+    #[inline(never)]
+    pub fn start(self: Rc<Self>) -> LocalBoxFuture<'static, ()> {
+        Box::pin(self.start_inner())
+    }
+
+    /// The body of [`Self::start`].
+    async fn start_inner(self: Rc<Self>) {
         // A paused execution must expire even if nothing else wakes the object; no later
         // than the cleanup interval, so an alarm already due is not pushed back far.
         if let Some(at) = self.sweep_capabilities(Sweep::Start).await {
@@ -322,7 +333,17 @@ impl Agent {
     /// The alarm: keeps a running turn's heartbeat, recovers interrupted turns, sweeps old
     /// stream buffers and ledger entries, and runs the capabilities' sweeps (expired
     /// executions, idle browser sessions, indexing written files for `grep`).
-    pub async fn on_alarm(self: Rc<Self>) {
+    ///
+    /// Boxed here and never inlined, so the Workers glue (another crate) polls the one copy of
+    /// the state machine compiled in this crate: an `async fn` body is compiled again in each
+    /// crate that awaits it (34 KB of the wasm's gzip once the glue was a crate of its own).
+    #[inline(never)]
+    pub fn on_alarm(self: Rc<Self>) -> LocalBoxFuture<'static, ()> {
+        Box::pin(self.on_alarm_inner())
+    }
+
+    /// The body of [`Self::on_alarm`].
+    async fn on_alarm_inner(self: Rc<Self>) {
         if self.rt.borrow().active.is_some() || self.rt.borrow().waiting_recovery.is_some() {
             self.deps.alarm.set(self.now() + HEARTBEAT_MS);
             return;
@@ -556,7 +577,17 @@ impl Agent {
     }
 
     /// Handles one text frame from connection `conn`.
-    pub async fn on_message(self: Rc<Self>, conn: &str, text: &str) {
+    ///
+    /// Boxed here and never inlined, so the Workers glue (another crate) polls the one copy of
+    /// the state machine compiled in this crate: an `async fn` body is compiled again in each
+    /// crate that awaits it (34 KB of the wasm's gzip once the glue was a crate of its own).
+    #[inline(never)]
+    pub fn on_message<'a>(self: Rc<Self>, conn: &'a str, text: &'a str) -> LocalBoxFuture<'a, ()> {
+        Box::pin(self.on_message_inner(conn, text))
+    }
+
+    /// The body of [`Self::on_message`].
+    async fn on_message_inner(self: Rc<Self>, conn: &str, text: &str) {
         match frames::parse_client_frame(text) {
             Ok(ClientFrame::ChatRequest(req)) => self.on_chat_request(conn, req).await,
             Ok(ClientFrame::Cancel { id }) => self.cancel(&id),
@@ -577,7 +608,25 @@ impl Agent {
     /// Calls a callable by name: the app's own first, then the capabilities' (`skills`,
     /// `usage`, `getContext`, Code Mode's, the workspace's, MCP's, ...). Those of a
     /// switched-off feature refuse, saying so.
-    pub async fn call(self: &Rc<Self>, method: &str, args: Vec<Value>) -> Result<Value, CallError> {
+    ///
+    /// Boxed here and never inlined, so the Workers glue (another crate) polls the one copy of
+    /// the state machine compiled in this crate: an `async fn` body is compiled again in each
+    /// crate that awaits it (34 KB of the wasm's gzip once the glue was a crate of its own).
+    #[inline(never)]
+    pub fn call<'a>(
+        self: &'a Rc<Self>,
+        method: &'a str,
+        args: Vec<Value>,
+    ) -> LocalBoxFuture<'a, Result<Value, CallError>> {
+        Box::pin(self.call_inner(method, args))
+    }
+
+    /// The body of [`Self::call`].
+    async fn call_inner(
+        self: &Rc<Self>,
+        method: &str,
+        args: Vec<Value>,
+    ) -> Result<Value, CallError> {
         if let Some(f) = self.spec.callables.get(method).cloned() {
             return f(args).await;
         }

@@ -2,6 +2,7 @@
 //! and, when this instance is a child, taking a run, answering its parent's tail calls,
 //! cancels and approvals, and ending the run once the child is idle.
 
+use futures::future::LocalBoxFuture;
 use std::rc::Rc;
 
 use async_trait::async_trait;
@@ -102,7 +103,22 @@ impl Agent {
     }
 
     /// As a child: the parent's tail call.
-    pub async fn agent_tool_events(&self, run_id: &str, cursor: i64, wait_ms: u64) -> Batch {
+    ///
+    /// Boxed here and never inlined, so the Workers glue (another crate) polls the one copy of
+    /// the state machine compiled in this crate: an `async fn` body is compiled again in each
+    /// crate that awaits it (34 KB of the wasm's gzip once the glue was a crate of its own).
+    #[inline(never)]
+    pub fn agent_tool_events<'a>(
+        &'a self,
+        run_id: &'a str,
+        cursor: i64,
+        wait_ms: u64,
+    ) -> LocalBoxFuture<'a, Batch> {
+        Box::pin(self.agent_tool_events_inner(run_id, cursor, wait_ms))
+    }
+
+    /// The body of [`Self::agent_tool_events`].
+    async fn agent_tool_events_inner(&self, run_id: &str, cursor: i64, wait_ms: u64) -> Batch {
         self.subagents.tail_batch(run_id, cursor, wait_ms, || self.waits_for_human()).await
     }
 

@@ -1,6 +1,7 @@
 //! Running a turn inside the agent: admitting chat requests, merging the turn's tools,
 //! streaming chunks to the tabs (and into the resumable buffer), and persisting the answer.
 
+use futures::future::LocalBoxFuture;
 use std::cell::RefCell;
 use std::collections::BTreeSet;
 use std::rc::Rc;
@@ -219,7 +220,17 @@ impl Agent {
 
     /// Runs a programmatic turn for `message` (DO RPC `chat()`): the message is persisted and
     /// shown to every tab like a typed one, and the stream goes to `rpc.observer` as well.
-    pub async fn chat(self: &Rc<Self>, message: UIMessage, rpc: RpcTurn) {
+    ///
+    /// Boxed here and never inlined, so the Workers glue (another crate) polls the one copy of
+    /// the state machine compiled in this crate: an `async fn` body is compiled again in each
+    /// crate that awaits it (34 KB of the wasm's gzip once the glue was a crate of its own).
+    #[inline(never)]
+    pub fn chat(self: &Rc<Self>, message: UIMessage, rpc: RpcTurn) -> LocalBoxFuture<'_, ()> {
+        Box::pin(self.chat_inner(message, rpc))
+    }
+
+    /// The body of [`Self::chat`].
+    async fn chat_inner(self: &Rc<Self>, message: UIMessage, rpc: RpcTurn) {
         let request_id = random_id(self.deps.clock.as_ref(), 8);
         let queued = self.spec.message_concurrency == MessageConcurrency::Queue;
         if !queued {

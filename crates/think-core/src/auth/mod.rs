@@ -35,9 +35,9 @@ pub mod jwt;
 #[cfg(test)]
 mod tests;
 
+use futures::future::LocalBoxFuture;
 use std::rc::Rc;
 
-use futures::future::LocalBoxFuture;
 use serde_json::Value;
 
 use crate::net::{classify_host, AddressClass, Url};
@@ -394,7 +394,21 @@ impl AccessControl {
 
     /// Decides about one request. A request that would be refused but is the MCP OAuth
     /// callback goes on as [`Decision::OAuthCallback`].
-    pub async fn check(&self, req: &AuthRequest, deps: &AuthDeps<'_>) -> Decision {
+    ///
+    /// Boxed here and never inlined, so the Workers glue (another crate) polls the one copy of
+    /// the state machine compiled in this crate: an `async fn` body is compiled again in each
+    /// crate that awaits it (34 KB of the wasm's gzip once the glue was a crate of its own).
+    #[inline(never)]
+    pub fn check<'a>(
+        &'a self,
+        req: &'a AuthRequest,
+        deps: &'a AuthDeps<'_>,
+    ) -> LocalBoxFuture<'a, Decision> {
+        Box::pin(self.check_inner(req, deps))
+    }
+
+    /// The body of [`Self::check`].
+    async fn check_inner(&self, req: &AuthRequest, deps: &AuthDeps<'_>) -> Decision {
         match self.decide(req, deps).await {
             Decision::Refuse(_) if is_oauth_callback(req) => Decision::OAuthCallback,
             decision => decision,

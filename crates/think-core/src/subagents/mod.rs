@@ -19,6 +19,7 @@ mod tool;
 #[cfg(test)]
 mod tests;
 
+use futures::future::LocalBoxFuture;
 use std::cell::{Cell, RefCell};
 use std::collections::{BTreeMap, VecDeque};
 use std::rc::Rc;
@@ -622,7 +623,20 @@ impl Subagents {
 
     /// The transcript of the descendant `path` names (tool call ids from this instance's
     /// children down), for the drill-in route; `Null` unless each of them has that run.
-    pub async fn child_messages(&self, path: &[String]) -> Result<Value, LinkError> {
+    ///
+    /// Boxed here and never inlined, so the Workers glue (another crate) polls the one copy of
+    /// the state machine compiled in this crate: an `async fn` body is compiled again in each
+    /// crate that awaits it (34 KB of the wasm's gzip once the glue was a crate of its own).
+    #[inline(never)]
+    pub fn child_messages<'a>(
+        &'a self,
+        path: &'a [String],
+    ) -> LocalBoxFuture<'a, Result<Value, LinkError>> {
+        Box::pin(self.child_messages_inner(path))
+    }
+
+    /// The body of [`Self::child_messages`].
+    async fn child_messages_inner(&self, path: &[String]) -> Result<Value, LinkError> {
         let Some((first, rest)) = path.split_first() else { return Ok(Value::Null) };
         let child = match self.child_for(first) {
             Ok(Some(child)) => child,
