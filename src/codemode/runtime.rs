@@ -761,6 +761,8 @@ impl CodeMode {
             snippets,
             modules: Vec::new(),
             timeout_ms: self.options.timeout_ms,
+            reuse: None,
+            input: Value::Null,
             output: Default::default(),
         };
         let limit = self.options.timeout_ms + TIMEOUT_MARGIN_MS;
