@@ -231,9 +231,13 @@ export async function run() {
   const rows = [];
   try {
     const want = (row) => !process.env.BENCH_SCALE_ROWS || process.env.BENCH_SCALE_ROWS.split(",").includes(row);
-    if (want("tabs")) rows.push(await manyTabs(model));
-    if (want("instances")) rows.push(await manyInstances(model));
-    if (want("transcript")) rows.push(...(await bigTranscript(model)));
+    const note = (added) => {
+      for (const r of added) process.stderr.write(`  ${r.name}: ${fmtS(r.ms)}, CPU ${fmtS(r.cpu)}, V8 peak ${fmtMB(r.v8Peak)} MB + wasm ${fmtMB(r.wasmHigh)} MB; ${r.per}\n`);
+      rows.push(...added);
+    };
+    if (want("tabs")) note([await manyTabs(model)]);
+    if (want("instances")) note([await manyInstances(model)]);
+    if (want("transcript")) note(await bigTranscript(model));
   } finally {
     await model.close();
   }

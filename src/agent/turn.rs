@@ -669,6 +669,7 @@ impl Agent {
         self.extensions_before_turn(&mut ctx).await;
         let clock = self.deps.clock.clone();
         let now = self.deps.clock.clone();
+        let pause = self.deps.clock.clone();
         let plan = TurnPlan {
             context: Some(self.session_step(model)),
             system: ctx.system,
@@ -678,6 +679,10 @@ impl Agent {
             tool_choice,
             new_id: Box::new(move || format!("approval_{}", random_id(clock.as_ref(), 16))),
             now: Some(Box::new(move || now.now_ms())),
+            between_steps: Some(Box::new(move || {
+                let clock = pause.clone();
+                Box::pin(async move { clock.sleep(0).await })
+            })),
         };
         let approval = |name: &str, input: &Value| {
             self.spec.approval.needs_approval(name, input) || self.skills.needs_approval(name)
