@@ -163,7 +163,7 @@ fn path_prop() -> Value {
 /// `state.*`: the agent's workspace.
 pub struct StateConnector {
     ws: Rc<Workspace>,
-    methods: Vec<MethodSpec>,
+    methods: Rc<[MethodSpec]>,
     /// Where writes record what they replace, so a rollback can undo them (`undo.rs`).
     undo: Option<Rc<dyn Sql>>,
 }
@@ -177,9 +177,19 @@ pub(crate) fn check_args(label: &str, schema: &Value, args: &Value) -> Result<()
         .map_err(|e| ConnectorError::InvalidInput(format!("Invalid input for {label}: {e}")))
 }
 
+thread_local! {
+    /// The `state.*` methods, built once per instance: every turn's connector shares them
+    /// (building their schemas was most of a turn's tool set).
+    static STATE_METHODS: Rc<[MethodSpec]> = Rc::from(StateConnector::method_specs());
+}
+
 impl StateConnector {
     /// The connector over `ws` (the same workspace the file tools use).
     pub fn new(ws: Rc<Workspace>) -> Self {
+        Self { ws, methods: STATE_METHODS.with(Rc::clone), undo: None }
+    }
+
+    fn method_specs() -> Vec<MethodSpec> {
         use CallKind::{Read, Write};
         let p = path_prop;
         let s = |d: &str| json!({"type": "string", "description": d});
@@ -501,7 +511,7 @@ impl StateConnector {
         for m in &mut methods {
             m.output_schema = state_output(&m.name);
         }
-        Self { ws, methods, undo: None }
+        methods
     }
 
     /// Records, before each write, what it replaces in the journal's `think_cm_undo` table
