@@ -854,11 +854,7 @@ impl Agent {
                 .in_continuation(active.continuation)
                 .for_messages(&active.message_ids),
         );
-        for id in self.deps.sockets.ids() {
-            if active.follows(&id) {
-                self.deps.sockets.send(&id, &done);
-            }
-        }
+        self.deps.sockets.broadcast(&done, &|id| active.follows(id));
         // The stream is over: its message is moved out, not copied (it can hold a large input).
         let mut message = active.acc.borrow_mut().take_message();
         if settle {
@@ -882,11 +878,7 @@ impl Agent {
     /// [`Agent::broadcast_live`] for a frame already serialized.
     pub(super) fn broadcast_live_text(&self, text: &str) {
         let rt = self.rt.borrow();
-        for id in self.deps.sockets.ids() {
-            if rt.active.as_ref().is_none_or(|a| a.follows(&id)) {
-                self.deps.sockets.send(&id, text);
-            }
-        }
+        self.deps.sockets.broadcast(text, &|id| rt.active.as_ref().is_none_or(|a| a.follows(id)));
     }
 
     /// Runs the calls a human approved in the last assistant message before the model is
