@@ -31,6 +31,8 @@ import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { isDeepStrictEqual } from "node:util";
 import * as codemode from "./codemode/bench.mjs";
+import * as extensions from "./extensions/run.mjs";
+import * as agentScale from "./agent-scale.mjs";
 import { openInspector } from "../tests/helpers/inspector.mjs";
 import { summarize, takeSnapshot } from "./heap-snapshot.mjs";
 import { rustWorker } from "./workers.mjs";
@@ -547,6 +549,9 @@ async function main() {
     await mf.dispose();
     fs.rmSync(persistDir, { recursive: true, force: true });
   }
+  // The shipped agent's extension and scale rows, each in a workerd of its own.
+  await extensions.run();
+  await agentScale.run();
 }
 
 main().then(

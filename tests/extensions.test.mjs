@@ -72,6 +72,18 @@ const MEMO = `({
   },
 })`;
 
+// Module state that lives as long as the extension's isolate: a count of its calls.
+const COUNTER = `(() => {
+  let calls = 0;
+  return {
+    tools: {
+      count: { description: "Counts its calls", parameters: {}, execute: async () => ++calls },
+      write: { description: "Writes a file", parameters: {}, execute: async (_, host) => { await host.writeFile("/counted.txt", String(calls)); return "written"; } },
+      spin: { description: "Loops forever", parameters: {}, execute: async () => { calls += 100; while (true) {} } },
+    },
+  };
+})()`;
+
 if (!INSIDE_NETNS) {
   runInNetns(import.meta.url, "the extension tests pass inside a loopback-only network namespace");
 } else {
@@ -291,6 +303,41 @@ if (!INSIDE_NETNS) {
     const fine = await call(tab, "calc_mul", { a: 2, b: 2 });
     assert.equal(fine.output, 4);
     await assert.rejects(rpc(tab, "loadExtension", [{ name: "broken", version: "1" }, "({ tools: { x: "]), /Invalid extension source/);
+    tab.close();
+  });
+
+  test("an extension's calls share its isolate; a timeout, a reload or another instance gets a fresh one", async () => {
+    const tab = await connect(worker.host, "ext-counter");
+    const manifest = { name: "counter", version: "1", permissions: { workspace: "read" } };
+    await rpc(tab, "loadExtension", [manifest, COUNTER]);
+    const count = async () => {
+      const out = await call(tab, "counter_count", {});
+      assert.equal(out.type, "tool-output-available", JSON.stringify(out));
+      return out.output;
+    };
+    assert.equal(await count(), 1);
+    assert.equal(await count(), 2, "the second call sees the module state the first left");
+    // The warm isolate has the same permissions: a write is refused by the host.
+    const write = await call(tab, "counter_write", {});
+    assert.equal(write.type, "tool-output-error");
+    assert.match(write.errorText, /Permission denied: host\.writeFile needs workspace "read-write"/);
+    assert.equal(await count(), 3);
+    // A call that timed out ends its isolate: the next one starts from a fresh module.
+    const spin = await call(tab, "counter_spin", {});
+    assert.match(spin.errorText, /timed out after 3000 ms/);
+    assert.equal(await count(), 1, "not 104: the timed-out isolate is not entered again");
+    // Loaded again, even with the same source, it gets a fresh isolate.
+    await rpc(tab, "unloadExtension", ["counter"]);
+    await rpc(tab, "loadExtension", [manifest, COUNTER]);
+    assert.equal(await count(), 1);
+    assert.equal(await count(), 2);
+    // Another agent instance with the same extension has an isolate of its own.
+    const other = await connect(worker.host, "ext-counter-2");
+    await rpc(other, "loadExtension", [manifest, COUNTER]);
+    const elsewhere = await call(other, "counter_count", {});
+    assert.equal(elsewhere.output, 1);
+    assert.equal(await count(), 3);
+    other.close();
     tab.close();
   });
 

@@ -4,9 +4,19 @@
 use std::cell::RefCell;
 use std::rc::Rc;
 
+use wasm_bindgen::prelude::wasm_bindgen;
+use wasm_bindgen::{JsCast, JsValue};
 use worker::{State, WebSocket};
 
 use think_core::platform::Sockets;
+
+#[wasm_bindgen]
+extern "C" {
+    /// A WebSocket seen only for `send` with a string made once for every socket it goes to.
+    type Socket;
+    #[wasm_bindgen(method, js_name = send, catch)]
+    fn send_value(this: &Socket, data: &JsValue) -> Result<(), JsValue>;
+}
 
 /// `Sockets` over the hibernation WebSocket API, with the open ids cached.
 pub struct DoSockets {
@@ -73,6 +83,22 @@ impl Sockets for DoSockets {
             let mut stale = false;
             for (_, ws) in s.iter().filter(|(i, _)| i == id) {
                 stale |= ws.send_with_str(text).is_err();
+            }
+            stale
+        });
+        if stale {
+            self.invalidate();
+        }
+    }
+
+    fn broadcast(&self, text: &str, to: &dyn Fn(&str) -> bool) {
+        let mut frame = None;
+        let stale = self.with_sockets(|s| {
+            let mut stale = false;
+            for (_, ws) in s.iter().filter(|(id, _)| to(id)) {
+                let frame = frame.get_or_insert_with(|| JsValue::from_str(text));
+                let ws: &web_sys::WebSocket = ws.as_ref();
+                stale |= ws.unchecked_ref::<Socket>().send_value(frame).is_err();
             }
             stale
         });

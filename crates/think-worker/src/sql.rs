@@ -110,11 +110,11 @@ export function takeLarge(i) {
   return typeof v === "string" ? encoder.encode(v) : v instanceof ArrayBuffer ? new Uint8Array(v) : new Uint8Array(v.buffer, v.byteOffset, v.byteLength);
 }
 // Whether a statement changed a row: workerd's `rowsWritten` counts the rows it wrote, their
-// index entries and its triggers' writes, so it is 0 exactly when it changed none.
+// index entries and its triggers' writes, so it is 0 exactly when it changed none. `exec`
+// runs a statement that returns no rows to its end before it returns (an error throws there),
+// so the cursor is not iterated.
 export function execChanged(sql, query, packedParams, big) {
-  const cursor = sql.exec(query, ...unpackParams(packedParams, big));
-  cursor.toArray();
-  return cursor.rowsWritten > 0;
+  return sql.exec(query, ...unpackParams(packedParams, big)).rowsWritten > 0;
 }
 export function execPacked(sql, query, packedParams, big, scratch, head) {
   // Large values go out of band, so the buffer stays small; one that grew is not kept.

@@ -497,19 +497,13 @@ impl Agent {
     }
 
     fn broadcast_text(&self, text: &str) {
-        for id in self.deps.sockets.ids() {
-            self.deps.sockets.send(&id, text);
-        }
+        self.deps.sockets.broadcast(text, &|_| true);
     }
 
     /// Sends `frame` to every connection except `except`.
     fn broadcast(&self, frame: &impl Serialize, except: Option<&str>) {
         let text = frames::to_text(frame);
-        for id in self.deps.sockets.ids() {
-            if Some(id.as_str()) != except {
-                self.deps.sockets.send(&id, &text);
-            }
-        }
+        self.deps.sockets.broadcast(&text, &|id| Some(id) != except);
     }
 
     /// Sends the transcript to one connection.

@@ -1105,7 +1105,7 @@ fn extensions_switched_off_are_all_gone_and_come_back_when_switched_on() {
     .unwrap();
     crate::extensions::store::ExtensionStore::open(sql.clone())
         .unwrap()
-        .put(&manifest, "({})", &described)
+        .put(&manifest, "({})", &described, None)
         .unwrap();
     let spec = |enabled: bool| {
         move |m| AgentSpec::new(m).extensions(ExtensionOptions { enabled, ..Default::default() })

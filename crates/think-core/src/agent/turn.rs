@@ -657,6 +657,7 @@ impl Agent {
         self.extensions_before_turn(&mut ctx).await;
         let clock = self.deps.clock.clone();
         let now = self.deps.clock.clone();
+        let pause = self.deps.clock.clone();
         let plan = TurnPlan {
             context: Some(self.session_step(model)),
             system: ctx.system,
@@ -666,6 +667,10 @@ impl Agent {
             tool_choice,
             new_id: Box::new(move || format!("approval_{}", random_id(clock.as_ref(), 16))),
             now: Some(Box::new(move || now.now_ms())),
+            between_steps: Some(Box::new(move || {
+                let clock = pause.clone();
+                Box::pin(async move { clock.sleep(0).await })
+            })),
         };
         let approval = |name: &str, input: &Value| {
             self.spec.approval.needs_approval(name, input) || self.skills.needs_approval(name)
@@ -844,11 +849,7 @@ impl Agent {
                 .in_continuation(active.continuation)
                 .for_messages(&active.message_ids),
         );
-        for id in self.deps.sockets.ids() {
-            if active.follows(&id) {
-                self.deps.sockets.send(&id, &done);
-            }
-        }
+        self.deps.sockets.broadcast(&done, &|id| active.follows(id));
         // The stream is over: its message is moved out, not copied (it can hold a large input).
         let mut message = active.acc.borrow_mut().take_message();
         if settle {
@@ -872,11 +873,7 @@ impl Agent {
     /// [`Agent::broadcast_live`] for a frame already serialized.
     pub(super) fn broadcast_live_text(&self, text: &str) {
         let rt = self.rt.borrow();
-        for id in self.deps.sockets.ids() {
-            if rt.active.as_ref().is_none_or(|a| a.follows(&id)) {
-                self.deps.sockets.send(&id, text);
-            }
-        }
+        self.deps.sockets.broadcast(text, &|id| rt.active.as_ref().is_none_or(|a| a.follows(id)));
     }
 
     /// Runs the calls a human approved in the last assistant message before the model is

@@ -620,6 +620,9 @@ struct PassOutcome {
     result: Option<Value>,
     error: Option<String>,
     logs: Vec<String>,
+    /// The execution's journal has calls (from this pass or an earlier one): the output's
+    /// summary reads them; without any it reads nothing.
+    calls: bool,
 }
 
 /// Rewrites the sandbox's load error (`… at user.js:L:C`) to the model's own line numbers.
@@ -687,18 +690,20 @@ impl CodeMode {
         if let Err(e) = self.journal().start(&id, code, tool_call_id, self.now()) {
             return json!({"status": "error", "executionId": id, "error": format!("The execution journal failed: {e}")});
         }
-        self.run_pass(&id, code, connectors).await
+        self.run_pass(&id, code, connectors, true).await
     }
 
     /// One pass of execution `id`, settled in the journal; returns the model's output.
+    /// `fresh`: the execution was just started, so its journal has no calls yet.
     async fn run_pass(
         self: &Rc<Self>,
         id: &str,
         code: &str,
         connectors: &[Rc<dyn Connector>],
+        fresh: bool,
     ) -> Value {
         let _slot = self.slots.acquire().await;
-        let outcome = self.pass(id, code, connectors).await;
+        let outcome = self.pass(id, code, connectors, fresh).await;
         let journal = self.journal();
         if let Err(e) = journal.settle(
             id,
@@ -723,9 +728,10 @@ impl CodeMode {
         id: &str,
         code: &str,
         connectors: &[Rc<dyn Connector>],
+        fresh: bool,
     ) -> PassOutcome {
         let normalized = normalize_code(code);
-        let log = self.journal().log(id).unwrap_or_default();
+        let log = if fresh { Vec::new() } else { self.journal().log(id).unwrap_or_default() };
         let next_seq = log.iter().map(|e| e.seq + 1).max().unwrap_or(0);
         let dispatcher = Rc::new(PassDispatcher {
             rt: self.clone(),
@@ -761,6 +767,8 @@ impl CodeMode {
             snippets,
             modules: Vec::new(),
             timeout_ms: self.options.timeout_ms,
+            reuse: None,
+            input: Value::Null,
             output: Default::default(),
         };
         let limit = self.options.timeout_ms + TIMEOUT_MARGIN_MS;
@@ -783,17 +791,25 @@ impl CodeMode {
             Ok(o) => (o.logs, Ok(o.result)),
             Err(e) => (Vec::new(), Err(e)),
         };
+        let calls = !pass.log.is_empty();
         let error = |message: String| PassOutcome {
             status: ExecStatus::Error,
             result: None,
             error: Some(message),
             logs: logs.clone(),
+            calls,
         };
         if let Some(fatal) = &pass.fatal {
             return error(fatal.clone());
         }
         if pass.paused {
-            return PassOutcome { status: ExecStatus::Paused, result: None, error: None, logs };
+            return PassOutcome {
+                status: ExecStatus::Paused,
+                result: None,
+                error: None,
+                logs,
+                calls,
+            };
         }
         match result {
             Ok(Ok(value)) => {
@@ -806,6 +822,7 @@ impl CodeMode {
                     result: Some(value),
                     error: None,
                     logs,
+                    calls,
                 }
             }
             Ok(Err(message)) => error(message),
@@ -846,7 +863,7 @@ impl CodeMode {
         if !o.logs.is_empty() {
             out.insert("logs".into(), json!(o.logs));
         }
-        if let Ok(log) = self.journal().log(id) {
+        if let Some(log) = o.calls.then(|| self.journal().log(id).ok()).flatten() {
             if !log.is_empty() {
                 let last: Vec<String> = log
                     .iter()
@@ -906,7 +923,7 @@ impl CodeMode {
         if !journal.resume(id, self.now())? {
             return Err(CodeModeError::NotPaused(id.to_owned(), "running"));
         }
-        Ok(self.run_pass(id, &row.code, connectors).await)
+        Ok(self.run_pass(id, &row.code, connectors, false).await)
     }
 
     /// `rejectExecution`: settles a paused execution as rejected.

@@ -61,6 +61,15 @@ pub struct SandboxRequest {
     pub modules: Vec<SandboxModule>,
     /// Wall-clock limit of the pass inside the isolate; also its CPU limit where supported.
     pub timeout_ms: u64,
+    /// Lets the pass enter the isolate of earlier passes that named the same key, which keeps
+    /// what their code left in its globals and modules (an extension's isolate, kept like
+    /// Think's). The key must name the modules and body exactly (they are not loaded again);
+    /// what differs per pass travels in `input`. `None` (Code Mode) is a fresh isolate.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reuse: Option<String>,
+    /// The pass's input, in scope of the body as `__think_input` (an extension's operation).
+    #[serde(default)]
+    pub input: Value,
     /// What may leave the isolate, enforced inside it before anything is copied out.
     #[serde(flatten)]
     pub output: OutputLimits,

@@ -1,8 +1,12 @@
-//! One operation of an extension in a fresh Code Mode sandbox isolate: its source as a
-//! module (`export default (<source>);`, loops guarded as Code Mode guards them), the
-//! isolate-side runtime `runtime.js` (beside this file), and a body that runs `describe`, a tool
-//! or a hook. With network hosts the pass goes through the sandbox's gateway, otherwise the
-//! isolate has no outbound at all.
+//! One operation of an extension in a Code Mode sandbox isolate: its source as a module
+//! (`export default (<source>);`, loops guarded as Code Mode guards them), the isolate-side
+//! runtime `runtime.js` (beside this file), and a body that runs the operation it is handed as
+//! its input: `describe`, a tool or a hook. The modules and body are the same for every
+//! operation of one load, so the operations of a load share one isolate, named by
+//! [`Pass::reuse`] (Think keeps one isolate per extension too): the source is compiled once,
+//! and what its code keeps in module state lives from one call to the next. With network
+//! hosts the pass goes through the sandbox's gateway, otherwise the isolate has no outbound
+//! at all.
 
 use std::rc::Rc;
 
@@ -10,6 +14,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 
 use super::bridge::{HostBridge, HostMethod, HOST_CONNECTOR};
+use super::manifest::Manifest;
 use super::ExtensionError;
 use crate::codemode::normalize::guard_loops;
 use crate::codemode::sandbox::{OutputLimits, SandboxModule};
@@ -85,7 +90,13 @@ pub struct Pass<'a> {
     pub timeout_ms: u64,
     /// The largest result, in bytes of JSON.
     pub max_result_bytes: usize,
+    /// The key of the isolate this load's operations share; `None` runs each in a fresh one.
+    pub reuse: Option<String>,
 }
+
+/// The body of every operation: the runtime runs the operation handed in as the input.
+const BODY: &str =
+    "const rt = await import(\"./think_ext_runtime.js\");\nreturn await rt.run(__think_input);";
 
 /// The sandbox request of one operation.
 pub fn request(pass: &Pass<'_>, op: &Op<'_>, id: String) -> SandboxRequest {
@@ -98,11 +109,9 @@ pub fn request(pass: &Pass<'_>, op: &Op<'_>, id: String) -> SandboxRequest {
             "kind": "hook", "name": name, "context": context, "maxChars": pass.max_result_bytes
         }),
     };
-    let body =
-        format!("const rt = await import(\"./{RUNTIME_MODULE}\");\nreturn await rt.run({op});");
     SandboxRequest {
         id,
-        body,
+        body: BODY.into(),
         namespaces: vec![Namespace {
             name: HOST_CONNECTOR.into(),
             methods: HostMethod::ALL.iter().map(|m| m.as_str().to_owned()).collect(),
@@ -116,8 +125,23 @@ pub fn request(pass: &Pass<'_>, op: &Op<'_>, id: String) -> SandboxRequest {
             SandboxModule { name: RUNTIME_MODULE.into(), source: RUNTIME_JS.into() },
         ],
         timeout_ms: pass.timeout_ms,
+        reuse: pass.reuse.clone(),
+        input: op,
         output: OutputLimits { max_result_chars: pass.max_result_bytes, ..Default::default() },
     }
+}
+
+/// The key of the isolate a load's operations share: the load's random `token` (a load after
+/// an unload has another, so it never enters its predecessor's isolate) and a hash of what
+/// the isolate is made of and may do (the manifest, hence the network grant, the source, the
+/// runtime, and `limits`, the private-network switch and time limits in force).
+pub fn isolate_key(manifest: &Manifest, source: &str, limits: &str, token: &str) -> String {
+    let mut made_of = serde_json::to_string(manifest).unwrap_or_default();
+    for part in [source, RUNTIME_JS, limits] {
+        made_of.push('\0');
+        made_of.push_str(part);
+    }
+    format!("ext:{token}:{:016x}", xxhash_rust::xxh3::xxh3_64(made_of.as_bytes()))
 }
 
 /// Runs one operation and returns its JSON result, or why there is none.

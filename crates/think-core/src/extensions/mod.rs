@@ -1,9 +1,10 @@
 //! Extensions: sandboxed JavaScript, written by the app (`AgentSpec::extension`) or by the
 //! model (`load_extension`), that adds tools, context blocks and hooks at run time (Think's
-//! `ExtensionManager`). Each operation runs in a fresh Code Mode sandbox isolate
-//! ([`isolate`]); the isolate reaches the agent only through the `host` object, whose calls
-//! [`bridge`] checks against the manifest's permissions, and the network only through the
-//! host's gateway, which lets through just the hosts the manifest lists
+//! `ExtensionManager`). The operations of one load run in one Code Mode sandbox isolate,
+//! entered again for each (a fresh one after a crash or a timeout, see [`isolate`]); the
+//! isolate reaches the agent only through the `host` object, whose every call [`bridge`]
+//! checks against the manifest's permissions, and the network only through the host's
+//! gateway, which lets through just the hosts the manifest lists
 //! ([`crate::net::grant`]).
 //!
 //! Loaded extensions are stored in SQLite with what their source describes, so they come
@@ -239,6 +240,9 @@ pub struct Loaded {
     pub hooks: Vec<HookName>,
     /// From the app's spec (not stored, cannot be unloaded).
     pub is_static: bool,
+    /// The key of the isolate its operations share ([`isolate::isolate_key`]); `None` runs
+    /// each in a fresh isolate (no store to keep a load token in).
+    pub isolate: Option<String>,
 }
 
 impl Loaded {
@@ -304,6 +308,9 @@ pub struct Extensions {
     slots: crate::codemode::sandbox::Slots,
     /// (extension, hook) pairs whose run ended with the process; skipped until a reload.
     stopped_hooks: RefCell<Vec<(String, HookName)>>,
+    /// The load token of the app's static extensions in this instance (they are described
+    /// again at every start, so their isolates are this instance's own).
+    static_token: RefCell<Option<String>>,
 }
 
 impl Extensions {
@@ -330,6 +337,7 @@ impl Extensions {
             passes: Cell::new(0),
             slots: crate::codemode::sandbox::Slots::new(MAX_ISOLATES_IN_FLIGHT),
             stopped_hooks: RefCell::default(),
+            static_token: RefCell::default(),
         };
         this.note_stopped_hooks();
         this.restore();
@@ -383,9 +391,23 @@ impl Extensions {
             Err(e) => return crate::platform::log(&format!("think-rs: extensions: {e}")),
         };
         for row in rows {
-            let registered = row.and_then(|(manifest, source, description)| {
+            let registered = row.and_then(|(manifest, source, description, token)| {
                 let hooks = hooks_of(&manifest, &description)?;
-                self.register(Loaded { manifest, source, description, hooks, is_static: false })
+                // A row stored before load tokens gets one now.
+                let token = token.or_else(|| {
+                    let token = store.new_token().ok()?;
+                    store.set_token(&manifest.name, &token).ok()?;
+                    Some(token)
+                });
+                let isolate = token.map(|t| self.isolate_key(&manifest, &source, &t));
+                self.register(Loaded {
+                    manifest,
+                    source,
+                    description,
+                    hooks,
+                    is_static: false,
+                    isolate,
+                })
             });
             if let Err(e) = registered {
                 crate::platform::log(&format!("think-rs: a stored extension was skipped: {e}"));
@@ -402,7 +424,8 @@ impl Extensions {
         *started = true;
         let mut placed_statics = 0;
         for (manifest, source) in &self.statics {
-            let loaded = self.describe(manifest.clone(), source.clone(), true).await;
+            let token = self.static_token();
+            let loaded = self.describe(manifest.clone(), source.clone(), true, token).await;
             let placed = loaded.and_then(|l| {
                 if let Some(dup) = self.get(&l.manifest.name) {
                     // A stored extension of the same name gives way to the app's own.
@@ -485,7 +508,27 @@ impl Extensions {
     }
 
     fn pass<'a>(&'a self, loaded: &'a Loaded, timeout_ms: u64) -> Result<Pass<'a>, ExtensionError> {
-        self.pass_for(&loaded.manifest, &loaded.source, timeout_ms)
+        self.pass_for(&loaded.manifest, &loaded.source, timeout_ms, loaded.isolate.clone())
+    }
+
+    /// The isolate key of a load of `manifest` and `source` with `token`, under the options
+    /// in force.
+    fn isolate_key(&self, manifest: &Manifest, source: &str, token: &str) -> String {
+        let o = &self.options;
+        let limits = format!(
+            "{} {} {} {}",
+            o.allow_private_network, o.tool_timeout_ms, o.hook_timeout_ms, o.max_result_bytes
+        );
+        isolate::isolate_key(manifest, source, &limits, token)
+    }
+
+    /// The load token of the static extensions, made once per instance.
+    fn static_token(&self) -> Option<String> {
+        let mut token = self.static_token.borrow_mut();
+        if token.is_none() {
+            *token = self.store.as_ref().and_then(|s| s.new_token().ok());
+        }
+        token.clone()
     }
 
     fn pass_for<'a>(
@@ -493,6 +536,7 @@ impl Extensions {
         manifest: &'a Manifest,
         source: &'a str,
         timeout_ms: u64,
+        reuse: Option<String>,
     ) -> Result<Pass<'a>, ExtensionError> {
         let sandbox = self.sandbox.as_deref().ok_or_else(|| {
             ExtensionError::Unavailable("the agent has no sandbox (the LOADER binding)".into())
@@ -512,6 +556,7 @@ impl Extensions {
             )),
             timeout_ms,
             max_result_bytes: self.options.max_result_bytes,
+            reuse,
         })
     }
 
@@ -520,12 +565,14 @@ impl Extensions {
         format!("ext_{}_{}", manifest.prefix(), self.passes.get())
     }
 
-    /// Checks the manifest, runs the source's `describe` and checks what it describes.
+    /// Checks the manifest, runs the source's `describe` (in the isolate of the load with
+    /// `token`, which its calls then find warm) and checks what it describes.
     async fn describe(
         &self,
         manifest: Manifest,
         source: String,
         is_static: bool,
+        token: Option<String>,
     ) -> Result<Loaded, ExtensionError> {
         manifest.validate()?;
         if source.len() > MAX_SOURCE_BYTES {
@@ -537,7 +584,9 @@ impl Extensions {
         if source.trim().is_empty() {
             return Err(ExtensionError::InvalidSource("the source is empty".into()));
         }
-        let pass = self.pass_for(&manifest, &source, self.options.tool_timeout_ms)?;
+        let isolate = token.map(|t| self.isolate_key(&manifest, &source, &t));
+        let pass =
+            self.pass_for(&manifest, &source, self.options.tool_timeout_ms, isolate.clone())?;
         let id = self.next_id(&manifest);
         let _slot = self.slots.acquire().await;
         let value = isolate::run(&pass, Op::Describe, id).await.map_err(|e| match e {
@@ -548,7 +597,7 @@ impl Extensions {
             .map_err(|e| ExtensionError::InvalidSource(format!("describe() returned {e}")))?;
         check_description(&manifest, &description)?;
         let hooks = hooks_of(&manifest, &description)?;
-        Ok(Loaded { manifest, source, description, hooks, is_static })
+        Ok(Loaded { manifest, source, description, hooks, is_static, isolate })
     }
 
     /// Loads an extension at run time (the model's `load_extension`, or the app): checks
@@ -561,11 +610,12 @@ impl Extensions {
     ) -> Result<ExtensionInfo, ExtensionError> {
         self.ensure_started().await;
         self.check_free(&manifest)?;
-        let loaded = self.describe(manifest, source, false).await?;
+        let token = self.store.as_ref().and_then(|s| s.new_token().ok());
+        let loaded = self.describe(manifest, source, false, token.clone()).await?;
         // Another load of the name may have finished while this one was described.
         self.check_free(&loaded.manifest)?;
         if let Some(store) = &self.store {
-            store.put(&loaded.manifest, &loaded.source, &loaded.description)?;
+            store.put(&loaded.manifest, &loaded.source, &loaded.description, token.as_deref())?;
         }
         self.forget_stopped(&loaded.manifest.name);
         let info = ExtensionInfo::from(&loaded);

@@ -238,18 +238,24 @@ struct Env {
 }
 
 fn env() -> Env {
-    let sql = Rc::new(SqliteSql::new());
-    let clock = ManualClock::new();
-    let ws = Rc::new(Workspace::new(sql.clone(), clock));
-    let memory = ContextBlock {
-        label: "memory".into(),
-        description: None,
-        kind: BlockKind::Writable,
-        max_tokens: None,
-        content: Some("remember this".into()),
-    };
-    let session = Session::open(sql.clone(), vec![memory], None).unwrap();
-    Env { sql, ws, session }
+    Env::over(Rc::new(SqliteSql::new()))
+}
+
+impl Env {
+    /// An instance over the database `sql`.
+    fn over(sql: Rc<SqliteSql>) -> Env {
+        let clock = ManualClock::new();
+        let ws = Rc::new(Workspace::new(sql.clone(), clock));
+        let memory = ContextBlock {
+            label: "memory".into(),
+            description: None,
+            kind: BlockKind::Writable,
+            max_tokens: None,
+            content: Some("remember this".into()),
+        };
+        let session = Session::open(sql.clone(), vec![memory], None).unwrap();
+        Env { sql, ws, session }
+    }
 }
 
 impl Env {
@@ -358,9 +364,8 @@ impl Scripted {
     }
 
     fn op(request: &SandboxRequest) -> Value {
-        let start = request.body.find("rt.run(").expect("an operation") + "rt.run(".len();
-        let end = request.body.rfind(");").unwrap();
-        serde_json::from_str(&request.body[start..end]).expect("the operation is JSON")
+        assert!(request.body.contains("rt.run(__think_input)"), "{}", request.body);
+        request.input.clone()
     }
 
     async fn answer(
@@ -485,6 +490,74 @@ fn loading_registers_tools_and_blocks_persists_and_unloads() {
         block_on(restarted.unload("math")).unwrap_err().to_string(),
         "Extension \"math\" is not loaded."
     );
+}
+
+/// The isolate key of the last pass.
+fn last_key(sandbox: &Scripted) -> Option<String> {
+    sandbox.last.borrow().as_ref().and_then(|(request, _)| request.reuse.clone())
+}
+
+#[test]
+fn the_operations_of_one_load_share_an_isolate_and_a_reload_gets_another() {
+    let env = env();
+    let sandbox = Scripted::new(math_description());
+    let ext = runtime(&env, &sandbox, vec![]);
+    block_on(ext.load(math(), MATH.into())).unwrap();
+    let described = last_key(&sandbox).expect("describe names the load's isolate");
+    assert!(described.starts_with("ext:"), "{described}");
+    block_on(ext.tools()[0].execute(json!({"a": 1, "b": 2}), &ctx())).unwrap();
+    assert_eq!(last_key(&sandbox).as_ref(), Some(&described), "a call enters the same isolate");
+    let (request, _) = sandbox.last.borrow().clone().unwrap();
+    assert_eq!(request.input["kind"], "tool", "the operation travels as the input");
+    assert_eq!(request.input["args"], json!({"a": 1, "b": 2}));
+
+    // The same load after a restart of the object: the same isolate.
+    let env = env.restarted();
+    let restarted = runtime(&env, &sandbox, vec![]);
+    block_on(restarted.tools()[0].execute(json!({"a": 1, "b": 2}), &ctx())).unwrap();
+    assert_eq!(last_key(&sandbox).as_ref(), Some(&described));
+
+    // Unloaded and loaded again, the same source gets a fresh isolate; so does another one.
+    block_on(restarted.unload("math")).unwrap();
+    block_on(restarted.load(math(), MATH.into())).unwrap();
+    let reloaded = last_key(&sandbox).unwrap();
+    assert_ne!(reloaded, described);
+    block_on(restarted.tools()[0].execute(json!({"a": 1, "b": 2}), &ctx())).unwrap();
+    assert_eq!(last_key(&sandbox), Some(reloaded.clone()));
+    let other = manifest(json!({"name": "other", "version": "1"}));
+    block_on(restarted.load(other, MATH.replace("a + b", "b + a"))).unwrap();
+    assert!(![&described, &reloaded].contains(&&last_key(&sandbox).unwrap()));
+
+    // A row stored before load tokens gets one, kept from then on.
+    let old = Rc::new(SqliteSql::new());
+    let store = super::store::ExtensionStore::open(old.clone()).unwrap();
+    let described_math = serde_json::from_value(math_description()).unwrap();
+    store.put(&math(), MATH, &described_math, None).unwrap();
+    let keys: Vec<_> = (0..2)
+        .map(|_| {
+            let env = Env::over(old.clone());
+            let ext = runtime(&env, &sandbox, vec![]);
+            block_on(ext.tools()[0].execute(json!({"a": 1, "b": 2}), &ctx())).unwrap();
+            last_key(&sandbox).unwrap()
+        })
+        .collect();
+    assert_eq!(keys[0], keys[1]);
+
+    // The app's static extensions share an isolate within an instance, not across instances.
+    let statics = || vec![(manifest(json!({"name": "calc", "version": "2"})), MATH.to_string())];
+    let first = runtime(&env.restarted(), &sandbox, statics());
+    block_on(first.ensure_started());
+    let static_key = last_key(&sandbox).unwrap();
+    let calc = |ext: &Rc<Extensions>| {
+        let tool = ext.tools().into_iter().find(|t| t.definition().name == "calc_add").unwrap();
+        block_on(tool.execute(json!({"a": 1, "b": 2}), &ctx())).unwrap();
+    };
+    calc(&first);
+    assert_eq!(last_key(&sandbox), Some(static_key.clone()));
+    let second = runtime(&env.restarted(), &sandbox, statics());
+    block_on(second.ensure_started());
+    calc(&second);
+    assert_ne!(last_key(&sandbox), Some(static_key));
 }
 
 #[test]

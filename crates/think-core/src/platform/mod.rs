@@ -250,6 +250,16 @@ pub trait Sockets {
     fn ids(&self) -> Vec<String>;
     /// Sends one text frame; a closed socket is silently skipped.
     fn send(&self, id: &str, text: &str);
+    /// Sends one text frame to every open connection whose id `to` accepts. The Worker's
+    /// sockets make the frame's JavaScript string once and go over the sockets once, where a
+    /// [`Sockets::send`] per connection made a string per tab and looked each one up.
+    fn broadcast(&self, text: &str, to: &dyn Fn(&str) -> bool) {
+        for id in self.ids() {
+            if to(&id) {
+                self.send(&id, text);
+            }
+        }
+    }
 }
 
 thread_local! {

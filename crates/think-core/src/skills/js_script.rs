@@ -157,6 +157,8 @@ pub fn script_request(
         snippets: Vec::new(),
         modules: vec![SandboxModule { name: SCRIPT_MODULE.into(), source: guard_loops(source) }],
         timeout_ms: DEFAULT_TIMEOUT_MS,
+        reuse: None,
+        input: Value::Null,
         output: Default::default(),
     }
 }

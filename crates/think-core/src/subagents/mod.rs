@@ -361,9 +361,7 @@ impl Subagents {
     /// tabs that connect later ([`Self::replay_to`]).
     fn broadcast(&self, frame: &Value) {
         let text = frame.to_string();
-        for id in self.deps.sockets.ids() {
-            self.deps.sockets.send(&id, &text);
-        }
+        self.deps.sockets.broadcast(&text, &|_| true);
         if frame.get("event").and_then(events::kind_of).is_some_and(EventKind::is_terminal) {
             if let Err(e) = self.registry().note_end(frame, self.now()) {
                 self.warn("keeping a run's terminal event failed", e);

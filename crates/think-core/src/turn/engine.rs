@@ -2,6 +2,7 @@
 //! message chunks, run the called tools (concurrently), feed the results back, and stop on a
 //! text answer, a call that waits for a human, an abort, or the step limit.
 
+use futures::future::LocalBoxFuture;
 use futures::StreamExt;
 use serde_json::{Map, Value};
 
@@ -73,6 +74,11 @@ pub struct TurnPlan {
     /// The time in ms since the epoch, for the waits a failed answer asks for; `None` reads
     /// them as 0.
     pub now: Option<Box<dyn Fn() -> f64>>,
+    /// Awaited after a step's tools ran, before the next model call is built. The Worker
+    /// yields to its event loop here: the step's writes commit, and the output gate lets its
+    /// tool outputs go to the tabs, instead of holding them until the next request's fetch
+    /// yields after that request was built (the history converted, the body serialized).
+    pub between_steps: Option<Box<dyn Fn() -> LocalBoxFuture<'static, ()>>>,
 }
 
 impl TurnPlan {
@@ -353,6 +359,9 @@ pub async fn run(
         }
         if calls.is_empty() {
             return TurnOutcome::Finished(last_reason);
+        }
+        if let Some(pause) = &plan.between_steps {
+            pause().await;
         }
     }
     TurnOutcome::Finished(last_reason)
@@ -650,6 +659,7 @@ mod tests {
             new_id: Box::new(|| "approval_1".into()),
             context: None,
             now: None,
+            between_steps: None,
         }
     }
 

@@ -1,7 +1,10 @@
 // The JS half of think-rs's sandbox (src/wasm/loader.rs): runs one pass of model-written code
-// in a fresh Worker Loader isolate with no network (`globalOutbound: null`) and no bindings.
-// Its only way out is `dispatch`, a function passed over RPC that calls back into the Rust
-// agent. Rust owns everything else: normalization, the journal, approval, limits.
+// in a Worker Loader isolate with no network (`globalOutbound: null`) and no bindings. Its
+// only way out is `dispatch`, a function passed over RPC that calls back into the Rust agent.
+// Rust owns everything else: normalization, the journal, approval, limits.
+// A pass is a fresh isolate (`loader.load`) unless its request names a `reuse` key (an
+// extension's): then the isolate of that key is entered again (`loader.get`), one pass at a
+// time, until a pass of it crashes or times out, after which the key gets a fresh isolate.
 // Imported from Rust with `#[wasm_bindgen(module = "/js/codemode/host.mjs")]`.
 
 // The fixed entry module of every sandbox isolate. The code runs as `./user.js`, so stack
@@ -28,6 +31,29 @@ function text(v) {
     return String(v);
   }
 }
+
+// The limits of the pass in progress, read by the loop guards.
+let active = { deadline: 0, message: "Execution timed out", spins: 0, expired: true, lastYield: 0 };
+const guard = () => {
+  if (active.expired || ((++active.spins & 1023) === 0 && Date.now() > active.deadline)) {
+    active.expired = true;
+    throw new Error(active.message);
+  }
+  return true;
+};
+const tick = () => {
+  guard();
+  if ((active.spins & 1023) === 0 && Date.now() - active.lastYield > 10) {
+    const limits = active;
+    return new Promise((resolve) => setTimeout(() => {
+      limits.lastYield = Date.now();
+      resolve(true);
+    }, 0));
+  }
+  return true;
+};
+Object.defineProperty(globalThis, "__cm_guard", { value: guard });
+Object.defineProperty(globalThis, "__cm_tick", { value: tick });
 
 export default class Sandbox extends WorkerEntrypoint {
   async evaluate(spec, dispatch) {
@@ -110,38 +136,18 @@ export default class Sandbox extends WorkerEntrypoint {
     }
     // Loop guards (src/codemode/normalize.rs adds the calls): past the deadline every loop
     // throws; loops in the code's own body also yield to the event loop every ~10 ms, so the
-    // Durable Object that shares this thread keeps serving its other requests.
+    // Durable Object that shares this thread keeps serving its other requests. The guards
+    // are defined once per isolate and read this pass's limits (one pass at a time).
     const deadline = Date.now() + spec.timeoutMs;
     const timeoutMessage = "Execution timed out after " + spec.timeoutMs + " ms";
-    let spins = 0;
-    let expired = false;
-    let lastYield = Date.now();
-    const guard = () => {
-      if (expired || ((++spins & 1023) === 0 && Date.now() > deadline)) {
-        expired = true;
-        throw new Error(timeoutMessage);
-      }
-      return true;
-    };
-    const tick = () => {
-      guard();
-      if ((spins & 1023) === 0 && Date.now() - lastYield > 10) {
-        return new Promise((resolve) => setTimeout(() => {
-          lastYield = Date.now();
-          resolve(true);
-        }, 0));
-      }
-      return true;
-    };
-    Object.defineProperty(globalThis, "__cm_guard", { value: guard });
-    Object.defineProperty(globalThis, "__cm_tick", { value: tick });
+    active = { deadline, message: timeoutMessage, spins: 0, expired: false, lastYield: Date.now() };
     let timer;
     const limit = new Promise((_, reject) => {
       timer = setTimeout(() => reject(new Error(timeoutMessage)), spec.timeoutMs);
     });
     let outcome;
     try {
-      const value = await Promise.race([run(), limit]);
+      const value = await Promise.race([run(spec.input), limit]);
       if (paused) {
         outcome = { paused: true, logs: done() };
       } else {
@@ -179,16 +185,34 @@ export default class Sandbox extends WorkerEntrypoint {
 }
 `;
 
-/** The code as the body of the module's default export. Line 2 of user.js is its first line. */
+/**
+ * The code as the body of the module's default export, with the pass's `input` (an
+ * extension's operation; none for `execute`) as `__think_input`. Line 2 of user.js is its
+ * first line.
+ */
 function userModule(body) {
-  return "export default async () => {\n" + body + "\n};\n";
+  return "export default async (__think_input) => {\n" + body + "\n};\n";
 }
+
+/**
+ * A hash of the sandbox module (FNV-1a), part of every reused isolate's name, so that a host
+ * with another sandbox module never enters an isolate loaded with this one.
+ */
+const SANDBOX_TAG = (() => {
+  let h = 0x811c9dc5;
+  for (let i = 0; i < SANDBOX_MODULE.length; i++) h = Math.imul(h ^ SANDBOX_MODULE.charCodeAt(i), 0x01000193);
+  return (h >>> 0).toString(16);
+})();
+/** The generation of each reuse key: bumped when a pass of its isolate crashed or timed out. */
+const generations = new Map();
+/** Reused isolates with a pass in flight: a second pass of the key takes a fresh isolate. */
+const busy = new Set();
 
 /**
  * Runs one pass.
  * @param {WorkerLoader} loader the LOADER binding
  * @param {string} requestJson a SandboxRequest: {id, body, namespaces:[{name, methods}], snippets,
- *   modules:[{name, source}] (extra modules loaded as is), timeoutMs}
+ *   modules:[{name, source}] (extra modules loaded as is), timeoutMs, reuse?, input?}
  * @param {(connector: string, method: string, argsJson: string, site: string) => Promise<string>} dispatch
  *   answers `{"ok": value}`, `{"error": message}` or `{"paused": true}`
  * @param {Fetcher|null} [outbound] the isolate's `globalOutbound` (an extension's network
@@ -203,23 +227,33 @@ export async function runInLoader(loader, requestJson, dispatch, outbound = null
     modules["snippet_" + i + ".js"] = "export default async (input) => {\n" + s.body + "\n};\n";
   });
   for (const m of spec.modules ?? []) modules[m.name] = m.source;
+  const code = {
+    compatibilityDate: "2025-06-01",
+    mainModule: "sandbox.js",
+    modules,
+    env: {},
+    globalOutbound: outbound ?? null,
+  };
+  // A reused isolate is named by its key and generation; its code (the same for every pass of
+  // the key) carries no limit, which each pass sets for itself on its entrypoint.
+  let shared = null;
+  if (spec.reuse) {
+    const named = spec.reuse + "#" + SANDBOX_TAG + "#" + (generations.get(spec.reuse) ?? 0);
+    if (!busy.has(named)) shared = named;
+  }
+  const limits = { cpuMs: spec.timeoutMs };
   let worker;
   try {
-    worker = loader.load({
-      compatibilityDate: "2025-06-01",
-      mainModule: "sandbox.js",
-      modules,
-      env: {},
-      globalOutbound: outbound ?? null,
-      limits: { cpuMs: spec.timeoutMs },
-    });
+    worker = shared ? loader.get(shared, () => code) : loader.load({ ...code, limits });
   } catch (e) {
     return { kind: "crash", error: errorText(e) };
   }
+  if (shared) busy.add(shared);
   let entrypoint;
   let call;
+  let outcome;
   try {
-    entrypoint = worker.getEntrypoint();
+    entrypoint = shared ? worker.getEntrypoint(null, { limits }) : worker.getEntrypoint();
     call = entrypoint.evaluate(
       {
         namespaces: spec.namespaces,
@@ -227,20 +261,23 @@ export async function runInLoader(loader, requestJson, dispatch, outbound = null
         snippets: spec.snippets.map((s) => ({ name: s.name })),
         maxResultChars: spec.maxResultChars,
         maxLogChars: spec.maxLogChars,
+        input: spec.input ?? null,
       },
       dispatch,
     );
     const out = await call;
-    return { kind: "done", ok: out.ok, result: out.result, error: out.error, paused: out.paused, logs: out.logs };
+    outcome = { kind: "done", ok: out.ok, result: out.result, error: out.error, paused: out.paused, logs: out.logs };
   } catch (e) {
     const message = errorText(e);
-    if (/SyntaxError/.test(message)) return { kind: "syntax", error: message };
-    // On Cloudflare the platform ends an isolate over its memory limit and the call rejects
-    // with a message that says so ("Worker has exceeded memory limit.").
-    if (/memory limit|out of memory/i.test(message)) {
-      return { kind: "crash", error: "The code ran out of memory: its isolate exceeded the memory limit and was stopped (" + message + ")" };
+    if (/SyntaxError/.test(message)) {
+      outcome = { kind: "syntax", error: message };
+    } else if (/memory limit|out of memory/i.test(message)) {
+      // On Cloudflare the platform ends an isolate over its memory limit and the call rejects
+      // with a message that says so ("Worker has exceeded memory limit.").
+      outcome = { kind: "crash", error: "The code ran out of memory: its isolate exceeded the memory limit and was stopped (" + message + ")" };
+    } else {
+      outcome = { kind: "crash", error: message };
     }
-    return { kind: "crash", error: message };
   } finally {
     // What the host holds of the isolate is released here, while the isolate is alive, rather
     // than by the host's garbage collector at some later time, while workerd may be tearing the
@@ -250,7 +287,14 @@ export async function runInLoader(loader, requestJson, dispatch, outbound = null
     dispose(call);
     dispose(entrypoint);
     dispose(worker);
+    if (shared) busy.delete(shared);
   }
+  // An isolate whose pass crashed, or timed out (its code may still be running), is not
+  // entered again: the key's next pass loads a fresh one.
+  if (shared && (outcome.kind !== "done" || (outcome.ok === false && /^Execution timed out after/.test(outcome.error ?? "")))) {
+    generations.set(spec.reuse, (generations.get(spec.reuse) ?? 0) + 1);
+  }
+  return outcome;
 }
 
 function errorText(e) {

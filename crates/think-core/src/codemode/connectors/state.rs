@@ -114,16 +114,22 @@ state_methods! {
 pub struct StateConnector {
     ws: Rc<Workspace>,
     /// One per [`StateMethod`], in declaration order (so `m as usize` indexes it).
-    methods: Vec<MethodSpec>,
+    methods: Rc<[MethodSpec]>,
     /// Where writes record what they replace, so a rollback can undo them (`undo.rs`).
     undo: Option<Rc<dyn Sql>>,
+}
+
+thread_local! {
+    /// The `state.*` methods, built once per instance: every turn's connector shares them
+    /// (building their schemas was most of a turn's tool set).
+    static STATE_METHODS: Rc<[MethodSpec]> =
+        StateMethod::ALL.iter().map(|&m| method_spec(m)).collect();
 }
 
 impl StateConnector {
     /// The connector over `ws` (the same workspace the file tools use).
     pub fn new(ws: Rc<Workspace>) -> Self {
-        let methods = StateMethod::ALL.iter().map(|&m| method_spec(m)).collect();
-        Self { ws, methods, undo: None }
+        Self { ws, methods: STATE_METHODS.with(Rc::clone), undo: None }
     }
 
     /// Records, before each write, what it replaces in the journal's `think_cm_undo` table
