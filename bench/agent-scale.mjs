@@ -5,18 +5,21 @@
 //   one after the other, and every tab receives every turn's frames;
 // - 1,000 instances with one turn each (20 at a time, each over a tab of its own);
 // - a transcript of 10 MB (40 answers of 256 KB): `get-messages` over HTTP, and the next turn.
-// Figures per row: wall time, workerd's CPU time (/proc/<pid>/task/*/schedstat, every thread),
-// the agent isolate's V8 peak (heap plus ArrayBuffer stores, sampled while the row runs, so a
-// lower bound) and its wasm high-water (the linear memory at the end of the row, or just before
-// an idle reset during it), and what stays after a full GC once the isolate is quiescent.
+// workerd runs as `npm start` runs it, under scripts/workerd-supervisor.mjs with every isolate's
+// V8 heap capped at 128 MB (THINK_LOCAL_HEAP_MB), so garbage is collected as it would be under
+// the platform's limit. Figures per row: wall time, workerd's CPU time (/proc schedstat, every
+// thread), the agent isolate's V8 peak (heap plus ArrayBuffer stores, sampled while the row
+// runs, so a lower bound) and its wasm high-water (the linear memory at the end of the row, or
+// just before an idle reset during it), and what stays after a full GC once it is quiescent.
 // A row over a platform limit (128 MB isolate memory, 30 s CPU per request) says so.
 // Run alone: `bash scripts/build.sh && node bench/agent-scale.mjs` (BENCH_SCALE_INSTANCES and
 // BENCH_SCALE_TABS shorten the rows; BENCH_SCALE_ROWS=tabs,instances,transcript picks rows).
 // Only 127.0.0.1 is reached.
 import fs from "node:fs";
+import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { startScriptedModel } from "../tests/helpers/scripted-model.mjs";
-import { startWorker, modelVars } from "../tests/helpers/worker.mjs";
+import { startWorker, modelVars, ROOT } from "../tests/helpers/worker.mjs";
 import { connect, closeTabs } from "../tests/helpers/client.mjs";
 import { freePort, openInspector, sampleHeapPeak } from "../tests/helpers/inspector.mjs";
 
@@ -31,15 +34,19 @@ const ANSWER_BYTES = 256 * 1024;
 const MEMORY_LIMIT = 128 * MB;
 const CPU_LIMIT_MS = 30000;
 
-/** workerd's CPU time so far, in ms, summed over its threads. */
+/** The CPU time so far of process `pid` and its descendants (the supervisor's workerd), in ms,
+ * summed over their threads. */
 function cpuMs(pid) {
   if (!pid) return NaN;
   let ns = 0;
   for (const t of fs.readdirSync(`/proc/${pid}/task`)) {
     try {
       ns += Number(fs.readFileSync(`/proc/${pid}/task/${t}/schedstat`, "utf8").split(" ")[0]);
+      for (const child of fs.readFileSync(`/proc/${pid}/task/${t}/children`, "utf8").split(" ").filter(Boolean)) {
+        ns += cpuMs(Number(child)) * 1e6;
+      }
     } catch {
-      // A thread that ended meanwhile.
+      // A thread or process that ended meanwhile.
     }
   }
   return ns / 1e6;
@@ -57,11 +64,11 @@ async function measured(agent, work) {
   // memory it gives back) is not counted in this row.
   const { resets } = await agent.inspector.quiescent(0, 120000);
   const sampler = sampleHeapPeak(agent.inspector);
-  const cpu0 = cpuMs(agent.worker.pid);
+  const cpu0 = cpuMs(agent.pid);
   const t0 = performance.now();
   const extra = await work();
   const ms = performance.now() - t0;
-  const cpu = cpuMs(agent.worker.pid) - cpu0;
+  const cpu = cpuMs(agent.pid) - cpu0;
   const v8Peak = await sampler.stop();
   const idle = await agent.inspector.quiescent(0, 120000);
   const wasm = await agent.inspector.wasmBytes();
@@ -80,9 +87,26 @@ async function measured(agent, work) {
 }
 
 async function startAgent(model, vars = {}) {
+  // As `npm start` runs workerd (scripts/workerd-supervisor.mjs): every isolate's V8 heap is
+  // capped at 128 MB, so V8 collects its garbage before it would pass the platform's limit,
+  // and the V8 peak below is what an isolate under that limit holds, not garbage a local
+  // isolate with no cap leaves lying.
+  process.env.MINIFLARE_WORKERD_PATH = path.join(ROOT, "scripts/workerd-supervisor.mjs");
+  process.env.THINK_LOCAL_HEAP_MB = "128";
   const inspectorPort = await freePort();
+  const before = new Set(children());
   const worker = await startWorker({ vars: modelVars(model, vars), inspectorPort });
-  return { worker, inspector: await openInspector(inspectorPort, "think-rs") };
+  // The supervisor, whose descendants are workerd.
+  const [pid] = children().filter((p) => !before.has(p));
+  return { worker, pid, inspector: await openInspector(inspectorPort, "think-rs") };
+}
+
+/** Pids of this process's children. */
+function children() {
+  return fs
+    .readdirSync(`/proc/${process.pid}/task`)
+    .flatMap((t) => fs.readFileSync(`/proc/${process.pid}/task/${t}/children`, "utf8").split(" ").filter(Boolean))
+    .map(Number);
 }
 
 /** 100 tabs on one instance, each sending one message at once. */
