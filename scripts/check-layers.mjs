@@ -87,26 +87,14 @@ export function moduleGraph(crateDir) {
     for (const file of files) {
       if (isTestFile(file)) continue;
       const code = stripTestModules(readFileSync(file, "utf8"));
-      const lines = code.split("\n");
-      lines.forEach((line, n) => {
-        const used = new Set();
-        for (const m of line.matchAll(/\bcrate::(\w+)/g)) used.add(m[1]);
-        for (const m of line.matchAll(/\bcrate::\{([^}]*)/g)) {
-          for (const p of m[1].matchAll(/(?:^|[\s,{])(\w+)::/g)) used.add(p[1]);
-        }
-        for (const other of used) {
+      // `crate::x` in a path, and each `x::` of a `crate::{…}` group (which may span lines).
+      for (const m of code.matchAll(/\bcrate::(?:(\w+)|\{([\s\S]*?)\};)/g)) {
+        const used = m[1] ? [m[1]] : [...m[2].matchAll(/(?:^|[\s,{])(\w+)::/g)].map((p) => p[1]);
+        const line = code.slice(0, m.index).split("\n").length;
+        for (const other of new Set(used)) {
           if (other === mod || !modules.has(other)) continue;
           if (!edges.has(other)) edges.set(other, []);
-          edges.get(other).push(`${relative(crateDir, file)}:${n + 1}`);
-        }
-      });
-      // A `use crate::{…}` group spread over several lines.
-      for (const m of code.matchAll(/use\s+crate::\{([\s\S]*?)\};/g)) {
-        for (const p of m[1].matchAll(/(?:^|[\s,{])(\w+)::/g)) {
-          const other = p[1];
-          if (other === mod || !modules.has(other)) continue;
-          if (!edges.has(other)) edges.set(other, []);
-          edges.get(other).push(`${relative(crateDir, file)} (use group)`);
+          edges.get(other).push(`${relative(crateDir, file)}:${line}`);
         }
       }
     }

@@ -11,7 +11,7 @@ import path from "node:path";
 import { Miniflare } from "miniflare";
 import { parse as parseToml } from "smol-toml";
 import { startScriptedModel } from "./helpers/scripted-model.mjs";
-import { ROOT, tempDir } from "./helpers/worker.mjs";
+import { ROOT, MODULE_RULES, tempDir } from "./helpers/worker.mjs";
 import { connect, closeTabs, newId } from "./helpers/client.mjs";
 
 const EXAMPLE = path.join(ROOT, "examples/custom-agent");
@@ -40,10 +40,7 @@ before(async () => {
         modules: true,
         modulesRoot: EXAMPLE,
         scriptPath: path.join(EXAMPLE, config.main),
-        modulesRules: [
-          { type: "ESModule", include: ["**/*.js", "**/*.mjs"] },
-          { type: "CompiledWasm", include: ["**/*.wasm"], fallthrough: true },
-        ],
+        modulesRules: MODULE_RULES,
         compatibilityDate: config.compatibility_date,
         compatibilityFlags: config.compatibility_flags,
         durableObjects: { [binding.name]: { className: binding.class_name, useSQLite: true } },

@@ -23,6 +23,12 @@ export function tempDir(prefix = "think-rs-") {
   return dir;
 }
 
+/** How Miniflare reads a built Worker's modules: the JS glue, and the wasm as a module. */
+export const MODULE_RULES = [
+  { type: "ESModule", include: ["**/*.js", "**/*.mjs"] },
+  { type: "CompiledWasm", include: ["**/*.wasm"], fallthrough: true },
+];
+
 /** The Miniflare options of `startWorker` (also used by the Code Mode bench). */
 export function options({ persistDir, vars, withCaller, inspectorPort, ai, tail, browserBinding }) {
   const agent = {
@@ -30,10 +36,7 @@ export function options({ persistDir, vars, withCaller, inspectorPort, ai, tail,
     modules: true,
     modulesRoot: ROOT,
     scriptPath: path.join(ROOT, "crates/think-worker/js/entry.mjs"),
-    modulesRules: [
-      { type: "ESModule", include: ["**/*.js", "**/*.mjs"] },
-      { type: "CompiledWasm", include: ["**/*.wasm"], fallthrough: true },
-    ],
+    modulesRules: MODULE_RULES,
     compatibilityDate: "2025-11-01",
     compatibilityFlags: ["nodejs_compat", "enable_ctx_exports"],
     durableObjects: { ThinkAgent: { className: "ThinkAgent", useSQLite: true } },

@@ -44,11 +44,7 @@ impl Engine for V8Engine {
     }
 
     fn prepare(&self, text: &str) -> Box<dyn std::any::Any> {
-        Box::new(Prepared {
-            js: JsString::from(text),
-            ascii: text.is_ascii(),
-            mark: Cell::new((0, 0)),
-        })
+        Box::new(Prepared::new(text))
     }
 }
 
@@ -73,6 +69,11 @@ fn parts<'s, 't>(s: &'s Subject<'t>) -> (&'t str, &'s Prepared) {
 }
 
 impl Prepared {
+    /// `text` as a JS string, with the mapping at its start.
+    fn new(text: &str) -> Prepared {
+        Prepared { js: JsString::from(text), ascii: text.is_ascii(), mark: Cell::new((0, 0)) }
+    }
+
     /// The UTF-16 offset of byte `at` (a character boundary) of `text`.
     fn unit_of(&self, text: &str, at: usize) -> u32 {
         if self.ascii {
@@ -206,8 +207,7 @@ impl Compiled for RegExp {
 
     /// The successive matches in `text`.
     fn find_all(&self, text: &str) -> Vec<(usize, usize)> {
-        let p =
-            Prepared { js: JsString::from(text), ascii: text.is_ascii(), mark: Cell::new((0, 0)) };
+        let p = Prepared::new(text);
         let mut out = Vec::new();
         let mut at = 0;
         while at <= p.js.length() {
