@@ -393,6 +393,29 @@ test("a turn over THINK_LIMITS does not reach the model: the tab gets an error n
   }
 });
 
+test("a THINK_LIMITS that cannot be read refuses every turn, naming the setting and why, instead of running unlimited", async () => {
+  const typo = await startWorker({
+    vars: modelVars(model, { THINK_AUTH_TOKENS: TOKENS[0], THINK_LIMITS: '{"turnsPerMinit": 3}' }),
+  });
+  try {
+    const tab = await connect(typo.host, "typo", { query: { token: TOKENS[0] } });
+    const requestsBefore = model.requests.length;
+    for (const text of ["first", "second"]) {
+      const { id } = tab.chat(text);
+      await tab.turn(id);
+      const error = tab.responses(id).find((f) => f.error);
+      assert.ok(error, JSON.stringify(tab.responses(id)));
+      assert.match(error.body, /^Turns are refused: THINK_LIMITS could not be read \(unknown key "turnsPerMinit".*\)\./);
+    }
+    assert.equal(model.requests.length, requestsBefore, "no turn reached the model");
+    const transcript = await (await fetch(new URL("/agents/think-agent/typo/get-messages", typo.url), bearer(TOKENS[0]))).json();
+    assert.equal(transcript.filter((m) => m.role === "user").length, 2, "the messages are kept");
+    tab.close();
+  } finally {
+    await typo.dispose();
+  }
+});
+
 test("the MCP OAuth callback passes without a credential and is answered by its state alone", async () => {
   const res = await request(closed, `/agents/think-agent/existing/callback?code=c&state=${newId("state")}`);
   assert.equal(res.status, 400);

@@ -45,9 +45,14 @@
 //!
 //! The `THINK_AUTH_*` settings are read by the Worker entry, not here ([`crate::auth`]).
 //!
-//! A value that cannot be read is ignored with a logged reason, and the default applies, so a
-//! typo never stops the agent from starting. A feature switched off is all gone, its stored
-//! state kept (see [`super::switches`]).
+//! A value that cannot be read is ignored with a logged reason, so a typo never stops the agent
+//! from starting, and it fails closed: a feature's setting that cannot be read switches the
+//! feature off (`THINK_BASH`, `THINK_EXECUTE`, `THINK_EXTENSIONS`, `THINK_SKILLS`,
+//! `THINK_SUBAGENT`, `THINK_BROWSER`), an unreadable `THINK_APPROVAL` makes every tool need
+//! approval, and an unreadable `THINK_LIMITS` refuses every turn, naming why; the other
+//! settings keep their defaults. A typo in a setting meant to restrict never lifts the
+//! restriction. A feature switched off is all gone, its stored state kept (see
+//! [`super::switches`]).
 
 use std::rc::Rc;
 
@@ -111,7 +116,7 @@ pub fn read_settings_and_ai(
     let approval = ApprovalPolicy::from_list(&get("THINK_APPROVAL").unwrap_or_default())
         .unwrap_or_else(|e| {
             ignore("THINK_APPROVAL", e.to_string());
-            ApprovalPolicy::new()
+            ApprovalPolicy::new().require("*").unwrap_or_default()
         });
     let mcp_wait = match get("THINK_WAIT_FOR_MCP_CONNECTIONS").as_deref().map(str::trim) {
         None | Some("") | Some("false") | Some("0") => None,
@@ -133,13 +138,13 @@ pub fn read_settings_and_ai(
     let bash =
         BashOptions::from_setting(&get("THINK_BASH").unwrap_or_default()).unwrap_or_else(|e| {
             ignore("THINK_BASH", e.to_string());
-            Some(BashOptions::default())
+            None
         });
     let execute =
         crate::codemode::ExecuteOptions::from_setting(&get("THINK_EXECUTE").unwrap_or_default())
             .unwrap_or_else(|e| {
                 ignore("THINK_EXECUTE", e.to_string());
-                Some(Default::default())
+                None
             });
     let mut flag = |name: &'static str| {
         flag_setting(get(name).as_deref()).unwrap_or_else(|e| {
@@ -154,7 +159,7 @@ pub fn read_settings_and_ai(
         None | Some("") => true,
         v => flag_setting(v).unwrap_or_else(|e| {
             ignore("THINK_SKILLS", e);
-            true
+            false
         }),
     };
     let skills_dir = match get("THINK_SKILLS_DIR").as_deref().map(str::trim) {
@@ -190,7 +195,7 @@ pub fn read_settings_and_ai(
     )
     .unwrap_or_else(|e| {
         ignore("THINK_SUBAGENT", e.to_string());
-        Some(Default::default())
+        None
     });
     let retention = checkpoint_retention(&get("THINK_CHECKPOINTS").unwrap_or_default())
         .unwrap_or_else(|reason| {
@@ -199,8 +204,8 @@ pub fn read_settings_and_ai(
         });
     let limits = crate::limits::Limits::parse(&get("THINK_LIMITS").unwrap_or_default())
         .unwrap_or_else(|reason| {
-            ignore("THINK_LIMITS", reason);
-            crate::limits::Limits::default()
+            ignore("THINK_LIMITS", reason.clone());
+            crate::limits::Limits::refuse_all(reason)
         });
     let recovery =
         chat_recovery(&get("THINK_CHAT_RECOVERY").unwrap_or_default()).unwrap_or_else(|reason| {
@@ -412,7 +417,7 @@ fn read_extensions(
     let rest = parsed.map(|v| v.to_string()).unwrap_or_else(|| value.to_owned());
     let options = ExtensionOptions::from_setting(&rest).unwrap_or_else(|e| {
         ignore("THINK_EXTENSIONS", e.to_string());
-        ExtensionOptions::default()
+        ExtensionOptions { enabled: false, ..ExtensionOptions::default() }
     });
     (options, statics)
 }
@@ -581,7 +586,9 @@ mod tests {
         );
         let (spec, ignored) = read(&[("THINK_LIMITS", r#"{"turnsPerMinit": 3}"#)]);
         assert_eq!(ignored[0].name, "THINK_LIMITS");
-        assert_eq!(spec.limits, crate::limits::Limits::default());
+        assert_eq!(spec.limits.turns, None);
+        let reason = spec.limits.unreadable.expect("a typo refuses turns, not lifts the limits");
+        assert!(reason.contains("turnsPerMinit"), "{reason}");
     }
 
     #[test]
@@ -749,7 +756,10 @@ mod tests {
         assert!(spec.approval.needs_approval("tool_abc_write_file", &json!({})));
         assert!(!spec.approval.needs_approval("read", &json!({})));
         let (spec, errors) = read(&[("THINK_APPROVAL", "[")]);
-        assert!(spec.approval.is_empty());
+        assert!(
+            spec.approval.needs_approval("read", &json!({})),
+            "an unreadable list asks for every tool, not none"
+        );
         assert_eq!(errors[0].name, "THINK_APPROVAL");
         assert!(errors[0].to_string().starts_with("ignoring THINK_APPROVAL: "));
     }
@@ -763,7 +773,7 @@ mod tests {
         assert_eq!((options.timeout_ms, options.network), (5000, true));
         assert_eq!(options.max_output_bytes, BashOptions::default().max_output_bytes);
         let (spec, errors) = read(&[("THINK_BASH", r#"{"timeuot": 1}"#)]);
-        assert_eq!(spec.bash, Some(BashOptions::default()));
+        assert_eq!(spec.bash, None, "a setting that cannot be read switches bash off");
         assert_eq!(errors[0].name, "THINK_BASH");
     }
 
@@ -777,7 +787,7 @@ mod tests {
         let options = spec.execute.unwrap();
         assert_eq!((options.timeout_ms, options.max_in_flight), (5000, 3));
         let (spec, errors) = read(&[("THINK_EXECUTE", r#"{"timeuot": 1}"#)]);
-        assert_eq!(spec.execute, Some(crate::codemode::ExecuteOptions::default()));
+        assert_eq!(spec.execute, None, "a setting that cannot be read switches execute off");
         assert_eq!(errors[0].name, "THINK_EXECUTE");
         assert_eq!(errors[0].to_string(), r#"ignoring THINK_EXECUTE: unknown key "timeuot""#);
     }
@@ -864,8 +874,18 @@ mod tests {
         }
         assert!(read(&[("THINK_SKILLS", " 1 ")]).0.is_on(Skills));
         let (spec, ignored) = read(&[("THINK_SKILLS", "nope")]);
-        assert!(spec.is_on(Skills), "a typo keeps the default");
+        assert!(!spec.is_on(Skills), "a typo switches it off");
         assert_eq!(ignored[0].name, "THINK_SKILLS");
+        for (name, value, feature) in [
+            ("THINK_EXTENSIONS", "flase", Extensions),
+            ("THINK_EXECUTE", "no", Execute),
+            ("THINK_BASH", "off", Bash),
+            ("THINK_SUBAGENT", "nope", Subagents),
+        ] {
+            let (spec, ignored) = read(&[(name, value)]);
+            assert_eq!(ignored.len(), 1, "{name}: {ignored:?}");
+            assert!(!spec.is_on(feature), "{name}={value} switches {feature:?} off");
+        }
     }
 
     #[test]

@@ -46,6 +46,9 @@ pub struct Limits {
     pub turns: Option<Limit>,
     /// Tokens (input plus output) per window.
     pub tokens: Option<Limit>,
+    /// Why the setting could not be read, when it could not: every turn is refused with this
+    /// reason rather than run unlimited, since a limit guards a bill.
+    pub unreadable: Option<String>,
 }
 
 impl Limits {
@@ -59,6 +62,12 @@ impl Limits {
     pub fn tokens_per_day(mut self, n: u64) -> Self {
         self.tokens = Some(Limit { max: n, window_ms: DAY_MS, name: "tokensPerDay".into() });
         self
+    }
+
+    /// Limits that refuse every turn, naming `reason`: what a `THINK_LIMITS` that cannot be
+    /// read means (a typo must not lift the limits it meant to set).
+    pub fn refuse_all(reason: impl Into<String>) -> Self {
+        Self { unreadable: Some(reason.into()), ..Self::default() }
     }
 
     /// Reads `THINK_LIMITS`: a JSON object with `turnsPerMinute` and `tokensPerDay` (counts),
@@ -149,6 +158,37 @@ impl std::fmt::Display for LimitHit {
 
 impl std::error::Error for LimitHit {}
 
+/// Why a turn was refused before it reached the model.
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub enum TurnRefused {
+    /// A limit is used up.
+    Limit(LimitHit),
+    /// `THINK_LIMITS` could not be read, so no turn runs until it is fixed.
+    Unreadable(String),
+}
+
+impl std::fmt::Display for TurnRefused {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::Limit(hit) => hit.fmt(f),
+            Self::Unreadable(reason) => write!(
+                f,
+                "Turns are refused: THINK_LIMITS could not be read ({reason}). The deployment \
+                 must fix the setting before this agent runs turns."
+            ),
+        }
+    }
+}
+
+impl std::error::Error for TurnRefused {}
+
+impl From<LimitHit> for TurnRefused {
+    fn from(hit: LimitHit) -> Self {
+        Self::Limit(hit)
+    }
+}
+
 const SCHEMA: &[&str] = &["CREATE TABLE IF NOT EXISTS think_usage (
         kind TEXT PRIMARY KEY,
         started INTEGER NOT NULL,
@@ -237,9 +277,13 @@ impl Meter {
         })
     }
 
-    /// Admits a turn: refused when a limit is used up, else counted. A storage failure admits
-    /// the turn (and is logged): the counters guard a bill, they must not stop the agent.
-    pub fn admit_turn(&self) -> Result<(), LimitHit> {
+    /// Admits a turn: refused when a limit is used up or the limits could not be read, else
+    /// counted. A storage failure admits the turn (and is logged): the counters guard a bill,
+    /// they must not stop the agent.
+    pub fn admit_turn(&self) -> Result<(), TurnRefused> {
+        if let Some(reason) = &self.limits.unreadable {
+            return Err(TurnRefused::Unreadable(reason.clone()));
+        }
         let now = self.clock.now_ms() as i64;
         let checked = (|| {
             let turns = self.current("turns", now)?;
@@ -248,7 +292,7 @@ impl Meter {
                 .hit("turns", &self.limits.turns, &turns, now)
                 .or_else(|| self.hit("tokens", &self.limits.tokens, &tokens, now))
             {
-                return Ok(Err(hit));
+                return Ok(Err(hit.into()));
             }
             let next =
                 Count { started: turns.started.or(Some(now)), used: turns.used + 1, ..turns };

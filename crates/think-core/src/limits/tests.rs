@@ -14,6 +14,13 @@ fn meter(limits: Limits) -> (Meter, Rc<ManualClock>, Rc<SqliteSql>) {
     (Meter::new(sql.clone(), clock.clone(), limits), clock, sql)
 }
 
+fn hit_of(refused: TurnRefused) -> LimitHit {
+    match refused {
+        TurnRefused::Limit(hit) => hit,
+        other => panic!("expected a used-up limit, got {other:?}"),
+    }
+}
+
 fn usage(input: u64, output: u64) -> Usage {
     Usage { input_tokens: input, output_tokens: output }
 }
@@ -48,7 +55,7 @@ fn turns_are_refused_once_used_up_until_the_window_closes() {
     clock.advance(10_000.0);
     assert_eq!(m.admit_turn(), Ok(()));
     clock.advance(5_000.0);
-    let hit = m.admit_turn().unwrap_err();
+    let hit = hit_of(m.admit_turn().unwrap_err());
     assert_eq!(hit.resets_at, START_MS + 60_000.0, "the window opened with the first turn");
     assert_eq!(hit.unit, "turns");
     let text = hit.to_string();
@@ -72,7 +79,7 @@ fn tokens_count_input_and_output_and_stop_the_next_turn() {
     m.record_tokens(&usage(60, 30));
     assert_eq!(m.admit_turn(), Ok(()), "90 of 100 used");
     m.record_tokens(&usage(20, 5));
-    let hit = m.admit_turn().unwrap_err();
+    let hit = hit_of(m.admit_turn().unwrap_err());
     assert!(hit.to_string().contains("tokensPerDay (100 tokens per day)"), "{hit}");
     let report = m.report().unwrap();
     assert_eq!(
@@ -87,6 +94,23 @@ fn tokens_count_input_and_output_and_stop_the_next_turn() {
     clock.advance(DAY_MS as f64);
     assert_eq!(m.admit_turn(), Ok(()));
     assert_eq!(m.report().unwrap()["tokens"]["used"], 0);
+}
+
+#[test]
+fn unreadable_limits_refuse_every_turn_naming_why_and_count_none() {
+    let (m, _, _) = meter(Limits::refuse_all("expected a JSON object, not \"20/min\""));
+    for _ in 0..2 {
+        let refused = m.admit_turn().unwrap_err();
+        assert!(matches!(refused, TurnRefused::Unreadable(_)), "{refused:?}");
+        let text = refused.to_string();
+        assert!(
+            text.contains(
+                "THINK_LIMITS could not be read (expected a JSON object, not \"20/min\")"
+            ),
+            "{text}"
+        );
+    }
+    assert_eq!(m.report().unwrap()["turns"]["used"], 0, "a refused turn is not counted");
 }
 
 #[test]

@@ -188,8 +188,8 @@ fn the_setting_adds_subagent_with_depth_and_limits() {
     assert_eq!(shipped("false"), (vec![], 0), "THINK_SUBAGENT=false removes it");
     assert_eq!(
         shipped("{\"depth\": 9}"),
-        (vec!["subagent".to_string()], 1),
-        "a bad value is ignored, with a reason"
+        (vec![], 1),
+        "a bad value switches it off, with a reason"
     );
 }
 
