@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # `npm test`: install what is missing, check the docs (tests/docs: settings, RPC methods, code
 # blocks, links; no build needed), build, check the Rust gates (format, clippy for the host
-# and for wasm32, doc-tests), run the Rust tests on the host, then the integration tests against
+# and for wasm32, rustdoc's link checks, doc-tests), run the Rust tests on the host, then the integration tests against
 # the built Worker in Miniflare (after a `wrangler deploy --dry-run`, offline, that checks the
 # deploy bundle and its bindings), two test files at a time (each file runs its own Miniflare and
 # model server, so they do not share state). The files that exercise the chat protocol then run a
@@ -22,6 +22,9 @@ node scripts/check-layers.mjs
 echo "test: cargo clippy (host, all targets; wasm32, lib; every workspace member) -D warnings"
 cargo clippy --quiet --workspace --all-targets -- -D warnings
 cargo clippy --quiet --workspace --target wasm32-unknown-unknown --lib -- -D warnings
+echo "test: cargo doc -D warnings (the API docs docs.rs would build: no broken or private links)"
+RUSTDOCFLAGS="-D warnings" cargo doc --quiet --no-deps -p think-regexp -p think-core
+RUSTDOCFLAGS="-D warnings" cargo doc --quiet --no-deps -p think-worker --target wasm32-unknown-unknown
 echo "test: cargo test (host: unit tests and doc-tests of every crate)"
 cargo test --quiet --workspace
 echo "test: node --test tests/*.test.mjs tests/bash-corpus/*.test.mjs"

@@ -5,7 +5,7 @@
 //! (workerd refuses the `l` flag), so `/(a+)+$/` over a line of a's burns CPU up to the 30 s
 //! request limit (1.9 s on 26 a's). The pattern is read as JS syntax and refused when one of
 //! the classic exponential shapes appears inside a *loop* (a repeat with no maximum or a
-//! maximum of at least [`LOOP_MAX`]):
+//! maximum of at least `LOOP_MAX`):
 //! 1. a variable repeat (`*`, `+`, `?`, `{n,m}`) whose characters can also start what follows
 //!    it inside the loop's body, the body's next iteration included: `(a+)+`, `(\w+\s?)*`,
 //!    `(?:x*y?)+`, `(a?a?)+`; `(\w+\s)*` is accepted, as the `\s` decides where `\w+` ends;
@@ -54,7 +54,7 @@ pub enum Catastrophic {
         /// The loop, e.g. `(a\1)+`.
         part: String,
     },
-    /// Groups nested deeper than [`MAX_DEPTH`].
+    /// Groups nested deeper than `MAX_DEPTH`.
     TooDeep {
         /// The whole pattern.
         pattern: String,

@@ -51,7 +51,7 @@ pub const RETRY_MS: u64 = 1_000;
 pub type ChildSpec<S> = Rc<dyn Fn() -> S>;
 
 /// A child agent offered to the model as a tool. This layer runs the child through a
-/// [`SubagentLink`] and never reads its spec; the agent builds the child from `child`.
+/// [`ChildLink`] and never reads its spec; the agent builds the child from `child`.
 pub struct AgentTool<S> {
     /// The tool's name.
     pub name: String,

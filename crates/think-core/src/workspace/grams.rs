@@ -284,7 +284,7 @@ impl Workspace {
 
     /// Writes a batch's postings (per 32-file block, each trigram once with the bits of
     /// every file of the block that has it, in `json_each` statements of at most
-    /// [`FLUSH_JSON_BYTES`]), then marks indexed those of its files listed at the current
+    /// `FLUSH_JSON_BYTES`), then marks indexed those of its files listed at the current
     /// `total_changes()`, and empties it.
     pub fn index_grams(&self, batch: &mut GramBatch) -> Result<(), FsError> {
         if !self.grep_index || batch.is_empty() {

@@ -535,7 +535,7 @@ impl Workspace {
     /// [`Workspace::rewrite_file`] of the model's edit, noted as seen: the note copies the
     /// text inside SQLite when the rewrite stayed inline. `previous`, the text the edit
     /// replaced (as the model's read returned it), lets the history keep that version as a
-    /// reverse delta instead of a copy (see [`reverse_delta_kept`]).
+    /// reverse delta instead of a copy (see `reverse_delta_kept`).
     pub async fn rewrite_for_model(
         &self,
         path: &str,
@@ -547,7 +547,7 @@ impl Workspace {
     }
 
     /// [`Workspace::rewrite_for_model`] with `previous` and how many of its first and last
-    /// bytes `content` kept, as the edit's match knows them (see [`reverse_delta_kept`]).
+    /// bytes `content` kept, as the edit's match knows them (see `reverse_delta_kept`).
     pub async fn rewrite_kept_for_model(
         &self,
         path: &str,
