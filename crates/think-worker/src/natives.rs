@@ -1,5 +1,5 @@
 //! The platform's natives for the core (`think_core::platform::natives`): `toUpperCase`,
-//! `normalize("NFKD")` and `node:crypto` digests.
+//! `normalize("NFKD")`, `parseFloat` and `node:crypto` digests.
 
 use std::cell::RefCell;
 use std::collections::HashMap;
@@ -36,6 +36,10 @@ impl Natives for JsNatives {
             });
             form.chars().for_each(out);
         })
+    }
+
+    fn parse_decimal(&self, s: &str) -> f64 {
+        js_sys::parse_float(s)
     }
 
     fn digest_hex(&self, algorithm: Algorithm, bytes: &[u8]) -> String {

@@ -1,12 +1,13 @@
-//! Text and digest functions that the platform computes natively, behind one trait so that
-//! the core calls no JavaScript: uppercasing (`String.prototype.toUpperCase`), the NFKD form
-//! of a character (`String.prototype.normalize`) and MD5/SHA digests (`node:crypto`).
+//! Text, number and digest functions that the platform computes natively, behind one trait so
+//! that the core calls no JavaScript: uppercasing (`String.prototype.toUpperCase`), the NFKD
+//! form of a character (`String.prototype.normalize`), decimal text to a number
+//! (`parseFloat`) and MD5/SHA digests (`node:crypto`).
 //!
 //! The Workers glue installs its implementation once, when the first agent starts
 //! (`think_worker::natives`). On the host, or before anything is installed there, the
 //! functions come from Rust crates that are host-only dependencies. The measured reasons for
-//! not shipping those crates in the wasm are in `case.rs`, `digest.rs` and the edit tool's
-//! `nfkd.rs`.
+//! not shipping those crates in the wasm are in `case.rs`, `number.rs`, `digest.rs` and the
+//! edit tool's `nfkd.rs`.
 
 use std::sync::OnceLock;
 
@@ -19,6 +20,9 @@ pub trait Natives: Sync {
     fn to_uppercase(&self, s: &str) -> String;
     /// Calls `out` with each character of `c.normalize("NFKD")`.
     fn decompose_compatible(&self, c: char, out: &mut dyn FnMut(char));
+    /// `parseFloat(s)`, for `s` a sign and a decimal number of Rust's float grammar
+    /// ([`super::number::parse_f64`] checks it): the correctly rounded `f64`.
+    fn parse_decimal(&self, s: &str) -> f64;
     /// The `algorithm` digest of `bytes` as lowercase hex.
     fn digest_hex(&self, algorithm: Algorithm, bytes: &[u8]) -> String;
 }
@@ -53,6 +57,10 @@ impl Natives for RustNatives {
         unicode_normalization::char::decompose_compatible(c, out)
     }
 
+    fn parse_decimal(&self, s: &str) -> f64 {
+        s.parse().unwrap_or(f64::NAN)
+    }
+
     fn digest_hex(&self, algorithm: Algorithm, bytes: &[u8]) -> String {
         use sha2::Digest;
         let digest = match algorithm {
@@ -71,6 +79,10 @@ impl Natives for RustNatives {
     }
 
     fn decompose_compatible(&self, _: char, _: &mut dyn FnMut(char)) {
+        not_installed()
+    }
+
+    fn parse_decimal(&self, _: &str) -> f64 {
         not_installed()
     }
 
