@@ -1,5 +1,5 @@
 //! The platform's natives for the core (`think_core::platform::natives`): `toUpperCase`,
-//! `normalize("NFKD")`, `parseFloat` and `node:crypto` digests.
+//! `toLowerCase`, `normalize("NFKD")`, `parseFloat` and `node:crypto` digests.
 
 use std::cell::RefCell;
 use std::collections::HashMap;
@@ -21,6 +21,10 @@ pub struct JsNatives;
 impl Natives for JsNatives {
     fn to_uppercase(&self, s: &str) -> String {
         String::from(js_sys::JsString::from(s).to_upper_case())
+    }
+
+    fn to_lowercase(&self, s: &str) -> String {
+        String::from(js_sys::JsString::from(s).to_lower_case())
     }
 
     fn decompose_compatible(&self, c: char, out: &mut dyn FnMut(char)) {

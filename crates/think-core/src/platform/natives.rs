@@ -1,6 +1,6 @@
 //! Text, number and digest functions that the platform computes natively, behind one trait so
-//! that the core calls no JavaScript: uppercasing (`String.prototype.toUpperCase`), the NFKD
-//! form of a character (`String.prototype.normalize`), decimal text to a number
+//! that the core calls no JavaScript: upper- and lowercasing (`String.prototype.toUpperCase`
+//! and `toLowerCase`), the NFKD form of a character (`String.prototype.normalize`), decimal text to a number
 //! (`parseFloat`) and MD5/SHA digests (`node:crypto`).
 //!
 //! The Workers glue installs its implementation once, when the first agent starts
@@ -18,6 +18,8 @@ use super::digest::Algorithm;
 pub trait Natives: Sync {
     /// `s.toUpperCase()`: Unicode's default full case mapping.
     fn to_uppercase(&self, s: &str) -> String;
+    /// `s.toLowerCase()`: Unicode's default full case mapping, final sigma included.
+    fn to_lowercase(&self, s: &str) -> String;
     /// Calls `out` with each character of `c.normalize("NFKD")`.
     fn decompose_compatible(&self, c: char, out: &mut dyn FnMut(char));
     /// `parseFloat(s)`, for `s` a sign and a decimal number of Rust's float grammar
@@ -53,6 +55,10 @@ impl Natives for RustNatives {
         s.to_uppercase()
     }
 
+    fn to_lowercase(&self, s: &str) -> String {
+        s.to_lowercase()
+    }
+
     fn decompose_compatible(&self, c: char, out: &mut dyn FnMut(char)) {
         unicode_normalization::char::decompose_compatible(c, out)
     }
@@ -75,6 +81,10 @@ impl Natives for RustNatives {
 #[cfg(target_arch = "wasm32")]
 impl Natives for RustNatives {
     fn to_uppercase(&self, _: &str) -> String {
+        not_installed()
+    }
+
+    fn to_lowercase(&self, _: &str) -> String {
         not_installed()
     }
 
