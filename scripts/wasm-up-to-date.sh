@@ -12,4 +12,4 @@ out=$build/index_bg.wasm
 built=$(cat $build/profile 2>/dev/null || echo release)
 [ -f "$out" ] && [ -f $build/index.js ] && [ "${THINK_FORCE_BUILD:-}" != 1 ] \
   && { [ "$built" = "$THINK_WASM_PROFILE" ] || [ "$built" = release ]; } \
-  && [ -z "$(find crates Cargo.toml Cargo.lock package-lock.json .cargo -path "$build" -prune -o -type f -newer "$out" -print -quit)" ]
+  && [ -z "$(find crates Cargo.toml Cargo.lock package-lock.json .cargo scripts/wasm-build.sh scripts/wasm-compile.sh -path "$build" -prune -o -type f -newer "$out" -print -quit)" ]

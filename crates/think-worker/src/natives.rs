@@ -1,5 +1,5 @@
 //! The platform's natives for the core (`think_core::platform::natives`): `toUpperCase`,
-//! `normalize("NFKD")` and `node:crypto` digests.
+//! `toLowerCase`, `normalize("NFKD")`, `parseFloat` and `node:crypto` digests.
 
 use std::cell::RefCell;
 use std::collections::HashMap;
@@ -23,6 +23,10 @@ impl Natives for JsNatives {
         String::from(js_sys::JsString::from(s).to_upper_case())
     }
 
+    fn to_lowercase(&self, s: &str) -> String {
+        String::from(js_sys::JsString::from(s).to_lower_case())
+    }
+
     fn decompose_compatible(&self, c: char, out: &mut dyn FnMut(char)) {
         NFKD.with(|cache| {
             let mut cache = cache.borrow_mut();
@@ -36,6 +40,10 @@ impl Natives for JsNatives {
             });
             form.chars().for_each(out);
         })
+    }
+
+    fn parse_decimal(&self, s: &str) -> f64 {
+        js_sys::parse_float(s)
     }
 
     fn digest_hex(&self, algorithm: Algorithm, bytes: &[u8]) -> String {

@@ -4,9 +4,11 @@
 //! [`Agent::start`] and [`Agent::on_alarm`] for start-up work and sweeps, the tool merge of
 //! each turn, and [`Agent::new`] for the tables.
 
+use std::future::ready;
 use std::rc::Rc;
 
 use async_trait::async_trait;
+use futures::future::LocalBoxFuture;
 use serde_json::Value;
 
 use super::{Agent, CallError, Deps, Feature};
@@ -53,14 +55,27 @@ pub trait Capability {
         &[]
     }
 
-    /// Answers `method`, one of [`Capability::callables`], while the feature is on.
-    async fn call(
-        &self,
-        _agent: &Rc<Agent>,
-        method: &str,
-        _args: &[Value],
-    ) -> Result<Value, CallError> {
-        Err(CallError::NoSuchMethod(method.to_owned()))
+    /// Answers `method`, one of [`Capability::callables`], while the feature is on. A
+    /// capability writes it as an `async fn` under `#[async_trait(?Send)]`, like
+    /// [`Capability::start`] and [`Capability::sweep`].
+    ///
+    /// The defaults of the three are spelled out as `#[async_trait]` would write them, with
+    /// bodies that do not depend on the capability's type, so the wasm keeps one copy of each
+    /// for every capability instead of one per type.
+    fn call<'s, 'a, 'm, 'v, 'f>(
+        &'s self,
+        _agent: &'a Rc<Agent>,
+        method: &'m str,
+        _args: &'v [Value],
+    ) -> LocalBoxFuture<'f, Result<Value, CallError>>
+    where
+        's: 'f,
+        'a: 'f,
+        'm: 'f,
+        'v: 'f,
+        Self: 'f,
+    {
+        Box::pin(ready(Err(CallError::NoSuchMethod(method.to_owned()))))
     }
 
     /// Creates what it keeps in the instance's SQLite (tables, triggers), once per instance,
@@ -72,12 +87,28 @@ pub trait Capability {
 
     /// Start-up work, run alongside the other capabilities' and the recovery of an
     /// interrupted turn when the instance starts.
-    async fn start(&self, _agent: &Rc<Agent>) {}
+    fn start<'s, 'a, 'f>(&'s self, _agent: &'a Rc<Agent>) -> LocalBoxFuture<'f, ()>
+    where
+        's: 'f,
+        'a: 'f,
+        Self: 'f,
+    {
+        Box::pin(ready(()))
+    }
 
     /// Sweeps what is due (expired executions, idle sessions, ...) and returns when it needs
     /// the alarm next; the agent sets the alarm for the earliest time any capability asks for.
-    async fn sweep(&self, _agent: &Rc<Agent>, _when: Sweep) -> Option<f64> {
-        None
+    fn sweep<'s, 'a, 'f>(
+        &'s self,
+        _agent: &'a Rc<Agent>,
+        _when: Sweep,
+    ) -> LocalBoxFuture<'f, Option<f64>>
+    where
+        's: 'f,
+        'a: 'f,
+        Self: 'f,
+    {
+        Box::pin(ready(None))
     }
 
     /// Its tools for a turn, and the layer they join. Layers merge in their order (the

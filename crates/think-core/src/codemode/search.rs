@@ -4,6 +4,7 @@
 use serde::Serialize;
 
 use super::connectors::{CallKind, Connector};
+use crate::platform::case::to_lowercase;
 
 /// At most this many results are returned.
 pub const MAX_RESULTS: usize = 50;
@@ -44,17 +45,17 @@ pub fn search(connectors: &[&dyn Connector], query: &str) -> SearchResult {
     let words: Vec<String> = query
         .split(|c: char| !c.is_alphanumeric() && c != '_')
         .filter(|w| !w.is_empty())
-        .map(str::to_lowercase)
+        .map(to_lowercase)
         .collect();
     let mut hits = Vec::new();
     for c in connectors {
         for m in c.methods() {
             let path = format!("{}.{}", c.name(), m.name);
             let (lp, lm, lc, ld) = (
-                path.to_lowercase(),
-                m.name.to_lowercase(),
-                c.name().to_lowercase(),
-                m.description.to_lowercase(),
+                to_lowercase(&path),
+                to_lowercase(&m.name),
+                to_lowercase(c.name()),
+                to_lowercase(&m.description),
             );
             let score: u32 = words
                 .iter()

@@ -338,7 +338,7 @@ fn sanitize_error(e: &str) -> String {
 /// letter, at most 64 characters.
 pub(crate) fn normalize_server_id(input: &str) -> String {
     let mut id = String::new();
-    for c in input.to_lowercase().chars() {
+    for c in crate::platform::case::to_lowercase(input).chars() {
         if c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_' || c == '-' {
             id.push(c);
         } else if !id.ends_with('-') {

@@ -9,6 +9,7 @@
 //! is what the client persists per server; it never leaves the object.
 
 use crate::net::{self, NetPolicy, Url};
+use crate::platform::number::parse_f64;
 use crate::platform::{Clock, HttpClient, HttpRequest};
 use base64::Engine;
 use futures::StreamExt;
@@ -278,7 +279,7 @@ impl Tokens {
         if !kind.eq_ignore_ascii_case("bearer") {
             return Err(bad(&format!("token_type {kind} is not bearer")));
         }
-        let lifetime = v["expires_in"].as_f64().or_else(|| v["expires_in"].as_str()?.parse().ok());
+        let lifetime = v["expires_in"].as_f64().or_else(|| parse_f64(v["expires_in"].as_str()?));
         Ok(Tokens {
             access_token: access.to_owned(),
             refresh_token: v["refresh_token"].as_str().or(previous_refresh).map(str::to_owned),

@@ -11,6 +11,7 @@ use async_trait::async_trait;
 use futures::StreamExt;
 
 use super::{Model, ModelError, ModelRequest, ModelStream};
+use crate::platform::number::parse_f64;
 use crate::platform::Clock;
 
 /// How often and how long to retry (the AI SDK's `maxRetries` and backoff).
@@ -46,13 +47,13 @@ impl RetryAfter {
         let get = |name: &str| {
             headers.iter().find(|(k, _)| k.eq_ignore_ascii_case(name)).map(|(_, v)| v.trim())
         };
-        if let Some(ms) = get("retry-after-ms").and_then(|v| v.parse::<f64>().ok()) {
+        if let Some(ms) = get("retry-after-ms").and_then(parse_f64) {
             return Some(RetryAfter::Delay(ms));
         }
         let value = get("retry-after")?;
-        match value.parse::<f64>() {
-            Ok(seconds) => Some(RetryAfter::Delay(seconds * 1000.0)),
-            Err(_) => http_date_ms(value).map(RetryAfter::At),
+        match parse_f64(value) {
+            Some(seconds) => Some(RetryAfter::Delay(seconds * 1000.0)),
+            None => http_date_ms(value).map(RetryAfter::At),
         }
     }
 

@@ -8,6 +8,7 @@ use futures::stream::LocalBoxStream;
 pub mod case;
 pub mod digest;
 pub mod natives;
+pub mod number;
 pub mod sort;
 pub mod sse;
 

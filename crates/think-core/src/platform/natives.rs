@@ -1,12 +1,13 @@
-//! Text and digest functions that the platform computes natively, behind one trait so that
-//! the core calls no JavaScript: uppercasing (`String.prototype.toUpperCase`), the NFKD form
-//! of a character (`String.prototype.normalize`) and MD5/SHA digests (`node:crypto`).
+//! Text, number and digest functions that the platform computes natively, behind one trait so
+//! that the core calls no JavaScript: upper- and lowercasing (`String.prototype.toUpperCase`
+//! and `toLowerCase`), the NFKD form of a character (`String.prototype.normalize`), decimal text to a number
+//! (`parseFloat`) and MD5/SHA digests (`node:crypto`).
 //!
 //! The Workers glue installs its implementation once, when the first agent starts
 //! (`think_worker::natives`). On the host, or before anything is installed there, the
 //! functions come from Rust crates that are host-only dependencies. The measured reasons for
-//! not shipping those crates in the wasm are in `case.rs`, `digest.rs` and the edit tool's
-//! `nfkd.rs`.
+//! not shipping those crates in the wasm are in `case.rs`, `number.rs`, `digest.rs` and the
+//! edit tool's `nfkd.rs`.
 
 use std::sync::OnceLock;
 
@@ -17,8 +18,13 @@ use super::digest::Algorithm;
 pub trait Natives: Sync {
     /// `s.toUpperCase()`: Unicode's default full case mapping.
     fn to_uppercase(&self, s: &str) -> String;
+    /// `s.toLowerCase()`: Unicode's default full case mapping, final sigma included.
+    fn to_lowercase(&self, s: &str) -> String;
     /// Calls `out` with each character of `c.normalize("NFKD")`.
     fn decompose_compatible(&self, c: char, out: &mut dyn FnMut(char));
+    /// `parseFloat(s)`, for `s` a sign and a decimal number of Rust's float grammar
+    /// ([`super::number::parse_f64`] checks it): the correctly rounded `f64`.
+    fn parse_decimal(&self, s: &str) -> f64;
     /// The `algorithm` digest of `bytes` as lowercase hex.
     fn digest_hex(&self, algorithm: Algorithm, bytes: &[u8]) -> String;
 }
@@ -49,8 +55,16 @@ impl Natives for RustNatives {
         s.to_uppercase()
     }
 
+    fn to_lowercase(&self, s: &str) -> String {
+        s.to_lowercase()
+    }
+
     fn decompose_compatible(&self, c: char, out: &mut dyn FnMut(char)) {
         unicode_normalization::char::decompose_compatible(c, out)
+    }
+
+    fn parse_decimal(&self, s: &str) -> f64 {
+        s.parse().unwrap_or(f64::NAN)
     }
 
     fn digest_hex(&self, algorithm: Algorithm, bytes: &[u8]) -> String {
@@ -70,7 +84,15 @@ impl Natives for RustNatives {
         not_installed()
     }
 
+    fn to_lowercase(&self, _: &str) -> String {
+        not_installed()
+    }
+
     fn decompose_compatible(&self, _: char, _: &mut dyn FnMut(char)) {
+        not_installed()
+    }
+
+    fn parse_decimal(&self, _: &str) -> f64 {
         not_installed()
     }
 

@@ -4,8 +4,11 @@
 /// an all-uppercase name is lowercased with `_`→`-`; otherwise every ASCII capital becomes
 /// `-` + lowercase, one leading `-` is dropped, `_`→`-`, and one trailing `-` is dropped.
 pub fn camel_case_to_kebab_case(s: &str) -> String {
-    if crate::platform::case::to_uppercase(s) == s && s.to_lowercase() != s {
-        return s.to_lowercase().replace('_', "-");
+    if crate::platform::case::to_uppercase(s) == s {
+        let lower = crate::platform::case::to_lowercase(s);
+        if lower != s {
+            return lower.replace('_', "-");
+        }
     }
     let mut out = String::with_capacity(s.len() + 8);
     for ch in s.chars() {

@@ -459,7 +459,7 @@ async fn collect_calls(
 
 /// Whether a model error says the prompt is longer than the model's context.
 pub fn is_context_overflow(error: &ModelError) -> bool {
-    let text = error.to_string().to_lowercase();
+    let text = crate::platform::case::to_lowercase(&error.to_string());
     [
         "context length",
         "context_length",

@@ -695,10 +695,9 @@ pub fn entry_key(title: Option<&str>, content: &str) -> String {
 }
 
 fn slugify(text: &str) -> String {
-    let lower: String = char::decode_utf16(text.encode_utf16().take(60))
-        .map(|c| c.unwrap_or(' '))
-        .collect::<String>()
-        .to_lowercase();
+    let head: String =
+        char::decode_utf16(text.encode_utf16().take(60)).map(|c| c.unwrap_or(' ')).collect();
+    let lower = crate::platform::case::to_lowercase(&head);
     let mut out = String::new();
     for c in lower.chars() {
         if c.is_ascii_lowercase() || c.is_ascii_digit() {

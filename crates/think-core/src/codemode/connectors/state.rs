@@ -9,7 +9,7 @@ use super::state_ops::{
     apply_edits, arg, delete_json, find, flag, fs, matches_in, max_depth, not_found, plan_edits,
     pretty, query_json, read_text, set_json, text_matcher,
 };
-use super::state_schema::method_spec;
+use super::state_schema::method_specs;
 use super::{check_args, CallContext, CallKind, Connector, ConnectorError, MethodSpec};
 use crate::codemode::{archive, tree, undo};
 use crate::platform::digest;
@@ -122,8 +122,7 @@ pub struct StateConnector {
 thread_local! {
     /// The `state.*` methods, built once per instance: every turn's connector shares them
     /// (building their schemas was most of a turn's tool set).
-    static STATE_METHODS: Rc<[MethodSpec]> =
-        StateMethod::ALL.iter().map(|&m| method_spec(m)).collect();
+    static STATE_METHODS: Rc<[MethodSpec]> = method_specs().into();
 }
 
 impl StateConnector {

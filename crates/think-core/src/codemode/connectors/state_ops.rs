@@ -4,6 +4,7 @@
 use serde_json::{json, Value};
 
 use super::ConnectorError;
+use crate::platform::number::parse_f64;
 use crate::regexp::{self, RegExp};
 use crate::workspace::{EntryType, FsError, Glob, Workspace};
 
@@ -108,7 +109,7 @@ fn epoch_ms(v: &Value) -> Option<f64> {
     let (hms, frac) = time.split_once('.').unwrap_or((time, "0"));
     let t: Vec<i64> = hms.split(':').map(str::parse).collect::<Result<_, _>>().ok()?;
     let (h, mi, sec) = (*t.first()?, *t.get(1).unwrap_or(&0), *t.get(2).unwrap_or(&0));
-    let ms: f64 = format!("0.{frac}").parse::<f64>().ok()? * 1000.0;
+    let ms = parse_f64(&format!("0.{frac}"))? * 1000.0;
     // Days from the civil date (Howard Hinnant's algorithm).
     let y = if m <= 2 { y - 1 } else { y };
     let era = y.div_euclid(400);

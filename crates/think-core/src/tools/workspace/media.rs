@@ -8,7 +8,7 @@ pub fn is_generic(mime: &str) -> bool {
 
 /// `type/subtype` without parameters, lowercased; `None` when empty.
 pub fn normalize_media_type(mime: &str) -> Option<String> {
-    let m = mime.split(';').next().unwrap_or("").trim().to_lowercase();
+    let m = crate::platform::case::to_lowercase(mime.split(';').next().unwrap_or("").trim());
     (!m.is_empty()).then_some(m)
 }
 
@@ -44,7 +44,9 @@ pub fn sniff(bytes: &[u8]) -> Option<&'static str> {
     if bytes.starts_with(b"%PDF-") {
         return Some("application/pdf");
     }
-    let head = String::from_utf8_lossy(&bytes[..bytes.len().min(512)]).to_lowercase();
+    // ASCII lowercasing finds the same `<svg` full lowercasing would: no other character
+    // lowercases to `<`, `s`, `v` or `g`.
+    let head = String::from_utf8_lossy(&bytes[..bytes.len().min(512)]).to_ascii_lowercase();
     if head.contains("<svg") {
         return Some("image/svg+xml");
     }
