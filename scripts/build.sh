@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Builds the Worker: Rust → wasm plus the JS shim, into crates/think-worker/build/ (scripts/wasm-build.sh), and the
 # chat page into web/dist (scripts/build-web.sh) at the same time, since the page needs nothing
-# from the wasm. The wasm is the size-optimised release build (wasm-opt -O1 --shrink-level=2 and
-# a second round of its global passes), or under
+# from the wasm. The wasm is the size-optimised release build (wasm-opt -O1 --shrink-level=2), or
+# under
 # `npm start` the quicker `start` profile (THINK_WASM_PROFILE, CONTRIBUTING.md "Build profiles"). Each step is
 # skipped when its output is newer than every input (scripts/wasm-up-to-date.sh for the wasm).
 set -euo pipefail

@@ -7,9 +7,8 @@
 #   2. wasm-bindgen --target module, with the reset-state function and the abort handler that
 #      the shim uses to recover from a trap;
 #   3. wasm-opt -O1 --shrink-level=2 with workerd's feature set, then the code ordered by
-#      function name, a second round of the global passes that -O1 ends with (dead arguments,
-#      duplicate functions, globals, unused elements), then the names dropped
-#      (THINK_WASM_KEEP_NAMES=1 keeps them, for bench/wasm-crates.py). Release only: the `start` profile is for a quick local start,
+#      function name, then the names dropped (THINK_WASM_KEEP_NAMES=1 keeps them, for
+#      bench/wasm-crates.py). Release only: the `start` profile is for a quick local start,
 #      where size does not matter. Measured on the same wasm-bindgen output (gzip -9, BENCHMARKS.md
 #      "Sizes"): -O1 --shrink-level=2 1,268,006 B in 16 s; -O1 1,271,052; no pass
 #      1,279,558; -Oz 1,358,628 in 1 m 42 s; -Os 1,354,986; -O2 1,360,322 (the -O2 passes
@@ -17,10 +16,11 @@
 #      is deployed). Later, on another input: 1,223,294 without the ordering, 1,161,275 with
 #      --reorder-functions-by-name (similar functions, such as the serde impls and
 #      drop_in_place of each type, fall within gzip's window), 1,212,332 with
-#      --reorder-functions (by call count). The second round: 942,495 -> 939,440 B (and
-#      2.75 -> 2.73 MB raw) for about 10 s more, mostly --dae-optimizing, whose first round
-#      leaves arguments that -O1's later passes make dead; a third round gains nothing,
-#      --merge-similar-functions there costs 2.5 KB and --inlining-optimizing 94 KB.
+#      --reorder-functions (by call count). A second round of -O1's global passes after the
+#      ordering (--dae-optimizing --duplicate-function-elimination
+#      --simplify-globals-optimizing --remove-unused-module-elements) saves about 3 KB gzip for
+#      about 10 s more of every release build (a fresh clone's first build included), so it is
+#      not run.
 #   4. think-worker's js/shim.mjs writes the entry module (handlers + class proxies) and esbuild bundles it
 #      with the glue and its JS snippets into one minified index.js.
 # worker-build's other steps are left out on purpose: installing wasm-bindgen and esbuild
@@ -63,8 +63,7 @@ if [ "$THINK_WASM_PROFILE" = release ]; then
     --enable-mutable-globals --enable-sign-ext --enable-nontrapping-float-to-int \
     --enable-bulk-memory --enable-multivalue --enable-reference-types \
     --enable-exception-handling --reorder-functions-by-name \
-    --dae-optimizing --duplicate-function-elimination --simplify-globals-optimizing \
-    --remove-unused-module-elements "$names"
+    "$names"
   mv "$stage/index_bg.opt.wasm" "$stage/index_bg.wasm"
 fi
 node "$worker_js/shim.mjs" "$stage"
