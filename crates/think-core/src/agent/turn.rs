@@ -667,7 +667,7 @@ impl Agent {
             tool_choice,
             new_id: Box::new(move || format!("approval_{}", random_id(clock.as_ref(), 16))),
             now: Some(Box::new(move || now.now_ms())),
-            between_steps: Some(Box::new(move || {
+            yield_now: Some(Box::new(move || {
                 let clock = pause.clone();
                 Box::pin(async move { clock.sleep(0).await })
             })),

@@ -557,7 +557,7 @@ fn a_context_length_error_compacts_once_and_retries() {
             context_window: 1_000_000,
         })),
         now: None,
-        between_steps: None,
+        yield_now: None,
     };
     let approval = |_: &str, _: &Value| false;
     let abort = crate::turn::abort::AbortSignal::default();
@@ -646,7 +646,7 @@ fn a_turn_whose_tool_results_pass_the_budget_is_compacted_at_its_next_call() {
             context_window: 2000,
         })),
         now: None,
-        between_steps: None,
+        yield_now: None,
     };
     let approval = |_: &str, _: &Value| false;
     let abort = crate::turn::abort::AbortSignal::default();

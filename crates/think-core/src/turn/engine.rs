@@ -74,11 +74,12 @@ pub struct TurnPlan {
     /// The time in ms since the epoch, for the waits a failed answer asks for; `None` reads
     /// them as 0.
     pub now: Option<Box<dyn Fn() -> f64>>,
-    /// Awaited after a step's tools ran, before the next model call is built. The Worker
-    /// yields to its event loop here: the step's writes commit, and the output gate lets its
-    /// tool outputs go to the tabs, instead of holding them until the next request's fetch
-    /// yields after that request was built (the history converted, the body serialized).
-    pub between_steps: Option<Box<dyn Fn() -> LocalBoxFuture<'static, ()>>>,
+    /// Awaited right after each tool output is emitted, and after a step's tools ran, before
+    /// the next model call is built. The Worker yields to its event loop here: the writes so
+    /// far commit and the output gate lets the output go to the tabs, instead of holding it
+    /// while the rest of the step runs (the other calls, the step's end, the next request
+    /// built), all of which would commit with it.
+    pub yield_now: Option<Box<dyn Fn() -> LocalBoxFuture<'static, ()>>>,
 }
 
 impl TurnPlan {
@@ -324,7 +325,7 @@ pub async fn run(
         let mut calls: Vec<Call> = calls.into_iter().map(|(_, c)| c).collect();
         let resolved = resolve_calls(&mut calls, &plan, approval, sink);
         let waiting = resolved.iter().any(|r| matches!(r, Resolved::Waiting));
-        let results = execute(&calls, resolved, sink, abort).await;
+        let results = execute(&calls, resolved, sink, abort, plan.yield_now.as_deref()).await;
 
         plan.messages.push(ModelMessage::Assistant {
             content: st.text,
@@ -360,7 +361,7 @@ pub async fn run(
         if calls.is_empty() {
             return TurnOutcome::Finished(last_reason);
         }
-        if let Some(pause) = &plan.between_steps {
+        if let Some(pause) = &plan.yield_now {
             pause().await;
         }
     }
@@ -550,12 +551,14 @@ fn announce_input(call: &Call, input: Value, sink: &dyn ChunkSink) -> Value {
 }
 
 /// Runs the resolved calls concurrently. Returns, per call, the text the model sees next and
-/// the images the call handed over (`None` while a call waits for a human).
+/// the images the call handed over (`None` while a call waits for a human). After each output
+/// it awaits `yield_now`, so that output leaves before the rest of the step runs.
 async fn execute(
     calls: &[Call],
     resolved: Vec<Resolved>,
     sink: &dyn ChunkSink,
     abort: &AbortSignal,
+    yield_now: Option<&dyn Fn() -> LocalBoxFuture<'static, ()>>,
 ) -> Vec<Option<(String, Vec<crate::model::ImagePart>)>> {
     let runs = calls.iter().zip(resolved).map(|(call, r)| async move {
         match r {
@@ -564,22 +567,26 @@ async fn execute(
             Resolved::Run(tool, input) => {
                 let ctx =
                     ToolContext { tool_call_id: call.id.clone(), tool_name: call.name.clone() };
-                match abort.run(tool.execute(input, &ctx)).await {
+                let settled = match abort.run(tool.execute(input, &ctx)).await {
                     None => {
                         let text = "The tool call was aborted.";
                         sink.emit(chunk::tool_output_error(&call.id, text));
-                        Some((crate::tools::thrown_error_json(text), Vec::new()))
+                        (crate::tools::thrown_error_json(text), Vec::new())
                     }
                     Some(Ok(output)) => {
                         let text = tool.model_output(&output).to_text();
                         sink.emit(chunk::tool_output_available(&call.id, output));
-                        Some((text, tool.take_images(&call.id)))
+                        (text, tool.take_images(&call.id))
                     }
                     Some(Err(e)) => {
                         sink.emit(chunk::tool_output_error(&call.id, &e.to_string()));
-                        Some((crate::tools::thrown_error_json(&e.to_string()), Vec::new()))
+                        (crate::tools::thrown_error_json(&e.to_string()), Vec::new())
                     }
+                };
+                if let Some(pause) = yield_now {
+                    pause().await;
                 }
+                Some(settled)
             }
         }
     });
@@ -659,7 +666,7 @@ mod tests {
             new_id: Box::new(|| "approval_1".into()),
             context: None,
             now: None,
-            between_steps: None,
+            yield_now: None,
         }
     }
 
@@ -803,6 +810,62 @@ mod tests {
                 content: r#"{"error":"Error: boom"}"#.into(),
                 images: Vec::new(),
             }
+        );
+    }
+
+    /// Each tool output is followed by a yield to the platform before anything else of the
+    /// step runs (the Worker commits there and the output gate lets that output go), and the
+    /// step's end by another one before the next model call.
+    #[test]
+    fn the_turn_yields_after_each_tool_output_and_between_steps() {
+        let log: Rc<RefCell<Vec<String>>> = Rc::default();
+        struct Logged(Rc<RefCell<Vec<String>>>);
+        impl ChunkSink for Logged {
+            fn emit(&self, chunk: Value) {
+                self.0.borrow_mut().push(chunk["type"].as_str().unwrap_or("").to_owned());
+            }
+        }
+        let mut step1 = call(0, "c1", "add", r#"{"a":2,"b":3}"#);
+        step1.extend(call(1, "c2", "fail", "{}"));
+        step1.push(finish(FinishReason::ToolCalls));
+        let step2 = vec![ModelEvent::TextDelta("5".into()), finish(FinishReason::Stop)];
+        let model = ScriptedModel::new(vec![step1, step2]);
+        let mut plan = plan(tools());
+        let yields = log.clone();
+        plan.yield_now = Some(Box::new(move || {
+            yields.borrow_mut().push("yield".into());
+            // Pending once, as a timer is: the other calls run meanwhile.
+            let mut first = true;
+            Box::pin(futures::future::poll_fn(move |cx| {
+                if std::mem::take(&mut first) {
+                    cx.waker().wake_by_ref();
+                    return std::task::Poll::Pending;
+                }
+                std::task::Poll::Ready(())
+            }))
+        }));
+        let sink = Logged(log.clone());
+        let no = |_: &str, _: &Value| false;
+        let out =
+            futures::executor::block_on(run(model.as_ref(), plan, &no, &sink, &AbortSignal::new()));
+        assert_eq!(out, TurnOutcome::Finished(FinishReason::Stop));
+        let log = log.borrow();
+        let from = log.iter().position(|t| t == "tool-output-available").unwrap();
+        assert_eq!(
+            log[from..],
+            [
+                "tool-output-available",
+                "yield",
+                "tool-output-error",
+                "yield",
+                "finish-step",
+                "yield",
+                "start-step",
+                "text-start",
+                "text-delta",
+                "text-end",
+                "finish-step"
+            ]
         );
     }
 
