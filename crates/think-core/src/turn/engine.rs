@@ -79,7 +79,12 @@ pub struct TurnPlan {
     /// far commit and the output gate lets the output go to the tabs, instead of holding it
     /// while the rest of the step runs (the other calls, the step's end, the next request
     /// built), all of which would commit with it.
-    pub yield_now: Option<Box<dyn Fn() -> LocalBoxFuture<'static, ()>>>,
+    pub yield_now: Option<Rc<dyn Fn() -> LocalBoxFuture<'static, ()>>>,
+    /// Runs each tool call as a task of its own, which emits the call's output and yields
+    /// before the turn resumes: when the call's I/O answers (a sandbox isolate's reply), the
+    /// platform resumes that task alone, so the output leaves without the turn's own code
+    /// running first. `None` runs the calls inside the turn.
+    pub spawn_call: Option<Rc<dyn Fn(LocalBoxFuture<'static, ()>)>>,
 }
 
 impl TurnPlan {
@@ -190,9 +195,11 @@ pub async fn run(
     model: &dyn Model,
     mut plan: TurnPlan,
     approval: &dyn ApprovalCheck,
-    sink: &dyn ChunkSink,
+    sink: Rc<dyn ChunkSink>,
     abort: &AbortSignal,
 ) -> TurnOutcome {
+    let shared = sink;
+    let sink: &dyn ChunkSink = &*shared;
     let definitions = plan.tools.definitions();
     let mut last_reason = FinishReason::Stop;
     let mut retried = false;
@@ -325,7 +332,7 @@ pub async fn run(
         let mut calls: Vec<Call> = calls.into_iter().map(|(_, c)| c).collect();
         let resolved = resolve_calls(&mut calls, &plan, approval, sink);
         let waiting = resolved.iter().any(|r| matches!(r, Resolved::Waiting));
-        let results = execute(&calls, resolved, sink, abort, plan.yield_now.as_deref()).await;
+        let results = execute(&calls, resolved, &plan, &shared, abort).await;
 
         plan.messages.push(ModelMessage::Assistant {
             content: st.text,
@@ -551,46 +558,68 @@ fn announce_input(call: &Call, input: Value, sink: &dyn ChunkSink) -> Value {
 }
 
 /// Runs the resolved calls concurrently. Returns, per call, the text the model sees next and
-/// the images the call handed over (`None` while a call waits for a human). After each output
-/// it awaits `yield_now`, so that output leaves before the rest of the step runs.
+/// the images the call handed over (`None` while a call waits for a human).
 async fn execute(
     calls: &[Call],
     resolved: Vec<Resolved>,
-    sink: &dyn ChunkSink,
+    plan: &TurnPlan,
+    sink: &Rc<dyn ChunkSink>,
     abort: &AbortSignal,
-    yield_now: Option<&dyn Fn() -> LocalBoxFuture<'static, ()>>,
 ) -> Vec<Option<(String, Vec<crate::model::ImagePart>)>> {
     let runs = calls.iter().zip(resolved).map(|(call, r)| async move {
-        match r {
-            Resolved::Settled(text) => Some((text, Vec::new())),
-            Resolved::Waiting => None,
-            Resolved::Run(tool, input) => {
-                let ctx =
-                    ToolContext { tool_call_id: call.id.clone(), tool_name: call.name.clone() };
-                let settled = match abort.run(tool.execute(input, &ctx)).await {
-                    None => {
-                        let text = "The tool call was aborted.";
-                        sink.emit(chunk::tool_output_error(&call.id, text));
-                        (crate::tools::thrown_error_json(text), Vec::new())
-                    }
-                    Some(Ok(output)) => {
-                        let text = tool.model_output(&output).to_text();
-                        sink.emit(chunk::tool_output_available(&call.id, output));
-                        (text, tool.take_images(&call.id))
-                    }
-                    Some(Err(e)) => {
-                        sink.emit(chunk::tool_output_error(&call.id, &e.to_string()));
-                        (crate::tools::thrown_error_json(&e.to_string()), Vec::new())
-                    }
-                };
-                if let Some(pause) = yield_now {
-                    pause().await;
-                }
-                Some(settled)
-            }
-        }
+        let (tool, input) = match r {
+            Resolved::Settled(text) => return Some((text, Vec::new())),
+            Resolved::Waiting => return None,
+            Resolved::Run(tool, input) => (tool, input),
+        };
+        let ctx = ToolContext { tool_call_id: call.id.clone(), tool_name: call.name.clone() };
+        let run = run_call(tool, input, ctx, sink.clone(), abort.clone(), plan.yield_now.clone());
+        let Some(spawn) = &plan.spawn_call else { return Some(run.await) };
+        let (done, settled) = futures::channel::oneshot::channel();
+        spawn(Box::pin(async move {
+            let _ = done.send(run.await);
+        }));
+        Some(settled.await.unwrap_or_else(|_| {
+            // The platform dropped the task before it ended: it emitted nothing more.
+            let text = "The tool call was interrupted.";
+            sink.emit(chunk::tool_output_error(&call.id, text));
+            (crate::tools::thrown_error_json(text), Vec::new())
+        }))
     });
     futures::future::join_all(runs).await
+}
+
+/// One call: runs the tool, emits its output and awaits `yield_now`, so that output leaves
+/// before the rest of the step runs.
+async fn run_call(
+    tool: ToolRef,
+    input: Value,
+    ctx: ToolContext,
+    sink: Rc<dyn ChunkSink>,
+    abort: AbortSignal,
+    yield_now: Option<Rc<dyn Fn() -> LocalBoxFuture<'static, ()>>>,
+) -> (String, Vec<crate::model::ImagePart>) {
+    let id = &ctx.tool_call_id;
+    let settled = match abort.run(tool.execute(input, &ctx)).await {
+        None => {
+            let text = "The tool call was aborted.";
+            sink.emit(chunk::tool_output_error(id, text));
+            (crate::tools::thrown_error_json(text), Vec::new())
+        }
+        Some(Ok(output)) => {
+            let text = tool.model_output(&output).to_text();
+            sink.emit(chunk::tool_output_available(id, output));
+            (text, tool.take_images(id))
+        }
+        Some(Err(e)) => {
+            sink.emit(chunk::tool_output_error(id, &e.to_string()));
+            (crate::tools::thrown_error_json(&e.to_string()), Vec::new())
+        }
+    };
+    if let Some(pause) = yield_now {
+        pause().await;
+    }
+    settled
 }
 
 #[cfg(test)]
@@ -667,20 +696,21 @@ mod tests {
             context: None,
             now: None,
             yield_now: None,
+            spawn_call: None,
         }
     }
 
     fn run_with(
         script: Vec<Vec<ModelEvent>>,
         approval: &dyn ApprovalCheck,
-    ) -> (TurnOutcome, Sink, Rc<ScriptedModel>) {
+    ) -> (TurnOutcome, Rc<Sink>, Rc<ScriptedModel>) {
         let model = ScriptedModel::new(script);
-        let sink = Sink::default();
+        let sink = Rc::new(Sink::default());
         let out = futures::executor::block_on(run(
             model.as_ref(),
             plan(tools()),
             approval,
-            &sink,
+            sink.clone(),
             &AbortSignal::new(),
         ));
         (out, sink, model)
@@ -727,7 +757,7 @@ mod tests {
             model.as_ref(),
             turn,
             &|_: &str, _: &Value| false,
-            &Sink::default(),
+            Rc::new(Sink::default()),
             &AbortSignal::new(),
         ));
         assert_eq!(out, TurnOutcome::Finished(FinishReason::Stop));
@@ -832,7 +862,7 @@ mod tests {
         let model = ScriptedModel::new(vec![step1, step2]);
         let mut plan = plan(tools());
         let yields = log.clone();
-        plan.yield_now = Some(Box::new(move || {
+        plan.yield_now = Some(Rc::new(move || {
             yields.borrow_mut().push("yield".into());
             // Pending once, as a timer is: the other calls run meanwhile.
             let mut first = true;
@@ -844,10 +874,10 @@ mod tests {
                 std::task::Poll::Ready(())
             }))
         }));
-        let sink = Logged(log.clone());
+        let sink = Rc::new(Logged(log.clone()));
         let no = |_: &str, _: &Value| false;
         let out =
-            futures::executor::block_on(run(model.as_ref(), plan, &no, &sink, &AbortSignal::new()));
+            futures::executor::block_on(run(model.as_ref(), plan, &no, sink, &AbortSignal::new()));
         assert_eq!(out, TurnOutcome::Finished(FinishReason::Stop));
         let log = log.borrow();
         let from = log.iter().position(|t| t == "tool-output-available").unwrap();
@@ -867,6 +897,63 @@ mod tests {
                 "finish-step"
             ]
         );
+    }
+
+    /// With `spawn_call`, each call that runs is a task of its own, which emits its output
+    /// and yields there; the turn hands the model the same results as when calls run inline.
+    #[test]
+    fn calls_run_as_tasks_of_their_own_with_spawn_call() {
+        let mut pool = futures::executor::LocalPool::new();
+        let spawner = futures::task::LocalSpawnExt::spawn_local;
+        let tasks = pool.spawner();
+        let log: Rc<RefCell<Vec<String>>> = Rc::default();
+        struct Logged(Rc<RefCell<Vec<String>>>);
+        impl ChunkSink for Logged {
+            fn emit(&self, chunk: Value) {
+                self.0.borrow_mut().push(chunk["type"].as_str().unwrap_or("").to_owned());
+            }
+        }
+        let mut step1 = call(0, "c1", "add", r#"{"a":2,"b":3}"#);
+        step1.extend(call(1, "c2", "fail", "{}"));
+        step1.extend(call(2, "c3", "nope", "{}"));
+        step1.push(finish(FinishReason::ToolCalls));
+        let step2 = vec![ModelEvent::TextDelta("5".into()), finish(FinishReason::Stop)];
+        let model = ScriptedModel::new(vec![step1, step2]);
+        let mut plan = plan(tools());
+        let spawned = log.clone();
+        plan.spawn_call = Some(Rc::new(move |task| {
+            spawned.borrow_mut().push("spawned".into());
+            spawner(&tasks, task).unwrap();
+        }));
+        let yields = log.clone();
+        plan.yield_now = Some(Rc::new(move || {
+            yields.borrow_mut().push("yield".into());
+            Box::pin(async {})
+        }));
+        let no = |_: &str, _: &Value| false;
+        let sink = Rc::new(Logged(log.clone()));
+        let out = pool.run_until(run(model.as_ref(), plan, &no, sink, &AbortSignal::new()));
+        assert_eq!(out, TurnOutcome::Finished(FinishReason::Stop));
+        let log = log.borrow();
+        let from = log.iter().position(|t| t == "spawned").unwrap();
+        // The unknown tool is settled at once; the two that run are spawned, and each task
+        // emits its output and yields.
+        assert_eq!(
+            log[from..log.iter().position(|t| t == "finish-step").unwrap()],
+            ["spawned", "spawned", "tool-output-available", "yield", "tool-output-error", "yield"]
+        );
+        let second = &model.seen()[1];
+        let tool_texts: Vec<&str> = second
+            .messages
+            .iter()
+            .filter_map(|m| match m {
+                ModelMessage::Tool { content, .. } => Some(content.as_str()),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(tool_texts[0], "{\"sum\":5}");
+        assert_eq!(tool_texts[1], r#"{"error":"Error: boom"}"#);
+        assert!(tool_texts[2].contains("unavailable tool 'nope'"), "{}", tool_texts[2]);
     }
 
     #[test]
@@ -938,12 +1025,12 @@ mod tests {
                 step,
                 vec![ModelEvent::TextDelta("ok".into()), finish(FinishReason::Stop)],
             ]);
-            let sink = Sink::default();
+            let sink = Rc::new(Sink::default());
             let out = futures::executor::block_on(run(
                 model.as_ref(),
                 plan(set.clone()),
                 &|_: &str, _: &Value| false,
-                &sink,
+                sink.clone(),
                 &AbortSignal::new(),
             ));
             assert_eq!(out, TurnOutcome::Finished(FinishReason::Stop));
@@ -969,14 +1056,14 @@ mod tests {
             s
         };
         let model = ScriptedModel::new((0..5).map(|_| looping()).collect());
-        let sink = Sink::default();
+        let sink = Rc::new(Sink::default());
         let mut p = plan(tools());
         p.max_steps = 3;
         let out = futures::executor::block_on(run(
             model.as_ref(),
             p,
             &|_: &str, _: &Value| false,
-            &sink,
+            sink.clone(),
             &AbortSignal::new(),
         ));
         assert_eq!(out, TurnOutcome::Finished(FinishReason::ToolCalls));
@@ -1018,12 +1105,12 @@ mod tests {
             (status(400, None), None),
         ];
         for (error, transient) in cases {
-            let sink = Sink::default();
+            let sink = Rc::new(Sink::default());
             let out = futures::executor::block_on(run(
                 &Breaking(error.clone()),
                 plan(tools()),
                 &|_: &str, _: &Value| false,
-                &sink,
+                sink.clone(),
                 &AbortSignal::new(),
             ));
             let expected = match transient {
