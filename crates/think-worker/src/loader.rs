@@ -116,57 +116,79 @@ impl LoaderSandbox {
                 request.timeout_ms
             )));
         };
-        let request = serde_json::to_string(&request)
-            .map_err(|e| SandboxError::Unavailable(e.to_string()))?;
-        let dispatch = Closure::<dyn FnMut(String, String, String, String) -> Promise>::new(
-            move |connector: String, method: String, args: String, site: String| {
-                let dispatcher = dispatcher.clone();
-                let busy = super::idle::Busy::enter();
-                future_to_promise(async move {
-                    let _busy = busy;
-                    let args = serde_json::from_str(&args).unwrap_or(Value::Null);
-                    let call = CallRequest { connector, method, args, site };
-                    let reply = match dispatcher.call(call).await {
-                        Ok(v) => json!({ "ok": v }),
-                        Err(CallError::Paused) => json!({ "paused": true }),
-                        Err(e) => json!({ "error": e.to_string() }),
-                    };
-                    Ok(JsValue::from_str(&reply.to_string()))
-                })
-            },
-        );
+        let (request, dispatch) = prepare(&request, dispatcher)?;
         let out =
             run_in_loader(&self.loader, request, dispatch.as_ref().unchecked_ref(), &outbound)
                 .await
                 .map_err(|e| SandboxError::Crashed(error_text(&e)))?;
-        let logs: Vec<String> = Reflect::get(&out, &"logs".into())
-            .ok()
-            .filter(js_sys::Array::is_array)
-            .map(|v| js_sys::Array::from(&v).iter().filter_map(|l| l.as_string()).collect())
-            .unwrap_or_default();
-        let error = text(&out, "error").unwrap_or_default();
-        match text(&out, "kind").as_deref() {
-            Some("syntax") => Err(SandboxError::Syntax(error)),
-            Some("done") => {
-                let paused = Reflect::get(&out, &"paused".into()).is_ok_and(|v| v.is_truthy());
-                let ok = Reflect::get(&out, &"ok".into()).is_ok_and(|v| v.is_truthy());
-                let result = if paused {
-                    Err(CallError::Paused.to_string())
-                } else if ok {
-                    let raw = text(&out, "result").unwrap_or_else(|| "null".into());
-                    // A result deeper than serde_json parses is an error, not a silent null.
-                    serde_json::from_str(&raw).map_err(|e| {
-                        format!(
-                            "The result could not be returned ({e}): values nest at most {} levels deep",
-                            think_core::codemode::MAX_DURABLE_DEPTH
-                        )
-                    })
-                } else {
-                    Err(error)
+        outcome(&out)
+    }
+}
+
+/// The function the sandbox calls the host through.
+type DispatchFn = Closure<dyn FnMut(String, String, String, String) -> Promise>;
+
+/// A pass's request as JSON and its dispatch function. This and [`outcome`] are kept out of
+/// [`LoaderSandbox::pass`]'s body, so the body resumed once the isolate answers is small:
+/// creating the isolate makes V8 drop the agent's baseline-compiled wasm, and whatever runs
+/// after it is compiled again (`think_core::codemode::sandbox`).
+#[inline(never)]
+fn prepare(
+    request: &SandboxRequest,
+    dispatcher: Rc<dyn Dispatcher>,
+) -> Result<(String, DispatchFn), SandboxError> {
+    let request =
+        serde_json::to_string(request).map_err(|e| SandboxError::Unavailable(e.to_string()))?;
+    let dispatch = Closure::<dyn FnMut(String, String, String, String) -> Promise>::new(
+        move |connector: String, method: String, args: String, site: String| {
+            let dispatcher = dispatcher.clone();
+            let busy = super::idle::Busy::enter();
+            future_to_promise(async move {
+                let _busy = busy;
+                let args = serde_json::from_str(&args).unwrap_or(Value::Null);
+                let call = CallRequest { connector, method, args, site };
+                let reply = match dispatcher.call(call).await {
+                    Ok(v) => json!({ "ok": v }),
+                    Err(CallError::Paused) => json!({ "paused": true }),
+                    Err(e) => json!({ "error": e.to_string() }),
                 };
-                Ok(SandboxOutcome { result, logs })
-            }
-            _ => Err(SandboxError::Crashed(error)),
+                Ok(JsValue::from_str(&reply.to_string()))
+            })
+        },
+    );
+    Ok((request, dispatch))
+}
+
+/// The pass's outcome from what `runInLoader` returned.
+#[inline(never)]
+fn outcome(out: &JsValue) -> Result<SandboxOutcome, SandboxError> {
+    let logs: Vec<String> = Reflect::get(out, &"logs".into())
+        .ok()
+        .filter(js_sys::Array::is_array)
+        .map(|v| js_sys::Array::from(&v).iter().filter_map(|l| l.as_string()).collect())
+        .unwrap_or_default();
+    let error = text(out, "error").unwrap_or_default();
+    match text(out, "kind").as_deref() {
+        Some("syntax") => Err(SandboxError::Syntax(error)),
+        Some("done") => {
+            let paused = Reflect::get(out, &"paused".into()).is_ok_and(|v| v.is_truthy());
+            let ok = Reflect::get(out, &"ok".into()).is_ok_and(|v| v.is_truthy());
+            let result = if paused {
+                Err(CallError::Paused.to_string())
+            } else if ok {
+                let raw = text(out, "result").unwrap_or_else(|| "null".into());
+                // A result deeper than serde_json parses is an error, not a silent null.
+                serde_json::from_str(&raw).map_err(|e| {
+                    format!(
+                        "The result could not be returned ({e}): values nest at most {} levels deep",
+                        think_core::codemode::MAX_DURABLE_DEPTH
+                    )
+                })
+            } else {
+                Err(error)
+            };
+            Ok(SandboxOutcome { result, logs })
         }
+        _ => Err(SandboxError::Crashed(error)),
     }
 }

@@ -146,6 +146,33 @@ impl LedgeredTool {
         Rc::new(LedgeredTool { inner, sql, now })
     }
 
+    /// The recorded outcome of a call the ledger already has; otherwise records it started
+    /// and returns `None`. Kept out of [`Tool::execute`]'s body, like [`Self::finish`], so
+    /// that the body resumed after the call is small (see [`crate::codemode::sandbox`]).
+    #[inline(never)]
+    fn start(&self, ctx: &ToolContext) -> Option<Result<Value, ToolError>> {
+        let prior = Ledger::new(self.sql.as_ref()).get(&ctx.tool_call_id).ok().flatten();
+        match prior {
+            Some(Entry::Succeeded(v)) => return Some(Ok(v)),
+            Some(Entry::Failed(e)) => return Some(Err(ToolError::Failed(e))),
+            Some(Entry::Started { code }) => {
+                return Some(Err(ToolError::Failed(interrupted_message(code).into())))
+            }
+            None => {}
+        }
+        self.record(ctx, &Entry::Started { code: self.inner.runs_code() });
+        None
+    }
+
+    /// Records how a call ended.
+    #[inline(never)]
+    fn finish(&self, ctx: &ToolContext, result: &Result<Value, ToolError>) {
+        match result {
+            Ok(v) => self.record(ctx, &Entry::Succeeded(v.clone())),
+            Err(e) => self.record(ctx, &Entry::Failed(e.to_string())),
+        }
+    }
+
     fn record(&self, ctx: &ToolContext, entry: &Entry) {
         if let Err(e) = Ledger::new(self.sql.as_ref()).record(
             &ctx.tool_call_id,
@@ -168,21 +195,11 @@ impl Tool for LedgeredTool {
     }
 
     async fn execute(&self, input: Value, ctx: &ToolContext) -> Result<Value, ToolError> {
-        let prior = Ledger::new(self.sql.as_ref()).get(&ctx.tool_call_id).ok().flatten();
-        match prior {
-            Some(Entry::Succeeded(v)) => return Ok(v),
-            Some(Entry::Failed(e)) => return Err(ToolError::Failed(e)),
-            Some(Entry::Started { code }) => {
-                return Err(ToolError::Failed(interrupted_message(code).into()))
-            }
-            None => {}
+        if let Some(prior) = self.start(ctx) {
+            return prior;
         }
-        self.record(ctx, &Entry::Started { code: self.inner.runs_code() });
         let result = self.inner.execute(input, ctx).await;
-        match &result {
-            Ok(v) => self.record(ctx, &Entry::Succeeded(v.clone())),
-            Err(e) => self.record(ctx, &Entry::Failed(e.to_string())),
-        }
+        self.finish(ctx, &result);
         result
     }
 

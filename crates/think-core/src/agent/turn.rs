@@ -658,6 +658,7 @@ impl Agent {
         let clock = self.deps.clock.clone();
         let now = self.deps.clock.clone();
         let pause = self.deps.clock.clone();
+        let tasks = self.deps.tasks.clone();
         let plan = TurnPlan {
             context: Some(self.session_step(model)),
             system: ctx.system,
@@ -667,15 +668,16 @@ impl Agent {
             tool_choice,
             new_id: Box::new(move || format!("approval_{}", random_id(clock.as_ref(), 16))),
             now: Some(Box::new(move || now.now_ms())),
-            between_steps: Some(Box::new(move || {
+            yield_now: Some(Rc::new(move || {
                 let clock = pause.clone();
                 Box::pin(async move { clock.sleep(0).await })
             })),
+            spawn_call: Some(Rc::new(move |call| tasks.spawn(call))),
         };
         let approval = |name: &str, input: &Value| {
             self.spec.approval.needs_approval(name, input) || self.skills.needs_approval(name)
         };
-        let outcome = engine::run(model.as_ref(), plan, &approval, &*stream, abort).await;
+        let outcome = engine::run(model.as_ref(), plan, &approval, stream.clone(), abort).await;
         let failure = match outcome {
             TurnOutcome::Finished(reason) => {
                 stream.emit(chunk::finish(Some(finish_reason(reason))));

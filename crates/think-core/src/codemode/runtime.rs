@@ -648,6 +648,54 @@ fn syntax_message(raw: &str, shape: CodeShape) -> String {
     }
 }
 
+/// What a pass came to, once the sandbox returned (or failed) and its calls settled: the reads
+/// are written to the journal here.
+#[inline(never)]
+fn conclude(
+    dispatcher: &PassDispatcher,
+    result: Result<super::sandbox::SandboxOutcome, SandboxError>,
+    shape: CodeShape,
+) -> PassOutcome {
+    dispatcher.flush_reads();
+    let pass = dispatcher.pass.borrow();
+    let (logs, result) = match result {
+        Ok(o) => (o.logs, Ok(o.result)),
+        Err(e) => (Vec::new(), Err(e)),
+    };
+    let calls = !pass.log.is_empty();
+    let error = |message: String| PassOutcome {
+        status: ExecStatus::Error,
+        result: None,
+        error: Some(message),
+        logs: logs.clone(),
+        calls,
+    };
+    if let Some(fatal) = &pass.fatal {
+        return error(fatal.clone());
+    }
+    if pass.paused {
+        return PassOutcome { status: ExecStatus::Paused, result: None, error: None, logs, calls };
+    }
+    match result {
+        Ok(Ok(value)) => {
+            let bytes = value.to_string().len();
+            if bytes > MAX_DURABLE_VALUE_BYTES {
+                return error(too_large("The result", bytes));
+            }
+            PassOutcome {
+                status: ExecStatus::Completed,
+                result: Some(value),
+                error: None,
+                logs,
+                calls,
+            }
+        }
+        Ok(Err(message)) => error(message),
+        Err(SandboxError::Syntax(raw)) => error(syntax_message(&raw, shape)),
+        Err(e) => error(e.to_string()),
+    }
+}
+
 impl CodeMode {
     /// The runtime over `sql` (its tables are created here) running code in `sandbox`.
     pub fn new(
@@ -681,16 +729,27 @@ impl CodeMode {
         tool_call_id: Option<&str>,
         connectors: &[Rc<dyn Connector>],
     ) -> Value {
+        match self.begin(code, tool_call_id) {
+            Ok(id) => self.run_pass(&id, code, connectors, true).await,
+            Err(output) => output,
+        }
+    }
+
+    /// Starts execution of `code` in the journal: its id, or the error output when it cannot.
+    #[inline(never)]
+    fn begin(&self, code: &str, tool_call_id: Option<&str>) -> Result<String, Value> {
         let id = format!("exec_{}", random_id(self.clock.as_ref(), 16));
         if code.len() > MAX_CODE_BYTES {
-            return json!({"status": "error", "executionId": id, "error": format!(
+            return Err(json!({"status": "error", "executionId": id, "error": format!(
                 "The code is {} bytes, over the 1 MB limit; nothing ran. Keep data in workspace files and read it with state.readFile.",
-                code.len())});
+                code.len())}));
         }
         if let Err(e) = self.journal().start(&id, code, tool_call_id, self.now()) {
-            return json!({"status": "error", "executionId": id, "error": format!("The execution journal failed: {e}")});
+            return Err(
+                json!({"status": "error", "executionId": id, "error": format!("The execution journal failed: {e}")}),
+            );
         }
-        self.run_pass(&id, code, connectors, true).await
+        Ok(id)
     }
 
     /// One pass of execution `id`, settled in the journal; returns the model's output.
@@ -704,6 +763,12 @@ impl CodeMode {
     ) -> Value {
         let _slot = self.slots.acquire().await;
         let outcome = self.pass(id, code, connectors, fresh).await;
+        self.settle(id, &outcome)
+    }
+
+    /// Records a pass's outcome in the journal and returns the model's output.
+    #[inline(never)]
+    fn settle(&self, id: &str, outcome: &PassOutcome) -> Value {
         let journal = self.journal();
         if let Err(e) = journal.settle(
             id,
@@ -720,7 +785,7 @@ impl CodeMode {
                 crate::platform::log(&format!("think-rs: pruning executions failed: {e}"));
             }
         }
-        self.output(id, &outcome)
+        self.output(id, outcome)
     }
 
     async fn pass(
@@ -730,6 +795,33 @@ impl CodeMode {
         connectors: &[Rc<dyn Connector>],
         fresh: bool,
     ) -> PassOutcome {
+        let (dispatcher, request, shape) = self.prepare(id, code, connectors, fresh);
+        let limit = self.options.timeout_ms + TIMEOUT_MARGIN_MS;
+        let run = self.sandbox.run(request, dispatcher.clone()).fuse();
+        let timer = self.clock.sleep(limit).fuse();
+        futures::pin_mut!(run, timer);
+        let result = futures::select! {
+            r = run => r,
+            _ = timer => Err(SandboxError::Timeout(self.options.timeout_ms)),
+        };
+        // Calls the code started but did not wait for still finish and record their results.
+        let mut waited = 0;
+        while dispatcher.pass.borrow().in_flight > 0 && waited < limit {
+            self.clock.sleep(5).await;
+            waited += 5;
+        }
+        conclude(&dispatcher, result, shape)
+    }
+
+    /// A pass's dispatcher and the sandbox's request, and the shape of the code.
+    #[inline(never)]
+    fn prepare(
+        self: &Rc<Self>,
+        id: &str,
+        code: &str,
+        connectors: &[Rc<dyn Connector>],
+        fresh: bool,
+    ) -> (Rc<PassDispatcher>, SandboxRequest, CodeShape) {
         let normalized = normalize_code(code);
         let log = if fresh { Vec::new() } else { self.journal().log(id).unwrap_or_default() };
         let next_seq = log.iter().map(|e| e.seq + 1).max().unwrap_or(0);
@@ -771,64 +863,7 @@ impl CodeMode {
             input: Value::Null,
             output: Default::default(),
         };
-        let limit = self.options.timeout_ms + TIMEOUT_MARGIN_MS;
-        let run = self.sandbox.run(request, dispatcher.clone()).fuse();
-        let timer = self.clock.sleep(limit).fuse();
-        futures::pin_mut!(run, timer);
-        let result = futures::select! {
-            r = run => r,
-            _ = timer => Err(SandboxError::Timeout(self.options.timeout_ms)),
-        };
-        // Calls the code started but did not wait for still finish and record their results.
-        let mut waited = 0;
-        while dispatcher.pass.borrow().in_flight > 0 && waited < limit {
-            self.clock.sleep(5).await;
-            waited += 5;
-        }
-        dispatcher.flush_reads();
-        let pass = dispatcher.pass.borrow();
-        let (logs, result) = match result {
-            Ok(o) => (o.logs, Ok(o.result)),
-            Err(e) => (Vec::new(), Err(e)),
-        };
-        let calls = !pass.log.is_empty();
-        let error = |message: String| PassOutcome {
-            status: ExecStatus::Error,
-            result: None,
-            error: Some(message),
-            logs: logs.clone(),
-            calls,
-        };
-        if let Some(fatal) = &pass.fatal {
-            return error(fatal.clone());
-        }
-        if pass.paused {
-            return PassOutcome {
-                status: ExecStatus::Paused,
-                result: None,
-                error: None,
-                logs,
-                calls,
-            };
-        }
-        match result {
-            Ok(Ok(value)) => {
-                let bytes = value.to_string().len();
-                if bytes > MAX_DURABLE_VALUE_BYTES {
-                    return error(too_large("The result", bytes));
-                }
-                PassOutcome {
-                    status: ExecStatus::Completed,
-                    result: Some(value),
-                    error: None,
-                    logs,
-                    calls,
-                }
-            }
-            Ok(Err(message)) => error(message),
-            Err(SandboxError::Syntax(raw)) => error(syntax_message(&raw, normalized.shape)),
-            Err(e) => error(e.to_string()),
-        }
+        (dispatcher, request, normalized.shape)
     }
 
     fn output(&self, id: &str, o: &PassOutcome) -> Value {

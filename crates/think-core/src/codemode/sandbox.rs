@@ -4,6 +4,13 @@
 //! the host, within limits.
 //! The Worker implements it with Worker Loader (`src/wasm/loader.rs`); host tests script
 //! the calls a program would make.
+//!
+//! Creating an isolate makes V8 drop the baseline-compiled code of every wasm module in the
+//! process (workerd signals memory pressure to each new isolate's heap), so the agent's code
+//! that runs after a pass starts is compiled again before it runs. The async functions a pass
+//! resumes through therefore keep what runs before the sandbox's await in functions of their
+//! own (never inlined): the body resumed, compiled again in full, stays small
+//! (BENCHMARKS.md, issue 41).
 
 use std::cell::{Cell, RefCell};
 use std::collections::VecDeque;

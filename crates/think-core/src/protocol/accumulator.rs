@@ -401,10 +401,36 @@ fn new_tool_part(chunk: &Map<String, Value>, st: &str) -> Map<String, Value> {
 }
 
 /// Applies a chunk to the parts. `false` for chunk types handled by the caller (message
-/// level: start, finish, metadata, error) or unknown ones.
+/// level: start, finish, metadata, error) or unknown ones. Each group of chunk types is a
+/// function of its own, never inlined, so a chunk runs (and V8 compiles) only its group's
+/// code: a sandbox isolate's creation makes the agent's wasm compile again before it runs
+/// (`crate::codemode::sandbox`), and a tool's output is applied right after one.
 fn apply_chunk_to_parts(parts: &mut Vec<Value>, c: &Map<String, Value>) -> bool {
     let kind = c.get("type").and_then(Value::as_str).unwrap_or("");
     let call_id = c.get("toolCallId").and_then(Value::as_str);
+    match kind {
+        "text-start" | "reasoning-start" | "text-delta" | "reasoning-delta" | "text-end"
+        | "reasoning-end" => apply_text(parts, kind, c),
+        "file" | "source-url" | "source-document" => apply_source(parts, kind, c),
+        "tool-input-start" | "tool-input-delta" | "tool-input-available" | "tool-input-error" => {
+            apply_tool_input(parts, kind, call_id, c)
+        }
+        "tool-approval-request"
+        | "tool-output-denied"
+        | "tool-output-available"
+        | "tool-output-error" => apply_tool_outcome(parts, kind, call_id, c),
+        "step-start" | "start-step" => {
+            parts.push(json!({"type": "step-start"}));
+            true
+        }
+        t if t.starts_with("data-") => apply_data(parts, t, c),
+        _ => false,
+    }
+}
+
+/// Text and reasoning: start, delta, end.
+#[inline(never)]
+fn apply_text(parts: &mut Vec<Value>, kind: &str, c: &Map<String, Value>) -> bool {
     match kind {
         "text-start" | "reasoning-start" => {
             let t = if kind == "text-start" { "text" } else { "reasoning" };
@@ -445,6 +471,15 @@ fn apply_chunk_to_parts(parts: &mut Vec<Value>, c: &Map<String, Value>) -> bool 
                 }
             }
         }
+        _ => {}
+    }
+    true
+}
+
+/// Files and sources.
+#[inline(never)]
+fn apply_source(parts: &mut Vec<Value>, kind: &str, c: &Map<String, Value>) -> bool {
+    match kind {
         "file" => {
             let mut p = Map::new();
             p.insert("type".into(), "file".into());
@@ -465,6 +500,20 @@ fn apply_chunk_to_parts(parts: &mut Vec<Value>, c: &Map<String, Value>) -> bool 
             }
             parts.push(Value::Object(p));
         }
+        _ => {}
+    }
+    true
+}
+
+/// A tool call's input: start, delta, available, error.
+#[inline(never)]
+fn apply_tool_input(
+    parts: &mut Vec<Value>,
+    kind: &str,
+    call_id: Option<&str>,
+    c: &Map<String, Value>,
+) -> bool {
+    match kind {
         "tool-input-start" => {
             if find_tool_part(parts, call_id).is_some() {
                 return true;
@@ -527,6 +576,20 @@ fn apply_chunk_to_parts(parts: &mut Vec<Value>, c: &Map<String, Value>) -> bool 
                 }
             }
         }
+        _ => {}
+    }
+    true
+}
+
+/// How a tool call ended or waits: approval request, denial, output, error.
+#[inline(never)]
+fn apply_tool_outcome(
+    parts: &mut [Value],
+    kind: &str,
+    call_id: Option<&str>,
+    c: &Map<String, Value>,
+) -> bool {
+    match kind {
         "tool-approval-request" => {
             if let Some(p) = find_tool_part(parts, call_id).and_then(|i| parts[i].as_object_mut()) {
                 let st = p.get("state").and_then(Value::as_str).unwrap_or("");
@@ -562,31 +625,35 @@ fn apply_chunk_to_parts(parts: &mut Vec<Value>, c: &Map<String, Value>) -> bool 
                 set_or_remove(p, "errorText", c.get("errorText"));
             }
         }
-        "step-start" | "start-step" => parts.push(json!({"type": "step-start"})),
-        t if t.starts_with("data-") => {
-            if truthy(c.get("transient")) {
-                return true;
-            }
-            let id = c.get("id").filter(|v| !v.is_null());
-            if let Some(id) = id.filter(|v| !v.is_object() && !v.is_array()) {
-                let existing = parts.iter_mut().rev().find(|p| {
-                    p.get("type").and_then(Value::as_str) == Some(t) && p.get("id") == Some(id)
-                });
-                if let Some(Value::Object(p)) = existing {
-                    set_or_remove(p, "data", c.get("data"));
-                    return true;
-                }
-            }
-            let mut p = Map::new();
-            p.insert("type".into(), t.into());
-            if let Some(id) = id {
-                p.insert("id".into(), id.clone());
-            }
-            copy_present(&mut p, c, "data", "data");
-            parts.push(Value::Object(p));
-        }
-        _ => return false,
+        _ => {}
     }
+    true
+}
+
+/// A `data-*` part: transient ones are not kept, one with an id replaces its earlier data.
+#[inline(never)]
+fn apply_data(parts: &mut Vec<Value>, t: &str, c: &Map<String, Value>) -> bool {
+    if truthy(c.get("transient")) {
+        return true;
+    }
+    let id = c.get("id").filter(|v| !v.is_null());
+    if let Some(id) = id.filter(|v| !v.is_object() && !v.is_array()) {
+        let existing = parts
+            .iter_mut()
+            .rev()
+            .find(|p| p.get("type").and_then(Value::as_str) == Some(t) && p.get("id") == Some(id));
+        if let Some(Value::Object(p)) = existing {
+            set_or_remove(p, "data", c.get("data"));
+            return true;
+        }
+    }
+    let mut p = Map::new();
+    p.insert("type".into(), t.into());
+    if let Some(id) = id {
+        p.insert("id".into(), id.clone());
+    }
+    copy_present(&mut p, c, "data", "data");
+    parts.push(Value::Object(p));
     true
 }
 

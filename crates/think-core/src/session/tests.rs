@@ -557,7 +557,8 @@ fn a_context_length_error_compacts_once_and_retries() {
             context_window: 1_000_000,
         })),
         now: None,
-        between_steps: None,
+        yield_now: None,
+        spawn_call: None,
     };
     let approval = |_: &str, _: &Value| false;
     let abort = crate::turn::abort::AbortSignal::default();
@@ -566,7 +567,7 @@ fn a_context_length_error_compacts_once_and_retries() {
         model.as_ref(),
         plan(messages.clone()),
         &approval,
-        &Sink,
+        Rc::new(Sink),
         &abort,
     ));
     assert_eq!(out, crate::turn::engine::TurnOutcome::Finished(FinishReason::Stop));
@@ -587,7 +588,7 @@ fn a_context_length_error_compacts_once_and_retries() {
         model.as_ref(),
         plan(messages.clone()),
         &approval,
-        &Sink,
+        Rc::new(Sink),
         &abort,
     ));
     assert!(
@@ -603,7 +604,7 @@ fn a_context_length_error_compacts_once_and_retries() {
         model.as_ref(),
         plan(messages),
         &approval,
-        &Sink,
+        Rc::new(Sink),
         &abort,
     ));
     assert!(matches!(out, crate::turn::engine::TurnOutcome::Failed(_)));
@@ -646,11 +647,13 @@ fn a_turn_whose_tool_results_pass_the_budget_is_compacted_at_its_next_call() {
             context_window: 2000,
         })),
         now: None,
-        between_steps: None,
+        yield_now: None,
+        spawn_call: None,
     };
     let approval = |_: &str, _: &Value| false;
     let abort = crate::turn::abort::AbortSignal::default();
-    let out = block_on(crate::turn::engine::run(model.as_ref(), plan, &approval, &Sink, &abort));
+    let out =
+        block_on(crate::turn::engine::run(model.as_ref(), plan, &approval, Rc::new(Sink), &abort));
     assert_eq!(out, crate::turn::engine::TurnOutcome::Finished(FinishReason::Stop));
     let seen = inner.seen();
     let systems: Vec<&str> = seen.iter().map(|r| r.system.as_str()).collect();

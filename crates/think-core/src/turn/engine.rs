@@ -74,11 +74,17 @@ pub struct TurnPlan {
     /// The time in ms since the epoch, for the waits a failed answer asks for; `None` reads
     /// them as 0.
     pub now: Option<Box<dyn Fn() -> f64>>,
-    /// Awaited after a step's tools ran, before the next model call is built. The Worker
-    /// yields to its event loop here: the step's writes commit, and the output gate lets its
-    /// tool outputs go to the tabs, instead of holding them until the next request's fetch
-    /// yields after that request was built (the history converted, the body serialized).
-    pub between_steps: Option<Box<dyn Fn() -> LocalBoxFuture<'static, ()>>>,
+    /// Awaited right after each tool output is emitted, and after a step's tools ran, before
+    /// the next model call is built. The Worker yields to its event loop here: the writes so
+    /// far commit and the output gate lets the output go to the tabs, instead of holding it
+    /// while the rest of the step runs (the other calls, the step's end, the next request
+    /// built), all of which would commit with it.
+    pub yield_now: Option<Rc<dyn Fn() -> LocalBoxFuture<'static, ()>>>,
+    /// Runs each tool call as a task of its own, which emits the call's output and yields
+    /// before the turn resumes: when the call's I/O answers (a sandbox isolate's reply), the
+    /// platform resumes that task alone, so the output leaves without the turn's own code
+    /// running first. `None` runs the calls inside the turn.
+    pub spawn_call: Option<Rc<dyn Fn(LocalBoxFuture<'static, ()>)>>,
 }
 
 impl TurnPlan {
@@ -189,9 +195,11 @@ pub async fn run(
     model: &dyn Model,
     mut plan: TurnPlan,
     approval: &dyn ApprovalCheck,
-    sink: &dyn ChunkSink,
+    sink: Rc<dyn ChunkSink>,
     abort: &AbortSignal,
 ) -> TurnOutcome {
+    let shared = sink;
+    let sink: &dyn ChunkSink = &*shared;
     let definitions = plan.tools.definitions();
     let mut last_reason = FinishReason::Stop;
     let mut retried = false;
@@ -324,7 +332,7 @@ pub async fn run(
         let mut calls: Vec<Call> = calls.into_iter().map(|(_, c)| c).collect();
         let resolved = resolve_calls(&mut calls, &plan, approval, sink);
         let waiting = resolved.iter().any(|r| matches!(r, Resolved::Waiting));
-        let results = execute(&calls, resolved, sink, abort).await;
+        let results = execute(&calls, resolved, &plan, &shared, abort).await;
 
         plan.messages.push(ModelMessage::Assistant {
             content: st.text,
@@ -360,7 +368,7 @@ pub async fn run(
         if calls.is_empty() {
             return TurnOutcome::Finished(last_reason);
         }
-        if let Some(pause) = &plan.between_steps {
+        if let Some(pause) = &plan.yield_now {
             pause().await;
         }
     }
@@ -554,36 +562,64 @@ fn announce_input(call: &Call, input: Value, sink: &dyn ChunkSink) -> Value {
 async fn execute(
     calls: &[Call],
     resolved: Vec<Resolved>,
-    sink: &dyn ChunkSink,
+    plan: &TurnPlan,
+    sink: &Rc<dyn ChunkSink>,
     abort: &AbortSignal,
 ) -> Vec<Option<(String, Vec<crate::model::ImagePart>)>> {
     let runs = calls.iter().zip(resolved).map(|(call, r)| async move {
-        match r {
-            Resolved::Settled(text) => Some((text, Vec::new())),
-            Resolved::Waiting => None,
-            Resolved::Run(tool, input) => {
-                let ctx =
-                    ToolContext { tool_call_id: call.id.clone(), tool_name: call.name.clone() };
-                match abort.run(tool.execute(input, &ctx)).await {
-                    None => {
-                        let text = "The tool call was aborted.";
-                        sink.emit(chunk::tool_output_error(&call.id, text));
-                        Some((crate::tools::thrown_error_json(text), Vec::new()))
-                    }
-                    Some(Ok(output)) => {
-                        let text = tool.model_output(&output).to_text();
-                        sink.emit(chunk::tool_output_available(&call.id, output));
-                        Some((text, tool.take_images(&call.id)))
-                    }
-                    Some(Err(e)) => {
-                        sink.emit(chunk::tool_output_error(&call.id, &e.to_string()));
-                        Some((crate::tools::thrown_error_json(&e.to_string()), Vec::new()))
-                    }
-                }
-            }
-        }
+        let (tool, input) = match r {
+            Resolved::Settled(text) => return Some((text, Vec::new())),
+            Resolved::Waiting => return None,
+            Resolved::Run(tool, input) => (tool, input),
+        };
+        let ctx = ToolContext { tool_call_id: call.id.clone(), tool_name: call.name.clone() };
+        let run = run_call(tool, input, ctx, sink.clone(), abort.clone(), plan.yield_now.clone());
+        let Some(spawn) = &plan.spawn_call else { return Some(run.await) };
+        let (done, settled) = futures::channel::oneshot::channel();
+        spawn(Box::pin(async move {
+            let _ = done.send(run.await);
+        }));
+        Some(settled.await.unwrap_or_else(|_| {
+            // The platform dropped the task before it ended: it emitted nothing more.
+            let text = "The tool call was interrupted.";
+            sink.emit(chunk::tool_output_error(&call.id, text));
+            (crate::tools::thrown_error_json(text), Vec::new())
+        }))
     });
     futures::future::join_all(runs).await
+}
+
+/// One call: runs the tool, emits its output and awaits `yield_now`, so that output leaves
+/// before the rest of the step runs.
+async fn run_call(
+    tool: ToolRef,
+    input: Value,
+    ctx: ToolContext,
+    sink: Rc<dyn ChunkSink>,
+    abort: AbortSignal,
+    yield_now: Option<Rc<dyn Fn() -> LocalBoxFuture<'static, ()>>>,
+) -> (String, Vec<crate::model::ImagePart>) {
+    let id = &ctx.tool_call_id;
+    let settled = match abort.run(tool.execute(input, &ctx)).await {
+        None => {
+            let text = "The tool call was aborted.";
+            sink.emit(chunk::tool_output_error(id, text));
+            (crate::tools::thrown_error_json(text), Vec::new())
+        }
+        Some(Ok(output)) => {
+            let text = tool.model_output(&output).to_text();
+            sink.emit(chunk::tool_output_available(id, output));
+            (text, tool.take_images(id))
+        }
+        Some(Err(e)) => {
+            sink.emit(chunk::tool_output_error(id, &e.to_string()));
+            (crate::tools::thrown_error_json(&e.to_string()), Vec::new())
+        }
+    };
+    if let Some(pause) = yield_now {
+        pause().await;
+    }
+    settled
 }
 
 #[cfg(test)]
@@ -659,21 +695,22 @@ mod tests {
             new_id: Box::new(|| "approval_1".into()),
             context: None,
             now: None,
-            between_steps: None,
+            yield_now: None,
+            spawn_call: None,
         }
     }
 
     fn run_with(
         script: Vec<Vec<ModelEvent>>,
         approval: &dyn ApprovalCheck,
-    ) -> (TurnOutcome, Sink, Rc<ScriptedModel>) {
+    ) -> (TurnOutcome, Rc<Sink>, Rc<ScriptedModel>) {
         let model = ScriptedModel::new(script);
-        let sink = Sink::default();
+        let sink = Rc::new(Sink::default());
         let out = futures::executor::block_on(run(
             model.as_ref(),
             plan(tools()),
             approval,
-            &sink,
+            sink.clone(),
             &AbortSignal::new(),
         ));
         (out, sink, model)
@@ -720,7 +757,7 @@ mod tests {
             model.as_ref(),
             turn,
             &|_: &str, _: &Value| false,
-            &Sink::default(),
+            Rc::new(Sink::default()),
             &AbortSignal::new(),
         ));
         assert_eq!(out, TurnOutcome::Finished(FinishReason::Stop));
@@ -806,6 +843,119 @@ mod tests {
         );
     }
 
+    /// Each tool output is followed by a yield to the platform before anything else of the
+    /// step runs (the Worker commits there and the output gate lets that output go), and the
+    /// step's end by another one before the next model call.
+    #[test]
+    fn the_turn_yields_after_each_tool_output_and_between_steps() {
+        let log: Rc<RefCell<Vec<String>>> = Rc::default();
+        struct Logged(Rc<RefCell<Vec<String>>>);
+        impl ChunkSink for Logged {
+            fn emit(&self, chunk: Value) {
+                self.0.borrow_mut().push(chunk["type"].as_str().unwrap_or("").to_owned());
+            }
+        }
+        let mut step1 = call(0, "c1", "add", r#"{"a":2,"b":3}"#);
+        step1.extend(call(1, "c2", "fail", "{}"));
+        step1.push(finish(FinishReason::ToolCalls));
+        let step2 = vec![ModelEvent::TextDelta("5".into()), finish(FinishReason::Stop)];
+        let model = ScriptedModel::new(vec![step1, step2]);
+        let mut plan = plan(tools());
+        let yields = log.clone();
+        plan.yield_now = Some(Rc::new(move || {
+            yields.borrow_mut().push("yield".into());
+            // Pending once, as a timer is: the other calls run meanwhile.
+            let mut first = true;
+            Box::pin(futures::future::poll_fn(move |cx| {
+                if std::mem::take(&mut first) {
+                    cx.waker().wake_by_ref();
+                    return std::task::Poll::Pending;
+                }
+                std::task::Poll::Ready(())
+            }))
+        }));
+        let sink = Rc::new(Logged(log.clone()));
+        let no = |_: &str, _: &Value| false;
+        let out =
+            futures::executor::block_on(run(model.as_ref(), plan, &no, sink, &AbortSignal::new()));
+        assert_eq!(out, TurnOutcome::Finished(FinishReason::Stop));
+        let log = log.borrow();
+        let from = log.iter().position(|t| t == "tool-output-available").unwrap();
+        assert_eq!(
+            log[from..],
+            [
+                "tool-output-available",
+                "yield",
+                "tool-output-error",
+                "yield",
+                "finish-step",
+                "yield",
+                "start-step",
+                "text-start",
+                "text-delta",
+                "text-end",
+                "finish-step"
+            ]
+        );
+    }
+
+    /// With `spawn_call`, each call that runs is a task of its own, which emits its output
+    /// and yields there; the turn hands the model the same results as when calls run inline.
+    #[test]
+    fn calls_run_as_tasks_of_their_own_with_spawn_call() {
+        let mut pool = futures::executor::LocalPool::new();
+        let spawner = futures::task::LocalSpawnExt::spawn_local;
+        let tasks = pool.spawner();
+        let log: Rc<RefCell<Vec<String>>> = Rc::default();
+        struct Logged(Rc<RefCell<Vec<String>>>);
+        impl ChunkSink for Logged {
+            fn emit(&self, chunk: Value) {
+                self.0.borrow_mut().push(chunk["type"].as_str().unwrap_or("").to_owned());
+            }
+        }
+        let mut step1 = call(0, "c1", "add", r#"{"a":2,"b":3}"#);
+        step1.extend(call(1, "c2", "fail", "{}"));
+        step1.extend(call(2, "c3", "nope", "{}"));
+        step1.push(finish(FinishReason::ToolCalls));
+        let step2 = vec![ModelEvent::TextDelta("5".into()), finish(FinishReason::Stop)];
+        let model = ScriptedModel::new(vec![step1, step2]);
+        let mut plan = plan(tools());
+        let spawned = log.clone();
+        plan.spawn_call = Some(Rc::new(move |task| {
+            spawned.borrow_mut().push("spawned".into());
+            spawner(&tasks, task).unwrap();
+        }));
+        let yields = log.clone();
+        plan.yield_now = Some(Rc::new(move || {
+            yields.borrow_mut().push("yield".into());
+            Box::pin(async {})
+        }));
+        let no = |_: &str, _: &Value| false;
+        let sink = Rc::new(Logged(log.clone()));
+        let out = pool.run_until(run(model.as_ref(), plan, &no, sink, &AbortSignal::new()));
+        assert_eq!(out, TurnOutcome::Finished(FinishReason::Stop));
+        let log = log.borrow();
+        let from = log.iter().position(|t| t == "spawned").unwrap();
+        // The unknown tool is settled at once; the two that run are spawned, and each task
+        // emits its output and yields.
+        assert_eq!(
+            log[from..log.iter().position(|t| t == "finish-step").unwrap()],
+            ["spawned", "spawned", "tool-output-available", "yield", "tool-output-error", "yield"]
+        );
+        let second = &model.seen()[1];
+        let tool_texts: Vec<&str> = second
+            .messages
+            .iter()
+            .filter_map(|m| match m {
+                ModelMessage::Tool { content, .. } => Some(content.as_str()),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(tool_texts[0], "{\"sum\":5}");
+        assert_eq!(tool_texts[1], r#"{"error":"Error: boom"}"#);
+        assert!(tool_texts[2].contains("unavailable tool 'nope'"), "{}", tool_texts[2]);
+    }
+
     #[test]
     fn bad_input_and_unknown_tools_become_errors_the_model_can_correct() {
         let mut step1 = call(0, "c1", "add", r#"{"a":"two"}"#);
@@ -875,12 +1025,12 @@ mod tests {
                 step,
                 vec![ModelEvent::TextDelta("ok".into()), finish(FinishReason::Stop)],
             ]);
-            let sink = Sink::default();
+            let sink = Rc::new(Sink::default());
             let out = futures::executor::block_on(run(
                 model.as_ref(),
                 plan(set.clone()),
                 &|_: &str, _: &Value| false,
-                &sink,
+                sink.clone(),
                 &AbortSignal::new(),
             ));
             assert_eq!(out, TurnOutcome::Finished(FinishReason::Stop));
@@ -906,14 +1056,14 @@ mod tests {
             s
         };
         let model = ScriptedModel::new((0..5).map(|_| looping()).collect());
-        let sink = Sink::default();
+        let sink = Rc::new(Sink::default());
         let mut p = plan(tools());
         p.max_steps = 3;
         let out = futures::executor::block_on(run(
             model.as_ref(),
             p,
             &|_: &str, _: &Value| false,
-            &sink,
+            sink.clone(),
             &AbortSignal::new(),
         ));
         assert_eq!(out, TurnOutcome::Finished(FinishReason::ToolCalls));
@@ -955,12 +1105,12 @@ mod tests {
             (status(400, None), None),
         ];
         for (error, transient) in cases {
-            let sink = Sink::default();
+            let sink = Rc::new(Sink::default());
             let out = futures::executor::block_on(run(
                 &Breaking(error.clone()),
                 plan(tools()),
                 &|_: &str, _: &Value| false,
-                &sink,
+                sink.clone(),
                 &AbortSignal::new(),
             ));
             let expected = match transient {
