@@ -124,7 +124,9 @@ impl FileVersion {
 
 /// The content hash stored with each version: XXH3-64 of `bytes` as 16 lowercase hex digits.
 pub(crate) fn content_hash(bytes: &[u8]) -> String {
-    format!("{:016x}", xxhash_rust::xxh3::xxh3_64(bytes))
+    // Written digit by digit: `format!`'s machinery was as much as the hash of a short text.
+    let h = xxhash_rust::xxh3::xxh3_64(bytes);
+    (0..16).rev().map(|i| char::from(b"0123456789abcdef"[(h >> (4 * i)) as usize & 15])).collect()
 }
 
 /// The content hash rows written before XXH3 hold: the first 16 hex digits of SHA-256.
@@ -521,7 +523,7 @@ impl Workspace {
         expected: Option<&str>,
     ) -> Result<(), StaleWrite> {
         if let Some(guard) = self.write_guard(expected) {
-            if self.write_guarded(path, content, mime, &guard)? {
+            if self.write_guarded(path, content, mime, &guard)?.is_some() {
                 self.note_written(path)?;
                 return Ok(());
             }
@@ -555,7 +557,7 @@ impl Workspace {
         mime: &str,
         previous: Option<(&str, (usize, usize))>,
     ) -> Result<(), FsError> {
-        if self.rewrite_inline(path, content, mime, previous)? {
+        if self.rewrite_inline(path, content, mime, previous)?.is_some() {
             self.note_written(path)?;
             return Ok(());
         }
@@ -580,14 +582,11 @@ impl Workspace {
             let checked_read = format!(
                 "SELECT ({}) IS 1, content FROM {t}
                  WHERE path = ? AND type = 'file' AND storage = 'inline'",
-                self.guard_sql(kind),
+                self.guard_sql(kind, 2),
                 t = self.t,
             );
-            EditSql {
-                read,
-                checked_read,
-                rewrite: self.rewrite_sql(super::io::ContentRef::BOUND_AS_BYTES, Writer::Tool),
-            }
+            let rewrite = self.rewrite_sql(super::io::Stored::TextAsBytes, Writer::Tool, true);
+            EditSql { read, checked_read, rewrite }
         })
     }
 
@@ -600,7 +599,7 @@ impl Workspace {
                 let hash = hash.as_deref().map_or(SqlValue::Null, text);
                 Some(WriteGuard {
                     kind: GuardKind::Expected,
-                    params: vec![hash.clone(), hash, SqlValue::Integer(counter)],
+                    params: vec![hash, SqlValue::Integer(counter)],
                 })
             }
             None if self.guard_unseen => {
@@ -610,14 +609,15 @@ impl Workspace {
         }
     }
 
-    /// The SQL condition of guard `kind` on the files table's row (its `?` bound to the
-    /// guard's `params`, in order).
-    pub(super) fn guard_sql(&self, kind: GuardKind) -> String {
+    /// The SQL condition of guard `kind` on the files table's row, the guard's `params`
+    /// bound from parameter `?{at}` on.
+    pub(super) fn guard_sql(&self, kind: GuardKind, at: usize) -> String {
         let t = &self.t;
         match kind {
             GuardKind::Expected => format!(
-                "CASE WHEN ? IS NOT NULL AND {t}.hash IS NOT NULL THEN {t}.hash = ?
-                         ELSE {t}.version = ? END"
+                "CASE WHEN ?{at} IS NOT NULL AND {t}.hash IS NOT NULL THEN {t}.hash = ?{at}
+                         ELSE {t}.version = ?{} END",
+                at + 1
             ),
             // A `CASE`, not `seen IS version OR COALESCE(..)`: in a value (the edit's read
             // selects the check) SQLite evaluates both sides of an `OR`, so the history's
