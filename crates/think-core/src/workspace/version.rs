@@ -514,23 +514,26 @@ impl Workspace {
     /// it and noted as seen afterwards. A new or inline file in an existing directory is
     /// checked and written by one statement (the check is part of its `WHERE`) and noted by
     /// a second, which copies the text inside SQLite; anything else, a refusal included,
-    /// takes the general path: check, write, note.
-    pub async fn write_fresh_for_model(
+    /// takes the general path: check, write, note. The model's tools' text written by the
+    /// one statement is kept for their next edit (see `recent.rs`), moved when it is owned.
+    pub async fn write_fresh_for_model<'a>(
         &self,
         path: &str,
-        content: &str,
+        content: impl Into<std::borrow::Cow<'a, str>>,
         mime: &str,
         expected: Option<&str>,
     ) -> Result<(), StaleWrite> {
+        let content = content.into();
         if let Some(guard) = self.write_guard(expected) {
-            if self.write_guarded(path, content, mime, &guard)?.is_some() {
+            if let Some((norm, hash)) = self.write_guarded(path, &content, mime, &guard)? {
                 self.note_written(path)?;
+                self.keep_text(&norm, &hash, content.into_owned());
                 return Ok(());
             }
         }
         self.check_fresh_for_model(path, expected).await?;
-        self.write_file(path, content, mime).await?;
-        self.remember_seen(path, Some(content))?;
+        self.write_file(path, &content, mime).await?;
+        self.remember_seen(path, Some(&content))?;
         Ok(())
     }
 
@@ -557,8 +560,9 @@ impl Workspace {
         mime: &str,
         previous: Option<(&str, (usize, usize))>,
     ) -> Result<(), FsError> {
-        if self.rewrite_inline(path, content, mime, previous)?.is_some() {
+        if let Some(hash) = self.rewrite_inline(path, content, mime, previous)? {
             self.note_written(path)?;
+            self.keep_text(&path::normalize(path, "open")?, &hash, content.to_owned());
             return Ok(());
         }
         self.write_file(path, content, mime).await?;
@@ -586,7 +590,10 @@ impl Workspace {
                 t = self.t,
             );
             let rewrite = self.rewrite_sql(super::io::Stored::TextAsBytes, Writer::Tool, true);
-            EditSql { read, checked_read, rewrite }
+            let pinned = format!("{rewrite} AND {}.hash = ?6", self.t);
+            let recalled =
+                [format!("{pinned} AND ({})", self.guard_sql(GuardKind::Unseen, 7)), pinned];
+            EditSql { read, checked_read, rewrite, recalled }
         })
     }
 
@@ -1033,6 +1040,10 @@ pub(super) struct EditSql {
     checked_read: String,
     /// The model's rewrite of text bound as bytes ([`Workspace::rewrite_inline`]).
     pub(super) rewrite: String,
+    /// The rewrite of a kept text (`Workspace::rewrite_recalled`): the rewrite, applied
+    /// only to the row whose hash is the kept text's, with the stale-write check of a
+    /// write without a version (first) or without any (second).
+    pub(super) recalled: [String; 2],
 }
 
 /// The check a model write's statement makes on the row it would overwrite: a condition of
