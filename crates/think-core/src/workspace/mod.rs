@@ -30,7 +30,7 @@ pub use glob::{Glob, Prefilter};
 pub use grams::{
     GramBatch, GramQuery, GrepFile, IndexRun, IndexTicket, INDEX_RUN_BYTES, MAX_INDEXED_BYTES,
 };
-pub use recent::{RecentText, RECENT_TEXT_BYTES, RECENT_TEXT_MAX};
+pub use recent::{drop_kept_texts, RecentText, RECENT_TEXT_BYTES, RECENT_TEXT_MAX};
 pub(crate) use version::content_hash;
 pub use version::{
     FileVersion, StaleWrite, StatSeen, Writer, WriterScope, MAX_HISTORY_BYTES, MAX_HISTORY_VERSIONS,

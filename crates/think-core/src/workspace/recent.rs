@@ -15,8 +15,11 @@
 //! nothing, the entry is dropped, and the edit reads the file as it always did.
 //!
 //! Entries live per isolate, for every workspace in it (one per agent instance), bounded
-//! in bytes with the least recently kept dropped first, and go with the wasm instance at an
-//! idle reset. A workspace's entries go with it when it is dropped.
+//! in bytes with the least recently kept dropped first, and only while work is in flight:
+//! the shim drops them all at each idle point ([`drop_kept_texts`]), so an idle isolate
+//! holds none, and a workspace's entries go with it when it is dropped. (Left until the next
+//! idle reset, they kept the budget's 4.2 MB live, in 8.8 MB of linear memory, after the
+//! bench's file rows, against 1.3 MB without them.)
 
 use super::io::{ContentRef, Placement, Stored};
 use super::version::reverse_delta_kept;
@@ -278,6 +281,13 @@ impl Workspace {
     }
 }
 
+/// Drops every kept text of the isolate and returns the bytes they counted: the shim calls it
+/// at each idle point (nothing in flight, no background task), so texts are kept for the
+/// edits of one turn, and an idle isolate holds none.
+pub fn drop_kept_texts() -> usize {
+    TEXTS.with(|t| std::mem::take(&mut *t.borrow_mut()).bytes)
+}
+
 /// Bytes and entries kept in this isolate (for the tests).
 #[cfg(test)]
 pub(super) fn kept_totals() -> (usize, usize) {
@@ -325,6 +335,21 @@ mod tests {
         assert_eq!(kept_totals().1, 1);
         drop(ws);
         assert_eq!(kept_totals(), (0, 0));
+    }
+
+    #[test]
+    fn an_idle_point_drops_every_text_and_says_how_many_bytes() {
+        let (a, b) = (workspace_key(), workspace_key());
+        keep(a, "/x", "h", "one".into());
+        keep(b, "/y", "h", "two".into());
+        let (bytes, entries) = kept_totals();
+        assert_eq!(entries, 2);
+        assert_eq!(drop_kept_texts(), bytes);
+        assert_eq!(kept_totals(), (0, 0));
+        assert!(recall(a, "/x").is_none() && recall(b, "/y").is_none());
+        keep(a, "/x", "h", "again".into());
+        assert_eq!(recall(a, "/x").map(|r| (*r.text).clone()), Some("again".into()));
+        forget_workspace(a);
     }
 
     #[test]
