@@ -201,3 +201,18 @@ test("THINK_IDLE_RESET_MB=0 turns the reset off: the memory an 8 MB script left 
     await own.dispose();
   }
 });
+
+test("the texts kept for the model's next edit are dropped at the idle point after its turn", async () => {
+  const tab = await connect(worker.host, "kept-texts");
+  const before = (await quiescent(0)).dropped;
+  const text = `${"x".repeat(10_000)}\n`;
+  const wrote = await turn(tab, { name: "write", args: { path: "/kept.txt", content: text } });
+  assert.equal(wrote.type, "tool-output-available", JSON.stringify(wrote).slice(0, 300));
+  const after = await quiescent(0);
+  assert.ok(after.dropped - before >= text.length, JSON.stringify(after));
+  // A read keeps nothing, so its idle point drops nothing.
+  const read = await turn(tab, { name: "read", args: { path: "/kept.txt" } });
+  assert.equal(read.type, "tool-output-available", JSON.stringify(read).slice(0, 300));
+  assert.equal((await quiescent(0)).dropped, after.dropped);
+  tab.close();
+});

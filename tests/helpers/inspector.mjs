@@ -113,12 +113,12 @@ export async function openInspector(port, worker) {
     },
     /**
      * The entry shim's idle-reset state (crates/think-worker/js/shim.mjs): `{resets, inFlight, pending, busy,
-     * lastReset: {bytes, needed, after, at} | null, lastCheck: {bytes, needed, held} | null}`,
-     * `busy` being the Rust side's background tasks.
+     * lastReset: {bytes, needed, after, at} | null, lastCheck: {bytes, needed, held} | null, dropped}`,
+     * `busy` being the Rust side's background tasks, `dropped` the bytes of caches dropped at idle points.
      */
     idleReset() {
       return this.evaluate(
-        "(() => { const i = globalThis.__thinkIdleReset; return { resets: i.resets, inFlight: i.inFlight, pending: i.pending, busy: i.busyTasks(), lastReset: i.lastReset, lastCheck: i.lastCheck }; })()",
+        "(() => { const i = globalThis.__thinkIdleReset; return { resets: i.resets, inFlight: i.inFlight, pending: i.pending, busy: i.busyTasks(), lastReset: i.lastReset, lastCheck: i.lastCheck, dropped: i.dropped }; })()",
       );
     },
     /**

@@ -16,12 +16,14 @@
 //   needed at once (`__think_take_peak_bytes`, counted by the agent's allocator).
 //   The threshold is `THINK_IDLE_RESET_MB` from the env of the first object or entrypoint
 //   built (default 16; 0 turns the reset off), the slack a quarter of it; docs/deploy.md "Idle reset".
+// - at each idle point, reset or not, the caches kept for the work in flight are dropped
+//   (`__think_drop_caches`: the texts kept for the model's next edit, workspace/recent.rs).
 import { readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { pathToFileURL } from "node:url";
 
 /** Exports of the wasm-bindgen glue that are plumbing, not Worker handlers. */
-const INTERNAL = new Set(["__wbg_reset_state", "__worker_init_state", "__think_busy_tasks", "__think_memory_bytes", "__think_take_peak_bytes"]);
+const INTERNAL = new Set(["__wbg_reset_state", "__worker_init_state", "__think_busy_tasks", "__think_memory_bytes", "__think_take_peak_bytes", "__think_drop_caches"]);
 /** Handlers the runtime calls with one argument; Rust takes `(arg, env, ctx)`. */
 const EVENT_HANDLERS = new Set(["fetch", "queue", "scheduled", "email", "connect"]);
 
@@ -76,8 +78,9 @@ addEventListener("error", (event) => noteTrap(event.error));
 
 /**
  * Resetting the instance when idle gives back the linear memory a large call grew. \`inFlight\`
- * counts the calls through the guards below that have not settled; \`resets\`, \`lastReset\`
- * and \`lastCheck\` are for the tests and the bench (\`globalThis.__thinkIdleReset\`).
+ * counts the calls through the guards below that have not settled; \`resets\`, \`lastReset\`,
+ * \`lastCheck\` and \`dropped\` (the bytes of caches dropped at idle points so far) are for
+ * the tests and the bench (\`globalThis.__thinkIdleReset\`).
  * \`baseBytes\` is the memory of an instance before its first call (static data and stack).
  */
 const idle = {
@@ -89,11 +92,13 @@ const idle = {
   resets: 0,
   lastReset: null,
   lastCheck: null,
+  dropped: 0,
   baseBytes: 0,
 };
 globalThis.__thinkIdleReset = idle;
 const canMeasure = typeof rust.__think_memory_bytes === "function" && typeof rust.__think_busy_tasks === "function";
 const countsLive = typeof rust.__think_take_peak_bytes === "function";
+const dropsCaches = typeof rust.__think_drop_caches === "function";
 idle.busyTasks = () => (canMeasure ? rust.__think_busy_tasks() : 0);
 if (canMeasure) idle.baseBytes = rust.__think_memory_bytes();
 
@@ -120,8 +125,10 @@ function enter() {
  */
 function checkIdle() {
   idle.pending = false;
-  if (idle.inFlight > 0 || !canMeasure || idle.thresholdBytes === 0 || wasmState.criticalError) return;
+  if (idle.inFlight > 0 || !canMeasure || wasmState.criticalError) return;
   if (rust.__think_busy_tasks() > 0) return;
+  if (dropsCaches) idle.dropped += rust.__think_drop_caches();
+  if (idle.thresholdBytes === 0) return;
   const bytes = rust.__think_memory_bytes();
   const needed = countsLive ? rust.__think_take_peak_bytes() : 0;
   const held = bytes - idle.baseBytes - needed;

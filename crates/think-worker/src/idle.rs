@@ -180,6 +180,13 @@ pub fn take_peak_bytes() -> usize {
     peak
 }
 
+/// For the shim, at an idle point: drops what is kept in memory only to speed up the work in
+/// flight (the texts kept for the model's next edit), and returns how many bytes that was.
+#[wasm_bindgen(js_name = __think_drop_caches)]
+pub fn shim_drop_caches() -> f64 {
+    think_core::workspace::drop_kept_texts() as f64
+}
+
 /// For the shim: [`take_peak_bytes`], as a JS number.
 #[wasm_bindgen(js_name = __think_take_peak_bytes)]
 pub fn shim_take_peak_bytes() -> f64 {

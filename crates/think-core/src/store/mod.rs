@@ -86,6 +86,23 @@ pub trait Sql {
     /// whose result SQLite opens a temporary B-tree on every statement.
     fn exec_changed(&self, sql: &str, params: &[SqlValue]) -> Result<bool, StoreError>;
 
+    /// [`Sql::exec_changed`] with the blob `bytes` bound at parameter `at`, where `params`
+    /// holds a NULL: borrowed, so that a file's content is not copied for the call (the
+    /// Durable Object's bridge binds it as a view of wasm memory). The default copies it in.
+    fn exec_changed_blob(
+        &self,
+        sql: &str,
+        params: &[SqlValue],
+        at: usize,
+        bytes: &[u8],
+    ) -> Result<bool, StoreError> {
+        let mut params = params.to_vec();
+        if let Some(p) = params.get_mut(at) {
+            *p = SqlValue::Blob(bytes.to_vec());
+        }
+        self.exec_changed(sql, &params)
+    }
+
     /// Runs `f` atomically: every statement inside commits together or not at all.
     fn transaction(&self, f: &mut dyn FnMut() -> Result<(), StoreError>) -> Result<(), StoreError>;
 }

@@ -16,12 +16,12 @@ pub(crate) struct Resolved {
     pub existing_ancestors: usize,
 }
 
-/// Largest text bound as bytes (see `ContentRef::to_sql_bound`).
+/// Largest text bound as bytes (see `ContentRef::bound`).
 const TEXT_AS_BYTES_MAX: usize = 64 * 1024;
 
 /// Where new content should go.
 #[derive(Debug, Clone, Copy, PartialEq)]
-enum Placement {
+pub(super) enum Placement {
     Inline,
     Blob,
     Chunked,
@@ -37,10 +37,41 @@ pub(crate) enum ContentRef<'a> {
     Bytes(&'a [u8]),
 }
 
-impl<'a> ContentRef<'a> {
-    /// The SQL expression of [`ContentRef::to_sql_bound`] for text bound as its bytes.
-    pub(super) const BOUND_AS_BYTES: &'static str = "CAST(? AS TEXT)";
+/// The MIME type the model's tools write, which their statements hold as a literal: each
+/// bound parameter costs workerd about 1 µs per statement (a trivial `SELECT` from plain
+/// JavaScript: 4.3 µs with none, 13.5 with ten), so the write and the edit bind only what
+/// varies, each value once (`?NNN`).
+pub(super) const TEXT_PLAIN: &str = "text/plain";
 
+/// How a content binding is stored ([`ContentRef::bound`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Stored {
+    /// Text bound as its UTF-8 bytes and cast back to TEXT by SQLite.
+    TextAsBytes,
+    /// The binding as it is: bytes as a BLOB, long text as TEXT.
+    AsIs,
+}
+
+impl Stored {
+    /// The SQL expression storing parameter `n`.
+    pub(super) fn sql(self, n: usize) -> String {
+        match self {
+            Stored::TextAsBytes => format!("CAST(?{n} AS TEXT)"),
+            Stored::AsIs => format!("?{n}"),
+        }
+    }
+}
+
+/// The SQL of a statement's MIME type: the literal [`TEXT_PLAIN`], or parameter `n`.
+fn mime_sql(literal: bool, n: usize) -> String {
+    if literal {
+        format!("'{TEXT_PLAIN}'")
+    } else {
+        format!("?{n}")
+    }
+}
+
+impl<'a> ContentRef<'a> {
     fn len(self) -> usize {
         self.bytes().len()
     }
@@ -63,15 +94,26 @@ impl<'a> ContentRef<'a> {
     /// The binding of an inline row's content and the SQL expression that stores it. Text
     /// up to [`TEXT_AS_BYTES_MAX`] is bound as its UTF-8 bytes and cast to TEXT by SQLite:
     /// the same stored value, without a JavaScript string decoded from it and encoded
-    /// again on the way in. Larger text keeps its own binding (see `wasm/sql.rs`).
-    fn to_sql_bound(self) -> (SqlValue, &'static str) {
+    /// again on the way in. Larger text keeps its own binding (see `wasm/sql.rs`). Bytes
+    /// are borrowed ([`Sql::exec_changed_blob`]): a copy of the content per write was the
+    /// largest item of the write's own code (3 % of its loop, V8 profile).
+    pub(super) fn bound(self) -> (Bound<'a>, Stored) {
         match self {
             ContentRef::Text(s) if s.len() <= TEXT_AS_BYTES_MAX => {
-                (SqlValue::Blob(s.as_bytes().to_vec()), Self::BOUND_AS_BYTES)
+                (Bound::Bytes(s.as_bytes()), Stored::TextAsBytes)
             }
-            other => (other.to_sql(), "?"),
+            ContentRef::Bytes(b) => (Bound::Bytes(b), Stored::AsIs),
+            other => (Bound::Value(other.to_sql()), Stored::AsIs),
         }
     }
+}
+
+/// A content binding ([`ContentRef::bound`]): borrowed bytes, or a value of its own.
+pub(super) enum Bound<'a> {
+    /// Bound as a blob without a copy.
+    Bytes(&'a [u8]),
+    /// Bound as this value.
+    Value(SqlValue),
 }
 
 impl Content {
@@ -325,67 +367,100 @@ impl Workspace {
     /// For a file just read (an edit) that is the common case; anything else (a symlink,
     /// content that must spill, a file gone meanwhile) falls back to `write_file`.
     pub async fn rewrite_file(&self, path: &str, content: &str, mime: &str) -> Result<(), FsError> {
-        if self.rewrite_inline(path, content, mime, None)? {
+        if self.rewrite_inline(path, content, mime, None)?.is_some() {
             return Ok(());
         }
         self.write_file(path, content, mime).await
     }
 
-    /// The one `UPDATE` of [`Workspace::rewrite_file`]; `false` when it did not apply.
-    /// `previous`, the text being replaced and how many of its first and last bytes
-    /// `content` kept, lets the history keep it as a reverse delta (see `version.rs`).
+    /// The one `UPDATE` of [`Workspace::rewrite_file`]: the content hash it stored, `None`
+    /// when it did not apply. `previous`, the text being replaced and how many of its first
+    /// and last bytes `content` kept, lets the history keep it as a reverse delta (see
+    /// `version.rs`).
     pub(super) fn rewrite_inline(
         &self,
         path: &str,
         content: &str,
         mime: &str,
         previous: Option<(&str, (usize, usize))>,
-    ) -> Result<bool, FsError> {
+    ) -> Result<Option<String>, FsError> {
         let norm = path::normalize(path, "open")?;
-        if content.len() <= self.max_file_size && self.placement(content.len()) == Placement::Inline
+        if content.len() > self.max_file_size || self.placement(content.len()) != Placement::Inline
         {
-            let (value, expr) = ContentRef::Text(content).to_sql_bound();
-            let undo = previous.and_then(|(old, kept)| reverse_delta_kept(old, content, kept));
-            // The content hash is bound twice (as `hash` and in `undo`'s tag), computed once.
-            let w = self.writer();
-            let formatted;
-            let sql = if w == Writer::Tool && expr == ContentRef::BOUND_AS_BYTES {
-                &self.edit_sql().rewrite
-            } else {
-                formatted = self.rewrite_sql(expr, w);
-                &formatted
-            };
-            let changed = self.exec_hashed_changed(
-                sql,
-                vec![
-                    value,
-                    SqlValue::Integer(content.len() as i64),
-                    text(mime),
-                    SqlValue::Integer(self.now()),
-                    SqlValue::Null,
-                    SqlValue::Null,
-                    undo.map_or(SqlValue::Null, SqlValue::Text),
-                    text(&norm),
-                ],
-                0,
-                &[4, 5],
-            )?;
-            if changed {
-                return self.changed(path, Ok(true));
-            }
+            return Ok(None);
         }
-        Ok(false)
+        let (value, stored) = ContentRef::Text(content).bound();
+        let w = self.writer();
+        let literal = mime == TEXT_PLAIN;
+        let formatted;
+        let sql = if w == Writer::Tool && stored == Stored::TextAsBytes && literal {
+            &self.edit_sql().rewrite
+        } else {
+            formatted = self.rewrite_sql(stored, w, literal);
+            &formatted
+        };
+        let undo = previous.and_then(|(old, kept)| reverse_delta_kept(old, content, kept));
+        let hash = content_hash(content.as_bytes());
+        let mut params = self.rewrite_params(&hash, undo, &norm);
+        if !literal {
+            params.push(text(mime));
+        }
+        if self.exec_bound(sql, params, 0, value)? {
+            return self.changed(path, Ok(Some(hash)));
+        }
+        Ok(None)
     }
 
-    /// The statement of [`Workspace::rewrite_inline`] for content bound as `expr` by writer `w`.
-    pub(super) fn rewrite_sql(&self, expr: &str, w: Writer) -> String {
+    /// The first five bindings of [`Workspace::rewrite_sql`]'s statement, the content's
+    /// (`?1`) a NULL, bound by [`Workspace::exec_bound`].
+    pub(super) fn rewrite_params(
+        &self,
+        hash: &str,
+        undo: Option<String>,
+        norm: &str,
+    ) -> Vec<SqlValue> {
+        vec![
+            SqlValue::Null,
+            SqlValue::Integer(self.now()),
+            text(hash),
+            undo.map_or(SqlValue::Null, SqlValue::Text),
+            text(norm),
+        ]
+    }
+
+    /// Runs `sql`, which returns no rows, once the tables exist, with `content` bound at
+    /// `at` (a NULL in `params`); whether it changed a row.
+    pub(super) fn exec_bound(
+        &self,
+        sql: &str,
+        mut params: Vec<SqlValue>,
+        at: usize,
+        content: Bound<'_>,
+    ) -> Result<bool, FsError> {
+        self.init()?;
+        Ok(match content {
+            Bound::Bytes(bytes) => self.sql.exec_changed_blob(sql, &params, at, bytes)?,
+            Bound::Value(v) => {
+                params[at] = v;
+                self.sql.exec_changed(sql, &params)?
+            }
+        })
+    }
+
+    /// The statement of [`Workspace::rewrite_inline`] for content stored as `stored` by
+    /// writer `w`: `?1` the content, `?2` the time, `?3` its hash (also the tag of `undo`),
+    /// `?4` the reverse delta, `?5` the path, and `?6` the MIME type unless it is the
+    /// `literal` [`TEXT_PLAIN`].
+    pub(super) fn rewrite_sql(&self, stored: Stored, w: Writer, literal: bool) -> String {
         let seen = seen_after_change(w);
         format!(
-            "UPDATE {} SET content = {expr}, size = ?, mime_type = ?, modified_at = ?,
-               version = version + 1, hash = ?, changed_by = '{}',
-               undo = (version + 1) || ' ' || ? || ' ' || ?, seen = {seen}
-             WHERE path = ? AND type = 'file' AND storage = 'inline'",
+            "UPDATE {} SET content = {}, size = length(CAST(?1 AS BLOB)), mime_type = {},
+               modified_at = ?2, version = version + 1, hash = ?3, changed_by = '{}',
+               undo = (version + 1) || ' ' || ?3 || ' ' || ?4, seen = {seen}
+             WHERE path = ?5 AND type = 'file' AND storage = 'inline'",
             self.t,
+            stored.sql(1),
+            mime_sql(literal, 6),
             w.as_str()
         )
     }
@@ -401,7 +476,7 @@ impl Workspace {
         self.write_ref(path, ContentRef::Bytes(bytes), mime).await
     }
 
-    fn placement(&self, size: usize) -> Placement {
+    pub(super) fn placement(&self, size: usize) -> Placement {
         let fits_row = size <= MAX_INLINE_ROW_BYTES;
         match &self.blobs {
             Some(_) if size >= self.inline_threshold || !fits_row => Placement::Blob,
@@ -445,7 +520,9 @@ impl Workspace {
             return Err(FsError::new(Errno::IsDir, "open", path));
         }
         let placement = self.placement(content.len());
-        if placement == Placement::Inline && self.write_inline(&norm, content, mime, None)? {
+        if placement == Placement::Inline
+            && self.write_inline(&norm, content, mime, None)?.is_some()
+        {
             return Ok(());
         }
         let hash = content_hash(content.bytes());
@@ -453,147 +530,154 @@ impl Workspace {
     }
 
     /// The model's text write in one statement, its check included (see
-    /// `Workspace::write_fresh_for_model`): `false`, with nothing written, when the check
-    /// fails or the write needs the general path.
+    /// `Workspace::write_fresh_for_model`): the normalized path and the content hash it
+    /// stored; `None`, with nothing written, when the check fails or the write needs the
+    /// general path.
     pub(super) fn write_guarded(
         &self,
         path: &str,
         content: &str,
         mime: &str,
         guard: &WriteGuard,
-    ) -> Result<bool, FsError> {
-        let Ok(norm) = path::normalize(path, "open") else { return Ok(false) };
+    ) -> Result<Option<(String, String)>, FsError> {
+        let Ok(norm) = path::normalize(path, "open") else { return Ok(None) };
         if content.len() > self.max_file_size
             || norm == "/"
             || self.placement(content.len()) != Placement::Inline
         {
-            return Ok(false);
+            return Ok(None);
         }
-        let written = self.write_inline(&norm, ContentRef::Text(content), mime, Some(guard))?;
-        if written {
-            self.changed(path, Ok(()))?;
-        }
-        Ok(written)
+        let Some(hash) = self.write_inline(&norm, ContentRef::Text(content), mime, Some(guard))?
+        else {
+            return Ok(None);
+        };
+        self.changed(path, Ok(()))?;
+        Ok(Some((norm, hash)))
     }
 
     /// Fast path: one statement when the parent directory exists and the path is new or an
-    /// inline file (and `guard`, when given, holds). `false` when it did not apply.
+    /// inline file (and `guard`, when given, holds). The content hash it stored; `None`
+    /// when it did not apply.
     ///
     /// The row is a `VALUES` row whose `parent_path` is NULL unless the parent directory
     /// exists (and, for a guard that needs one, the file), so its `NOT NULL` refuses it: an
     /// `INSERT … SELECT` whose `SELECT` reads the same table would first copy the row,
-    /// content and all, into a temporary table. An existing row that the write must not
-    /// replace (not an inline file, or the guard fails) is refused the same way, by the
-    /// `modified_at` the update would give it. A refusal is the statement's error, and writes
-    /// nothing. The statement returns no row, so it runs as [`Sql::exec_changed`], with no
-    /// result to pack and decode: a `RETURNING` clause made SQLite open a temporary B-tree
-    /// for every write (15k of 279k instructions of an overwrite, natively).
+    /// content and all, into a temporary table. That refusal is ignored (`INSERT OR
+    /// IGNORE`: the statement writes nothing and says so), since a statement's error cost
+    /// workerd 45-90 µs against 3 µs for a plain one, and every write into a new directory
+    /// took it. An existing row that the write must not replace (not an inline file, or the
+    /// guard fails) is refused by the `modified_at` the update would give it; the upsert's
+    /// update fails on it whatever the insert's conflict clause, so that refusal is the
+    /// statement's error, and writes nothing. The statement returns no row, so it runs as
+    /// [`Sql::exec_changed`], with no result to pack and decode: a `RETURNING` clause made
+    /// SQLite open a temporary B-tree for every write (15k of 279k instructions of an
+    /// overwrite, natively).
     fn write_inline(
         &self,
         norm: &str,
         content: ContentRef<'_>,
         mime: &str,
         guard: Option<&WriteGuard>,
-    ) -> Result<bool, FsError> {
+    ) -> Result<Option<String>, FsError> {
         let now = SqlValue::Integer(self.now());
-        let size = SqlValue::Integer(content.len() as i64);
         let parent = path::parent(norm).unwrap_or("/");
         let writer = self.writer();
-        let (value, expr) = content.to_sql_bound();
-        let mut params = vec![text(norm), text(parent)];
-        if guard.is_some_and(WriteGuard::must_exist) {
-            params.push(text(norm));
+        let (value, stored) = content.bound();
+        let hash = content_hash(content.bytes());
+        let literal = mime == TEXT_PLAIN;
+        // The content (`?4`) is bound by `exec_bound`.
+        let mut params = vec![text(norm), text(parent), now, SqlValue::Null, text(&hash)];
+        if !literal {
+            params.push(text(mime));
         }
-        params.extend([
-            text(parent),
-            text(path::basename(norm)),
-            text(mime),
-            size,
-            now.clone(),
-            now,
-        ]);
-        let at = params.len();
-        // The content, then its hash (bound by `exec_hashed`).
-        params.extend([value, SqlValue::Null]);
         if let Some(g) = guard {
             params.extend(g.params.iter().cloned());
         }
+        let at = 3;
         let kind = guard.map(|g| g.kind);
         let formatted;
         let sql = match kind {
-            Some(k) if writer == Writer::Tool && expr == ContentRef::BOUND_AS_BYTES => {
-                self.write_sql[k.index()].get_or_init(|| self.write_inline_sql(expr, writer, kind))
-            }
+            Some(k) if writer == Writer::Tool && stored == Stored::TextAsBytes && literal => self
+                .write_sql[k.index()]
+            .get_or_init(|| self.write_inline_sql(stored, writer, kind, literal)),
             _ => {
-                formatted = self.write_inline_sql(expr, writer, kind);
+                formatted = self.write_inline_sql(stored, writer, kind, literal);
                 &formatted
             }
         };
         self.init()?;
-        let bound = with_hash(params, at, &[at + 1]);
-        let run = || self.sql.exec_changed(sql, &bound);
+        let bytes = match value {
+            Bound::Bytes(b) => Some(b),
+            Bound::Value(v) => {
+                params[at] = v;
+                None
+            }
+        };
+        let run = || match bytes {
+            Some(b) => self.sql.exec_changed_blob(sql, &params, at, b),
+            None => self.sql.exec_changed(sql, &params),
+        };
         let mut result = run();
         // A parent that is missing (not a file or a symlink): made in one statement, then
         // the write again, instead of the general path's resolve and checks.
-        if let Err(StoreError::Sql(msg)) = &result {
-            if self.refused_on(msg) == Some("parent_path")
-                && !guard.is_some_and(WriteGuard::must_exist)
-                && self.make_parents(norm)?
-            {
-                result = run();
-            }
+        if matches!(result, Ok(false))
+            && !guard.is_some_and(WriteGuard::must_exist)
+            && self.make_parents(norm)?
+        {
+            result = run();
         }
         match result {
-            Ok(_) => Ok(true),
-            Err(StoreError::Sql(msg)) if self.write_refused(&msg) => Ok(false),
+            Ok(true) => Ok(Some(hash)),
+            Ok(false) => Ok(None),
+            Err(StoreError::Sql(msg)) if self.write_refused(&msg) => Ok(None),
             Err(e) => Err(e.into()),
         }
     }
 
     /// Whether `msg`, an error of [`Workspace::write_inline`]'s statement, is its refusal:
-    /// the `NOT NULL` of `parent_path` or `modified_at` (see there).
+    /// the `NOT NULL` of `modified_at` (see there). Compared within the message: workerd's
+    /// has a prefix and a suffix.
     pub(super) fn write_refused(&self, msg: &str) -> bool {
-        self.refused_on(msg).is_some()
+        msg.contains(&format!("NOT NULL constraint failed: {}.modified_at", self.t))
     }
 
-    /// The column whose `NOT NULL` refused [`Workspace::write_inline`]'s statement, if `msg`
-    /// is its refusal: `parent_path` (no directory there) or `modified_at` (the row must
-    /// stay). Compared within the message: workerd's has a prefix and a suffix.
-    pub(super) fn refused_on(&self, msg: &str) -> Option<&'static str> {
-        ["parent_path", "modified_at"]
-            .into_iter()
-            .find(|col| msg.contains(&format!("NOT NULL constraint failed: {}.{col}", self.t)))
-    }
-
-    /// The statement of [`Workspace::write_inline`] for content bound as `expr` by writer
-    /// `writer`, making the check of guard kind `guard`.
+    /// The statement of [`Workspace::write_inline`] for content stored as `stored` by
+    /// writer `writer`, making the check of guard kind `guard`: `?1` the path, `?2` its
+    /// parent, `?3` the time, `?4` the content, `?5` its hash, then the MIME type unless it
+    /// is the `literal` [`TEXT_PLAIN`], then the guard's parameters. The name is the path
+    /// after its parent (SQLite counts both in characters).
     pub(super) fn write_inline_sql(
         &self,
-        expr: &str,
+        stored: Stored,
         writer: Writer,
         guard: Option<GuardKind>,
+        literal: bool,
     ) -> String {
         let t = &self.t;
         let w = writer.as_str();
         let seen = if writer == Writer::Tool { "1" } else { "NULL" };
         let seen_again = seen_after_change(writer);
+        let mime = mime_sql(literal, 6);
+        let first_guard = if literal { 6 } else { 7 };
         let (must_exist, check) = match guard {
             Some(kind) => {
                 let exists = if kind == GuardKind::Expected {
-                    format!("AND EXISTS (SELECT 1 FROM {t} WHERE path = ?)")
+                    format!("AND EXISTS (SELECT 1 FROM {t} WHERE path = ?1)")
                 } else {
                     String::new()
                 };
-                (exists, format!("AND ({})", self.guard_sql(kind)))
+                (exists, format!("AND ({})", self.guard_sql(kind, first_guard)))
             }
             None => (String::new(), String::new()),
         };
+        let content = stored.sql(4);
         format!(
-            "INSERT INTO {t} (path, parent_path, name, type, mime_type, size,
+            "INSERT OR IGNORE INTO {t} (path, parent_path, name, type, mime_type, size,
                storage, created_at, modified_at, content, version, hash, changed_by, seen)
-             VALUES (?, CASE WHEN EXISTS (SELECT 1 FROM {t} WHERE path = ?
-                 AND type = 'directory') {must_exist} THEN ? END,
-               ?, 'file', ?, ?, 'inline', ?, ?, {expr}, 1, ?, '{w}', {seen})
+             VALUES (?1, CASE WHEN EXISTS (SELECT 1 FROM {t} WHERE path = ?2
+                 AND type = 'directory') {must_exist} THEN ?2 END,
+               substr(?1, length(?2) + CASE WHEN ?2 = '/' THEN 1 ELSE 2 END), 'file', {mime},
+               length(CAST(?4 AS BLOB)), 'inline', ?3, ?3, {content}, 1, ?5, '{w}', {seen})
              ON CONFLICT(path) DO UPDATE SET mime_type = excluded.mime_type,
                size = excluded.size, content = excluded.content,
                modified_at = CASE WHEN {t}.type = 'file' AND {t}.storage = 'inline' {check}
@@ -601,19 +685,6 @@ impl Workspace {
                version = {t}.version + 1, hash = excluded.hash,
                changed_by = excluded.changed_by, undo = NULL, seen = {seen_again}"
         )
-    }
-
-    /// Runs `sql` once the tables exist, with each binding at `hashed` (a placeholder) set to
-    /// the content hash of the binding at `content` (its UTF-8 for text), computed once; says
-    /// whether it changed a row ([`Sql::exec_changed`], for which it must return none).
-    fn exec_hashed_changed(
-        &self,
-        sql: &str,
-        params: Vec<SqlValue>,
-        content: usize,
-        hashed: &[usize],
-    ) -> Result<bool, FsError> {
-        self.exec_changed(sql, &with_hash(params, content, hashed))
     }
 
     async fn write_slow(
@@ -807,20 +878,6 @@ impl Workspace {
         };
         self.write_content(path, combined, &mime).await
     }
-}
-
-/// `params` with each binding at `hashed` set to the content hash of the binding at
-/// `content` (its UTF-8 for text), computed once.
-fn with_hash(mut params: Vec<SqlValue>, content: usize, hashed: &[usize]) -> Vec<SqlValue> {
-    let digest = match params.get(content) {
-        Some(SqlValue::Text(s)) => content_hash(s.as_bytes()),
-        Some(SqlValue::Blob(b)) => content_hash(b),
-        _ => content_hash(&[]),
-    };
-    for &i in hashed {
-        params[i] = SqlValue::Text(digest.clone());
-    }
-    params
 }
 
 /// The `seen` a statement that changes a file's content sets (in an `UPDATE`, or an upsert's

@@ -17,6 +17,7 @@ mod grams;
 mod io;
 pub(crate) mod journal;
 pub mod path;
+mod recent;
 mod tree;
 mod version;
 
@@ -29,6 +30,7 @@ pub use glob::{Glob, Prefilter};
 pub use grams::{
     GramBatch, GramQuery, GrepFile, IndexRun, IndexTicket, INDEX_RUN_BYTES, MAX_INDEXED_BYTES,
 };
+pub use recent::{drop_kept_texts, RecentText, RECENT_TEXT_BYTES, RECENT_TEXT_MAX};
 pub(crate) use version::content_hash;
 pub use version::{
     FileVersion, StaleWrite, StatSeen, Writer, WriterScope, MAX_HISTORY_BYTES, MAX_HISTORY_VERSIONS,
@@ -224,6 +226,14 @@ pub struct Workspace {
     /// The model's fast write ([`Workspace::write_guarded`]) of text bound as bytes, one
     /// statement per guard kind, formatted once as `read_sql` is.
     write_sql: [std::cell::OnceCell<String>; 3],
+    /// This workspace's key among the texts kept for the model's next edit (`recent.rs`).
+    recent_key: u64,
+}
+
+impl Drop for Workspace {
+    fn drop(&mut self) {
+        recent::forget_workspace(self.recent_key);
+    }
 }
 
 /// A listener for workspace mutations: receives the changed path, lexically normalized.
@@ -426,6 +436,7 @@ impl Workspace {
             read_sql: std::cell::OnceCell::new(),
             edit_sql: std::cell::OnceCell::new(),
             write_sql: Default::default(),
+            recent_key: recent::workspace_key(),
         }
     }
 

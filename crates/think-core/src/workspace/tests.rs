@@ -1397,7 +1397,7 @@ fn the_models_write_reuses_one_statement_per_guard_kind() {
     };
     let cached = |ws: &Workspace, kind: GuardKind| ws.write_sql[kind.index()].get().cloned();
     let formatted = |ws: &Workspace, kind: GuardKind| {
-        ws.write_inline_sql(io::ContentRef::BOUND_AS_BYTES, Writer::Tool, Some(kind))
+        ws.write_inline_sql(io::Stored::TextAsBytes, Writer::Tool, Some(kind), true)
     };
 
     // The stale-write guard (on by default): twice by the statement, then a refusal.
@@ -1445,40 +1445,32 @@ fn the_models_write_reuses_one_statement_per_guard_kind() {
     assert_eq!(cached(&ws, GuardKind::Unseen), None, "only the kinds used are formatted");
 }
 
-/// The fast write's refusal is its statement's `NOT NULL` error on `parent_path` or
-/// `modified_at`, as SQLite and workerd word it; any other error is an error.
+/// The fast write's refusal is its statement's `NOT NULL` error on `modified_at`, as SQLite
+/// and workerd word it; any other error is an error. A missing parent is no error: the
+/// statement writes nothing (`INSERT OR IGNORE`), and the parent is made.
 #[test]
 fn the_fast_write_tells_its_refusal_from_other_errors() {
-    let (_, ws) = ws();
+    let (sql, ws) = ws();
     for msg in [
-        "NOT NULL constraint failed: cf_wsfile_default.parent_path",
+        "NOT NULL constraint failed: cf_wsfile_default.modified_at",
         "Error: NOT NULL constraint failed: cf_wsfile_default.modified_at: SQLITE_CONSTRAINT",
     ] {
         assert!(ws.write_refused(msg), "{msg}");
     }
-    // Which column refused it, in the host's and in workerd's wording: a missing parent is
-    // made in one statement, a row that must stay is not.
-    for (msg, col) in [
-        ("NOT NULL constraint failed: cf_wsfile_default.parent_path", "parent_path"),
-        (
-            "Error: NOT NULL constraint failed: cf_wsfile_default.parent_path: SQLITE_CONSTRAINT",
-            "parent_path",
-        ),
-        (
-            "Error: NOT NULL constraint failed: cf_wsfile_default.modified_at: SQLITE_CONSTRAINT",
-            "modified_at",
-        ),
-    ] {
-        assert_eq!(ws.refused_on(msg), Some(col), "{msg}");
-    }
     for msg in [
         "NOT NULL constraint failed: cf_wsfile_default.name",
-        "NOT NULL constraint failed: cf_wsfile_other.parent_path",
+        "NOT NULL constraint failed: cf_wsfile_other.modified_at",
         "UNIQUE constraint failed: cf_wsfile_default.path",
         "database or disk is full",
     ] {
         assert!(!ws.write_refused(msg), "{msg}");
     }
+    let statement = ws.write_inline_sql(io::Stored::TextAsBytes, Writer::Tool, None, true);
+    assert!(statement.starts_with("INSERT OR IGNORE INTO"), "{statement}");
+    ws.stat("/").unwrap();
+    let before = sql.statements();
+    write(&ws, "/fresh/dir/a.txt", "x");
+    assert_eq!(sql.statements() - before, 3, "ignored, the two levels made, written");
     // Refused by each rule, the write takes the general path, or fails as it did.
     ws.mkdir("/dir", false).unwrap();
     write(&ws, "/new/a.txt", "created with its parent\n");

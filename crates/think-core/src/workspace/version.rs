@@ -124,7 +124,9 @@ impl FileVersion {
 
 /// The content hash stored with each version: XXH3-64 of `bytes` as 16 lowercase hex digits.
 pub(crate) fn content_hash(bytes: &[u8]) -> String {
-    format!("{:016x}", xxhash_rust::xxh3::xxh3_64(bytes))
+    // Written digit by digit: `format!`'s machinery was as much as the hash of a short text.
+    let h = xxhash_rust::xxh3::xxh3_64(bytes);
+    (0..16).rev().map(|i| char::from(b"0123456789abcdef"[(h >> (4 * i)) as usize & 15])).collect()
 }
 
 /// The content hash rows written before XXH3 hold: the first 16 hex digits of SHA-256.
@@ -512,23 +514,26 @@ impl Workspace {
     /// it and noted as seen afterwards. A new or inline file in an existing directory is
     /// checked and written by one statement (the check is part of its `WHERE`) and noted by
     /// a second, which copies the text inside SQLite; anything else, a refusal included,
-    /// takes the general path: check, write, note.
-    pub async fn write_fresh_for_model(
+    /// takes the general path: check, write, note. The model's tools' text written by the
+    /// one statement is kept for their next edit (see `recent.rs`), moved when it is owned.
+    pub async fn write_fresh_for_model<'a>(
         &self,
         path: &str,
-        content: &str,
+        content: impl Into<std::borrow::Cow<'a, str>>,
         mime: &str,
         expected: Option<&str>,
     ) -> Result<(), StaleWrite> {
+        let content = content.into();
         if let Some(guard) = self.write_guard(expected) {
-            if self.write_guarded(path, content, mime, &guard)? {
+            if let Some((norm, hash)) = self.write_guarded(path, &content, mime, &guard)? {
                 self.note_written(path)?;
+                self.keep_text(&norm, &hash, content.into_owned());
                 return Ok(());
             }
         }
         self.check_fresh_for_model(path, expected).await?;
-        self.write_file(path, content, mime).await?;
-        self.remember_seen(path, Some(content))?;
+        self.write_file(path, &content, mime).await?;
+        self.remember_seen(path, Some(&content))?;
         Ok(())
     }
 
@@ -555,8 +560,9 @@ impl Workspace {
         mime: &str,
         previous: Option<(&str, (usize, usize))>,
     ) -> Result<(), FsError> {
-        if self.rewrite_inline(path, content, mime, previous)? {
+        if let Some(hash) = self.rewrite_inline(path, content, mime, previous)? {
             self.note_written(path)?;
+            self.keep_text(&path::normalize(path, "open")?, &hash, content.to_owned());
             return Ok(());
         }
         self.write_file(path, content, mime).await?;
@@ -580,14 +586,14 @@ impl Workspace {
             let checked_read = format!(
                 "SELECT ({}) IS 1, content FROM {t}
                  WHERE path = ? AND type = 'file' AND storage = 'inline'",
-                self.guard_sql(kind),
+                self.guard_sql(kind, 2),
                 t = self.t,
             );
-            EditSql {
-                read,
-                checked_read,
-                rewrite: self.rewrite_sql(super::io::ContentRef::BOUND_AS_BYTES, Writer::Tool),
-            }
+            let rewrite = self.rewrite_sql(super::io::Stored::TextAsBytes, Writer::Tool, true);
+            let pinned = format!("{rewrite} AND {}.hash = ?6", self.t);
+            let recalled =
+                [format!("{pinned} AND ({})", self.guard_sql(GuardKind::Unseen, 7)), pinned];
+            EditSql { read, checked_read, rewrite, recalled }
         })
     }
 
@@ -600,7 +606,7 @@ impl Workspace {
                 let hash = hash.as_deref().map_or(SqlValue::Null, text);
                 Some(WriteGuard {
                     kind: GuardKind::Expected,
-                    params: vec![hash.clone(), hash, SqlValue::Integer(counter)],
+                    params: vec![hash, SqlValue::Integer(counter)],
                 })
             }
             None if self.guard_unseen => {
@@ -610,14 +616,15 @@ impl Workspace {
         }
     }
 
-    /// The SQL condition of guard `kind` on the files table's row (its `?` bound to the
-    /// guard's `params`, in order).
-    pub(super) fn guard_sql(&self, kind: GuardKind) -> String {
+    /// The SQL condition of guard `kind` on the files table's row, the guard's `params`
+    /// bound from parameter `?{at}` on.
+    pub(super) fn guard_sql(&self, kind: GuardKind, at: usize) -> String {
         let t = &self.t;
         match kind {
             GuardKind::Expected => format!(
-                "CASE WHEN ? IS NOT NULL AND {t}.hash IS NOT NULL THEN {t}.hash = ?
-                         ELSE {t}.version = ? END"
+                "CASE WHEN ?{at} IS NOT NULL AND {t}.hash IS NOT NULL THEN {t}.hash = ?{at}
+                         ELSE {t}.version = ?{} END",
+                at + 1
             ),
             // A `CASE`, not `seen IS version OR COALESCE(..)`: in a value (the edit's read
             // selects the check) SQLite evaluates both sides of an `OR`, so the history's
@@ -1033,6 +1040,10 @@ pub(super) struct EditSql {
     checked_read: String,
     /// The model's rewrite of text bound as bytes ([`Workspace::rewrite_inline`]).
     pub(super) rewrite: String,
+    /// The rewrite of a kept text (`Workspace::rewrite_recalled`): the rewrite, applied
+    /// only to the row whose hash is the kept text's, with the stale-write check of a
+    /// write without a version (first) or without any (second).
+    pub(super) recalled: [String; 2],
 }
 
 /// The check a model write's statement makes on the row it would overwrite: a condition of

@@ -21,6 +21,8 @@ mod write;
 #[cfg(test)]
 mod bounds;
 #[cfg(test)]
+mod recall_tests;
+#[cfg(test)]
 pub(crate) mod tests;
 
 pub use delete::delete_tool;

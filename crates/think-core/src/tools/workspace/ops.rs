@@ -3,8 +3,8 @@
 //! sandbox, a read-only view.
 
 use crate::workspace::{
-    EntryType, FileInfo, FileText, FsError, GramBatch, GramQuery, GrepFile, StaleWrite, StatSeen,
-    Workspace, Writer,
+    EntryType, FileInfo, FileText, FsError, GramBatch, GramQuery, GrepFile, RecentText, StaleWrite,
+    StatSeen, Workspace, Writer,
 };
 use async_trait::async_trait;
 
@@ -67,16 +67,17 @@ pub trait WriteOps: VersionOps {
         false
     }
     /// The model's write: [`VersionOps::check_fresh`], then `write_file` and
-    /// [`VersionOps::wrote`]. Stores that can check and write in one step override it.
+    /// [`VersionOps::wrote`]. Stores that can check and write in one step override it. The
+    /// text is handed over, so a store that keeps it (for the next edit) need not copy it.
     async fn write_fresh(
         &self,
         path: &str,
-        content: &str,
+        content: String,
         expected: Option<&str>,
     ) -> Result<(), StaleWrite> {
         self.check_fresh(path, expected).await?;
-        self.write_file(path, content).await?;
-        self.wrote(path, content).await?;
+        self.write_file(path, &content).await?;
+        self.wrote(path, &content).await?;
         Ok(())
     }
 }
@@ -116,6 +117,26 @@ pub trait EditOps: VersionOps {
         self.rewrite_file(path, content).await?;
         self.wrote(path, content).await?;
         Ok(())
+    }
+    /// The text the model's last write or edit of `path` left, when the store kept it: a
+    /// guess to match against, which only [`EditOps::rewrite_recalled`] may act on. `None`
+    /// (the default) for stores that keep none.
+    fn recall(&self, _path: &str) -> Option<RecentText> {
+        None
+    }
+    /// [`EditOps::read_fresh`] and [`EditOps::rewrite_noted`] in one step for a text
+    /// `recall` returned: `content` replaces it only while the file still holds it and
+    /// passes the check for `expected`. `Ok(false)`, with nothing written, otherwise (the
+    /// tool then reads the file).
+    async fn rewrite_recalled(
+        &self,
+        _path: &str,
+        _recalled: &RecentText,
+        _content: String,
+        _kept: (usize, usize),
+        _expected: Option<&str>,
+    ) -> Result<bool, FsError> {
+        Ok(false)
     }
 }
 
@@ -281,7 +302,7 @@ impl WriteOps for Workspace {
     async fn write_fresh(
         &self,
         path: &str,
-        content: &str,
+        content: String,
         expected: Option<&str>,
     ) -> Result<(), StaleWrite> {
         let _tool = self.writing_as(Writer::Tool);
@@ -318,6 +339,20 @@ impl EditOps for Workspace {
     ) -> Result<(), FsError> {
         let _tool = self.writing_as(Writer::Tool);
         self.rewrite_kept_for_model(path, content, "text/plain", Some((previous, kept))).await
+    }
+    fn recall(&self, path: &str) -> Option<RecentText> {
+        self.recall_text(path)
+    }
+    async fn rewrite_recalled(
+        &self,
+        path: &str,
+        recalled: &RecentText,
+        content: String,
+        kept: (usize, usize),
+        expected: Option<&str>,
+    ) -> Result<bool, FsError> {
+        let _tool = self.writing_as(Writer::Tool);
+        Workspace::rewrite_recalled(self, path, recalled, content, kept, expected)
     }
 }
 

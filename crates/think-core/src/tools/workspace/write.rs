@@ -48,9 +48,10 @@ impl FileToolKind for Write {
     async fn run(ops: &dyn WriteOps, input: Input) -> Result<Value, ToolError> {
         let Input { path, content, expected_version } = input;
         let expected = expected_version.as_deref();
+        let (bytes, lines) = (content.len(), line_count(&content));
         if ops.creates_parents() {
             // Checked, written and noted in as few steps as the store can.
-            if let Err(stale) = ops.write_fresh(&path, &content, expected).await {
+            if let Err(stale) = ops.write_fresh(&path, content, expected).await {
                 return stale_output(stale);
             }
         } else {
@@ -66,6 +67,6 @@ impl FileToolKind for Write {
             ops.write_file(&path, &content).await?;
             ops.wrote(&path, &content).await?;
         }
-        Ok(json!({"path": path, "bytesWritten": content.len(), "lines": line_count(&content)}))
+        Ok(json!({"path": path, "bytesWritten": bytes, "lines": lines}))
     }
 }

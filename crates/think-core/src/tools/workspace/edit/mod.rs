@@ -50,6 +50,19 @@ pub fn ambiguity_message(level: MatchLevel, count: usize) -> String {
     }
 }
 
+/// The output of an edit that replaced a match at `level`, leaving `lines` lines.
+fn replaced(path: String, level: MatchLevel, lines: usize) -> Value {
+    let mut out = json!({"path": path, "replaced": true});
+    if level != MatchLevel::Exact {
+        out["fuzzyMatch"] = json!(true);
+    }
+    out["lines"] = json!(lines);
+    if level != MatchLevel::Exact {
+        out["matchLevel"] = json!(level.as_str());
+    }
+    out
+}
+
 struct Edit;
 
 #[async_trait(?Send)]
@@ -75,6 +88,22 @@ impl FileToolKind for Edit {
 
     async fn run(ops: &dyn EditOps, input: Input) -> Result<Value, ToolError> {
         let Input { path, old_string, new_string, expected_version } = input;
+        // The text the model's last write or edit of this file left, when the store kept
+        // it: edited in one step while the file still holds it. Anything else (no kept
+        // text, no unique match in it, a file changed since) takes the steps below, which
+        // read the file and say what is wrong with it.
+        if !old_string.is_empty() {
+            if let Some(recalled) = ops.recall(&path) {
+                let (result, kept) = apply_edit_kept(&recalled.text, &old_string, &new_string);
+                if let EditResult::Replaced { content: updated, level } = result {
+                    let lines = line_count(&updated);
+                    let expected = expected_version.as_deref();
+                    if ops.rewrite_recalled(&path, &recalled, updated, kept, expected).await? {
+                        return Ok(replaced(path, level, lines));
+                    }
+                }
+            }
+        }
         // The check and the read in one step where the store can.
         let current = match ops.read_fresh(&path, expected_version.as_deref()).await {
             Ok(current) => current,
@@ -97,15 +126,7 @@ impl FileToolKind for Edit {
         match result {
             EditResult::Replaced { content: updated, level } => {
                 ops.rewrite_noted(&path, &content, &updated, kept).await?;
-                let mut out = json!({"path": path, "replaced": true});
-                if level != MatchLevel::Exact {
-                    out["fuzzyMatch"] = json!(true);
-                }
-                out["lines"] = json!(line_count(&updated));
-                if level != MatchLevel::Exact {
-                    out["matchLevel"] = json!(level.as_str());
-                }
-                Ok(out)
+                Ok(replaced(path, level, line_count(&updated)))
             }
             EditResult::Ambiguous { level, count } => {
                 Ok(error_output(ambiguity_message(level, count)))
