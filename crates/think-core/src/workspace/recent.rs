@@ -36,7 +36,7 @@ pub const RECENT_TEXT_MAX: usize = 256 << 10;
 /// What an entry costs besides its text and path (the map's slot, the order's, two `Rc`s).
 const ENTRY_OVERHEAD: usize = 96;
 
-/// A kept text: what [`recall`] hands out, to be checked by the edit's statement.
+/// A kept text: what `recall` hands out, to be checked by the edit's statement.
 #[derive(Clone)]
 pub struct RecentText {
     /// The normalized path it was kept under.
